@@ -1,0 +1,54 @@
+"""The exceptions neardup raises.
+
+    NeardupError
+    ├── ConfigError(ValueError)             a parameter out of range or of the wrong kind
+    ├── IncompatibleSketchError(ValueError) sketches or stores made with other parameters
+    ├── FormatError(ValueError)             a truncated, corrupt or foreign binary/file
+    ├── InputError(ValueError)              a document or file that cannot be read
+    ├── StoreError                          the persistent index cannot do what was asked
+    └── MissingDependencyError(ImportError) an optional extra is not installed
+
+Each subclasses the builtin where one fits, so ``except ValueError`` still works.
+"""
+
+from __future__ import annotations
+
+
+class NeardupError(Exception):
+    """Base class of every error neardup raises on purpose."""
+
+
+class ConfigError(NeardupError, ValueError):
+    """A parameter is out of range or of the wrong type."""
+
+
+class IncompatibleSketchError(NeardupError, ValueError):
+    """Two sketches, or a sketch and a store, were made with different parameters."""
+
+
+class FormatError(NeardupError, ValueError):
+    """A serialized sketch, index or file is truncated, corrupt or of another format."""
+
+
+class InputError(NeardupError, ValueError):
+    """An input file or record cannot be read."""
+
+
+class StoreError(NeardupError):
+    """The persistent index cannot carry out the request."""
+
+
+class MissingDependencyError(NeardupError, ImportError):
+    """An optional dependency is missing; the message names the pip command."""
+
+
+def require(module: str, extra: str):
+    """Import an optional module or raise MissingDependencyError naming the extra to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"{module} is required for this feature: pip install 'neardup[{extra}]'"
+        ) from exc

@@ -1,0 +1,76 @@
+"""The one place where text becomes bytes and bytes become 64-bit integers.
+
+Hash families are named, never passed as callables, so that the name can be recorded with every
+artefact and a mismatch detected:
+
+- ``xxh3``: XXH3-64 of the UTF-8 bytes, seed 0 (the default: fast and well mixed);
+- ``md5``, ``sha1``: the first 8 bytes of the digest read big-endian, to reproduce the papers
+  (the seed's simhash example uses MD5).
+
+Seeds for permutations are derived from one integer with :func:`derive`, a fixed procedure built
+on splitmix64, never from a random-number stream whose output may change between numpy versions.
+Python's ``hash()`` is never used: it changes with ``PYTHONHASHSEED``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import xxhash
+
+HASH_NAMES = ("xxh3", "md5", "sha1")
+MASK64 = (1 << 64) - 1
+
+
+def encode(token: str | bytes) -> bytes:
+    """UTF-8 bytes of a str; bytes pass through unchanged."""
+    if isinstance(token, str):
+        return token.encode("utf-8", "surrogatepass")
+    if isinstance(token, (bytes, bytearray, memoryview)):
+        return bytes(token)
+    raise TypeError(f"expected str or bytes, got {type(token).__name__}")
+
+
+def check_hash_name(name: str) -> str:
+    if name not in HASH_NAMES:
+        from .errors import ConfigError
+
+        raise ConfigError(f"unknown hash {name!r}: use one of {', '.join(HASH_NAMES)}")
+    return name
+
+
+def hash64(data: str | bytes, name: str = "xxh3") -> int:
+    """The 64-bit hash of ``data`` under the named family, as an int in [0, 2**64)."""
+    raw = encode(data)
+    if name == "xxh3":
+        return xxhash.xxh3_64_intdigest(raw)
+    if name == "md5":
+        return int.from_bytes(hashlib.md5(raw).digest()[:8], "big")
+    if name == "sha1":
+        return int.from_bytes(hashlib.sha1(raw).digest()[:8], "big")
+    check_hash_name(name)
+    raise AssertionError("unreachable")
+
+
+def splitmix64(x: int) -> int:
+    """One step of the splitmix64 finaliser (Steele, Lea and Flood 2014), on Python ints."""
+    x = (x + 0x9E3779B97F4A7C15) & MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+def derive(seed: int, label: str, index: int) -> int:
+    """A 64-bit value derived from ``(seed, label, index)``; stable across versions and machines.
+
+    ``derive(s, l, i) = splitmix64(splitmix64(s XOR xxh3(l)) + i)``. Different labels give
+    independent streams (the ``a`` and ``b`` of permutation ``i`` use labels ``"perm-a"`` and
+    ``"perm-b"``).
+    """
+    base = splitmix64((seed & MASK64) ^ xxhash.xxh3_64_intdigest(label.encode()))
+    return splitmix64((base + index) & MASK64)
+
+
+def content_fingerprint(text: str) -> int:
+    """64 bits of BLAKE2b over the UTF-8 text: the crawler's "content seen?" fingerprint."""
+    return int.from_bytes(hashlib.blake2b(encode(text), digest_size=8).digest(), "big")

@@ -1,0 +1,100 @@
+"""Frozen, validated configuration objects, each with a stable fingerprint.
+
+A fingerprint is a 64-bit hash of the canonical JSON of the parameters plus the format version;
+it is recorded with every sketch, store and output folder so that artefacts made with different
+settings are never combined silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+import xxhash
+
+from ._validate import check_choice, check_int
+from .hashing import HASH_NAMES
+
+FORMAT_VERSION = 1
+#: Bumped whenever tokenization or normalization changes the tokens of some text.
+TOKENIZER_VERSION = 1
+
+UNITS = ("word", "char", "line")
+FAMILIES = ("affine61", "mulshift64")
+
+
+def _canonical(obj) -> dict:
+    return json.loads(json.dumps(dataclasses.asdict(obj), sort_keys=True))
+
+
+def _fingerprint(kind: str, obj) -> int:
+    payload = json.dumps({"kind": kind, "format": FORMAT_VERSION, "params": _canonical(obj)}, sort_keys=True)
+    return xxhash.xxh3_64_intdigest(payload.encode())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NormalizeParams:
+    """How text is normalized before tokenization. Every step is on by default."""
+
+    nfkc: bool = True
+    casefold: bool = True
+    remove_punctuation: bool = True
+    collapse_whitespace: bool = True
+
+    def as_dict(self) -> dict:
+        return _canonical(self)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ShingleParams:
+    """Which shingles a document is made of: k consecutive tokens of the given unit.
+
+    ``multiset=True`` labels repeated shingles with their occurrence number (Broder's option A);
+    the default is the set of distinct shingles (option B).
+    """
+
+    k: int = 5
+    unit: str = "word"
+    hash: str = "xxh3"
+    multiset: bool = False
+    normalize: NormalizeParams = field(default_factory=NormalizeParams)
+
+    def __post_init__(self) -> None:
+        check_int("k", self.k, 1, 1000, owner="ShingleParams", hint=" Shingles need at least one token.")
+        check_choice("unit", self.unit, UNITS, owner="ShingleParams")
+        check_choice("hash", self.hash, HASH_NAMES, owner="ShingleParams")
+
+    def as_dict(self) -> dict:
+        return {**_canonical(self), "tokenizer_version": TOKENIZER_VERSION}
+
+    def fingerprint(self) -> int:
+        return _fingerprint("shingle", self)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MinHashParams:
+    """A k-mins MinHash: ``num_perm`` permutations drawn from ``family`` with ``seed``.
+
+    Families (both derived from the seed by :func:`neardup.hashing.derive`):
+
+    - ``affine61``: ``h(x) = (a*x + b) mod (2**61 - 1)``, the classic family of the seed and of
+      Broder; exact but about three times slower than
+    - ``mulshift64``: ``h(x) = (a*x + b) mod 2**64`` with odd ``a``, a bijection of 64-bit shingle
+      ids (which are already uniform hashes), as fast as a multiply-add.
+    """
+
+    num_perm: int = 128
+    seed: int = 1
+    family: str = "affine61"
+
+    def __post_init__(self) -> None:
+        check_int("num_perm", self.num_perm, 1, 1 << 16, owner="MinHashParams")
+        check_int("seed", self.seed, 0, (1 << 64) - 1, owner="MinHashParams")
+        check_choice("family", self.family, FAMILIES, owner="MinHashParams")
+
+    def as_dict(self) -> dict:
+        return _canonical(self)
+
+    def fingerprint(self) -> int:
+        return _fingerprint("minhash", self)
