@@ -74,3 +74,15 @@ def derive(seed: int, label: str, index: int) -> int:
 def content_fingerprint(text: str) -> int:
     """64 bits of BLAKE2b over the UTF-8 text: the crawler's "content seen?" fingerprint."""
     return int.from_bytes(hashlib.blake2b(encode(text), digest_size=8).digest(), "big")
+
+
+def splitmix64_array(x, seed: int = 0):
+    """splitmix64 of ``x XOR seed`` on a uint64 numpy array: a seeded bijection of 64-bit ids."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        z = np.asarray(x, dtype=np.uint64) ^ np.uint64(seed & MASK64)
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))

@@ -38,10 +38,20 @@ class AffineModPrime:
 
     def apply(self, ids) -> np.ndarray:
         """Permuted values, shape (num_perm, len(ids)), uint64."""
-        ids = [int(x) % self.prime for x in np.asarray(ids, dtype=np.uint64).tolist()]
-        out = np.empty((len(self.a), len(ids)), dtype=np.uint64)
+        ids = np.asarray(ids, dtype=np.uint64)
+        if self.prime == MERSENNE61:
+            a = np.array(self.a, dtype=np.uint64)[:, None]
+            b = np.array(self.b, dtype=np.uint64)[:, None]
+            return _addmod61(_mulmod61(a, _mod61(ids)[None, :]), b)
+        if self.prime < (1 << 32):
+            a = np.array(self.a, dtype=np.uint64)[:, None] % np.uint64(self.prime)
+            b = np.array(self.b, dtype=np.uint64)[:, None] % np.uint64(self.prime)
+            x = (ids % np.uint64(self.prime))[None, :]
+            return (a * x + b) % np.uint64(self.prime)
+        xs = [int(x) % self.prime for x in ids.tolist()]
+        out = np.empty((len(self.a), len(xs)), dtype=np.uint64)
         for i, (a, b) in enumerate(zip(self.a, self.b)):
-            out[i] = [(a * x + b) % self.prime for x in ids]
+            out[i] = [(a * x + b) % self.prime for x in xs]
         return out
 
 
@@ -62,6 +72,37 @@ class MultiplyShift64:
         b = np.array(self.b, dtype=np.uint64)[:, None]
         with np.errstate(over="ignore"):
             return a * ids[None, :] + b  # numpy wraps modulo 2**64
+
+
+_P = np.uint64(MERSENNE61)
+_M32 = np.uint64(0xFFFFFFFF)
+_M29 = np.uint64((1 << 29) - 1)
+
+
+def _fold61(s: np.ndarray) -> np.ndarray:
+    return (s & _P) + (s >> np.uint64(61))
+
+
+def _mod61(x: np.ndarray) -> np.ndarray:
+    """x mod (2**61 - 1) for any uint64 x, using 2**61 = 1 (mod p)."""
+    s = _fold61(_fold61(x))
+    return np.where(s >= _P, s - _P, s)
+
+
+def _mulmod61(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """(a * x) mod (2**61 - 1) for a, x < p, with 32-bit limbs so nothing overflows uint64."""
+    a_hi, a_lo = a >> np.uint64(32), a & _M32
+    x_hi, x_lo = x >> np.uint64(32), x & _M32
+    lo = a_lo * x_lo                      # < 2**64
+    mid = a_hi * x_lo + a_lo * x_hi       # < 2**62
+    hi = a_hi * x_hi                      # < 2**58; hi * 2**64 = 8 * hi (mod p)
+    # mid * 2**32 = (mid >> 29) * 2**61 + (mid & (2**29 - 1)) * 2**32 = (mid >> 29) + ... (mod p)
+    s = (hi << np.uint64(3)) + (mid >> np.uint64(29)) + ((mid & _M29) << np.uint64(32)) + _fold61(lo)
+    return _mod61(s)
+
+
+def _addmod61(x: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _mod61(x + b)
 
 
 def family_for(name: str, num_perm: int, seed: int):

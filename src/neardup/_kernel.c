@@ -1,0 +1,997 @@
+/*
+ * neardup._kernel: the compiled hot path of neardup (tokenize, shingle, hash, MinHash).
+ *
+ * Every function here reproduces a pure-Python definition exactly; tests/test_native.py
+ * checks them against each other. The definitions are:
+ *
+ *   neardup.text.charclass   class of every code point (SEP=0, WORD=1, SOLO=2, PUNCT=3)
+ *   neardup.text.tokenize    word / char / line tokens of the folded text
+ *   neardup.shingle          k consecutive tokens joined by " " (word), "" (char), "\n" (line);
+ *                            fewer than k tokens (but some): one shingle of them all
+ *   neardup.hashing          shingle id = XXH3-64 of the UTF-8 bytes, seed 0
+ *   neardup.sketch.permutations   affine61 and mulshift64 permutation families
+ *
+ * The input is the UTF-8 (surrogatepass) encoding of text that Python has already folded
+ * (NFKC + casefold). A malformed byte sequence, which str.encode never produces, counts as
+ * one separator byte. Each document is processed in four passes over contiguous arrays:
+ *
+ *   1. split: decode, classify, and write the units (tokens or lines) joined by their
+ *      joiner into a scratch buffer, recording where each unit starts; a shingle is then a
+ *      contiguous slice of that buffer, hashed without copying;
+ *   2. hash: XXH3-64 of each shingle slice;
+ *   3. dedup: distinct ids with an open-addressing set (the distinct count is always
+ *      reported; MinHash then runs over distinct ids only);
+ *   4. MinHash: shingles outer, permutations inner over contiguous a/b/min arrays, four
+ *      shingles per sweep; an AVX2 version is chosen at run time when the CPU has it.
+ *
+ * The batch functions release the GIL, so Python threads run them on all cores.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ND_X86 1
+#include <immintrin.h>
+#else
+#define ND_X86 0
+#endif
+
+#define TABLE_SIZE 0x110000
+
+enum { C_SEP = 0, C_WORD = 1, C_SOLO = 2, C_PUNCT = 3, C_LB = 4 };
+enum { U_WORD = 0, U_CHAR = 1, U_LINE = 2 };
+enum { F_AFFINE61 = 0, F_MULSHIFT64 = 1 };
+
+#define P61 ((uint64_t)0x1FFFFFFFFFFFFFFFULL) /* 2**61 - 1 */
+#define SIGN64 ((uint64_t)0x8000000000000000ULL)
+#define BAD_CP 0xFFFFFFFFu
+
+/* 0 = pick the fastest available; 1 = force the portable scalar code (tests). */
+static int g_force_scalar = 0;
+
+/* ------------------------------------------------------------------------------------------ */
+/* Scratch memory, one per call (so per thread)                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    uint8_t *buf;       /* units joined by their joiner */
+    size_t buf_cap;
+    uint32_t *pos;      /* start of each unit in buf, plus a sentinel */
+    size_t pos_cap;
+    uint64_t *ids;      /* shingle ids, then distinct ids */
+    size_t ids_cap;
+    uint64_t *set;      /* open-addressing set for dedup */
+    size_t set_cap;
+    uint64_t *tmp;      /* sort buffer */
+    size_t tmp_cap;
+    uint32_t *cnt;      /* bucket counts for the sort */
+    size_t cnt_cap;
+} scratch_t;
+
+static void scratch_free(scratch_t *s) {
+    free(s->buf);
+    free(s->pos);
+    free(s->ids);
+    free(s->set);
+    free(s->tmp);
+    free(s->cnt);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Make *p hold at least n elements of size sz; returns 0 on allocation failure. */
+static int grow(void **p, size_t *cap, size_t n, size_t sz) {
+    if (n <= *cap) return 1;
+    size_t c = *cap ? *cap : 256;
+    while (c < n) c *= 2;
+    void *q = realloc(*p, c * sz);
+    if (!q) return 0;
+    *p = q;
+    *cap = c;
+    return 1;
+}
+
+#define GROW(ptr, cap, n) grow((void **)&(ptr), &(cap), (n), sizeof(*(ptr)))
+
+/* ------------------------------------------------------------------------------------------ */
+/* Classification                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const uint8_t *table; /* class per code point, TABLE_SIZE entries */
+    uint8_t remap[256];   /* class -> effective class (PUNCT becomes WORD or SEP) */
+    uint8_t ascii[128];   /* effective class of ASCII bytes, with C_LB for line breaks (line unit) */
+    int unit;
+} classes_t;
+
+static void classes_init(classes_t *c, const uint8_t *table, int unit, int keep_punct) {
+    c->table = table;
+    c->unit = unit;
+    for (int i = 0; i < 256; i++) c->remap[i] = C_SEP;
+    c->remap[C_WORD] = C_WORD;
+    c->remap[C_SOLO] = C_SOLO;
+    c->remap[C_PUNCT] = keep_punct ? C_WORD : C_SEP;
+    for (int i = 0; i < 128; i++) c->ascii[i] = c->remap[table[i]];
+    if (unit == U_LINE) {
+        /* str.splitlines() boundaries in ASCII: \n \v \f \r \x1c \x1d \x1e (\r\n is one
+         * boundary, but the empty line between \r and \n would be dropped anyway). */
+        static const uint8_t lb[] = {0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E};
+        for (size_t i = 0; i < sizeof(lb); i++) c->ascii[lb[i]] = C_LB;
+    }
+}
+
+/* Decode one non-ASCII code point at p (p < end, *p >= 0x80). Sets *n to its length in bytes.
+ * Surrogates (from 'surrogatepass') are decoded like any other 3-byte sequence. Malformed or
+ * truncated sequences and overlong forms give BAD_CP with *n = 1. */
+static inline uint32_t decode_nonascii(const uint8_t *p, const uint8_t *end, size_t *n) {
+    uint32_t c0 = p[0];
+    size_t avail = (size_t)(end - p);
+    if (c0 < 0xC2) goto bad;
+    if (c0 < 0xE0) {
+        if (avail < 2 || (p[1] & 0xC0) != 0x80) goto bad;
+        *n = 2;
+        return ((c0 & 0x1F) << 6) | (p[1] & 0x3F);
+    }
+    if (c0 < 0xF0) {
+        if (avail < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) goto bad;
+        uint32_t cp = ((c0 & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
+        if (cp < 0x800) goto bad;
+        *n = 3;
+        return cp;
+    }
+    if (c0 < 0xF5) {
+        if (avail < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
+            goto bad;
+        uint32_t cp = ((c0 & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) |
+                      ((uint32_t)(p[2] & 0x3F) << 6) | (p[3] & 0x3F);
+        if (cp < 0x10000 || cp > 0x10FFFF) goto bad;
+        *n = 4;
+        return cp;
+    }
+bad:
+    *n = 1;
+    return BAD_CP;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pass 1: split into units                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * Writes the units of s[0:len] into out, joined by their joiner, and the start of each unit
+ * into pos (plus a sentinel pos[n] such that unit i ends at pos[i+1] - gap, where gap is the
+ * joiner length). Returns the number of units; *out_len receives the bytes written.
+ *
+ *   word: tokens are maximal runs of WORD (PUNCT too when kept) and single SOLO code points;
+ *         out = " ".join(tokens)
+ *   char: out = normalize(text): kept code points, each run of others one space, stripped;
+ *         units are the code points of out
+ *   line: lines split like str.splitlines(); each line's word tokens joined by " "; empty
+ *         lines dropped; out = "\n".join(lines)
+ *
+ * Capacity: out needs 2*len + 1 bytes, pos needs len + 2 entries.
+ */
+static inline size_t split_impl(const classes_t *cl, const int unit, const uint8_t *s, size_t len,
+                                uint8_t *out, uint32_t *pos, size_t *out_len) {
+    const uint8_t *p = s, *end = s + len;
+    size_t o = 0, nu = 0;
+    int in_word = 0, line_has = 0, pending = 0;
+    while (p < end) {
+        uint8_t c = *p;
+        size_t n;
+        int cls;
+        if (c < 0x80) {
+            cls = cl->ascii[c];
+            n = 1;
+        } else {
+            uint32_t cp = decode_nonascii(p, end, &n);
+            if (cp == BAD_CP)
+                cls = C_SEP;
+            else if (unit == U_LINE && (cp == 0x85 || cp == 0x2028 || cp == 0x2029))
+                cls = C_LB;
+            else
+                cls = cl->remap[cl->table[cp]];
+        }
+        switch (cls) {
+        case C_WORD:
+            if (unit == U_CHAR) {
+                if (pending) {
+                    pos[nu++] = (uint32_t)o;
+                    out[o++] = ' ';
+                    pending = 0;
+                }
+                pos[nu++] = (uint32_t)o;
+            } else if (!in_word) {
+                if (unit == U_WORD) {
+                    if (nu) out[o++] = ' ';
+                    pos[nu++] = (uint32_t)o;
+                } else if (line_has) {
+                    out[o++] = ' ';
+                } else {
+                    if (nu) out[o++] = '\n';
+                    pos[nu++] = (uint32_t)o;
+                    line_has = 1;
+                }
+                in_word = 1;
+            }
+            break;
+        case C_SOLO:
+            if (unit == U_CHAR) {
+                if (pending) {
+                    pos[nu++] = (uint32_t)o;
+                    out[o++] = ' ';
+                    pending = 0;
+                }
+                pos[nu++] = (uint32_t)o;
+            } else if (unit == U_WORD) {
+                if (nu) out[o++] = ' ';
+                pos[nu++] = (uint32_t)o;
+            } else if (line_has) {
+                out[o++] = ' ';
+            } else {
+                if (nu) out[o++] = '\n';
+                pos[nu++] = (uint32_t)o;
+                line_has = 1;
+            }
+            in_word = 0;
+            break;
+        case C_LB:
+            line_has = 0;
+            in_word = 0;
+            p += n;
+            continue;
+        default: /* separator */
+            in_word = 0;
+            if (unit == U_CHAR && nu) pending = 1;
+            p += n;
+            continue;
+        }
+        /* copy the code point's bytes */
+        if (n == 1) {
+            out[o++] = c;
+        } else {
+            memcpy(out + o, p, n);
+            o += n;
+        }
+        p += n;
+    }
+    pos[nu] = (uint32_t)(unit == U_CHAR ? o : o + 1);
+    *out_len = o;
+    return nu;
+}
+
+static size_t split_word(const classes_t *cl, const uint8_t *s, size_t len, uint8_t *out,
+                         uint32_t *pos, size_t *out_len) {
+    return split_impl(cl, U_WORD, s, len, out, pos, out_len);
+}
+static size_t split_char(const classes_t *cl, const uint8_t *s, size_t len, uint8_t *out,
+                         uint32_t *pos, size_t *out_len) {
+    return split_impl(cl, U_CHAR, s, len, out, pos, out_len);
+}
+static size_t split_line(const classes_t *cl, const uint8_t *s, size_t len, uint8_t *out,
+                         uint32_t *pos, size_t *out_len) {
+    return split_impl(cl, U_LINE, s, len, out, pos, out_len);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pass 2: hash shingles                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Splits one document and hashes its shingles into s->ids. Returns the number of shingles
+ * (repeats included), or (size_t)-1 when memory runs out. */
+static size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_t *text, size_t len,
+                              size_t k) {
+    if (!GROW(s->buf, s->buf_cap, 2 * len + 1) || !GROW(s->pos, s->pos_cap, len + 2))
+        return (size_t)-1;
+    size_t out_len, nu;
+    switch (cl->unit) {
+    case U_CHAR: nu = split_char(cl, text, len, s->buf, s->pos, &out_len); break;
+    case U_LINE: nu = split_line(cl, text, len, s->buf, s->pos, &out_len); break;
+    default: nu = split_word(cl, text, len, s->buf, s->pos, &out_len); break;
+    }
+    if (nu == 0) return 0;
+    if (nu < k) {
+        if (!GROW(s->ids, s->ids_cap, 1)) return (size_t)-1;
+        s->ids[0] = XXH3_64bits(s->buf, out_len);
+        return 1;
+    }
+    size_t ns = nu - k + 1;
+    if (!GROW(s->ids, s->ids_cap, ns)) return (size_t)-1;
+    const uint8_t *buf = s->buf;
+    const uint32_t *pos = s->pos;
+    uint64_t *ids = s->ids;
+    const uint32_t gap = cl->unit == U_CHAR ? 0 : 1;
+    for (size_t i = 0; i < ns; i++) {
+        uint32_t a = pos[i], b = pos[i + k] - gap;
+        ids[i] = XXH3_64bits(buf + a, b - a);
+    }
+    return ns;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pass 3: distinct ids, sorting                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Keeps the distinct values of ids[0:n] (first occurrences, in order); returns their count,
+ * or (size_t)-1 when memory runs out. */
+static size_t dedup(scratch_t *s, uint64_t *ids, size_t n) {
+    if (n < 2) return n;
+    if (n <= 16) {
+        size_t u = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t x = ids[i];
+            size_t j = 0;
+            while (j < u && ids[j] != x) j++;
+            if (j == u) ids[u++] = x;
+        }
+        return u;
+    }
+    int bits = 5;
+    while (((size_t)1 << bits) < 2 * n) bits++;
+    size_t cap = (size_t)1 << bits, mask = cap - 1;
+    if (!GROW(s->set, s->set_cap, cap)) return (size_t)-1;
+    uint64_t *set = s->set;
+    memset(set, 0, cap * sizeof(uint64_t));
+    int have_zero = 0;
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t x = ids[i];
+        if (x == 0) {
+            if (!have_zero) {
+                have_zero = 1;
+                ids[u++] = 0;
+            }
+            continue;
+        }
+        size_t h = (size_t)((x * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+        for (;;) {
+            uint64_t y = set[h];
+            if (y == x) break;
+            if (y == 0) {
+                set[h] = x;
+                ids[u++] = x;
+                break;
+            }
+            h = (h + 1) & mask;
+        }
+    }
+    return u;
+}
+
+static void insertion_sort(uint64_t *v, size_t n) {
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1] > x) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts v[0:n] ascending. Shingle ids are uniform hashes, so one distribution pass on the top
+ * bits into about n buckets leaves buckets of a few elements, finished by insertion sort
+ * (qsort for a bucket that is unexpectedly large). Returns 0 when memory runs out. */
+static int sort_u64(scratch_t *s, uint64_t *v, size_t n) {
+    if (n <= 48) {
+        insertion_sort(v, n);
+        return 1;
+    }
+    int bits = 1;
+    while (((size_t)2 << bits) <= n && bits < 20) bits++;
+    size_t nb = (size_t)1 << bits;
+    const int shift = 64 - bits;
+    if (!GROW(s->tmp, s->tmp_cap, n) || !GROW(s->cnt, s->cnt_cap, nb + 1)) return 0;
+    uint32_t *cnt = s->cnt;
+    uint64_t *tmp = s->tmp;
+    memset(cnt, 0, (nb + 1) * sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++) cnt[(v[i] >> shift) + 1]++;
+    for (size_t b = 1; b <= nb; b++) cnt[b] += cnt[b - 1];
+    /* cnt[b] = start of bucket b; scatter advances it to the end of bucket b */
+    for (size_t i = 0; i < n; i++) tmp[cnt[v[i] >> shift]++] = v[i];
+    size_t start = 0;
+    for (size_t b = 0; b < nb; b++) {
+        size_t stop = cnt[b];
+        size_t m = stop - start;
+        if (m > 64)
+            qsort(tmp + start, m, sizeof(uint64_t), cmp_u64);
+        else if (m > 1)
+            insertion_sort(tmp + start, m);
+        start = stop;
+    }
+    memcpy(v, tmp, n * sizeof(uint64_t));
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pass 4: MinHash                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * Coefficients, padded to a multiple of 4 permutations (padding: a = b = 0, never read back).
+ *   mulshift64: h = a*x + b mod 2**64. The AVX2 code keeps values biased by 2**63 (top bit
+ *               flipped) so that a signed compare orders them as unsigned: (a*x + b) ^ 2**63 ==
+ *               a*x + (b ^ 2**63) mod 2**64, so only b is stored biased (bx).
+ *   affine61:   h = (a*(x mod p) + b) mod p, p = 2**61 - 1, a, b < p.
+ */
+typedef struct {
+    size_t m, m4;
+    int family;
+    uint64_t *a, *ahi, *b, *bx; /* 32-byte aligned, m4 entries each */
+    uint64_t *work;             /* running minimums of the AVX2 code, m4 entries */
+    void *mem;
+} coeffs_t;
+
+static int coeffs_init(coeffs_t *c, const uint64_t *a, const uint64_t *b, size_t m, int family) {
+    c->m = m;
+    c->m4 = (m + 3) & ~(size_t)3;
+    c->family = family;
+    size_t bytes = 5 * c->m4 * sizeof(uint64_t) + 32;
+    c->mem = calloc(1, bytes);
+    if (!c->mem) return 0;
+    uintptr_t base = ((uintptr_t)c->mem + 31) & ~(uintptr_t)31;
+    c->a = (uint64_t *)base;
+    c->ahi = c->a + c->m4;
+    c->b = c->ahi + c->m4;
+    c->bx = c->b + c->m4;
+    c->work = c->bx + c->m4;
+    for (size_t j = 0; j < m; j++) {
+        c->a[j] = a[j];
+        c->ahi[j] = a[j] >> 32;
+        c->b[j] = b[j];
+        c->bx[j] = b[j] ^ SIGN64;
+    }
+    return 1;
+}
+
+static void coeffs_free(coeffs_t *c) {
+    free(c->mem);
+    c->mem = NULL;
+}
+
+static inline uint64_t mod61(uint64_t x) {
+    uint64_t r = (x & P61) + (x >> 61);
+    return r >= P61 ? r - P61 : r;
+}
+
+/* Portable versions: mins[0:m] = min(mins, h_j(x)) over x in ids. */
+static void minhash_mulshift_scalar(const coeffs_t *c, const uint64_t *ids, size_t n,
+                                    uint64_t *mins) {
+    const size_t m = c->m;
+    const uint64_t *a = c->a, *b = c->b;
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t x = ids[i];
+        for (size_t j = 0; j < m; j++) {
+            uint64_t h = a[j] * x + b[j];
+            mins[j] = h < mins[j] ? h : mins[j];
+        }
+    }
+}
+
+static void minhash_affine_scalar(const coeffs_t *c, const uint64_t *ids, size_t n, uint64_t *mins) {
+    const size_t m = c->m;
+    const uint64_t *a = c->a, *b = c->b;
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t x = mod61(ids[i]);
+        for (size_t j = 0; j < m; j++) {
+            unsigned __int128 t = (unsigned __int128)a[j] * x + b[j]; /* < 2**122 + 2**61 */
+            uint64_t r = ((uint64_t)t & P61) + (uint64_t)(t >> 61);   /* < 2**62 + 2 */
+            r = (r & P61) + (r >> 61);                                  /* <= p + 2 */
+            r = r >= P61 ? r - P61 : r;
+            mins[j] = r < mins[j] ? r : mins[j];
+        }
+    }
+}
+
+#if ND_X86
+/* a*x mod 2**64 + b for 4 lanes; xh = x >> 32 broadcast, ah = a >> 32. */
+#define MUL64(A, AH, X, XH, B)                                                                    \
+    _mm256_add_epi64(                                                                             \
+        _mm256_add_epi64(_mm256_mul_epu32((A), (X)), (B)),                                        \
+        _mm256_slli_epi64(_mm256_add_epi64(_mm256_mul_epu32((AH), (X)), _mm256_mul_epu32((A), (XH))), 32))
+
+#define MIN64(M, H) _mm256_blendv_epi8((M), (H), _mm256_cmpgt_epi64((M), (H)))
+
+__attribute__((target("avx2"))) static void
+minhash_mulshift_avx2(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t *mins_out) {
+    const size_t m = c->m, m4 = c->m4;
+    uint64_t *mins = c->work;
+    for (size_t j = 0; j < m4; j++) mins[j] = (j < m ? mins_out[j] : UINT64_MAX) ^ SIGN64;
+    const __m256i *A = (const __m256i *)c->a, *AH = (const __m256i *)c->ahi,
+                  *B = (const __m256i *)c->bx;
+    __m256i *M = (__m256i *)mins;
+    const size_t nv = m4 / 4;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m256i x0 = _mm256_set1_epi64x((long long)ids[i]);
+        const __m256i x1 = _mm256_set1_epi64x((long long)ids[i + 1]);
+        const __m256i x2 = _mm256_set1_epi64x((long long)ids[i + 2]);
+        const __m256i x3 = _mm256_set1_epi64x((long long)ids[i + 3]);
+        const __m256i y0 = _mm256_srli_epi64(x0, 32), y1 = _mm256_srli_epi64(x1, 32);
+        const __m256i y2 = _mm256_srli_epi64(x2, 32), y3 = _mm256_srli_epi64(x3, 32);
+        for (size_t v = 0; v < nv; v++) {
+            const __m256i a = _mm256_load_si256(A + v), ah = _mm256_load_si256(AH + v);
+            const __m256i b = _mm256_load_si256(B + v);
+            __m256i h0 = MUL64(a, ah, x0, y0, b);
+            __m256i h1 = MUL64(a, ah, x1, y1, b);
+            __m256i h2 = MUL64(a, ah, x2, y2, b);
+            __m256i h3 = MUL64(a, ah, x3, y3, b);
+            h0 = MIN64(h0, h1);
+            h2 = MIN64(h2, h3);
+            h0 = MIN64(h0, h2);
+            _mm256_store_si256(M + v, MIN64(_mm256_load_si256(M + v), h0));
+        }
+    }
+    for (; i < n; i++) {
+        const __m256i x0 = _mm256_set1_epi64x((long long)ids[i]);
+        const __m256i y0 = _mm256_srli_epi64(x0, 32);
+        for (size_t v = 0; v < nv; v++) {
+            const __m256i a = _mm256_load_si256(A + v), ah = _mm256_load_si256(AH + v);
+            const __m256i b = _mm256_load_si256(B + v);
+            __m256i h0 = MUL64(a, ah, x0, y0, b);
+            _mm256_store_si256(M + v, MIN64(_mm256_load_si256(M + v), h0));
+        }
+    }
+    for (size_t j = 0; j < m; j++) mins_out[j] = mins[j] ^ SIGN64;
+}
+
+/*
+ * (a*x + b) mod p for 4 lanes, p = 2**61 - 1, a, x, b < p, all in 64-bit lanes.
+ * With a = a1*2**32 + a0, x = x1*2**32 + x0 (a1, x1 < 2**29):
+ *   a*x = a1*x1*2**64 + (a1*x0 + a0*x1)*2**32 + a0*x0
+ *   2**64 = 8 (mod p); mid = a1*x0 + a0*x1 < 2**62 = mh*2**29 + ml with ml < 2**29, so
+ *   mid*2**32 = mh*2**61 + ml*2**32 = mh + ml*2**32 (mod p); a0*x0 = (a0x0 & p) + (a0x0 >> 61).
+ * The sum of the six parts (plus b) is < 4*2**61 + 2**34, folded once more and corrected once.
+ * Results are < 2**61, so a signed compare orders them.
+ */
+__attribute__((target("avx2"))) static inline __m256i affine4(__m256i a, __m256i ah, __m256i b,
+                                                              __m256i x, __m256i xh) {
+    const __m256i P = _mm256_set1_epi64x((long long)P61);
+    const __m256i p00 = _mm256_mul_epu32(a, x);
+    const __m256i mid = _mm256_add_epi64(_mm256_mul_epu32(ah, x), _mm256_mul_epu32(a, xh));
+    const __m256i p11 = _mm256_mul_epu32(ah, xh);
+    __m256i s = _mm256_add_epi64(_mm256_slli_epi64(p11, 3), _mm256_srli_epi64(mid, 29));
+    s = _mm256_add_epi64(s, _mm256_srli_epi64(_mm256_slli_epi64(mid, 35), 3));
+    s = _mm256_add_epi64(s, _mm256_and_si256(p00, P));
+    s = _mm256_add_epi64(s, _mm256_srli_epi64(p00, 61));
+    s = _mm256_add_epi64(s, b);
+    s = _mm256_add_epi64(_mm256_and_si256(s, P), _mm256_srli_epi64(s, 61)); /* <= p + 7 */
+    /* s >= p  <=>  s > p - 1 */
+    const __m256i ge = _mm256_cmpgt_epi64(s, _mm256_set1_epi64x((long long)(P61 - 1)));
+    return _mm256_sub_epi64(s, _mm256_and_si256(ge, P));
+}
+
+__attribute__((target("avx2"))) static void
+minhash_affine_avx2(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t *mins_out) {
+    const size_t m = c->m, m4 = c->m4;
+    /* running mins start at 2**63 - 1 (above any value < p); UINT64_MAX is restored below */
+    uint64_t *mins = c->work;
+    for (size_t j = 0; j < m4; j++)
+        mins[j] = (j < m && mins_out[j] != UINT64_MAX) ? mins_out[j] : (uint64_t)INT64_MAX;
+    const __m256i *A = (const __m256i *)c->a, *AH = (const __m256i *)c->ahi,
+                  *B = (const __m256i *)c->b;
+    __m256i *M = (__m256i *)mins;
+    const size_t nv = m4 / 4;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const uint64_t r0 = mod61(ids[i]), r1 = mod61(ids[i + 1]);
+        const uint64_t r2 = mod61(ids[i + 2]), r3 = mod61(ids[i + 3]);
+        const __m256i x0 = _mm256_set1_epi64x((long long)r0), y0 = _mm256_set1_epi64x((long long)(r0 >> 32));
+        const __m256i x1 = _mm256_set1_epi64x((long long)r1), y1 = _mm256_set1_epi64x((long long)(r1 >> 32));
+        const __m256i x2 = _mm256_set1_epi64x((long long)r2), y2 = _mm256_set1_epi64x((long long)(r2 >> 32));
+        const __m256i x3 = _mm256_set1_epi64x((long long)r3), y3 = _mm256_set1_epi64x((long long)(r3 >> 32));
+        for (size_t v = 0; v < nv; v++) {
+            const __m256i a = _mm256_load_si256(A + v), ah = _mm256_load_si256(AH + v);
+            const __m256i b = _mm256_load_si256(B + v);
+            __m256i h0 = affine4(a, ah, b, x0, y0);
+            __m256i h1 = affine4(a, ah, b, x1, y1);
+            __m256i h2 = affine4(a, ah, b, x2, y2);
+            __m256i h3 = affine4(a, ah, b, x3, y3);
+            h0 = MIN64(h0, h1);
+            h2 = MIN64(h2, h3);
+            h0 = MIN64(h0, h2);
+            _mm256_store_si256(M + v, MIN64(_mm256_load_si256(M + v), h0));
+        }
+    }
+    for (; i < n; i++) {
+        const uint64_t r0 = mod61(ids[i]);
+        const __m256i x0 = _mm256_set1_epi64x((long long)r0), y0 = _mm256_set1_epi64x((long long)(r0 >> 32));
+        for (size_t v = 0; v < nv; v++) {
+            const __m256i a = _mm256_load_si256(A + v), ah = _mm256_load_si256(AH + v);
+            const __m256i b = _mm256_load_si256(B + v);
+            __m256i h0 = affine4(a, ah, b, x0, y0);
+            _mm256_store_si256(M + v, MIN64(_mm256_load_si256(M + v), h0));
+        }
+    }
+    for (size_t j = 0; j < m; j++) mins_out[j] = mins[j] == (uint64_t)INT64_MAX ? UINT64_MAX : mins[j];
+}
+
+static int have_avx2(void) {
+    static int cached = -1;
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return cached;
+}
+#endif
+
+/* mins[0:m] = min(mins, h_j(x)) over x in ids[0:n]. */
+static void minhash_update(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t *mins,
+                           int use_simd) {
+    if (n == 0) return;
+#if ND_X86
+    if (use_simd) {
+        if (c->family == F_MULSHIFT64)
+            minhash_mulshift_avx2(c, ids, n, mins);
+        else
+            minhash_affine_avx2(c, ids, n, mins);
+        return;
+    }
+#else
+    (void)use_simd;
+#endif
+    if (c->family == F_MULSHIFT64)
+        minhash_mulshift_scalar(c, ids, n, mins);
+    else
+        minhash_affine_scalar(c, ids, n, mins);
+}
+
+static int simd_enabled(void) {
+#if ND_X86
+    return !g_force_scalar && have_avx2();
+#else
+    return 0;
+#endif
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Argument helpers                                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+static int get_table(PyObject *obj, Py_buffer *view) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) return 0;
+    if (view->len != TABLE_SIZE) {
+        PyErr_Format(PyExc_ValueError, "class table must have %d entries, got %zd", TABLE_SIZE,
+                     view->len);
+        PyBuffer_Release(view);
+        return 0;
+    }
+    return 1;
+}
+
+static int check_unit_k(int unit, Py_ssize_t k) {
+    if (unit != U_WORD && unit != U_CHAR && unit != U_LINE) {
+        PyErr_Format(PyExc_ValueError, "unit must be 0 (word), 1 (char) or 2 (line), got %d", unit);
+        return 0;
+    }
+    if (k < 1) {
+        PyErr_Format(PyExc_ValueError, "k must be >= 1, got %zd", k);
+        return 0;
+    }
+    return 1;
+}
+
+/* Documents are addressed with 32-bit positions in a buffer of up to 2*len + 1 bytes. */
+#define MAX_DOC_BYTES ((size_t)0x7FFFFFF0)
+
+static int check_doc_len(size_t len) {
+    if (len > MAX_DOC_BYTES) {
+        PyErr_Format(PyExc_ValueError, "a document of %zu bytes is larger than the kernel's limit (%zu)",
+                     len, MAX_DOC_BYTES);
+        return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Python functions                                                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+PyDoc_STRVAR(units_doc,
+"units(data, table, unit, keep_punct) -> list[bytes]\n\n"
+"The units of one folded UTF-8 document: word tokens (unit 0), code points of the normalized\n"
+"text (unit 1) or non-empty lines, each its tokens joined by a space (unit 2). For tests.");
+
+static PyObject *py_units(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data, table;
+    PyObject *table_obj;
+    int unit, keep;
+    if (!PyArg_ParseTuple(args, "y*Oip", &data, &table_obj, &unit, &keep)) return NULL;
+    if (!get_table(table_obj, &table)) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    scratch_t s = {0};
+    size_t len = (size_t)data.len;
+    if (!check_unit_k(unit, 1) || !check_doc_len(len)) goto done;
+    if (!GROW(s.buf, s.buf_cap, 2 * len + 1) || !GROW(s.pos, s.pos_cap, len + 2)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    classes_t cl;
+    classes_init(&cl, (const uint8_t *)table.buf, unit, keep);
+    size_t out_len, nu = split_impl(&cl, unit, (const uint8_t *)data.buf, len, s.buf, s.pos, &out_len);
+    uint32_t gap = unit == U_CHAR ? 0 : 1;
+    result = PyList_New((Py_ssize_t)nu);
+    if (!result) goto done;
+    for (size_t i = 0; i < nu; i++) {
+        PyObject *b = PyBytes_FromStringAndSize((const char *)s.buf + s.pos[i],
+                                                (Py_ssize_t)(s.pos[i + 1] - gap - s.pos[i]));
+        if (!b) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, (Py_ssize_t)i, b);
+    }
+done:
+    scratch_free(&s);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+PyDoc_STRVAR(shingle_ids_doc,
+"shingle_ids(data, table, unit, k, keep_punct) -> bytearray\n\n"
+"Sorted distinct XXH3-64 shingle ids (native-endian uint64) of one folded UTF-8 document.\n"
+"unit: 0 word, 1 char, 2 line; table: the uint8 class of every code point (0x110000 bytes).");
+
+static PyObject *py_shingle_ids(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data, table;
+    PyObject *table_obj;
+    int unit, keep;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "y*Oinp", &data, &table_obj, &unit, &k, &keep)) return NULL;
+    if (!get_table(table_obj, &table)) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    scratch_t s = {0};
+    size_t len = (size_t)data.len, n = 0;
+    int oom = 0;
+    if (!check_unit_k(unit, k) || !check_doc_len(len)) goto done;
+    classes_t cl;
+    classes_init(&cl, (const uint8_t *)table.buf, unit, keep);
+    Py_BEGIN_ALLOW_THREADS
+    n = doc_shingle_ids(&s, &cl, (const uint8_t *)data.buf, len, (size_t)k);
+    if (n != (size_t)-1) n = dedup(&s, s.ids, n);
+    if (n != (size_t)-1 && !sort_u64(&s, s.ids, n)) n = (size_t)-1;
+    oom = n == (size_t)-1;
+    Py_END_ALLOW_THREADS
+    if (oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(n ? (const char *)s.ids : NULL, (Py_ssize_t)(n * 8));
+done:
+    scratch_free(&s);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+PyDoc_STRVAR(signatures_doc,
+"signatures(data, offsets, table, unit, k, keep_punct, a, b, family, with_ids)\n"
+"    -> (values, n_shingles, ids)\n\n"
+"MinHash signatures of a batch of folded UTF-8 documents, document i being\n"
+"data[offsets[i]:offsets[i+1]] (offsets: n+1 int64). a, b: uint64 coefficients of the\n"
+"permutations; family 0 = affine61 ((a*(x mod p) + b) mod p, p = 2**61-1, a, b < p),\n"
+"1 = mulshift64 (a*x + b mod 2**64). Returns bytearrays: values (n*m uint64, row-major;\n"
+"all 2**64-1 for a document without shingles), n_shingles (n int64, distinct shingles per\n"
+"document) and, when with_ids, the concatenated sorted distinct shingle ids (uint64), else\n"
+"None. The GIL is released while computing.");
+
+static PyObject *py_signatures(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data, offs, table, abuf, bbuf;
+    PyObject *offs_obj, *table_obj, *a_obj, *b_obj;
+    int unit, keep, family, with_ids;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "y*OOinpOOip", &data, &offs_obj, &table_obj, &unit, &k, &keep,
+                          &a_obj, &b_obj, &family, &with_ids))
+        return NULL;
+    int got_offs = 0, got_table = 0, got_a = 0, got_b = 0;
+    PyObject *values = NULL, *counts = NULL, *ids_out = NULL, *result = NULL;
+    scratch_t s = {0};
+    coeffs_t co = {0};
+    uint64_t *idbuf = NULL;
+    size_t idlen = 0, idcap = 0;
+
+    if (PyObject_GetBuffer(offs_obj, &offs, PyBUF_SIMPLE) < 0) goto done;
+    got_offs = 1;
+    if (!get_table(table_obj, &table)) goto done;
+    got_table = 1;
+    if (PyObject_GetBuffer(a_obj, &abuf, PyBUF_SIMPLE) < 0) goto done;
+    got_a = 1;
+    if (PyObject_GetBuffer(b_obj, &bbuf, PyBUF_SIMPLE) < 0) goto done;
+    got_b = 1;
+    if (!check_unit_k(unit, k)) goto done;
+    if (family != F_AFFINE61 && family != F_MULSHIFT64) {
+        PyErr_Format(PyExc_ValueError, "family must be 0 (affine61) or 1 (mulshift64), got %d", family);
+        goto done;
+    }
+    if (offs.len % 8 || offs.len < 8) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be n+1 int64 values");
+        goto done;
+    }
+    if (abuf.len % 8 || abuf.len == 0 || abuf.len != bbuf.len) {
+        PyErr_SetString(PyExc_ValueError, "a and b must be non-empty uint64 buffers of equal length");
+        goto done;
+    }
+    const size_t n = (size_t)offs.len / 8 - 1, m = (size_t)abuf.len / 8;
+    /* buffers from Python objects are not necessarily 8-byte aligned: copy what we index */
+    int64_t *off = malloc((n + 1) * sizeof(int64_t));
+    uint64_t *a = malloc(m * sizeof(uint64_t)), *b = malloc(m * sizeof(uint64_t));
+    if (!off || !a || !b) {
+        free(off);
+        free(a);
+        free(b);
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(off, offs.buf, (n + 1) * sizeof(int64_t));
+    memcpy(a, abuf.buf, m * sizeof(uint64_t));
+    memcpy(b, bbuf.buf, m * sizeof(uint64_t));
+    int bad = off[0] < 0 || off[n] > (int64_t)data.len;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = off[i + 1] < off[i] || (size_t)(off[i + 1] - off[i]) > MAX_DOC_BYTES;
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError,
+                        "offsets must be non-decreasing, within the data, and documents under 2 GiB");
+    }
+    if (!bad && family == F_AFFINE61) {
+        for (size_t j = 0; j < m && !bad; j++) bad = a[j] >= P61 || b[j] >= P61;
+        if (bad) PyErr_SetString(PyExc_ValueError, "affine61 coefficients must be below 2**61 - 1");
+    }
+    int ok = !bad && coeffs_init(&co, a, b, m, family);
+    free(a);
+    free(b);
+    if (!ok) {
+        free(off);
+        if (!bad) PyErr_NoMemory();
+        goto done;
+    }
+    values = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * m * 8));
+    counts = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    if (!values || !counts) {
+        free(off);
+        goto done;
+    }
+    uint64_t *vals = (uint64_t *)PyByteArray_AS_STRING(values);
+    int64_t *cnts = (int64_t *)PyByteArray_AS_STRING(counts);
+    classes_t cl;
+    classes_init(&cl, (const uint8_t *)table.buf, unit, keep);
+    const uint8_t *text = (const uint8_t *)data.buf;
+    const int simd = simd_enabled();
+    int oom = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *row = vals + i * m;
+        for (size_t j = 0; j < m; j++) row[j] = UINT64_MAX;
+        size_t len = (size_t)(off[i + 1] - off[i]);
+        size_t ns = doc_shingle_ids(&s, &cl, text + off[i], len, (size_t)k);
+        if (ns != (size_t)-1) ns = dedup(&s, s.ids, ns);
+        if (ns == (size_t)-1) {
+            oom = 1;
+            break;
+        }
+        cnts[i] = (int64_t)ns;
+        minhash_update(&co, s.ids, ns, row, simd);
+        if (with_ids && ns) {
+            if (!sort_u64(&s, s.ids, ns) || !GROW(idbuf, idcap, idlen + ns)) {
+                oom = 1;
+                break;
+            }
+            memcpy(idbuf + idlen, s.ids, ns * sizeof(uint64_t));
+            idlen += ns;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(off);
+    if (oom) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (with_ids) {
+        ids_out = PyByteArray_FromStringAndSize(idlen ? (const char *)idbuf : NULL, (Py_ssize_t)(idlen * 8));
+        if (!ids_out) goto done;
+    } else {
+        ids_out = Py_None;
+        Py_INCREF(ids_out);
+    }
+    result = PyTuple_Pack(3, values, counts, ids_out);
+done:
+    Py_XDECREF(values);
+    Py_XDECREF(counts);
+    Py_XDECREF(ids_out);
+    free(idbuf);
+    coeffs_free(&co);
+    scratch_free(&s);
+    if (got_b) PyBuffer_Release(&bbuf);
+    if (got_a) PyBuffer_Release(&abuf);
+    if (got_table) PyBuffer_Release(&table);
+    if (got_offs) PyBuffer_Release(&offs);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+PyDoc_STRVAR(set_simd_doc,
+"set_simd(enabled) -> bool\n\n"
+"Allow (True, the default) or forbid the AVX2 MinHash code; returns the previous setting.\n"
+"For tests and benchmarks: results are identical either way.");
+
+static PyObject *py_set_simd(PyObject *self, PyObject *arg) {
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    int prev = !g_force_scalar;
+    g_force_scalar = !on;
+    return PyBool_FromLong(prev);
+}
+
+PyDoc_STRVAR(simd_doc, "simd() -> str\n\nThe MinHash code in use: 'avx2' or 'scalar'.");
+
+static PyObject *py_simd(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyUnicode_FromString(simd_enabled() ? "avx2" : "scalar");
+}
+
+PyDoc_STRVAR(xxh3_doc, "xxh3_64(data) -> int\n\nXXH3-64 of the bytes, seed 0 (to check the header).");
+
+static PyObject *py_xxh3(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer v;
+    if (PyObject_GetBuffer(arg, &v, PyBUF_SIMPLE) < 0) return NULL;
+    uint64_t h = XXH3_64bits(v.buf, (size_t)v.len);
+    PyBuffer_Release(&v);
+    return PyLong_FromUnsignedLongLong(h);
+}
+
+static PyMethodDef methods[] = {
+    {"units", py_units, METH_VARARGS, units_doc},
+    {"shingle_ids", py_shingle_ids, METH_VARARGS, shingle_ids_doc},
+    {"signatures", py_signatures, METH_VARARGS, signatures_doc},
+    {"set_simd", py_set_simd, METH_O, set_simd_doc},
+    {"simd", py_simd, METH_NOARGS, simd_doc},
+    {"xxh3_64", py_xxh3, METH_O, xxh3_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "neardup._kernel",
+    "Compiled hot path of neardup: tokenize, shingle, XXH3 and MinHash over batches of documents.",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void) {
+    PyObject *mod = PyModule_Create(&moduledef);
+    if (!mod) return NULL;
+    if (PyModule_AddIntConstant(mod, "UNIT_WORD", U_WORD) < 0 ||
+        PyModule_AddIntConstant(mod, "UNIT_CHAR", U_CHAR) < 0 ||
+        PyModule_AddIntConstant(mod, "UNIT_LINE", U_LINE) < 0 ||
+        PyModule_AddIntConstant(mod, "FAMILY_AFFINE61", F_AFFINE61) < 0 ||
+        PyModule_AddIntConstant(mod, "FAMILY_MULSHIFT64", F_MULSHIFT64) < 0 ||
+        PyModule_AddIntConstant(mod, "XXH_VERSION", XXH_VERSION_NUMBER) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}

@@ -1,0 +1,54 @@
+"""The ``neardup`` command. Each sub-command lives in its own module with a ``register`` function.
+
+User mistakes (missing files, bad parameters, unreadable input) print one line
+``neardup: error: ...`` naming the problem and the fix, and exit with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Modules that add sub-commands, in the order they appear in --help.
+COMMAND_MODULES = ["neardup.cli.core"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .._version import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="neardup",
+        description="Find exact copies, near-copies and contained pages in documents and web crawls.",
+    )
+    parser.add_argument("--version", action="version", version=f"neardup {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..errors import NeardupError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except NeardupError as exc:
+        print(f"neardup: error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"neardup: error: no such file: {exc.filename} (check the path)", file=sys.stderr)
+        return 2
+    except IsADirectoryError as exc:
+        print(f"neardup: error: {exc.filename} is a folder; give a file", file=sys.stderr)
+        return 2
+    except PermissionError as exc:
+        print(f"neardup: error: permission denied: {exc.filename}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("neardup: interrupted", file=sys.stderr)
+        return 130

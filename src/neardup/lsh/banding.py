@@ -1,0 +1,97 @@
+"""Band keys and an in-memory MinHash LSH index.
+
+A band key is one 64-bit value per (document, band): the band's ``rows`` signature values folded
+with splitmix64, seeded by the band number so that equal values in different bands give
+different keys. The same function makes the keys in the local engine, the SQLite store and on
+Spark, so all of them put the same documents in the same buckets.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..errors import IncompatibleSketchError
+from ..hashing import splitmix64_array
+from .params import Banding, optimal_banding
+
+
+def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """Band keys of signatures of shape (n, num_perm): an (n, bands) uint64 array.
+
+    Only the first ``bands * rows`` values of each signature are used.
+    """
+    sig = np.asarray(signatures, dtype=np.uint64)
+    if sig.ndim == 1:
+        sig = sig[None, :]
+    n = sig.shape[0]
+    out = np.empty((n, bands), dtype=np.uint64)
+    for band in range(bands):
+        key = np.full(n, np.uint64(band), dtype=np.uint64)
+        for row in range(band * rows, (band + 1) * rows):
+            key = splitmix64_array(key ^ sig[:, row])
+        out[:, band] = key
+    return out
+
+
+class MinHashLSH:
+    """Buckets of band keys in memory: ``add`` sketches, ``query`` for likely similar ones.
+
+    >>> from neardup import MinHash
+    >>> lsh = MinHashLSH(threshold=0.8, num_perm=128)
+    >>> lsh.add("a", MinHash.from_text("one two three four five six seven eight nine ten"))
+    >>> lsh.query(MinHash.from_text("one two three four five six seven eight nine ten"))
+    ['a']
+    """
+
+    def __init__(self, threshold: float = 0.8, num_perm: int = 128, *, bands: int | None = None,
+                 rows: int | None = None, banding: Banding | None = None):
+        if banding is None:
+            if bands is not None and rows is not None:
+                banding = Banding(bands=bands, rows=rows, num_perm=num_perm)
+            else:
+                banding = optimal_banding(threshold, num_perm)
+        if banding.bands * banding.rows > num_perm:
+            raise IncompatibleSketchError(f"{banding.bands} bands x {banding.rows} rows need {banding.bands * banding.rows}"
+                                          f" values, the sketches have {num_perm}")
+        self.banding = banding
+        self.num_perm = num_perm
+        self._tables: list[dict[int, list]] = [defaultdict(list) for _ in range(banding.bands)]
+        self._keys: dict = {}
+
+    def _keys_of(self, sketch) -> np.ndarray:
+        if len(sketch) != self.num_perm:
+            raise IncompatibleSketchError(f"sketch has {len(sketch)} values, the index expects {self.num_perm}")
+        return band_keys(sketch.hashvalues, self.banding.bands, self.banding.rows)[0]
+
+    def add(self, key, sketch) -> None:
+        if key in self._keys:
+            raise ValueError(f"key {key!r} is already in the index")
+        keys = self._keys_of(sketch)
+        self._keys[key] = keys
+        for table, k in zip(self._tables, keys.tolist()):
+            table[k].append(key)
+
+    def remove(self, key) -> None:
+        keys = self._keys.pop(key)
+        for table, k in zip(self._tables, keys.tolist()):
+            bucket = table[k]
+            bucket.remove(key)
+            if not bucket:
+                del table[k]
+
+    def query(self, sketch) -> list:
+        """Keys sharing at least one band with ``sketch``, in insertion order."""
+        found = {}
+        for table, k in zip(self._tables, self._keys_of(sketch).tolist()):
+            for key in table.get(k, ()):
+                found[key] = None
+        order = {k: i for i, k in enumerate(self._keys)}
+        return sorted(found, key=order.__getitem__)
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
