@@ -71,11 +71,6 @@ def derive(seed: int, label: str, index: int) -> int:
     return splitmix64((base + index) & MASK64)
 
 
-def content_fingerprint(text: str) -> int:
-    """64 bits of BLAKE2b over the UTF-8 text: the crawler's "content seen?" fingerprint."""
-    return int.from_bytes(hashlib.blake2b(encode(text), digest_size=8).digest(), "big")
-
-
 def splitmix64_array(x, seed: int = 0):
     """splitmix64 of ``x XOR seed`` on a uint64 numpy array: a seeded bijection of 64-bit ids."""
     import numpy as np

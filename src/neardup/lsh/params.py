@@ -97,3 +97,24 @@ def optimal_banding(target: float, num_perm: int, *, fp_weight: float = 0.5, fn_
                 best = (key, b, r, fp, fn)
     _, b, r, fp, fn = best
     return Banding(bands=b, rows=r, num_perm=num_perm, target=target, false_positive_area=fp, false_negative_area=fn)
+
+
+def recall_banding(target: float, num_perm: int, *, min_recall: float = 0.99) -> Banding:
+    """The banding with the most rows (fewest false candidates) whose probability at ``target``
+    is at least ``min_recall``, using as many bands as fit in ``num_perm``.
+
+    This is the choice when every candidate is verified exactly afterwards: a false candidate
+    costs one verification, a missed pair is lost for good.
+    """
+    check_float("threshold", target, 0.0, 1.0, owner="recall_banding", closed="neither")
+    check_int("num_perm", num_perm, 1, None, owner="recall_banding")
+    best = None
+    for r in range(1, num_perm + 1):
+        b = num_perm // r
+        if probability(target, b, r) >= min_recall:
+            best = (b, r)
+    if best is None:
+        best = (num_perm, 1)
+    b, r = best
+    fp, fn = error_areas(target, b, r)
+    return Banding(bands=b, rows=r, num_perm=num_perm, target=target, false_positive_area=fp, false_negative_area=fn)

@@ -1,0 +1,110 @@
+"""``neardup dedup``: deduplicate a corpus into an output folder."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ._common import add_minhash_options, add_shingle_options, minhash_params_from, positive_int, shingle_params_from, unit_float
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "dedup", help="find exact and near duplicates in a corpus and write the deduplicated corpus",
+        description="Deduplicate INPUT files or folders (JSONL, JSONL.gz/.zst, Parquet, WARC, a folder of text or "
+                    "HTML files) into --output DIR: clusters.jsonl (one line per input record), pairs.jsonl "
+                    "(verified edges), kept.jsonl or kept.parquet (the deduplicated corpus) and summary.json.")
+    p.add_argument("inputs", nargs="+", metavar="INPUT")
+    p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--method", choices=["minhash", "simhash", "exact"], default="minhash",
+                   help="minhash + LSH (default), simhash with a Hamming-distance index, or exact fingerprints only")
+    p.add_argument("--threshold", type=unit_float("--threshold"), default=0.8,
+                   help="similarity at which two documents are duplicates (default 0.8)")
+    p.add_argument("--measure", choices=["jaccard", "containment"], default="jaccard",
+                   help="verify resemblance (default) or containment (either way round)")
+    p.add_argument("--bands", type=positive_int("--bands"), help="LSH bands (default: chosen for --threshold)")
+    p.add_argument("--rows", type=positive_int("--rows"), help="LSH rows per band (default: chosen)")
+    p.add_argument("--max-distance", type=int, default=3, help="simhash: largest Hamming distance (0-7, default 3)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="trust LSH candidates without exact verification (faster, admits false pairs)")
+    p.add_argument("--keep", default="first", metavar="POLICY",
+                   help="survivor of each cluster: first (default), longest, shortest, or field:NAME "
+                        "(the largest value of a numeric field)")
+    io = p.add_argument_group("input")
+    io.add_argument("--format", choices=["auto", "jsonl", "parquet", "warc", "html", "text"], default="auto")
+    io.add_argument("--id-field", default="id", help="JSONL/Parquet field with the record id (default id)")
+    io.add_argument("--text-field", default="text", help="JSONL/Parquet field with the text (default text)")
+    io.add_argument("--content", choices=["text", "html"], default="text",
+                    help="what the JSONL/Parquet text field holds (default text)")
+    io.add_argument("--html", choices=["main", "whole"], default="main",
+                    help="HTML to text: main content (default) or the whole page")
+    io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
+                    help="skip records larger than this (default 64 MiB)")
+    add_shingle_options(p)
+    add_minhash_options(p, family="mulshift64")
+    run = p.add_argument_group("run")
+    run.add_argument("--engine", choices=["local", "spark"], default="local")
+    run.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+    run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: all cores)")
+    run.add_argument("--no-kept", action="store_true", help="do not write the kept corpus")
+    run.add_argument("--quiet", "-q", action="store_true", help="no progress or summary on standard error")
+    p.set_defaults(handler=dedup_command)
+
+
+def config_from(args):
+    from ..errors import ConfigError
+    from ..pipeline import DedupConfig
+
+    keep, keep_field = args.keep, None
+    if keep.startswith("field:"):
+        keep, keep_field = "field", keep.split(":", 1)[1]
+        if not keep_field:
+            raise ConfigError("--keep field:NAME needs a field name")
+    elif keep not in ("first", "longest", "shortest"):
+        raise ConfigError(f"--keep must be first, longest, shortest or field:NAME, got {keep!r}")
+    if not 0 <= args.max_distance <= 7:
+        raise ConfigError(f"--max-distance must be between 0 and 7, got {args.max_distance}")
+    return DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args), method=args.method,
+                       threshold=args.threshold, measure=args.measure, bands=args.bands, rows=args.rows,
+                       max_distance=args.max_distance, keep=keep, keep_field=keep_field, verify=not args.no_verify)
+
+
+def dedup_command(args) -> int:
+    from ..progress import Progress
+
+    config = config_from(args)
+    if args.engine == "spark":
+        from ..spark.engine import dedup_paths
+
+        summary = dedup_paths(args.inputs, args.output, config, master=args.spark_master, id_field=args.id_field,
+                              text_field=args.text_field, format=args.format)
+    else:
+        from ..pipeline import Deduplicator
+
+        progress = Progress("dedup", enabled=None if not args.quiet else False)
+        try:
+            summary = Deduplicator(config, jobs=args.jobs, progress=progress).run(
+                args.inputs, args.output, format=args.format, id_field=args.id_field, text_field=args.text_field,
+                content=args.content, html=args.html, max_bytes=args.max_bytes, write_kept=not args.no_kept)
+        finally:
+            progress.close()
+    if not args.quiet:
+        print(describe(summary), file=sys.stderr)
+    return 0
+
+
+def describe(s: dict) -> str:
+    c = s["clusters"]
+    lines = [
+        f"{s['input']:,} records: {s['kept']:,} kept ({s['unique']:,} unique), {s['exact_duplicates']:,} exact "
+        f"and {s['near_duplicates']:,} near duplicates, {s['skipped']:,} skipped"
+        + (f" {json.dumps(s['skipped_by_reason'])}" if s["skipped"] else ""),
+        f"{c['count']:,} clusters of 2 or more ({c['documents_in_clusters']:,} documents); largest: "
+        + ", ".join(f"{x['survivor']} ({x['size']})" for x in c["largest"][:3]),
+        f"{s['candidate_pairs']:,} candidate pairs, {s['verified_pairs']:,} verified; "
+        f"{s['seconds']['total']:.2f} s, peak memory {s['peak_memory_mb']:.0f} MB",
+    ]
+    if s.get("chained_members"):
+        lines.append(f"{s['chained_members']:,} members are joined to their survivor only through others "
+                     f"(chained, below the threshold to the survivor itself)")
+    return "\n".join(lines)

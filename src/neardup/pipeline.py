@@ -1,0 +1,571 @@
+"""Deduplicate a corpus on one machine: the stages of ``neardup dedup``.
+
+    read ──> exact fingerprints ──> signatures + shingle ids ──> band keys ──> candidate pairs
+         ──> estimate filter ──> exact verification ──> union-find ──> survivors ──> outputs
+
+- Exact pass: a document whose normalized content was seen before is an exact duplicate of the
+  first holder and is not sketched again.
+- Sketches: MinHash signatures and the sorted distinct shingle ids of every other document, made
+  by the compiled kernel over batches on all cores. Signatures and ids are spilled to files in a
+  work folder (memory-mapped), so what stays in memory per document is its id, a few integers and
+  its band keys (8 bytes a band).
+- Candidates: documents sharing a band key (see :mod:`neardup.cluster.candidates`).
+- Verification (on by default): a candidate pair whose MinHash estimate is more than four
+  standard errors below the threshold is dropped; every other one is measured exactly on the
+  stored shingle ids, and only pairs at or above the threshold become edges.
+- Clusters: union-find over verified edges; the survivor of each cluster is chosen by the keep
+  policy, deterministically (ties go to the earlier record).
+
+Every input record comes out exactly once in ``clusters.jsonl``: kept, an exact or near
+duplicate of a named kept record, or skipped with a reason. ``summary.json`` counts add up.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validate import check_choice, check_float, check_int
+from .errors import ConfigError
+from .lsh.params import Banding, banding as banding_for, recall_banding
+from .params import FORMAT_VERSION, MinHashParams, ShingleParams
+
+METHODS = ("minhash", "simhash", "exact")
+MEASURES = ("jaccard", "containment")
+KEEP_POLICIES = ("first", "longest", "shortest")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DedupConfig:
+    """Everything that decides the result of a run (recorded, with its fingerprint, in summary.json)."""
+
+    shingle: ShingleParams = field(default_factory=lambda: ShingleParams(k=5))
+    minhash: MinHashParams = field(default_factory=lambda: MinHashParams(num_perm=128, seed=1, family="mulshift64"))
+    method: str = "minhash"
+    threshold: float = 0.8
+    measure: str = "jaccard"
+    bands: int | None = None
+    rows: int | None = None
+    max_distance: int = 3
+    keep: str = "first"
+    keep_field: str | None = None
+    verify: bool = True
+
+    def __post_init__(self) -> None:
+        check_choice("method", self.method, METHODS, owner="DedupConfig")
+        check_choice("measure", self.measure, MEASURES, owner="DedupConfig")
+        check_choice("keep", self.keep, KEEP_POLICIES + ("field",), owner="DedupConfig")
+        check_float("threshold", self.threshold, 0.0, 1.0, owner="DedupConfig", closed="right")
+        check_int("max_distance", self.max_distance, 0, 7, owner="DedupConfig")
+        if self.keep == "field" and not self.keep_field:
+            raise ConfigError("keep='field' needs keep_field, the numeric field whose largest value survives")
+        if self.bands is not None:
+            check_int("bands", self.bands, 1, self.minhash.num_perm, owner="DedupConfig")
+        if self.rows is not None:
+            check_int("rows", self.rows, 1, self.minhash.num_perm, owner="DedupConfig")
+            if (self.bands or 1) * self.rows > self.minhash.num_perm:
+                raise ConfigError(f"{self.bands} bands x {self.rows} rows need more than num_perm "
+                                  f"{self.minhash.num_perm} values; lower one of them or raise --num-perm")
+
+    def banding(self) -> Banding:
+        m = self.minhash.num_perm
+        if self.bands is not None and self.rows is not None:
+            return Banding(bands=self.bands, rows=self.rows, num_perm=m)
+        if self.bands is not None:
+            return banding_for(m, self.bands)
+        if self.rows is not None:
+            return Banding(bands=m // self.rows, rows=self.rows, num_perm=m)
+        # Containment pairs of unequal sizes have a lower resemblance than their containment:
+        # band for a lower resemblance so that more of them are candidates (they are verified).
+        target = self.threshold if self.measure == "jaccard" else max(self.threshold / 2, 0.05)
+        return recall_banding(min(target, 0.99), m)
+
+    def as_dict(self) -> dict:
+        band = self.banding() if self.method == "minhash" else None
+        return {
+            "format_version": FORMAT_VERSION,
+            "method": self.method,
+            "measure": self.measure,
+            "threshold": self.threshold,
+            "shingle": self.shingle.as_dict(),
+            "minhash": self.minhash.as_dict(),
+            "bands": band.bands if band else None,
+            "rows": band.rows if band else None,
+            "max_distance": self.max_distance,
+            "keep": self.keep,
+            "keep_field": self.keep_field,
+            "verify": self.verify,
+        }
+
+    def fingerprint(self) -> str:
+        import xxhash
+
+        return f"{xxhash.xxh3_64_intdigest(json.dumps(self.as_dict(), sort_keys=True).encode()):016x}"
+
+
+@dataclass
+class Outcome:
+    """What became of every input record, in input order (arrays indexed by ordinal)."""
+
+    ids: list[str]
+    reason: list[str]
+    cluster: list[str | None]
+    duplicate_of: list[str | None]
+    similarity: list[float | None]
+    kept: np.ndarray
+
+
+class _Spill:
+    """An append-only uint64 file that is memory-mapped once writing is done."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fh = open(path, "wb")
+        self.count = 0
+
+    def append(self, arr: np.ndarray) -> None:
+        arr = np.ascontiguousarray(arr, dtype=np.uint64)
+        self.fh.write(arr.tobytes())
+        self.count += arr.size
+
+    def finish(self, shape=None) -> np.ndarray:
+        self.fh.close()
+        if self.count == 0:
+            return np.empty(shape if shape else 0, dtype=np.uint64)
+        mm = np.memmap(self.path, dtype=np.uint64, mode="r")
+        return mm.reshape(shape) if shape else mm
+
+
+def peak_memory_mb() -> float:
+    """Peak resident memory of this process so far, in MB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Deduplicator:
+    """Runs the stages over documents from :func:`neardup.io.read_documents`.
+
+    >>> # Deduplicator(DedupConfig(threshold=0.8)).run(["corpus.jsonl"], "out/")
+    """
+
+    BATCH_BYTES = 16 << 20
+
+    def __init__(self, config: DedupConfig = DedupConfig(), *, jobs: int | None = None, progress=None,
+                 work_dir: str | None = None):
+        self.config = config
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.progress = progress
+        self.work_dir = work_dir
+        self.seconds: dict[str, float] = {}
+
+    # ------------------------------------------------------------------------------------------
+    def run(self, paths: list[str], output: str, *, format: str = "auto", id_field: str = "id",
+            text_field: str = "text", content: str = "text", html: str = "main",
+            max_bytes: int | None = 64 << 20, write_kept: bool = True) -> dict:
+        """Deduplicate ``paths`` into the folder ``output``; returns the summary."""
+        from .io import read_documents
+
+        os.makedirs(output, exist_ok=True)
+        start = time.perf_counter()
+        keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
+        docs = read_documents(paths, format=format, id_field=id_field, text_field=text_field, content=content,
+                              html=html, keep_fields=keep_fields, max_bytes=max_bytes)
+        work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
+        try:
+            outcome, stats = self._dedup(docs, work)
+            t = time.perf_counter()
+            self._write_clusters(outcome, output)
+            self._write_pairs(output, stats, outcome.ids)
+            kept_info = None
+            if write_kept:
+                from .io import write_kept as write_kept_records
+
+                kept_info = write_kept_records(paths, outcome.kept, output, format=format)
+            self.seconds["write"] = time.perf_counter() - t
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        self.seconds["total"] = time.perf_counter() - start
+        summary = self._summary(outcome, stats, kept_info)
+        with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as fh:
+            json.dump(summary, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+        return summary
+
+    # ------------------------------------------------------------------------------------------
+    def _dedup(self, docs, work: str):
+        from .io import Skipped
+
+        cfg = self.config
+        t0 = time.perf_counter()
+        ids: list[str] = []
+        reason: list[str] = []
+        lengths: list[int] = []
+        keyvals: list[float] = []
+        first_by_fp: dict[int, int] = {}
+        exact_of: dict[int, int] = {}     # ordinal -> ordinal of the first record with its content
+        sketched: list[int] = []          # ordinals of documents that were sketched, in order
+        sig_spill = _Spill(os.path.join(work, "signatures.u64"))
+        id_spill = _Spill(os.path.join(work, "shingles.u64"))
+        n_shingles: list[np.ndarray] = []
+        band_parts: list[np.ndarray] = []
+        simhashes: list[np.ndarray] = []
+        band = cfg.banding() if cfg.method == "minhash" else None
+        skipped = Counter()
+        batch_texts: list[str] = []
+        batch_ords: list[int] = []
+        batch_bytes = 0
+        t_sketch = 0.0
+
+        def flush():
+            nonlocal batch_texts, batch_ords, batch_bytes, t_sketch
+            if not batch_texts:
+                return
+            ts = time.perf_counter()
+            sig, fps = self._sketch(batch_texts)
+            new = np.zeros(len(batch_texts), dtype=bool)
+            for k, (o, fp, ns) in enumerate(zip(batch_ords, fps.tolist(), sig.n_shingles.tolist())):
+                if ns == 0:
+                    reason[o] = "skipped:empty"
+                    skipped["empty"] += 1
+                    continue
+                first = first_by_fp.get(fp)
+                if first is not None:
+                    exact_of[o] = first
+                    reason[o] = "exact"
+                    continue
+                first_by_fp[fp] = o
+                new[k] = True
+            if new.any():
+                sketched.extend(o for o, keep in zip(batch_ords, new.tolist()) if keep)
+                counts = sig.n_shingles[new]
+                n_shingles.append(counts)
+                if cfg.method != "exact":
+                    id_spill.append(sig.ids if new.all() else sig.ids[np.repeat(new, sig.n_shingles)])
+                if cfg.method == "minhash":
+                    from .lsh.banding import band_keys
+
+                    values = sig.values[new]
+                    sig_spill.append(values)
+                    band_parts.append(band_keys(values, band.bands, band.rows))
+                elif cfg.method == "simhash":
+                    simhashes.append(self._simhashes([t for t, keep in zip(batch_texts, new.tolist()) if keep]))
+            t_sketch += time.perf_counter() - ts
+            if self.progress:
+                self.progress.update(len(batch_texts), batch_bytes)
+            batch_texts, batch_ords, batch_bytes = [], [], 0
+
+        for rec in docs:
+            ordinal = len(ids)
+            ids.append(rec.id)
+            if isinstance(rec, Skipped):
+                reason.append(f"skipped:{rec.reason}")
+                lengths.append(0)
+                keyvals.append(math.nan)
+                skipped[rec.reason] += 1
+                continue
+            text = rec.text
+            lengths.append(len(text))
+            if cfg.keep == "field":
+                keyvals.append(_numeric(rec.meta.get(cfg.keep_field)))
+            reason.append("")
+            batch_texts.append(text)
+            batch_ords.append(ordinal)
+            batch_bytes += len(text)
+            if batch_bytes >= self.BATCH_BYTES:
+                flush()
+        flush()
+        del first_by_fp
+        self.seconds["read_and_sketch"] = time.perf_counter() - t0
+        self.seconds["sketch_compute"] = t_sketch
+
+        n_all = len(ids)
+        sk = np.array(sketched, dtype=np.int64)
+        n = sk.size
+        counts = np.concatenate(n_shingles) if n_shingles else np.zeros(0, dtype=np.int64)
+        offsets = np.zeros(counts.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        shingle_ids = id_spill.finish()
+        stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0}
+
+        # candidates and verification, on local indices 0..n-1 of the sketched documents
+        t = time.perf_counter()
+        if cfg.method == "minhash" and n:
+            signatures = sig_spill.finish((n, cfg.minhash.num_perm))
+            keys = np.concatenate(band_parts)
+            from .cluster.candidates import candidate_pairs, estimate_similarity
+
+            ci, cj, cstats = candidate_pairs(keys)
+            del keys
+            stats.update(cstats)
+            stats["candidate_pairs"] = int(ci.size)
+            est = estimate_similarity(signatures, ci, cj)
+            if cfg.verify:
+                m = cfg.minhash.num_perm
+                t_ = cfg.threshold if cfg.measure == "jaccard" else max(cfg.threshold / 2, 0.05)
+                floor = t_ - 4 * math.sqrt(t_ * (1 - t_) / m) - 1.0 / m
+                keep = est >= floor
+                stats["estimate_filtered"] = int(np.count_nonzero(~keep))
+                ci, cj, est = ci[keep], cj[keep], est[keep]
+        elif cfg.method == "simhash" and n:
+            sig_spill.finish()
+            from .lsh.hamming import SimhashIndex
+
+            fps = np.concatenate(simhashes)
+            index = SimhashIndex(max_distance=cfg.max_distance, expected_size=n)
+            index.add(np.arange(n, dtype=np.int64), fps)
+            pairs = list(index.pairs())
+            ci = np.array([min(a, b) for a, b, _ in pairs], dtype=np.int64)
+            cj = np.array([max(a, b) for a, b, _ in pairs], dtype=np.int64)
+            dist = np.array([d for _, _, d in pairs], dtype=np.float64)
+            order = np.lexsort((cj, ci))
+            ci, cj, dist = ci[order], cj[order], dist[order]
+            est = 1.0 - dist / 64.0
+            stats["candidate_pairs"] = int(ci.size)
+        else:
+            sig_spill.finish()
+            ci = cj = np.empty(0, dtype=np.int64)
+            est = np.empty(0)
+        self.seconds["candidates"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        from .cluster.candidates import exact_overlaps, similarities
+
+        if ci.size and cfg.method != "exact":
+            inter = exact_overlaps(shingle_ids, offsets, ci, cj)
+            sims = similarities(counts, inter, ci, cj)
+            if cfg.measure == "jaccard":
+                score = sims["jaccard"]
+            else:
+                score = np.maximum(sims["containment_a_in_b"], sims["containment_b_in_a"])
+            if cfg.verify and cfg.method == "minhash":
+                ok = score >= cfg.threshold
+            else:
+                ok = np.ones(ci.size, dtype=bool)
+            ei, ej = ci[ok], cj[ok]
+            edge_jac, edge_est, edge_score = sims["jaccard"][ok], est[ok], score[ok]
+        else:
+            ei = ej = np.empty(0, dtype=np.int64)
+            edge_jac = edge_est = edge_score = np.empty(0)
+        stats["verified_pairs"] = int(ei.size)
+        self.seconds["verify"] = time.perf_counter() - t
+
+        # clusters over sketched documents, then survivors
+        t = time.perf_counter()
+        from .cluster.unionfind import UnionFind
+
+        uf = UnionFind(n)
+        for a, b in zip(ei.tolist(), ej.tolist()):
+            uf.union(a, b)
+        comp = uf.components() if n else np.zeros(0, dtype=np.int64)
+        # survivor per component by the keep policy, ties to the earlier record
+        length_arr = np.array(lengths, dtype=np.int64)
+        if cfg.keep == "first":
+            primary = np.zeros(n)
+        elif cfg.keep == "longest":
+            primary = -length_arr[sk].astype(np.float64)
+        elif cfg.keep == "shortest":
+            primary = length_arr[sk].astype(np.float64)
+        else:
+            vals = np.array(keyvals, dtype=np.float64)[sk]
+            primary = np.where(np.isnan(vals), np.inf, -vals)
+        order = np.lexsort((sk, primary, comp))  # by component, then policy, then input order
+        survivor_local = np.empty(n, dtype=np.int64)
+        if n:
+            comp_sorted = comp[order]
+            firsts = np.concatenate(([True], comp_sorted[1:] != comp_sorted[:-1]))
+            head = order[firsts]
+            survivor_of_comp = dict(zip(comp_sorted[firsts].tolist(), head.tolist()))
+            survivor_local = np.array([survivor_of_comp[c] for c in comp.tolist()], dtype=np.int64)
+
+        # similarity of each member to its survivor: exact, on the stored shingle ids
+        members = np.flatnonzero(survivor_local != np.arange(n))
+        sim_to_survivor = {}
+        if members.size:
+            a, b = np.minimum(members, survivor_local[members]), np.maximum(members, survivor_local[members])
+            inter = exact_overlaps(shingle_ids, offsets, a, b)
+            sims = similarities(counts, inter, a, b)
+            if cfg.measure == "jaccard":
+                sval = sims["jaccard"]
+            else:
+                sval = np.maximum(sims["containment_a_in_b"], sims["containment_b_in_a"])
+            sim_to_survivor = dict(zip(members.tolist(), sval.tolist()))
+        self.seconds["cluster"] = time.perf_counter() - t
+
+        # outcome per record
+        kept = np.zeros(n_all, dtype=bool)
+        cluster: list = [None] * n_all
+        duplicate_of: list = [None] * n_all
+        similarity: list = [None] * n_all
+        local_of = {int(o): i for i, o in enumerate(sk.tolist())}
+        chained = []
+        threshold = cfg.threshold
+        for i, o in enumerate(sk.tolist()):
+            s = int(sk[survivor_local[i]])
+            cluster[o] = ids[s]
+            if s == o:
+                kept[o] = True
+                similarity[o] = 1.0
+            else:
+                duplicate_of[o] = ids[s]
+                sim = sim_to_survivor[i]
+                similarity[o] = round(float(sim), 6)
+                reason[o] = "near"
+                if cfg.method == "minhash" and sim < threshold:
+                    chained.append(ids[o])
+        for o, first in exact_of.items():
+            i = local_of[first]
+            s = int(sk[survivor_local[i]])
+            cluster[o] = ids[s]
+            duplicate_of[o] = ids[s]
+            if s == first:
+                similarity[o] = 1.0
+            else:
+                reason[o] = "near"
+                similarity[o] = round(float(sim_to_survivor[i]), 6)
+        # a survivor is "kept" when its cluster has other members, "unique" otherwise
+        cluster_sizes = Counter(c for c in cluster if c is not None)
+        for o in range(n_all):
+            if kept[o]:
+                reason[o] = "kept" if cluster_sizes[cluster[o]] > 1 else "unique"
+        stats["chained"] = len(chained)
+        stats["chained_examples"] = chained[:20]
+        stats["skipped"] = dict(sorted(skipped.items()))
+        stats["cluster_sizes"] = cluster_sizes
+        stats["pairs"] = (ei, ej, edge_jac, edge_est, edge_score, sk)
+        stats["n_shingles_total"] = int(counts.sum())
+        stats["duplicate_ids"] = len(ids) - len(set(ids))
+        outcome = Outcome(ids=ids, reason=reason, cluster=cluster, duplicate_of=duplicate_of,
+                          similarity=similarity, kept=kept)
+        return outcome, stats
+
+    # ------------------------------------------------------------------------------------------
+    def _sketch(self, texts: list[str]):
+        """(signatures with shingle ids, content fingerprints) of a batch of documents."""
+        from . import _native
+
+        cfg = self.config
+        if _native.supports(cfg.shingle) and hasattr(_native, "fingerprints"):
+            sig = _native.signatures(texts, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True,
+                                     with_fingerprints=True)
+            return sig, sig.fingerprints
+        from .exact.fingerprint import fingerprint
+
+        if _native.supports(cfg.shingle):
+            sig = _native.signatures(texts, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True)
+        else:
+            sig = _python_signatures(texts, cfg.shingle, cfg.minhash)
+        fps = np.array([fingerprint(t, cfg.shingle.normalize) or 0 for t in texts], dtype=np.uint64)
+        return sig, fps
+
+    def _simhashes(self, texts: list[str]) -> np.ndarray:
+        from .sketch.simhash import SimHash
+
+        return np.array([SimHash.from_text(t, normalize=self.config.shingle.normalize).value for t in texts],
+                        dtype=np.uint64)
+
+    # ------------------------------------------------------------------------------------------
+    def _write_clusters(self, outcome: Outcome, output: str) -> None:
+        import orjson
+
+        with open(os.path.join(output, "clusters.jsonl"), "wb") as fh:
+            buf = []
+            for o, doc_id in enumerate(outcome.ids):
+                buf.append(orjson.dumps({
+                    "id": doc_id,
+                    "cluster": outcome.cluster[o],
+                    "kept": bool(outcome.kept[o]),
+                    "duplicate_of": outcome.duplicate_of[o],
+                    "similarity": outcome.similarity[o],
+                    "reason": outcome.reason[o],
+                }))
+                if len(buf) >= 4096:
+                    fh.write(b"\n".join(buf) + b"\n")
+                    buf = []
+            if buf:
+                fh.write(b"\n".join(buf) + b"\n")
+
+    def _write_pairs(self, output: str, stats: dict, ids: list[str]) -> None:
+        import orjson
+
+        ei, ej, jac, est, _score, sk = stats["pairs"]
+        with open(os.path.join(output, "pairs.jsonl"), "wb") as fh:
+            for a, b, j, e in zip(sk[ei].tolist(), sk[ej].tolist(), jac.tolist(), est.tolist()):
+                fh.write(orjson.dumps({"a": ids[a], "b": ids[b], "jaccard": round(j, 6), "estimate": round(e, 6)}))
+                fh.write(b"\n")
+
+    def _summary(self, outcome: Outcome, stats: dict, kept_info) -> dict:
+        reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
+        sizes = stats["cluster_sizes"]
+        multi = {c: s for c, s in sizes.items() if s > 1}
+        dist = Counter(multi.values())
+        largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+        summary = {
+            "input": len(outcome.ids),
+            "kept": int(outcome.kept.sum()),
+            "unique": reasons.get("unique", 0),
+            "exact_duplicates": reasons.get("exact", 0),
+            "near_duplicates": reasons.get("near", 0),
+            "skipped": sum(stats["skipped"].values()),
+            "skipped_by_reason": stats["skipped"],
+            "clusters": {
+                "count": len(multi),
+                "documents_in_clusters": sum(multi.values()),
+                "size_distribution": {str(k): v for k, v in sorted(dist.items())},
+                "largest": [{"survivor": c, "size": s} for c, s in largest],
+            },
+            "candidate_pairs": stats["candidate_pairs"],
+            "estimate_filtered_pairs": stats["estimate_filtered"],
+            "verified_pairs": stats["verified_pairs"],
+            "chained_members": stats["chained"],
+            "chained_examples": stats["chained_examples"],
+            "largest_bucket": stats.get("largest_bucket", 0),
+            "buckets_over_window": stats.get("buckets_over_window", 0),
+            "duplicate_ids": stats["duplicate_ids"],
+            "shingles_total": stats["n_shingles_total"],
+            "kept_output": kept_info,
+            "config": self.config.as_dict(),
+            "config_fingerprint": self.config.fingerprint(),
+            "jobs": self.jobs,
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "peak_memory_mb": round(peak_memory_mb(), 1),
+        }
+        assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
+            == summary["input"], "internal error: counts do not add up"
+        return summary
+
+
+def _numeric(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _python_signatures(texts, shingle_params, minhash_params):
+    """The pure-Python equivalent of the kernel's batch (used for options the kernel lacks)."""
+    from ._native import Signatures
+    from .shingle import shingle_ids
+    from .sketch.minhash import MinHash
+
+    values = np.empty((len(texts), minhash_params.num_perm), dtype=np.uint64)
+    pieces, counts = [], []
+    for i, text in enumerate(texts):
+        ids = shingle_ids(text, shingle_params)
+        mh = MinHash(minhash_params, hash=shingle_params.hash)
+        mh.update_ids(ids)
+        values[i] = mh.hashvalues
+        pieces.append(ids)
+        counts.append(ids.size)
+    counts = np.array(counts, dtype=np.int64)
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    ids = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
+    return Signatures(values=values, n_shingles=counts, offsets=offsets, ids=ids)
