@@ -74,3 +74,23 @@ def test_bad_params_messages():
         ShingleParams(k=0)
     with pytest.raises(ConfigError, match="'unit'"):
         ShingleParams(unit="sentence")
+
+
+def test_ascii_fast_path_uses_the_same_classes_as_the_table():
+    import re
+
+    from neardup.text.charclass import PUNCT, WORD, class_table
+
+    table = class_table()
+    for c in range(128):
+        ch = chr(c)
+        assert (table[c] == WORD) == bool(re.fullmatch(r"[0-9A-Za-z_]", ch)), c
+        assert (table[c] in (WORD, PUNCT)) == bool(re.fullmatch(r"[!-~]", ch)), c
+
+
+@pytest.mark.parametrize("remove", [True, False])
+def test_ascii_and_unicode_paths_agree(remove):
+    from neardup.text.tokenize import _word_re
+
+    text = "Hello, world! x_y = 3.14; (a|b) ~ tab\there\n" * 3
+    assert tokenize(text, params=NormalizeParams(remove_punctuation=remove)) == _word_re(remove).findall(text.casefold())

@@ -15,6 +15,12 @@ from .charclass import PUNCT, SOLO, WORD, regex_sources
 from .normalize import DEFAULT, fold, normalize
 
 
+# ASCII text needs only these small classes (the same classes as the table's first 128 entries),
+# which the regex engine matches far faster than the full Unicode ranges.
+_ASCII_WORDS = re.compile(r"[0-9A-Za-z_]+")
+_ASCII_NONSPACE = re.compile(r"[!-~]+")
+
+
 @lru_cache(maxsize=None)
 def _word_re(remove_punctuation: bool) -> re.Pattern:
     src = regex_sources()
@@ -22,9 +28,15 @@ def _word_re(remove_punctuation: bool) -> re.Pattern:
     return re.compile(f"[{body}]+|[{src[SOLO]}]")
 
 
+def _words_of_folded(text: str, remove_punctuation: bool) -> list[str]:
+    if text.isascii():
+        return (_ASCII_WORDS if remove_punctuation else _ASCII_NONSPACE).findall(text)
+    return _word_re(remove_punctuation).findall(text)
+
+
 def words(text: str, params: NormalizeParams = DEFAULT) -> list[str]:
     """The word tokens of ``text`` after folding."""
-    return _word_re(params.remove_punctuation).findall(fold(text, params))
+    return _words_of_folded(fold(text, params), params.remove_punctuation)
 
 
 def chars(text: str, params: NormalizeParams = DEFAULT) -> list[str]:
@@ -34,10 +46,9 @@ def chars(text: str, params: NormalizeParams = DEFAULT) -> list[str]:
 
 def lines(text: str, params: NormalizeParams = DEFAULT) -> list[str]:
     """The non-empty lines of ``text``, each as its word tokens joined by single spaces."""
-    pattern = _word_re(params.remove_punctuation)
     out = []
     for line in fold(text, params).splitlines():
-        toks = pattern.findall(line)
+        toks = _words_of_folded(line, params.remove_punctuation)
         if toks:
             out.append(" ".join(toks))
     return out
