@@ -1,0 +1,206 @@
+"""neardup dedup end to end on real and planted text: outputs, accounting, policies, determinism."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import orjson
+import pytest
+
+from neardup import ShingleParams, jaccard, shingle_ids
+from neardup.pipeline import DedupConfig, Deduplicator
+
+from conftest import real_texts
+
+
+def mutate(text, rate, rng):
+    words = text.split()
+    for _ in range(max(1, int(len(words) * rate))):
+        words[rng.randrange(len(words))] = f"edit{rng.randrange(10**6)}"
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """Real copyright texts, plus exact copies (case/space changed) and lightly edited near-copies."""
+    rng = random.Random(7)
+    base = real_texts(limit=80, min_bytes=3000)
+    records = []
+    for path, text in base:
+        records.append({"id": path, "text": text})
+    truth_near = []
+    for k, (path, text) in enumerate(base[:20]):
+        copy_id = f"copy-{k}"
+        if k % 2:
+            records.append({"id": copy_id, "text": text.upper().replace(" ", "  ")})
+        else:
+            records.append({"id": copy_id, "text": mutate(text, 0.01, rng)})
+            truth_near.append((path, copy_id))
+    rng.shuffle(records)
+    d = tmp_path_factory.mktemp("planted")
+    p = d / "corpus.jsonl"
+    with open(p, "wb") as fh:
+        for r in records:
+            fh.write(orjson.dumps(r) + b"\n")
+    return str(p), records, truth_near
+
+
+def load(out):
+    rows = [json.loads(l) for l in open(os.path.join(out, "clusters.jsonl"))]
+    pairs = [json.loads(l) for l in open(os.path.join(out, "pairs.jsonl"))]
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    return rows, pairs, summary
+
+
+def test_dedup_finds_planted_copies_and_accounts_for_everything(planted, tmp_path):
+    path, records, truth_near = planted
+    out = str(tmp_path / "out")
+    summary = Deduplicator(DedupConfig(), jobs=2).run([path], out)
+    rows, pairs, s = load(out)
+    assert [r["id"] for r in rows] == [r["id"] for r in records]
+    assert s["input"] == len(records) == len(rows)
+    assert s["kept"] + s["exact_duplicates"] + s["near_duplicates"] + s["skipped"] == s["input"]
+    assert s["exact_duplicates"] >= 10
+    by_id = {r["id"]: r for r in rows}
+    for orig, copy in truth_near:
+        assert by_id[orig]["cluster"] == by_id[copy]["cluster"], (orig, copy)
+    for r in rows:
+        assert r["reason"] in ("unique", "kept", "exact", "near")
+        if r["kept"]:
+            assert r["cluster"] == r["id"] and r["duplicate_of"] is None
+        else:
+            assert r["duplicate_of"] == r["cluster"] and by_id[r["cluster"]]["kept"]
+    # every edge is verified exactly
+    texts = {r["id"]: r["text"] for r in records}
+    for e in pairs:
+        j = jaccard(shingle_ids(texts[e["a"]], ShingleParams(k=5)), shingle_ids(texts[e["b"]], ShingleParams(k=5)))
+        assert e["jaccard"] == pytest.approx(j, abs=1e-6)
+        assert j >= 0.8
+    kept_lines = [json.loads(l) for l in open(os.path.join(out, "kept.jsonl"))]
+    assert [k["id"] for k in kept_lines] == [r["id"] for r in rows if r["kept"]]
+    assert summary["config"]["bands"] * summary["config"]["rows"] <= 128
+
+
+def test_results_do_not_depend_on_jobs_or_batching(planted, tmp_path):
+    path, _, _ = planted
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    Deduplicator(DedupConfig(), jobs=1).run([path], a)
+    d = Deduplicator(DedupConfig(), jobs=2)
+    d.BATCH_BYTES = 50_000  # many small batches
+    d.run([path], b)
+    assert open(os.path.join(a, "clusters.jsonl")).read() == open(os.path.join(b, "clusters.jsonl")).read()
+    assert open(os.path.join(a, "pairs.jsonl")).read() == open(os.path.join(b, "pairs.jsonl")).read()
+
+
+@pytest.mark.parametrize("keep", ["longest", "shortest"])
+def test_keep_policies(tmp_path, keep):
+    text = " ".join(f"word{i}" for i in range(300))
+    longer = text + " extra tail words here"
+    p = tmp_path / "c.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in [{"id": "short", "text": text}, {"id": "long", "text": longer}]) + "\n")
+    out = str(tmp_path / keep)
+    Deduplicator(DedupConfig(keep=keep)).run([str(p)], out)
+    rows, _, _ = load(out)
+    survivor = "long" if keep == "longest" else "short"
+    assert {r["id"]: r["kept"] for r in rows} == {"long": survivor == "long", "short": survivor == "short"}
+
+
+def test_keep_by_numeric_field(tmp_path):
+    text = " ".join(f"w{i}" for i in range(200))
+    recs = [{"id": "a", "text": text, "score": 1}, {"id": "b", "text": text + " x", "score": 5},
+            {"id": "c", "text": text + " y", "score": "n/a"}]
+    p = tmp_path / "c.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    out = str(tmp_path / "o")
+    Deduplicator(DedupConfig(keep="field", keep_field="score")).run([str(p)], out)
+    rows, _, _ = load(out)
+    assert [r["id"] for r in rows if r["kept"]] == ["b"]
+
+
+def test_nothing_lost_on_bad_input(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    big = "lorem ipsum dolor " * (50 * 1024 * 1024 // 18)
+    lines = [
+        json.dumps({"id": "ok1", "text": "a perfectly normal document with enough words in it"}),
+        json.dumps({"id": "empty", "text": ""}),
+        json.dumps({"id": "blank", "text": "   \n\t  "}),
+        json.dumps({"id": "punct", "text": "!!! ... ???"}),
+        "{not json",
+        json.dumps({"id": "nofield", "body": "text under another key"}),
+        json.dumps(["not", "an", "object"]),
+        json.dumps({"id": "dup", "text": "first record with a duplicate id"}),
+        json.dumps({"id": "dup", "text": "second record with a duplicate id"}),
+        json.dumps({"id": 17, "text": "integer id"}),
+        json.dumps({"text": "no id at all here"}),
+        json.dumps({"id": "big", "text": big}),
+    ]
+    with open(p, "wb") as fh:
+        for line in lines:
+            fh.write(line.encode() + b"\n")
+        fh.write(b'{"id": "junk", "text": "\xff\xfe\x00binary"}\n')
+    out = str(tmp_path / "out")
+    s = Deduplicator(DedupConfig()).run([str(p)], out)
+    rows, _, _ = load(out)
+    assert len(rows) == len(lines) + 1 == s["input"]
+    assert s["kept"] + s["exact_duplicates"] + s["near_duplicates"] + s["skipped"] == s["input"]
+    reasons = [r["reason"] for r in rows]
+    assert reasons[0] == "unique"
+    assert all(r.startswith("skipped:") for r in reasons[1:7])
+    assert reasons[-1].startswith("skipped:")
+    assert rows[9]["id"] == "17"
+    assert rows[11]["reason"] in ("unique", "skipped:too_large")
+
+
+def test_simhash_and_exact_methods(planted, tmp_path):
+    path, records, truth_near = planted
+    for method in ("exact", "simhash"):
+        out = str(tmp_path / method)
+        s = Deduplicator(DedupConfig(method=method)).run([path], out)
+        rows, pairs, _ = load(out)
+        assert s["kept"] + s["exact_duplicates"] + s["near_duplicates"] + s["skipped"] == s["input"]
+        assert s["exact_duplicates"] >= 10
+        if method == "exact":
+            assert s["near_duplicates"] == 0 and pairs == []
+        else:
+            by_id = {r["id"]: r for r in rows}
+            found = sum(by_id[a]["cluster"] == by_id[b]["cluster"] for a, b in truth_near)
+            assert found >= len(truth_near) // 2
+
+
+def test_cli_dedup_and_evaluate(planted, tmp_path):
+    path, _, _ = planted
+    out = str(tmp_path / "cli")
+    r = subprocess.run([sys.executable, "-m", "neardup", "dedup", path, "-o", out, "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "neardup", "evaluate", out, path, "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    ev = json.loads(r.stdout)
+    assert ev["recall_at_0.85_or_more"] == 1.0
+    assert ev["edges_below_threshold"] == 0
+    bad = subprocess.run([sys.executable, "-m", "neardup", "dedup", "/no/such.jsonl", "-o", out], capture_output=True, text=True)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_oracle_matches_brute_force():
+    from neardup.evaluate import all_pairs, shingle_runs
+
+    rng = random.Random(3)
+    base = [t for _, t in real_texts(limit=15, min_bytes=1500)]
+    texts = base + [mutate(t, rate, rng) for t, rate in zip(base, [0.02, 0.05, 0.1, 0.2, 0.3] * 3)]
+    params = ShingleParams(k=3)
+    ids, offsets = shingle_runs(texts, params)
+    i, j, sim = all_pairs(ids, offsets, 0.5)
+    got = {(a, b): s for a, b, s in zip(i.tolist(), j.tolist(), sim.tolist())}
+    sets = [ids[offsets[k]:offsets[k + 1]] for k in range(len(texts))]
+    want = {}
+    for a in range(len(texts)):
+        for b in range(a + 1, len(texts)):
+            s = jaccard(sets[a], sets[b])
+            if s >= 0.5:
+                want[(a, b)] = s
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == pytest.approx(want[k])
