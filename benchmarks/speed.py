@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""neardup dedup against its peers, side by side in one run, on the same corpus and shingling.
+
+neardup runs as the user would run it: the whole command, from the file on disk to every output
+(clusters.jsonl, pairs.jsonl, kept.jsonl, summary.json). The peers (benchmarks/peers.py) get the
+text already in memory, as their users would. Same shingling everywhere: lowercase, ``\\w+``
+words, word 5-shingles, 128 permutations, threshold 0.8. neardup then verifies every candidate
+exactly, which the peers do not.
+
+Usage:
+  python benchmarks/speed.py [--corpus benchmarks/data/corpus.jsonl] [--peers gaoya,rensa,datasketch,textdedup]
+                             [--repeat 3] [--out benchmarks/results/speed-<date>.json]
+
+Prints a table of seconds, peak memory and ratios (peer time / neardup time), and writes all of it
+with the machine's facts and package versions as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def machine() -> dict:
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import numpy
+
+    import neardup
+
+    return {"cpu": cpu, "nproc": os.cpu_count(), "python": platform.python_version(), "numpy": numpy.__version__,
+            "neardup": neardup.__version__, "load_average_at_start": os.getloadavg()}
+
+
+def run_neardup(corpus: str, extra: list[str]) -> dict:
+    out = tempfile.mkdtemp(prefix="neardup-bench-")
+    cmd = [sys.executable, "-m", "neardup", "dedup", corpus, "--output", out, "--quiet", *extra]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    seconds = time.perf_counter() - t
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    return {"seconds": seconds, "peak_memory_mb": summary["peak_memory_mb"], "stages": summary["seconds"],
+            "kept": summary["kept"], "exact": summary["exact_duplicates"], "near": summary["near_duplicates"],
+            "candidate_pairs": summary["candidate_pairs"], "verified_pairs": summary["verified_pairs"],
+            "config": summary["config"], "output": out, "command": " ".join(cmd), "children_maxrss_before": before}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default=str(HERE / "data" / "corpus.jsonl"))
+    ap.add_argument("--peers", default="gaoya,rensa,datasketch,textdedup")
+    ap.add_argument("--repeat", type=int, default=3, help="neardup runs (the median is reported)")
+    ap.add_argument("--neardup-args", default="", help="extra arguments for neardup dedup")
+    ap.add_argument("--out", default=str(HERE / "results" / f"speed-{dt.date.today()}.json"))
+    args = ap.parse_args()
+    if not os.path.exists(args.corpus):
+        sys.exit(f"{args.corpus} is missing: run bash benchmarks/build_corpus.sh first")
+    size_mb = os.path.getsize(args.corpus) / 1e6
+    facts = machine()
+    runs = [run_neardup(args.corpus, args.neardup_args.split()) for _ in range(args.repeat)]
+    runs.sort(key=lambda r: r["seconds"])
+    nd = runs[len(runs) // 2]
+    print(f"neardup dedup: {[round(r['seconds'], 2) for r in runs]} s (median {nd['seconds']:.2f} s), "
+          f"peak {nd['peak_memory_mb']:.0f} MB, stages {nd['stages']}", flush=True)
+    peers = []
+    if args.peers:
+        peer_out = tempfile.mktemp(suffix=".jsonl")
+        subprocess.run([sys.executable, str(HERE / "peers.py"), "--corpus", args.corpus, "--peers", args.peers,
+                        "--json-out", peer_out, "--quiet"], check=False)
+        if os.path.exists(peer_out):
+            peers = [json.loads(l) for l in open(peer_out)]
+    rows = [("neardup (whole command, verified)", nd["seconds"], nd["peak_memory_mb"], 1.0)]
+    for p in peers:
+        secs = p.get("seconds_total")
+        status = p.get("status", "ok")
+        rows.append((f"{p.get('peer')} {p.get('version', '')} ({status})", secs, p.get("peak_rss_mb"),
+                     (secs / nd["seconds"]) if secs else None))
+    print(f"\ncorpus {args.corpus}: {size_mb:.1f} MB; machine {facts['cpu']} x{facts['nproc']}")
+    print(f"{'tool':<44} {'seconds':>9} {'peak MB':>9} {'peer/neardup':>13}")
+    for name, secs, mem, ratio in rows:
+        s = f"{secs:9.2f}" if secs else f"{'-':>9}"
+        m = f"{mem:9.0f}" if mem else f"{'-':>9}"
+        r = f"{ratio:12.1f}x" if ratio else f"{'-':>13}"
+        print(f"{name:<44} {s} {m} {r}")
+    result = {"date": str(dt.datetime.now()), "machine": facts, "corpus": args.corpus, "corpus_mb": size_mb,
+              "neardup_runs": runs, "neardup_median_s": nd["seconds"], "mb_per_s": size_mb / nd["seconds"],
+              "peers": peers}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump(result, fh, indent=2, default=str)
+    print(f"\nwritten {args.out}")
+
+
+if __name__ == "__main__":
+    main()
