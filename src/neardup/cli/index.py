@@ -1,0 +1,343 @@
+"""``neardup index add|query|stats|remove`` and ``neardup serve``: the persistent index.
+
+Exit status: 0 on success; ``index query`` exits 1 when some queried record has an exact copy in
+the index (it was seen), like ``grep`` finding a match; ``index remove`` exits 1 when some id was
+not in the index; 2 for every user error (one line on standard error).
+
+The index options (``-k``, ``--num-perm``, ``--threshold``, ...) configure a new index. For an
+existing index an option left out takes the recorded value, and one that is given must equal it
+(else the error names the stored and given values).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from ._common import positive_int, unit_float
+
+EXIT_SEEN = 1
+
+
+def register(sub) -> None:
+    p = sub.add_parser("index", help="the persistent \"seen before?\" index: add, query, stats, remove",
+                       description="A persistent index of documents on one SQLite file: exact copies, "
+                                   "near-copies (MinHash LSH), containment (MOD_m samples) and simhash "
+                                   "neighbours. See 'neardup index ACTION --help'.")
+    actions = p.add_subparsers(dest="index_action", metavar="ACTION", required=True)
+
+    a = actions.add_parser("add", help="add documents (creating the index if needed)",
+                           description="Add every document of the inputs to the index, in transactions of "
+                                       "--batch-size documents. A document whose id is in the index replaces it.")
+    _db(a)
+    a.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (jsonl, parquet, warc, html, text)")
+    _input_options(a)
+    _index_options(a)
+    a.add_argument("--batch-size", type=positive_int("--batch-size"), default=1000,
+                   help="documents per transaction (default 1000)")
+    a.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
+                   help="threads for sketching (default: all cores)")
+    a.add_argument("--fsync", action="store_true",
+                   help="fsync every commit (survives power loss; default: survives the process dying)")
+    a.add_argument("--verbose", "-v", action="store_true",
+                   help="a line on standard error after every committed batch (count and last id)")
+    a.set_defaults(handler=add_command)
+
+    q = actions.add_parser("query", help="what the index holds that resembles each input record",
+                           description="Print one answer per input record: exact copies, near-copies, "
+                                       "containment both ways and simhash neighbours. Exit status 1 when "
+                                       "some record has an exact copy in the index.")
+    _db(q)
+    q.add_argument("inputs", nargs="+", metavar="INPUT")
+    q.add_argument("--json", action="store_true", help="JSON lines: one answer object per input record")
+    q.add_argument("--limit", type=positive_int("--limit"), default=100, help="entries per list (default 100)")
+    _input_options(q)
+    _index_options(q)
+    q.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads for sketching")
+    q.set_defaults(handler=query_command)
+
+    s = actions.add_parser("stats", help="documents, sizes and configuration of an index")
+    _db(s)
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(handler=stats_command)
+
+    r = actions.add_parser("remove", help="remove documents by id",
+                           description="Remove documents by id, in one transaction. Exit status 1 when some "
+                                       "id was not in the index.")
+    _db(r)
+    r.add_argument("ids", nargs="+", metavar="ID")
+    r.set_defaults(handler=remove_command)
+
+    v = sub.add_parser("serve", help="serve an index over HTTP (needs neardup[service])",
+                       description="Serve the index over HTTP with FastAPI and uvicorn: POST /v1/check, "
+                                   "/v1/add, /v1/check-and-add; DELETE /v1/documents/ID; GET /v1/stats, "
+                                   "/healthz; OpenAPI schema at /openapi.json. Creates the index if missing.")
+    _db(v)
+    v.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    v.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    v.add_argument("--token-file", metavar="F",
+                   help="file holding the bearer token every request but /healthz must carry")
+    v.add_argument("--max-body-bytes", type=positive_int("--max-body-bytes"), default=32 << 20,
+                   help="largest request body (default 32 MiB)")
+    v.add_argument("--max-batch", type=positive_int("--max-batch"), default=1000,
+                   help="most documents per request (default 1000)")
+    v.add_argument("--html", choices=["main", "whole"], default="main",
+                   help="HTML to text: main content (default) or the whole page")
+    v.add_argument("--fsync", action="store_true", help="fsync every commit (survives power loss)")
+    v.add_argument("--access-log", action="store_true", help="log every request")
+    v.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="info")
+    _index_options(v)
+    v.set_defaults(handler=serve_command, jobs=1)
+
+
+def _db(p) -> None:
+    p.add_argument("--db", required=True, metavar="PATH", help="the index file (SQLite)")
+
+
+def _input_options(p) -> None:
+    g = p.add_argument_group("input")
+    g.add_argument("--format", choices=["auto", "jsonl", "parquet", "warc", "html", "text"], default="auto")
+    g.add_argument("--id-field", default="id", help="JSONL/Parquet field with the record id (default id)")
+    g.add_argument("--text-field", default="text", help="JSONL/Parquet field with the text (default text)")
+    g.add_argument("--content", choices=["text", "html"], default="text",
+                   help="what the JSONL/Parquet text field holds (default text)")
+    g.add_argument("--html", choices=["main", "whole"], default="main",
+                   help="HTML to text: main content (default) or the whole page")
+    g.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
+                   help="skip records larger than this (default 64 MiB)")
+
+
+def _index_options(p) -> None:
+    g = p.add_argument_group("index configuration (recorded when the index is created, checked afterwards)")
+    g.add_argument("-k", type=positive_int("-k"), default=None, help="tokens per shingle (default 5)")
+    g.add_argument("--unit", choices=["word", "char", "line"], default=None, help="token unit (default word)")
+    g.add_argument("--keep-punctuation", action="store_const", const=True, default=None,
+                   help="keep punctuation inside tokens")
+    g.add_argument("--no-casefold", action="store_const", const=True, default=None,
+                   help="keep upper and lower case apart")
+    g.add_argument("--no-nfkc", action="store_const", const=True, default=None, help="skip Unicode NFKC")
+    g.add_argument("--num-perm", type=positive_int("--num-perm"), default=None,
+                   help="MinHash values per document (default 128)")
+    g.add_argument("--seed", type=int, default=None, help="seed of the permutations (default 1)")
+    g.add_argument("--family", choices=["affine61", "mulshift64"], default=None,
+                   help="permutation family (default mulshift64)")
+    g.add_argument("--threshold", type=unit_float("--threshold", open_high=True), default=None,
+                   help="estimated Jaccard for near-duplicates (default 0.8)")
+    g.add_argument("--containment-threshold", type=unit_float("--containment-threshold"), default=None,
+                   help="containment for contains/contained_in (default 0.8)")
+    g.add_argument("--mod-m", type=positive_int("--mod-m"), default=None,
+                   help="containment sample: shingles whose hash is divisible by m (default 8)")
+    g.add_argument("--max-distance", type=int, default=None,
+                   help="simhash neighbours within this many bits (0-31, default 3)")
+    g.add_argument("--store-shingles", action="store_const", const=True, default=None,
+                   help="store shingle ids, for exact Jaccard and containment in answers")
+
+
+def index_params(args) -> dict:
+    """SeenIndex keyword arguments for the index options given on the command line.
+
+    Options left out are not passed (the index keeps its recorded values); for the shingle and
+    MinHash parameters, the ones given replace those fields of the recorded (or default) value.
+    """
+    import dataclasses
+
+    from ..store.sqlite import DEFAULTS, IndexConfig, SeenIndex
+
+    stored = SeenIndex.stored_config(args.db)
+    base = IndexConfig.from_dict(stored) if stored else IndexConfig(**DEFAULTS)
+    out = {}
+    shingle_changes = {k: v for k, v in (("k", args.k), ("unit", args.unit)) if v is not None}
+    norm_changes = {k: not v for k, v in (("remove_punctuation", args.keep_punctuation),
+                                           ("casefold", args.no_casefold), ("nfkc", args.no_nfkc)) if v is not None}
+    if shingle_changes or norm_changes:
+        norm = dataclasses.replace(base.shingle.normalize, **norm_changes)
+        out["shingle"] = dataclasses.replace(base.shingle, normalize=norm, **shingle_changes)
+    minhash_changes = {k: v for k, v in (("num_perm", args.num_perm), ("seed", args.seed), ("family", args.family))
+                       if v is not None}
+    if minhash_changes:
+        if minhash_changes.get("seed", 0) < 0:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"--seed must be 0 or more, got {args.seed}")
+        out["minhash"] = dataclasses.replace(base.minhash, **minhash_changes)
+    for name, value in (("threshold", args.threshold), ("containment_threshold", args.containment_threshold),
+                        ("mod_m", args.mod_m), ("simhash_max_distance", args.max_distance),
+                        ("store_shingles", args.store_shingles)):
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def _open(args, *, create: bool, synchronous: str = "normal"):
+    from ..store import SeenIndex
+
+    jobs = getattr(args, "jobs", None) or os.cpu_count() or 1
+    return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **index_params(args))
+
+
+def _records(args):
+    from ..io import read_documents
+
+    return read_documents(args.inputs, format=args.format, id_field=args.id_field, text_field=args.text_field,
+                          content=args.content, html=args.html, max_bytes=args.max_bytes)
+
+
+def _batches(records, size: int):
+    """Lists of up to ``size`` records (Documents and Skipped)."""
+    batch = []
+    for rec in records:
+        batch.append(rec)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def add_command(args) -> int:
+    from ..io import Document
+    from ..progress import Progress
+
+    records = _records(args)
+    added = 0
+    skipped: dict[str, int] = {}
+    start = time.monotonic()
+    progress = Progress(f"index add {args.db}")
+    with _open(args, create=True, synchronous="full" if args.fsync else "normal") as index:
+        for batch in _batches(records, args.batch_size):
+            docs = [r for r in batch if isinstance(r, Document)]
+            for r in batch:
+                if not isinstance(r, Document):
+                    skipped[r.reason] = skipped.get(r.reason, 0) + 1
+            if docs:
+                index.add_many(docs)
+                added += len(docs)
+                progress.update(len(docs), sum(len(d.text) for d in docs))
+                if args.verbose:
+                    print(f"neardup: committed {added} documents (last id {docs[-1].id})", file=sys.stderr, flush=True)
+        total = len(index)
+    progress.close()
+    seconds = time.monotonic() - start
+    n_skipped = sum(skipped.values())
+    why = f" ({', '.join(f'{k} {v}' for k, v in sorted(skipped.items()))})" if skipped else ""
+    print(f"added {added} documents to {args.db} in {seconds:.1f} s, skipped {n_skipped}{why}; "
+          f"the index holds {total} documents")
+    return 0
+
+
+def query_command(args) -> int:
+    from ..io import Document
+
+    records = _records(args)
+    seen = False
+    out = sys.stdout
+    with _open(args, create=False) as index:
+        for batch in _batches(records, 256):
+            docs = [r for r in batch if isinstance(r, Document)]
+            answers = iter(index.query_many([(d.id, d.text) for d in docs], limit=args.limit))
+            for r in batch:
+                if isinstance(r, Document):
+                    answer = next(answers)
+                    seen = seen or bool(answer["exact"])
+                else:
+                    answer = {"id": r.id, "skipped": r.reason, "detail": r.detail, "source": r.source}
+                if args.json:
+                    out.write(json.dumps(answer, ensure_ascii=False) + "\n")
+                else:
+                    out.write(_describe(answer) + "\n")
+            out.flush()
+    return EXIT_SEEN if seen else 0
+
+
+def _describe(answer: dict) -> str:
+    if "skipped" in answer:
+        return f"{answer['id']}\tskipped: {answer['skipped']} ({answer['detail']})"
+    parts = []
+    if answer["exact"]:
+        parts.append(f"exact {', '.join(answer['exact'][:3])}{' ...' if len(answer['exact']) > 3 else ''}")
+    for key, value, fmt in (("near", "jaccard", "{:.3f}"), ("contains", "containment", "{:.3f}"),
+                            ("contained_in", "containment", "{:.3f}"), ("simhash", "distance", "{}")):
+        items = answer[key]
+        if items:
+            best = items[0]
+            more = f" (+{len(items) - 1})" if len(items) > 1 else ""
+            parts.append(f"{key} {best['id']} {fmt.format(best[value])}{more}")
+    return f"{answer['id']}\t{'; '.join(parts) if parts else 'new'}"
+
+
+def stats_command(args) -> int:
+    from ..store import SeenIndex
+
+    with SeenIndex(args.db, create=False) as index:
+        stats = index.stats()
+    if args.json:
+        print(json.dumps(stats, indent=2, ensure_ascii=False))
+        return 0
+    cfg = stats["config"]
+    sh, mh, lsh = cfg["shingle"], cfg["minhash"], cfg["lsh"]
+    print(f"index      {stats['path']}")
+    print(f"documents  {stats['documents']}")
+    print(f"size       {(stats['database_bytes'] + stats['wal_bytes']) / 1e6:,.1f} MB "
+          f"(database {stats['database_bytes']:,} bytes, WAL {stats['wal_bytes']:,} bytes)")
+    print(f"created    {stats['created_at']} by {stats['created_by']}, schema version {stats['schema_version']}")
+    print(f"shingles   {sh['k']}-{sh['unit']}, hash {sh['hash']}" + (", stored" if cfg["store_shingles"] else ""))
+    print(f"minhash    {mh['num_perm']} x {mh['family']}, seed {mh['seed']}; "
+          f"{lsh['bands']} bands x {lsh['rows']} rows, threshold {lsh['threshold']}")
+    print(f"contains   mod {cfg['containment']['mod_m']} samples, threshold {cfg['containment']['threshold']}")
+    print(f"simhash    within {cfg['simhash']['max_distance']} bits ({len(cfg['simhash']['blocks'])} blocks)")
+    print(f"config     fingerprint {stats['config_fingerprint']}")
+    return 0
+
+
+def remove_command(args) -> int:
+    from ..store import SeenIndex
+
+    with SeenIndex(args.db, create=False) as index:
+        missing = index.remove_many(args.ids)
+    ids = list(dict.fromkeys(args.ids))
+    print(f"removed {len(ids) - len(missing)} of {len(ids)} documents from {args.db}"
+          + (f"; not in the index: {', '.join(missing)}" if missing else ""))
+    return 1 if missing else 0
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve_command(args) -> int:
+    from ..errors import ConfigError, require
+
+    uvicorn = require("uvicorn", "service")
+    from ..service import create_app
+
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port must be in [0, 65535], got {args.port}")
+    token = None
+    if args.token_file:
+        with open(args.token_file, encoding="utf-8") as fh:
+            token = fh.read().strip()
+        if not token:
+            raise ConfigError(f"the token file {args.token_file} is empty")
+    elif not _is_loopback(args.host):
+        print(f"neardup: warning: listening on {args.host} without --token-file: anyone who can reach port "
+              f"{args.port} can read and change the index", file=sys.stderr)
+    index = _open(args, create=True, synchronous="full" if args.fsync else "normal")
+    try:
+        app = create_app(index, token=token, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
+                         html_mode=args.html, close_index=True)
+        print(f"neardup: serving {args.db} ({len(index)} documents) on http://{args.host}:{args.port}",
+              file=sys.stderr, flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log,
+                    server_header=False)
+    finally:
+        index.close()
+    return 0

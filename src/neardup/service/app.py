@@ -1,0 +1,389 @@
+"""The HTTP service: a :class:`~neardup.store.SeenIndex` behind FastAPI.
+
+Endpoints (JSON in, JSON out; OpenAPI schema at ``/openapi.json``, documentation at ``/docs``):
+
+==========================  ===============================================================
+``POST /v1/check``          the answer for a document, or ``{"results": [...]}`` for a batch
+``POST /v1/add``            store; ``{"id", "added": true}`` or ``{"results": [...]}``
+``POST /v1/check-and-add``  the answer plus ``"added"`` (atomic), or ``{"results": [...]}``
+``DELETE /v1/documents/ID`` ``{"id", "removed": true}``, 404 when absent (ID may hold ``/``)
+``GET /v1/stats``           :meth:`SeenIndex.stats`
+``GET /healthz``            ``{"status": "ok", "documents": n}``; never needs the token
+==========================  ===============================================================
+
+Request bodies: ``{"id"?, "text"}`` or ``{"id"?, "html"}`` (HTML goes through main-content
+extraction, :func:`neardup.text.html.extract_text`), optionally with ``"meta"`` (a JSON object
+stored with the document), or ``{"documents": [one of those, ...]}`` for up to ``max_batch``
+documents in one request and one transaction. Without an id, ``add`` and ``check-and-add``
+store the document under its 16-hex-digit content fingerprint. ``?limit=N`` cuts each answer list.
+
+Every user mistake gets a 4xx and ``{"error": "<what is wrong>"}``: 401 without the right bearer
+token (when one is configured; every path but ``/healthz``), 413 for a body over
+``max_body_bytes``, 415 for a body not sent as ``application/json``, 422 for malformed JSON or a
+body of the wrong shape (with ``"detail"``, the list of problems; ids with lone surrogates are
+refused here too), 400 for a document the index cannot take (a document without words and
+without an id), 404 for an unknown document or path, 503 (with ``Retry-After``) when another
+process holds the index's write lock too long. A 500 means a bug.
+
+The app holds no global state: :func:`create_app` wraps the index it is given, and several apps
+(tests) can live in one process.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ..errors import require
+
+require("fastapi", "service")
+
+import orjson  # noqa: E402
+from fastapi import FastAPI, Query, Request  # noqa: E402
+from fastapi.exceptions import RequestValidationError  # noqa: E402
+from fastapi.responses import Response  # noqa: E402
+from pydantic import BaseModel, ConfigDict, Field, model_validator  # noqa: E402
+from starlette.exceptions import HTTPException as StarletteHTTPException  # noqa: E402
+
+from .._version import __version__  # noqa: E402
+from ..errors import MissingDependencyError, NeardupError, StoreError  # noqa: E402
+
+log = logging.getLogger("neardup.service")
+
+DEFAULT_MAX_BODY_BYTES = 32 << 20
+DEFAULT_MAX_BATCH = 1000
+MAX_ID_LENGTH = 4096
+
+
+# -- schemas ---------------------------------------------------------------------------------
+
+class DocumentIn(BaseModel):
+    """One document: ``text`` or ``html`` (exactly one), an optional id and metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH,
+                           description="the document's id (a URL, a key); default: its content fingerprint")
+    text: str | None = Field(default=None, description="plain text")
+    html: str | None = Field(default=None, description="an HTML page; its main content is indexed")
+    meta: dict[str, Any] | None = Field(default=None, description="stored with the document (add only)")
+
+    @model_validator(mode="after")
+    def _one_content(self):
+        if (self.text is None) == (self.html is None):
+            raise ValueError("give exactly one of 'text' and 'html'")
+        return self
+
+
+class RequestBody(BaseModel):
+    """A document (``id``, ``text`` or ``html``, ``meta``) or a batch (``documents``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
+    text: str | None = None
+    html: str | None = None
+    meta: dict[str, Any] | None = None
+    documents: list[DocumentIn] | None = Field(default=None, min_length=1,
+                                               description="a batch, answered as {\"results\": [...]} in order")
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        single = [name for name in ("id", "text", "html", "meta") if getattr(self, name) is not None]
+        if self.documents is not None:
+            if single:
+                raise ValueError(f"give either 'documents' or one document, not both (also got {', '.join(single)})")
+            return self
+        if (self.text is None) == (self.html is None):
+            raise ValueError("give exactly one of 'text' and 'html' (or a batch in 'documents')")
+        return self
+
+
+class Near(BaseModel):
+    id: str
+    jaccard: float
+    exact_jaccard: float | None = None
+
+
+class Contained(BaseModel):
+    id: str
+    containment: float
+    exact_containment: float | None = None
+
+
+class Neighbour(BaseModel):
+    id: str
+    distance: int
+
+
+class Answer(BaseModel):
+    id: str | None
+    exact: list[str]
+    near: list[Near]
+    contains: list[Contained]
+    contained_in: list[Contained]
+    simhash: list[Neighbour]
+    added: bool | None = Field(default=None, description="check-and-add only")
+
+
+class Added(BaseModel):
+    id: str
+    added: bool
+
+
+class Results(BaseModel):
+    results: list[dict[str, Any]]
+
+
+class Removed(BaseModel):
+    id: str
+    removed: bool
+
+
+class Error(BaseModel):
+    error: str
+    detail: list[dict[str, Any]] | None = None
+
+
+_ERRORS = {status: {"model": Error, "description": text} for status, text in {
+    400: "a document the index cannot take", 401: "missing or wrong bearer token",
+    413: "request body too large", 415: "the body is not sent as application/json",
+    422: "malformed JSON or a body of the wrong shape",
+    503: "the index is busy (another writer)"}.items()}
+
+
+def _json(obj, status: int = 200, headers: dict | None = None) -> Response:
+    return Response(orjson.dumps(obj), status_code=status, media_type="application/json", headers=headers)
+
+
+# -- authentication and body size, before anything is parsed ---------------------------------
+
+class _Guard:
+    """ASGI middleware: bearer token (all paths but /healthz) and the request body size limit.
+
+    The body is read here, up to the limit, and replayed to the app, so an oversized body is
+    refused with 413 whether or not it declares a Content-Length.
+    """
+
+    # Past the limit, keep reading (and discarding) up to this much so that the client, which
+    # is usually still sending, can read the 413 instead of a connection reset.
+    DRAIN_BYTES = 64 << 20
+
+    def __init__(self, app, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
+        self.app = app
+        self.token = None if token is None else token.encode("utf-8")
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if self.token is not None and scope["path"] != "/healthz":
+            problem = self._auth_problem(scope)
+            if problem:
+                return await _send(send, 401, {"error": problem}, [(b"www-authenticate", b'Bearer realm="neardup"')])
+        declared = None
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    return await _send(send, 400, {"error": "the Content-Length header is not a number"})
+        too_large = {"error": f"request body is larger than the limit of {self.max_body_bytes} bytes; "
+                              "send fewer documents per request"}
+        if declared is not None and declared > self.DRAIN_BYTES:
+            return await _send(send, 413, too_large, close=True)
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > self.max_body_bytes:
+                if len(body) > self.DRAIN_BYTES:
+                    return await _send(send, 413, too_large, close=True)
+                del body[:]
+                body += b"x" * (self.max_body_bytes + 1)  # keep counting without keeping the bytes
+            if not message.get("more_body", False):
+                break
+        if len(body) > self.max_body_bytes:
+            return await _send(send, 413, too_large, close=True)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    def _auth_problem(self, scope) -> str | None:
+        header = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                header = value
+        if header is None:
+            return "missing bearer token: send the header 'Authorization: Bearer <token>'"
+        scheme, _, given = header.partition(b" ")
+        if scheme.lower() != b"bearer" or not given.strip():
+            return "the Authorization header must be 'Bearer <token>'"
+        if not hmac.compare_digest(given.strip(), self.token):
+            return "wrong bearer token"
+        return None
+
+
+async def _send(send, status: int, obj: dict, headers: list | None = None, *, close: bool = False) -> None:
+    body = orjson.dumps(obj)
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        head.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": head + (headers or [])})
+    await send({"type": "http.response.body", "body": body})
+
+
+# -- the app ---------------------------------------------------------------------------------
+
+def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+               max_batch: int = DEFAULT_MAX_BATCH, html_mode: str = "main", close_index: bool = False):
+    """An ASGI app serving ``index`` (a :class:`~neardup.store.SeenIndex`).
+
+    Args:
+        token: the bearer token every request but ``/healthz`` must carry (None: no auth).
+        max_body_bytes: larger request bodies are refused with 413.
+        max_batch: most documents in one ``{"documents": [...]}`` request (more: 422).
+        html_mode: ``"main"`` or ``"whole"``, how ``html`` bodies become text.
+        close_index: close the index when the server shuts down (the app then owns it).
+    """
+    if token is not None and not token:
+        from ..errors import ConfigError
+
+        raise ConfigError("the service token must not be empty")
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        if close_index:
+            index.close()
+
+    app = FastAPI(title="neardup", version=__version__, lifespan=lifespan,
+                  description="A persistent \"seen before?\" index: exact copies, near-copies, containment "
+                              "and simhash neighbours of text and HTML pages.")
+    app.state.index = index
+
+    def documents_of(body: RequestBody) -> tuple[list[tuple], bool]:
+        if body.documents is not None:
+            if len(body.documents) > max_batch:
+                raise _UserError(422, f"a batch holds at most {max_batch} documents, got {len(body.documents)}")
+            docs, batch = body.documents, True
+        else:
+            docs, batch = [body], False
+        out = []
+        for d in docs:
+            text = d.text
+            if text is None:
+                from ..text.html import extract_text
+
+                text = extract_text(d.html, html_mode)
+            out.append((d.id, text, d.meta))
+        return out, batch
+
+    @app.post("/v1/check", response_model=Answer | Results, responses=_ERRORS,
+              summary="what the index holds that resembles the document(s); stores nothing")
+    def check(body: RequestBody, limit: int = Query(100, ge=1, le=100_000)):
+        docs, batch = documents_of(body)
+        answers = index.query_many([(i, t) for i, t, _ in docs], limit=limit)
+        return _json({"results": answers} if batch else answers[0])
+
+    @app.post("/v1/add", response_model=Added | Results, responses=_ERRORS,
+              summary="store the document(s), replacing any with the same id")
+    def add(body: RequestBody):
+        docs, batch = documents_of(body)
+        ids = index.add_many(docs)
+        results = [{"id": i, "added": True} for i in ids]
+        return _json({"results": results} if batch else results[0])
+
+    @app.post("/v1/check-and-add", response_model=Answer | Results, responses=_ERRORS,
+              summary="check and, unless an exact copy is stored, add: one atomic step")
+    def check_and_add(body: RequestBody, limit: int = Query(100, ge=1, le=100_000)):
+        docs, batch = documents_of(body)
+        answers = index.check_and_add_many(docs, limit=limit)
+        return _json({"results": answers} if batch else answers[0])
+
+    @app.delete("/v1/documents/{doc_id:path}", response_model=Removed, responses={**_ERRORS, 404: {"model": Error}},
+                summary="remove a document")
+    def remove(doc_id: str):
+        if not index.remove(doc_id):
+            raise _UserError(404, f"no document with id {doc_id!r}")
+        return _json({"id": doc_id, "removed": True})
+
+    @app.get("/v1/stats", summary="documents, sizes and the index configuration")
+    def stats():
+        return _json(index.stats())
+
+    @app.get("/healthz", summary="liveness; needs no token")
+    def healthz():
+        return _json({"status": "ok", "documents": len(index)})
+
+    @app.exception_handler(_UserError)
+    async def user_error(request: Request, exc: _UserError):
+        return _json({"error": exc.message}, exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if request.method == "POST" and media != "application/json" and not media.endswith("+json"):
+            return _json({"error": f"the body must be JSON sent with 'Content-Type: application/json' "
+                                   f"(got {media or 'no Content-Type'})"}, 415)
+        detail = [_clean(e) for e in exc.errors()]
+        if len(detail) == 1 and detail[0]["loc"] == ["body"] and detail[0]["type"] == "model_attributes_type":
+            return _json({"error": "the body must be a JSON object: {\"text\": ...}, {\"html\": ...} or "
+                                   "{\"documents\": [...]}", "detail": detail}, 422)
+        summary = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in detail[:5])
+        return _json({"error": f"invalid request: {summary}", "detail": detail}, 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404:
+            message = f"no such endpoint: {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path}"
+        return _json({"error": message}, exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(StoreError)
+    async def busy(request: Request, exc: StoreError):
+        log.warning("store error: %s", exc)
+        return _json({"error": str(exc)}, 503, headers={"Retry-After": "1"})
+
+    @app.exception_handler(MissingDependencyError)
+    async def missing(request: Request, exc: MissingDependencyError):
+        return _json({"error": str(exc)}, 501)
+
+    @app.exception_handler(NeardupError)
+    async def bad_document(request: Request, exc: NeardupError):
+        return _json({"error": str(exc)}, 400)
+
+    @app.exception_handler(Exception)
+    async def bug(request: Request, exc: Exception):
+        log.exception("internal error on %s %s", request.method, request.url.path)
+        return _json({"error": f"internal error ({type(exc).__name__}); see the server log"}, 500)
+
+    app.add_middleware(_Guard, token=token, max_body_bytes=max_body_bytes)
+    return app
+
+
+class _UserError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _clean(error: dict) -> dict:
+    """A validation error without the echoed input or exception objects (JSON-safe, short)."""
+    out = {"loc": [p if isinstance(p, (str, int)) else str(p) for p in error.get("loc", ())],
+           "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
+    return out

@@ -1,0 +1,1138 @@
+"""SeenIndex: a crawler's persistent "have I seen this page?" index on one SQLite file.
+
+For every document the index keeps its content fingerprint (exact copies), its MinHash signature
+and band keys (near-copies), its MOD_m sample (containment, Broder 1997) and its 64-bit simhash
+(Hamming neighbours), all computed with the library's own functions, so the index answers what
+:func:`neardup.fingerprint`, :class:`neardup.MinHash`, :class:`neardup.ModM` and
+:class:`neardup.SimHash` would answer for the same two texts.
+
+Answer shape (the same from the library, ``neardup index query`` and the HTTP service)::
+
+    {"id": <the id given with the query, or null>,
+     "exact":        ["id", ...],                                  same content fingerprint
+     "near":         [{"id", "jaccard", "exact_jaccard"?}, ...],   estimated (and exact) resemblance
+     "contains":     [{"id", "containment", "exact_containment"?}, ...],
+     "contained_in": [{"id", "containment", "exact_containment"?}, ...],
+     "simhash":      [{"id", "distance"}, ...]}
+
+- ``exact``: documents whose normalized text has the same 64-bit fingerprint, ordered by id.
+- ``near``: LSH candidates (at least one band key in common) whose estimated Jaccard (the
+  fraction of agreeing MinHash values) is at least ``threshold``. With ``store_shingles`` every
+  candidate is verified on the stored shingle ids, ``exact_jaccard`` is reported and the filter
+  applies to it instead of the estimate. Ordered by the filtered value, descending.
+- ``contains``: stored documents D that the queried text Q contains: ``containment`` estimates
+  c(D, Q) = |D ∩ Q| / |D| as |MOD_m(D) ∩ MOD_m(Q)| / |MOD_m(D)|.
+- ``contained_in``: stored documents D that contain Q: ``containment`` estimates c(Q, D).
+  Both are filtered at ``containment_threshold`` (on the exact value with ``store_shingles``);
+  candidates are the documents sharing a sample value with Q, so a text whose MOD_m sample is
+  empty (fewer than about ``mod_m`` shingles) has no containment answers.
+- ``simhash``: documents within ``simhash_max_distance`` bits, ordered by distance ascending.
+
+Every list is complete on its own: an exact copy also shows in ``near`` with Jaccard 1.0, in
+both containment lists and in ``simhash`` at distance 0. Ties are ordered by id, and each list
+is cut at ``limit`` entries (100 by default). The query's own id is not excluded: a document that
+is stored reports itself. A text without tokens has no content (its fingerprint is None, as
+:func:`neardup.fingerprint` says): it can be stored under an id, but it matches nothing and
+nothing matches it, so ``check_and_add`` always adds it.
+
+Ids are unique: adding an id that is present replaces its entry (a re-crawled URL). ``add``
+always stores; ``check_and_add`` stores only when no document has the same fingerprint, and
+decides that under SQLite's write lock, so concurrent callers (threads or processes) never both
+see the same content as new.
+
+Durability: WAL journal with ``synchronous=NORMAL`` by default. A transaction is in the WAL file
+(the operating system's page cache) when ``COMMIT`` returns, so every acknowledged add survives
+the death of the process (SIGKILL, OOM kill, crash). A power cut or kernel panic can lose the
+last transactions (never corrupt the file); ``synchronous="full"`` fsyncs every commit to survive
+those too, at the cost of one fsync per transaction.
+
+Uint64 values (fingerprints, band keys, samples, simhashes) are stored as signed 64-bit SQLite
+integers, two's complement (``x - 2**64`` when ``x >= 2**63``); blobs are little-endian uint64.
+The file format is documented in ``docs/store.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .._validate import check_float, check_int
+from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreError
+from ..params import TOKENIZER_VERSION, MinHashParams, NormalizeParams, ShingleParams
+
+#: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
+SCHEMA_VERSION = 1
+#: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
+APPLICATION_ID = 0x4E445550
+MASK64 = (1 << 64) - 1
+DEFAULT_LIMIT = 100
+# More values than this in one IN (...) are queried in pieces (SQLite allows 32766 variables).
+_MAX_VARS = 10000
+
+DEFAULTS = {
+    "shingle": ShingleParams(),
+    "minhash": MinHashParams(num_perm=128, seed=1, family="mulshift64"),
+    "threshold": 0.8,
+    "containment_threshold": 0.8,
+    "mod_m": 8,
+    "simhash_max_distance": 3,
+    "store_shingles": False,
+}
+
+SCHEMA = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE docs (
+    num         INTEGER PRIMARY KEY,
+    id          TEXT NOT NULL UNIQUE,
+    fingerprint INTEGER,
+    length      INTEGER NOT NULL,
+    n_shingles  INTEGER NOT NULL,
+    n_sample    INTEGER NOT NULL,
+    simhash     INTEGER,
+    signature   BLOB NOT NULL,
+    sample      BLOB NOT NULL,
+    shingles    BLOB,
+    meta        TEXT,
+    added_at    REAL NOT NULL
+);
+CREATE INDEX docs_fingerprint ON docs (fingerprint);
+CREATE TABLE bands (
+    band INTEGER NOT NULL,
+    key  INTEGER NOT NULL,
+    doc  INTEGER NOT NULL,
+    PRIMARY KEY (band, key, doc)
+) WITHOUT ROWID;
+CREATE TABLE samples (
+    value INTEGER NOT NULL,
+    doc   INTEGER NOT NULL,
+    PRIMARY KEY (value, doc)
+) WITHOUT ROWID;
+CREATE TABLE simhash_blocks (
+    block INTEGER NOT NULL,
+    key   INTEGER NOT NULL,
+    doc   INTEGER NOT NULL,
+    PRIMARY KEY (block, key, doc)
+) WITHOUT ROWID;
+"""
+
+
+def _signed(x: int) -> int:
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def _unsigned(x: int) -> int:
+    return x & MASK64
+
+
+# -- text: tokens and normalized text ----------------------------------------------------------
+
+@lru_cache(maxsize=2)
+def _ascii_separators(remove_punctuation: bool) -> dict | None:
+    """str.translate table sending every ASCII separator to a space, or None if unusable."""
+    from ..text.charclass import PUNCT, SOLO, WORD, class_table
+
+    classes = [int(c) for c in class_table()[:128]]
+    if SOLO in classes:
+        return None
+    kept = {WORD} if remove_punctuation else {WORD, PUNCT}
+    return {i: " " for i, c in enumerate(classes) if c not in kept}
+
+
+@lru_cache(maxsize=2)
+def _token_classes(remove_punctuation: bool) -> np.ndarray:
+    """Per code point: 1 for a character of a word run, 2 for a token on its own, 0 otherwise."""
+    from ..text.charclass import PUNCT, SOLO, WORD, class_table
+
+    table = class_table()
+    out = np.zeros(table.size, dtype=np.uint8)
+    out[table == WORD] = 1
+    if not remove_punctuation:
+        out[table == PUNCT] = 1
+    out[table == SOLO] = 2
+    out.setflags(write=False)
+    return out
+
+
+def words_of_folded(folded: str, remove_punctuation: bool = True) -> list[str]:
+    """:func:`neardup.text.tokenize.words` of text that is already folded, without regular expressions.
+
+    The library's words() runs a regular expression over a character class of 20,000 Unicode
+    ranges, at about 0.5 MB/s on non-ASCII text. Here ASCII text is split with
+    ``str.translate`` and other text by looking every code point up in the shipped class table
+    with numpy; the tokens are identical (tested against words()).
+    """
+    if folded.isascii():
+        table = _ascii_separators(remove_punctuation)
+        if table is not None:
+            return folded.translate(table).split()
+    cps = np.frombuffer(folded.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    cls = _token_classes(remove_punctuation)[cps]
+    edges = np.diff((cls == 1).view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    ends = np.flatnonzero(edges == -1)
+    solo = np.flatnonzero(cls == 2)
+    if solo.size:
+        starts = np.concatenate((starts, solo))
+        ends = np.concatenate((ends, solo + 1))
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+    return [folded[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+class _WordHashes(dict):
+    """word -> 64-bit feature hash, remembered: word frequencies are Zipfian, so most words of a
+    document were hashed before, and a dict lookup costs a tenth of a hash call from Python."""
+
+    MAX_WORDS = 1 << 20
+
+    def __init__(self, hash_name: str):
+        super().__init__()
+        from ..hashing import hash64
+
+        if hash_name == "xxh3":
+            import xxhash
+
+            h = xxhash.xxh3_64_intdigest
+            self._hash = lambda w: h(w.encode("utf-8", "surrogatepass"))
+        else:
+            self._hash = lambda w: hash64(w, hash_name)
+
+    def __missing__(self, word: str) -> int:
+        if len(self) >= self.MAX_WORDS:
+            self.clear()
+        value = self[word] = self._hash(word)
+        return value
+
+
+_word_hashes: dict[str, _WordHashes] = {}
+
+
+def _simhashes(token_lists: list[list[str]], hash_name: str) -> list[int | None]:
+    """:func:`neardup.sketch.simhash.simhash_of_features` of word counts, for many documents.
+
+    None for a document without words. Totals are sums of integer counts, exact in any order,
+    so the batched arithmetic gives the same bits as the one-document function.
+    """
+    cache = _word_hashes.get(hash_name)
+    if cache is None:
+        cache = _word_hashes[hash_name] = _WordHashes(hash_name)
+    out: list[int | None] = [None] * len(token_lists)
+    hashes: list[int] = []
+    weights: list[int] = []
+    starts: list[int] = []
+    which: list[int] = []
+    for i, tokens in enumerate(token_lists):
+        if not tokens:
+            continue
+        counts = Counter(tokens)
+        starts.append(len(hashes))
+        which.append(i)
+        hashes.extend([cache[w] for w in counts])
+        weights.extend(counts.values())
+    if not which:
+        return out
+    hv = np.array(hashes, dtype=np.uint64)
+    wv = np.array(weights, dtype=np.int32)
+    st = np.array(starts + [len(hashes)], dtype=np.int64)
+    # Documents in groups of about 32k features: the (features, 64) bit matrix stays small.
+    doc = 0
+    while doc < len(which):
+        end = doc + 1
+        while end < len(which) and st[end + 1] - st[doc] <= 32768:
+            end += 1
+        lo, hi = st[doc], st[end]
+        bits = np.unpackbits(hv[lo:hi].astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)  # bit 1 = MSB
+        # total = sum of w * (2 * bit - 1) = 2 * (sum of w over set bits) - sum of w
+        set_weight = np.add.reduceat(bits * wv[lo:hi, None], st[doc:end] - lo, axis=0, dtype=np.int64)
+        all_weight = np.add.reduceat(wv[lo:hi].astype(np.int64), st[doc:end] - lo)
+        packed = np.packbits(2 * set_weight > all_weight[:, None], axis=1).view(">u8").ravel()
+        for j, value in enumerate(packed.tolist()):
+            out[which[doc + j]] = int(value)
+        doc = end
+    return out
+
+
+def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """:func:`neardup.lsh.banding.band_keys`, with one numpy pass per row instead of per value.
+
+    The library function folds the ``bands * rows`` values one at a time; here all bands fold
+    their j-th row together, which is the same arithmetic (tested equal) in ``rows`` steps: about
+    20 times fewer numpy calls, which matters for one document at a time.
+    """
+    sig = np.asarray(signatures, dtype=np.uint64)
+    if sig.ndim == 1:
+        sig = sig[None, :]
+    n = sig.shape[0]
+    folded = sig[:, : bands * rows].reshape(n, bands, rows)
+    key = np.tile(np.arange(bands, dtype=np.uint64), (n, 1))
+    for row in range(rows):
+        key = _splitmix64(key ^ folded[:, :, row])
+    return key
+
+
+_SM_ADD, _SM_M1, _SM_M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
+
+
+def _splitmix64(z: np.ndarray) -> np.ndarray:
+    """:func:`neardup.hashing.splitmix64_array` with seed 0, on an array (which wraps silently)."""
+    z = z + _SM_ADD
+    z = (z ^ (z >> _S30)) * _SM_M1
+    z = (z ^ (z >> _S27)) * _SM_M2
+    return z ^ (z >> _S31)
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+def simhash_blocks(max_distance: int) -> list[int]:
+    """Widths of the ``max_distance + 1`` blocks the 64 bits are cut into (most significant first).
+
+    Two fingerprints within ``max_distance`` bits agree exactly on at least one block
+    (pigeonhole), so a block match finds every neighbour; the distance is then checked.
+    """
+    n = max_distance + 1
+    base, extra = divmod(64, n)
+    return [base + 1 if i < extra else base for i in range(n)]
+
+
+@lru_cache(maxsize=32)
+def _banding(threshold: float, num_perm: int) -> tuple[int, int]:
+    # The local engine's choice (neardup.pipeline.DedupConfig.banding): every candidate is
+    # verified on its stored signature, so the banding favours recall (0.99 at the threshold).
+    from ..lsh.params import recall_banding
+
+    b = recall_banding(min(threshold, 0.99), num_perm)
+    return b.bands, b.rows
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Everything that decides what an index stores; recorded in the file and checked on open."""
+
+    shingle: ShingleParams
+    minhash: MinHashParams
+    threshold: float
+    containment_threshold: float
+    mod_m: int
+    simhash_max_distance: int
+    store_shingles: bool
+
+    def __post_init__(self) -> None:
+        owner = "SeenIndex"
+        for name, kind in (("shingle", ShingleParams), ("minhash", MinHashParams)):
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(f"The '{name}' parameter of {owner} must be a {kind.__name__}. "
+                                  f"Got {getattr(self, name)!r} instead.")
+        check_float("threshold", self.threshold, 0.0, 1.0, owner=owner, closed="neither")
+        check_float("containment_threshold", self.containment_threshold, 0.0, 1.0, owner=owner, closed="right")
+        check_int("mod_m", self.mod_m, 1, 1 << 20, owner=owner)
+        check_int("simhash_max_distance", self.simhash_max_distance, 0, 31, owner=owner,
+                  hint=" Each of the k+1 simhash blocks needs at least 2 bits.")
+        if not isinstance(self.store_shingles, bool):
+            raise ConfigError(f"The 'store_shingles' parameter of {owner} must be a bool. "
+                              f"Got {self.store_shingles!r} instead.")
+
+    @property
+    def bands(self) -> int:
+        return _banding(self.threshold, self.minhash.num_perm)[0]
+
+    @property
+    def rows(self) -> int:
+        return _banding(self.threshold, self.minhash.num_perm)[1]
+
+    def as_dict(self) -> dict:
+        return {
+            "store_format": SCHEMA_VERSION,
+            "shingle": self.shingle.as_dict(),
+            "minhash": self.minhash.as_dict(),
+            "lsh": {"threshold": self.threshold, "bands": self.bands, "rows": self.rows},
+            "containment": {"threshold": self.containment_threshold, "sketch": "mod_m", "mod_m": self.mod_m,
+                            "seed": self.minhash.seed},
+            "simhash": {"max_distance": self.simhash_max_distance, "blocks": simhash_blocks(self.simhash_max_distance),
+                        "features": "word counts", "feature_hash": self.shingle.hash},
+            "fingerprint": {"hash": "blake2b-64", "of": "normalized text"},
+            "store_shingles": self.store_shingles,
+        }
+
+    def fingerprint(self) -> int:
+        import xxhash
+
+        return xxhash.xxh3_64_intdigest(json.dumps(self.as_dict(), sort_keys=True).encode())
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "IndexConfig":
+        s = dict(d["shingle"])
+        s.pop("tokenizer_version", None)
+        s["normalize"] = NormalizeParams(**s["normalize"])
+        return cls(shingle=ShingleParams(**s), minhash=MinHashParams(**d["minhash"]),
+                   threshold=d["lsh"]["threshold"], containment_threshold=d["containment"]["threshold"],
+                   mod_m=d["containment"]["mod_m"], simhash_max_distance=d["simhash"]["max_distance"],
+                   store_shingles=d["store_shingles"])
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _differences(stored: dict, given: dict) -> list[str]:
+    a, b = _flatten(stored), _flatten(given)
+    return [f"{k} stored {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+# -- sketches of one document ----------------------------------------------------------------
+
+@dataclass(slots=True)
+class _Sketch:
+    fingerprint: int | None     # unsigned; None without tokens
+    length: int
+    n_shingles: int
+    signature: np.ndarray       # (num_perm,) uint64
+    bands: np.ndarray           # (bands,) uint64
+    sample: np.ndarray          # sorted uint64
+    simhash: int | None         # unsigned, None without words
+    shingles: np.ndarray | None  # sorted uint64 ids, when stored
+
+
+def _as_record(doc) -> tuple:
+    """(id, text, meta) of a tuple, dict or Document-like object."""
+    if isinstance(doc, dict):
+        if "text" not in doc:
+            raise InputError(f"a document needs a 'text' field; got keys {sorted(doc)}")
+        return doc.get("id"), doc["text"], doc.get("meta")
+    if isinstance(doc, (tuple, list)):
+        if len(doc) == 2:
+            return doc[0], doc[1], None
+        if len(doc) == 3:
+            return tuple(doc)
+        raise InputError(f"a document tuple is (id, text) or (id, text, meta); got {len(doc)} items")
+    if hasattr(doc, "text"):
+        return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None
+    raise InputError(f"cannot read a document from {type(doc).__name__}: give (id, text), a dict or a Document")
+
+
+class SeenIndex:
+    """A persistent "seen before?" index: exact copies, near-copies, containment and simhash.
+
+    Args:
+        path: the SQLite file; created (with its WAL side files) when missing and ``create``.
+        shingle, minhash, threshold, containment_threshold, mod_m, simhash_max_distance,
+            store_shingles: the configuration (defaults in :data:`DEFAULTS`: 5-word shingles,
+            128 ``mulshift64`` permutations with seed 1, Jaccard threshold 0.8 and the banding
+            :func:`neardup.optimal_banding` chooses for it, containment threshold 0.8 with MOD_8
+            samples, simhash neighbours within 3 bits, shingle ids not stored). A value left at
+            None is taken from the file when it exists, else from the defaults; a value given
+            for an existing file must equal the recorded one, or :class:`IncompatibleSketchError`
+            names every difference.
+        create: create a missing file (else :class:`StoreError`).
+        synchronous: ``"normal"`` (durable when the process dies) or ``"full"`` (also when the
+            machine does; one fsync per commit).
+        jobs: threads used to sketch a batch (the compiled kernel releases the GIL).
+        timeout: seconds to wait for another writer's lock before :class:`StoreError`.
+        cache_mb: SQLite page cache per connection.
+
+    Safe to share between threads: each thread gets its own SQLite connection, and writers in
+    one process queue on a lock. Other processes may open the same file at the same time.
+
+    >>> import tempfile, os
+    >>> with SeenIndex(os.path.join(tempfile.mkdtemp(), "seen.db")) as index:
+    ...     index.check_and_add("a", "the crawler fetches each page and follows its links")["added"]
+    ...     index.check_and_add("b", "The crawler fetches each page, and follows its links!")["exact"]
+    True
+    ['a']
+    """
+
+    def __init__(self, path, *, shingle: ShingleParams | None = None, minhash: MinHashParams | None = None,
+                 threshold: float | None = None, containment_threshold: float | None = None,
+                 mod_m: int | None = None, simhash_max_distance: int | None = None,
+                 store_shingles: bool | None = None, create: bool = True, synchronous: str = "normal",
+                 jobs: int = 1, timeout: float = 30.0, cache_mb: int = 64):
+        if synchronous not in ("normal", "full"):
+            raise ConfigError(f"The 'synchronous' parameter of SeenIndex must be one of 'normal', 'full'. "
+                              f"Got {synchronous!r} instead.")
+        check_int("jobs", jobs, 1, 1024, owner="SeenIndex")
+        self.path = os.fspath(path)
+        self.synchronous = synchronous
+        self.jobs = jobs
+        self.timeout = float(timeout)
+        self.cache_mb = int(cache_mb)
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._closed = False
+        given = {k: v for k, v in dict(shingle=shingle, minhash=minhash, threshold=threshold,
+                                        containment_threshold=containment_threshold, mod_m=mod_m,
+                                        simhash_max_distance=simhash_max_distance,
+                                        store_shingles=store_shingles).items() if v is not None}
+        if os.path.isdir(self.path):
+            raise StoreError(f"{self.path} is a folder; give the path of an index file")
+        if not create and not os.path.exists(self.path):
+            raise StoreError(f"no index at {self.path}: create one with 'neardup index add --db {self.path} INPUT...'")
+        try:
+            self.config = self._open(given, create)
+        except BaseException:
+            self.close()
+            raise
+        self._prepare()
+
+    # -- opening -----------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open index {self.path}: {exc}") from None
+        try:
+            conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+            conn.execute(f"PRAGMA cache_size=-{self.cache_mb * 1024}")
+            conn.execute("PRAGMA temp_store=MEMORY")
+            conn.execute(f"PRAGMA mmap_size={1 << 30}")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{self.path} is not a neardup index ({exc})") from None
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"the index {self.path} is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+        return conn
+
+    def _open(self, given: dict, create: bool) -> IndexConfig:
+        conn = self._conn()
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise StoreError(f"cannot switch {self.path} to WAL mode (journal mode is {mode})")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                stored = self._read_config(conn)
+                if stored is None:
+                    if not create:
+                        raise StoreError(f"no index at {self.path}")
+                    config = IndexConfig(**{**DEFAULTS, **given})
+                    self._create(conn, config)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            raise self._store_error(exc) from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a neardup index ({exc})") from None
+        if stored is None:
+            return config
+        tv = stored["shingle"].get("tokenizer_version")
+        if tv != TOKENIZER_VERSION:
+            raise IncompatibleSketchError(
+                f"index {self.path} was made with tokenizer version {tv}, this neardup tokenizes with version "
+                f"{TOKENIZER_VERSION}: rebuild the index")
+        config = IndexConfig.from_dict(stored)
+        if given:
+            wanted = IndexConfig(**{**{f: getattr(config, f) for f in DEFAULTS}, **given})
+            diffs = _differences(config.as_dict(), wanted.as_dict())
+            if diffs:
+                raise IncompatibleSketchError(
+                    f"index {self.path} was made with other parameters: {'; '.join(diffs)} "
+                    f"(leave these options out to use the stored ones, or use another index file)")
+        if config.as_dict() != stored:
+            raise IncompatibleSketchError(
+                f"index {self.path} records a configuration this neardup does not produce: "
+                f"{'; '.join(_differences(stored, config.as_dict()))}")
+        return config
+
+    def _read_config(self, conn) -> dict | None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        if version == 0 and app == 0:
+            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise StoreError(f"{self.path} is an SQLite file but not a neardup index")
+            return None
+        if app != APPLICATION_ID:
+            raise StoreError(f"{self.path} is an SQLite file but not a neardup index (application_id {app:#x})")
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"index {self.path} has schema version {version}, newer than this neardup "
+                             f"understands ({SCHEMA_VERSION}): upgrade neardup")
+        if version < 1:
+            raise StoreError(f"index {self.path} has an unknown schema version {version}")
+        rows = dict(conn.execute("SELECT key, value FROM meta"))
+        try:
+            config = json.loads(rows["config"])
+        except (KeyError, ValueError):
+            raise StoreError(f"index {self.path} has no readable configuration in its meta table") from None
+        fp = int(rows.get("config_fingerprint", "0"), 16)
+        if fp != _config_fingerprint(config):
+            raise StoreError(f"index {self.path}: the stored configuration does not match its fingerprint "
+                             f"(expected {_config_fingerprint(config):#018x}, actual {fp:#018x})")
+        return config
+
+    def _create(self, conn, config: IndexConfig) -> None:
+        from .._version import __version__
+
+        for statement in SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        meta = {
+            "config": json.dumps(config.as_dict(), sort_keys=True),
+            "config_fingerprint": f"{config.fingerprint():016x}",
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_by": f"neardup {__version__}",
+            "documents": "0",
+        }
+        conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @staticmethod
+    def stored_config(path) -> dict | None:
+        """The configuration recorded in an index file (as in ``stats()["config"]``), or None if absent."""
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            return None
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open index {path}: {exc}") from None
+        try:
+            try:
+                if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+                    if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+                        return None
+                    raise StoreError(f"{path} is an SQLite file but not a neardup index")
+                row = conn.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{path} is not a neardup index ({exc})") from None
+            return json.loads(row[0]) if row else None
+        finally:
+            conn.close()
+
+    def _prepare(self) -> None:
+        cfg = self.config
+        self._bands, self._rows = cfg.bands, cfg.rows
+        self._m = cfg.minhash.num_perm
+        from ..hashing import derive
+
+        self._mix_seed = derive(cfg.minhash.seed, "sample", 0)
+        widths = simhash_blocks(cfg.simhash_max_distance)
+        self._blocks = []
+        pos = 0
+        for w in widths:
+            self._blocks.append((64 - pos - w, (1 << w) - 1))
+            pos += w
+        self._near_sql = ("SELECT id, signature" + (", shingles" if cfg.store_shingles else "")
+                          + " FROM docs WHERE num IN ("
+                          + " UNION ".join("SELECT doc FROM bands WHERE band = ? AND key = ?"
+                                           for _ in range(self._bands)) + ")")
+        self._simhash_sql = ("SELECT id, simhash FROM docs WHERE num IN ("
+                             + " UNION ".join("SELECT doc FROM simhash_blocks WHERE block = ? AND key = ?"
+                                              for _ in self._blocks) + ")")
+
+    def _store_error(self, exc: sqlite3.Error) -> StoreError:
+        msg = str(exc)
+        if "locked" in msg or "busy" in msg:
+            return StoreError(f"index {self.path} is busy: another writer held it for more than {self.timeout:g} s")
+        if "full" in msg:
+            return StoreError(f"index {self.path}: the disk is full ({msg})")
+        if "readonly" in msg or "read-only" in msg:
+            return StoreError(f"index {self.path} is read-only ({msg}); check the file and folder permissions")
+        return StoreError(f"index {self.path}: {msg}")
+
+    # -- transactions ------------------------------------------------------------------------
+    @contextmanager
+    def _write(self):
+        conn = self._conn()
+        with self._write_lock:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._store_error(exc) from None
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise self._store_error(exc) from None
+                raise
+
+    @contextmanager
+    def _read(self):
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from None
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            raise self._store_error(exc) from None
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    # -- sketching ---------------------------------------------------------------------------
+    def _sketch_many(self, texts: list[str]) -> list[_Sketch]:
+        from .. import _native
+        from ..exact.fingerprint import fingerprint_of_content
+        for t in texts:
+            if not isinstance(t, str):
+                raise InputError(f"a document's text must be a str, got {type(t).__name__}")
+        cfg = self.config
+        n = len(texts)
+        if n == 0:
+            return []
+        from ..text.normalize import fold
+
+        norm = cfg.shingle.normalize
+        folded = [fold(t, norm) for t in texts]
+        if _native.supports(cfg.shingle):
+            # The kernel only sees fold(text): give it the folded texts and no folding to do,
+            # so that NFKC (the slow part of folding) runs once per text.
+            unfolded = dataclasses.replace(cfg.shingle, normalize=dataclasses.replace(norm, nfkc=False, casefold=False))
+            sig = _native.signatures(folded, unfolded, cfg.minhash, jobs=self.jobs, with_ids=True)
+            values, offsets, ids = sig.values, sig.offsets, sig.ids
+        else:
+            from ..shingle import shingle_ids
+            from ..sketch.minhash import MinHash
+
+            pieces, values = [], np.empty((n, self._m), dtype=np.uint64)
+            for i, t in enumerate(texts):
+                sid = shingle_ids(t, cfg.shingle)
+                mh = MinHash(cfg.minhash, hash=cfg.shingle.hash)
+                mh.update_ids(sid)
+                values[i] = mh.hashvalues
+                pieces.append(sid)
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum([p.size for p in pieces], out=offsets[1:])
+            ids = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
+        keys = band_keys(values, self._bands, self._rows)
+        mixed = _splitmix64(ids ^ np.uint64(self._mix_seed))
+        chosen = mixed % np.uint64(self.config.mod_m) == 0
+        cum = np.zeros(ids.size + 1, dtype=np.int64)
+        np.cumsum(chosen, out=cum[1:])
+        sampled = mixed[chosen]
+        bounds = cum[offsets]
+        tokens = [words_of_folded(f, norm.remove_punctuation) for f in folded]
+        simhashes = _simhashes(tokens, cfg.shingle.hash)
+        out = []
+        for i, text in enumerate(texts):
+            lo, hi = int(offsets[i]), int(offsets[i + 1])
+            out.append(_Sketch(
+                fingerprint=(fingerprint_of_content(" ".join(tokens[i]).encode("utf-8", "surrogatepass"))
+                             if tokens[i] else None),
+                length=len(text),
+                n_shingles=hi - lo,
+                signature=values[i],
+                bands=keys[i],
+                sample=np.sort(sampled[bounds[i]:bounds[i + 1]]),
+                simhash=simhashes[i],
+                shingles=ids[lo:hi] if cfg.store_shingles else None,
+            ))
+        return out
+
+    def _check_id(self, doc_id, sk: _Sketch) -> str:
+        if doc_id is None:
+            if sk.fingerprint is None:
+                raise InputError("a document without words needs an id (its content has no fingerprint)")
+            return f"{sk.fingerprint:016x}"
+        if not isinstance(doc_id, str):
+            raise InputError(f"a document id must be a string, got {type(doc_id).__name__} {doc_id!r}")
+        if not doc_id:
+            raise InputError("a document id must not be empty")
+        try:
+            doc_id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(f"document id {doc_id!r} is not valid Unicode (it holds a lone surrogate)") from None
+        return doc_id
+
+    @staticmethod
+    def _meta_json(meta) -> str | None:
+        if meta is None:
+            return None
+        if not isinstance(meta, dict):
+            raise InputError(f"document meta must be a JSON object (dict), got {type(meta).__name__}")
+        try:
+            return json.dumps(meta, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"document meta cannot be stored as JSON: {exc}") from None
+
+    # -- writing -----------------------------------------------------------------------------
+    def _block_keys(self, simhash: int) -> list[tuple[int, int]]:
+        return [(i, (simhash >> shift) & mask) for i, (shift, mask) in enumerate(self._blocks)]
+
+    def _insert(self, conn, items: list[tuple[str, _Sketch, str | None]]) -> None:
+        """Insert documents whose ids are not in the index (the caller removed them)."""
+        if not items:
+            return
+        first = conn.execute("SELECT coalesce(max(num), 0) FROM docs").fetchone()[0] + 1
+        now = time.time()
+        docs = []
+        for num, (doc_id, sk, meta) in enumerate(items, first):
+            docs.append((num, doc_id, None if sk.fingerprint is None else _signed(sk.fingerprint), sk.length,
+                         sk.n_shingles, int(sk.sample.size), None if sk.simhash is None else _signed(sk.simhash),
+                         sk.signature.astype("<u8", copy=False).tobytes(),
+                         sk.sample.astype("<u8", copy=False).tobytes(),
+                         None if sk.shingles is None else sk.shingles.astype("<u8", copy=False).tobytes(),
+                         meta, now))
+        conn.executemany("INSERT INTO docs (num, id, fingerprint, length, n_shingles, n_sample, simhash, signature, "
+                         "sample, shingles, meta, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
+        nums = np.arange(first, first + len(items), dtype=np.int64)
+        banded = np.array([sk.n_shingles > 0 for _, sk, _ in items], dtype=bool)
+        if banded.any():
+            keys = np.stack([sk.bands for (_, sk, _), b in zip(items, banded) if b]).view(np.int64)
+            d, b = keys.shape
+            conn.executemany("INSERT INTO bands (band, key, doc) VALUES (?, ?, ?)", _sorted_rows(
+                np.tile(np.arange(b, dtype=np.int64), d), keys.ravel(), np.repeat(nums[banded], b)))
+            sizes = np.array([sk.sample.size for _, sk, _ in items], dtype=np.int64)
+            if sizes.sum():
+                values = np.concatenate([sk.sample for _, sk, _ in items]).view(np.int64)
+                conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)",
+                                 _sorted_rows(values, np.repeat(nums, sizes)))
+        hashed = [(num, sk.simhash) for num, (_, sk, _) in zip(nums.tolist(), items) if sk.simhash is not None]
+        if hashed:
+            values = np.array([h for _, h in hashed], dtype=np.uint64)
+            cols = [(values >> np.uint64(shift)) & np.uint64(mask) for shift, mask in self._blocks]
+            n_blocks = len(cols)
+            conn.executemany("INSERT INTO simhash_blocks (block, key, doc) VALUES (?, ?, ?)", _sorted_rows(
+                np.tile(np.arange(n_blocks, dtype=np.int64), len(hashed)),
+                np.stack(cols, axis=1).astype(np.int64).ravel(),
+                np.repeat(np.array([n for n, _ in hashed], dtype=np.int64), n_blocks)))
+        self._count(conn, len(items))
+
+    def _count(self, conn, delta: int) -> None:
+        conn.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = 'documents'",
+                     (delta,))
+
+    def _delete(self, conn, doc_ids) -> set:
+        """Remove the documents with these ids; returns the ids that were found."""
+        found = []
+        for start in range(0, len(doc_ids), _MAX_VARS):
+            chunk = doc_ids[start:start + _MAX_VARS]
+            found += conn.execute("SELECT num, id, n_shingles, signature, sample, simhash FROM docs WHERE id IN "
+                                  f"({','.join('?' * len(chunk))})", chunk).fetchall()
+        if not found:
+            return set()
+        banded = [r for r in found if r[2]]
+        if banded:
+            sigs = np.frombuffer(b"".join(r[3] for r in banded), dtype="<u8").reshape(len(banded), self._m)
+            keys = band_keys(sigs, self._bands, self._rows).view(np.int64).tolist()
+            conn.executemany("DELETE FROM bands WHERE band = ? AND key = ? AND doc = ?",
+                             [(b, k, r[0]) for r, ks in zip(banded, keys) for b, k in enumerate(ks)])
+            conn.executemany("DELETE FROM samples WHERE value = ? AND doc = ?",
+                             [(v, r[0]) for r in banded for v in np.frombuffer(r[4], dtype="<i8").tolist()])
+        conn.executemany("DELETE FROM simhash_blocks WHERE block = ? AND key = ? AND doc = ?",
+                         [(b, k, r[0]) for r in found if r[5] is not None
+                          for b, k in self._block_keys(_unsigned(r[5]))])
+        conn.executemany("DELETE FROM docs WHERE num = ?", [(r[0],) for r in found])
+        self._count(conn, -len(found))
+        return {r[1] for r in found}
+
+    def add(self, doc_id: str | None, text: str, meta: dict | None = None) -> str:
+        """Store a document (replacing any entry with the same id); returns its id.
+
+        Without an id, the id is the 16-hex-digit content fingerprint.
+        """
+        return self.add_many([(doc_id, text, meta)])[0]
+
+    def add_many(self, docs) -> list[str]:
+        """Store many documents in one transaction: all or none. Returns their ids.
+
+        ``docs`` holds ``(id, text)`` or ``(id, text, meta)`` tuples, dicts with ``id``, ``text``
+        and ``meta``, or :class:`neardup.io.Document` objects. When an id repeats, the last one wins.
+        """
+        records = [_as_record(d) for d in docs]
+        sketches = self._sketch_many([r[1] for r in records])
+        items = {}
+        ids = []
+        for (doc_id, _, meta), sk in zip(records, sketches):
+            doc_id = self._check_id(doc_id, sk)
+            items.pop(doc_id, None)
+            items[doc_id] = (doc_id, sk, self._meta_json(meta))
+            ids.append(doc_id)
+        with self._write() as conn:
+            self._delete(conn, list(items))
+            self._insert(conn, list(items.values()))
+        return ids
+
+    def remove(self, doc_id: str) -> bool:
+        """Remove a document; False when no document has that id."""
+        with self._write() as conn:
+            return bool(self._delete(conn, [doc_id]))
+
+    def remove_many(self, doc_ids) -> list[str]:
+        """Remove documents in one transaction; returns the ids that were not in the index."""
+        doc_ids = list(dict.fromkeys(doc_ids))
+        with self._write() as conn:
+            found = self._delete(conn, doc_ids)
+        return [d for d in doc_ids if d not in found]
+
+    # -- querying ----------------------------------------------------------------------------
+    def _query(self, conn, sk: _Sketch, doc_id, limit: int | None) -> dict:
+        answer = {"id": doc_id, "exact": [], "near": [], "contains": [], "contained_in": [], "simhash": []}
+        if sk.fingerprint is not None:
+            answer["exact"] = [r[0] for r in conn.execute(
+                "SELECT id FROM docs WHERE fingerprint = ? ORDER BY id LIMIT ?",
+                (_signed(sk.fingerprint), -1 if limit is None else limit))]
+        if sk.n_shingles:
+            answer["near"] = self._near(conn, sk, limit)
+            if sk.sample.size:
+                answer["contains"], answer["contained_in"] = self._containment(conn, sk, limit)
+        if sk.simhash is not None:
+            answer["simhash"] = self._simhash_neighbours(conn, sk, limit)
+        return answer
+
+    def _near(self, conn, sk: _Sketch, limit):
+        cfg = self.config
+        params = []
+        for b, k in enumerate(sk.bands.view(np.int64).tolist()):
+            params += (b, k)
+        rows = conn.execute(self._near_sql, params).fetchall()
+        if not rows:
+            return []
+        sigs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<u8").reshape(len(rows), self._m)
+        agree = np.count_nonzero(sigs == sk.signature, axis=1)
+        out = []
+        for i, row in enumerate(rows):
+            entry = {"id": row[0], "jaccard": int(agree[i]) / self._m}
+            if cfg.store_shingles:
+                other = np.frombuffer(row[2], dtype="<u8") if row[2] is not None else np.empty(0, np.uint64)
+                entry["exact_jaccard"] = _jaccard(sk.shingles, other)
+                if entry["exact_jaccard"] < cfg.threshold:
+                    continue
+            elif entry["jaccard"] < cfg.threshold:
+                continue
+            out.append(entry)
+        key = "exact_jaccard" if cfg.store_shingles else "jaccard"
+        out.sort(key=lambda e: (-e[key], -e["jaccard"], e["id"]))
+        return out[:limit] if limit is not None else out
+
+    def _containment(self, conn, sk: _Sketch, limit):
+        cfg = self.config
+        t = cfg.containment_threshold
+        values = sk.sample.view(np.int64).tolist()
+        n_q = len(values)
+        exact = cfg.store_shingles
+        columns = "d.num, d.id, d.n_sample, count(*)" + (", d.shingles" if exact else "")
+        rows = []
+        if n_q <= _MAX_VARS:
+            # Without stored shingles the estimate decides: let SQLite drop what cannot pass
+            # (with a little slack for rounding; the exact test is below).
+            having = "" if exact else " HAVING count(*) >= ? OR count(*) >= ? * d.n_sample"
+            sql = (f"SELECT {columns} FROM samples s JOIN docs d ON d.num = s.doc "
+                   f"WHERE s.value IN ({','.join('?' * n_q)}) GROUP BY s.doc{having}")
+            params = values if exact else values + [t * n_q - 1e-9, t - 1e-12]
+            rows = conn.execute(sql, params).fetchall()
+        else:
+            shared: Counter = Counter()
+            for start in range(0, n_q, _MAX_VARS):
+                chunk = values[start:start + _MAX_VARS]
+                sql = f"SELECT doc, count(*) FROM samples WHERE value IN ({','.join('?' * len(chunk))}) GROUP BY doc"
+                for doc, count in conn.execute(sql, chunk):
+                    shared[doc] += count
+            nums = list(shared)
+            for start in range(0, len(nums), _MAX_VARS):
+                chunk = nums[start:start + _MAX_VARS]
+                rows += [(r[0], r[1], r[2], shared[r[0]], *r[3:]) for r in conn.execute(
+                    f"SELECT {columns.replace(', count(*)', '')} FROM docs d WHERE d.num IN "
+                    f"({','.join('?' * len(chunk))})", chunk)]
+        contains, contained_in = [], []
+        for row in rows:
+            doc_id, n_d, s = row[1], row[2], row[3]
+            c_d_in_q, c_q_in_d = s / n_d, s / n_q
+            if exact:
+                other = np.frombuffer(row[4], dtype="<u8") if row[4] is not None else np.empty(0, np.uint64)
+                inter = np.intersect1d(sk.shingles, other, assume_unique=True).size
+                ex_d_in_q = inter / other.size if other.size else 0.0
+                ex_q_in_d = inter / sk.shingles.size if sk.shingles.size else 0.0
+                if ex_d_in_q >= t:
+                    contains.append({"id": doc_id, "containment": c_d_in_q, "exact_containment": ex_d_in_q})
+                if ex_q_in_d >= t:
+                    contained_in.append({"id": doc_id, "containment": c_q_in_d, "exact_containment": ex_q_in_d})
+            else:
+                if c_d_in_q >= t:
+                    contains.append({"id": doc_id, "containment": c_d_in_q})
+                if c_q_in_d >= t:
+                    contained_in.append({"id": doc_id, "containment": c_q_in_d})
+        key = "exact_containment" if exact else "containment"
+        for lst in (contains, contained_in):
+            lst.sort(key=lambda e: (-e[key], -e["containment"], e["id"]))
+        if limit is not None:
+            return contains[:limit], contained_in[:limit]
+        return contains, contained_in
+
+    def _simhash_neighbours(self, conn, sk: _Sketch, limit):
+        params = []
+        for b, k in self._block_keys(sk.simhash):
+            params += (b, k)
+        out = []
+        k = self.config.simhash_max_distance
+        for doc_id, value in conn.execute(self._simhash_sql, params):
+            d = (_unsigned(value) ^ sk.simhash).bit_count()
+            if d <= k:
+                out.append({"id": doc_id, "distance": d})
+        out.sort(key=lambda e: (e["distance"], e["id"]))
+        return out[:limit] if limit is not None else out
+
+    def query(self, text: str, id: str | None = None, *, limit: int | None = DEFAULT_LIMIT) -> dict:
+        """What the index holds that resembles ``text`` (answer shape in the module docstring).
+
+        ``id`` is only echoed in the answer; ``limit`` cuts each list (None: no limit).
+        """
+        return self.query_many([(id, text)], limit=limit)[0]
+
+    def query_many(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> list[dict]:
+        """Answers for many documents, sketched as one batch and read in one snapshot."""
+        _check_limit(limit)
+        records = [_as_record(d) for d in docs]
+        sketches = self._sketch_many([r[1] for r in records])
+        with self._read() as conn:
+            return [self._query(conn, sk, doc_id, limit) for (doc_id, _, _), sk in zip(records, sketches)]
+
+    def check_and_add(self, doc_id: str | None, text: str, meta: dict | None = None, *,
+                      limit: int | None = DEFAULT_LIMIT) -> dict:
+        """Query and, unless an exact copy is present, store, as one atomic step.
+
+        Returns the answer plus ``"added"``: True when no document had the same content
+        fingerprint (the document is now stored; ``id`` is the id it was stored under), False
+        when one did (nothing stored; the copies are in ``exact``).
+        """
+        return self.check_and_add_many([(doc_id, text, meta)], limit=limit)[0]
+
+    def check_and_add_many(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> list[dict]:
+        """:meth:`check_and_add` for many documents in one transaction, in order.
+
+        Each document is checked against the index and the documents before it in ``docs``.
+        """
+        _check_limit(limit)
+        records = [_as_record(d) for d in docs]
+        sketches = self._sketch_many([r[1] for r in records])
+        prepared = [(self._check_id(doc_id, sk), sk, self._meta_json(meta))
+                    for (doc_id, _, meta), sk in zip(records, sketches)]
+        answers = []
+        with self._write() as conn:
+            for doc_id, sk, meta in prepared:
+                answer = self._query(conn, sk, doc_id, limit)
+                answer["added"] = not answer["exact"]
+                if answer["added"]:
+                    self._delete(conn, [doc_id])
+                    self._insert(conn, [(doc_id, sk, meta)])
+                answers.append(answer)
+        return answers
+
+    # -- inspecting --------------------------------------------------------------------------
+    def get(self, doc_id: str) -> dict | None:
+        """What is stored for a document: id, fingerprint and simhash (hex), length, counts, meta."""
+        with self._read() as conn:
+            row = conn.execute("SELECT id, fingerprint, length, n_shingles, n_sample, simhash, meta, added_at "
+                               "FROM docs WHERE id = ?", (doc_id,)).fetchone()
+        if row is None:
+            return None
+        return {"id": row[0], "fingerprint": None if row[1] is None else f"{_unsigned(row[1]):016x}",
+                "length": row[2], "n_shingles": row[3],
+                "n_sample": row[4], "simhash": None if row[5] is None else f"{_unsigned(row[5]):016x}",
+                "meta": None if row[6] is None else json.loads(row[6]), "added_at": row[7]}
+
+    def __contains__(self, doc_id) -> bool:
+        with self._read() as conn:
+            return conn.execute("SELECT 1 FROM docs WHERE id = ?", (doc_id,)).fetchone() is not None
+
+    def ids(self) -> list[str]:
+        """Every stored id, in the order the documents were added."""
+        with self._read() as conn:
+            return [r[0] for r in conn.execute("SELECT id FROM docs ORDER BY num")]
+
+    def __len__(self) -> int:
+        with self._read() as conn:
+            return int(conn.execute("SELECT value FROM meta WHERE key = 'documents'").fetchone()[0])
+
+    def stats(self) -> dict:
+        """Documents, file sizes, schema version and the configuration (with its fingerprint)."""
+        with self._read() as conn:
+            meta = dict(conn.execute("SELECT key, value FROM meta"))
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        wal = self.path + "-wal"
+        return {
+            "path": self.path,
+            "documents": int(meta["documents"]),
+            "schema_version": SCHEMA_VERSION,
+            "created_at": meta.get("created_at"),
+            "created_by": meta.get("created_by"),
+            "config_fingerprint": meta["config_fingerprint"],
+            "config": json.loads(meta["config"]),
+            "database_bytes": pages * page_size,
+            "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
+        }
+
+    def integrity_check(self) -> str:
+        """``PRAGMA integrity_check``: ``"ok"`` or the problems SQLite found."""
+        with self._read() as conn:
+            return "\n".join(r[0] for r in conn.execute("PRAGMA integrity_check"))
+
+    # -- closing -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every connection (idempotent). The last one to close checkpoints the WAL."""
+        self._closed = True
+        with self._conns_lock:
+            conns, self._conns = self._conns, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+
+    def __enter__(self) -> "SeenIndex":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SeenIndex({self.path!r}, config_fingerprint={self.config.fingerprint():#018x})"
+
+
+def _sorted_rows(*columns: np.ndarray) -> list:
+    """Rows of int64 columns in key order: consecutive inserts then land on the same B-tree pages."""
+    table = np.column_stack(columns)
+    order = np.lexsort(columns[::-1])
+    return table[order].tolist()
+
+
+def _config_fingerprint(config: dict) -> int:
+    import xxhash
+
+    return xxhash.xxh3_64_intdigest(json.dumps(config, sort_keys=True).encode())
+
+
+def _check_limit(limit) -> None:
+    if limit is not None:
+        check_int("limit", limit, 1, None, owner="SeenIndex.query")
+
+
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    inter = np.intersect1d(a, b, assume_unique=True).size
+    union = a.size + b.size - inter
+    return inter / union if union else 1.0

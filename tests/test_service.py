@@ -1,0 +1,308 @@
+"""The HTTP service, as a real ``python -m neardup serve`` process on loopback, called with httpx:
+endpoints and answer shape, authentication, body limits, bad requests, concurrent check-and-add,
+and schemathesis fuzzing the OpenAPI schema for server errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from neardup.store import SeenIndex  # noqa: E402
+
+pytestmark = pytest.mark.service
+
+TOKEN = "test-token-5f1c2a"
+MAX_BODY = 200_000
+MAX_BATCH = 50
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``python -m neardup serve`` in a child process."""
+
+    def __init__(self, db: str, *, token_file: str | None = None, extra: tuple = ()):
+        self.db = db
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        args = [sys.executable, "-m", "neardup", "serve", "--db", db, "--port", str(self.port),
+                "--log-level", "info", *extra]
+        if token_file:
+            args += ["--token-file", token_file]
+        self.log = open(db + ".log", "w+b")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            if self.proc.poll() is not None:
+                self.log.seek(0)
+                raise RuntimeError(f"server exited: {self.log.read().decode(errors='replace')}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start in 60 s")
+            time.sleep(0.1)
+
+    def output(self) -> str:
+        with open(self.db + ".log", "rb") as fh:
+            return fh.read().decode(errors="replace")
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("service")
+    token_file = folder / "token"
+    token_file.write_text(TOKEN + "\n")
+    srv = Server(str(folder / "seen.db"), token_file=str(token_file),
+                 extra=("--max-body-bytes", str(MAX_BODY), "--max-batch", str(MAX_BATCH)))
+    yield srv
+    # uvicorn shuts down gracefully on SIGTERM, then exits by that signal
+    assert srv.stop() in (0, -signal.SIGTERM), srv.output()
+    assert "Finished server process" in srv.output() and "Traceback" not in srv.output(), srv.output()
+
+
+@pytest.fixture
+def client(server):
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30) as c:
+        yield c
+
+
+def page(rng: random.Random, n: int = 120) -> str:
+    return " ".join(f"w{rng.randrange(3000)}" for _ in range(n))
+
+
+# -- endpoints ----------------------------------------------------------------------------------
+
+def test_check_add_check_and_add_delete(client, server):
+    rng = random.Random(1)
+    text = page(rng)
+    r = client.post("/v1/check", json={"text": text})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    assert r.json() == {"id": None, "exact": [], "near": [], "contains": [], "contained_in": [], "simhash": []}
+
+    r = client.post("/v1/add", json={"id": "https://example.org/a?x=1", "text": text, "meta": {"status": 200}})
+    assert r.json() == {"id": "https://example.org/a?x=1", "added": True}
+
+    r = client.post("/v1/check-and-add", json={"id": "https://example.org/b", "text": text.upper() + " !!"})
+    body = r.json()
+    assert body["added"] is False and body["exact"] == ["https://example.org/a?x=1"]
+    assert body["near"] == [{"id": "https://example.org/a?x=1", "jaccard": 1.0}]
+    assert body["simhash"] == [{"id": "https://example.org/a?x=1", "distance": 0}]
+
+    # the same answer as the library on the same file
+    probe = " ".join(text.split()[:100]) + " " + page(rng, 10)
+    with SeenIndex(server.db, create=False) as index:
+        expected = index.query(probe, "p")
+    assert client.post("/v1/check", json={"id": "p", "text": probe}).json() == expected
+
+    # ids may hold slashes and query strings
+    r = client.delete("/v1/documents/https://example.org/a%3Fx=1")
+    assert r.status_code == 200 and r.json() == {"id": "https://example.org/a?x=1", "removed": True}
+    r = client.delete("/v1/documents/https://example.org/a%3Fx=1")
+    assert r.status_code == 404 and "no document" in r.json()["error"]
+
+
+def test_batches_html_and_limit(client):
+    rng = random.Random(2)
+    texts = [page(rng) for _ in range(5)]
+    docs = [{"id": f"batch-{i}", "text": t} for i, t in enumerate(texts)]
+    docs.append({"id": "batch-html", "html": f"<html><body><main><p>{texts[0]}</p></main></body></html>"})
+    r = client.post("/v1/check-and-add", json={"documents": docs})
+    results = r.json()["results"]
+    assert [x["id"] for x in results] == [d["id"] for d in docs]
+    assert [x["added"] for x in results] == [True] * 5 + [False]  # the HTML page's main text is batch-0
+    assert results[5]["exact"] == ["batch-0"]
+    r = client.post("/v1/add", json={"documents": [{"text": texts[1]}, {"id": "batch-x", "text": texts[1]}]})
+    added = r.json()["results"]
+    assert added[0]["id"] == f"{__import__('neardup').fingerprint(texts[1]):016x}" and added[1]["id"] == "batch-x"
+    r = client.post("/v1/check?limit=1", json={"documents": [{"text": texts[1]}]})
+    (answer,) = r.json()["results"]
+    assert len(answer["exact"]) == 1 and len(answer["near"]) == 1
+    stats = client.get("/v1/stats").json()
+    assert stats["documents"] >= 7 and stats["config"]["minhash"]["num_perm"] == 128
+    assert client.get("/healthz").json()["status"] == "ok"
+
+
+def test_openapi_schema(client):
+    schema = client.get("/openapi.json").json()
+    assert set(schema["paths"]) >= {"/v1/check", "/v1/add", "/v1/check-and-add", "/v1/documents/{doc_id}",
+                                    "/v1/stats", "/healthz"}
+
+
+# -- security -----------------------------------------------------------------------------------
+
+ENDPOINTS = [("POST", "/v1/check"), ("POST", "/v1/add"), ("POST", "/v1/check-and-add"),
+             ("DELETE", "/v1/documents/x"), ("GET", "/v1/stats"), ("GET", "/openapi.json"), ("GET", "/docs"),
+             ("GET", "/no/such/path")]
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"},
+                                     {"Authorization": "Bearer"}, {"Authorization": f"Bearer {TOKEN}x"}],
+                         ids=["none", "wrong", "basic", "empty", "longer"])
+def test_every_endpoint_but_healthz_needs_the_token(server, headers):
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        for method, path in ENDPOINTS:
+            r = c.request(method, path, headers=headers, json={"text": "a page"} if method == "POST" else None)
+            assert r.status_code == 401, (method, path, r.status_code)
+            assert r.headers["www-authenticate"].startswith("Bearer") and r.json()["error"]
+        assert c.get("/healthz", headers=headers).status_code == 200
+
+
+def test_oversized_bodies_get_413(client):
+    big = {"text": "word " * (MAX_BODY // 5 + 10)}
+    r = client.post("/v1/add", json=big)
+    assert r.status_code == 413 and "limit" in r.json()["error"]
+
+    def chunks():  # no Content-Length: the limit is counted while reading
+        for _ in range(30):
+            yield b'{"text": "' + b"x" * 10_000
+        yield b'"}'
+
+    r = client.post("/v1/add", content=chunks(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413
+    assert client.post("/v1/add", json={"id": "small", "text": "a small page fits"}).status_code == 200
+
+
+@pytest.mark.parametrize("body,status,fragment", [
+    (b"{not json", 422, "JSON"),
+    (b"", 422, ""),
+    (b"[]", 422, "JSON object"),
+    (b'"text"', 422, "JSON object"),
+    (b'{"text": 3}', 422, "text"),
+    (b'{"text": "a", "html": "<p>a</p>"}', 422, "exactly one"),
+    (b'{"id": "x"}', 422, "exactly one"),
+    (b'{"text": "a", "extra": 1}', 422, "extra"),
+    (b'{"id": "", "text": "a"}', 422, "id"),
+    (b'{"text": "a", "documents": [{"text": "b"}]}', 422, "either"),
+    (b'{"documents": []}', 422, "documents"),
+    (b'{"documents": [{"text": 1}]}', 422, "documents.0.text"),
+    (b'{"text": "a", "meta": [1]}', 422, "meta"),
+    (b'{"id": "\\ud800", "text": "a"}', 422, "id"),
+    (b'{"text": "!!! ???"}', 400, "needs an id"),
+    (b'\xff\xfe', 422, ""),
+])
+def test_bad_requests_get_4xx_naming_the_problem(client, body, status, fragment):
+    r = client.post("/v1/add", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == status, r.text
+    assert fragment in r.json()["error"] or fragment in json.dumps(r.json().get("detail"))
+
+
+def test_other_client_mistakes(client):
+    r = client.post("/v1/add", content=b'{"text": "a"}', headers={"Content-Type": "text/plain"})
+    assert r.status_code == 415 and "application/json" in r.json()["error"]
+    too_many = {"documents": [{"text": f"doc {i}"} for i in range(MAX_BATCH + 1)]}
+    r = client.post("/v1/check", json=too_many)
+    assert r.status_code == 422 and f"at most {MAX_BATCH}" in r.json()["error"]
+    assert client.get("/v1/check").status_code == 405
+    assert client.post("/v1/check?limit=0", json={"text": "a"}).status_code == 422
+    assert client.get("/v1/nothing").status_code == 404
+
+
+def test_warning_without_token_beyond_loopback(tmp_path):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "neardup", "serve", "--db", str(tmp_path / "w.db"),
+                             "--host", "0.0.0.0", "--port", str(port), "--log-level", "warning"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert "warning" in line and "without --token-file" in line
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    empty = tmp_path / "empty-token"
+    empty.write_text("\n")
+    r = subprocess.run([sys.executable, "-m", "neardup", "serve", "--db", str(tmp_path / "w.db"),
+                        "--token-file", str(empty)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "empty" in r.stderr
+
+
+# -- concurrency --------------------------------------------------------------------------------
+
+def test_eight_clients_check_and_add_each_page_new_exactly_once(server):
+    rng = random.Random(3)
+    pages = [f"page {i} " + page(rng, 60) for i in range(1000)]
+    added = [0] * len(pages)
+    errors = []
+    lock = threading.Lock()
+
+    def client_run(seed: int) -> None:
+        # Each client sends every page, in its own order; most requests hold one page, some a
+        # few (a batch is one transaction), so that the clients race on single pages and batches.
+        order = list(range(len(pages)))
+        r_seed = random.Random(seed)
+        r_seed.shuffle(order)
+        try:
+            with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60) as c:
+                pos = 0
+                while pos < len(order):
+                    group = order[pos:pos + r_seed.choice((1, 1, 1, 4, 16))]
+                    pos += len(group)
+                    if len(group) == 1:
+                        results = [c.post("/v1/check-and-add", json={"id": f"c{seed}-{group[0]}",
+                                                                      "text": pages[group[0]]})]
+                        results = [r.raise_for_status().json() for r in results]
+                    else:
+                        r = c.post("/v1/check-and-add", json={"documents": [
+                            {"id": f"c{seed}-{i}", "text": pages[i]} for i in group]})
+                        results = r.raise_for_status().json()["results"]
+                    with lock:
+                        for i, answer in zip(group, results):
+                            added[i] += answer["added"]
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=client_run, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert added == [1] * len(pages)
+
+
+# -- fuzzing ------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_schemathesis_finds_no_server_error(server, tmp_path):
+    exe = shutil.which("schemathesis") or shutil.which("st")
+    if exe is None:
+        pytest.skip("schemathesis is not installed (pip install schemathesis)")
+    r = subprocess.run([exe, "run", f"{server.url}/openapi.json", "-H", f"Authorization: Bearer {TOKEN}",
+                        "--checks", "not_a_server_error", "--max-time", "40", "--seed", "1", "--workers", "2",
+                        "--phases", "examples,coverage,fuzzing", "--request-timeout", "20",
+                        "--report", "junit", "--report-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=180,
+                       env={**os.environ, "NO_COLOR": "1", "SCHEMATHESIS_TELEMETRY": "false"})
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert "Traceback" not in server.output()
