@@ -1,0 +1,59 @@
+"""The two things a reader yields: a :class:`Document` to deduplicate, or a :class:`Skipped` record.
+
+Every input record comes out of :func:`neardup.io.read_documents` exactly once, as one or the other,
+with ``ordinal`` counting from 0 across all inputs (skipped records included), so that the counts in a
+summary always add up to the input count and a second pass can pick records out by ordinal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Document", "Skipped", "SKIP_REASONS"]
+
+#: Every ``Skipped.reason`` a reader can give, with what it means.
+SKIP_REASONS = {
+    "bad_json": "a JSONL line that is not valid JSON (lone surrogate escapes included)",
+    "not_an_object": "a JSONL line holding valid JSON that is not an object (a list, a number...)",
+    "missing_text": "the record has no text field, or it is null (JSONL, Parquet)",
+    "not_a_string": "the text field holds something else than a string (a number, a list...)",
+    "undecodable": "bytes that are not valid UTF-8 (JSONL always; files and Parquet binary with errors='strict')",
+    "binary": "a text or HTML file holding NUL bytes (an image, an archive, a UTF-32 file...)",
+    "empty": "no text, or only white space (also a blank JSONL line, or an HTML page without visible text)",
+    "not_html": "a WARC response that is not HTML, or a non-HTML file in a folder of HTML files",
+    "http_status": "a WARC response whose HTTP status is not 200 (redirects, errors)",
+    "extraction_failed": "HTML that the parser could not read at all",
+    "too_large": "a record bigger than max_bytes (measured on the raw record; not loaded)",
+    "unreadable_file": "a file, folder or stream that cannot be opened or read to its end",
+}
+
+
+@dataclass(slots=True)
+class Document:
+    """One document to deduplicate.
+
+    ``id``: from the id field, else ``source``; for a file of its own (text, HTML) its path; for
+    WARC the target URI. ``text``: plain text (HTML already extracted). ``ordinal``: 0-based position
+    in the whole input stream, skipped records included. ``source``: ``"<file>:<n>"`` (1-based line
+    for JSONL, 0-based row for Parquet, 1-based record number for WARC) or ``"<file>"``.
+    ``meta``: the ``keep_fields`` present (and not null) in the record; ``"url"`` for WARC. There is
+    no length in it: use ``len(text)`` (computing UTF-8 byte lengths cost a third of the JSONL
+    reader's time).
+    """
+
+    id: str
+    text: str
+    ordinal: int
+    source: str
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Skipped:
+    """An input record that is not deduplicated; ``reason`` is a key of :data:`SKIP_REASONS`."""
+
+    id: str
+    ordinal: int
+    source: str
+    reason: str
+    detail: str

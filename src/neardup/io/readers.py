@@ -1,0 +1,829 @@
+"""Streaming readers: every input record comes out once, as a Document or as a Skipped record.
+
+Formats (``detect_format`` picks one from the name when ``format="auto"``):
+
+``jsonl``
+    ``.jsonl``, ``.json``, ``.ndjson``, optionally ``.gz`` / ``.zst`` (the compression is recognised
+    from the file's first bytes, whatever its name). One JSON object per line, read line by line and
+    parsed with orjson; lines are UTF-8 strictly. Every line is a record, a blank line included
+    (it is Skipped as ``empty``), so ``source`` is ``<file>:<line>`` with 1-based line numbers.
+    With ``max_bytes`` a longer line is read in bounded chunks and thrown away (``too_large``).
+``parquet``
+    ``.parquet`` / ``.pq``, read with ``ParquetFile.iter_batches`` over the id, text and
+    ``keep_fields`` columns only. ``source`` is ``<file>:<row>`` with 0-based rows. A ``binary``
+    text column is decoded as UTF-8 (``errors`` applies). If the file cannot be read from some row
+    on, each remaining row is Skipped as ``unreadable_file``, so a file always yields as many
+    records as its footer says it has.
+``warc``
+    ``.warc`` / ``.warc.gz``, read with warcio. **Only ``response`` records are input records**:
+    ``warcinfo``, ``request``, ``metadata``, ``revisit``, ``resource`` and ``conversion`` records are
+    not documents and take no ordinal. Of the responses, those with an HTTP status other than 200
+    are Skipped as ``http_status``, those whose Content-Type is not ``text/html`` or
+    ``application/xhtml+xml`` (or, with no Content-Type, whose body does not start like HTML) as
+    ``not_html``; the rest are decoded (HTTP charset, else ``<meta charset>``, else UTF-8) and go
+    through :func:`neardup.text.html.extract_text`. ``id`` is the WARC-Target-URI (also in
+    ``meta["url"]``); ``source`` is ``<file>:<n>``, n the 1-based number of the record among all the
+    records of the file.
+``html``
+    A ``.html`` / ``.htm`` / ``.xhtml`` file, or a folder holding at least one. Each file is a
+    document (``id`` = ``source`` = its path), decoded like a WARC body and extracted. In a folder
+    recognised as HTML by ``format="auto"``, the other files are Skipped as ``not_html``; with
+    ``format="html"`` every file is read as HTML.
+``text``
+    Any other file, or a folder of them: each file is one document. UTF-8 (a UTF-8 or UTF-16 byte
+    order mark is honoured); a file holding NUL bytes is Skipped as ``binary``; invalid UTF-8 is
+    replaced (``errors="replace"``, the default) or Skipped as ``undecodable`` (``errors="strict"``).
+
+A folder given with ``format="auto"`` is ``html`` if it holds an HTML file, else ``jsonl``,
+``parquet`` or ``warc`` if all its files are of that one kind (a folder of shards), else ``text``.
+Folders are walked in sorted order; names starting with a dot are ignored and symlinked folders are
+not followed; a file that is not a regular file (a broken link, a pipe) or a folder that cannot be
+listed is one ``unreadable_file`` record. Paths that do not exist raise :class:`InputError` when
+:func:`read_documents` is called; everything found later is reported, never raised.
+
+``content="html"`` runs JSONL, Parquet and text-file texts through HTML extraction as well. The
+reasons a record is Skipped are the keys of :data:`neardup.io.documents.SKIP_REASONS`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from typing import Iterator
+
+import orjson
+
+from ..errors import ConfigError, InputError, require
+from ..text.html import HTML_MODES, _extract, decode_html
+from .documents import Document, Skipped
+
+__all__ = ["FORMATS", "detect_format", "read_documents", "iter_raw_records"]
+
+FORMATS = ("jsonl", "parquet", "warc", "html", "text")
+CONTENTS = ("text", "html")
+ERRORS = ("replace", "strict")
+
+_JSONL_EXT = (".jsonl", ".json", ".ndjson")
+_COMPRESSED_EXT = (".gz", ".zst", ".zstd")
+_HTML_EXT = (".html", ".htm", ".xhtml")
+_HTML_MIMES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_PARQUET_BATCH_ROWS = 1024
+_MAX_KEYS_SHOWN = 12
+
+
+# --------------------------------------------------------------------------- formats and walking
+
+
+def _kind(name: str) -> str | None:
+    """The format a file name announces, or None."""
+    n = name.lower()
+    base = n
+    for ext in _COMPRESSED_EXT:
+        if n.endswith(ext):
+            base = n[: -len(ext)]
+            break
+    if base.endswith(_JSONL_EXT):
+        return "jsonl"
+    if n.endswith((".parquet", ".pq")):
+        return "parquet"
+    if n.endswith((".warc", ".warc.gz")):
+        return "warc"
+    if n.endswith(_HTML_EXT):
+        return "html"
+    return None
+
+
+def _walk(top: str) -> Iterator[tuple[str, str | None]]:
+    """The files under ``top`` in a fixed order: ``(path, None)``, or ``(path, why)`` if unreadable."""
+    errors: list[OSError] = []
+
+    def drain():
+        while errors:
+            err = errors.pop(0)
+            yield (err.filename or top), f"cannot list the folder: {err.strerror or err}"
+
+    for dirpath, dirnames, filenames in os.walk(top, onerror=errors.append):
+        yield from drain()
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            path = os.path.join(dirpath, name)
+            if os.path.isfile(path):
+                yield path, None
+            else:
+                yield path, "not a regular file (a broken link, a pipe or a socket)"
+    yield from drain()
+
+
+def _folder_format(top: str) -> str:
+    kinds = set()
+    for path, err in _walk(top):
+        if err is None:
+            kind = _kind(path)
+            if kind == "html":
+                return "html"
+            kinds.add(kind)
+    if len(kinds) == 1:
+        (kind,) = kinds
+        if kind in ("jsonl", "parquet", "warc"):
+            return kind
+    return "text"
+
+
+def detect_format(path: str) -> str:
+    """``"jsonl"``, ``"parquet"``, ``"warc"``, ``"html"`` or ``"text"`` for a file or folder."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        what = "a broken link" if os.path.lexists(path) else "no such file or folder"
+        raise InputError(f"{path}: {what}")
+    if os.path.isdir(path):
+        return _folder_format(path)
+    return _kind(path) or "text"
+
+
+def _plan(paths, format: str) -> list[tuple[str, str, bool, bool]]:
+    """Check the inputs up front: ``(path, format, is_folder, auto)`` for each."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    if format != "auto" and format not in FORMATS:
+        raise ConfigError(f"The 'format' parameter must be one of 'auto', {', '.join(map(repr, FORMATS))}. Got {format!r} instead.")
+    plan = []
+    for p in paths:
+        p = os.fsdecode(p)
+        fmt = detect_format(p) if format == "auto" else None
+        if fmt is None and not os.path.exists(p):
+            detect_format(p)  # raises the InputError
+        plan.append((p, fmt or format, os.path.isdir(p), format == "auto"))
+    return plan
+
+
+def _leaves(plan) -> Iterator[tuple[str, str, str | None]]:
+    """Every file to read: ``(path, format, None)``; ``(path, format, why)`` for one unreadable
+    record; format ``"not_html"`` for a non-HTML file in a folder of HTML files."""
+    for path, fmt, is_dir, auto in plan:
+        if not is_dir:
+            yield path, fmt, None
+            continue
+        for leaf, err in _walk(path):
+            if err is not None:
+                yield leaf, fmt, err
+            elif fmt == "html" and auto and _kind(leaf) != "html":
+                yield leaf, "not_html", None
+            else:
+                yield leaf, fmt, None
+
+
+# --------------------------------------------------------------------------- low-level record streams
+
+
+def _open_stream(path: str):
+    """A buffered binary stream of the file's bytes, gzip or zstd decompressed by magic number."""
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic[:2] == _GZIP_MAGIC:
+        return gzip.open(path, "rb")
+    if magic == _ZSTD_MAGIC:
+        zstd = require("zstandard", "io")
+        raw = open(path, "rb")
+        try:
+            reader = zstd.ZstdDecompressor(max_window_size=2**31).stream_reader(raw, read_across_frames=True, closefd=True)
+        except Exception:
+            raw.close()
+            raise
+        return io.BufferedReader(reader, 1 << 20)
+    return open(path, "rb", buffering=1 << 20)
+
+
+def _oserror(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _lines(path: str, max_bytes: int | None) -> Iterator[tuple[int, bytes | int | str]]:
+    """``(line number, line bytes)`` for each line; an ``int`` (its size) instead of the bytes for a
+    line over ``max_bytes``, which is never held whole; a ``str`` (why) when the stream breaks,
+    which ends the file."""
+    try:
+        fh = _open_stream(path)
+    except OSError as exc:
+        yield 1, f"cannot open the file: {_oserror(exc)}"
+        return
+    lineno = 0
+    with fh:
+        try:
+            if max_bytes is None:
+                for line in fh:
+                    lineno += 1
+                    yield lineno, line
+            else:
+                limit = max_bytes + 2  # room for "\r\n"
+                readline = fh.readline
+                while True:
+                    line = readline(limit)
+                    if not line:
+                        break
+                    lineno += 1
+                    size = len(line)
+                    if size > max_bytes:
+                        if line[-1:] == b"\n":
+                            size -= 2 if line[-2:] == b"\r\n" else 1
+                        else:
+                            while True:  # drain the rest of the line in bounded chunks
+                                chunk = readline(1 << 20)
+                                size += len(chunk)
+                                if not chunk or chunk[-1:] == b"\n":
+                                    if chunk[-1:] == b"\n":
+                                        size -= 1
+                                    break
+                        if size > max_bytes:
+                            yield lineno, size
+                            continue
+                    yield lineno, line
+        except Exception as exc:  # noqa: BLE001 - truncated gzip, corrupt zstd frame, I/O error
+            yield lineno + 1, f"cannot read the file after line {lineno}: {_oserror(exc)}"
+
+
+def _parse_content_type(value: str) -> tuple[str, str | None]:
+    parts = value.split(";")
+    mime = parts[0].strip().lower()
+    charset = None
+    for part in parts[1:]:
+        key, _, val = part.partition("=")
+        if key.strip().lower() == "charset":
+            charset = val.strip().strip("\"'") or None
+    return mime, charset
+
+
+def _looks_like_html(body: bytes) -> bool:
+    head = body[:1024].lstrip().lower()
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:].lstrip()
+    return head.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or b"<html" in head
+
+
+def _warc(path: str, max_bytes: int | None) -> Iterator[tuple[int, str, tuple]]:
+    """The response records of a WARC file, read with warcio:
+
+    ``(n, "doc", (id, url, body, charset))`` for an HTML response with status 200,
+    ``(n, "skip", (id, reason, detail))`` for another response, and ``(n, "error", (why,))`` when
+    the file cannot be read on (which ends it). ``n`` is the 1-based record number in the file.
+    """
+    ArchiveIterator = require("warcio.archiveiterator", "io").ArchiveIterator
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        yield 1, "error", (f"cannot open the file: {_oserror(exc)}",)
+        return
+    recno = 0
+    with fh:
+        try:
+            for rec in ArchiveIterator(fh):
+                recno += 1
+                if rec.rec_type != "response":
+                    continue
+                url = (rec.rec_headers.get_header("WARC-Target-URI") or "").strip().strip("<>")
+                ident = url or f"{path}:{recno}"
+                http = rec.http_headers
+                if http is None:
+                    wct = rec.rec_headers.get_header("Content-Type") or "none"
+                    yield recno, "skip", (ident, "not_html", f"response record without HTTP headers (Content-Type {wct})")
+                    continue
+                status = http.get_statuscode()
+                if status != "200":
+                    yield recno, "skip", (ident, "http_status", f"HTTP status {status} ({http.statusline})")
+                    continue
+                mime, charset = _parse_content_type(http.get_header("Content-Type") or "")
+                if mime and mime not in _HTML_MIMES:
+                    yield recno, "skip", (ident, "not_html", f"Content-Type {mime}")
+                    continue
+                try:
+                    stream = rec.content_stream()
+                    body = stream.read() if max_bytes is None else stream.read(max_bytes + 1)
+                except Exception as exc:  # noqa: BLE001 - bad chunking or content encoding
+                    yield recno, "skip", (ident, "undecodable", f"cannot decode the HTTP body: {_oserror(exc)}")
+                    continue
+                if max_bytes is not None and len(body) > max_bytes:
+                    yield recno, "skip", (ident, "too_large", f"HTTP body over the {max_bytes} byte limit")
+                    continue
+                if not mime and not _looks_like_html(body):
+                    yield recno, "skip", (ident, "not_html", "no Content-Type and the body does not look like HTML")
+                    continue
+                yield recno, "doc", (ident, url, body, charset)
+        except Exception as exc:  # noqa: BLE001 - truncated or corrupt archive
+            yield recno + 1, "error", (f"cannot read the WARC file after record {recno}: {_oserror(exc)}",)
+
+
+def _parquet_open(path: str):
+    """``(ParquetFile, number of rows)``, or ``(None, why)``."""
+    pq = require("pyarrow.parquet", "io")
+    try:
+        pf = pq.ParquetFile(path)
+        return pf, pf.metadata.num_rows
+    except Exception as exc:  # noqa: BLE001 - not a parquet file, truncated footer, I/O error
+        return None, f"cannot open the Parquet file: {_oserror(exc)}"
+
+
+def _has_nul(data: bytes) -> bool:
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return False  # UTF-16 with a byte order mark
+    return b"\x00" in data
+
+
+# --------------------------------------------------------------------------- records to documents
+
+
+def _id_str(value, fallback: str) -> str:
+    if value is None or value == "":
+        return fallback
+    t = type(value)
+    if t is str:
+        return value
+    if t is int:
+        return str(value)
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _describe(value) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+class _Reader:
+    """Options and per-format readers. Each ``_read_*`` generator yields Documents and Skipped
+    records numbered from ``n`` and returns the next ordinal."""
+
+    def __init__(self, *, id_field="id", text_field="text", content="text", html="main", keep_fields=(),
+                 max_bytes=None, errors="replace", jobs=1, want=None):
+        for name, value in (("id_field", id_field), ("text_field", text_field)):
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"The '{name}' parameter must be a non-empty str. Got {value!r} instead.")
+        if content not in CONTENTS:
+            raise ConfigError(f"The 'content' parameter must be one of 'text', 'html'. Got {content!r} instead.")
+        if html not in HTML_MODES:
+            raise ConfigError(f"The 'html' parameter must be one of 'main', 'whole'. Got {html!r} instead.")
+        if errors not in ERRORS:
+            raise ConfigError(f"The 'errors' parameter must be one of 'replace', 'strict'. Got {errors!r} instead.")
+        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1):
+            raise ConfigError(f"The 'max_bytes' parameter must be None or a positive int. Got {max_bytes!r} instead.")
+        if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+            raise ConfigError(f"The 'jobs' parameter must be a positive int. Got {jobs!r} instead.")
+        if isinstance(keep_fields, str):
+            keep_fields = (keep_fields,)
+        self.id_field = id_field
+        self.text_field = text_field
+        self.content = content
+        self.html = html
+        self.keep_fields = tuple(keep_fields)
+        self.max_bytes = max_bytes
+        self.errors = errors
+        self.jobs = jobs
+        self.want = want  # write_kept: an ordinal predicate; records not wanted are counted, not read
+
+    # -- shared ------------------------------------------------------------------------------
+
+    def _finish(self, ident, text, n, src, meta, *, is_html, url=None):
+        """Extract HTML if needed (or defer it to the worker processes) and reject empty text."""
+        if is_html and text and not text.isspace():
+            if self.jobs > 1:
+                return _Pending(ident, n, src, meta, text, url)
+            return _extracted(ident, n, src, meta, _extract(text, self.html, url=url))
+        if not text or text.isspace():
+            return Skipped(ident, n, src, "empty", "the text is empty" if not text else "the text is only white space")
+        return Document(ident, text, n, src, meta)
+
+    def _no_text(self, obj: dict, ident, n, src):
+        tf = self.text_field
+        if tf not in obj:
+            keys = list(obj)
+            shown = ", ".join(map(str, keys[:_MAX_KEYS_SHOWN])) + (", ..." if len(keys) > _MAX_KEYS_SHOWN else "")
+            return Skipped(ident, n, src, "missing_text",
+                           f"record has no '{tf}' field; keys: {shown or '(none)'} — use --text-field")
+        value = obj[tf]
+        if value is None:
+            return Skipped(ident, n, src, "missing_text", f"'{tf}' is null")
+        return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {_describe(value)}, not a string")
+
+    # -- JSONL -------------------------------------------------------------------------------
+
+    def _read_jsonl(self, path: str, n: int):
+        loads = orjson.loads
+        JSONDecodeError = orjson.JSONDecodeError
+        idf, tf, keep = self.id_field, self.text_field, self.keep_fields
+        is_html = self.content == "html"
+        max_bytes = self.max_bytes
+        for lineno, line in _lines(path, max_bytes):
+            src = f"{path}:{lineno}"
+            if type(line) is not bytes:
+                if type(line) is int:
+                    yield Skipped(src, n, src, "too_large", f"line of {line} bytes is over the {max_bytes} byte limit")
+                else:
+                    yield Skipped(src, n, src, "unreadable_file", line)
+                n += 1
+                continue
+            try:
+                obj = loads(line)
+            except JSONDecodeError as exc:
+                yield self._bad_line(line, exc, n, src)
+                n += 1
+                continue
+            if type(obj) is not dict:
+                yield Skipped(src, n, src, "not_an_object", f"the line holds {_describe(obj)}, not a JSON object")
+                n += 1
+                continue
+            ident = obj.get(idf)
+            if type(ident) is not str or not ident:
+                ident = _id_str(ident, src)
+            text = obj.get(tf)
+            if type(text) is not str:
+                yield self._no_text(obj, ident, n, src)
+                n += 1
+                continue
+            meta = {}
+            if keep:
+                for f in keep:
+                    v = obj.get(f)
+                    if v is not None:
+                        meta[f] = v
+            if is_html:
+                url = obj.get("url")
+                yield self._finish(ident, text, n, src, meta, is_html=True, url=url if type(url) is str else None)
+            elif not text or text.isspace():
+                yield Skipped(ident, n, src, "empty", "the text is empty" if not text else "the text is only white space")
+            else:
+                yield Document(ident, text, n, src, meta)
+            n += 1
+        return n
+
+    @staticmethod
+    def _bad_line(line: bytes, exc, n, src):
+        if not line.strip():
+            return Skipped(src, n, src, "empty", "blank line")
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as uexc:
+            return Skipped(src, n, src, "undecodable", f"invalid UTF-8 at byte {uexc.start} of the line")
+        msg = str(exc)
+        return Skipped(src, n, src, "bad_json", f"invalid JSON: {msg}")
+
+    # -- Parquet -----------------------------------------------------------------------------
+
+    def _read_parquet(self, path: str, n: int):
+        start = n
+        pf, nrows = _parquet_open(path)
+        if pf is None:
+            yield Skipped(path, n, path, "unreadable_file", nrows)
+            return n + 1
+        names = pf.schema_arrow.names
+        tf, idf = self.text_field, self.id_field
+        if tf not in names:
+            shown = ", ".join(names[:_MAX_KEYS_SHOWN]) + (", ..." if len(names) > _MAX_KEYS_SHOWN else "")
+            detail = f"file has no '{tf}' column; columns: {shown or '(none)'} — use --text-field"
+            for row in range(nrows):
+                src = f"{path}:{row}"
+                yield Skipped(src, start + row, src, "missing_text", detail)
+            return start + nrows
+        extra = [f for f in dict.fromkeys(self.keep_fields) if f in names and f not in (tf, idf)]
+        columns = [tf] + ([idf] if idf in names and idf != tf else []) + extra
+        row = 0
+        try:
+            for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=columns, use_threads=False):
+                yield from self._parquet_batch(path, batch, row, start, idf in names, extra)
+                row += batch.num_rows
+        except Exception as exc:  # noqa: BLE001 - corrupt page or row group
+            detail = f"cannot read rows {row} and on: {_oserror(exc)}"
+            for r in range(row, nrows):
+                src = f"{path}:{r}"
+                yield Skipped(src, start + r, src, "unreadable_file", detail)
+            row = max(row, nrows)
+        return start + max(row, nrows)
+
+    def _parquet_batch(self, path, batch, row0, start, has_id, extra):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        want = self.want
+        max_bytes = self.max_bytes
+        tf = self.text_field
+        tcol = batch.column(0)
+        too_big = None
+        if max_bytes is not None:
+            try:
+                lengths = pc.binary_length(tcol)
+                big = pc.fill_null(pc.greater(lengths, max_bytes), False)
+                if pc.any(big).as_py():
+                    too_big = {i: size for i, (b, size) in enumerate(zip(big.to_pylist(), lengths.to_pylist())) if b}
+                    tcol = pc.if_else(big, pa.scalar(None, tcol.type), tcol)
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
+                too_big = None  # not a string or binary column: the per-value checks report it
+        texts = tcol.to_pylist()
+        ids = batch.column(1).to_pylist() if has_id else None
+        extras = [(f, batch.column(f).to_pylist()) for f in extra]
+        is_html = self.content == "html"
+        keep_id = has_id and self.id_field in self.keep_fields
+        for i, text in enumerate(texts):
+            row = row0 + i
+            n = start + row
+            if want is not None and not want(n):
+                continue
+            src = f"{path}:{row}"
+            ident = ids[i] if ids is not None else None
+            if type(ident) is not str or not ident:
+                ident = _id_str(ident, src)
+            if too_big is not None and i in too_big:
+                yield Skipped(ident, n, src, "too_large", f"'{tf}' of {too_big[i]} bytes is over the {max_bytes} byte limit")
+                continue
+            if type(text) is not str:
+                if text is None:
+                    yield Skipped(ident, n, src, "missing_text", f"'{tf}' is null")
+                    continue
+                if type(text) is bytes:
+                    try:
+                        text = text.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        if self.errors == "strict":
+                            yield Skipped(ident, n, src, "undecodable", f"'{tf}' is not UTF-8 (byte {exc.start})")
+                            continue
+                        text = text.decode("utf-8", "replace")
+                else:
+                    yield Skipped(ident, n, src, "not_a_string", f"'{tf}' is {_describe(text)}, not a string")
+                    continue
+            if max_bytes is not None and too_big is None and _utf8_len(text) > max_bytes:
+                yield Skipped(ident, n, src, "too_large", f"'{tf}' is over the {max_bytes} byte limit")
+                continue
+            meta = {}
+            for f, values in extras:
+                if values[i] is not None:
+                    meta[f] = values[i]
+            if keep_id and ids[i] is not None:
+                meta[self.id_field] = ids[i]
+            yield self._finish(ident, text, n, src, meta, is_html=is_html)
+
+    # -- WARC --------------------------------------------------------------------------------
+
+    def _read_warc(self, path: str, n: int):
+        want = self.want
+        for recno, kind, payload in _warc(path, self.max_bytes):
+            src = f"{path}:{recno}"
+            if want is not None and not want(n):
+                n += 1
+                continue
+            if kind == "doc":
+                ident, url, body, charset = payload
+                html = decode_html(body, charset, errors=self.errors)
+                if html is None:
+                    yield Skipped(ident, n, src, "undecodable", f"the body is not valid {charset or 'UTF-8'}")
+                else:
+                    yield self._finish(ident, html, n, src, {"url": url}, is_html=True, url=url or None)
+            elif kind == "skip":
+                ident, reason, detail = payload
+                yield Skipped(ident, n, src, reason, detail)
+            else:
+                yield Skipped(src, n, src, "unreadable_file", payload[0])
+            n += 1
+        return n
+
+    # -- one file, one document --------------------------------------------------------------
+
+    def _read_file(self, path: str, fmt: str, n: int):
+        if self.want is not None and not self.want(n):
+            return n + 1
+        yield self._file_record(path, fmt, n)
+        return n + 1
+
+    def _file_record(self, path: str, fmt: str, n: int):
+        if fmt == "not_html":
+            return Skipped(path, n, path, "not_html", "not an .html, .htm or .xhtml file, in a folder of HTML files")
+        try:
+            if self.max_bytes is not None:
+                size = os.stat(path).st_size
+                if size > self.max_bytes:
+                    return Skipped(path, n, path, "too_large", f"file of {size} bytes is over the {self.max_bytes} byte limit")
+            with open(path, "rb") as fh:
+                data = fh.read() if self.max_bytes is None else fh.read(self.max_bytes + 1)
+        except OSError as exc:
+            return Skipped(path, n, path, "unreadable_file", f"cannot read the file: {_oserror(exc)}")
+        if self.max_bytes is not None and len(data) > self.max_bytes:
+            return Skipped(path, n, path, "too_large", f"file is over the {self.max_bytes} byte limit")
+        if _has_nul(data):
+            return Skipped(path, n, path, "binary", f"NUL byte at offset {data.index(0)}: not a text file")
+        if fmt == "html":
+            text = decode_html(data, errors=self.errors)
+            if text is None:
+                return Skipped(path, n, path, "undecodable", "the file is not valid in its declared charset or UTF-8")
+            return self._finish(path, text, n, path, {}, is_html=True)
+        text = _decode_text(data, self.errors)
+        if text is None:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                where = exc.start
+            return Skipped(path, n, path, "undecodable", f"invalid UTF-8 at byte {where}")
+        return self._finish(path, text, n, path, {}, is_html=self.content == "html")
+
+    # -- everything --------------------------------------------------------------------------
+
+    def read_leaf(self, path: str, fmt: str, n: int):
+        if fmt == "jsonl":
+            return (yield from self._read_jsonl(path, n))
+        if fmt == "parquet":
+            return (yield from self._read_parquet(path, n))
+        if fmt == "warc":
+            return (yield from self._read_warc(path, n))
+        return (yield from self._read_file(path, fmt, n))
+
+    def read(self, plan) -> Iterator[Document | Skipped]:
+        n = 0
+        for path, fmt, why in _leaves(plan):
+            if why is not None:
+                if self.want is None or self.want(n):
+                    yield Skipped(path, n, path, "unreadable_file", why)
+                n += 1
+                continue
+            n = yield from self.read_leaf(path, fmt, n)
+        return n
+
+
+# --------------------------------------------------------------------------- HTML extraction in parallel
+
+
+class _Pending:
+    """A document whose HTML is still to be extracted (``jobs > 1``)."""
+
+    __slots__ = ("ident", "n", "src", "meta", "html", "url")
+
+    def __init__(self, ident, n, src, meta, html, url):
+        self.ident, self.n, self.src, self.meta, self.html, self.url = ident, n, src, meta, html, url
+
+
+def _extracted(ident, n, src, meta, text: str | None):
+    if text is None:
+        return Skipped(ident, n, src, "extraction_failed", "the HTML could not be parsed")
+    if not text:
+        return Skipped(ident, n, src, "empty", "no visible text in the HTML")
+    return Document(ident, text, n, src, meta)
+
+
+def _extract_many(mode: str, pages: list[tuple[str, str | None]]) -> list[str | None]:
+    """Run in a worker process: extract a chunk of pages."""
+    return [_extract(html, mode, url=url) for html, url in pages]
+
+
+_CHUNK_PAGES = 8
+_CHUNK_BYTES = 8 << 20
+_CHUNK_ITEMS = 4096
+
+
+def _parallel(items, mode: str, jobs: int):
+    """``items`` in the same order, with every :class:`_Pending` replaced by its Document or Skipped;
+    the extraction runs in ``jobs`` worker processes, a bounded window of chunks ahead."""
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    window: deque = deque()
+
+    def resolve(buf, pend, fut):
+        if pend:
+            try:
+                texts = fut.result()
+            except Exception:  # noqa: BLE001 - a worker died (BrokenProcessPool): extract here
+                texts = _extract_many(mode, [(p.html, p.url) for p in pend])
+            results = iter(texts)
+        for item in buf:
+            if type(item) is _Pending:
+                yield _extracted(item.ident, item.n, item.src, item.meta, next(results))
+            else:
+                yield item
+
+    ctx = multiprocessing.get_context("forkserver")  # no fork of a process that may run threads
+    ctx.set_forkserver_preload(["neardup.text.html", "trafilatura"])  # import once, not per worker
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        buf: list = []
+        pend: list = []
+        size = 0
+        for item in items:
+            buf.append(item)
+            if type(item) is _Pending:
+                pend.append(item)
+                size += len(item.html)
+            if len(pend) >= _CHUNK_PAGES or size >= _CHUNK_BYTES or len(buf) >= _CHUNK_ITEMS:
+                fut = pool.submit(_extract_many, mode, [(p.html, p.url) for p in pend]) if pend else None
+                for p in pend:
+                    p.html = None  # the worker has its copy
+                window.append((buf, pend, fut))
+                buf, pend, size = [], [], 0
+                while len(window) > 2 * jobs:
+                    yield from resolve(*window.popleft())
+        if buf:
+            fut = pool.submit(_extract_many, mode, [(p.html, p.url) for p in pend]) if pend else None
+            window.append((buf, pend, fut))
+        while window:
+            yield from resolve(*window.popleft())
+
+
+def _maybe_parallel(reader: "_Reader", items):
+    if reader.jobs > 1:
+        return _parallel(items, reader.html, reader.jobs)
+    return items
+
+
+def _decode_text(data: bytes, errors: str) -> str | None:
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    elif data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return data.decode("utf-16", "replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        if errors == "strict":
+            return None
+        return data.decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "id", text_field: str = "text",
+                   content: str = "text", html: str = "main", keep_fields: tuple[str, ...] = (),
+                   max_bytes: int | None = None, errors: str = "replace", jobs: int = 1) -> Iterator[Document | Skipped]:
+    """Every record of ``paths`` (files or folders, in the order given), as a Document or a Skipped.
+
+    Options and paths are checked when this is called (ConfigError, InputError); reading is lazy
+    and never raises for bad data. ``ordinal`` runs from 0 across all the paths, skipped records
+    included. ``keep_fields`` (JSONL, Parquet) are copied into ``meta`` when present and not null.
+    ``max_bytes`` bounds one record's raw size (a JSONL line, a file, a WARC HTTP body, a Parquet
+    text value). ``errors`` is what to do with invalid UTF-8 in files and Parquet binary columns
+    (JSONL lines are always strict). ``jobs > 1`` extracts HTML (WARC, HTML files, ``content="html"``)
+    in that many worker processes, a bounded window ahead, same order and same output; plain text
+    is never sent to them. See the module docstring for each format.
+    """
+    reader = _Reader(id_field=id_field, text_field=text_field, content=content, html=html,
+                     keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs)
+    plan = _plan(paths, format)
+    if jobs > 1 and (content == "html" or any(fmt in ("html", "warc") for _, fmt, _, _ in plan)):
+        return _parallel(reader.read(plan), reader.html, jobs)
+    reader.jobs = 1
+    return reader.read(plan)
+
+
+def iter_raw_records(paths, *, format: str = "auto", max_bytes: int | None = None) -> Iterator[tuple[int, object]]:
+    """The original records, by the same ordinals as :func:`read_documents`, for a second pass.
+
+    Yields ``(ordinal, record)`` with record: the line's bytes as read (line ending included) for
+    JSONL; a dict of the row's columns for Parquet; ``{"id", "url", "body", "charset"}`` for a
+    WARC HTML response (``body`` is the decoded HTTP payload); the file's path (``str``) for text
+    and HTML files. Records that can never be documents (unreadable files, non-HTML WARC
+    responses, JSONL lines over ``max_bytes``) take their ordinal but are not yielded.
+    """
+    plan = _plan(paths, format)
+    return _raw(plan, max_bytes)
+
+
+def _raw(plan, max_bytes):
+    n = 0
+    for path, fmt, why in _leaves(plan):
+        if why is not None or fmt == "not_html":
+            n += 1
+        elif fmt == "jsonl":
+            for _, line in _lines(path, max_bytes):
+                if type(line) is bytes:
+                    yield n, line
+                n += 1
+        elif fmt == "parquet":
+            pf, nrows = _parquet_open(path)
+            if pf is None:
+                n += 1
+                continue
+            row = 0
+            try:
+                for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
+                    for rec in batch.to_pylist():
+                        yield n + row, rec
+                        row += 1
+            except Exception:  # noqa: BLE001 - the first pass reported these rows
+                pass
+            n += max(row, nrows)
+        elif fmt == "warc":
+            for _, kind, payload in _warc(path, max_bytes):
+                if kind == "doc":
+                    ident, url, body, charset = payload
+                    yield n, {"id": ident, "url": url, "body": body, "charset": charset}
+                n += 1
+        else:
+            yield n, path
+            n += 1

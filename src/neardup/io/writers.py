@@ -1,0 +1,292 @@
+"""Writing results: the deduplicated corpus (:func:`write_kept`) and JSON-lines files (:class:`JsonlWriter`)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from typing import Callable
+
+import numpy as np
+import orjson
+
+from ..errors import ConfigError, InputError, require
+from .documents import Document
+from .readers import _PARQUET_BATCH_ROWS, _leaves, _lines, _maybe_parallel, _parquet_open, _plan, _Reader
+
+__all__ = ["JsonlWriter", "write_kept"]
+
+_DUMP_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+_FLUSH_BYTES = 64 << 20
+
+
+def _default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return bytes(obj).decode("utf-8", "replace")
+    if isinstance(obj, (set, frozenset, tuple)):
+        return sorted(obj) if isinstance(obj, (set, frozenset)) else list(obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    return str(obj)
+
+
+class JsonlWriter:
+    """Writes one JSON object per line with orjson, through a large buffer.
+
+    ``path`` ending in ``.gz`` or ``.zst`` is compressed. Numpy scalars and arrays, bytes (as UTF-8),
+    sets (sorted) and paths are converted; anything else unknown becomes its ``str``.
+    Use as a context manager; ``count`` is the number of lines written.
+
+        with JsonlWriter(out / "pairs.jsonl") as w:
+            w.write({"a": "x", "b": "y", "jaccard": 0.91, "estimate": 0.9})
+    """
+
+    def __init__(self, path, *, append: bool = False, buffer_size: int = 1 << 20):
+        self.path = os.fspath(path)
+        mode = "ab" if append else "wb"
+        if self.path.endswith(".gz"):
+            self._fh = gzip.open(self.path, mode, compresslevel=6)
+        elif self.path.endswith((".zst", ".zstd")):
+            zstd = require("zstandard", "io")
+            self._raw = open(self.path, mode)
+            self._fh = zstd.ZstdCompressor(level=3).stream_writer(self._raw, closefd=True)
+        else:
+            self._fh = open(self.path, mode, buffering=buffer_size)
+        self._write = self._fh.write
+        self.count = 0
+
+    def write(self, obj) -> None:
+        self._write(orjson.dumps(obj, default=_default, option=_DUMP_OPTIONS))
+        self.count += 1
+
+    def write_many(self, objs) -> None:
+        dumps, write = orjson.dumps, self._write
+        for obj in objs:
+            write(dumps(obj, default=_default, option=_DUMP_OPTIONS))
+            self.count += 1
+
+    def write_raw(self, line: bytes) -> None:
+        """Write a line that is already JSON (a newline is added if missing)."""
+        self._write(line if line[-1:] == b"\n" else line + b"\n")
+        self.count += 1
+
+    def flush(self) -> None:
+        self._fh.flush()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+    def __enter__(self) -> "JsonlWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _Keep:
+    """``keep`` as both a per-ordinal predicate and a slice of a boolean mask."""
+
+    def __init__(self, keep):
+        if callable(keep) and not isinstance(keep, np.ndarray):
+            self.fn, self.arr = keep, None
+        else:
+            arr = np.asarray(keep)
+            if arr.ndim != 1:
+                raise ConfigError(f"The 'keep' parameter must be a callable or a 1-d boolean array. Got shape {arr.shape}.")
+            self.arr = arr.astype(bool, copy=False)
+            self.fn = self._from_array
+
+    def _too_short(self, ordinal: int):
+        return InputError(
+            f"the inputs now hold more records than the first pass saw ({len(self.arr)}): record {ordinal} has "
+            "no keep decision. Were the input files changed during the run?"
+        )
+
+    def _from_array(self, ordinal: int) -> bool:
+        if ordinal >= len(self.arr):
+            raise self._too_short(ordinal)
+        return bool(self.arr[ordinal])
+
+    def mask(self, start: int, count: int) -> np.ndarray:
+        if self.arr is not None:
+            if start + count > len(self.arr):
+                raise self._too_short(len(self.arr))
+            return self.arr[start:start + count]
+        fn = self.fn
+        return np.fromiter((bool(fn(o)) for o in range(start, start + count)), dtype=bool, count=count)
+
+
+def _parquet_schemas(plan):
+    """The Arrow schema shared by every readable Parquet input, or None if they differ."""
+    schema = None
+    for path, fmt, why in _leaves(plan):
+        if why is not None or fmt != "parquet":
+            continue
+        pf, _ = _parquet_open(path)
+        if pf is None:
+            continue
+        if schema is None:
+            schema, first = pf.schema_arrow, pf
+        elif not pf.schema_arrow.equals(schema, check_metadata=False):
+            return None, None
+    return (schema, first) if schema is not None else (None, None)
+
+
+def _compression(pf) -> str:
+    try:
+        if pf.metadata.num_row_groups:
+            name = pf.metadata.row_group(0).column(0).compression.lower()
+            return "none" if name == "uncompressed" else name
+    except Exception:  # noqa: BLE001 - unknown codec name: use the default
+        pass
+    return "snappy"
+
+
+def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *, format: str = "auto",
+               **read_options) -> dict:
+    """Write the records whose ordinal ``keep`` selects to ``out_dir``, in input order.
+
+    - JSONL input: ``kept.jsonl``, the original lines byte for byte (a newline is added to a last
+      line without one).
+    - Parquet input (all of it, one schema): ``kept.parquet``, the original rows with the same
+      schema and the input's compression. Parquet files of different schemas, or mixed with other
+      formats, are written into ``kept.jsonl`` as one JSON object per row.
+    - Text, HTML and WARC input: ``kept.jsonl`` with ``{"id", "source", "text"}`` per kept
+      document. The text is extracted again, so pass the same ``read_options`` (``content``,
+      ``html``, ``id_field``, ``text_field``, ``errors``, ``max_bytes``) as to
+      :func:`~neardup.io.read_documents`; records not kept are not extracted, and ``jobs``
+      extracts in worker processes.
+
+    ``keep`` is a predicate on ordinals or a boolean array indexed by ordinal (as long as the
+    input). The file is written under a temporary name and renamed when complete. Returns
+    ``{"path", "records", "format", "input_records"}``; raises InputError when the inputs no longer
+    have the number of records the array was made for.
+    """
+    plan = _plan(paths, format)
+    read_options.pop("keep_fields", None)
+    reader = _Reader(**read_options)
+    keeper = _Keep(keep)
+    reader.want = keeper.fn
+    os.makedirs(out_dir, exist_ok=True)
+
+    leaf_formats = {fmt for _, fmt, why in _leaves(plan) if why is None and fmt != "not_html"}
+    schema = first = None
+    if leaf_formats == {"parquet"}:
+        schema, first = _parquet_schemas(plan)
+    out_format = "parquet" if schema is not None else "jsonl"
+    if not (leaf_formats & {"html", "warc"} or (reader.content == "html" and "text" in leaf_formats)):
+        reader.jobs = 1  # nothing to extract: no worker processes
+    path = os.path.join(out_dir, f"kept.{out_format}")
+    tmp = path + ".tmp"
+    written = 0
+    try:
+        if out_format == "parquet":
+            n, written = _write_parquet(plan, keeper, tmp, schema, _compression(first))
+        else:
+            n, written = _write_jsonl(plan, keeper, reader, tmp)
+        if keeper.arr is not None and n != len(keeper.arr):
+            raise InputError(
+                f"the inputs now hold {n} records but the keep array has {len(keeper.arr)}. "
+                "Were the input files changed during the run?"
+            )
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    return {"path": path, "records": written, "format": out_format, "input_records": n}
+
+
+def _write_jsonl(plan, keeper: _Keep, reader: _Reader, tmp: str) -> tuple[int, int]:
+    fn = keeper.fn
+    total = [0]
+
+    def records():
+        """Kept JSONL lines (bytes), Parquet rows (dicts) and Documents, in input order."""
+        n = 0
+        for path, fmt, why in _leaves(plan):
+            if why is not None or fmt == "not_html":
+                n += 1
+            elif fmt == "jsonl":
+                for _, line in _lines(path, reader.max_bytes):
+                    if type(line) is bytes and fn(n):
+                        yield line
+                    n += 1
+            elif fmt == "parquet":
+                pf, nrows = _parquet_open(path)
+                if pf is None:
+                    n += 1
+                    continue
+                row = 0
+                try:
+                    for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
+                        mask = keeper.mask(n + row, batch.num_rows)
+                        row += batch.num_rows
+                        if mask.any():
+                            import pyarrow as pa
+
+                            yield from batch.filter(pa.array(mask)).to_pylist()
+                except InputError:
+                    raise
+                except Exception:  # noqa: BLE001 - unreadable rows were skipped in the first pass
+                    pass
+                n += max(row, nrows)
+            else:
+                n = yield from reader.read_leaf(path, fmt, n)
+        total[0] = n
+
+    with JsonlWriter(tmp) as out:
+        for item in _maybe_parallel(reader, records()):
+            t = type(item)
+            if t is bytes:
+                out.write_raw(item)
+            elif t is dict:
+                out.write(item)
+            elif t is Document:
+                out.write({"id": item.id, "source": item.source, "text": item.text})
+        written = out.count
+    return total[0], written
+
+
+def _write_parquet(plan, keeper: _Keep, tmp: str, schema, compression: str) -> tuple[int, int]:
+    pa = require("pyarrow", "io")
+    pq = require("pyarrow.parquet", "io")
+    n = written = 0
+    pending: list = []
+    pending_bytes = 0
+    with pq.ParquetWriter(tmp, schema, compression=compression) as writer:
+
+        def flush():
+            nonlocal pending, pending_bytes
+            if pending:
+                writer.write_table(pa.Table.from_batches(pending))
+                pending, pending_bytes = [], 0
+
+        for path, fmt, why in _leaves(plan):
+            pf, nrows = (None, None) if why is not None else _parquet_open(path)
+            if pf is None:
+                n += 1
+                continue
+            row = 0
+            try:
+                for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
+                    mask = keeper.mask(n + row, batch.num_rows)
+                    row += batch.num_rows
+                    if not mask.any():
+                        continue
+                    kept = batch if mask.all() else batch.filter(pa.array(mask))
+                    kept = pa.RecordBatch.from_arrays(kept.columns, schema=schema)
+                    pending.append(kept)
+                    pending_bytes += kept.nbytes
+                    written += kept.num_rows
+                    if pending_bytes >= _FLUSH_BYTES:
+                        flush()
+            except InputError:
+                raise
+            except Exception:  # noqa: BLE001 - unreadable rows were skipped in the first pass
+                pass
+            n += max(row, nrows)
+        flush()
+    return n, written
