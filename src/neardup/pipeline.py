@@ -176,8 +176,9 @@ class Deduplicator:
         os.makedirs(output, exist_ok=True)
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
-        docs = read_documents(paths, format=format, id_field=id_field, text_field=text_field, content=content,
-                              html=html, keep_fields=keep_fields, max_bytes=max_bytes)
+        read_options = dict(format=format, id_field=id_field, text_field=text_field, content=content, html=html,
+                            max_bytes=max_bytes, jobs=self.jobs)
+        docs = read_documents(paths, keep_fields=keep_fields, **read_options)
         work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
         try:
             outcome, stats = self._dedup(docs, work)
@@ -188,7 +189,7 @@ class Deduplicator:
             if write_kept:
                 from .io import write_kept as write_kept_records
 
-                kept_info = write_kept_records(paths, outcome.kept, output, format=format)
+                kept_info = write_kept_records(paths, outcome.kept, output, **read_options)
             self.seconds["write"] = time.perf_counter() - t
         finally:
             shutil.rmtree(work, ignore_errors=True)
