@@ -1,9 +1,11 @@
 /*
- * neardup._kernel: the compiled hot path of neardup (tokenize, shingle, hash, MinHash).
+ * neardup._kernel: the compiled hot path of neardup (case folding, tokenize, shingle, hash,
+ * MinHash) over batches of documents.
  *
  * Every function here reproduces a pure-Python definition exactly; tests/test_native.py
  * checks them against each other. The definitions are:
  *
+ *   neardup.text.normalize   fold() = NFKC, then str.casefold
  *   neardup.text.charclass   class of every code point (SEP=0, WORD=1, SOLO=2, PUNCT=3)
  *   neardup.text.tokenize    word / char / line tokens of the folded text
  *   neardup.shingle          k consecutive tokens joined by " " (word), "" (char), "\n" (line);
@@ -11,18 +13,21 @@
  *   neardup.hashing          shingle id = XXH3-64 of the UTF-8 bytes, seed 0
  *   neardup.sketch.permutations   affine61 and mulshift64 permutation families
  *
- * The input is the UTF-8 (surrogatepass) encoding of text that Python has already folded
- * (NFKC + casefold). A malformed byte sequence, which str.encode never produces, counts as
- * one separator byte. Each document is processed in four passes over contiguous arrays:
+ * The input is the UTF-8 (surrogatepass) encoding of text that Python has put in NFKC (when
+ * asked); case folding happens here, from the running Python's str.casefold mapping passed in
+ * as a table (casefold maps each code point on its own). A malformed byte sequence, which
+ * str.encode never produces, counts as one separator byte. Each document is processed in four
+ * passes over contiguous arrays:
  *
- *   1. split: decode, classify, and write the units (tokens or lines) joined by their
+ *   1. split: decode, fold, classify, and write the units (tokens or lines) joined by their
  *      joiner into a scratch buffer, recording where each unit starts; a shingle is then a
- *      contiguous slice of that buffer, hashed without copying;
+ *      contiguous slice of that buffer, hashed without copying. With AVX2, runs of ASCII are
+ *      classified 32 bytes at a time;
  *   2. hash: XXH3-64 of each shingle slice;
- *   3. dedup: distinct ids with an open-addressing set (the distinct count is always
- *      reported; MinHash then runs over distinct ids only);
+ *   3. distinct ids: an open-addressing set, or a sort when the ids are returned (the distinct
+ *      count is always reported; MinHash runs over distinct ids only);
  *   4. MinHash: shingles outer, permutations inner over contiguous a/b/min arrays, four
- *      shingles per sweep; an AVX2 version is chosen at run time when the CPU has it.
+ *      shingles per sweep; AVX2 versions are chosen at run time when the CPU has AVX2.
  *
  * The batch functions release the GIL, so Python threads run them on all cores.
  */
@@ -104,27 +109,137 @@ static int grow(void **p, size_t *cap, size_t n, size_t sz) {
 /* Classification                                                                              */
 /* ------------------------------------------------------------------------------------------ */
 
+/*
+ * Case folding (str.casefold) is a per-code-point mapping to one to three code points. The
+ * Python side passes the mapping of every code point it changes (taken from the running
+ * Python), sorted, as uint32 quadruples (cp, f1, f2, f3; unused slots 0), and marks those code
+ * points in the class table with FOLD_FLAG.
+ */
+#define FOLD_FLAG 0x80
+/* Buffer sizes per input byte that cover any folding (checked in classes_init): bytes of the
+ * units with their joiners, and units. Without folding, 2 and 1 suffice. */
+#define FOLD_OUT_FACTOR 5
+#define FOLD_POS_FACTOR 2
+
 typedef struct {
-    const uint8_t *table; /* class per code point, TABLE_SIZE entries */
+    const uint8_t *table; /* class per code point (| FOLD_FLAG), TABLE_SIZE entries */
     uint8_t remap[256];   /* class -> effective class (PUNCT becomes WORD or SEP) */
-    uint8_t ascii[128];   /* effective class of ASCII bytes, with C_LB for line breaks (line unit) */
+    uint8_t ascii[128];   /* effective class of folded ASCII bytes, C_LB for line breaks (line unit) */
+    uint8_t amap[128];    /* folded ASCII byte (every ASCII code point folds to one ASCII one) */
     int unit;
+    const uint32_t *fold; /* sorted (cp, f1, f2, f3) quadruples */
+    size_t nfold;
+    int ascii_simple;     /* ASCII bytes are WORD, SEP or LB and fold to themselves or A-Z to a-z */
+    int ascii_lower;      /* ... and A-Z fold to a-z */
+    uint8_t word_bits[16]; /* ASCII bitmaps for the AVX2 splitter: bit (b >> 4) of [b & 15] */
+    uint8_t lb_bits[16];
 } classes_t;
 
-static void classes_init(classes_t *c, const uint8_t *table, int unit, int keep_punct) {
+static inline size_t utf8_encode(uint32_t cp, uint8_t *out) {
+    if (cp < 0x80) {
+        out[0] = (uint8_t)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (uint8_t)(0xC0 | (cp >> 6));
+        out[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (uint8_t)(0xE0 | (cp >> 12));
+        out[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (uint8_t)(0xF0 | (cp >> 18));
+    out[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (uint8_t)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* The folding of cp, or NULL when it has none. */
+static inline const uint32_t *fold_of(const classes_t *c, uint32_t cp) {
+    size_t lo = 0, hi = c->nfold;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        uint32_t x = c->fold[4 * mid];
+        if (x == cp) return c->fold + 4 * mid;
+        if (x < cp) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
+}
+
+static int is_linebreak(uint32_t cp) {
+    /* str.splitlines(): \n \v \f \r \x1c \x1d \x1e \x85 \u2028 \u2029 (\r\n is one boundary,
+     * but the empty line between \r and \n would be dropped anyway) */
+    return (cp >= 0x0A && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1E) || cp == 0x85 || cp == 0x2028 ||
+           cp == 0x2029;
+}
+
+/* Returns 0 if the fold table is malformed (unsorted, or ASCII folding to non-ASCII). */
+static int classes_init(classes_t *c, const uint8_t *table, int unit, int keep_punct,
+                        const uint32_t *fold, size_t nfold) {
     c->table = table;
     c->unit = unit;
+    c->fold = fold;
+    c->nfold = nfold;
+    for (size_t i = 0; i < nfold; i++) {
+        const uint32_t *e = fold + 4 * i;
+        if (i && e[0] <= e[-4]) return 0; /* sorted, distinct */
+        if (e[0] >= TABLE_SIZE || e[1] == 0) return 0;
+        uint8_t tmp[4];
+        size_t in = utf8_encode(e[0], tmp), out = 0, count = 0;
+        for (int j = 1; j < 4; j++) {
+            if (e[j] == 0) {
+                for (int r = j + 1; r < 4; r++)
+                    if (e[r]) return 0;
+                break;
+            }
+            if (e[j] >= TABLE_SIZE) return 0;
+            out += utf8_encode(e[j], tmp) + 1; /* bytes, and a separator before each */
+            count++;
+        }
+        /* the worst-case buffer factors (see split_units) must cover every folding */
+        if (out > FOLD_OUT_FACTOR * in || count > FOLD_POS_FACTOR * in) return 0;
+    }
     for (int i = 0; i < 256; i++) c->remap[i] = C_SEP;
     c->remap[C_WORD] = C_WORD;
     c->remap[C_SOLO] = C_SOLO;
     c->remap[C_PUNCT] = keep_punct ? C_WORD : C_SEP;
-    for (int i = 0; i < 128; i++) c->ascii[i] = c->remap[table[i]];
-    if (unit == U_LINE) {
-        /* str.splitlines() boundaries in ASCII: \n \v \f \r \x1c \x1d \x1e (\r\n is one
-         * boundary, but the empty line between \r and \n would be dropped anyway). */
-        static const uint8_t lb[] = {0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E};
-        for (size_t i = 0; i < sizeof(lb); i++) c->ascii[lb[i]] = C_LB;
+    c->ascii_simple = 1;
+    c->ascii_lower = 0;
+    int identity = 1, lower = 1;
+    for (int i = 0; i < 128; i++) {
+        uint32_t f = (uint32_t)i;
+        if (table[i] & FOLD_FLAG) {
+            const uint32_t *e = fold_of(c, (uint32_t)i);
+            if (e) {
+                if (e[1] >= 0x80 || e[2] != 0) return 0;
+                f = e[1];
+            }
+        }
+        c->amap[i] = (uint8_t)f;
+        c->ascii[i] = (unit == U_LINE && is_linebreak(f)) ? C_LB : c->remap[table[f] & 0x7F];
+        identity &= f == (uint32_t)i;
+        lower &= f == (uint32_t)((i >= 'A' && i <= 'Z') ? i + 32 : i);
     }
+    if (!identity) {
+        if (lower)
+            c->ascii_lower = 1;
+        else
+            c->ascii_simple = 0;
+    }
+    memset(c->word_bits, 0, sizeof(c->word_bits));
+    memset(c->lb_bits, 0, sizeof(c->lb_bits));
+    for (int i = 0; i < 128; i++) {
+        uint8_t k = c->ascii[i];
+        if (k == C_WORD) c->word_bits[i & 15] |= (uint8_t)(1u << (i >> 4));
+        else if (k == C_LB) c->lb_bits[i & 15] |= (uint8_t)(1u << (i >> 4));
+        else if (k != C_SEP) c->ascii_simple = 0;
+    }
+    return 1;
 }
 
 /* Decode one non-ASCII code point at p (p < end, *p >= 0x80). Sets *n to its length in bytes.
@@ -176,108 +291,242 @@ bad:
  *   line: lines split like str.splitlines(); each line's word tokens joined by " "; empty
  *         lines dropped; out = "\n".join(lines)
  *
- * Capacity: out needs 2*len + 1 bytes, pos needs len + 2 entries.
+ * Capacity: every step but a case-folding expansion writes at most 2 bytes and 1 unit per input
+ * byte, so 2*len + OUT_SLACK bytes and len + 2 units always suffice without folding. Before an
+ * expansion, split_step checks that the rest still fits at that rate; if not, it sets overflow
+ * and stops, and the caller retries with the worst-case sizes (FOLD_OUT_FACTOR, ...).
  */
-static inline size_t split_impl(const classes_t *cl, const int unit, const uint8_t *s, size_t len,
-                                uint8_t *out, uint32_t *pos, size_t *out_len) {
-    const uint8_t *p = s, *end = s + len;
-    size_t o = 0, nu = 0;
-    int in_word = 0, line_has = 0, pending = 0;
-    while (p < end) {
-        uint8_t c = *p;
-        size_t n;
-        int cls;
-        if (c < 0x80) {
-            cls = cl->ascii[c];
-            n = 1;
-        } else {
-            uint32_t cp = decode_nonascii(p, end, &n);
-            if (cp == BAD_CP)
-                cls = C_SEP;
-            else if (unit == U_LINE && (cp == 0x85 || cp == 0x2028 || cp == 0x2029))
-                cls = C_LB;
-            else
-                cls = cl->remap[cl->table[cp]];
-        }
-        switch (cls) {
-        case C_WORD:
-            if (unit == U_CHAR) {
-                if (pending) {
-                    pos[nu++] = (uint32_t)o;
-                    out[o++] = ' ';
-                    pending = 0;
-                }
-                pos[nu++] = (uint32_t)o;
-            } else if (!in_word) {
-                if (unit == U_WORD) {
-                    if (nu) out[o++] = ' ';
-                    pos[nu++] = (uint32_t)o;
-                } else if (line_has) {
-                    out[o++] = ' ';
-                } else {
-                    if (nu) out[o++] = '\n';
-                    pos[nu++] = (uint32_t)o;
-                    line_has = 1;
-                }
-                in_word = 1;
-            }
-            break;
-        case C_SOLO:
-            if (unit == U_CHAR) {
-                if (pending) {
-                    pos[nu++] = (uint32_t)o;
-                    out[o++] = ' ';
-                    pending = 0;
-                }
-                pos[nu++] = (uint32_t)o;
-            } else if (unit == U_WORD) {
-                if (nu) out[o++] = ' ';
-                pos[nu++] = (uint32_t)o;
-            } else if (line_has) {
-                out[o++] = ' ';
-            } else {
-                if (nu) out[o++] = '\n';
-                pos[nu++] = (uint32_t)o;
-                line_has = 1;
-            }
-            in_word = 0;
-            break;
-        case C_LB:
-            line_has = 0;
-            in_word = 0;
-            p += n;
-            continue;
-        default: /* separator */
-            in_word = 0;
-            if (unit == U_CHAR && nu) pending = 1;
-            p += n;
-            continue;
-        }
-        /* copy the code point's bytes */
-        if (n == 1) {
-            out[o++] = c;
-        } else {
-            memcpy(out + o, p, n);
-            o += n;
-        }
-        p += n;
+#define OUT_SLACK 64
+
+typedef struct {
+    size_t o, nu;
+    int in_word, line_has, pending;
+    int overflow;
+    size_t cap_out, cap_pos;
+} split_state;
+
+/* Opens a new word token (word and line units). */
+static inline void open_token(const int unit, split_state *st, uint8_t *out, uint32_t *pos) {
+    if (unit == U_WORD) {
+        if (st->nu) out[st->o++] = ' ';
+        pos[st->nu++] = (uint32_t)st->o;
+    } else if (st->line_has) {
+        out[st->o++] = ' ';
+    } else {
+        if (st->nu) out[st->o++] = '\n';
+        pos[st->nu++] = (uint32_t)st->o;
+        st->line_has = 1;
     }
-    pos[nu] = (uint32_t)(unit == U_CHAR ? o : o + 1);
-    *out_len = o;
-    return nu;
 }
 
-static size_t split_word(const classes_t *cl, const uint8_t *s, size_t len, uint8_t *out,
-                         uint32_t *pos, size_t *out_len) {
-    return split_impl(cl, U_WORD, s, len, out, pos, out_len);
+/* Acts on one (folded) code point of class cls whose UTF-8 bytes are b[0:n]. */
+static inline void split_cp(const int unit, int cls, const uint8_t *b, size_t n, uint8_t *out,
+                            uint32_t *pos, split_state *st) {
+    switch (cls) {
+    case C_WORD:
+        if (unit == U_CHAR) {
+            if (st->pending) {
+                pos[st->nu++] = (uint32_t)st->o;
+                out[st->o++] = ' ';
+                st->pending = 0;
+            }
+            pos[st->nu++] = (uint32_t)st->o;
+        } else if (!st->in_word) {
+            open_token(unit, st, out, pos);
+            st->in_word = 1;
+        }
+        break;
+    case C_SOLO:
+        if (unit == U_CHAR) {
+            if (st->pending) {
+                pos[st->nu++] = (uint32_t)st->o;
+                out[st->o++] = ' ';
+                st->pending = 0;
+            }
+            pos[st->nu++] = (uint32_t)st->o;
+        } else {
+            open_token(unit, st, out, pos);
+        }
+        st->in_word = 0;
+        break;
+    case C_LB:
+        st->line_has = 0;
+        st->in_word = 0;
+        return;
+    default: /* separator */
+        st->in_word = 0;
+        if (unit == U_CHAR && st->nu) st->pending = 1;
+        return;
+    }
+    if (n == 1) {
+        out[st->o++] = b[0];
+    } else {
+        memcpy(out + st->o, b, n);
+        st->o += n;
+    }
 }
-static size_t split_char(const classes_t *cl, const uint8_t *s, size_t len, uint8_t *out,
-                         uint32_t *pos, size_t *out_len) {
-    return split_impl(cl, U_CHAR, s, len, out, pos, out_len);
+
+/* Consumes one code point at p (p < end); returns the position after it. */
+static inline const uint8_t *split_step(const classes_t *cl, const int unit, const uint8_t *p,
+                                        const uint8_t *end, uint8_t *out, uint32_t *pos,
+                                        split_state *st) {
+    uint8_t c = *p;
+    if (c < 0x80) {
+        uint8_t f = cl->amap[c];
+        split_cp(unit, cl->ascii[c], &f, 1, out, pos, st);
+        return p + 1;
+    }
+    size_t n;
+    uint32_t cp = decode_nonascii(p, end, &n);
+    if (cp == BAD_CP) {
+        split_cp(unit, C_SEP, p, 1, out, pos, st);
+        return p + 1;
+    }
+    uint8_t raw = cl->table[cp];
+    const uint32_t *e;
+    if ((raw & FOLD_FLAG) && (e = fold_of(cl, cp)) != NULL) {
+        /* room for this expansion (<= 3 code points, a space before each, a pending space)
+         * plus the rest of the text at the no-folding rate */
+        const size_t rest = (size_t)(end - (p + n));
+        if (st->o + 16 + 2 * rest + OUT_SLACK > st->cap_out || st->nu + 4 + rest + 2 > st->cap_pos) {
+            st->overflow = 1;
+            return end;
+        }
+        for (int i = 1; i < 4 && e[i]; i++) {
+            uint8_t b[4];
+            size_t m = utf8_encode(e[i], b);
+            int cls = (unit == U_LINE && is_linebreak(e[i])) ? C_LB : cl->remap[cl->table[e[i]] & 0x7F];
+            split_cp(unit, cls, b, m, out, pos, st);
+        }
+        return p + n;
+    }
+    int cls = (unit == U_LINE && (cp == 0x85 || cp == 0x2028 || cp == 0x2029)) ? C_LB
+                                                                              : cl->remap[raw & 0x7F];
+    split_cp(unit, cls, p, n, out, pos, st);
+    return p + n;
 }
-static size_t split_line(const classes_t *cl, const uint8_t *s, size_t len, uint8_t *out,
-                         uint32_t *pos, size_t *out_len) {
-    return split_impl(cl, U_LINE, s, len, out, pos, out_len);
+
+static inline size_t split_finish(const int unit, split_state *st, uint32_t *pos, split_state *init,
+                                  size_t *out_len) {
+    pos[st->nu] = (uint32_t)(unit == U_CHAR ? st->o : st->o + 1);
+    *out_len = st->o;
+    init->overflow = st->overflow;
+    return st->nu;
+}
+
+static inline size_t split_impl(const classes_t *cl, const int unit, const uint8_t *s, size_t len,
+                                uint8_t *out, uint32_t *pos, split_state *init, size_t *out_len) {
+    const uint8_t *p = s, *end = s + len;
+    split_state st = *init;
+    while (p < end) p = split_step(cl, unit, p, end, out, pos, &st);
+    return split_finish(unit, &st, pos, init, out_len);
+}
+
+#if ND_X86
+/*
+ * Word and line units with AVX2: 32 bytes at a time while they are ASCII. The WORD bytes of a
+ * block (a bitmap lookup with two pshufb) form a bit mask whose runs are the token pieces;
+ * each run is copied with one 32-byte store. Non-ASCII code points go through split_step.
+ * Same output as split_impl (requires cl->ascii_simple).
+ */
+__attribute__((target("avx2,bmi,bmi2"))) static size_t
+split_words_avx2(const classes_t *cl, const int unit, const uint8_t *s, size_t len, uint8_t *out,
+                 uint32_t *pos, split_state *init, size_t *out_len) {
+    const uint8_t *p = s, *end = s + len;
+    split_state st = *init;
+    const __m256i nib = _mm256_set1_epi8(0x0F);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i wrow = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cl->word_bits));
+    const __m256i lrow = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)cl->lb_bits));
+    const __m256i hibit = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, (char)128, 0, 0, 0, 0, 0, 0, 0, 0,
+                                           1, 2, 4, 8, 16, 32, 64, (char)128, 0, 0, 0, 0, 0, 0, 0, 0);
+    while (end - p >= 64) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)p);
+        const uint32_t high = (uint32_t)_mm256_movemask_epi8(v);
+        const unsigned f = high ? (unsigned)_tzcnt_u32(high) : 32u; /* ASCII prefix length */
+        if (f) {
+            const __m256i lo = _mm256_and_si256(v, nib);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+            const __m256i bit = _mm256_shuffle_epi8(hibit, hi);
+            const uint64_t lim = f == 32 ? 0xFFFFFFFFull : ((1ull << f) - 1);
+            const __m256i w = _mm256_and_si256(_mm256_shuffle_epi8(wrow, lo), bit);
+            uint64_t m = ~(uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(w, zero)) & lim;
+            uint64_t lm = 0;
+            if (unit == U_LINE) {
+                const __m256i l = _mm256_and_si256(_mm256_shuffle_epi8(lrow, lo), bit);
+                lm = ~(uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(l, zero)) & lim;
+            }
+            const int last_is_word = (int)((m >> (f - 1)) & 1);
+            while (m) {
+                const unsigned start = (unsigned)_tzcnt_u64(m);
+                const unsigned stop = start + (unsigned)_tzcnt_u64(~(m >> start));
+                if (unit == U_LINE && _bzhi_u64(lm, start)) st.line_has = 0;
+                if (start != 0 || !st.in_word) open_token(unit, &st, out, pos);
+                __m256i run = _mm256_loadu_si256((const __m256i *)(p + start));
+                if (cl->ascii_lower) {
+                    const __m256i up = _mm256_and_si256(_mm256_cmpgt_epi8(run, _mm256_set1_epi8('A' - 1)),
+                                                        _mm256_cmpgt_epi8(_mm256_set1_epi8('Z' + 1), run));
+                    run = _mm256_or_si256(run, _mm256_and_si256(up, _mm256_set1_epi8(0x20)));
+                }
+                _mm256_storeu_si256((__m256i *)(out + st.o), run);
+                st.o += stop - start;
+                st.in_word = 1;
+                m &= ~0ull << stop; /* stop <= 32 */
+                if (unit == U_LINE) lm &= ~0ull << stop;
+            }
+            if (unit == U_LINE && lm) st.line_has = 0;
+            st.in_word = last_is_word;
+            p += f;
+        }
+        if (f < 32) {
+            /* non-ASCII: the scalar step, for as long as the bytes stay non-ASCII */
+            do {
+                p = split_step(cl, unit, p, end, out, pos, &st);
+            } while (p < end && *p >= 0x80);
+        }
+    }
+    while (p < end) p = split_step(cl, unit, p, end, out, pos, &st);
+    return split_finish(unit, &st, pos, init, out_len);
+}
+
+static int have_avx2(void);
+#endif
+
+static int simd_enabled(void);
+
+static size_t split_dispatch(const classes_t *cl, const uint8_t *s, size_t len, uint8_t *out,
+                             uint32_t *pos, split_state *init, size_t *out_len, int use_simd) {
+    switch (cl->unit) {
+    case U_CHAR:
+        return split_impl(cl, U_CHAR, s, len, out, pos, init, out_len);
+    case U_LINE:
+#if ND_X86
+        if (use_simd && cl->ascii_simple) return split_words_avx2(cl, U_LINE, s, len, out, pos, init, out_len);
+#endif
+        return split_impl(cl, U_LINE, s, len, out, pos, init, out_len);
+    default:
+#if ND_X86
+        if (use_simd && cl->ascii_simple) return split_words_avx2(cl, U_WORD, s, len, out, pos, init, out_len);
+#endif
+        return split_impl(cl, U_WORD, s, len, out, pos, init, out_len);
+    }
+}
+
+/* The units of s[0:len] (see split_impl) into s->buf and s->pos; returns their number, or
+ * (size_t)-1 when memory runs out. */
+static size_t split_units(scratch_t *sc, const classes_t *cl, const uint8_t *s, size_t len,
+                          size_t *out_len, int use_simd) {
+    size_t fo = 2, fp = 1;
+    for (;;) {
+        if (!GROW(sc->buf, sc->buf_cap, fo * len + OUT_SLACK) || !GROW(sc->pos, sc->pos_cap, fp * len + 2))
+            return (size_t)-1;
+        split_state st = {0, 0, 0, 0, 0, 0, sc->buf_cap, sc->pos_cap};
+        size_t nu = split_dispatch(cl, s, len, sc->buf, sc->pos, &st, out_len, use_simd);
+        if (!st.overflow) return nu;
+        if (fo == FOLD_OUT_FACTOR) return (size_t)-1; /* cannot happen: classes_init checked */
+        fo = FOLD_OUT_FACTOR;
+        fp = FOLD_POS_FACTOR;
+    }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -287,15 +536,10 @@ static size_t split_line(const classes_t *cl, const uint8_t *s, size_t len, uint
 /* Splits one document and hashes its shingles into s->ids. Returns the number of shingles
  * (repeats included), or (size_t)-1 when memory runs out. */
 static size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_t *text, size_t len,
-                              size_t k) {
-    if (!GROW(s->buf, s->buf_cap, 2 * len + 1) || !GROW(s->pos, s->pos_cap, len + 2))
-        return (size_t)-1;
-    size_t out_len, nu;
-    switch (cl->unit) {
-    case U_CHAR: nu = split_char(cl, text, len, s->buf, s->pos, &out_len); break;
-    case U_LINE: nu = split_line(cl, text, len, s->buf, s->pos, &out_len); break;
-    default: nu = split_word(cl, text, len, s->buf, s->pos, &out_len); break;
-    }
+                              size_t k, int use_simd) {
+    size_t out_len;
+    size_t nu = split_units(s, cl, text, len, &out_len, use_simd);
+    if (nu == (size_t)-1) return (size_t)-1;
     if (nu == 0) return 0;
     if (nu < k) {
         if (!GROW(s->ids, s->ids_cap, 1)) return (size_t)-1;
@@ -383,8 +627,9 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 /* Sorts v[0:n] ascending. Shingle ids are uniform hashes, so one distribution pass on the top
- * bits into about n buckets leaves buckets of a few elements, finished by insertion sort
- * (qsort for a bucket that is unexpectedly large). Returns 0 when memory runs out. */
+ * bits into about n/2 buckets leaves the array nearly sorted (only elements of one bucket, a
+ * few on average, out of order), which one insertion sort pass finishes in linear time. When
+ * some bucket is unexpectedly large, qsort finishes instead. Returns 0 when memory runs out. */
 static int sort_u64(scratch_t *s, uint64_t *v, size_t n) {
     if (n <= 48) {
         insertion_sort(v, n);
@@ -399,21 +644,50 @@ static int sort_u64(scratch_t *s, uint64_t *v, size_t n) {
     uint64_t *tmp = s->tmp;
     memset(cnt, 0, (nb + 1) * sizeof(uint32_t));
     for (size_t i = 0; i < n; i++) cnt[(v[i] >> shift) + 1]++;
-    for (size_t b = 1; b <= nb; b++) cnt[b] += cnt[b - 1];
-    /* cnt[b] = start of bucket b; scatter advances it to the end of bucket b */
-    for (size_t i = 0; i < n; i++) tmp[cnt[v[i] >> shift]++] = v[i];
-    size_t start = 0;
-    for (size_t b = 0; b < nb; b++) {
-        size_t stop = cnt[b];
-        size_t m = stop - start;
-        if (m > 64)
-            qsort(tmp + start, m, sizeof(uint64_t), cmp_u64);
-        else if (m > 1)
-            insertion_sort(tmp + start, m);
-        start = stop;
+    uint32_t biggest = 0;
+    for (size_t b = 1; b <= nb; b++) {
+        biggest = cnt[b] > biggest ? cnt[b] : biggest;
+        cnt[b] += cnt[b - 1];
     }
-    memcpy(v, tmp, n * sizeof(uint64_t));
+    /* cnt[b] = start of bucket b */
+    for (size_t i = 0; i < n; i++) tmp[cnt[v[i] >> shift]++] = v[i];
+    if (biggest > 64) {
+        /* repeats or skewed ids: finish bucket by bucket */
+        size_t start = 0;
+        for (size_t bk = 0; bk < nb; bk++) {
+            size_t stop = cnt[bk], m = stop - start;
+            if (m > 64)
+                qsort(tmp + start, m, sizeof(uint64_t), cmp_u64);
+            else if (m > 1)
+                insertion_sort(tmp + start, m);
+            start = stop;
+        }
+        memcpy(v, tmp, n * sizeof(uint64_t));
+        return 1;
+    }
+    /* insertion sort from tmp into v */
+    v[0] = tmp[0];
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = tmp[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1] > x) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
     return 1;
+}
+
+/* Drops repeats from sorted v[0:n]; returns the new length. */
+static size_t unique_sorted(uint64_t *v, size_t n) {
+    if (n < 2) return n;
+    size_t u = 1;
+    for (size_t i = 1; i < n; i++) {
+        v[u] = v[i];
+        u += v[i] != v[u - 1];
+    }
+    return u;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -685,8 +959,42 @@ static int check_unit_k(int unit, Py_ssize_t k) {
     return 1;
 }
 
+/* The case-folding table: None, or a buffer of uint32 quadruples (copied: alignment). */
+static int get_fold(PyObject *obj, uint32_t **fold, size_t *nfold) {
+    *fold = NULL;
+    *nfold = 0;
+    if (obj == NULL || obj == Py_None) return 1;
+    Py_buffer v;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) < 0) return 0;
+    if (v.len % 16) {
+        PyBuffer_Release(&v);
+        PyErr_SetString(PyExc_ValueError, "the fold table must hold uint32 quadruples");
+        return 0;
+    }
+    *nfold = (size_t)v.len / 16;
+    *fold = malloc(v.len ? (size_t)v.len : 16);
+    if (!*fold) {
+        PyBuffer_Release(&v);
+        PyErr_NoMemory();
+        return 0;
+    }
+    memcpy(*fold, v.buf, (size_t)v.len);
+    PyBuffer_Release(&v);
+    return 1;
+}
+
+static int init_classes(classes_t *cl, const Py_buffer *table, int unit, int keep, const uint32_t *fold,
+                        size_t nfold) {
+    if (!classes_init(cl, (const uint8_t *)table->buf, unit, keep, fold, nfold)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "the fold table must be sorted by code point, and fold ASCII to ASCII");
+        return 0;
+    }
+    return 1;
+}
+
 /* Documents are addressed with 32-bit positions in a buffer of up to 2*len + 1 bytes. */
-#define MAX_DOC_BYTES ((size_t)0x7FFFFFF0)
+#define MAX_DOC_BYTES ((size_t)0x30000000) /* 5 * len + slack < 2**32 */
 
 static int check_doc_len(size_t len) {
     if (len > MAX_DOC_BYTES) {
@@ -702,31 +1010,36 @@ static int check_doc_len(size_t len) {
 /* ------------------------------------------------------------------------------------------ */
 
 PyDoc_STRVAR(units_doc,
-"units(data, table, unit, keep_punct) -> list[bytes]\n\n"
-"The units of one folded UTF-8 document: word tokens (unit 0), code points of the normalized\n"
-"text (unit 1) or non-empty lines, each its tokens joined by a space (unit 2). For tests.");
+"units(data, table, unit, keep_punct, fold=None) -> list[bytes]\n\n"
+"The units of one UTF-8 document (case folded first when a fold table is given): word\n"
+"tokens (unit 0), code points of the normalized text (unit 1) or non-empty lines, each its\n"
+"tokens joined by a space (unit 2). For tests.");
 
 static PyObject *py_units(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, table;
-    PyObject *table_obj;
+    PyObject *table_obj, *fold_obj = NULL;
     int unit, keep;
-    if (!PyArg_ParseTuple(args, "y*Oip", &data, &table_obj, &unit, &keep)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*Oip|O", &data, &table_obj, &unit, &keep, &fold_obj)) return NULL;
     if (!get_table(table_obj, &table)) {
         PyBuffer_Release(&data);
         return NULL;
     }
     PyObject *result = NULL;
     scratch_t s = {0};
+    uint32_t *fold = NULL;
+    size_t nfold = 0;
     size_t len = (size_t)data.len;
-    if (!check_unit_k(unit, 1) || !check_doc_len(len)) goto done;
-    if (!GROW(s.buf, s.buf_cap, 2 * len + 1) || !GROW(s.pos, s.pos_cap, len + 2)) {
+    classes_t cl;
+    if (!check_unit_k(unit, 1) || !check_doc_len(len) || !get_fold(fold_obj, &fold, &nfold) ||
+        !init_classes(&cl, &table, unit, keep, fold, nfold))
+        goto done;
+
+    size_t out_len, nu = split_units(&s, &cl, (const uint8_t *)data.buf, len, &out_len, simd_enabled());
+    if (nu == (size_t)-1) {
         PyErr_NoMemory();
         goto done;
     }
-    classes_t cl;
-    classes_init(&cl, (const uint8_t *)table.buf, unit, keep);
-    size_t out_len, nu = split_impl(&cl, unit, (const uint8_t *)data.buf, len, s.buf, s.pos, &out_len);
     uint32_t gap = unit == U_CHAR ? 0 : 1;
     result = PyList_New((Py_ssize_t)nu);
     if (!result) goto done;
@@ -740,6 +1053,7 @@ static PyObject *py_units(PyObject *self, PyObject *args) {
         PyList_SET_ITEM(result, (Py_ssize_t)i, b);
     }
 done:
+    free(fold);
     scratch_free(&s);
     PyBuffer_Release(&table);
     PyBuffer_Release(&data);
@@ -747,32 +1061,37 @@ done:
 }
 
 PyDoc_STRVAR(shingle_ids_doc,
-"shingle_ids(data, table, unit, k, keep_punct) -> bytearray\n\n"
-"Sorted distinct XXH3-64 shingle ids (native-endian uint64) of one folded UTF-8 document.\n"
-"unit: 0 word, 1 char, 2 line; table: the uint8 class of every code point (0x110000 bytes).");
+"shingle_ids(data, table, unit, k, keep_punct, fold=None) -> bytearray\n\n"
+"Sorted distinct XXH3-64 shingle ids (native-endian uint64) of one UTF-8 document.\n"
+"unit: 0 word, 1 char, 2 line; table: the uint8 class of every code point (0x110000 bytes),\n"
+"| 0x80 on code points that case folding changes; fold: None (no case folding) or the\n"
+"sorted uint32 quadruples (cp, f1, f2, f3) of str.casefold for those code points.");
 
 static PyObject *py_shingle_ids(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, table;
-    PyObject *table_obj;
+    PyObject *table_obj, *fold_obj = NULL;
     int unit, keep;
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "y*Oinp", &data, &table_obj, &unit, &k, &keep)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*Oinp|O", &data, &table_obj, &unit, &k, &keep, &fold_obj)) return NULL;
     if (!get_table(table_obj, &table)) {
         PyBuffer_Release(&data);
         return NULL;
     }
     PyObject *result = NULL;
     scratch_t s = {0};
+    uint32_t *fold = NULL;
+    size_t nfold = 0;
     size_t len = (size_t)data.len, n = 0;
     int oom = 0;
-    if (!check_unit_k(unit, k) || !check_doc_len(len)) goto done;
     classes_t cl;
-    classes_init(&cl, (const uint8_t *)table.buf, unit, keep);
+    if (!check_unit_k(unit, k) || !check_doc_len(len) || !get_fold(fold_obj, &fold, &nfold) ||
+        !init_classes(&cl, &table, unit, keep, fold, nfold))
+        goto done;
+    const int simd = simd_enabled();
     Py_BEGIN_ALLOW_THREADS
-    n = doc_shingle_ids(&s, &cl, (const uint8_t *)data.buf, len, (size_t)k);
-    if (n != (size_t)-1) n = dedup(&s, s.ids, n);
-    if (n != (size_t)-1 && !sort_u64(&s, s.ids, n)) n = (size_t)-1;
+    n = doc_shingle_ids(&s, &cl, (const uint8_t *)data.buf, len, (size_t)k, simd);
+    if (n != (size_t)-1) n = sort_u64(&s, s.ids, n) ? unique_sorted(s.ids, n) : (size_t)-1;
     oom = n == (size_t)-1;
     Py_END_ALLOW_THREADS
     if (oom) {
@@ -781,6 +1100,7 @@ static PyObject *py_shingle_ids(PyObject *self, PyObject *args) {
     }
     result = PyByteArray_FromStringAndSize(n ? (const char *)s.ids : NULL, (Py_ssize_t)(n * 8));
 done:
+    free(fold);
     scratch_free(&s);
     PyBuffer_Release(&table);
     PyBuffer_Release(&data);
@@ -788,9 +1108,9 @@ done:
 }
 
 PyDoc_STRVAR(signatures_doc,
-"signatures(data, offsets, table, unit, k, keep_punct, a, b, family, with_ids)\n"
+"signatures(data, offsets, table, unit, k, keep_punct, a, b, family, with_ids, fold=None)\n"
 "    -> (values, n_shingles, ids)\n\n"
-"MinHash signatures of a batch of folded UTF-8 documents, document i being\n"
+"MinHash signatures of a batch of UTF-8 documents, document i being\n"
 "data[offsets[i]:offsets[i+1]] (offsets: n+1 int64). a, b: uint64 coefficients of the\n"
 "permutations; family 0 = affine61 ((a*(x mod p) + b) mod p, p = 2**61-1, a, b < p),\n"
 "1 = mulshift64 (a*x + b mod 2**64). Returns bytearrays: values (n*m uint64, row-major;\n"
@@ -801,18 +1121,21 @@ PyDoc_STRVAR(signatures_doc,
 static PyObject *py_signatures(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, offs, table, abuf, bbuf;
-    PyObject *offs_obj, *table_obj, *a_obj, *b_obj;
+    PyObject *offs_obj, *table_obj, *a_obj, *b_obj, *fold_obj = NULL;
     int unit, keep, family, with_ids;
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "y*OOinpOOip", &data, &offs_obj, &table_obj, &unit, &k, &keep,
-                          &a_obj, &b_obj, &family, &with_ids))
+    if (!PyArg_ParseTuple(args, "y*OOinpOOip|O", &data, &offs_obj, &table_obj, &unit, &k, &keep,
+                          &a_obj, &b_obj, &family, &with_ids, &fold_obj))
         return NULL;
+    uint32_t *fold = NULL;
+    size_t nfold = 0;
+    classes_t cl;
     int got_offs = 0, got_table = 0, got_a = 0, got_b = 0;
     PyObject *values = NULL, *counts = NULL, *ids_out = NULL, *result = NULL;
     scratch_t s = {0};
     coeffs_t co = {0};
     uint64_t *idbuf = NULL;
-    size_t idlen = 0, idcap = 0;
+    size_t idlen = 0;
 
     if (PyObject_GetBuffer(offs_obj, &offs, PyBUF_SIMPLE) < 0) goto done;
     got_offs = 1;
@@ -822,7 +1145,9 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
     got_a = 1;
     if (PyObject_GetBuffer(b_obj, &bbuf, PyBUF_SIMPLE) < 0) goto done;
     got_b = 1;
-    if (!check_unit_k(unit, k)) goto done;
+    if (!check_unit_k(unit, k) || !get_fold(fold_obj, &fold, &nfold) ||
+        !init_classes(&cl, &table, unit, keep, fold, nfold))
+        goto done;
     if (family != F_AFFINE61 && family != F_MULSHIFT64) {
         PyErr_Format(PyExc_ValueError, "family must be 0 (affine61) or 1 (mulshift64), got %d", family);
         goto done;
@@ -870,14 +1195,21 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
     }
     values = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * m * 8));
     counts = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    if (!values || !counts) {
+    if (with_ids && values && counts) {
+        /* a document of len bytes has at most len units, so shingles: allocate that bound (pages never
+         * written are never touched) and shrink it afterwards, so the ids are written once */
+        size_t bound = 0;
+        for (size_t i = 0; i < n; i++) bound += (size_t)(off[i + 1] - off[i]);
+        if (nfold) bound *= FOLD_POS_FACTOR; /* case folding can make more units than bytes */
+        ids_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(bound * 8));
+        if (ids_out) idbuf = (uint64_t *)PyByteArray_AS_STRING(ids_out);
+    }
+    if (!values || !counts || (with_ids && !ids_out)) {
         free(off);
         goto done;
     }
     uint64_t *vals = (uint64_t *)PyByteArray_AS_STRING(values);
     int64_t *cnts = (int64_t *)PyByteArray_AS_STRING(counts);
-    classes_t cl;
-    classes_init(&cl, (const uint8_t *)table.buf, unit, keep);
     const uint8_t *text = (const uint8_t *)data.buf;
     const int simd = simd_enabled();
     int oom = 0;
@@ -886,8 +1218,13 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         uint64_t *row = vals + i * m;
         for (size_t j = 0; j < m; j++) row[j] = UINT64_MAX;
         size_t len = (size_t)(off[i + 1] - off[i]);
-        size_t ns = doc_shingle_ids(&s, &cl, text + off[i], len, (size_t)k);
-        if (ns != (size_t)-1) ns = dedup(&s, s.ids, ns);
+        size_t ns = doc_shingle_ids(&s, &cl, text + off[i], len, (size_t)k, simd);
+        if (ns != (size_t)-1) {
+            if (!with_ids)
+                ns = dedup(&s, s.ids, ns); /* distinct ids, unordered */
+            else
+                ns = sort_u64(&s, s.ids, ns) ? unique_sorted(s.ids, ns) : (size_t)-1;
+        }
         if (ns == (size_t)-1) {
             oom = 1;
             break;
@@ -895,10 +1232,6 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         cnts[i] = (int64_t)ns;
         minhash_update(&co, s.ids, ns, row, simd);
         if (with_ids && ns) {
-            if (!sort_u64(&s, s.ids, ns) || !GROW(idbuf, idcap, idlen + ns)) {
-                oom = 1;
-                break;
-            }
             memcpy(idbuf + idlen, s.ids, ns * sizeof(uint64_t));
             idlen += ns;
         }
@@ -910,8 +1243,7 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         goto done;
     }
     if (with_ids) {
-        ids_out = PyByteArray_FromStringAndSize(idlen ? (const char *)idbuf : NULL, (Py_ssize_t)(idlen * 8));
-        if (!ids_out) goto done;
+        if (PyByteArray_Resize(ids_out, (Py_ssize_t)(idlen * 8)) < 0) goto done;
     } else {
         ids_out = Py_None;
         Py_INCREF(ids_out);
@@ -921,7 +1253,7 @@ done:
     Py_XDECREF(values);
     Py_XDECREF(counts);
     Py_XDECREF(ids_out);
-    free(idbuf);
+    free(fold);
     coeffs_free(&co);
     scratch_free(&s);
     if (got_b) PyBuffer_Release(&bbuf);
@@ -930,6 +1262,92 @@ done:
     if (got_offs) PyBuffer_Release(&offs);
     PyBuffer_Release(&data);
     return result;
+}
+
+PyDoc_STRVAR(minhash_doc,
+"minhash(ids, offsets, a, b, family) -> bytearray\n\n"
+"MinHash values of runs of shingle ids: run i is ids[offsets[i]:offsets[i+1]] (ids: uint64,\n"
+"offsets: n+1 int64, repeats allowed). Same permutations and output as signatures().");
+
+static PyObject *py_minhash(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ids_obj, *offs_obj, *a_obj, *b_obj;
+    int family;
+    if (!PyArg_ParseTuple(args, "OOOOi", &ids_obj, &offs_obj, &a_obj, &b_obj, &family)) return NULL;
+    Py_buffer ib, ob, ab, bb;
+    int got = 0;
+    PyObject *values = NULL;
+    uint64_t *ids = NULL, *a = NULL, *b = NULL;
+    int64_t *off = NULL;
+    coeffs_t co = {0};
+    if (PyObject_GetBuffer(ids_obj, &ib, PyBUF_SIMPLE) < 0) goto done;
+    got = 1;
+    if (PyObject_GetBuffer(offs_obj, &ob, PyBUF_SIMPLE) < 0) goto done;
+    got = 2;
+    if (PyObject_GetBuffer(a_obj, &ab, PyBUF_SIMPLE) < 0) goto done;
+    got = 3;
+    if (PyObject_GetBuffer(b_obj, &bb, PyBUF_SIMPLE) < 0) goto done;
+    got = 4;
+    if (family != F_AFFINE61 && family != F_MULSHIFT64) {
+        PyErr_Format(PyExc_ValueError, "family must be 0 (affine61) or 1 (mulshift64), got %d", family);
+        goto done;
+    }
+    if (ib.len % 8 || ob.len % 8 || ob.len < 8 || ab.len % 8 || ab.len == 0 || ab.len != bb.len) {
+        PyErr_SetString(PyExc_ValueError, "ids: uint64; offsets: n+1 int64; a, b: equal non-empty uint64");
+        goto done;
+    }
+    const size_t nid = (size_t)ib.len / 8, n = (size_t)ob.len / 8 - 1, m = (size_t)ab.len / 8;
+    ids = malloc(nid ? ib.len : 8);
+    off = malloc((size_t)ob.len);
+    a = malloc((size_t)ab.len);
+    b = malloc((size_t)bb.len);
+    if (!ids || !off || !a || !b) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(ids, ib.buf, (size_t)ib.len);
+    memcpy(off, ob.buf, (size_t)ob.len);
+    memcpy(a, ab.buf, (size_t)ab.len);
+    memcpy(b, bb.buf, (size_t)bb.len);
+    int bad = off[0] < 0 || off[n] > (int64_t)nid;
+    for (size_t i = 0; i < n && !bad; i++) bad = off[i + 1] < off[i];
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing and within the ids");
+        goto done;
+    }
+    if (family == F_AFFINE61) {
+        for (size_t j = 0; j < m && !bad; j++) bad = a[j] >= P61 || b[j] >= P61;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "affine61 coefficients must be below 2**61 - 1");
+            goto done;
+        }
+    }
+    if (!coeffs_init(&co, a, b, m, family)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    values = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * m * 8));
+    if (!values) goto done;
+    uint64_t *vals = (uint64_t *)PyByteArray_AS_STRING(values);
+    const int simd = simd_enabled();
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < n; i++) {
+        uint64_t *row = vals + i * m;
+        for (size_t j = 0; j < m; j++) row[j] = UINT64_MAX;
+        minhash_update(&co, ids + off[i], (size_t)(off[i + 1] - off[i]), row, simd);
+    }
+    Py_END_ALLOW_THREADS
+done:
+    coeffs_free(&co);
+    free(ids);
+    free(off);
+    free(a);
+    free(b);
+    if (got >= 4) PyBuffer_Release(&bb);
+    if (got >= 3) PyBuffer_Release(&ab);
+    if (got >= 2) PyBuffer_Release(&ob);
+    if (got >= 1) PyBuffer_Release(&ib);
+    return values;
 }
 
 PyDoc_STRVAR(set_simd_doc,
@@ -969,6 +1387,7 @@ static PyMethodDef methods[] = {
     {"units", py_units, METH_VARARGS, units_doc},
     {"shingle_ids", py_shingle_ids, METH_VARARGS, shingle_ids_doc},
     {"signatures", py_signatures, METH_VARARGS, signatures_doc},
+    {"minhash", py_minhash, METH_VARARGS, minhash_doc},
     {"set_simd", py_set_simd, METH_O, set_simd_doc},
     {"simd", py_simd, METH_NOARGS, simd_doc},
     {"xxh3_64", py_xxh3, METH_O, xxh3_doc},

@@ -1,7 +1,285 @@
-"""Bridge to the compiled kernel; pure Python falls back where it is missing."""
+"""Bridge to the compiled kernel ``neardup._kernel``; pure Python falls back where it is missing.
+
+The kernel computes, over batches of documents and with the GIL released, exactly what the
+library's pure-Python functions compute one document at a time:
+
+- :func:`shingle_ids` equals :func:`neardup.shingle.shingle_ids` (hash ``xxh3``, option B);
+- :func:`signatures` equals, per document, ``min`` over its shingle ids of
+  ``family_for(...).apply(ids)``, with all ``2**64 - 1`` for a document without tokens.
+
+:func:`neardup.text.normalize.fold` is split in two: NFKC stays in Python (``unicodedata``,
+skipped for text that is ASCII or already normalized, line by line otherwise), and case
+folding runs in the kernel from a table of the running Python's ``str.casefold`` (a
+per-code-point mapping). The kernel receives UTF-8 and the character-class table, and does
+the rest: case folding, tokens, shingles, XXH3-64, distinct ids, MinHash.
+"""
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .params import MinHashParams, NormalizeParams, ShingleParams
+
+try:
+    from . import _kernel
+except ImportError:  # not built: the pure-Python paths are used
+    _kernel = None
+
+_UNITS = {"word": 0, "char": 1, "line": 2}
+_FAMILIES = {"affine61": 0, "mulshift64": 1}
+#: Text per kernel call when a batch is split (bounds the joined buffer; several per thread
+#: so that threads finish together).
+_CHUNK_BYTES = 4 << 20
+
 
 def available() -> bool:
-    return False
+    """True when the compiled kernel imports."""
+    return _kernel is not None
+
+
+def supports(params: ShingleParams) -> bool:
+    """True when the kernel is available and computes shingles with these parameters.
+
+    It handles the hash ``xxh3`` with distinct shingles (no multiset), any unit and k, with or
+    without punctuation, NFKC and case folding. The character unit needs collapsed white space
+    (the default); words and lines never depend on that setting.
+    """
+    if _kernel is None or params.hash != "xxh3" or params.multiset:
+        return False
+    return params.unit != "char" or params.normalize.collapse_whitespace
+
+
+def _check(params: ShingleParams) -> None:
+    if not supports(params):
+        from .errors import ConfigError
+
+        if _kernel is None:
+            raise ConfigError("the compiled kernel neardup._kernel is not built (pip install -e . with libxxhash-dev)")
+        raise ConfigError(
+            f"the compiled kernel does not handle {params!r}: it needs hash='xxh3', multiset=False "
+            "and, for characters, collapse_whitespace=True"
+        )
+
+
+@lru_cache(maxsize=1)
+def _table() -> np.ndarray:
+    from .text.charclass import class_table
+
+    return np.ascontiguousarray(class_table(), dtype=np.uint8)
+
+
+def _casefold_changes() -> list[tuple[int, str]]:
+    """Every code point that ``str.casefold`` changes, with its folding (from the running Python).
+
+    ``casefold`` maps each code point on its own (no context), so the string's folding is the
+    concatenation of these. Ranges that do not change are skipped whole (bisection).
+    """
+    out: list[tuple[int, str]] = []
+    for first, last in ((0, 0xD800), (0xE000, 0x110000)):  # surrogates fold to themselves
+        text = np.arange(first, last, dtype="<u4").tobytes().decode("utf-32-le")
+        stack = [(0, last - first)]
+        while stack:
+            lo, hi = stack.pop()
+            part = text[lo:hi]
+            if part.casefold() == part:
+                continue
+            if hi - lo <= 64:
+                for cp in range(first + lo, first + hi):
+                    folded = chr(cp).casefold()
+                    if folded != chr(cp):
+                        out.append((cp, folded))
+            else:
+                mid = (lo + hi) // 2
+                stack += [(mid, hi), (lo, mid)]
+    out.sort()
+    return out
+
+
+@lru_cache(maxsize=1)
+def _fold_tables() -> tuple[np.ndarray, np.ndarray]:
+    """The class table with FOLD_FLAG on code points that case folding changes, and the folding
+    of each as sorted uint32 quadruples (cp, f1, f2, f3)."""
+    changes = _casefold_changes()
+    quads = np.zeros((len(changes), 4), dtype=np.uint32)
+    for row, (cp, folded) in enumerate(changes):
+        if not 1 <= len(folded) <= 3:  # never happens with Unicode 14/15
+            raise RuntimeError(f"casefold of U+{cp:04X} has {len(folded)} code points")
+        quads[row, 0] = cp
+        quads[row, 1 : 1 + len(folded)] = [ord(c) for c in folded]
+    table = _table().copy()
+    table[quads[:, 0]] |= _FOLD_FLAG
+    table.setflags(write=False)
+    quads.setflags(write=False)
+    return table, quads
+
+
+_FOLD_FLAG = 0x80
+
+
+def _kernel_tables(norm: NormalizeParams) -> tuple[np.ndarray, np.ndarray | None]:
+    """(class table, fold table or None) for the kernel: it case-folds when ``norm.casefold``."""
+    if norm.casefold:
+        return _fold_tables()
+    return _table(), None
+
+
+@lru_cache(maxsize=32)
+def _coefficients(family: str, num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    from .sketch.permutations import family_for
+
+    fam = family_for(family, num_perm, seed)
+    a = np.array(fam.a, dtype=np.uint64)
+    b = np.array(fam.b, dtype=np.uint64)
+    a.setflags(write=False)
+    b.setflags(write=False)
+    return a, b
+
+
+def _nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, faster on long mostly-normalized text.
+
+    A line break ``\n`` is a starter that composes with nothing, so NFKC never acts across it and
+    the lines can be normalized one by one; only non-ASCII lines need it, and only when the
+    text is not already normalized (a quick check that most texts pass).
+    """
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    if len(text) < 2048:
+        return unicodedata.normalize("NFKC", text)
+    return "\n".join([ln if ln.isascii() else unicodedata.normalize("NFKC", ln) for ln in text.split("\n")])
+
+
+def _encode(text: str, norm: NormalizeParams) -> bytes:
+    """The bytes the kernel reads: UTF-8 of the text after NFKC (when on). The kernel does the
+    case folding, so that ``fold(text, norm)`` is what it tokenizes."""
+    if norm.nfkc:
+        text = _nfkc(text)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def shingle_ids(text: str, params: ShingleParams = ShingleParams()) -> np.ndarray:
+    """Sorted distinct 64-bit shingle ids of ``text`` (uint64), as :func:`neardup.shingle.shingle_ids`."""
+    _check(params)
+    norm = params.normalize
+    table, fold = _kernel_tables(norm)
+    raw = _kernel.shingle_ids(_encode(text, norm), table, _UNITS[params.unit], params.k,
+                              not norm.remove_punctuation, fold)
+    return np.frombuffer(raw, dtype=np.uint64)
+
+
+def minhash_ids(ids: np.ndarray, offsets: np.ndarray, minhash_params: MinHashParams = MinHashParams()) -> np.ndarray:
+    """MinHash values (n, num_perm) of runs of shingle ids, run i being ``ids[offsets[i]:offsets[i+1]]``.
+
+    Equals ``family_for(...).apply(run).min(axis=1)`` per run (all ``2**64 - 1`` for an empty
+    run); repeats in a run are allowed. The GIL is released.
+    """
+    if _kernel is None:
+        from .errors import ConfigError
+
+        raise ConfigError("the compiled kernel neardup._kernel is not built")
+    m = minhash_params.num_perm
+    a, b = _coefficients(minhash_params.family, m, minhash_params.seed)
+    ids = np.ascontiguousarray(ids, dtype=np.uint64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    raw = _kernel.minhash(ids, offsets, a, b, _FAMILIES[minhash_params.family])
+    return np.frombuffer(raw, dtype=np.uint64).reshape(len(offsets) - 1, m)
+
+
+@dataclass(frozen=True, eq=False)
+class Signatures:
+    """MinHash signatures of a batch of documents.
+
+    - ``values``: (n, num_perm) uint64; a document without tokens has all ``2**64 - 1``;
+    - ``n_shingles``: (n,) int64, distinct shingles per document;
+    - ``offsets``: (n + 1,) int64, ``cumsum`` of ``n_shingles`` from 0;
+    - ``ids``: the sorted distinct shingle ids of every document, concatenated (uint64;
+      document i's are ``ids[offsets[i]:offsets[i+1]]``), or None unless asked for.
+    """
+
+    values: np.ndarray
+    n_shingles: np.ndarray
+    offsets: np.ndarray
+    ids: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def doc_ids(self, i: int) -> np.ndarray:
+        """The sorted distinct shingle ids of document ``i`` (needs ``with_ids=True``)."""
+        if self.ids is None:
+            raise ValueError("shingle ids were not kept: call signatures(..., with_ids=True)")
+        return self.ids[self.offsets[i] : self.offsets[i + 1]]
+
+
+def _chunks(texts: Sequence[str], target: int) -> list[tuple[int, int]]:
+    """Contiguous [start, stop) ranges of about ``target`` characters each (one document at least)."""
+    out, start, size = [], 0, 0
+    for i, t in enumerate(texts):
+        size += len(t) + 16
+        if size >= target:
+            out.append((start, i + 1))
+            start, size = i + 1, 0
+    if start < len(texts) or not out:
+        out.append((start, len(texts)))
+    return out
+
+
+def signatures(
+    texts: Sequence[str],
+    shingle_params: ShingleParams = ShingleParams(),
+    minhash_params: MinHashParams = MinHashParams(),
+    *,
+    jobs: int = 1,
+    with_ids: bool = False,
+) -> Signatures:
+    """MinHash signatures (and optionally the shingle ids) of a batch of documents.
+
+    ``jobs > 1`` splits the batch into chunks run on that many threads; the kernel releases the
+    GIL, and each chunk's folding and encoding happens on its worker thread too. The result does
+    not depend on ``jobs``.
+    """
+    _check(shingle_params)
+    texts = texts if isinstance(texts, Sequence) else list(texts)
+    n, m = len(texts), minhash_params.num_perm
+    a, b = _coefficients(minhash_params.family, m, minhash_params.seed)
+    norm = shingle_params.normalize
+    table, fold = _kernel_tables(norm)
+    args = (
+        table, _UNITS[shingle_params.unit], shingle_params.k, not norm.remove_punctuation,
+        a, b, _FAMILIES[minhash_params.family], bool(with_ids), fold,
+    )
+
+    def run(start: int, stop: int):
+        encoded = [_encode(texts[i], norm) for i in range(start, stop)]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return _kernel.signatures(b"".join(encoded), offsets, *args)
+
+    jobs = max(1, int(jobs))
+    total = sum(len(t) for t in texts)
+    target = _CHUNK_BYTES if jobs == 1 else max(1 << 16, min(_CHUNK_BYTES, total // (4 * jobs) + 1))
+    ranges = _chunks(texts, target)
+    if jobs == 1 or len(ranges) == 1:
+        parts = [run(s, e) for s, e in ranges]
+    else:
+        with ThreadPoolExecutor(max_workers=min(jobs, len(ranges)), thread_name_prefix="neardup-sig") as pool:
+            parts = list(pool.map(lambda r: run(*r), ranges))
+
+    values = np.empty((n, m), dtype=np.uint64)
+    n_shingles = np.empty(n, dtype=np.int64)
+    for (s, e), (vals, counts, _) in zip(ranges, parts):
+        values[s:e] = np.frombuffer(vals, dtype=np.uint64).reshape(e - s, m)
+        n_shingles[s:e] = np.frombuffer(counts, dtype=np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(n_shingles, out=offsets[1:])
+    ids = None
+    if with_ids:
+        pieces = [np.frombuffer(p[2], dtype=np.uint64) for p in parts]
+        ids = np.concatenate(pieces) if len(pieces) != 1 else pieces[0]
+    return Signatures(values=values, n_shingles=n_shingles, offsets=offsets, ids=ids)

@@ -1,0 +1,413 @@
+"""The compiled kernel (neardup._kernel via neardup._native) against the pure-Python definitions.
+
+Every result must be identical: shingle ids against ``shingles()`` + ``hash64`` (never through
+``shingle.shingle_ids``, which itself dispatches to the kernel), MinHash values against
+``min`` over ids of ``family_for(...).apply(ids)``. Each comparison runs with the AVX2 code
+and with the portable scalar code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import D1, D2, D3, D4, real_texts
+from neardup import _native
+from neardup.hashing import hash64
+from neardup.params import MinHashParams, NormalizeParams, ShingleParams
+from neardup.shingle import shingles
+from neardup.sketch.permutations import family_for
+from neardup.text.normalize import fold
+from neardup.text.tokenize import tokenize
+
+if os.environ.get("NEARDUP_REQUIRE_NATIVE") == "1":
+    assert _native.available(), "neardup._kernel is not built"
+pytestmark = pytest.mark.skipif(not _native.available(), reason="neardup._kernel is not built")
+
+if _native.available():
+    from neardup import _kernel
+
+UNITS = ("word", "char", "line")
+FAMILIES = ("affine61", "mulshift64")
+SEED_DOCS = (D1, D2, D3, D4)
+MAX64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+# Text that exercises every branch of the tokenizer: ASCII, accented Latin (composed and with
+# combining marks, NFKC changes), CJK / kana / Thai (one token per character), punctuation and
+# symbols, every kind of white space and line break, controls, surrogates, astral code points.
+TRICKY = (
+    "Ünïcödé Straße ǅemal ﬁne ＡＢＣ café cafe\u0301 Ⅻ ½ x²\r\n"
+    "中文字符串，日本語のテキスト。カタカナ ｶﾀｶﾅ ไทยภาษา ລາວ ᠮᠣᠩ\x85"
+    "dots... em—dash «quotes» (paren) [brackets] {braces} #hash @at $5.00 100% a_b a-b\u2028"
+    "tab\there\x0bvt\x0cff\x1cfs\x1dgs\x1ers\x1fus\u2029para\u00a0nbsp\u3000ideo\u200bzw\r"
+    "emoji 😀👍🏽 math 𝐀𝐁 ∑∫ ₿ € ¥ \x00nul \x7f del \ud800lone \udfffsurrogates \U0010ffff end"
+)
+
+CHARS = st.one_of(
+    st.sampled_from(list("abcXYZ019_ ")),
+    st.sampled_from(list("éÉàßÅøœÆıİſﬁǅ") + ["e\u0301", "A\u030a"]),
+    st.sampled_from(list("中文字日本語のカタナｶﾀ한국어ไทยภาษาລາວ")),
+    st.sampled_from(list(".,;:!?-—–'\"«»()[]{}#@$%&*/\\|~^`+=<>…·•€¥₿∑½²")),
+    st.sampled_from(["\n", "\r", "\r\n", "\t", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f",
+                     "\x85", "\u2028", "\u2029", "\u00a0", "\u3000", "\u200b", "  ", "\x00"]),
+    st.characters(blacklist_categories=("Cs",)),
+    st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),  # lone surrogates
+)
+TEXTS = st.lists(CHARS, max_size=60).map("".join)
+
+
+def params_of(unit: str, k: int, remove_punctuation: bool = True, **norm) -> ShingleParams:
+    return ShingleParams(k=k, unit=unit, normalize=NormalizeParams(remove_punctuation=remove_punctuation, **norm))
+
+
+def reference_ids(text: str, params: ShingleParams) -> np.ndarray:
+    """The pure-Python definition: hash64 of every shingle string, sorted and distinct."""
+    strings = shingles(text, params)
+    ids = np.fromiter((hash64(s, "xxh3") for s in strings), dtype=np.uint64, count=len(strings))
+    return np.unique(ids)
+
+
+def reference_signature(ids: np.ndarray, family: str, num_perm: int, seed: int) -> np.ndarray:
+    if ids.size == 0:
+        return np.full(num_perm, MAX64, dtype=np.uint64)
+    return family_for(family, num_perm, seed).apply(ids).min(axis=1)
+
+
+@pytest.fixture(params=["avx2", "scalar"])
+def simd(request):
+    """Run the test with the AVX2 code (when the CPU has it) and with the scalar code."""
+    if request.param == "avx2":
+        prev = _kernel.set_simd(True)
+        if _kernel.simd() != "avx2":
+            _kernel.set_simd(prev)
+            pytest.skip("no AVX2 on this CPU")
+    else:
+        prev = _kernel.set_simd(False)
+    yield request.param
+    _kernel.set_simd(prev)
+
+
+def _copyrights(limit: int = 40) -> list[str]:
+    return [t for _, t in real_texts(limit=limit, min_bytes=500)]
+
+
+# --- availability and API -------------------------------------------------------------------
+
+
+def test_available_and_supports():
+    assert _native.available()
+    assert _native.supports(ShingleParams())
+    for unit in UNITS:
+        assert _native.supports(params_of(unit, 3, remove_punctuation=False, nfkc=False, casefold=False))
+    assert not _native.supports(ShingleParams(hash="md5"))
+    assert not _native.supports(ShingleParams(multiset=True))
+    no_collapse = NormalizeParams(collapse_whitespace=False)
+    assert not _native.supports(ShingleParams(unit="char", normalize=no_collapse))
+    assert _native.supports(ShingleParams(unit="word", normalize=no_collapse))  # words never collapse
+    with pytest.raises(ValueError):
+        _native.shingle_ids("x", ShingleParams(hash="sha1"))
+
+
+def test_header_xxh3_matches_python_xxhash():
+    import xxhash
+
+    for data in [b"", b"a", b"hello world" * 3, bytes(range(256)) * 3, "Ünï 中".encode()]:
+        assert _kernel.xxh3_64(data) == xxhash.xxh3_64_intdigest(data)
+
+
+# --- tokens and shingle ids -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("remove_punctuation", [True, False])
+@pytest.mark.parametrize("unit", UNITS)
+def test_units_equal_tokenizer(simd, unit, remove_punctuation):
+    params = params_of(unit, 1, remove_punctuation)
+    code, keep = _native._UNITS[unit], not remove_punctuation
+    for text in list(SEED_DOCS) + [TRICKY, TRICKY * 3, TRICKY.upper() * 2, ""] + _copyrights(10):
+        want = [t.encode("utf-8", "surrogatepass") for t in tokenize(text, unit, params.normalize)]
+        # text folded in Python, no folding in the kernel
+        raw = fold(text, params.normalize).encode("utf-8", "surrogatepass")
+        assert _kernel.units(raw, _native._table(), code, keep) == want
+        # the real path: NFKC in Python, case folding in the kernel
+        table, fold_table = _native._kernel_tables(params.normalize)
+        assert _kernel.units(_native._encode(text, params.normalize), table, code, keep, fold_table) == want
+
+
+def test_casefold_table_is_complete():
+    want = [(cp, chr(cp).casefold()) for cp in range(0x110000) if chr(cp).casefold() != chr(cp)]
+    assert _native._casefold_changes() == want
+    table, quads = _native._fold_tables()
+    assert quads[:, 0].tolist() == [cp for cp, _ in want]
+    assert ((table & 0x7F) == _native._table()).all()
+    assert ((table & 0x80) != 0).sum() == len(want)
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_case_folding_expansions(simd, unit):
+    # casefold can make up to 3 code points (and 3 times the bytes) of one: the kernel's buffers
+    # grow for text made of such letters (ΐ: 2 bytes -> 6), wherever they are in the document.
+    texts = ["ΐ" * 5000, "ΐ " * 3000, "ΰ" * 40 + "a" * 300, ("xΐ.ΰ,ﬃ ß" * 999) + "ẞ" * 70,
+             "a" * 5000 + "ΐ" * 3000, "ǰ̌" * 50 + "ŉ" * 50, TRICKY.upper()]
+    for k in (1, 3):
+        params = params_of(unit, k)
+        for text in texts:
+            assert np.array_equal(_native.shingle_ids(text, params), reference_ids(text, params))
+        sig = _native.signatures(texts + [""], params, MinHashParams(num_perm=4), with_ids=True)
+        for i, text in enumerate(texts):
+            assert np.array_equal(sig.doc_ids(i), reference_ids(text, params))
+
+
+def test_fold_table_is_checked():
+    table, quads = _native._fold_tables()
+    with pytest.raises(ValueError):
+        _kernel.units(b"x", table, 0, False, quads[::-1].copy())
+    with pytest.raises(ValueError):
+        _kernel.units(b"x", table, 0, False, b"123")
+    bad = quads.copy()
+    bad[5, 1] = 0x110000  # folds outside Unicode
+    with pytest.raises(ValueError):
+        _kernel.units(b"x", table, 0, False, bad)
+    bad = quads.copy()
+    bad[0, 1:] = [ord("a"), ord("b"), 0]  # ASCII folding to two code points
+    with pytest.raises(ValueError):
+        _kernel.units(b"x", table, 0, False, bad)
+
+
+NFKC_PIECES = ["e\u0301", "\u0301", "\u0327\u0301", "A\u030a", "\u1100\u1161\u11a8", "\u11a8", "\uac00\u11a8",
+               "ﬁ", "Ⅻ", "½", "ｶﾞ", "\u3099", "ド", "\u00a0", "\n", "\n\u0301", "\r\n", "\u2028", "x", "abc def",
+               "\u0344", "\u0f73", "\U0001d15e", "\ud800"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(st.sampled_from(NFKC_PIECES), max_size=400), pad=st.integers(0, 2100))
+def test_line_by_line_nfkc_equals_nfkc(pieces, pad):
+    import unicodedata
+
+    text = "a" * pad + "".join(pieces)
+    assert _native._nfkc(text) == unicodedata.normalize("NFKC", text)
+    params = params_of("word", 2)
+    assert np.array_equal(_native.shingle_ids(text, params), reference_ids(text, params))
+
+
+@pytest.mark.parametrize("k", range(1, 8))
+@pytest.mark.parametrize("unit", UNITS)
+def test_seed_sentences(simd, unit, k):
+    for remove_punctuation in (True, False):
+        params = params_of(unit, k, remove_punctuation)
+        for text in SEED_DOCS + (TRICKY, " \n ", ""):
+            assert np.array_equal(_native.shingle_ids(text, params), reference_ids(text, params))
+
+
+@pytest.mark.parametrize("remove_punctuation", [True, False])
+@pytest.mark.parametrize("unit", UNITS)
+def test_real_files(simd, unit, remove_punctuation):
+    if unit == "char" and simd == "scalar":
+        pytest.skip("characters have no AVX2 code path")
+    texts = [t[:30000] for t in _copyrights(16)]
+    assert texts, "no /usr/share/doc/*/copyright files on this machine"
+    for k in (1, 2, 3, 5, 7):
+        params = params_of(unit, k, remove_punctuation)
+        for text in texts:
+            assert np.array_equal(_native.shingle_ids(text, params), reference_ids(text, params))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXTS, unit=st.sampled_from(UNITS), k=st.integers(1, 7), remove_punctuation=st.booleans(),
+       use_simd=st.booleans())
+def test_hypothesis_shingle_ids(text, unit, k, remove_punctuation, use_simd):
+    params = params_of(unit, k, remove_punctuation)
+    prev = _kernel.set_simd(use_simd)
+    try:
+        got = _native.shingle_ids(text, params)
+    finally:
+        _kernel.set_simd(prev)
+    assert np.array_equal(got, reference_ids(text, params))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXTS, unit=st.sampled_from(("word", "line")), k=st.integers(1, 7),
+       remove_punctuation=st.booleans(), reps=st.integers(2, 6))
+def test_hypothesis_long_ascii_runs(text, unit, k, remove_punctuation, reps):
+    # The AVX2 splitter works on 32-byte ASCII blocks: mix long ASCII stretches (tokens crossing
+    # block edges, line breaks anywhere) with the generated text.
+    filler = "lorem ipsum_dolor sit-amet,\nconsectetur adipiscing\r\nelit " * reps
+    doc = filler + text + filler[: 17 * reps] + text + "x" * (29 * reps)
+    params = params_of(unit, k, remove_punctuation)
+    assert np.array_equal(_native.shingle_ids(doc, params), reference_ids(doc, params))
+
+
+def test_folding_switched_off():
+    # The kernel sees fold(text): NFKC and case folding are honoured on the Python side.
+    for nfkc in (True, False):
+        for casefold in (True, False):
+            for unit in UNITS:
+                params = params_of(unit, 2, True, nfkc=nfkc, casefold=casefold)
+                for text in (TRICKY, "ＡＢＣ Abc ABC ﬁ fi"):
+                    assert np.array_equal(_native.shingle_ids(text, params), reference_ids(text, params))
+
+
+def test_malformed_utf8_is_deterministic():
+    # str.encode never produces these; each malformed byte counts as a separator.
+    table = _native._table()
+    raw = b"ab\xffcd \xc3 ef\xe4\xb8 gh \xf0\x9f\x98 ij\xc0\xafkl \xed\xa0\x80mn \xf4\x90\x80\x80op"
+    words = _kernel.units(raw, table, 0, False)
+    assert words == [b"ab", b"cd", b"ef", b"gh", b"ij", b"kl", b"mn", b"op"]
+    ids = np.frombuffer(_kernel.shingle_ids(raw, table, 0, 2, False), dtype=np.uint64)
+    assert ids.size == len(words) - 1
+
+
+# --- MinHash signatures ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_signatures_equal_reference(simd, family):
+    texts = list(SEED_DOCS) + ["", "   ", "...", "one", "two words", TRICKY] + [t[:8000] for t in _copyrights(6)]
+    for unit, k in (("word", 5), ("word", 1), ("char", 4), ("line", 2)):
+        sp = params_of(unit, k)
+        for num_perm, seed in ((128, 1), (1, 7), (5, 42), (67, 2**64 - 1)):
+            mp = MinHashParams(num_perm=num_perm, seed=seed, family=family)
+            sig = _native.signatures(texts, sp, mp, with_ids=True)
+            assert sig.values.shape == (len(texts), num_perm) and sig.values.dtype == np.uint64
+            assert sig.offsets[0] == 0 and sig.offsets[-1] == sig.ids.size
+            for i, text in enumerate(texts):
+                ids = reference_ids(text, sp)
+                assert np.array_equal(sig.doc_ids(i), ids)
+                assert sig.n_shingles[i] == ids.size
+                assert np.array_equal(sig.values[i], reference_signature(ids, family, num_perm, seed)), (i, unit, k)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_short_and_empty_documents(simd, family):
+    mp = MinHashParams(num_perm=16, family=family)
+    texts = ["", " \t\r\n\x85\u2028 ", "!!! ???", "a", "a b", "a b c", "中", "中文", "a\nb"]
+    for unit in UNITS:
+        for k in (1, 3, 7):
+            sp = params_of(unit, k)
+            sig = _native.signatures(texts, sp, mp, with_ids=True)
+            for i, text in enumerate(texts):
+                ids = reference_ids(text, sp)
+                assert sig.n_shingles[i] == ids.size
+                if ids.size == 0:
+                    assert (sig.values[i] == MAX64).all()
+                    assert sig.doc_ids(i).size == 0
+                assert np.array_equal(sig.values[i], reference_signature(ids, family, 16, 1))
+
+
+P61 = (1 << 61) - 1
+EDGE_IDS = [0, 1, 2, 7, 8, 2**32 - 1, 2**32, 2**32 + 1, P61 - 1, P61, P61 + 1, 2 * P61, 2 * P61 + 1,
+            2**61, 2**62 - 1, 2**62, 3 * P61 + 2, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 9, 2**64 - 8,
+            2**64 - 2, 2**64 - 1]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_minhash_arithmetic_on_edge_ids(simd, family):
+    # Ids that stress the modular arithmetic (reduction mod p, carries, the 2**63 bias), one per
+    # run, in runs of every length (the AVX2 code takes ids four at a time), plus random ids.
+    rng = np.random.default_rng(5)
+    rand = rng.integers(0, 2**64, size=300, dtype=np.uint64)
+    ids = np.concatenate([np.array(EDGE_IDS, dtype=np.uint64), rand])
+    offsets = list(range(len(EDGE_IDS) + 1))  # each edge id alone, then runs of 0..8 ids
+    while offsets[-1] < ids.size:
+        offsets.append(min(ids.size, offsets[-1] + int(rng.integers(0, 9))))
+    offsets = np.array(offsets, dtype=np.int64)
+    for num_perm, seed in ((1, 0), (3, 3), (4, 2**63), (130, 11)):
+        mp = MinHashParams(num_perm=num_perm, seed=seed, family=family)
+        fam = family_for(family, num_perm, seed)
+        got = _native.minhash_ids(ids, offsets, mp)
+        full = fam.apply(ids)
+        for i in range(len(offsets) - 1):
+            lo, hi = offsets[i], offsets[i + 1]
+            want = full[:, lo:hi].min(axis=1) if hi > lo else np.full(num_perm, MAX64, dtype=np.uint64)
+            assert np.array_equal(got[i], want), (i, ids[lo:hi])
+
+
+def test_python_reference_of_affine61_is_exact():
+    # the vectorised reference in permutations.py against plain integers
+    fam = family_for("affine61", 9, 4)
+    ids = np.array(EDGE_IDS, dtype=np.uint64)
+    want = [[(a * (x % P61) + b) % P61 for x in EDGE_IDS] for a, b in zip(fam.a, fam.b)]
+    assert fam.apply(ids).tolist() == want
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_threads_equal_one_thread(family):
+    texts = _copyrights(60) + list(SEED_DOCS) + ["", TRICKY] * 5
+    sp, mp = ShingleParams(), MinHashParams(family=family)
+    one = _native.signatures(texts, sp, mp, jobs=1, with_ids=True)
+    prev = _native._CHUNK_BYTES
+    _native._CHUNK_BYTES = 1 << 14  # many small chunks
+    try:
+        two = _native.signatures(texts, sp, mp, jobs=2, with_ids=True)
+        three = _native.signatures(texts, sp, mp, jobs=3, with_ids=False)
+    finally:
+        _native._CHUNK_BYTES = prev
+    for other in (two, three):
+        assert np.array_equal(one.values, other.values)
+        assert np.array_equal(one.n_shingles, other.n_shingles)
+        assert np.array_equal(one.offsets, other.offsets)
+    assert np.array_equal(one.ids, two.ids)
+    assert three.ids is None
+
+
+def test_signature_shapes_and_without_ids():
+    mp = MinHashParams(num_perm=8)
+    empty = _native.signatures([], ShingleParams(), mp, jobs=2)
+    assert empty.values.shape == (0, 8) and empty.offsets.tolist() == [0] and empty.ids is None
+    sig = _native.signatures([D1, "", D3], ShingleParams(k=2), mp)
+    assert sig.ids is None
+    assert sig.n_shingles.tolist() == [reference_ids(t, ShingleParams(k=2)).size for t in (D1, "", D3)]
+    assert sig.offsets.tolist() == [0, *np.cumsum(sig.n_shingles).tolist()]
+    with pytest.raises(ValueError):
+        sig.doc_ids(0)
+    # the arrays are writable, independent numpy arrays
+    sig.values[0, 0] = 0
+    # a generator is accepted too
+    gen = _native.signatures((t for t in [D1, D2]), ShingleParams(), mp)
+    assert gen.values.shape == (2, 8)
+
+
+def test_kernel_argument_checks():
+    table = _native._table()
+    a, b = _native._coefficients("affine61", 4, 1)
+    off = np.array([0, 3], dtype=np.int64)
+    with pytest.raises(ValueError):
+        _kernel.signatures(b"abc", off, table[:100], 0, 5, False, a, b, 0, False)
+    with pytest.raises(ValueError):
+        _kernel.signatures(b"abc", np.array([0, 9], dtype=np.int64), table, 0, 5, False, a, b, 0, False)
+    with pytest.raises(ValueError):
+        _kernel.signatures(b"abc", off, table, 3, 5, False, a, b, 0, False)
+    with pytest.raises(ValueError):
+        _kernel.signatures(b"abc", off, table, 0, 0, False, a, b, 0, False)
+    big = np.full(4, (1 << 61) - 1, dtype=np.uint64)
+    with pytest.raises(ValueError):
+        _kernel.signatures(b"abc", off, table, 0, 5, False, big, b, 0, False)
+
+
+def test_large_document_and_many_repeats(simd):
+    # one long document with heavy repetition (dedup before MinHash, sort with equal buckets)
+    text = (" ".join(f"w{i % 97}" for i in range(20000)) + "\n") * 3 + TRICKY
+    for unit in UNITS:
+        sp = params_of(unit, 3)
+        ids = reference_ids(text, sp)
+        assert np.array_equal(_native.shingle_ids(text, sp), ids)
+        for family in FAMILIES:
+            mp = MinHashParams(num_perm=20, family=family)
+            sig = _native.signatures([text], sp, mp, with_ids=True)
+            assert sig.n_shingles[0] == ids.size
+            assert np.array_equal(sig.values[0], reference_signature(ids, family, 20, 1))
+
+
+def test_already_folded_texts_with_folding_off():
+    # How the store calls it: fold once in Python, then shingle with nfkc/casefold off.
+    sp = ShingleParams()
+    unfolded = dataclasses.replace(sp, normalize=dataclasses.replace(sp.normalize, nfkc=False, casefold=False))
+    texts = [TRICKY, D1.upper()] + _copyrights(5)
+    mp = MinHashParams(num_perm=16, family="mulshift64")
+    a = _native.signatures(texts, sp, mp, with_ids=True)
+    b = _native.signatures([fold(t) for t in texts], unfolded, mp, with_ids=True)
+    assert np.array_equal(a.values, b.values) and np.array_equal(a.ids, b.ids)
