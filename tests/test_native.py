@@ -402,6 +402,25 @@ def test_large_document_and_many_repeats(simd):
             assert np.array_equal(sig.values[0], reference_signature(ids, family, 20, 1))
 
 
+def test_big_documents(simd):
+    # more than 8192 distinct ids: dedup and sort split the ids by their top bits first
+    big = "\n".join(t for _, t in real_texts(limit=80, min_bytes=500))[:400_000]
+    assert len(big) > 100_000
+    for unit, k in (("word", 5), ("char", 3), ("line", 1)):
+        sp = params_of(unit, k)
+        ids = reference_ids(big, sp)
+        assert np.array_equal(_native.shingle_ids(big, sp), ids)
+        for family in FAMILIES:
+            mp = MinHashParams(num_perm=8, family=family)
+            for with_ids in (True, False):
+                sig = _native.signatures([big, D1, big[:50_000]], sp, mp, with_ids=with_ids)
+                assert sig.n_shingles[0] == ids.size
+                assert np.array_equal(sig.values[0], reference_signature(ids, family, 8, 1))
+                if with_ids:
+                    assert np.array_equal(sig.doc_ids(0), ids)
+                    assert np.array_equal(sig.doc_ids(2), reference_ids(big[:50_000], sp))
+
+
 def test_already_folded_texts_with_folding_off():
     # How the store calls it: fold once in Python, then shingle with nfkc/casefold off.
     sp = ShingleParams()

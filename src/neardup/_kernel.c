@@ -563,17 +563,31 @@ static size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_t *
 /* Pass 3: distinct ids, sorting                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
-/* Keeps the distinct values of ids[0:n] (first occurrences, in order); returns their count,
- * or (size_t)-1 when memory runs out. */
-static size_t dedup(scratch_t *s, uint64_t *ids, size_t n) {
-    if (n < 2) return n;
+/*
+ * Big documents first split their ids by the top 8 bits into 256 parts (two sequential passes,
+ * 256 output streams), so that the per-part hash set or sort stays in the L1/L2 cache.
+ */
+#define SPLIT_ABOVE 8192
+
+/* Distributes v[0:n] into out by the top 8 bits; part b is out[start[b]:start[b+1]]. */
+static void split_top8(const uint64_t *v, size_t n, uint64_t *out, size_t start[257]) {
+    size_t cnt[257] = {0};
+    for (size_t i = 0; i < n; i++) cnt[(v[i] >> 56) + 1]++;
+    for (int b = 1; b <= 256; b++) cnt[b] += cnt[b - 1];
+    memcpy(start, cnt, sizeof(cnt));
+    for (size_t i = 0; i < n; i++) out[cnt[v[i] >> 56]++] = v[i];
+}
+
+/* Writes the distinct values of in[0:n] to out (which may be in); returns their count, or
+ * (size_t)-1 when memory runs out. */
+static size_t dedup_set(scratch_t *s, const uint64_t *in, size_t n, uint64_t *out) {
     if (n <= 16) {
         size_t u = 0;
         for (size_t i = 0; i < n; i++) {
-            uint64_t x = ids[i];
+            uint64_t x = in[i];
             size_t j = 0;
-            while (j < u && ids[j] != x) j++;
-            if (j == u) ids[u++] = x;
+            while (j < u && out[j] != x) j++;
+            if (j == u) out[u++] = x;
         }
         return u;
     }
@@ -586,11 +600,11 @@ static size_t dedup(scratch_t *s, uint64_t *ids, size_t n) {
     int have_zero = 0;
     size_t u = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t x = ids[i];
+        uint64_t x = in[i];
         if (x == 0) {
             if (!have_zero) {
                 have_zero = 1;
-                ids[u++] = 0;
+                out[u++] = 0;
             }
             continue;
         }
@@ -600,11 +614,27 @@ static size_t dedup(scratch_t *s, uint64_t *ids, size_t n) {
             if (y == x) break;
             if (y == 0) {
                 set[h] = x;
-                ids[u++] = x;
+                out[u++] = x;
                 break;
             }
             h = (h + 1) & mask;
         }
+    }
+    return u;
+}
+
+/* Keeps the distinct values of ids[0:n] (in no particular order); returns their count, or
+ * (size_t)-1 when memory runs out. */
+static size_t dedup(scratch_t *s, uint64_t *ids, size_t n) {
+    if (n < 2) return n;
+    if (n <= SPLIT_ABOVE) return dedup_set(s, ids, n, ids);
+    if (!GROW(s->tmp, s->tmp_cap, n)) return (size_t)-1;
+    size_t start[257], u = 0;
+    split_top8(ids, n, s->tmp, start);
+    for (int b = 0; b < 256; b++) {
+        size_t k = dedup_set(s, s->tmp + start[b], start[b + 1] - start[b], ids + u);
+        if (k == (size_t)-1) return k;
+        u += k;
     }
     return u;
 }
@@ -626,56 +656,64 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Sorts v[0:n] ascending. Shingle ids are uniform hashes, so one distribution pass on the top
- * bits into about n/2 buckets leaves the array nearly sorted (only elements of one bucket, a
- * few on average, out of order), which one insertion sort pass finishes in linear time. When
- * some bucket is unexpectedly large, qsort finishes instead. Returns 0 when memory runs out. */
-static int sort_u64(scratch_t *s, uint64_t *v, size_t n) {
+/* Sorts src[0:n] into dst, both sharing their top `skip` bits. Shingle ids are uniform hashes,
+ * so one distribution pass on the next bits into about 2n buckets leaves dst nearly sorted
+ * (only elements of one bucket, a few on average, out of order), which one insertion sort pass
+ * finishes in linear time. When some bucket is unexpectedly large (repeats, skew), each bucket
+ * is finished on its own (qsort for large ones). Returns 0 when memory runs out. */
+static int bucket_sort(scratch_t *s, const uint64_t *src, uint64_t *dst, size_t n, int skip) {
     if (n <= 48) {
-        insertion_sort(v, n);
+        memmove(dst, src, n * sizeof(uint64_t));
+        insertion_sort(dst, n);
         return 1;
     }
     int bits = 1;
-    while (((size_t)2 << bits) <= n && bits < 20) bits++;
-    size_t nb = (size_t)1 << bits;
-    const int shift = 64 - bits;
-    if (!GROW(s->tmp, s->tmp_cap, n) || !GROW(s->cnt, s->cnt_cap, nb + 1)) return 0;
+    while (((size_t)1 << bits) < 2 * n && bits < 16) bits++;
+    const size_t nb = (size_t)1 << bits, mask = nb - 1;
+    const int shift = 64 - skip - bits;
+    if (!GROW(s->cnt, s->cnt_cap, nb + 1)) return 0;
     uint32_t *cnt = s->cnt;
-    uint64_t *tmp = s->tmp;
     memset(cnt, 0, (nb + 1) * sizeof(uint32_t));
-    for (size_t i = 0; i < n; i++) cnt[(v[i] >> shift) + 1]++;
+    for (size_t i = 0; i < n; i++) cnt[((src[i] >> shift) & mask) + 1]++;
     uint32_t biggest = 0;
     for (size_t b = 1; b <= nb; b++) {
         biggest = cnt[b] > biggest ? cnt[b] : biggest;
         cnt[b] += cnt[b - 1];
     }
-    /* cnt[b] = start of bucket b */
-    for (size_t i = 0; i < n; i++) tmp[cnt[v[i] >> shift]++] = v[i];
+    /* cnt[b] = start of bucket b; the scatter moves it to the end of bucket b */
+    for (size_t i = 0; i < n; i++) dst[cnt[(src[i] >> shift) & mask]++] = src[i];
     if (biggest > 64) {
-        /* repeats or skewed ids: finish bucket by bucket */
         size_t start = 0;
-        for (size_t bk = 0; bk < nb; bk++) {
-            size_t stop = cnt[bk], m = stop - start;
+        for (size_t b = 0; b < nb; b++) {
+            size_t stop = cnt[b], m = stop - start;
             if (m > 64)
-                qsort(tmp + start, m, sizeof(uint64_t), cmp_u64);
+                qsort(dst + start, m, sizeof(uint64_t), cmp_u64);
             else if (m > 1)
-                insertion_sort(tmp + start, m);
+                insertion_sort(dst + start, m);
             start = stop;
         }
-        memcpy(v, tmp, n * sizeof(uint64_t));
+    } else {
+        insertion_sort(dst, n);
+    }
+    return 1;
+}
+
+/* Sorts v[0:n] ascending. Returns 0 when memory runs out. */
+static int sort_u64(scratch_t *s, uint64_t *v, size_t n) {
+    if (n <= 48) {
+        insertion_sort(v, n);
         return 1;
     }
-    /* insertion sort from tmp into v */
-    v[0] = tmp[0];
-    for (size_t i = 1; i < n; i++) {
-        uint64_t x = tmp[i];
-        size_t j = i;
-        while (j > 0 && v[j - 1] > x) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = x;
+    if (!GROW(s->tmp, s->tmp_cap, n)) return 0;
+    if (n <= SPLIT_ABOVE) {
+        if (!bucket_sort(s, v, s->tmp, n, 0)) return 0;
+        memcpy(v, s->tmp, n * sizeof(uint64_t));
+        return 1;
     }
+    size_t start[257];
+    split_top8(v, n, s->tmp, start);
+    for (int b = 0; b < 256; b++)
+        if (!bucket_sort(s, s->tmp + start[b], v + start[b], start[b + 1] - start[b], 8)) return 0;
     return 1;
 }
 
@@ -771,38 +809,43 @@ static void minhash_affine_scalar(const coeffs_t *c, const uint64_t *ids, size_t
 }
 
 #if ND_X86
-/* a*x mod 2**64 + b for 4 lanes; xh = x >> 32 broadcast, ah = a >> 32. */
-#define MUL64(A, AH, X, XH, B)                                                                    \
-    _mm256_add_epi64(                                                                             \
-        _mm256_add_epi64(_mm256_mul_epu32((A), (X)), (B)),                                        \
-        _mm256_slli_epi64(_mm256_add_epi64(_mm256_mul_epu32((AH), (X)), _mm256_mul_epu32((A), (XH))), 32))
-
 #define MIN64(M, H) _mm256_blendv_epi8((M), (H), _mm256_cmpgt_epi64((M), (H)))
+
+/* a*x + b mod 2**64 with two multiplies: xs = x with its 32-bit halves swapped, broadcast.
+ * One vpmulld gives both cross products a_lo*x_hi and a_hi*x_lo (mod 2**32), in the two halves
+ * of each 64-bit lane; their sum goes to the high half. */
+__attribute__((target("avx2"))) static inline __m256i mul64b(__m256i a, __m256i x, __m256i xs, __m256i b) {
+    const __m256i p = _mm256_mullo_epi32(a, xs);
+    const __m256i cross = _mm256_slli_epi64(_mm256_add_epi64(p, _mm256_srli_epi64(p, 32)), 32);
+    return _mm256_add_epi64(_mm256_add_epi64(_mm256_mul_epu32(a, x), b), cross);
+}
 
 __attribute__((target("avx2"))) static void
 minhash_mulshift_avx2(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t *mins_out) {
     const size_t m = c->m, m4 = c->m4;
     uint64_t *mins = c->work;
     for (size_t j = 0; j < m4; j++) mins[j] = (j < m ? mins_out[j] : UINT64_MAX) ^ SIGN64;
-    const __m256i *A = (const __m256i *)c->a, *AH = (const __m256i *)c->ahi,
-                  *B = (const __m256i *)c->bx;
+    const __m256i *A = (const __m256i *)c->a, *B = (const __m256i *)c->bx;
     __m256i *M = (__m256i *)mins;
     const size_t nv = m4 / 4;
     size_t i = 0;
+#define SWAP32(x) (((x) >> 32) | ((x) << 32))
     for (; i + 4 <= n; i += 4) {
         const __m256i x0 = _mm256_set1_epi64x((long long)ids[i]);
         const __m256i x1 = _mm256_set1_epi64x((long long)ids[i + 1]);
         const __m256i x2 = _mm256_set1_epi64x((long long)ids[i + 2]);
         const __m256i x3 = _mm256_set1_epi64x((long long)ids[i + 3]);
-        const __m256i y0 = _mm256_srli_epi64(x0, 32), y1 = _mm256_srli_epi64(x1, 32);
-        const __m256i y2 = _mm256_srli_epi64(x2, 32), y3 = _mm256_srli_epi64(x3, 32);
+        const __m256i y0 = _mm256_set1_epi64x((long long)SWAP32(ids[i]));
+        const __m256i y1 = _mm256_set1_epi64x((long long)SWAP32(ids[i + 1]));
+        const __m256i y2 = _mm256_set1_epi64x((long long)SWAP32(ids[i + 2]));
+        const __m256i y3 = _mm256_set1_epi64x((long long)SWAP32(ids[i + 3]));
         for (size_t v = 0; v < nv; v++) {
-            const __m256i a = _mm256_load_si256(A + v), ah = _mm256_load_si256(AH + v);
+            const __m256i a = _mm256_load_si256(A + v);
             const __m256i b = _mm256_load_si256(B + v);
-            __m256i h0 = MUL64(a, ah, x0, y0, b);
-            __m256i h1 = MUL64(a, ah, x1, y1, b);
-            __m256i h2 = MUL64(a, ah, x2, y2, b);
-            __m256i h3 = MUL64(a, ah, x3, y3, b);
+            __m256i h0 = mul64b(a, x0, y0, b);
+            __m256i h1 = mul64b(a, x1, y1, b);
+            __m256i h2 = mul64b(a, x2, y2, b);
+            __m256i h3 = mul64b(a, x3, y3, b);
             h0 = MIN64(h0, h1);
             h2 = MIN64(h2, h3);
             h0 = MIN64(h0, h2);
@@ -811,14 +854,14 @@ minhash_mulshift_avx2(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t *mins
     }
     for (; i < n; i++) {
         const __m256i x0 = _mm256_set1_epi64x((long long)ids[i]);
-        const __m256i y0 = _mm256_srli_epi64(x0, 32);
+        const __m256i y0 = _mm256_set1_epi64x((long long)SWAP32(ids[i]));
         for (size_t v = 0; v < nv; v++) {
-            const __m256i a = _mm256_load_si256(A + v), ah = _mm256_load_si256(AH + v);
+            const __m256i a = _mm256_load_si256(A + v);
             const __m256i b = _mm256_load_si256(B + v);
-            __m256i h0 = MUL64(a, ah, x0, y0, b);
-            _mm256_store_si256(M + v, MIN64(_mm256_load_si256(M + v), h0));
+            _mm256_store_si256(M + v, MIN64(_mm256_load_si256(M + v), mul64b(a, x0, y0, b)));
         }
     }
+#undef SWAP32
     for (size_t j = 0; j < m; j++) mins_out[j] = mins[j] ^ SIGN64;
 }
 
