@@ -54,14 +54,15 @@ def shingle_ids(text: str, params: ShingleParams = ShingleParams()) -> np.ndarra
     """Sorted distinct 64-bit shingle ids of ``text`` (uint64).
 
     With ``params.multiset`` the repeats are labelled by occurrence number first (option A).
+    The compiled kernel computes the same ids when it supports the parameters; the
+    pure-Python path below is the definition it is tested against.
     """
+    from . import _native
+
+    if _native.supports(params):
+        return _native.shingle_ids(text, params)
     strings = shingles(text, params)
     if params.multiset:
         strings = _occurrence_labelled(strings)
-    if params.hash == "xxh3" and not params.multiset:
-        from . import _native
-
-        if _native.available():
-            return _native.shingle_ids(text, params)
     ids = np.fromiter((hash64(s, params.hash) for s in strings), dtype=np.uint64, count=len(strings))
     return np.unique(ids)

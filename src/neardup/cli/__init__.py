@@ -11,7 +11,7 @@ import importlib
 import sys
 
 # Modules that add sub-commands, in the order they appear in --help.
-COMMAND_MODULES = ["neardup.cli.core", "neardup.cli.report", "neardup.cli.index"]
+COMMAND_MODULES = ["neardup.cli.core", "neardup.cli.dedup", "neardup.cli.evaluate", "neardup.cli.report", "neardup.cli.index"]
 
 
 def build_parser() -> argparse.ArgumentParser:
