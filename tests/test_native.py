@@ -430,3 +430,52 @@ def test_already_folded_texts_with_folding_off():
     a = _native.signatures(texts, sp, mp, with_ids=True)
     b = _native.signatures([fold(t) for t in texts], unfolded, mp, with_ids=True)
     assert np.array_equal(a.values, b.values) and np.array_equal(a.ids, b.ids)
+
+
+# --- content fingerprints and intersections (hooks used by the dedup pipeline) --------------
+
+
+@pytest.mark.parametrize("remove_punctuation", [True, False])
+def test_fingerprints_equal_python(simd, remove_punctuation):
+    from neardup.exact.fingerprint import fingerprint
+
+    norm = NormalizeParams(remove_punctuation=remove_punctuation)
+    # contents of every length around BLAKE2b's 128-byte blocks
+    texts = list(SEED_DOCS) + ["", "  ", "...", TRICKY, TRICKY.upper(), "ΐ" * 100] + _copyrights(10)
+    texts += ["a" * n for n in (1, 127, 128, 129, 255, 256, 257, 1000)] + ["ab " * n for n in range(40, 90)]
+    want = np.array([fingerprint(t, norm) or 0 for t in texts], dtype=np.uint64)
+    assert np.array_equal(_native.fingerprints(texts, norm), want)
+    assert np.array_equal(_native.fingerprints(texts, norm, jobs=2), want)
+    for unit in UNITS:
+        sp = ShingleParams(unit=unit, k=3, normalize=norm)
+        sig = _native.signatures(texts, sp, MinHashParams(num_perm=2), with_fingerprints=True)
+        assert np.array_equal(sig.fingerprints, want)
+    assert _native.signatures(texts[:2], ShingleParams()).fingerprints is None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(TEXTS, max_size=6), remove_punctuation=st.booleans())
+def test_hypothesis_fingerprints(texts, remove_punctuation):
+    from neardup.exact.fingerprint import fingerprint
+
+    norm = NormalizeParams(remove_punctuation=remove_punctuation)
+    want = np.array([fingerprint(t, norm) or 0 for t in texts], dtype=np.uint64)
+    assert np.array_equal(_native.fingerprints(texts, norm), want)
+
+
+def test_intersections_equal_numpy():
+    rng = np.random.default_rng(3)
+    universe = rng.integers(0, 2**64, size=5000, dtype=np.uint64)
+    runs = [np.unique(rng.choice(universe, size=int(s))) for s in
+            [0, 1, 2, 5, 40, 100, 3000, 4000, 1, 0, 64, 65, 2000]]
+    ids = np.concatenate(runs)
+    offsets = np.zeros(len(runs) + 1, dtype=np.int64)
+    np.cumsum([r.size for r in runs], out=offsets[1:])
+    i, j = np.meshgrid(np.arange(len(runs)), np.arange(len(runs)))
+    i, j = i.ravel(), j.ravel()
+    got = _native.intersections(ids, offsets, i, j)
+    want = [np.intersect1d(runs[a], runs[b], assume_unique=True).size for a, b in zip(i, j)]
+    assert got.dtype == np.int64 and got.tolist() == want
+    assert _native.intersections(ids, offsets, [], []).size == 0
+    with pytest.raises(ValueError):
+        _native.intersections(ids, offsets, [0], [len(runs)])

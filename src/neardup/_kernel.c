@@ -536,9 +536,10 @@ static size_t split_units(scratch_t *sc, const classes_t *cl, const uint8_t *s, 
 /* Splits one document and hashes its shingles into s->ids. Returns the number of shingles
  * (repeats included), or (size_t)-1 when memory runs out. */
 static size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_t *text, size_t len,
-                              size_t k, int use_simd) {
-    size_t out_len;
+                              size_t k, int use_simd, size_t *content_len) {
+    size_t out_len = 0;
     size_t nu = split_units(s, cl, text, len, &out_len, use_simd);
+    *content_len = out_len;
     if (nu == (size_t)-1) return (size_t)-1;
     if (nu == 0) return 0;
     if (nu < k) {
@@ -557,6 +558,100 @@ static size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_t *
         ids[i] = XXH3_64bits(buf + a, b - a);
     }
     return ns;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Content fingerprints: BLAKE2b (RFC 7693), 8-byte digest                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * neardup.exact.fingerprint: int.from_bytes(blake2b(" ".join(words), digest_size=8), "big"),
+ * which is the word unit's joined buffer. Unkeyed BLAKE2b with an 8-byte digest; the digest is
+ * the little-endian bytes of h[0], read big-endian.
+ */
+static const uint64_t B2_IV[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
+    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
+};
+
+static const uint8_t B2_SIGMA[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+};
+
+static inline uint64_t rotr64(uint64_t x, int r) { return (x >> r) | (x << (64 - r)); }
+
+static inline uint64_t load64_le(const uint8_t *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    return x;
+}
+
+#define B2_G(a, b, c, d, x, y)                                                                    \
+    do {                                                                                          \
+        a = a + b + (x);                                                                          \
+        d = rotr64(d ^ a, 32);                                                                    \
+        c = c + d;                                                                                \
+        b = rotr64(b ^ c, 24);                                                                    \
+        a = a + b + (y);                                                                          \
+        d = rotr64(d ^ a, 16);                                                                    \
+        c = c + d;                                                                                \
+        b = rotr64(b ^ c, 63);                                                                    \
+    } while (0)
+
+static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int last) {
+    uint64_t m[16], v[16];
+    for (int i = 0; i < 16; i++) m[i] = load64_le(block + 8 * i);
+    for (int i = 0; i < 8; i++) {
+        v[i] = h[i];
+        v[i + 8] = B2_IV[i];
+    }
+    v[12] ^= t; /* the high word of the 128-bit counter stays 0 (inputs < 2**64 bytes) */
+    if (last) v[14] = ~v[14];
+    for (int r = 0; r < 12; r++) {
+        const uint8_t *sg = B2_SIGMA[r];
+        B2_G(v[0], v[4], v[8], v[12], m[sg[0]], m[sg[1]]);
+        B2_G(v[1], v[5], v[9], v[13], m[sg[2]], m[sg[3]]);
+        B2_G(v[2], v[6], v[10], v[14], m[sg[4]], m[sg[5]]);
+        B2_G(v[3], v[7], v[11], v[15], m[sg[6]], m[sg[7]]);
+        B2_G(v[0], v[5], v[10], v[15], m[sg[8]], m[sg[9]]);
+        B2_G(v[1], v[6], v[11], v[12], m[sg[10]], m[sg[11]]);
+        B2_G(v[2], v[7], v[8], v[13], m[sg[12]], m[sg[13]]);
+        B2_G(v[3], v[4], v[9], v[14], m[sg[14]], m[sg[15]]);
+    }
+    for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
+}
+
+/* int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big") */
+static uint64_t blake2b_64(const uint8_t *data, size_t len) {
+    uint64_t h[8];
+    memcpy(h, B2_IV, sizeof(h));
+    h[0] ^= 0x01010000ULL ^ 8; /* fanout 1, depth 1, no key, 8-byte digest */
+    uint64_t t = 0;
+    while (len > 128) {
+        t += 128;
+        b2_compress(h, data, t, 0);
+        data += 128;
+        len -= 128;
+    }
+    uint8_t block[128] = {0};
+    if (len) memcpy(block, data, len);
+    t += len;
+    b2_compress(h, block, t, 1);
+    return __builtin_bswap64(h[0]); /* digest bytes = h[0] little-endian; read big-endian */
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1133,7 +1228,8 @@ static PyObject *py_shingle_ids(PyObject *self, PyObject *args) {
         goto done;
     const int simd = simd_enabled();
     Py_BEGIN_ALLOW_THREADS
-    n = doc_shingle_ids(&s, &cl, (const uint8_t *)data.buf, len, (size_t)k, simd);
+    size_t content_len;
+    n = doc_shingle_ids(&s, &cl, (const uint8_t *)data.buf, len, (size_t)k, simd, &content_len);
     if (n != (size_t)-1) n = sort_u64(&s, s.ids, n) ? unique_sorted(s.ids, n) : (size_t)-1;
     oom = n == (size_t)-1;
     Py_END_ALLOW_THREADS
@@ -1151,28 +1247,197 @@ done:
 }
 
 PyDoc_STRVAR(signatures_doc,
-"signatures(data, offsets, table, unit, k, keep_punct, a, b, family, with_ids, fold=None)\n"
-"    -> (values, n_shingles, ids)\n\n"
+"signatures(data, offsets, table, unit, k, keep_punct, a, b, family, with_ids, fold=None,\n"
+"           with_fingerprints=False) -> (values, n_shingles, ids, fingerprints)\n\n"
 "MinHash signatures of a batch of UTF-8 documents, document i being\n"
 "data[offsets[i]:offsets[i+1]] (offsets: n+1 int64). a, b: uint64 coefficients of the\n"
 "permutations; family 0 = affine61 ((a*(x mod p) + b) mod p, p = 2**61-1, a, b < p),\n"
 "1 = mulshift64 (a*x + b mod 2**64). Returns bytearrays: values (n*m uint64, row-major;\n"
 "all 2**64-1 for a document without shingles), n_shingles (n int64, distinct shingles per\n"
-"document) and, when with_ids, the concatenated sorted distinct shingle ids (uint64), else\n"
-"None. The GIL is released while computing.");
+"document), when with_ids the concatenated sorted distinct shingle ids (uint64), and when\n"
+"with_fingerprints the content fingerprint of each document (uint64: BLAKE2b-64 of its word\n"
+"tokens joined by spaces, 0 without tokens), else None. The GIL is released while computing.");
+
+PyDoc_STRVAR(fingerprints_doc,
+"fingerprints(data, offsets, table, keep_punct, fold=None) -> bytearray\n\n"
+"Content fingerprints of a batch of UTF-8 documents (uint64 each): BLAKE2b with an 8-byte\n"
+"digest, read big-endian, of the document's word tokens joined by single spaces; 0 for a\n"
+"document without tokens. The GIL is released.");
+
+static PyObject *py_fingerprints(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data, offs, table;
+    PyObject *offs_obj, *table_obj, *fold_obj = NULL;
+    int keep;
+    if (!PyArg_ParseTuple(args, "y*OOp|O", &data, &offs_obj, &table_obj, &keep, &fold_obj)) return NULL;
+    int got_offs = 0, got_table = 0;
+    PyObject *result = NULL;
+    uint32_t *fold = NULL;
+    size_t nfold = 0;
+    int64_t *off = NULL;
+    scratch_t s = {0};
+    classes_t cl;
+    if (PyObject_GetBuffer(offs_obj, &offs, PyBUF_SIMPLE) < 0) goto done;
+    got_offs = 1;
+    if (!get_table(table_obj, &table)) goto done;
+    got_table = 1;
+    if (!get_fold(fold_obj, &fold, &nfold) || !init_classes(&cl, &table, U_WORD, keep, fold, nfold)) goto done;
+    if (offs.len % 8 || offs.len < 8) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be n+1 int64 values");
+        goto done;
+    }
+    const size_t n = (size_t)offs.len / 8 - 1;
+    off = malloc((size_t)offs.len);
+    if (!off) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(off, offs.buf, (size_t)offs.len);
+    int bad = off[0] < 0 || off[n] > (int64_t)data.len;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = off[i + 1] < off[i] || (size_t)(off[i + 1] - off[i]) > MAX_DOC_BYTES;
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError,
+                        "offsets must be non-decreasing, within the data, and documents under 768 MiB");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    if (!result) goto done;
+    uint64_t *fps = (uint64_t *)PyByteArray_AS_STRING(result);
+    const uint8_t *text = (const uint8_t *)data.buf;
+    const int simd = simd_enabled();
+    int oom = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < n; i++) {
+        size_t clen;
+        if (split_units(&s, &cl, text + off[i], (size_t)(off[i + 1] - off[i]), &clen, simd) == (size_t)-1) {
+            oom = 1;
+            break;
+        }
+        fps[i] = clen ? blake2b_64(s.buf, clen) : 0;
+    }
+    Py_END_ALLOW_THREADS
+    if (oom) {
+        Py_CLEAR(result);
+        PyErr_NoMemory();
+    }
+done:
+    free(off);
+    free(fold);
+    scratch_free(&s);
+    if (got_table) PyBuffer_Release(&table);
+    if (got_offs) PyBuffer_Release(&offs);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+PyDoc_STRVAR(intersections_doc,
+"intersections(ids, offsets, i, j) -> bytearray\n\n"
+"|A & B| for each pair (i[q], j[q]) of sorted distinct id runs A = ids[offsets[i]:offsets[i+1]]\n"
+"(ids: uint64, offsets: int64, i, j: int64); int64 counts. The GIL is released.");
+
+/* |A & B| of two sorted runs of distinct values. */
+static int64_t intersect_count(const uint64_t *a, size_t na, const uint64_t *b, size_t nb) {
+    if (na > nb) {
+        const uint64_t *t = a;
+        a = b;
+        b = t;
+        size_t tn = na;
+        na = nb;
+        nb = tn;
+    }
+    int64_t c = 0;
+    if (na == 0) return 0;
+    if (nb / na >= 32) {
+        /* very unequal sizes: binary search each element of the small run (galloping from the
+         * last position) */
+        size_t lo = 0;
+        for (size_t x = 0; x < na && lo < nb; x++) {
+            const uint64_t v = a[x];
+            size_t step = 1, hi = lo;
+            while (hi < nb && b[hi] < v) {
+                lo = hi + 1;
+                hi += step;
+                step *= 2;
+            }
+            if (hi > nb) hi = nb;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (b[mid] < v) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < nb && b[lo] == v) {
+                c++;
+                lo++;
+            }
+        }
+        return c;
+    }
+    size_t x = 0, y = 0;
+    while (x < na && y < nb) {
+        const uint64_t u = a[x], v = b[y];
+        c += u == v;
+        x += u <= v;
+        y += v <= u;
+    }
+    return c;
+}
+
+static PyObject *py_intersections(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *ids_obj, *offs_obj, *i_obj, *j_obj;
+    if (!PyArg_ParseTuple(args, "OOOO", &ids_obj, &offs_obj, &i_obj, &j_obj)) return NULL;
+    Py_buffer vb[4];
+    PyObject *objs[4] = {ids_obj, offs_obj, i_obj, j_obj};
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 4; got++)
+        if (PyObject_GetBuffer(objs[got], &vb[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (vb[0].len % 8 || vb[1].len % 8 || vb[1].len < 8 || vb[2].len % 8 || vb[2].len != vb[3].len ||
+        vb[0].itemsize != 8 || vb[1].itemsize != 8 || vb[2].itemsize != 8 || vb[3].itemsize != 8) {
+        PyErr_SetString(PyExc_ValueError, "ids: uint64; offsets: n+1 int64; i, j: int64 of equal length");
+        goto done;
+    }
+    const uint64_t *ids = (const uint64_t *)vb[0].buf;
+    const int64_t *off = (const int64_t *)vb[1].buf, *pi = (const int64_t *)vb[2].buf,
+                  *pj = (const int64_t *)vb[3].buf;
+    const size_t nid = (size_t)vb[0].len / 8, n = (size_t)vb[1].len / 8 - 1, np = (size_t)vb[2].len / 8;
+    int bad = off[0] < 0 || off[n] > (int64_t)nid;
+    for (size_t q = 0; q < n && !bad; q++) bad = off[q + 1] < off[q];
+    for (size_t q = 0; q < np && !bad; q++) bad = pi[q] < 0 || pj[q] < 0 || (size_t)pi[q] >= n || (size_t)pj[q] >= n;
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing within the ids, and pairs index runs");
+        goto done;
+    }
+    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(np * 8));
+    if (!result) goto done;
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(result);
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t q = 0; q < np; q++) {
+        const int64_t a = pi[q], b = pj[q];
+        out[q] = intersect_count(ids + off[a], (size_t)(off[a + 1] - off[a]), ids + off[b],
+                                 (size_t)(off[b + 1] - off[b]));
+    }
+    Py_END_ALLOW_THREADS
+done:
+    while (got > 0) PyBuffer_Release(&vb[--got]);
+    return result;
+}
 
 static PyObject *py_signatures(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, offs, table, abuf, bbuf;
     PyObject *offs_obj, *table_obj, *a_obj, *b_obj, *fold_obj = NULL;
-    int unit, keep, family, with_ids;
+    int unit, keep, family, with_ids, with_fps = 0;
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "y*OOinpOOip|O", &data, &offs_obj, &table_obj, &unit, &k, &keep,
-                          &a_obj, &b_obj, &family, &with_ids, &fold_obj))
+    if (!PyArg_ParseTuple(args, "y*OOinpOOip|Op", &data, &offs_obj, &table_obj, &unit, &k, &keep,
+                          &a_obj, &b_obj, &family, &with_ids, &fold_obj, &with_fps))
         return NULL;
     uint32_t *fold = NULL;
     size_t nfold = 0;
-    classes_t cl;
+    classes_t cl, clw;
+    scratch_t sw = {0};
+    PyObject *fps_out = NULL;
     int got_offs = 0, got_table = 0, got_a = 0, got_b = 0;
     PyObject *values = NULL, *counts = NULL, *ids_out = NULL, *result = NULL;
     scratch_t s = {0};
@@ -1189,7 +1454,8 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
     if (PyObject_GetBuffer(b_obj, &bbuf, PyBUF_SIMPLE) < 0) goto done;
     got_b = 1;
     if (!check_unit_k(unit, k) || !get_fold(fold_obj, &fold, &nfold) ||
-        !init_classes(&cl, &table, unit, keep, fold, nfold))
+        !init_classes(&cl, &table, unit, keep, fold, nfold) ||
+        !init_classes(&clw, &table, U_WORD, keep, fold, nfold))
         goto done;
     if (family != F_AFFINE61 && family != F_MULSHIFT64) {
         PyErr_Format(PyExc_ValueError, "family must be 0 (affine61) or 1 (mulshift64), got %d", family);
@@ -1222,7 +1488,7 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         bad = off[i + 1] < off[i] || (size_t)(off[i + 1] - off[i]) > MAX_DOC_BYTES;
     if (bad) {
         PyErr_SetString(PyExc_ValueError,
-                        "offsets must be non-decreasing, within the data, and documents under 2 GiB");
+                        "offsets must be non-decreasing, within the data, and documents under 768 MiB");
     }
     if (!bad && family == F_AFFINE61) {
         for (size_t j = 0; j < m && !bad; j++) bad = a[j] >= P61 || b[j] >= P61;
@@ -1247,10 +1513,12 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         ids_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(bound * 8));
         if (ids_out) idbuf = (uint64_t *)PyByteArray_AS_STRING(ids_out);
     }
-    if (!values || !counts || (with_ids && !ids_out)) {
+    if (with_fps) fps_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    if (!values || !counts || (with_ids && !ids_out) || (with_fps && !fps_out)) {
         free(off);
         goto done;
     }
+    uint64_t *fps = with_fps ? (uint64_t *)PyByteArray_AS_STRING(fps_out) : NULL;
     uint64_t *vals = (uint64_t *)PyByteArray_AS_STRING(values);
     int64_t *cnts = (int64_t *)PyByteArray_AS_STRING(counts);
     const uint8_t *text = (const uint8_t *)data.buf;
@@ -1261,7 +1529,20 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         uint64_t *row = vals + i * m;
         for (size_t j = 0; j < m; j++) row[j] = UINT64_MAX;
         size_t len = (size_t)(off[i + 1] - off[i]);
-        size_t ns = doc_shingle_ids(&s, &cl, text + off[i], len, (size_t)k, simd);
+        size_t content_len;
+        size_t ns = doc_shingle_ids(&s, &cl, text + off[i], len, (size_t)k, simd, &content_len);
+        if (ns != (size_t)-1 && with_fps) {
+            /* the word unit's joined buffer is the fingerprinted content */
+            if (unit == U_WORD) {
+                fps[i] = content_len ? blake2b_64(s.buf, content_len) : 0;
+            } else {
+                size_t nw = split_units(&sw, &clw, text + off[i], len, &content_len, simd);
+                if (nw == (size_t)-1)
+                    ns = nw;
+                else
+                    fps[i] = content_len ? blake2b_64(sw.buf, content_len) : 0;
+            }
+        }
         if (ns != (size_t)-1) {
             if (!with_ids)
                 ns = dedup(&s, s.ids, ns); /* distinct ids, unordered */
@@ -1291,12 +1572,18 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         ids_out = Py_None;
         Py_INCREF(ids_out);
     }
-    result = PyTuple_Pack(3, values, counts, ids_out);
+    if (!with_fps) {
+        fps_out = Py_None;
+        Py_INCREF(fps_out);
+    }
+    result = PyTuple_Pack(4, values, counts, ids_out, fps_out);
 done:
     Py_XDECREF(values);
     Py_XDECREF(counts);
     Py_XDECREF(ids_out);
+    Py_XDECREF(fps_out);
     free(fold);
+    scratch_free(&sw);
     coeffs_free(&co);
     scratch_free(&s);
     if (got_b) PyBuffer_Release(&bbuf);
@@ -1431,6 +1718,8 @@ static PyMethodDef methods[] = {
     {"shingle_ids", py_shingle_ids, METH_VARARGS, shingle_ids_doc},
     {"signatures", py_signatures, METH_VARARGS, signatures_doc},
     {"minhash", py_minhash, METH_VARARGS, minhash_doc},
+    {"fingerprints", py_fingerprints, METH_VARARGS, fingerprints_doc},
+    {"intersections", py_intersections, METH_VARARGS, intersections_doc},
     {"set_simd", py_set_simd, METH_O, set_simd_doc},
     {"simd", py_simd, METH_NOARGS, simd_doc},
     {"xxh3_64", py_xxh3, METH_O, xxh3_doc},

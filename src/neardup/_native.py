@@ -199,13 +199,16 @@ class Signatures:
     - ``n_shingles``: (n,) int64, distinct shingles per document;
     - ``offsets``: (n + 1,) int64, ``cumsum`` of ``n_shingles`` from 0;
     - ``ids``: the sorted distinct shingle ids of every document, concatenated (uint64;
-      document i's are ``ids[offsets[i]:offsets[i+1]]``), or None unless asked for.
+      document i's are ``ids[offsets[i]:offsets[i+1]]``), or None unless asked for;
+    - ``fingerprints``: (n,) uint64 content fingerprints (0 for a document without tokens), or
+      None unless asked for.
     """
 
     values: np.ndarray
     n_shingles: np.ndarray
     offsets: np.ndarray
     ids: np.ndarray | None = None
+    fingerprints: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -230,6 +233,26 @@ def _chunks(texts: Sequence[str], target: int) -> list[tuple[int, int]]:
     return out
 
 
+def _map_chunks(texts: Sequence[str], norm: NormalizeParams, jobs: int, call):
+    """``(ranges, [call(data, offsets) per range])``: the batch cut into contiguous chunks, each
+    NFKC'd, encoded and joined on its worker thread (``jobs > 1``) or in turn."""
+
+    def run(start: int, stop: int):
+        encoded = [_encode(texts[i], norm) for i in range(start, stop)]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return call(b"".join(encoded), offsets)
+
+    jobs = max(1, int(jobs))
+    total = sum(len(t) for t in texts)
+    target = _CHUNK_BYTES if jobs == 1 else max(1 << 16, min(_CHUNK_BYTES, total // (4 * jobs) + 1))
+    ranges = _chunks(texts, target)
+    if jobs == 1 or len(ranges) == 1:
+        return ranges, [run(s, e) for s, e in ranges]
+    with ThreadPoolExecutor(max_workers=min(jobs, len(ranges)), thread_name_prefix="neardup-kernel") as pool:
+        return ranges, list(pool.map(lambda r: run(*r), ranges))
+
+
 def signatures(
     texts: Sequence[str],
     shingle_params: ShingleParams = ShingleParams(),
@@ -237,12 +260,14 @@ def signatures(
     *,
     jobs: int = 1,
     with_ids: bool = False,
+    with_fingerprints: bool = False,
 ) -> Signatures:
-    """MinHash signatures (and optionally the shingle ids) of a batch of documents.
+    """MinHash signatures (and optionally the shingle ids, content fingerprints) of a batch.
 
     ``jobs > 1`` splits the batch into chunks run on that many threads; the kernel releases the
-    GIL, and each chunk's folding and encoding happens on its worker thread too. The result does
-    not depend on ``jobs``.
+    GIL, and each chunk's NFKC and encoding happens on its worker thread too. The result does
+    not depend on ``jobs``. ``with_fingerprints`` adds :func:`fingerprints` of the texts (with
+    ``shingle_params.normalize``) at little extra cost.
     """
     _check(shingle_params)
     texts = texts if isinstance(texts, Sequence) else list(texts)
@@ -252,34 +277,55 @@ def signatures(
     table, fold = _kernel_tables(norm)
     args = (
         table, _UNITS[shingle_params.unit], shingle_params.k, not norm.remove_punctuation,
-        a, b, _FAMILIES[minhash_params.family], bool(with_ids), fold,
+        a, b, _FAMILIES[minhash_params.family], bool(with_ids), fold, bool(with_fingerprints),
     )
-
-    def run(start: int, stop: int):
-        encoded = [_encode(texts[i], norm) for i in range(start, stop)]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        return _kernel.signatures(b"".join(encoded), offsets, *args)
-
-    jobs = max(1, int(jobs))
-    total = sum(len(t) for t in texts)
-    target = _CHUNK_BYTES if jobs == 1 else max(1 << 16, min(_CHUNK_BYTES, total // (4 * jobs) + 1))
-    ranges = _chunks(texts, target)
-    if jobs == 1 or len(ranges) == 1:
-        parts = [run(s, e) for s, e in ranges]
-    else:
-        with ThreadPoolExecutor(max_workers=min(jobs, len(ranges)), thread_name_prefix="neardup-sig") as pool:
-            parts = list(pool.map(lambda r: run(*r), ranges))
+    ranges, parts = _map_chunks(texts, norm, jobs, lambda data, offsets: _kernel.signatures(data, offsets, *args))
 
     values = np.empty((n, m), dtype=np.uint64)
     n_shingles = np.empty(n, dtype=np.int64)
-    for (s, e), (vals, counts, _) in zip(ranges, parts):
+    fps = np.empty(n, dtype=np.uint64) if with_fingerprints else None
+    for (s, e), (vals, counts, _, fp) in zip(ranges, parts):
         values[s:e] = np.frombuffer(vals, dtype=np.uint64).reshape(e - s, m)
         n_shingles[s:e] = np.frombuffer(counts, dtype=np.int64)
+        if fps is not None:
+            fps[s:e] = np.frombuffer(fp, dtype=np.uint64)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(n_shingles, out=offsets[1:])
     ids = None
     if with_ids:
         pieces = [np.frombuffer(p[2], dtype=np.uint64) for p in parts]
         ids = np.concatenate(pieces) if len(pieces) != 1 else pieces[0]
-    return Signatures(values=values, n_shingles=n_shingles, offsets=offsets, ids=ids)
+    return Signatures(values=values, n_shingles=n_shingles, offsets=offsets, ids=ids, fingerprints=fps)
+
+
+def fingerprints(texts: Sequence[str], normalize: NormalizeParams = NormalizeParams(), *, jobs: int = 1) -> np.ndarray:
+    """Content fingerprints of a batch (uint64), as :func:`neardup.exact.fingerprint.fingerprint`
+    with 0 for a text without tokens (where that returns None)."""
+    if _kernel is None:
+        from .errors import ConfigError
+
+        raise ConfigError("the compiled kernel neardup._kernel is not built")
+    texts = texts if isinstance(texts, Sequence) else list(texts)
+    table, fold = _kernel_tables(normalize)
+    keep = not normalize.remove_punctuation
+    ranges, parts = _map_chunks(
+        texts, normalize, jobs, lambda data, offsets: _kernel.fingerprints(data, offsets, table, keep, fold)
+    )
+    out = np.empty(len(texts), dtype=np.uint64)
+    for (s, e), fp in zip(ranges, parts):
+        out[s:e] = np.frombuffer(fp, dtype=np.uint64)
+    return out
+
+
+def intersections(ids: np.ndarray, offsets: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """``|A ∩ B|`` (int64) for each pair ``(i[q], j[q])`` of sorted distinct id runs, run ``r``
+    being ``ids[offsets[r]:offsets[r+1]]``, as :func:`neardup.cluster.candidates.exact_overlaps`."""
+    if _kernel is None:
+        from .errors import ConfigError
+
+        raise ConfigError("the compiled kernel neardup._kernel is not built")
+    raw = _kernel.intersections(
+        np.ascontiguousarray(ids, dtype=np.uint64), np.ascontiguousarray(offsets, dtype=np.int64),
+        np.ascontiguousarray(i, dtype=np.int64).ravel(), np.ascontiguousarray(j, dtype=np.int64).ravel(),
+    )
+    return np.frombuffer(raw, dtype=np.int64)
