@@ -42,6 +42,9 @@ from .params import FORMAT_VERSION, MinHashParams, ShingleParams
 METHODS = ("minhash", "simhash", "exact")
 MEASURES = ("jaccard", "containment")
 KEEP_POLICIES = ("first", "longest", "shortest")
+#: Default banding: the most rows whose candidate probability at the threshold is at least this
+#: (18 bands x 7 rows at 0.8 with 128 permutations: 0.985 at 0.8, 0.998 at 0.85, 0.13 at 0.5).
+RECALL_AT_THRESHOLD = 0.98
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +90,7 @@ class DedupConfig:
         # Containment pairs of unequal sizes have a lower resemblance than their containment:
         # band for a lower resemblance so that more of them are candidates (they are verified).
         target = self.threshold if self.measure == "jaccard" else max(self.threshold / 2, 0.05)
-        return recall_banding(min(target, 0.99), m)
+        return recall_banding(min(target, 0.99), m, min_recall=RECALL_AT_THRESHOLD)
 
     def as_dict(self) -> dict:
         band = self.banding() if self.method == "minhash" else None
@@ -134,7 +137,7 @@ class _Spill:
 
     def append(self, arr: np.ndarray) -> None:
         arr = np.ascontiguousarray(arr, dtype=np.uint64)
-        self.fh.write(arr.tobytes())
+        self.fh.write(memoryview(arr).cast("B"))
         self.count += arr.size
 
     def finish(self, shape=None) -> np.ndarray:
@@ -225,14 +228,21 @@ class Deduplicator:
         batch_bytes = 0
         t_sketch = 0.0
 
-        def flush():
-            nonlocal batch_texts, batch_ords, batch_bytes, t_sketch
-            if not batch_texts:
-                return
+        # Sketching runs on a background thread (the kernel releases the GIL and uses
+        # self.jobs threads of its own) while this thread reads and parses the next batch.
+        # Results are taken in submission order, so the exact pass sees records in input order.
+        from concurrent.futures import ThreadPoolExecutor
+
+        sketcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-sketch")
+        pending: list = []
+
+        def collect():
+            nonlocal t_sketch
+            future, texts, ords, nbytes = pending.pop(0)
             ts = time.perf_counter()
-            sig, fps = self._sketch(batch_texts)
-            new = np.zeros(len(batch_texts), dtype=bool)
-            for k, (o, fp, ns) in enumerate(zip(batch_ords, fps.tolist(), sig.n_shingles.tolist())):
+            sig, fps = future.result()
+            new = np.zeros(len(texts), dtype=bool)
+            for k, (o, fp, ns) in enumerate(zip(ords, fps.tolist(), sig.n_shingles.tolist())):
                 if ns == 0:
                     reason[o] = "skipped:empty"
                     skipped["empty"] += 1
@@ -245,7 +255,7 @@ class Deduplicator:
                 first_by_fp[fp] = o
                 new[k] = True
             if new.any():
-                sketched.extend(o for o, keep in zip(batch_ords, new.tolist()) if keep)
+                sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
                 counts = sig.n_shingles[new]
                 n_shingles.append(counts)
                 if cfg.method != "exact":
@@ -257,11 +267,18 @@ class Deduplicator:
                     sig_spill.append(values)
                     band_parts.append(band_keys(values, band.bands, band.rows))
                 elif cfg.method == "simhash":
-                    simhashes.append(self._simhashes([t for t, keep in zip(batch_texts, new.tolist()) if keep]))
+                    simhashes.append(self._simhashes([t for t, keep in zip(texts, new.tolist()) if keep]))
             t_sketch += time.perf_counter() - ts
             if self.progress:
-                self.progress.update(len(batch_texts), batch_bytes)
-            batch_texts, batch_ords, batch_bytes = [], [], 0
+                self.progress.update(len(texts), nbytes)
+
+        def flush():
+            nonlocal batch_texts, batch_ords, batch_bytes
+            if batch_texts:
+                pending.append((sketcher.submit(self._sketch, batch_texts), batch_texts, batch_ords, batch_bytes))
+                batch_texts, batch_ords, batch_bytes = [], [], 0
+            while len(pending) > 1:  # at most one batch sketching while the next is read
+                collect()
 
         for rec in docs:
             ordinal = len(ids)
@@ -283,9 +300,12 @@ class Deduplicator:
             if batch_bytes >= self.BATCH_BYTES:
                 flush()
         flush()
+        while pending:
+            collect()
+        sketcher.shutdown()
         del first_by_fp
         self.seconds["read_and_sketch"] = time.perf_counter() - t0
-        self.seconds["sketch_compute"] = t_sketch
+        self.seconds["sketch_wait_and_collect"] = t_sketch
 
         n_all = len(ids)
         sk = np.array(sketched, dtype=np.int64)
