@@ -1,0 +1,1 @@
+from .hamming import SimhashIndex, SimhashIndexFormatError, format_plan, plan_layout
