@@ -15,7 +15,8 @@ Local settings (sized for a small machine such as 2 cores / 24 GiB; override any
 ``spark.ui.showConsoleProgress``            false
 ``spark.sql.execution.arrow.pyspark.enabled``  true (``toPandas``/``createDataFrame``; ``mapInPandas``
                                             always uses Arrow)
-``spark.local.dir``                         ``<tmp>/neardup-spark-XXXX/local``
+scratch (``SPARK_LOCAL_DIRS``)              ``<tmp>/neardup-spark-XXXX/local`` unless ``spark.local.dir``
+                                            is passed in ``conf`` or the variable is already set
 checkpoint directory                        ``<tmp>/neardup-spark-XXXX/checkpoints``
 ``spark.cleaner.referenceTracking.cleanCheckpoints``  true (old iterations' checkpoints are deleted)
 ``spark.driver.host`` / ``bindAddress``     127.0.0.1 (local mode needs no network)
@@ -79,7 +80,6 @@ def local_defaults() -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.local.dir": os.path.join(root, "local"),
         "spark.sql.warehouse.dir": os.path.join(root, "warehouse"),
         "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
         "spark.driver.host": "127.0.0.1",
@@ -176,6 +176,10 @@ def get_session(
     if is_local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings.update(local_defaults())
+        if "spark.local.dir" not in conf:
+            # The environment variable (read by the JVM at start) rather than spark.local.dir,
+            # which makes Spark log a warning about cluster managers on every start.
+            os.environ.setdefault("SPARK_LOCAL_DIRS", os.path.join(_temp_root(), "local"))
     settings.update(conf)
     for key, value in settings.items():
         builder = builder.config(key, value)
