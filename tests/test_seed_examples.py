@@ -210,3 +210,12 @@ def test_cli_errors_are_one_line(args, needle):
     assert out.returncode != 0
     assert needle in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_cli_simhash_plan():
+    out = run_cli("simhash-plan", "--fingerprints", "1000000", "--max-distance", "3", "--json")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert plan
+    bad = run_cli("simhash-plan", "--fingerprints", "10", "--max-distance", "8")
+    assert bad.returncode != 0 and "between 0 and 7" in bad.stderr

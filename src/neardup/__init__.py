@@ -11,6 +11,7 @@ from .exact.fingerprint import ExactIndex, fingerprint
 from .exact.similarity import containment, cosine, jaccard
 from .hashing import hash64
 from .lsh.banding import MinHashLSH, band_keys
+from .lsh.hamming import SimhashIndex
 from .lsh.params import Banding, optimal_banding, probability, threshold
 from .params import MinHashParams, NormalizeParams, ShingleParams
 from .shingle import shingle_ids, shingle_set, shingles
@@ -25,7 +26,7 @@ from .text.tokenize import tokenize
 __all__ = [
     "AffineModPrime", "Banding", "BottomS", "ConfigError", "Estimate", "ExactIndex", "FormatError",
     "IncompatibleSketchError", "InputError", "MinHash", "MinHashLSH", "MinHashParams", "MissingDependencyError",
-    "ModM", "MultiplyShift64", "NeardupError", "NormalizeParams", "ShingleParams", "SimHash", "StoreError",
+    "ModM", "MultiplyShift64", "NeardupError", "NormalizeParams", "ShingleParams", "SimHash", "SimhashIndex", "StoreError",
     "UnionFind", "__version__", "band_keys", "containment", "cosine", "fingerprint", "hamming", "hash64",
     "jaccard", "normalize", "optimal_banding", "probability", "shingle_ids", "shingle_set", "shingles",
     "threshold", "tokenize",

@@ -45,6 +45,15 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=lsh_command)
 
+    p = sub.add_parser("simhash-plan", help="layout of the simhash Hamming index for N fingerprints",
+                       description="Show the permuted-table layouts (blocks, tables, prefix bits, memory, expected "
+                                   "probes per query) that the simhash index considers for N fingerprints at "
+                                   "Hamming distance K, and the one it chooses.")
+    p.add_argument("--fingerprints", type=positive_int("--fingerprints"), required=True, metavar="N")
+    p.add_argument("--max-distance", type=int, required=True, metavar="K", help="0 to 7")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=simhash_plan_command)
+
 
 def compare_texts(text_a: str, text_b: str, shingle_params, minhash_params, feature_hash: str = "xxh3") -> dict:
     """Every measure of two texts, with the keys of ``neardup compare --json``."""
@@ -162,4 +171,18 @@ def lsh_command(args) -> int:
     print("    J   P(compared)")
     for text, prob in probabilities.items():
         print(f"{text:>5}   {prob:.4f}")
+    return 0
+
+
+def simhash_plan_command(args) -> int:
+    from ..errors import ConfigError
+    from ..lsh.hamming import format_plan, plan_layout
+
+    if not 0 <= args.max_distance <= 7:
+        raise ConfigError(f"--max-distance must be between 0 and 7, got {args.max_distance}")
+    plan = plan_layout(args.fingerprints, args.max_distance)
+    if args.json:
+        print_json(plan)
+    else:
+        print(format_plan(plan))
     return 0
