@@ -366,9 +366,13 @@ def test_signature_shapes_and_without_ids():
         sig.doc_ids(0)
     # the arrays are writable, independent numpy arrays
     sig.values[0, 0] = 0
-    # a generator is accepted too
+    # a generator is accepted too; one str or a non-str document is not
     gen = _native.signatures((t for t in [D1, D2]), ShingleParams(), mp)
     assert gen.values.shape == (2, 8)
+    with pytest.raises(TypeError):
+        _native.signatures(D1, ShingleParams(), mp)
+    with pytest.raises(TypeError):
+        _native.signatures([D1, b"bytes"], ShingleParams(), mp)
 
 
 def test_kernel_argument_checks():
@@ -479,3 +483,37 @@ def test_intersections_equal_numpy():
     assert _native.intersections(ids, offsets, [], []).size == 0
     with pytest.raises(ValueError):
         _native.intersections(ids, offsets, [0], [len(runs)])
+
+
+def test_kernel_releases_the_gil():
+    # While one thread is inside the kernel, the main thread keeps running Python code: it
+    # observes the call in progress without long gaps (with the GIL held, one gap would last
+    # the whole call).
+    import threading
+    import time
+
+    text = (" ".join(t for _, t in real_texts(limit=40, min_bytes=500)) + "\n") * 4
+    raw = text.encode()
+    while len(raw) < 6_000_000:
+        raw += raw
+    offsets = np.array([0, len(raw) // 2, len(raw)], dtype=np.int64)
+    a, b = _native._coefficients("affine61", 256, 1)
+    state = {"in": False, "dur": 0.0}
+
+    def work():
+        state["in"] = True
+        t0 = time.perf_counter()
+        _kernel.signatures(raw, offsets, _native._table(), 0, 5, False, a, b, 0, False)
+        state["dur"] = time.perf_counter() - t0
+        state["in"] = False
+
+    worker = threading.Thread(target=work)
+    seen = []
+    worker.start()
+    while worker.is_alive():
+        if state["in"]:
+            seen.append(time.perf_counter())
+    worker.join()
+    assert state["dur"] > 0.05 and len(seen) > 10
+    longest_gap = float(np.diff(seen).max())
+    assert longest_gap < 0.5 * state["dur"], (longest_gap, state["dur"])

@@ -144,9 +144,9 @@ def _coefficients(family: str, num_perm: int, seed: int) -> tuple[np.ndarray, np
 def _nfkc(text: str) -> str:
     """``unicodedata.normalize("NFKC", text)``, faster on long mostly-normalized text.
 
-    A line break ``\n`` is a starter that composes with nothing, so NFKC never acts across it and
-    the lines can be normalized one by one; only non-ASCII lines need it, and only when the
-    text is not already normalized (a quick check that most texts pass).
+    A newline is a starter that composes with nothing, so NFKC never acts across it and the
+    lines can be normalized one by one; only non-ASCII lines need it, and only when the text is
+    not already normalized (a quick check that most texts pass).
     """
     if text.isascii() or unicodedata.is_normalized("NFKC", text):
         return text
@@ -158,6 +158,8 @@ def _nfkc(text: str) -> str:
 def _encode(text: str, norm: NormalizeParams) -> bytes:
     """The bytes the kernel reads: UTF-8 of the text after NFKC (when on). The kernel does the
     case folding, so that ``fold(text, norm)`` is what it tokenizes."""
+    if not isinstance(text, str):
+        raise TypeError(f"a document's text must be a str, got {type(text).__name__}")
     if norm.nfkc:
         text = _nfkc(text)
     return text.encode("utf-8", "surrogatepass")
@@ -220,6 +222,12 @@ class Signatures:
         return self.ids[self.offsets[i] : self.offsets[i + 1]]
 
 
+def _as_sequence(texts) -> Sequence[str]:
+    if isinstance(texts, str):
+        raise TypeError("expected a sequence of texts, got one str")
+    return texts if isinstance(texts, Sequence) else list(texts)
+
+
 def _chunks(texts: Sequence[str], target: int) -> list[tuple[int, int]]:
     """Contiguous [start, stop) ranges of about ``target`` characters each (one document at least)."""
     out, start, size = [], 0, 0
@@ -270,7 +278,7 @@ def signatures(
     ``shingle_params.normalize``) at little extra cost.
     """
     _check(shingle_params)
-    texts = texts if isinstance(texts, Sequence) else list(texts)
+    texts = _as_sequence(texts)
     n, m = len(texts), minhash_params.num_perm
     a, b = _coefficients(minhash_params.family, m, minhash_params.seed)
     norm = shingle_params.normalize
@@ -305,7 +313,7 @@ def fingerprints(texts: Sequence[str], normalize: NormalizeParams = NormalizePar
         from .errors import ConfigError
 
         raise ConfigError("the compiled kernel neardup._kernel is not built")
-    texts = texts if isinstance(texts, Sequence) else list(texts)
+    texts = _as_sequence(texts)
     table, fold = _kernel_tables(normalize)
     keep = not normalize.remove_punctuation
     ranges, parts = _map_chunks(
