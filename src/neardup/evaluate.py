@@ -61,27 +61,43 @@ def all_pairs(ids: np.ndarray, offsets: np.ndarray, floor: float) -> tuple[np.nd
     pos = np.arange(ranks.size, dtype=np.int64) - offsets[doc_of]
     prefix_len = sizes - np.ceil(floor * sizes - 1e-9).astype(np.int64) + 1
     in_prefix = pos < prefix_len[doc_of]
-    pr, pd = ranks[in_prefix], doc_of[in_prefix]
-    o = np.lexsort((pd, pr))
-    pr, pd = pr[o], pd[o]
-    packed = []
-    for d in range(1, pr.size):
-        same = pr[d:] == pr[:-d]
-        if not same.any():
-            break
-        a, b = pd[:-d][same], pd[d:][same]
-        lo, hi = np.minimum(a, b), np.maximum(a, b)
+    pr, pd = ranks[in_prefix], doc_of[in_prefix]          # grouped by document
+    by_rank = np.lexsort((pd, pr))
+    posting_docs = pd[by_rank]                              # grouped by rank, documents ascending
+    indptr = np.searchsorted(pr[by_rank], np.arange(uniq.size + 1))
+    doc_ptr = np.searchsorted(pd, np.arange(n + 1))
+    # Probe each document's prefix against the postings of earlier documents (y < x), so every
+    # candidate pair is produced by its later member only and memory holds one document's
+    # candidates at a time.
+    found_i, found_j, found_s = [], [], []
+    for x in range(1, n):
+        r = pr[doc_ptr[x] : doc_ptr[x + 1]]
+        if r.size == 0:
+            continue
+        starts, ends = indptr[r], indptr[r + 1]
+        lens = ends - starts
+        total = int(lens.sum())
+        if total == 0:
+            continue
+        first = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+        ys = posting_docs[first + np.arange(total)]
+        ys = np.unique(ys[ys < x])
         # size filter: |small| >= floor * |large| is necessary for resemblance >= floor
-        ok = (lo != hi) & (np.minimum(sizes[lo], sizes[hi]) >= floor * np.maximum(sizes[lo], sizes[hi]) - 1e-9)
-        packed.append((lo[ok] << 32) | hi[ok])
-    if not packed:
+        ys = ys[np.minimum(sizes[ys], sizes[x]) >= floor * np.maximum(sizes[ys], sizes[x]) - 1e-9]
+        if ys.size == 0:
+            continue
+        xs = np.full(ys.size, x, dtype=np.int64)
+        inter = exact_overlaps(ids, offsets, ys, xs)
+        jac = similarities(sizes, inter, ys, xs)["jaccard"]
+        keep = jac >= floor - 1e-12
+        found_i.append(ys[keep])
+        found_j.append(xs[keep])
+        found_s.append(jac[keep])
+    if not found_i:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
-    cand = np.unique(np.concatenate(packed))
-    ci, cj = cand >> 32, cand & 0xFFFFFFFF
-    inter = exact_overlaps(ids, offsets, ci, cj)
-    jac = similarities(sizes, inter, ci, cj)["jaccard"]
-    keep = jac >= floor - 1e-12
-    return ci[keep], cj[keep], jac[keep]
+    ci, cj, jac = np.concatenate(found_i), np.concatenate(found_j), np.concatenate(found_s)
+    order = np.lexsort((cj, ci))
+    return ci[order], cj[order], jac[order]
 
 
 def _bin_label(lo: float, hi: float) -> str:
