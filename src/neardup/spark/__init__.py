@@ -7,6 +7,8 @@ Importing this package does not import pyspark; each function imports it when ca
   active / ``spark-submit`` one.
 - :func:`connected_components` — connected components of an edge DataFrame inside Spark
   (alternating large-star / small-star), component = minimum node id.
+- :func:`dedup` — the ``neardup dedup`` pipeline on a DataFrame (DataFrames in and out);
+  :func:`dedup_paths` — on JSONL/Parquet files into an output folder (``--engine spark``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ..errors import require
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["get_session", "connected_components", "require_pyspark"]
+__all__ = ["get_session", "connected_components", "dedup", "dedup_paths", "require_pyspark"]
 
 
 def require_pyspark():
@@ -40,3 +42,23 @@ def connected_components(edges_df: "DataFrame", src: str = "a", dst: str = "b", 
     from .components import connected_components as _cc
 
     return _cc(edges_df, src, dst, **kwargs)
+
+
+def dedup(df: "DataFrame", **kwargs: Any):
+    """See :func:`neardup.spark.engine.dedup`."""
+    require_pyspark()
+    from .engine import dedup as _dedup
+
+    return _dedup(df, **kwargs)
+
+
+def dedup_paths(inputs, output: str, config=None, **kwargs: Any) -> dict:
+    """See :func:`neardup.spark.engine.dedup_paths`."""
+    require_pyspark()
+    from .engine import dedup_paths as _dedup_paths
+
+    if config is None:
+        from ..pipeline import DedupConfig
+
+        config = DedupConfig()
+    return _dedup_paths(inputs, output, config, **kwargs)

@@ -1,0 +1,1217 @@
+"""The ``neardup dedup`` pipeline on Apache Spark: same input semantics, same stages, same result.
+
+    read ──> parse + exact fingerprints + signatures + shingle ids   (mapInArrow, compiled kernel)
+         ──> exact pass (lowest ordinal per fingerprint) ──> band keys (exploded rows)
+         ──> candidate pairs: per bucket, each member with the next 63 in ordinal order
+         ──> estimate filter ──> exact verification (shingle ids joined back)
+         ──> connected components ──> survivors by the keep policy ──> similarity to survivor
+
+Every stage is a DataFrame operation; nothing about the corpus, its signatures or its edges is
+collected to the driver (only counts, the per-file/per-split line counts that give ordinals, and
+the summary's small aggregates). The Python code that runs on executors is the local engine's
+own: :meth:`neardup.pipeline.Deduplicator._sketch` (the compiled kernel + content fingerprints),
+:func:`neardup.lsh.banding.band_keys`, :func:`neardup.cluster.candidates.estimate_similarity`,
+:func:`~neardup.cluster.candidates.exact_overlaps` and :func:`~neardup.cluster.candidates.similarities`,
+so the shingles, hashes, signatures, estimates and exact similarities are bit-for-bit the local
+ones, and so are the clusters, survivors, reasons and pairs (see ``tests/test_spark_engine.py``).
+
+**Ordinals.** The local engine orders records by their position in the input (``ordinal``): the
+window of 64 in a bucket, the record an exact duplicate points to, and the survivor's tie-break
+all use it. :func:`dedup_paths` gives every record exactly the local ordinal: files in the local
+reader's order (folders walked sorted), and for JSONL, lines counted per file split
+(``_metadata.file_block_start``) in a first JVM-only pass, so a line's ordinal is the number of
+lines in earlier files and earlier splits plus its index in its split; Parquet rows use
+``_metadata.row_index`` (Spark >= 3.5). :func:`dedup` on a DataFrame orders by ``order_col``
+(unique; e.g. a line number) or, without it, by (id, hash of the text), which does not depend on
+how the DataFrame is partitioned.
+
+**JSONL lines** are read with the DataFrame text source, ``lineSep="\\n"``, as raw bytes (the value
+cast to binary): ``SparkContext.textFile`` would also split at a lone ``\\r`` and replace invalid
+UTF-8 with U+FFFD, both unlike the local reader. Each line is then parsed with the local reader's
+own rules and helpers (see :func:`_jsonl_record`). Compression comes from the Hadoop codecs, by
+file name (``.gz``; ``.bz2`` would work but the local reader does not read it); ``.zst`` needs
+Hadoop's native zstd and is refused up front.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
+
+import numpy as np
+
+from ..errors import ConfigError, InputError, require
+from ..pipeline import DedupConfig, _numeric, peak_memory_mb
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["SparkDedupResult", "dedup", "dedup_paths", "DEFAULT_MAX_BYTES"]
+
+#: Records larger than this are Skipped as ``too_large`` (the CLI's default --max-bytes).
+DEFAULT_MAX_BYTES = 64 << 20
+#: Text handed to the kernel per call inside a task (the local engine's batch size).
+_SKETCH_BATCH_CHARS = 16 << 20
+_MISSING = object()
+
+
+@dataclass
+class SparkDedupResult:
+    """The result of :func:`dedup`.
+
+    ``clusters``: one row per input record: ``id, cluster, kept, duplicate_of, similarity, reason``
+    (the local ``clusters.jsonl``) and ``ordinal``; ``pairs``: every verified edge ``a, b, jaccard,
+    estimate`` (ids) and ``a_ordinal, b_ordinal``; ``kept``: the input rows that survive (the
+    deduplicated corpus); ``summary``: the counts of the local ``summary.json``. ``clusters`` and
+    ``pairs`` are persisted; call :meth:`unpersist` when done with them.
+    """
+
+    clusters: "DataFrame"
+    pairs: "DataFrame"
+    kept: "DataFrame"
+    summary: dict
+    _held: list = field(default_factory=list, repr=False)
+
+    def unpersist(self) -> None:
+        _release(self._held)
+        self._held = []
+
+
+# =============================================================================================
+# Executor-side functions (module level, so that they pickle by reference: neardup must be
+# importable on the executors, as the compiled kernel must).
+# =============================================================================================
+
+
+class _Recs:
+    """Parsed records of one batch: what the local reader yields, column-wise."""
+
+    __slots__ = ("keys", "ids", "texts", "skips", "keyvals", "extras")
+
+    def __init__(self):
+        self.keys: list[int] = []
+        self.ids: list[str | None] = []
+        self.texts: list[str | None] = []
+        self.skips: list[str | None] = []
+        self.keyvals: list[float] = []
+        self.extras: dict = {}
+
+    def add(self, key: int, rec, keep_field: str | None) -> None:
+        from ..io.documents import Skipped
+
+        self.keys.append(key)
+        self.ids.append(rec.id)
+        if isinstance(rec, Skipped):
+            self.texts.append(None)
+            self.skips.append(rec.reason)
+            self.keyvals.append(math.nan)
+        else:
+            self.texts.append(rec.text)
+            self.skips.append(None)
+            self.keyvals.append(_numeric(rec.meta.get(keep_field)) if keep_field else math.nan)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def _local_reader(ctx: dict):
+    from ..io.readers import _Reader
+
+    keep = (ctx["keep_field"],) if ctx.get("keep_field") else ()
+    return _Reader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
+                   max_bytes=ctx["max_bytes"])
+
+
+def _jsonl_record(reader, line: bytes, n: int, src: str):
+    """One JSONL line (without its ``\\n``) as the local reader makes it: a Document or a Skipped.
+
+    This is the body of ``neardup.io.readers._Reader._read_jsonl``'s loop, calling the same
+    helpers (``_bad_line``, ``_no_text``, ``_id_str``, ``_describe``); the lines themselves come
+    from Spark. (Moving that body into a ``_Reader._jsonl_record(line, n, src)`` method that
+    ``_read_jsonl`` calls would let this adapter disappear.) Only ``content="text"``.
+    """
+    import orjson
+
+    from ..io.documents import Document, Skipped
+    from ..io.readers import _describe, _id_str
+
+    max_bytes = reader.max_bytes
+    if max_bytes is not None and len(line) > max_bytes:
+        # the local reader measures the line without "\n" (and without "\r" before it)
+        size = len(line) - 1 if line[-1:] == b"\r" else len(line)
+        if size > max_bytes:
+            return Skipped(src, n, src, "too_large", f"line of {size} bytes is over the {max_bytes} byte limit")
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return reader._bad_line(line, exc, n, src)
+    if type(obj) is not dict:
+        return Skipped(src, n, src, "not_an_object", f"the line holds {_describe(obj)}, not a JSON object")
+    ident = obj.get(reader.id_field)
+    if type(ident) is not str or not ident:
+        ident = _id_str(ident, src)
+    text = obj.get(reader.text_field)
+    if type(text) is not str:
+        return reader._no_text(obj, ident, n, src)
+    meta = {}
+    for f in reader.keep_fields:
+        v = obj.get(f)
+        if v is not None:
+            meta[f] = v
+    if not text or text.isspace():
+        return Skipped(ident, n, src, "empty", "the text is empty" if not text else "the text is only white space")
+    return Document(ident, text, n, src, meta)
+
+
+def _row_record(reader, ident, text, keyval, n: int, src: str | None):
+    """One Parquet row (or DataFrame row) as the local Parquet reader makes it.
+
+    Mirrors ``_Reader._parquet_batch`` value by value: id (``_id_str`` with ``<file>:<row>`` as
+    the fallback; None here for a DataFrame, filled in later), ``too_large`` on the raw size,
+    null text, binary decoded as UTF-8 (``errors``), other types ``not_a_string``, blank text
+    ``empty``. (A ``_Reader._parquet_value(ident, text, n, src, meta)`` method would let both share it.)
+    """
+    from ..io.documents import Skipped
+    from ..io.readers import _describe, _id_str, _utf8_len
+
+    if type(ident) is not str or not ident:
+        ident = _id_str(ident, src)
+    tf, max_bytes = reader.text_field, reader.max_bytes
+    if max_bytes is not None:
+        t = type(text)
+        size = _utf8_len(text) if t is str else len(text) if t is bytes else 0
+        if size > max_bytes:
+            return Skipped(ident, n, src, "too_large", f"'{tf}' of {size} bytes is over the {max_bytes} byte limit")
+    if type(text) is not str:
+        if text is None:
+            return Skipped(ident, n, src, "missing_text", f"'{tf}' is null")
+        if type(text) is bytes:
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if reader.errors == "strict":
+                    return Skipped(ident, n, src, "undecodable", f"'{tf}' is not UTF-8 (byte {exc.start})")
+                text = text.decode("utf-8", "replace")
+        else:
+            return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {_describe(text)}, not a string")
+    meta = {}
+    if keyval is not None and reader.keep_fields:
+        meta[reader.keep_fields[0]] = keyval
+    return reader._finish(ident, text, n, src, meta, is_html=False)
+
+
+def _parse_jsonl(batches, ctx: dict) -> Iterator[_Recs]:
+    """(line binary, file, block) rows, in file order within each split -> parsed records."""
+    reader = _local_reader(ctx)
+    bases = ctx["blocks"]          # (spark file uri, block start) -> (first ordinal, first line - 1)
+    paths = ctx["paths"]           # spark file uri -> the path the local reader names
+    kf = ctx.get("keep_field")
+    seen: dict = {}
+    for rb in batches:
+        lines = rb.column(0).to_pylist()
+        files = rb.column(1).to_pylist()
+        blocks = rb.column(2).to_pylist()
+        out = _Recs()
+        for line, f, blk in zip(lines, files, blocks):
+            key = (f, blk)
+            k = seen.get(key, 0)
+            seen[key] = k + 1
+            base_ord, base_line = bases[key]
+            n = base_ord + k
+            out.add(n, _jsonl_record(reader, line, n, f"{paths[f]}:{base_line + k + 1}"), kf)
+        yield out
+
+
+def _parse_rows(batches, ctx: dict) -> Iterator[_Recs]:
+    """Parquet rows ``(_id, _text, _kf, file, row)`` or DataFrame rows ``(_id, _text, _kf, _key, extras...)``."""
+    import pyarrow as pa
+
+    reader = _local_reader(ctx)
+    kf = ctx.get("keep_field")
+    files = ctx.get("files")  # parquet: spark uri -> (first ordinal, local path)
+    extra_names = ctx.get("extras", ())
+    for rb in batches:
+        ids = rb.column(0).to_pylist()
+        texts = rb.column(1).to_pylist()
+        kvs = rb.column(2).to_pylist()
+        out = _Recs()
+        if files is not None:
+            fcol = rb.column(3).to_pylist()
+            rows = rb.column(4).to_pylist()
+            for ident, text, kv, f, row in zip(ids, texts, kvs, fcol, rows):
+                base, path = files[f]
+                n = base + row
+                out.add(n, _row_record(reader, ident, text, kv, n, f"{path}:{row}"), kf)
+        else:
+            keys = rb.column(3).to_pylist()
+            for ident, text, kv, key in zip(ids, texts, kvs, keys):
+                out.add(key, _row_record(reader, ident, text, kv, key, None), kf)
+            for name in extra_names:
+                out.extras[name] = rb.column(name)
+            if ctx.get("text_hash"):
+                import xxhash
+
+                h = [None if t is None else xxhash.xxh3_128_digest(t if type(t) is bytes else str(t).encode("utf-8", "surrogatepass"))
+                     for t in texts]
+                out.extras["_h"] = pa.array(h, type=pa.binary())
+        yield out
+
+
+def _sketch_schema(extra_fields=()):
+    from pyspark.sql import types as T
+
+    fields = [
+        T.StructField("_key", T.LongType()),
+        T.StructField("id", T.StringType()),
+        T.StructField("reason", T.StringType()),
+        T.StructField("length", T.LongType()),
+        T.StructField("keyval", T.DoubleType()),
+        T.StructField("fp", T.LongType()),
+        T.StructField("n", T.LongType()),
+        T.StructField("sig", T.BinaryType()),
+        T.StructField("ids", T.BinaryType()),
+    ]
+    return T.StructType(fields + list(extra_fields))
+
+
+def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig):
+    """Parsed records -> one Arrow batch of sketch rows per input batch.
+
+    Documents go through the local engine's own ``Deduplicator._sketch`` (kernel signatures with
+    shingle ids, and content fingerprints) in chunks of about 16 M characters, one thread (a
+    Spark task is one core). Reasons as the local engine gives them: ``skipped:<why>`` from the
+    reader, ``skipped:empty`` for a document without shingles, ``""`` for the others (the exact
+    pass comes later).
+    """
+    import pyarrow as pa
+
+    from ..pipeline import Deduplicator
+
+    sketcher = Deduplicator(config, jobs=1)
+    want_sig = config.method == "minhash"
+    want_ids = config.method != "exact"
+    for rb in recs:
+        n_rows = len(rb)
+        reason: list = [None] * n_rows
+        length = [0] * n_rows
+        fp: list = [None] * n_rows
+        ns: list = [None] * n_rows
+        sig: list = [None] * n_rows
+        ids: list = [None] * n_rows
+        docs = []
+        for i, (text, skip) in enumerate(zip(rb.texts, rb.skips)):
+            if skip is not None:
+                reason[i] = f"skipped:{skip}"
+            else:
+                docs.append(i)
+                length[i] = len(text)
+        start = 0
+        while start < len(docs):
+            stop, size = start, 0
+            while stop < len(docs) and (stop == start or size < _SKETCH_BATCH_CHARS):
+                size += length[docs[stop]]
+                stop += 1
+            chunk = docs[start:stop]
+            start = stop
+            s, fps = sketcher._sketch([rb.texts[i] for i in chunk])
+            counts = s.n_shingles.tolist()
+            fps_i = fps.astype(np.uint64).view(np.int64).tolist()
+            offs = s.offsets.tolist()
+            for k, i in enumerate(chunk):
+                c = counts[k]
+                ns[i] = c
+                if c == 0:
+                    reason[i] = "skipped:empty"
+                    continue
+                reason[i] = ""
+                fp[i] = fps_i[k]
+                if want_sig:
+                    sig[i] = s.values[k].tobytes()
+                if want_ids:
+                    ids[i] = s.ids[offs[k]:offs[k + 1]].tobytes()
+        arrays = [
+            pa.array(rb.keys, type=pa.int64()),
+            pa.array(rb.ids, type=pa.string()),
+            pa.array(reason, type=pa.string()),
+            pa.array(length, type=pa.int64()),
+            pa.array(rb.keyvals, type=pa.float64()),
+            pa.array(fp, type=pa.int64()),
+            pa.array(ns, type=pa.int64()),
+            pa.array(sig, type=pa.binary()),
+            pa.array(ids, type=pa.binary()),
+        ]
+        names = ["_key", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids"]
+        for name, arr in rb.extras.items():
+            arrays.append(arr)
+            names.append(name)
+        yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _map_jsonl(batches, ctx, config):
+    return _sketch_recs(_parse_jsonl(batches, ctx), config)
+
+
+def _map_rows(batches, ctx, config):
+    return _sketch_recs(_parse_rows(batches, ctx), config)
+
+
+def _stack(col, width: int) -> np.ndarray:
+    """A binary Arrow column of equal-length uint64 runs as an (n, width) array."""
+    vals = col.to_pylist()
+    return np.frombuffer(b"".join(vals), dtype=np.uint64).reshape(len(vals), width)
+
+
+def _band_rows(batches, bands: int, rows: int, num_perm: int):
+    """(ordinal, sig) -> (band, key, ordinal) rows: the local engine's band keys, exploded."""
+    import pyarrow as pa
+
+    from ..lsh.banding import band_keys
+
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        ords = rb.column(0).to_numpy()
+        keys = band_keys(_stack(rb.column(1), num_perm), bands, rows)  # (n, bands) uint64
+        yield pa.RecordBatch.from_arrays([
+            pa.array(np.tile(np.arange(bands, dtype=np.int32), ords.size)),
+            pa.array(keys.reshape(-1).view(np.int64)),
+            pa.array(np.repeat(ords, bands)),
+        ], names=["band", "key", "ordinal"])
+
+
+def _window_pairs(batches, window: int):
+    """Rows sorted by (band, key, ordinal), each bucket whole in one partition -> pairs (a < b).
+
+    Each member of a bucket is paired with the next ``window - 1`` members in ordinal order, as
+    :func:`neardup.cluster.candidates.candidate_pairs` does: a bucket no larger than the window
+    gives all its pairs, a larger one a linear number. A bucket may span batches: the last
+    ``window - 1`` members of the open bucket are carried over.
+    """
+    import pyarrow as pa
+
+    tb = np.empty(0, dtype=np.int32)
+    tk = np.empty(0, dtype=np.int64)
+    to = np.empty(0, dtype=np.int64)
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        t = to.size
+        b = np.concatenate([tb, rb.column(0).to_numpy().astype(np.int32)])
+        k = np.concatenate([tk, rb.column(1).to_numpy()])
+        o = np.concatenate([to, rb.column(2).to_numpy()])
+        idx = np.arange(o.size)
+        pa_, pb_ = [], []
+        for d in range(1, window):
+            if d >= o.size:
+                break
+            same = (b[d:] == b[:-d]) & (k[d:] == k[:-d]) & (idx[d:] >= t)
+            if not same.any():
+                break  # no bucket run is longer than d here, so none is longer than d + 1
+            pa_.append(o[:-d][same])
+            pb_.append(o[d:][same])
+        # the open bucket: members at the end sharing the last row's (band, key)
+        lastb, lastk = b[-1], k[-1]
+        run = np.flatnonzero((b != lastb) | (k != lastk))
+        first = run[-1] + 1 if run.size else 0
+        first = max(first, o.size - (window - 1))
+        tb, tk, to = b[first:], k[first:], o[first:]
+        if pa_:
+            yield pa.RecordBatch.from_arrays([pa.array(np.concatenate(pa_)), pa.array(np.concatenate(pb_))],
+                                             names=["a", "b"])
+
+
+def _estimates(batches, num_perm: int):
+    """(a, b, sig_a, sig_b) -> (a, b, estimate): :func:`estimate_similarity` as locally."""
+    import pyarrow as pa
+
+    from ..cluster.candidates import estimate_similarity
+
+    for rb in batches:
+        k = rb.num_rows
+        if k == 0:
+            continue
+        sigs = np.concatenate([_stack(rb.column(2), num_perm), _stack(rb.column(3), num_perm)])
+        est = estimate_similarity(sigs, np.arange(k), np.arange(k, 2 * k))
+        yield pa.RecordBatch.from_arrays([rb.column(0), rb.column(1), pa.array(est)], names=["a", "b", "estimate"])
+
+
+def _overlap_sims(ids_a: list, ids_b: list) -> dict:
+    """Exact similarities of pairs of sorted distinct shingle-id runs (bytes), as locally."""
+    from ..cluster.candidates import exact_overlaps, similarities
+
+    k = len(ids_a)
+    runs = ids_a + ids_b
+    counts = np.array([len(r) // 8 for r in runs], dtype=np.int64)
+    offsets = np.zeros(2 * k + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    ids = np.frombuffer(b"".join(runs), dtype=np.uint64)
+    i, j = np.arange(k), np.arange(k, 2 * k)
+    inter = exact_overlaps(ids, offsets, i, j)
+    return similarities(counts, inter, i, j)
+
+
+def _score(sims: dict, measure: str) -> np.ndarray:
+    if measure == "jaccard":
+        return sims["jaccard"]
+    return np.maximum(sims["containment_a_in_b"], sims["containment_b_in_a"])
+
+
+def _verify(batches, measure: str):
+    """(a, b, estimate, ids_a, ids_b) -> (a, b, estimate, jaccard, score, jaccard_r, estimate_r)."""
+    import pyarrow as pa
+
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        sims = _overlap_sims(rb.column(3).to_pylist(), rb.column(4).to_pylist())
+        jac = sims["jaccard"]
+        est = rb.column(2).to_numpy()
+        yield pa.RecordBatch.from_arrays([
+            rb.column(0), rb.column(1), rb.column(2), pa.array(jac), pa.array(_score(sims, measure)),
+            pa.array([round(x, 6) for x in jac.tolist()], type=pa.float64()),
+            pa.array([round(x, 6) for x in est.tolist()], type=pa.float64()),
+        ], names=["a", "b", "estimate", "jaccard", "score", "jaccard_r", "estimate_r"])
+
+
+def _member_sims(batches, measure: str, threshold: float, chain: bool):
+    """(ordinal, ids_lo, ids_hi) -> (ordinal, similarity to survivor rounded to 6 places, chained)."""
+    import pyarrow as pa
+
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        sval = _score(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure).tolist()
+        yield pa.RecordBatch.from_arrays([
+            rb.column(0),
+            pa.array([round(float(x), 6) for x in sval], type=pa.float64()),
+            pa.array([chain and x < threshold for x in sval], type=pa.bool_()),
+        ], names=["ordinal", "sim", "chained"])
+
+
+def _jsonl_lines(batches, ctx: dict):
+    """(line, file, block) -> (ordinal, record): the original lines, for the kept corpus."""
+    import pyarrow as pa
+
+    bases = ctx["blocks"]
+    seen: dict = {}
+    for rb in batches:
+        lines = rb.column(0).to_pylist()
+        files = rb.column(1).to_pylist()
+        blocks = rb.column(2).to_pylist()
+        ords = []
+        for f, blk in zip(files, blocks):
+            key = (f, blk)
+            k = seen.get(key, 0)
+            seen[key] = k + 1
+            ords.append(bases[key][0] + k)
+        recs = [ln[:-1] if ln[-1:] == b"\r" else ln for ln in lines]
+        yield pa.RecordBatch.from_arrays([pa.array(ords, type=pa.int64()),
+                                          pa.array([r.decode("utf-8", "replace") for r in recs], type=pa.string())],
+                                         names=["ordinal", "record"])
+
+
+# =============================================================================================
+# Driver side
+# =============================================================================================
+
+
+def _release(frames) -> None:
+    for frame in frames:
+        try:
+            frame.unpersist()
+        except Exception:  # pragma: no cover - best effort
+            pass
+
+
+class _Stages:
+    """Materialized intermediate DataFrames and seconds per stage.
+
+    Every stage's result is checkpointed (its lineage cut): the sketch table reliably when a
+    checkpoint directory is set, the much smaller intermediates locally. Besides computing each stage once,
+    this keeps the plans shallow. Persisting alone is not enough: each cached relation prints
+    the plan of the cached relations it reads, and the shared subtrees of this pipeline make
+    that string grow exponentially (the driver ran out of heap in ``explainString``).
+    """
+
+    def __init__(self):
+        self.held: list = []
+        self.seconds: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def keep(self, df, *, count: bool = True):
+        """An intermediate result (small next to the sketch table): a local checkpoint."""
+        df = df.localCheckpoint(eager=True)
+        self.held.append(df)
+        return (df, df.count()) if count else df
+
+    def checkpoint(self, df):
+        """Materialized with its lineage cut: a reliable checkpoint when the SparkContext has a
+        checkpoint directory (``get_session`` sets one locally; on a cluster give it shared
+        storage), else a local one (memory and disk of the executors)."""
+        sc = df.sparkSession.sparkContext
+        if sc.getCheckpointDir():
+            from pyspark import StorageLevel
+
+            p = df.persist(StorageLevel.MEMORY_AND_DISK)
+            out = p.checkpoint(eager=True)
+            p.unpersist()
+            return out
+        return df.localCheckpoint(eager=True)
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self._t
+        self._t = now
+
+
+def _estimate_floor(config: DedupConfig) -> float:
+    """The local engine's estimate filter: four standard errors and one value below the target."""
+    m = config.minhash.num_perm
+    t_ = config.threshold if config.measure == "jaccard" else max(config.threshold / 2, 0.05)
+    return t_ - 4 * math.sqrt(t_ * (1 - t_) / m) - 1.0 / m
+
+
+def _partitions(spark) -> int:
+    return int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
+
+
+def _core(spark, docs, config: DedupConfig, st: _Stages):
+    """Everything after sketching. ``docs``: (ordinal, id, reason, length, keyval, fp, n, sig, ids),
+    one row per input record, materialized. Returns (clusters, pairs, stats)."""
+    from pyspark.sql import functions as F
+
+    from ..cluster.candidates import BUCKET_WINDOW
+    from .components import connected_components
+
+    stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0, "largest_bucket": 0,
+                   "buckets_over_window": 0, "buckets_shared": 0}
+    parts = _partitions(spark)
+
+    # -- exact pass: all but the lowest ordinal of each fingerprint are exact duplicates
+    valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
+    rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
+    with_rep = valid.join(rep, "fp").select("ordinal", "rep")
+    exact, _ = st.keep(with_rep.where(F.col("ordinal") != F.col("rep")))
+    firsts = with_rep.where(F.col("ordinal") == F.col("rep")).select("ordinal")
+    sketched, n_sketched = st.keep(docs.join(firsts, "ordinal", "left_semi")
+                                   .select("ordinal", "length", "keyval", "n", "sig", "ids"))
+    stats["n_shingles_total"] = int(sketched.agg(F.sum("n")).first()[0] or 0)
+    st.lap("exact_pass")
+
+    empty_edges = spark.createDataFrame([], "a long, b long, estimate double, jaccard double, score double, "
+                                            "jaccard_r double, estimate_r double")
+    if config.method == "minhash" and n_sketched:
+        band = config.banding()
+        m = config.minhash.num_perm
+        bands = sketched.select("ordinal", "sig").mapInArrow(
+            functools.partial(_band_rows, bands=band.bands, rows=band.rows, num_perm=m),
+            "band int, key long, ordinal long")
+        bands = st.keep(bands, count=False)
+        b = (bands.groupBy("band", "key").count().where(F.col("count") >= 2)
+             .agg(F.count("*").alias("shared"), F.max("count").alias("largest"),
+                  F.sum((F.col("count") > BUCKET_WINDOW).cast("long")).alias("over")).first())
+        stats.update(buckets_shared=int(b["shared"] or 0), largest_bucket=int(b["largest"] or 0),
+                     buckets_over_window=int(b["over"] or 0))
+        raw = (bands.repartition(parts, "band", "key").sortWithinPartitions("band", "key", "ordinal")
+               .mapInArrow(functools.partial(_window_pairs, window=BUCKET_WINDOW), "a long, b long"))
+        cand, stats["candidate_pairs"] = st.keep(raw.distinct())
+        st.lap("candidates")
+
+        sig = sketched.select("ordinal", "sig")
+        joined = (cand.join(sig.withColumnRenamed("ordinal", "a").withColumnRenamed("sig", "sa"), "a")
+                  .join(sig.withColumnRenamed("ordinal", "b").withColumnRenamed("sig", "sb"), "b")
+                  .select("a", "b", "sa", "sb"))
+        est, _ = st.keep(joined.mapInArrow(functools.partial(_estimates, num_perm=m), "a long, b long, estimate double"))
+        if config.verify:
+            floor = _estimate_floor(config)
+            passed = est.where(F.col("estimate") >= F.lit(floor))
+            stats["estimate_filtered"] = stats["candidate_pairs"] - passed.count()
+        else:
+            passed = est
+        ids = sketched.select("ordinal", "ids")
+        vjoin = (passed.join(ids.withColumnRenamed("ordinal", "a").withColumnRenamed("ids", "ia"), "a")
+                 .join(ids.withColumnRenamed("ordinal", "b").withColumnRenamed("ids", "ib"), "b")
+                 .select("a", "b", "estimate", "ia", "ib"))
+        verified = vjoin.mapInArrow(functools.partial(_verify, measure=config.measure),
+                                    "a long, b long, estimate double, jaccard double, score double, "
+                                    "jaccard_r double, estimate_r double")
+        if config.verify:
+            verified = verified.where(F.col("score") >= F.lit(float(config.threshold)))
+        edges, stats["verified_pairs"] = st.keep(verified)
+        st.lap("verify")
+    else:
+        edges = empty_edges
+        st.lap("candidates")
+
+    # -- clusters: connected components over verified edges; survivor by the keep policy
+    if stats["verified_pairs"]:
+        cc = connected_components(edges.select("a", "b"), "a", "b")
+        members = sketched.select("ordinal", "length", "keyval").join(
+            cc.withColumnRenamed("node", "ordinal"), "ordinal")
+        if config.keep == "first":
+            primary = F.lit(0.0)
+        elif config.keep == "longest":
+            primary = -F.col("length").cast("double")
+        elif config.keep == "shortest":
+            primary = F.col("length").cast("double")
+        else:
+            v = F.col("keyval")
+            primary = F.when(v.isNull() | F.isnan(v), F.lit(float("inf"))).otherwise(-v)
+        primary = F.when(primary == 0, F.lit(0.0)).otherwise(primary)  # -0.0 ties with 0.0, as in numpy
+        surv = (members.groupBy("component")
+                .agg(F.min(F.struct(primary.alias("p"), F.col("ordinal").alias("o"))).alias("m"))
+                .select("component", F.col("m.o").alias("survivor")))
+        memb, _ = st.keep(members.join(surv, "component").select("ordinal", "survivor"))
+        ids = sketched.select("ordinal", "ids")
+        pairs_ms = (memb.where(F.col("ordinal") != F.col("survivor"))
+                    .select("ordinal", F.least("ordinal", "survivor").alias("lo"),
+                            F.greatest("ordinal", "survivor").alias("hi")))
+        msj = (pairs_ms.join(ids.withColumnRenamed("ordinal", "lo").withColumnRenamed("ids", "ilo"), "lo")
+               .join(ids.withColumnRenamed("ordinal", "hi").withColumnRenamed("ids", "ihi"), "hi")
+               .select("ordinal", "ilo", "ihi"))
+        sims, _ = st.keep(msj.mapInArrow(
+            functools.partial(_member_sims, measure=config.measure, threshold=float(config.threshold),
+                              chain=config.method == "minhash"),
+            "ordinal long, sim double, chained boolean"))
+        _release([cc])
+    else:
+        memb = spark.createDataFrame([], "ordinal long, survivor long")
+        sims = spark.createDataFrame([], "ordinal long, sim double, chained boolean")
+
+    assign_sk = (sketched.select("ordinal").join(memb, "ordinal", "left").join(sims, "ordinal", "left")
+                 .select("ordinal", F.coalesce("survivor", "ordinal").alias("survivor"), "sim", "chained"))
+    assign_sk, _ = st.keep(assign_sk)
+    near_sk = F.col("survivor") != F.col("ordinal")
+    a_sk = assign_sk.select("ordinal", "survivor",
+                            F.when(near_sk, F.col("sim")).otherwise(F.lit(1.0)).alias("similarity"),
+                            F.when(near_sk, F.lit("near")).alias("why"))
+    rep_side = assign_sk.select(F.col("ordinal").alias("rep"), F.col("survivor").alias("rsurv"), F.col("sim").alias("rsim"))
+    same = F.col("rsurv") == F.col("rep")
+    a_ex = exact.join(rep_side, "rep").select(
+        "ordinal", F.col("rsurv").alias("survivor"),
+        F.when(same, F.lit(1.0)).otherwise(F.col("rsim")).alias("similarity"),
+        F.when(same, F.lit("exact")).otherwise(F.lit("near")).alias("why"))
+    assign = a_sk.unionByName(a_ex)
+    names = docs.select(F.col("ordinal").alias("survivor"), F.col("id").alias("cluster"))
+    out = (docs.select("ordinal", "id", "reason").join(assign, "ordinal", "left")
+           .join(names, "survivor", "left"))
+    out, _ = st.keep(out)
+    sizes = out.where(F.col("cluster").isNotNull()).groupBy("cluster").agg(F.count("*").alias("size"))
+    kept = F.coalesce(F.col("survivor") == F.col("ordinal"), F.lit(False))
+    clusters = out.join(sizes, "cluster", "left").select(
+        "id", "cluster", kept.alias("kept"),
+        F.when(~kept & F.col("survivor").isNotNull(), F.col("cluster")).alias("duplicate_of"),
+        "similarity",
+        F.when(kept, F.when(F.col("size") > 1, F.lit("kept")).otherwise(F.lit("unique")))
+        .otherwise(F.coalesce(F.col("why"), F.col("reason"))).alias("reason"),
+        "ordinal",
+    )
+    clusters, _ = st.keep(clusters)
+    chained = assign_sk.where(F.coalesce(F.col("chained"), F.lit(False)) & near_sk)
+    stats["chained"] = chained.count()
+    stats["chained_examples"] = [r["id"] for r in chained.join(docs.select("ordinal", "id"), "ordinal")
+                                 .orderBy("ordinal").limit(20).collect()]
+    idn = docs.select("ordinal", "id")
+    pairs = (edges.join(idn.select(F.col("ordinal").alias("a"), F.col("id").alias("a_id")), "a")
+             .join(idn.select(F.col("ordinal").alias("b"), F.col("id").alias("b_id")), "b")
+             .select(F.col("a_id").alias("a"), F.col("b_id").alias("b"), F.col("jaccard_r").alias("jaccard"),
+                     F.col("estimate_r").alias("estimate"), F.col("a").alias("a_ordinal"), F.col("b").alias("b_ordinal")))
+    pairs, _ = st.keep(pairs)
+    st.lap("cluster")
+    return clusters, pairs, stats
+
+
+def _summary(spark, clusters, stats: dict, config: DedupConfig, st: _Stages, kept_info) -> dict:
+    from pyspark.sql import functions as F
+
+    reasons: dict[str, int] = {}
+    skipped: dict[str, int] = {}
+    for r in clusters.groupBy("reason").count().collect():
+        if r["reason"].startswith("skipped:"):
+            skipped[r["reason"][len("skipped:"):]] = int(r["count"])
+            reasons["skipped"] = reasons.get("skipped", 0) + int(r["count"])
+        else:
+            reasons[r["reason"]] = int(r["count"])
+    agg = clusters.agg(F.count("*").alias("n"), F.sum(F.col("kept").cast("long")).alias("kept"),
+                       F.countDistinct("id").alias("distinct_ids")).first()
+    sizes = clusters.where(F.col("cluster").isNotNull()).groupBy("cluster").count().where(F.col("count") > 1)
+    dist = {int(r["count"]): int(r["n"]) for r in sizes.groupBy("count").agg(F.count("*").alias("n")).collect()}
+    largest = sizes.orderBy(F.col("count").desc(), F.col("cluster").asc()).limit(10).collect()
+    n_input = int(agg["n"])
+    summary = {
+        "engine": "spark",
+        "input": n_input,
+        "kept": int(agg["kept"] or 0),
+        "unique": reasons.get("unique", 0),
+        "exact_duplicates": reasons.get("exact", 0),
+        "near_duplicates": reasons.get("near", 0),
+        "skipped": reasons.get("skipped", 0),
+        "skipped_by_reason": dict(sorted(skipped.items())),
+        "clusters": {
+            "count": sum(dist.values()),
+            "documents_in_clusters": sum(k * v for k, v in dist.items()),
+            "size_distribution": {str(k): v for k, v in sorted(dist.items())},
+            "largest": [{"survivor": r["cluster"], "size": int(r["count"])} for r in largest],
+        },
+        "candidate_pairs": int(stats["candidate_pairs"]),
+        "estimate_filtered_pairs": int(stats["estimate_filtered"]),
+        "verified_pairs": int(stats["verified_pairs"]),
+        "chained_members": int(stats["chained"]),
+        "chained_examples": stats["chained_examples"],
+        "largest_bucket": int(stats["largest_bucket"]),
+        "buckets_over_window": int(stats["buckets_over_window"]),
+        "duplicate_ids": n_input - int(agg["distinct_ids"]),
+        "shingles_total": int(stats["n_shingles_total"]),
+        "kept_output": kept_info,
+        "config": config.as_dict(),
+        "config_fingerprint": config.fingerprint(),
+        "jobs": spark.sparkContext.defaultParallelism,
+        "spark": {
+            "version": spark.version,
+            "master": spark.sparkContext.master,
+            "default_parallelism": spark.sparkContext.defaultParallelism,
+            "shuffle_partitions": _partitions(spark),
+        },
+        "seconds": {k: round(v, 3) for k, v in st.seconds.items()},
+        "peak_memory_mb": round(peak_memory_mb(), 1),
+    }
+    jvm = _jvm_peak_mb()
+    if jvm is not None:
+        summary["peak_memory_mb_jvm"] = jvm
+    assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
+        == summary["input"], "internal error: counts do not add up"
+    return summary
+
+
+def _jvm_peak_mb() -> float | None:
+    """High-water resident memory of a local Spark JVM started by this process (None elsewhere)."""
+    try:
+        import psutil
+
+        for proc in psutil.Process().children(recursive=True):
+            if proc.name() == "java":
+                with open(f"/proc/{proc.pid}/status") as fh:
+                    for line in fh:
+                        if line.startswith("VmHWM:"):
+                            return round(int(line.split()[1]) / 1024, 1)
+    except Exception:  # noqa: BLE001 - psutil missing, not Linux, no permission
+        return None
+    return None
+
+
+def _check_config(config: DedupConfig) -> None:
+    if not isinstance(config, DedupConfig):
+        raise ConfigError(f"config must be a neardup.pipeline.DedupConfig, got {type(config).__name__}")
+    if config.method == "simhash":
+        raise ConfigError("the Spark engine runs method='minhash' or 'exact'; use --engine local for simhash")
+
+
+# --------------------------------------------------------------------------------------------- DataFrame API
+
+
+def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text", order_col: str | None = None,
+          config: DedupConfig = DedupConfig(), spark: "SparkSession | None" = None,
+          max_bytes: int | None = DEFAULT_MAX_BYTES) -> SparkDedupResult:
+    """Deduplicate the rows of a Spark DataFrame; returns DataFrames (see :class:`SparkDedupResult`).
+
+    Each row is read like a Parquet row by the local reader: ``id_col`` (a string, or any value
+    made a string as the local reader does; a row without one gets ``row:<ordinal>``; ``None`` for
+    no id column), ``text_col`` (string, or binary decoded as UTF-8), and with
+    ``config.keep == "field"`` the numeric column ``config.keep_field``.
+
+    ``order_col``: the input order (ties in the window, exact duplicates and survivors follow it):
+    a column with unique values (e.g. a line number); integers are the ordinals themselves, other
+    types are ranked. Without it, rows are ordered by (id, hash of the text), so the result never
+    depends on how ``df`` is partitioned; the input is then checkpointed once (a stable row id is
+    needed to return the kept rows).
+    """
+    require("pyspark", "spark")
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    _check_config(config)
+    spark = spark or df.sparkSession
+    cols = set(df.columns)
+    for name, what in ((text_col, "text_col"), (id_col, "id_col"), (order_col, "order_col")):
+        if name is not None and name not in cols:
+            raise ConfigError(f"{what} {name!r} is not a column of the DataFrame (columns: {df.columns})")
+    kf = config.keep_field if config.keep == "field" else None
+    if kf is not None and kf not in cols:
+        raise ConfigError(f"keep_field {kf!r} is not a column of the DataFrame (columns: {df.columns})")
+
+    st = _Stages()
+    dtypes = {f.name: f.dataType for f in df.schema.fields}
+    integral = order_col is not None and isinstance(dtypes[order_col], (T.ByteType, T.ShortType, T.IntegerType, T.LongType))
+    held_input = []
+    if order_col is None:
+        base = st.checkpoint(df.withColumn("_loc", F.monotonically_increasing_id()))
+        held_input.append(base)
+        key = F.col("_loc")
+    else:
+        base = df
+        key = F.col(order_col).cast("long") if integral else F.lit(0).cast("long")
+    sel = [
+        (F.col(id_col) if id_col else F.lit(None).cast("string")).alias("_id"),
+        F.col(text_col).alias("_text"),
+        (F.col(kf) if kf else F.lit(None).cast("double")).alias("_kf"),
+        key.alias("_key"),
+    ]
+    extra_fields, extras = [], []
+    if order_col is not None and not integral:
+        sel.append(F.col(order_col).alias("_okey"))
+        extra_fields.append(T.StructField("_okey", dtypes[order_col]))
+        extras.append("_okey")
+    if order_col is None:
+        extra_fields.append(T.StructField("_h", T.BinaryType()))
+    ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": max_bytes,
+           "extras": tuple(extras), "text_hash": order_col is None}
+    sk = base.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config),
+                                      _sketch_schema(extra_fields))
+    sk = st.checkpoint(sk)
+
+    # ordinals
+    if integral:
+        if sk.where(F.col("_key").isNull()).limit(1).count():
+            raise ConfigError(f"order_col {order_col!r} has null values; it must give every row a unique position")
+        docs = sk.withColumnRenamed("_key", "ordinal")
+    else:
+        if order_col is not None:
+            order = [F.col("_okey").asc_nulls_first()]
+            rowkey = "_okey"
+        else:
+            order = [F.col("id").asc_nulls_first(), F.col("_h").asc_nulls_first(), F.col("_key")]
+            rowkey = "_key"
+        keyed = sk.orderBy(*order).select(rowkey)
+        ranked = keyed.rdd.map(lambda r: r[0]).zipWithIndex()
+        rschema = T.StructType([T.StructField(rowkey, sk.schema[rowkey].dataType), T.StructField("ordinal", T.LongType())])
+        ranks = spark.createDataFrame(ranked, rschema)
+        docs = sk.join(ranks, rowkey).drop("_h")
+    if order_col is not None:
+        col = "ordinal" if integral else "_okey"
+        dup = docs.groupBy(col).count().where(F.col("count") > 1).limit(1).collect()
+        if dup:
+            raise ConfigError(f"order_col {order_col!r} is not unique: {dup[0][col]!r} is the value of "
+                              f"{dup[0]['count']} rows")
+    docs = docs.withColumn("id", F.coalesce(F.col("id"), F.concat(F.lit("row:"), F.col("ordinal").cast("string"))))
+    docs = docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids",
+                       *[c for c in ("_key", "_okey") if c in docs.columns and c != "ordinal"])
+    docs = st.checkpoint(docs)
+    st.lap("read_and_sketch")
+
+    clusters, pairs, stats = _core(spark, docs.drop("_key", "_okey"), config, st)
+    kept_ord = clusters.where(F.col("kept")).select("ordinal")
+    if order_col is None:
+        link = docs.select("ordinal", F.col("_key").alias("_loc"))
+        kept = base.join(link.join(kept_ord, "ordinal", "left_semi").select("_loc"), "_loc", "left_semi").drop("_loc")
+    elif integral:
+        kept = df.join(kept_ord.select(F.col("ordinal").alias("__ord")),
+                       F.col(order_col).cast("long") == F.col("__ord"), "left_semi")
+    else:
+        link = docs.select("ordinal", "_okey").join(kept_ord, "ordinal", "left_semi").select(F.col("_okey").alias("__okey"))
+        kept = df.join(link, F.col(order_col) == F.col("__okey"), "left_semi")
+    summary = _summary(spark, clusters, stats, config, st, None)
+    keep_frames = {id(clusters), id(pairs)}
+    _release([d for d in st.held if id(d) not in keep_frames])
+    return SparkDedupResult(clusters=clusters, pairs=pairs, kept=kept, summary=summary,
+                            _held=[clusters, pairs] + held_input)
+
+
+# --------------------------------------------------------------------------------------------- files
+
+
+def _has_scheme(path: str) -> bool:
+    head, sep, _ = path.partition("://")
+    return bool(sep) and head.isalnum() or path.startswith("file:")
+
+
+_GLOB = str.maketrans({c: "\\" + c for c in "*?[]{}\\"})
+
+
+def _local_uri(path: str) -> str:
+    """A file URI for Spark, with Hadoop glob characters escaped."""
+    return "file://" + os.path.abspath(path).translate(_GLOB)
+
+
+def _file_key(uri: str) -> str:
+    """Spark's ``_metadata.file_path`` (URL-encoded) and our own URIs in one comparable form."""
+    from urllib.parse import unquote
+
+    if uri.startswith("file:"):
+        rest = uri[5:]
+        if rest.startswith("//"):
+            rest = rest[2:]
+            rest = rest[rest.find("/"):] if "/" in rest else "/"
+        return "file:" + os.path.normpath(unquote(rest))
+    return unquote(uri)
+
+
+def _hadoop_leaves(spark, path: str) -> list[str]:
+    """Files under a Hadoop path (hdfs://, s3a://, ...), walked like the local reader walks folders:
+    sorted names, names starting with "." or "_" skipped (Spark's own convention as well)."""
+    jvm = spark.sparkContext._jvm
+    hp = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hp.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not fs.exists(hp):
+        raise InputError(f"{path}: no such file or folder")
+    out = []
+
+    def walk(p):
+        st = fs.getFileStatus(p)
+        if not st.isDirectory():
+            out.append(st.getPath().toString())
+            return
+        children = sorted(fs.listStatus(p), key=lambda s: s.getPath().getName())
+        for c in children:
+            name = c.getPath().getName()
+            if name.startswith((".", "_")):
+                continue
+            walk(c.getPath())
+
+    walk(hp)
+    return out
+
+
+def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str | None]]]:
+    """``(format, [(spark uri, path as the local reader names it, why unreadable or None)])``."""
+    from ..io.readers import _kind, _leaves as local_leaves, _plan
+
+    if isinstance(inputs, (str, bytes, os.PathLike)):
+        inputs = [inputs]
+    inputs = [os.fsdecode(p) for p in inputs]
+    if format not in ("auto", "jsonl", "parquet"):
+        raise ConfigError(f"the Spark engine reads JSONL and Parquet (format 'auto', 'jsonl' or 'parquet'), got "
+                          f"{format!r}; use --engine local for WARC, HTML and text files")
+    leaves = []
+    fmts = set()
+    for p in inputs:
+        if not _has_scheme(p) and os.path.exists(p):
+            for leaf, fmt, why in local_leaves(_plan([p], format)):
+                if why is None:
+                    fmts.add(fmt)
+                leaves.append((_local_uri(leaf), leaf, why))
+        else:
+            for leaf in _hadoop_leaves(spark, p):
+                fmts.add(format if format != "auto" else (_kind(leaf) or "text"))
+                leaves.append((leaf, leaf, None))
+    seen_leaves = set()
+    for uri, leaf, why in leaves:
+        if why is None:
+            k = _file_key(uri.replace("\\", ""))
+            if k in seen_leaves:
+                raise ConfigError(f"{leaf} is among the inputs twice; the Spark engine reads each file once")
+            seen_leaves.add(k)
+    if len(fmts) > 1 or (fmts and next(iter(fmts)) not in ("jsonl", "parquet")):
+        raise ConfigError(f"the Spark engine reads JSONL or Parquet inputs (one kind per run); these are "
+                          f"{', '.join(sorted(map(str, fmts)))}. Use --format or --engine local")
+    fmt = next(iter(fmts)) if fmts else (format if format != "auto" else "jsonl")
+    if fmt == "jsonl":
+        for uri, leaf, why in leaves:
+            low = leaf.lower()
+            if low.endswith((".zst", ".zstd")):
+                raise ConfigError(f"{leaf}: zstd-compressed JSONL needs Hadoop's native zstd codec; recompress it "
+                                  "as .gz (or use --engine local)")
+            if why is None and not _has_scheme(leaf):
+                try:
+                    with open(leaf, "rb") as fh:
+                        gz = fh.read(2) == b"\x1f\x8b"
+                except OSError:
+                    continue
+                if gz != low.endswith(".gz"):
+                    raise ConfigError(f"{leaf}: Hadoop picks the codec by file name, and this file "
+                                      f"{'is' if gz else 'is not'} gzip data {'without' if gz else 'with'} a .gz "
+                                      "name; rename it (or use --engine local)")
+    return fmt, leaves
+
+
+def _jsonl_frame(spark, uris: list[str]):
+    from pyspark.sql import functions as F
+
+    return (spark.read.option("lineSep", "\n").text(uris)
+            .select(F.col("value").cast("binary").alias("line"), F.col("_metadata.file_path").alias("file"),
+                    F.col("_metadata.file_block_start").alias("block")))
+
+
+def _uri_map(seen_uris, leaves) -> dict[str, tuple[int, str]]:
+    """Spark's file URIs -> (leaf number, local name)."""
+    by_key = {}
+    for no, (uri, leaf, _) in enumerate(leaves):
+        by_key.setdefault(_file_key(uri.replace("\\", "")), (no, leaf))
+    out = {}
+    for u in seen_uris:
+        k = _file_key(u)
+        if k not in by_key:
+            raise InputError(f"Spark read a file that is not among the inputs: {u}")
+        out[u] = by_key[k]
+    return out
+
+
+def _read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, text_field: str, max_bytes):
+    """The sketch table of the inputs, keyed by the local reader's ordinals, plus what the kept
+    corpus needs to find the records again."""
+    from pyspark.sql import functions as F
+
+    kf = config.keep_field if config.keep == "field" else None
+    readable = [(u, leaf) for u, leaf, why in leaves if why is None]
+    uris = [u for u, _ in readable]
+    ctx = {"id_field": id_field, "text_field": text_field, "keep_field": kf, "max_bytes": max_bytes}
+    counts: dict = {}
+    if fmt == "jsonl":
+        frame = _jsonl_frame(spark, uris) if uris else None
+        rows = frame.groupBy("file", "block").count().collect() if frame is not None else []
+        fmap = _uri_map({r["file"] for r in rows}, leaves)
+        for r in rows:
+            counts[(fmap[r["file"]][0], r["block"])] = (r["file"], int(r["count"]))
+    else:
+        frame = spark.read.option("mergeSchema", "true").parquet(*uris) if uris else None
+        rows = (frame.select(F.col("_metadata.file_path").alias("file")).groupBy("file").count().collect()
+                if frame is not None else [])
+        fmap = _uri_map({r["file"] for r in rows}, leaves)
+        for r in rows:
+            counts[(fmap[r["file"]][0], 0)] = (r["file"], int(r["count"]))
+    # ordinals: leaves in order; an unreadable leaf is one record, as in the local reader
+    blocks: dict = {}
+    files: dict = {}
+    synthetic = []
+    n = 0
+    by_leaf: dict = {}
+    for (no, blk), (uri, c) in counts.items():
+        by_leaf.setdefault(no, []).append((blk, uri, c))
+    for no, (uri, leaf, why) in enumerate(leaves):
+        if why is not None:
+            synthetic.append((n, leaf, "skipped:unreadable_file"))
+            n += 1
+            continue
+        line = 0
+        for blk, suri, c in sorted(by_leaf.get(no, [])):
+            blocks[(suri, blk)] = (n, line)
+            files.setdefault(suri, (n, leaf))
+            n += c
+            line += c
+    total = n
+    paths = {u: leaf for u, (no, leaf) in fmap.items()}
+    if frame is None:
+        sk = spark.createDataFrame([], _sketch_schema())
+    elif fmt == "jsonl":
+        ctx.update(blocks=blocks, paths=paths)
+        sk = frame.mapInArrow(functools.partial(_map_jsonl, ctx=ctx, config=config), _sketch_schema())
+    else:
+        names = set(frame.columns)
+        sel = [
+            (F.col(f"`{id_field}`") if id_field in names else F.lit(None).cast("string")).alias("_id"),
+            (F.col(f"`{text_field}`") if text_field in names else F.lit(None).cast("string")).alias("_text"),
+            (F.col(f"`{kf}`") if kf and kf in names and kf != text_field else F.lit(None).cast("double")).alias("_kf"),
+            F.col("_metadata.file_path").alias("file"),
+            F.col("_metadata.row_index").alias("row"),
+        ]
+        ctx.update(files={u: (files[u][0], paths[u]) for u in files})
+        sk = frame.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config), _sketch_schema())
+    if synthetic:
+        extra = spark.createDataFrame(
+            [(o, leaf, why, 0, None, None, None, None, None) for o, leaf, why in synthetic], _sketch_schema())
+        sk = sk.unionByName(extra)
+    locate = {"format": fmt, "frame": frame, "blocks": blocks, "files": files}
+    return sk.withColumnRenamed("_key", "ordinal"), total, locate
+
+
+def _kept_frame(spark, locate: dict, kept_ord):
+    """The original records whose ordinal is kept: JSONL lines as ``record`` strings, Parquet rows as they are."""
+    from pyspark.sql import functions as F
+
+    frame = locate["frame"]
+    if frame is None:
+        return None
+    if locate["format"] == "jsonl":
+        lines = frame.mapInArrow(functools.partial(_jsonl_lines, ctx={"blocks": locate["blocks"]}),
+                                 "ordinal long, record string")
+        return lines.join(kept_ord, "ordinal", "left_semi").sortWithinPartitions("ordinal")
+    base = spark.createDataFrame([(u, b) for u, (b, _) in locate["files"].items()], "__file string, __base long")
+    rows = frame.withColumn("__file", F.col("_metadata.file_path")).join(F.broadcast(base), "__file")
+    rows = rows.withColumn("ordinal", F.col("__base") + F.col("_metadata.row_index")).drop("__file", "__base")
+    return rows.join(kept_ord, "ordinal", "left_semi").sortWithinPartitions("ordinal")
+
+
+def _is_remote(path: str) -> bool:
+    return _has_scheme(path) and not path.startswith("file:")
+
+
+def _write_text(spark, path: str, text: str) -> None:
+    if not _is_remote(path):
+        local = path[5:] if path.startswith("file:") else path
+        with open(local, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    jvm = spark.sparkContext._jvm
+    hp = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hp.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    out = fs.create(hp, True)
+    try:
+        out.write(bytearray(text.encode("utf-8")))
+    finally:
+        out.close()
+
+
+def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, master: str | None = None,
+                id_field: str = "id", text_field: str = "text", format: str = "auto",
+                max_bytes: int | None = DEFAULT_MAX_BYTES, write_kept: bool = True, spark=None,
+                conf: dict | None = None) -> dict:
+    """``neardup dedup --engine spark``: deduplicate JSONL or Parquet files (local or any Hadoop
+    path) into ``output``: the Parquet datasets ``clusters/``, ``pairs/`` and ``kept/``, and
+    ``summary.json``. Returns the summary.
+
+    Records and ordinals are exactly the local reader's (see the module docstring), so the
+    clusters and pairs equal the local engine's. ``master``: the Spark master (default: the
+    ``spark-submit`` environment's, else ``local[*]``); an active session is used as it is.
+    ``kept/`` holds, for JSONL input, ``ordinal`` and ``record`` (the original line; read it back
+    with ``spark.read.json(df.select("record").rdd.map(lambda r: r[0]))`` or ``from_json``), for
+    Parquet input the original columns and ``ordinal``.
+    """
+    require("pyspark", "spark")
+    from pyspark.sql import functions as F
+
+    from .session import _environment_provides_master, get_session
+
+    _check_config(config)
+    st = _Stages()
+    if spark is None:
+        if master is None and not _environment_provides_master():
+            master = "local[*]"
+        spark = get_session(master=master, app_name="neardup-dedup", conf=conf)
+    st.lap("session")
+    fmt, leaves = _leaves(spark, inputs, format)
+    output = os.fspath(output)
+    if not _is_remote(output):
+        os.makedirs(output[5:] if output.startswith("file:") else output, exist_ok=True)
+
+    sk, total, locate = _read_paths(spark, fmt, leaves, config, id_field, text_field, max_bytes)
+    docs = st.checkpoint(sk)
+    st.lap("read_and_sketch")
+    clusters, pairs, stats = _core(spark, docs, config, st)
+
+    t = time.perf_counter()
+    sep = "" if output.endswith("/") else "/"
+    clusters.orderBy("ordinal").write.mode("overwrite").parquet(f"{output}{sep}clusters")
+    pairs.orderBy("a_ordinal", "b_ordinal").write.mode("overwrite").parquet(f"{output}{sep}pairs")
+    kept_info = None
+    if write_kept:
+        kept_ord = clusters.where(F.col("kept")).select("ordinal")
+        kept = _kept_frame(spark, locate, kept_ord)
+        if kept is not None:
+            kept.write.mode("overwrite").parquet(f"{output}{sep}kept")
+            kept_info = {"path": f"{output}{sep}kept", "format": "parquet",
+                         "records": clusters.where(F.col("kept")).count(),
+                         "columns": "ordinal, record" if fmt == "jsonl" else "the input columns, ordinal"}
+    st.seconds["write"] = time.perf_counter() - t
+    st._t = time.perf_counter()
+    summary = _summary(spark, clusters, stats, config, st, kept_info)
+    summary["seconds"]["total"] = round(sum(v for k, v in st.seconds.items() if k != "session"), 3)
+    summary["inputs"] = {"format": fmt, "files": len(leaves)}
+    if summary["input"] != total:
+        raise RuntimeError(f"internal error: {summary['input']} records in clusters, {total} counted in the inputs")
+    _write_text(spark, f"{output}{sep}summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    _release(st.held)
+    return summary
