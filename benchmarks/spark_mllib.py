@@ -20,7 +20,9 @@ of the hashed shingle sets for every candidate (precision is exact up to Hashing
 Timed separately: signatures (read + tokenize + shingle + hash + MinHash, materialized) and the
 join (with ``--join-timeout``, default 1200 s; on timeout the Spark jobs are cancelled and the
 record says ``"join_status": "did not finish"``). Peak memory: the process tree (Python driver +
-JVM + any Python workers) sampled every 0.25 s, and the JVM's own high-water mark (VmHWM).
+JVM + any Python workers) sampled every 0.25 s, and the JVM's own high-water mark (VmHWM); the
+JVM takes heap up to ``--driver-memory`` before it collects, so the peak mostly follows that.
+CPU seconds (process tree) are recorded next to wall times: on a shared machine they say more.
 
 Usage:
   python benchmarks/spark_mllib.py [--corpus benchmarks/data/corpus.jsonl] [--limit N]
@@ -97,6 +99,22 @@ class PeakMemory:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
+
+
+def tree_cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its live descendants (the JVM above all).
+
+    Less sensitive than wall time to other work on a shared machine."""
+    import psutil
+
+    total = 0.0
+    for proc in [psutil.Process()] + psutil.Process().children(recursive=True):
+        try:
+            t = proc.cpu_times()
+            total += t.user + t.system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return total
 
 
 def jvm_vmhwm_mb() -> float | None:
@@ -230,6 +248,7 @@ def main(argv=None) -> int:
     record["text_bytes"] = int(stats["b"] or 0)
 
     t_sig = time.perf_counter()
+    c_sig = tree_cpu_seconds()
     tok = RegexTokenizer(inputCol="text", outputCol="words", pattern="(?U)\\w+", gaps=False, toLowercase=True)
     ngram = NGram(n=args.ngram, inputCol="words", outputCol="grams")
     words = ngram.transform(tok.transform(raw))
@@ -244,6 +263,7 @@ def main(argv=None) -> int:
     sig = model.transform(vecs).persist()
     n_sig = sig.count()
     record["seconds_signature"] = round(time.perf_counter() - t_sig, 2)
+    record["cpu_seconds_signature"] = round(tree_cpu_seconds() - c_sig, 2)
     record["docs_signed"] = n_sig
     raw.unpersist()
     print(f"signatures: {n_sig} docs in {record['seconds_signature']} s", file=sys.stderr, flush=True)
@@ -266,6 +286,7 @@ def main(argv=None) -> int:
             outcome["error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
 
     t_join = time.perf_counter()
+    c_join = tree_cpu_seconds()
     worker = threading.Thread(target=run_join, daemon=True)
     worker.start()
     worker.join(args.join_timeout)
@@ -290,6 +311,7 @@ def main(argv=None) -> int:
         record["error"] = outcome.get("error")
         record["seconds_join"] = None
         record["pairs"] = None
+    record["cpu_seconds_join"] = round(tree_cpu_seconds() - c_join, 2)
     print(f"join: {record['join_status']} {record.get('seconds_join')} s, pairs {record.get('pairs')}",
           file=sys.stderr, flush=True)
 
