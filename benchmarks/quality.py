@@ -10,8 +10,11 @@ Corpora:
             files, HTML manuals as text: 23,702 documents, 128 MB)
   pgsql     the PostgreSQL HTML manual installed by Debian's postgresql-doc (a folder of HTML pages,
             main content extracted by neardup itself)
+  changelogs  every /usr/share/doc/*/changelog.Debian.gz and changelog.gz on this machine, one
+            document each (written to benchmarks/data/changelogs.jsonl): packages built from one
+            source share their changelog, and versions of a library repeat each other
 
-Usage: python benchmarks/quality.py [--corpora docs,pgsql]
+Usage: python benchmarks/quality.py [--corpora docs,changelogs,pgsql]
 Writes benchmarks/results/quality-<date>.json.
 """
 
@@ -30,9 +33,26 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
+def changelogs() -> str:
+    import gzip
+
+    dest = HERE / "data" / "changelogs.jsonl"
+    if not dest.exists():
+        files = sorted(glob.glob("/usr/share/doc/*/changelog.Debian.gz") + glob.glob("/usr/share/doc/*/changelog.gz"))
+        with open(dest, "w", encoding="utf-8") as fh:
+            for path in files:
+                try:
+                    text = gzip.open(path).read().decode("utf-8", "replace")
+                except OSError:
+                    continue
+                fh.write(json.dumps({"id": path, "text": text}, ensure_ascii=False) + "\n")
+    return str(dest)
+
+
 def corpora() -> dict[str, list[str]]:
     pg = sorted(glob.glob("/usr/share/doc/postgresql-doc-*/html"))
-    return {"docs": [str(HERE / "data" / "corpus.jsonl")], "pgsql": pg[-1:] if pg else []}
+    return {"docs": [str(HERE / "data" / "corpus.jsonl")], "pgsql": pg[-1:] if pg else [],
+            "changelogs": [changelogs()]}
 
 
 def run(name: str, inputs: list[str]) -> dict:
@@ -49,7 +69,7 @@ def run(name: str, inputs: list[str]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpora", default="docs,pgsql")
+    ap.add_argument("--corpora", default="docs,changelogs,pgsql")
     args = ap.parse_args()
     from neardup.evaluate import format_report
 
