@@ -25,5 +25,5 @@ PY="${PYTHON:-python3}"
 extras="io"
 [ "$what" = test ] && extras="all"
 echo "setup: pip install -e .[$extras]" >&2
-"$PY" -m pip install -q --disable-pip-version-check -e ".[$extras]" 2>&1 | grep -v -e "^WARNING: Running pip as" -e "is ignored: it is neither" || true
+"$PY" -m pip install -q --disable-pip-version-check -e ".[$extras]" 2>&1 | grep -v -e "^WARNING: Running pip as" -e "is ignored: it is neither" -e "does not provide the extra" || true
 "$PY" -c "import neardup, neardup._kernel" || { echo "setup: the compiled kernel did not build" >&2; exit 1; }
