@@ -380,6 +380,61 @@ def test_threads_check_and_add_each_page_new_once(db):
     assert sorted(added) == list(range(len(pages)))
 
 
+def test_group_commit_isolates_failing_work(db):
+    """Work queued by several threads commits together; one piece failing undoes only itself."""
+    with SeenIndex(db) as index:
+        index.add("seed", "a first page so that the index is not empty")
+        barrier = threading.Barrier(6)
+        errors, results = [], []
+
+        def writer(i):
+            barrier.wait()
+            try:
+                if i == 3:
+                    index._run_write(lambda conn: conn.execute("INSERT INTO nosuchtable VALUES (1)"))
+                else:
+                    results.append(index.add(f"t{i}", f"page number {i} with some words of its own"))
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(errors) == 1 and isinstance(errors[0], StoreError)
+        assert sorted(results) == ["t0", "t1", "t2", "t4", "t5"]
+        assert len(index) == 6 and index.integrity_check() == "ok"
+
+
+_CHECK_AND_ADD_PROC = r"""
+import json, random, sys
+from neardup.store import SeenIndex
+path, seed = sys.argv[1], int(sys.argv[2])
+pages = json.load(sys.stdin)
+order = list(range(len(pages)))
+random.Random(seed).shuffle(order)
+added = []
+with SeenIndex(path) as index:
+    for i in order:
+        if index.check_and_add(f"p{seed}-{i}", pages[i])["added"]:
+            added.append(i)
+print(json.dumps(added))
+"""
+
+
+def test_processes_check_and_add_each_page_new_once(db):
+    rng = random.Random(12)
+    pages = [synthetic(rng, 50) for _ in range(150)]
+    SeenIndex(db).close()
+    procs = [subprocess.Popen([sys.executable, "-c", _CHECK_AND_ADD_PROC, db, str(s)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for s in range(4)]
+    outs = [p.communicate(json.dumps(pages), timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    added = sorted(i for out, _ in outs for i in json.loads(out))
+    assert added == list(range(len(pages)))
+
+
 _QUERY_PROC = r"""
 import sys, time, json
 from neardup.store import SeenIndex

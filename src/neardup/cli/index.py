@@ -35,8 +35,12 @@ def register(sub) -> None:
     a.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (jsonl, parquet, warc, html, text)")
     _input_options(a)
     _index_options(a)
-    a.add_argument("--batch-size", type=positive_int("--batch-size"), default=1000,
-                   help="documents per transaction (default 1000)")
+    a.add_argument("--batch-size", type=positive_int("--batch-size"), default=25000,
+                   help="documents per transaction (default 25000). Large transactions write each index page "
+                        "once for many documents; a server writing to the same index waits for each one, so "
+                        "use fewer (1000) while it runs")
+    a.add_argument("--cache-mb", type=positive_int("--cache-mb"), default=1024,
+                   help="SQLite page cache in MB (default 1024; holds a transaction's changed pages)")
     a.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
                    help="threads for sketching (default: all cores)")
     a.add_argument("--fsync", action="store_true",
@@ -85,6 +89,8 @@ def register(sub) -> None:
                    help="most documents per request (default 1000)")
     v.add_argument("--html", choices=["main", "whole"], default="main",
                    help="HTML to text: main content (default) or the whole page")
+    v.add_argument("--workers", type=positive_int("--workers"), default=1,
+                   help="server processes (default 1); more use more cores, each with its own connections")
     v.add_argument("--fsync", action="store_true", help="fsync every commit (survives power loss)")
     v.add_argument("--access-log", action="store_true", help="log every request")
     v.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="info")
@@ -174,7 +180,8 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
     from ..store import SeenIndex
 
     jobs = getattr(args, "jobs", None) or os.cpu_count() or 1
-    return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **index_params(args))
+    return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs,
+                     cache_mb=getattr(args, "cache_mb", 64), **index_params(args))
 
 
 def _records(args):
@@ -330,14 +337,27 @@ def serve_command(args) -> int:
     elif not _is_loopback(args.host):
         print(f"neardup: warning: listening on {args.host} without --token-file: anyone who can reach port "
               f"{args.port} can read and change the index", file=sys.stderr)
-    index = _open(args, create=True, synchronous="full" if args.fsync else "normal")
+    synchronous = "full" if args.fsync else "normal"
+    index = _open(args, create=True, synchronous=synchronous)
+    run = dict(host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log,
+               server_header=False)
     try:
-        app = create_app(index, token=token, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
-                         html_mode=args.html, close_index=True)
-        print(f"neardup: serving {args.db} ({len(index)} documents) on http://{args.host}:{args.port}",
-              file=sys.stderr, flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log,
-                    server_header=False)
+        print(f"neardup: serving {args.db} ({len(index)} documents) on http://{args.host}:{args.port}"
+              + (f" with {args.workers} worker processes" if args.workers > 1 else ""), file=sys.stderr, flush=True)
+        if args.workers > 1:
+            # Each worker process opens the index itself; SQLite serialises their writers.
+            from ..service.app import SERVE_ENV
+
+            index.close()
+            os.environ[SERVE_ENV] = json.dumps({
+                "db": os.path.abspath(args.db), "synchronous": synchronous, "max_body_bytes": args.max_body_bytes,
+                "max_batch": args.max_batch, "html_mode": args.html,
+                "token_file": os.path.abspath(args.token_file) if args.token_file else None})
+            uvicorn.run("neardup.service.app:app_from_environment", factory=True, workers=args.workers, **run)
+        else:
+            app = create_app(index, token=token, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
+                             html_mode=args.html, close_index=True)
+            uvicorn.run(app, **run)
     finally:
         index.close()
     return 0

@@ -45,6 +45,7 @@ from fastapi import FastAPI, Query, Request  # noqa: E402
 from fastapi.exceptions import RequestValidationError  # noqa: E402
 from fastapi.responses import Response  # noqa: E402
 from pydantic import BaseModel, ConfigDict, Field, model_validator  # noqa: E402
+from starlette.concurrency import run_in_threadpool  # noqa: E402
 from starlette.exceptions import HTTPException as StarletteHTTPException  # noqa: E402
 
 from .._version import __version__  # noqa: E402
@@ -62,7 +63,8 @@ MAX_ID_LENGTH = 4096
 class DocumentIn(BaseModel):
     """One document: ``text`` or ``html`` (exactly one), an optional id and metadata."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "oneOf": [{"required": ["text"]}, {"required": ["html"]}]})
 
     id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH,
                            description="the document's id (a URL, a key); default: its content fingerprint")
@@ -80,7 +82,8 @@ class DocumentIn(BaseModel):
 class RequestBody(BaseModel):
     """A document (``id``, ``text`` or ``html``, ``meta``) or a batch (``documents``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"oneOf": [
+        {"required": ["text"]}, {"required": ["html"]}, {"required": ["documents"]}]})
 
     id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
     text: str | None = None
@@ -292,9 +295,16 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
 
     @app.post("/v1/check", response_model=Answer | Results, responses=_ERRORS,
               summary="what the index holds that resembles the document(s); stores nothing")
-    def check(body: RequestBody, limit: int = Query(100, ge=1, le=100_000)):
-        docs, batch = documents_of(body)
-        answers = index.query_many([(i, t) for i, t, _ in docs], limit=limit)
+    async def check(body: RequestBody, limit: int = Query(100, ge=1, le=100_000)):
+        def run():
+            docs, batch = documents_of(body)
+            return docs, batch, index.query_many([(i, t) for i, t, _ in docs], limit=limit)
+
+        if body.documents is None and body.text is not None:
+            # One plain-text document takes a millisecond or two: cheaper here than a thread hop.
+            docs, batch, answers = run()
+        else:
+            docs, batch, answers = await run_in_threadpool(run)
         return _json({"results": answers} if batch else answers[0])
 
     @app.post("/v1/add", response_model=Added | Results, responses=_ERRORS,
@@ -373,6 +383,32 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
 
     app.add_middleware(_Guard, token=token, max_body_bytes=max_body_bytes)
     return app
+
+
+#: Environment variable carrying the settings of ``neardup serve --workers N`` to each worker.
+SERVE_ENV = "NEARDUP_SERVE_SETTINGS"
+
+
+def app_from_environment():
+    """The app of one worker of ``neardup serve --workers N`` (uvicorn imports it in each process).
+
+    Settings come from the :data:`SERVE_ENV` environment variable (JSON: ``db``, ``token_file``,
+    ``max_body_bytes``, ``max_batch``, ``html_mode``, ``synchronous``); the index exists already
+    (the parent created and checked it). Every worker opens its own connections to the file.
+    """
+    import json
+    import os
+
+    from ..store import SeenIndex
+
+    settings = json.loads(os.environ[SERVE_ENV])
+    token = None
+    if settings.get("token_file"):
+        with open(settings["token_file"], encoding="utf-8") as fh:
+            token = fh.read().strip()
+    index = SeenIndex(settings["db"], create=False, synchronous=settings.get("synchronous", "normal"))
+    return create_app(index, token=token, max_body_bytes=settings["max_body_bytes"],
+                      max_batch=settings["max_batch"], html_mode=settings["html_mode"], close_index=True)
 
 
 class _UserError(Exception):
