@@ -7,7 +7,8 @@ busy, shared machine slows both alike:
 * **add**: documents into a store that grows to ``--docs`` (default 1,000,000). neardup:
   ``SeenIndex.add_many`` in transactions of ``--batch`` documents with a ``--cache-mb`` page
   cache (25,000 and 1024 MB: the defaults of ``neardup index add``), one sketching thread,
-  durable when ``COMMIT`` returns (WAL, ``synchronous=NORMAL``: survives the process dying). datasketch: ``MinHash(num_perm=128).update_batch`` over word 5-shingles (``\\w+`` words,
+  durable when ``COMMIT`` returns (WAL, ``synchronous=NORMAL``: survives the process dying).
+  datasketch: ``MinHash(num_perm=128).update_batch`` over word 5-shingles (``\\w+`` words,
   lowercased, as in ``peers.py``) and ``MinHashLSH(threshold=0.8, num_perm=128)`` with Redis
   storage, inserted through ``insertion_session`` (pipelined). Redis runs with ``--save ''
   --appendonly no``: nothing reaches the disk, which favours datasketch.
