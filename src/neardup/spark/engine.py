@@ -279,7 +279,7 @@ def _sketch_schema(extra_fields=()):
     return T.StructType(fields + list(extra_fields))
 
 
-def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig):
+def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool = False):
     """Parsed records -> one Arrow batch of sketch rows per input batch.
 
     Documents go through the local engine's own ``Deduplicator._sketch`` (kernel signatures with
@@ -292,6 +292,14 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig):
 
     from ..pipeline import Deduplicator
 
+    if need_kernel:
+        from .. import _native
+
+        if not _native.supports(config.shingle):
+            raise RuntimeError(
+                "neardup's compiled kernel (neardup._kernel) does not import on this Spark executor, while the "
+                "driver has it: install neardup[spark] on the executors or ship a virtualenv archive "
+                "(spark.archives); a wheel in --py-files cannot carry a compiled extension (see docs/spark.md)")
     sketcher = Deduplicator(config, jobs=1)
     want_sig = config.method == "minhash"
     want_ids = config.method != "exact"
@@ -353,11 +361,18 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig):
 
 
 def _map_jsonl(batches, ctx, config):
-    return _sketch_recs(_parse_jsonl(batches, ctx), config)
+    return _sketch_recs(_parse_jsonl(batches, ctx), config, ctx.get("need_kernel", False))
 
 
 def _map_rows(batches, ctx, config):
-    return _sketch_recs(_parse_rows(batches, ctx), config)
+    return _sketch_recs(_parse_rows(batches, ctx), config, ctx.get("need_kernel", False))
+
+
+def _need_kernel(config: DedupConfig) -> bool:
+    """True when the driver sketches these parameters with the compiled kernel: the executors must too."""
+    from .. import _native
+
+    return _native.supports(config.shingle)
 
 
 def _stack(col, width: int) -> np.ndarray:
@@ -544,8 +559,9 @@ class _Stages:
         self._t = time.perf_counter()
 
     def keep(self, df, *, count: bool = True):
-        """An intermediate result (small next to the sketch table): a local checkpoint."""
-        df = df.localCheckpoint(eager=True)
+        """An intermediate result (small next to the sketch table): a local checkpoint, materialized
+        by its own count (one job)."""
+        df = df.localCheckpoint(eager=not count)
         self.held.append(df)
         return (df, df.count()) if count else df
 
@@ -596,7 +612,7 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
     valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
     rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
     with_rep = valid.join(rep, "fp").select("ordinal", "rep")
-    exact, _ = st.keep(with_rep.where(F.col("ordinal") != F.col("rep")))
+    exact = st.keep(with_rep.where(F.col("ordinal") != F.col("rep")), count=False)
     firsts = with_rep.where(F.col("ordinal") == F.col("rep")).select("ordinal")
     sketched, n_sketched = st.keep(docs.join(firsts, "ordinal", "left_semi")
                                    .select("ordinal", "length", "keyval", "n", "sig", "ids"))
@@ -626,7 +642,8 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
         joined = (cand.join(sig.withColumnRenamed("ordinal", "a").withColumnRenamed("sig", "sa"), "a")
                   .join(sig.withColumnRenamed("ordinal", "b").withColumnRenamed("sig", "sb"), "b")
                   .select("a", "b", "sa", "sb"))
-        est, _ = st.keep(joined.mapInArrow(functools.partial(_estimates, num_perm=m), "a long, b long, estimate double"))
+        est = st.keep(joined.mapInArrow(functools.partial(_estimates, num_perm=m), "a long, b long, estimate double"),
+                      count=False)
         if config.verify:
             floor = _estimate_floor(config)
             passed = est.where(F.col("estimate") >= F.lit(floor))
@@ -666,7 +683,7 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
         surv = (members.groupBy("component")
                 .agg(F.min(F.struct(primary.alias("p"), F.col("ordinal").alias("o"))).alias("m"))
                 .select("component", F.col("m.o").alias("survivor")))
-        memb, _ = st.keep(members.join(surv, "component").select("ordinal", "survivor"))
+        memb = st.keep(members.join(surv, "component").select("ordinal", "survivor"), count=False)
         ids = sketched.select("ordinal", "ids")
         pairs_ms = (memb.where(F.col("ordinal") != F.col("survivor"))
                     .select("ordinal", F.least("ordinal", "survivor").alias("lo"),
@@ -674,10 +691,10 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
         msj = (pairs_ms.join(ids.withColumnRenamed("ordinal", "lo").withColumnRenamed("ids", "ilo"), "lo")
                .join(ids.withColumnRenamed("ordinal", "hi").withColumnRenamed("ids", "ihi"), "hi")
                .select("ordinal", "ilo", "ihi"))
-        sims, _ = st.keep(msj.mapInArrow(
+        sims = st.keep(msj.mapInArrow(
             functools.partial(_member_sims, measure=config.measure, threshold=float(config.threshold),
                               chain=config.method == "minhash"),
-            "ordinal long, sim double, chained boolean"))
+            "ordinal long, sim double, chained boolean"), count=False)
         _release([cc])
     else:
         memb = spark.createDataFrame([], "ordinal long, survivor long")
@@ -685,7 +702,7 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
 
     assign_sk = (sketched.select("ordinal").join(memb, "ordinal", "left").join(sims, "ordinal", "left")
                  .select("ordinal", F.coalesce("survivor", "ordinal").alias("survivor"), "sim", "chained"))
-    assign_sk, _ = st.keep(assign_sk)
+    assign_sk = st.keep(assign_sk, count=False)
     near_sk = F.col("survivor") != F.col("ordinal")
     a_sk = assign_sk.select("ordinal", "survivor",
                             F.when(near_sk, F.col("sim")).otherwise(F.lit(1.0)).alias("similarity"),
@@ -700,7 +717,7 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
     names = docs.select(F.col("ordinal").alias("survivor"), F.col("id").alias("cluster"))
     out = (docs.select("ordinal", "id", "reason").join(assign, "ordinal", "left")
            .join(names, "survivor", "left"))
-    out, _ = st.keep(out)
+    out = st.keep(out, count=False)
     sizes = out.where(F.col("cluster").isNotNull()).groupBy("cluster").agg(F.count("*").alias("size"))
     kept = F.coalesce(F.col("survivor") == F.col("ordinal"), F.lit(False))
     clusters = out.join(sizes, "cluster", "left").select(
@@ -711,17 +728,17 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
         .otherwise(F.coalesce(F.col("why"), F.col("reason"))).alias("reason"),
         "ordinal",
     )
-    clusters, _ = st.keep(clusters)
+    clusters = st.keep(clusters, count=False)
     chained = assign_sk.where(F.coalesce(F.col("chained"), F.lit(False)) & near_sk)
     stats["chained"] = chained.count()
-    stats["chained_examples"] = [r["id"] for r in chained.join(docs.select("ordinal", "id"), "ordinal")
-                                 .orderBy("ordinal").limit(20).collect()]
+    stats["chained_examples"] = [] if not stats["chained"] else [
+        r["id"] for r in chained.join(docs.select("ordinal", "id"), "ordinal").orderBy("ordinal").limit(20).collect()]
     idn = docs.select("ordinal", "id")
     pairs = (edges.join(idn.select(F.col("ordinal").alias("a"), F.col("id").alias("a_id")), "a")
              .join(idn.select(F.col("ordinal").alias("b"), F.col("id").alias("b_id")), "b")
              .select(F.col("a_id").alias("a"), F.col("b_id").alias("b"), F.col("jaccard_r").alias("jaccard"),
                      F.col("estimate_r").alias("estimate"), F.col("a").alias("a_ordinal"), F.col("b").alias("b_ordinal")))
-    pairs, _ = st.keep(pairs)
+    pairs = st.keep(pairs, count=False)
     st.lap("cluster")
     return clusters, pairs, stats
 
@@ -737,16 +754,15 @@ def _summary(spark, clusters, stats: dict, config: DedupConfig, st: _Stages, kep
             reasons["skipped"] = reasons.get("skipped", 0) + int(r["count"])
         else:
             reasons[r["reason"]] = int(r["count"])
-    agg = clusters.agg(F.count("*").alias("n"), F.sum(F.col("kept").cast("long")).alias("kept"),
-                       F.countDistinct("id").alias("distinct_ids")).first()
+    distinct_ids = clusters.select("id").distinct().count()
     sizes = clusters.where(F.col("cluster").isNotNull()).groupBy("cluster").count().where(F.col("count") > 1)
     dist = {int(r["count"]): int(r["n"]) for r in sizes.groupBy("count").agg(F.count("*").alias("n")).collect()}
     largest = sizes.orderBy(F.col("count").desc(), F.col("cluster").asc()).limit(10).collect()
-    n_input = int(agg["n"])
+    n_input = sum(reasons.values())
     summary = {
         "engine": "spark",
         "input": n_input,
-        "kept": int(agg["kept"] or 0),
+        "kept": reasons.get("kept", 0) + reasons.get("unique", 0),
         "unique": reasons.get("unique", 0),
         "exact_duplicates": reasons.get("exact", 0),
         "near_duplicates": reasons.get("near", 0),
@@ -765,7 +781,7 @@ def _summary(spark, clusters, stats: dict, config: DedupConfig, st: _Stages, kep
         "chained_examples": stats["chained_examples"],
         "largest_bucket": int(stats["largest_bucket"]),
         "buckets_over_window": int(stats["buckets_over_window"]),
-        "duplicate_ids": n_input - int(agg["distinct_ids"]),
+        "duplicate_ids": n_input - distinct_ids,
         "shingles_total": int(stats["n_shingles_total"]),
         "kept_output": kept_info,
         "config": config.as_dict(),
@@ -869,7 +885,7 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
     if order_col is None:
         extra_fields.append(T.StructField("_h", T.BinaryType()))
     ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": max_bytes,
-           "extras": tuple(extras), "text_hash": order_col is None}
+           "extras": tuple(extras), "text_hash": order_col is None, "need_kernel": _need_kernel(config)}
     sk = base.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config),
                                       _sketch_schema(extra_fields))
     sk = st.checkpoint(sk)
@@ -951,28 +967,27 @@ def _file_key(uri: str) -> str:
 
 
 def _hadoop_leaves(spark, path: str) -> list[str]:
-    """Files under a Hadoop path (hdfs://, s3a://, ...), walked like the local reader walks folders:
-    sorted names, names starting with "." or "_" skipped (Spark's own convention as well)."""
+    """Files under a Hadoop path (hdfs://, s3a://, ..., globs allowed), walked like the local reader
+    walks folders: glob matches and folder entries in sorted order, names starting with "." or "_"
+    skipped (Spark's own convention as well)."""
     jvm = spark.sparkContext._jvm
     hp = jvm.org.apache.hadoop.fs.Path(path)
     fs = hp.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    if not fs.exists(hp):
+    matches = fs.globStatus(hp)
+    if not matches:
         raise InputError(f"{path}: no such file or folder")
     out = []
 
-    def walk(p):
-        st = fs.getFileStatus(p)
+    def walk(st):
         if not st.isDirectory():
             out.append(st.getPath().toString())
             return
-        children = sorted(fs.listStatus(p), key=lambda s: s.getPath().getName())
-        for c in children:
-            name = c.getPath().getName()
-            if name.startswith((".", "_")):
-                continue
-            walk(c.getPath())
+        for c in sorted(fs.listStatus(st.getPath()), key=lambda s: s.getPath().getName()):
+            if not c.getPath().getName().startswith((".", "_")):
+                walk(c)
 
-    walk(hp)
+    for st in sorted(matches, key=lambda s: s.getPath().toString()):
+        walk(st)
     return out
 
 
@@ -1058,7 +1073,8 @@ def _read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, tex
     kf = config.keep_field if config.keep == "field" else None
     readable = [(u, leaf) for u, leaf, why in leaves if why is None]
     uris = [u for u, _ in readable]
-    ctx = {"id_field": id_field, "text_field": text_field, "keep_field": kf, "max_bytes": max_bytes}
+    ctx = {"id_field": id_field, "text_field": text_field, "keep_field": kf, "max_bytes": max_bytes,
+           "need_kernel": _need_kernel(config)}
     counts: dict = {}
     if fmt == "jsonl":
         frame = _jsonl_frame(spark, uris) if uris else None
@@ -1130,8 +1146,9 @@ def _kept_frame(spark, locate: dict, kept_ord):
                                  "ordinal long, record string")
         return lines.join(kept_ord, "ordinal", "left_semi").sortWithinPartitions("ordinal")
     base = spark.createDataFrame([(u, b) for u, (b, _) in locate["files"].items()], "__file string, __base long")
-    rows = frame.withColumn("__file", F.col("_metadata.file_path")).join(F.broadcast(base), "__file")
-    rows = rows.withColumn("ordinal", F.col("__base") + F.col("_metadata.row_index")).drop("__file", "__base")
+    rows = frame.select("*", F.col("_metadata.file_path").alias("__file"), F.col("_metadata.row_index").alias("__row"))
+    rows = rows.join(F.broadcast(base), "__file")
+    rows = rows.withColumn("ordinal", F.col("__base") + F.col("__row")).drop("__file", "__base", "__row")
     return rows.join(kept_ord, "ordinal", "left_semi").sortWithinPartitions("ordinal")
 
 
@@ -1192,6 +1209,8 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     st.lap("read_and_sketch")
     clusters, pairs, stats = _core(spark, docs, config, st)
 
+    summary = _summary(spark, clusters, stats, config, st, None)
+    st.lap("summary")
     t = time.perf_counter()
     sep = "" if output.endswith("/") else "/"
     clusters.orderBy("ordinal").write.mode("overwrite").parquet(f"{output}{sep}clusters")
@@ -1203,12 +1222,16 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
         if kept is not None:
             kept.write.mode("overwrite").parquet(f"{output}{sep}kept")
             kept_info = {"path": f"{output}{sep}kept", "format": "parquet",
-                         "records": clusters.where(F.col("kept")).count(),
+                         "records": summary["kept"],
                          "columns": "ordinal, record" if fmt == "jsonl" else "the input columns, ordinal"}
     st.seconds["write"] = time.perf_counter() - t
-    st._t = time.perf_counter()
-    summary = _summary(spark, clusters, stats, config, st, kept_info)
+    summary["kept_output"] = kept_info
+    summary["seconds"] = {k: round(v, 3) for k, v in st.seconds.items()}
     summary["seconds"]["total"] = round(sum(v for k, v in st.seconds.items() if k != "session"), 3)
+    summary["peak_memory_mb"] = round(peak_memory_mb(), 1)
+    jvm = _jvm_peak_mb()
+    if jvm is not None:
+        summary["peak_memory_mb_jvm"] = jvm
     summary["inputs"] = {"format": fmt, "files": len(leaves)}
     if summary["input"] != total:
         raise RuntimeError(f"internal error: {summary['input']} records in clusters, {total} counted in the inputs")

@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""neardup's Spark engine against Spark MLlib's MinHashLSH, side by side (issue 6).
+
+On the same documents, in local mode with the same master, driver memory and shuffle partitions:
+
+* **neardup**: ``neardup.spark.dedup_paths`` (the ``neardup dedup --engine spark`` command) from the
+  JSONL file on disk to all its outputs (clusters/, pairs/, kept/, summary.json): reading,
+  parsing, signatures and shingle ids (compiled kernel in ``mapInArrow``), exact pass, band keys,
+  windowed candidate pairs, estimate filter, exact verification, connected components, survivors.
+  Defaults: 5-word shingles, 128 permutations, threshold 0.8.
+* **MLlib**: ``benchmarks/spark_mllib.py`` (RegexTokenizer + NGram(5) + HashingTF(2^24) +
+  MinHashLSH(5 tables) + ``approxSimilarityJoin`` at Jaccard distance 0.2), its text read and
+  cached before its clock starts, its join time-boxed (``--mllib-timeout``, default 1200 s: on
+  timeout its Spark jobs are cancelled and the record says so).
+
+Each system runs in its own process (its own JVM), one after the other; peak memory is the RSS of
+that process tree (driver, JVM, Python workers) sampled every 0.25 s. Session start-up is not
+counted for either.
+
+Quality against the exact oracle (``neardup.evaluate.all_pairs`` on ``neardup.evaluate.shingle_runs``,
+neardup's shingling): every pair with true Jaccard >= 0.8.
+
+* neardup: a true pair is found when both documents end in the same cluster (exact duplicates are
+  not sketched twice, so they have no edge: the cluster is what the run reports); precision is
+  the share of its verified edges whose true Jaccard is >= 0.8.
+* MLlib: a true pair is found when the join reports it (and, for comparison, when both documents
+  are in the same connected component of its pairs); precision is the share of its pairs whose
+  true Jaccard is >= 0.8. (MLlib measures its distance on its own hashed shingle sets, so a few
+  of its pairs can sit just below 0.8 on neardup's shingles.)
+
+Usage:
+  python benchmarks/spark_engine.py [--limits 2000,5000,0] [--corpus benchmarks/data/corpus.jsonl]
+      [--mllib-timeout 1200] [--no-mllib] [--master local[2]] [--driver-memory 12g] [--partitions 8]
+
+``--limits``: document counts to run (the first N lines of the corpus; 0 = all). One results file
+per count: ``benchmarks/results/spark-engine-<N|full>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "src"))
+sys.path.insert(0, HERE)
+
+from spark_mllib import PeakMemory, jvm_vmhwm_mb, machine_facts, versions  # noqa: E402
+
+THRESHOLD = 0.8
+
+
+# --------------------------------------------------------------------------------------------- child: neardup
+
+
+def run_neardup(args) -> int:
+    """In a fresh process: dedup_paths on ``args.corpus`` into ``args.output``; record to ``args.json``."""
+    from neardup.pipeline import DedupConfig
+    from neardup.spark.engine import dedup_paths
+    from neardup.spark.session import get_session
+
+    mem = PeakMemory().start()
+    t0 = time.perf_counter()
+    spark = get_session(master=args.master, app_name="neardup-bench-spark-engine",
+                        conf={"spark.driver.memory": args.driver_memory,
+                              "spark.sql.shuffle.partitions": str(args.partitions),
+                              "spark.default.parallelism": str(args.partitions)})
+    spark.range(1).count()  # the JVM and its first job are start-up, as for MLlib
+    t_session = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    summary = dedup_paths([args.corpus], args.output, DedupConfig(threshold=THRESHOLD), spark=spark)
+    wall = time.perf_counter() - t1
+    mem.stop()
+    record = {
+        "seconds_session": round(t_session, 2),
+        "seconds_total": round(wall, 2),
+        "seconds_by_stage": summary["seconds"],
+        "peak_rss_tree_mb": round(mem.peak_tree / 2**20, 1),
+        "peak_rss_jvm_mb": round(mem.peak_jvm / 2**20, 1),
+        "jvm_vmhwm_mb": round(jvm_vmhwm_mb() or 0, 1) or None,
+        "summary": {k: summary[k] for k in ("input", "kept", "exact_duplicates", "near_duplicates", "skipped",
+                                             "candidate_pairs", "estimate_filtered_pairs", "verified_pairs",
+                                             "largest_bucket", "buckets_over_window", "clusters", "config")},
+    }
+    with open(args.json, "w") as fh:
+        json.dump(record, fh, indent=2)
+    spark.stop()
+    return 0
+
+
+# --------------------------------------------------------------------------------------------- parent
+
+
+def subset(corpus: str, n: int, path: str) -> str:
+    if not n:
+        return corpus
+    with open(corpus, "rb") as src, open(path, "wb") as dst:
+        for k, line in enumerate(src):
+            if k >= n:
+                break
+            dst.write(line)
+    return path
+
+
+def load_docs(path: str):
+    import orjson
+
+    ids, texts = [], []
+    with open(path, "rb") as fh:
+        for line in fh:
+            o = orjson.loads(line)
+            ids.append(o["id"])
+            texts.append(o["text"])
+    return ids, texts
+
+
+def oracle(texts, jobs: int = 2):
+    from neardup.evaluate import all_pairs, shingle_runs
+    from neardup.params import ShingleParams
+
+    t = time.perf_counter()
+    ids, offsets = shingle_runs(texts, ShingleParams(k=5), jobs=jobs)
+    i, j, jac = all_pairs(ids, offsets, THRESHOLD)
+    return {(int(a), int(b)): float(s) for a, b, s in zip(i.tolist(), j.tolist(), jac.tolist())}, \
+        round(time.perf_counter() - t, 1), (ids, offsets)
+
+
+def true_jaccard(runs, pairs):
+    from neardup.cluster.candidates import exact_overlaps, similarities
+
+    ids, offsets = runs
+    if not pairs:
+        return []
+    a = __import__("numpy").array([p[0] for p in pairs])
+    b = __import__("numpy").array([p[1] for p in pairs])
+    sizes = __import__("numpy").diff(offsets)
+    return similarities(sizes, exact_overlaps(ids, offsets, a, b), a, b)["jaccard"].tolist()
+
+
+BANDS = ((0.8, 0.85), (0.85, 0.9), (0.9, 0.95), (0.95, 1.0001))
+
+
+def recall_by_band(truth: dict, found) -> dict:
+    out = {}
+    for lo, hi in BANDS:
+        keys = [p for p, s in truth.items() if lo <= s < hi]
+        hit = sum(1 for p in keys if found(p))
+        out[f"{lo:.2f}-{min(hi, 1.0):.2f}"] = {"pairs": len(keys), "found": hit,
+                                               "recall": round(hit / len(keys), 4) if keys else None}
+    hit = sum(1 for p in truth if found(p))
+    out["all >= 0.80"] = {"pairs": len(truth), "found": hit, "recall": round(hit / len(truth), 4) if truth else None}
+    return out
+
+
+def components(n, pairs):
+    from neardup.cluster.unionfind import UnionFind
+
+    uf = UnionFind(n)
+    for a, b in pairs:
+        uf.union(a, b)
+    return uf.components()
+
+
+def evaluate_neardup(out_dir: str, index: dict, truth: dict, runs) -> dict:
+    import pyarrow.parquet as pq
+
+    clusters = pq.read_table(os.path.join(out_dir, "clusters")).to_pylist()
+    cluster_of = {index[r["id"]]: r["cluster"] for r in clusters if r["cluster"] is not None}
+    edges = pq.read_table(os.path.join(out_dir, "pairs")).to_pylist()
+    pairs = [tuple(sorted((index[e["a"]], index[e["b"]]))) for e in edges]
+    true_j = true_jaccard(runs, pairs)
+    good = sum(1 for s in true_j if s >= THRESHOLD - 1e-12)
+
+    def found(p):
+        c = cluster_of.get(p[0])
+        return c is not None and c == cluster_of.get(p[1])
+
+    return {
+        "recall_same_cluster": recall_by_band(truth, found),
+        "edges": len(pairs),
+        "precision_edges": round(good / len(pairs), 6) if pairs else None,
+        "edges_below_threshold": len(pairs) - good,
+        "docs_removed": sum(1 for r in clusters if not r["kept"] and not r["reason"].startswith("skipped")),
+    }
+
+
+def evaluate_mllib(pairs_dir: str, index: dict, truth: dict, runs, n: int) -> dict:
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(pairs_dir).to_pylist()
+    pairs = sorted({tuple(sorted((index[r["id_a"]], index[r["id_b"]]))) for r in rows})
+    pset = set(pairs)
+    true_j = true_jaccard(runs, pairs)
+    good = sum(1 for s in true_j if s >= THRESHOLD - 1e-12)
+    comp = components(n, pairs)
+    in_pairs = {x for p in pairs for x in p}
+    return {
+        "recall_reported_pair": recall_by_band(truth, lambda p: p in pset),
+        "recall_same_component": recall_by_band(truth, lambda p: comp[p[0]] == comp[p[1]]),
+        "pairs": len(pairs),
+        "precision_pairs": round(good / len(pairs), 6) if pairs else None,
+        "pairs_below_threshold": len(pairs) - good,
+        "pairs_below_0.75": sum(1 for s in true_j if s < 0.75),
+        "docs_removed_if_components": len(in_pairs) - len({comp[x] for x in in_pairs}),
+    }
+
+
+def peak(x):
+    return x.get("peak_rss_tree_mb")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default=os.path.join(HERE, "data", "corpus.jsonl"))
+    ap.add_argument("--limits", default="2000,5000,0")
+    ap.add_argument("--mllib-timeout", type=float, default=1200.0)
+    ap.add_argument("--no-mllib", action="store_true")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--driver-memory", default="12g")
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--output", help=argparse.SUPPRESS)
+    ap.add_argument("--json", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return run_neardup(args)
+
+    tmp = os.path.join(HERE, "results", "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    for n in [int(x) for x in args.limits.split(",") if x.strip()]:
+        tag = str(n) if n else "full"
+        corpus = subset(args.corpus, n, os.path.join(tmp, f"spark-engine-corpus-{tag}.jsonl"))
+        record: dict = {
+            "benchmark": "spark-engine-vs-mllib",
+            "date": _dt.date.today().isoformat(),
+            "command": " ".join(["python", os.path.relpath(os.path.abspath(__file__), REPO)] + sys.argv[1:]),
+            "corpus": os.path.relpath(os.path.abspath(args.corpus), REPO),
+            "documents_limit": n,
+            "master": args.master,
+            "driver_memory": args.driver_memory,
+            "partitions": args.partitions,
+            "machine": machine_facts(),
+            "versions": versions(),
+        }
+        record["machine"]["loadavg_before"] = [round(x, 2) for x in os.getloadavg()]
+
+        # neardup
+        out_dir = os.path.join(tmp, f"spark-engine-out-{tag}")
+        shutil.rmtree(out_dir, ignore_errors=True)
+        nd_json = os.path.join(tmp, f"spark-engine-neardup-{tag}.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", "--corpus", corpus, "--output", out_dir,
+               "--json", nd_json, "--master", args.master, "--driver-memory", args.driver_memory,
+               "--partitions", str(args.partitions)]
+        print(f"[{tag}] neardup spark engine ...", file=sys.stderr, flush=True)
+        subprocess.run(cmd, check=True)
+        record["neardup"] = json.load(open(nd_json))
+        print(f"[{tag}] neardup: {record['neardup']['seconds_total']} s", file=sys.stderr, flush=True)
+
+        # MLlib
+        ml_pairs = os.path.join(tmp, f"spark-mllib-pairs-{tag}")
+        ml_json = os.path.join(tmp, f"spark-engine-mllib-{tag}.json")
+        if not args.no_mllib:
+            cmd = [sys.executable, os.path.join(HERE, "spark_mllib.py"), "--corpus", corpus, "--out", ml_json,
+                   "--pairs-dir", ml_pairs, "--join-timeout", str(args.mllib_timeout), "--master", args.master,
+                   "--driver-memory", args.driver_memory, "--partitions", str(args.partitions)]
+            print(f"[{tag}] MLlib MinHashLSH (join time-boxed at {args.mllib_timeout:.0f} s) ...", file=sys.stderr,
+                  flush=True)
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            record["mllib"] = json.load(open(ml_json))
+            print(f"[{tag}] MLlib: join {record['mllib'].get('join_status')}", file=sys.stderr, flush=True)
+        record["machine"]["loadavg_after_runs"] = [round(x, 2) for x in os.getloadavg()]
+
+        # exact oracle and quality
+        ids, texts = load_docs(corpus)
+        index = {d: k for k, d in enumerate(ids)}
+        truth, t_oracle, runs = oracle(texts)
+        del texts
+        record["oracle"] = {"pairs_at_or_above_0.8": len(truth), "seconds": t_oracle, "documents": len(ids),
+                            "shingling": "neardup defaults: NFKC + casefold, word tokens, 5-shingles, xxh3"}
+        record["neardup"]["quality"] = evaluate_neardup(out_dir, index, truth, runs)
+        ml = record.get("mllib")
+        if ml and ml.get("join_status") == "ok":
+            ml["quality"] = evaluate_mllib(ml_pairs, index, truth, runs, len(ids))
+            ml_total = ml["seconds_signature"] + ml["seconds_join"]
+            record["speedup_vs_mllib"] = round(ml_total / record["neardup"]["seconds_total"], 2)
+        elif ml:
+            waited = ml["seconds_signature"] + (ml.get("seconds_join_waited") or 0)
+            record["speedup_vs_mllib"] = None
+            record["speedup_vs_mllib_at_least"] = round(waited / record["neardup"]["seconds_total"], 2)
+        if ml and peak(ml) and peak(record["neardup"]):
+            record["peak_memory_ratio_mllib_over_neardup"] = round(peak(ml) / peak(record["neardup"]), 2)
+        out = os.path.join(HERE, "results", f"spark-engine-{tag}.json")
+        with open(out, "w") as fh:
+            json.dump(record, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        print(f"[{tag}] wrote {os.path.relpath(out, REPO)}", file=sys.stderr, flush=True)
+        print(summary_line(tag, record))
+    return 0
+
+
+def summary_line(tag: str, r: dict) -> str:
+    nd = r["neardup"]
+    q = nd["quality"]["recall_same_cluster"]["all >= 0.80"]
+    s = (f"{tag}: neardup {nd['seconds_total']} s, peak {nd['peak_rss_tree_mb']} MB, recall {q['recall']} "
+         f"({q['found']}/{q['pairs']}), precision {nd['quality']['precision_edges']}")
+    ml = r.get("mllib")
+    if ml:
+        if ml.get("join_status") == "ok":
+            mq = ml["quality"]["recall_reported_pair"]["all >= 0.80"]
+            s += (f" | MLlib {ml['seconds_signature']} + {ml['seconds_join']} s, peak {ml.get('peak_rss_tree_mb')} MB, "
+                  f"recall {mq['recall']}, precision {ml['quality']['precision_pairs']} | {r['speedup_vs_mllib']}x")
+        else:
+            s += (f" | MLlib signatures {ml['seconds_signature']} s, join {ml.get('join_status')} after "
+                  f"{ml.get('seconds_join_waited')} s | >= {r.get('speedup_vs_mllib_at_least')}x")
+    return s
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,322 @@
+"""The Spark engine (neardup.spark.engine) against the local engine: identical clusters and pairs.
+
+Real text (/usr/share/doc/*/copyright files) with planted exact copies (case and spacing changed)
+and near copies (a few words edited), plus every kind of bad JSONL line. Local mode, 2 cores, one
+SparkSession for the module. The first tests need no Spark: they check the pieces that replace
+the local reader's loop and the local bucket window against the local code itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import random
+
+import numpy as np
+import orjson
+import pytest
+
+from neardup.pipeline import DedupConfig, Deduplicator
+
+from conftest import real_texts
+
+HAVE_PYSPARK = importlib.util.find_spec("pyspark") is not None
+pytestmark = pytest.mark.spark
+
+COLS = ["id", "cluster", "kept", "duplicate_of", "similarity", "reason"]
+
+
+def mutate(text, rate, rng):
+    words = text.split()
+    for _ in range(max(1, int(len(words) * rate))):
+        words[rng.randrange(len(words))] = f"edit{rng.randrange(10**6)}"
+    return " ".join(words)
+
+
+#: Lines the local reader skips or treats specially, each with the reason it gives.
+JUNK = [
+    b"",                                            # empty (blank line)
+    b"   ",                                         # empty
+    b"not json",                                    # bad_json
+    b"[1, 2]",                                      # not_an_object
+    b'{"id": "no-text"}',                           # missing_text
+    b'{"id": "null-text", "text": null}',           # missing_text
+    b'{"id": "num-text", "text": 12}',              # not_a_string
+    b'{"id": "blank", "text": "  \\n "}',           # empty
+    b'{"id": "punct", "text": "!!! ??? ..."}',      # no tokens: skipped:empty after sketching
+    b'{"id": "bad-utf8", "text": "caf\xe9 au lait"}',  # undecodable
+    b'{"id": "crlf", "text": "a line that ends with a carriage return and a line feed"}\r',
+    b'{"id": 5, "text": "a numeric id becomes the string five here"}',
+    b'{"id": {"k": 1}, "text": "an object id is its JSON text"}',
+    b'{"id": "", "text": "an empty id falls back to the file and line"}',
+    b'{"text": "no id field at all falls back to the file and line"}',
+]
+
+
+def build_records(n=300, seed=11):
+    """(records as dicts with str id and text, in input order): real texts, exact and near copies."""
+    rng = random.Random(seed)
+    base = real_texts(limit=n, min_bytes=600)
+    recs = [{"id": p, "text": t} for p, t in base]
+    for k, (p, t) in enumerate(base[:60]):
+        if k % 3 == 0:
+            recs.append({"id": f"exact-{k}", "text": t.upper().replace(" ", "  ")})
+        else:
+            recs.append({"id": f"near-{k}", "text": mutate(t, 0.01 * (k % 3), rng)})
+    recs.append({"id": base[0][0], "text": "a duplicate id with other words in it entirely"})  # duplicate id
+    rng.shuffle(recs)
+    return recs
+
+
+def write_jsonl(path, lines):
+    with open(path, "wb") as fh:
+        for line in lines:
+            fh.write(line + b"\n")
+
+
+def local_run(tmp_path, name, lines, config):
+    path = str(tmp_path / f"{name}.jsonl")
+    write_jsonl(path, lines)
+    out = str(tmp_path / f"{name}-local")
+    summary = Deduplicator(config, jobs=2).run([path], out)
+    rows = [json.loads(x) for x in open(os.path.join(out, "clusters.jsonl"))]
+    pairs = [json.loads(x) for x in open(os.path.join(out, "pairs.jsonl"))]
+    kept = [x.rstrip(b"\n").rstrip(b"\r") for x in open(os.path.join(out, "kept.jsonl"), "rb")]
+    return path, rows, pairs, summary, kept
+
+
+def spark_rows(clusters_df):
+    return [{c: r[c] for c in COLS} for r in clusters_df.orderBy("ordinal").collect()]
+
+
+def spark_pairs(pairs_df):
+    return [{c: r[c] for c in ("a", "b", "jaccard", "estimate")}
+            for r in pairs_df.orderBy("a_ordinal", "b_ordinal").collect()]
+
+
+def first_difference(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i, x, y
+    return len(a) == len(b) or (min(len(a), len(b)), "lengths", (len(a), len(b)))
+
+
+@pytest.fixture(scope="module")
+def records():
+    recs = build_records()
+    assert len(recs) >= 350
+    return recs
+
+
+# -- no Spark needed ---------------------------------------------------------------------------
+
+
+def test_jsonl_adapter_is_the_local_reader(tmp_path, records):
+    from neardup.io import read_documents
+    from neardup.io.readers import _Reader
+    from neardup.spark.engine import _jsonl_record
+
+    lines = [orjson.dumps(r) for r in records[:20]] + JUNK
+    path = str(tmp_path / "junk.jsonl")
+    write_jsonl(path, lines)
+    local = list(read_documents([path], max_bytes=64 << 20, keep_fields=("score",)))
+    reader = _Reader(keep_fields=("score",), max_bytes=64 << 20)
+    ours = [_jsonl_record(reader, line, n, f"{path}:{n + 1}") for n, line in enumerate(lines)]
+    assert [type(x).__name__ for x in ours] == [type(x).__name__ for x in local]
+    for a, b in zip(ours, local):
+        assert (a.id, a.ordinal, a.source) == (b.id, b.ordinal, b.source)
+        if hasattr(b, "reason"):
+            assert a.reason == b.reason
+        else:
+            assert (a.text, a.meta) == (b.text, b.meta)
+    # too_large is measured as the local reader measures it (without the line ending)
+    sized = []
+    for extra in (-1, 0, 1):
+        line = b'{"id": "x", "text": "' + b"y" * (17 + extra) + b'"}'
+        sized += [line, line + b"\r"]
+    assert {len(x) for x in sized} == {39, 40, 41, 42}
+    path = str(tmp_path / "sized.jsonl")
+    write_jsonl(path, sized)
+    local = list(read_documents([path], max_bytes=40))
+    small = _Reader(max_bytes=40)
+    ours = [_jsonl_record(small, line, n, f"{path}:{n + 1}") for n, line in enumerate(sized)]
+    assert [getattr(x, "reason", "doc") for x in ours] == [getattr(x, "reason", "doc") for x in local]
+    assert [getattr(x, "reason", "doc") for x in ours].count("too_large") == 2
+
+
+def test_row_adapter_is_the_local_parquet_reader(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from neardup.io import read_documents
+    from neardup.io.readers import _Reader
+    from neardup.spark.engine import _row_record
+
+    ids = ["a", None, "", 7, "e", "f", "g"]
+    texts = [b"alpha beta gamma delta", b"x y z", None, b"\xff\xfe broken", b"   ", b"ok text here", b"z" * 50]
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(pa.table({"id": pa.array([None if i is None else str(i) if i != "" else "" for i in ids]),
+                             "text": pa.array(texts, type=pa.binary())}), path)
+    local = list(read_documents([path], max_bytes=40))
+    reader = _Reader(max_bytes=40)
+    table = pq.read_table(path).to_pylist()
+    ours = [_row_record(reader, r["id"], r["text"], None, n, f"{path}:{n}") for n, r in enumerate(table)]
+    for a, b in zip(ours, local):
+        assert (type(a), a.id, a.ordinal, a.source) == (type(b), b.id, b.ordinal, b.source)
+        assert getattr(a, "reason", None) == getattr(b, "reason", None)
+        assert getattr(a, "text", None) == getattr(b, "text", None)
+
+
+def test_window_pairs_equal_local_candidates_across_batches():
+    """Buckets of every size, split across Arrow batches anywhere, give the local window's pairs."""
+    pa = pytest.importorskip("pyarrow")
+    from neardup.cluster.candidates import BUCKET_WINDOW, candidate_pairs
+    from neardup.spark.engine import _window_pairs
+
+    rng = np.random.default_rng(5)
+    n, bands = 3000, 4
+    keys = rng.integers(0, 400, size=(n, bands)).astype(np.uint64)  # some buckets well over 64
+    keys[:200, 0] = 7  # one bucket of 200
+    ci, cj, _ = candidate_pairs(keys)
+    expected = set(zip(ci.tolist(), cj.tolist()))
+    rows = sorted((b, int(keys[o, b]), o) for o in range(n) for b in range(bands))
+    cuts = sorted(rng.choice(np.arange(1, len(rows)), size=40, replace=False).tolist())
+    batches = []
+    for lo, hi in zip([0] + cuts, cuts + [len(rows)]):
+        part = rows[lo:hi]
+        batches.append(pa.RecordBatch.from_arrays([
+            pa.array([r[0] for r in part], type=pa.int32()), pa.array([r[1] for r in part], type=pa.int64()),
+            pa.array([r[2] for r in part], type=pa.int64())], names=["band", "key", "ordinal"]))
+    got = set()
+    for rb in _window_pairs(iter(batches), BUCKET_WINDOW):
+        got.update(zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()))
+    assert got == expected
+
+
+# -- on Spark ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if not HAVE_PYSPARK:
+        pytest.skip("pyspark is not installed: pip install 'neardup[spark]'")
+    from neardup.spark import get_session
+
+    session = get_session("local[2]", app_name="neardup-tests-engine", conf={"spark.sql.shuffle.partitions": "4"})
+    yield session
+    session.stop()
+
+
+def test_paths_jsonl_equals_local_with_bad_lines_and_split_files(spark, tmp_path, records):
+    """neardup dedup --engine spark on a JSONL file read in many splits: the local ordinals, ids,
+    reasons, clusters, pairs, summary counts and kept records."""
+    from neardup.cli import main
+
+    rng = random.Random(3)
+    lines = [orjson.dumps(r) for r in records]
+    for junk in JUNK:
+        lines.insert(rng.randrange(len(lines)), junk)
+    config = DedupConfig()
+    path, rows, pairs, local_summary, local_kept = local_run(tmp_path, "corpus", lines, config)
+    assert any(r["reason"] == "exact" for r in rows) and any(r["reason"] == "near" for r in rows)
+    assert len({r["reason"] for r in rows if r["reason"].startswith("skipped:")}) >= 5
+
+    out = str(tmp_path / "spark-out")
+    # the file in 6 splits: lines are numbered across split boundaries
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(os.path.getsize(path) // 6 + 1))
+    try:
+        assert main(["dedup", path, "-o", out, "--engine", "spark", "-q"]) == 0
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    got = spark_rows(spark.read.parquet(os.path.join(out, "clusters")))
+    assert got == rows, first_difference(got, rows)
+    got_pairs = spark_pairs(spark.read.parquet(os.path.join(out, "pairs")))
+    assert got_pairs == pairs, first_difference(got_pairs, pairs)
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    assert summary["engine"] == "spark"
+    for key in ("input", "kept", "unique", "exact_duplicates", "near_duplicates", "skipped", "skipped_by_reason",
+                "clusters", "candidate_pairs", "estimate_filtered_pairs", "verified_pairs", "chained_members",
+                "chained_examples", "largest_bucket", "buckets_over_window", "duplicate_ids", "shingles_total",
+                "config", "config_fingerprint"):
+        assert summary[key] == local_summary[key], key
+    kept = [r["record"].encode() for r in spark.read.parquet(os.path.join(out, "kept")).orderBy("ordinal").collect()]
+    assert kept == local_kept
+
+
+def frame_case(spark, tmp_path, records, name, config, order):
+    """The records as a DataFrame, and the local result of the same records in the order the Spark
+    engine uses: by ``line`` with order_col, else by (id, xxh3-128 of the text)."""
+    import xxhash
+
+    rows = [(i, r["id"], r["text"]) for i, r in enumerate(records)]
+    if order is None:
+        rows.sort(key=lambda t: (t[1], xxhash.xxh3_128_digest(t[2].encode("utf-8", "surrogatepass"))))
+    _, local_rows, local_pairs, local_summary, _ = local_run(
+        tmp_path, name, [orjson.dumps({"id": i, "text": t}) for _, i, t in rows], config)
+    df = spark.createDataFrame(rows, "line long, id string, text string")
+    return df, local_rows, local_pairs, local_summary
+
+
+@pytest.mark.parametrize("partitions,keep,order", [(2, "first", "line"), (7, "first", "line"), (7, "longest", "line"),
+                                                   (2, "shortest", None), (7, "shortest", None)])
+def test_dataframe_api_equals_local(spark, tmp_path, records, partitions, keep, order):
+    from neardup.spark import dedup
+
+    config = DedupConfig(keep=keep)
+    df, rows, pairs, local_summary = frame_case(spark, tmp_path, records, f"frame-{partitions}-{keep}", config, order)
+    result = dedup(df.repartition(partitions), id_col="id", text_col="text", order_col=order, config=config)
+    try:
+        got = spark_rows(result.clusters)
+        assert got == rows, first_difference(got, rows)
+        got_pairs = spark_pairs(result.pairs)
+        assert got_pairs == pairs, first_difference(got_pairs, pairs)
+        for key in ("input", "kept", "exact_duplicates", "near_duplicates", "clusters", "verified_pairs"):
+            assert result.summary[key] == local_summary[key], key
+        kept = sorted(r["id"] for r in result.kept.select("id").collect())
+        assert kept == sorted(r["id"] for r in rows if r["kept"])
+    finally:
+        result.unpersist()
+
+
+def test_parquet_paths_equal_local(spark, tmp_path, records):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from neardup.spark import dedup_paths
+
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    recs = records[:150]
+    for k in range(3):  # three shards, read in name order; rows with null or missing texts
+        part = recs[k * 50:(k + 1) * 50]
+        ids = [r["id"] if i % 17 else None for i, r in enumerate(part)]
+        texts = [r["text"] if i % 23 != 5 else None for i, r in enumerate(part)]
+        pq.write_table(pa.table({"id": ids, "text": texts, "score": [float(len(t or "")) for t in texts]}),
+                       str(folder / f"part-{k}.parquet"), row_group_size=16)
+    config = DedupConfig(keep="field", keep_field="score")
+    out_local = str(tmp_path / "pq-local")
+    Deduplicator(config, jobs=2).run([str(folder)], out_local)
+    rows = [json.loads(x) for x in open(os.path.join(out_local, "clusters.jsonl"))]
+    out = str(tmp_path / "pq-spark")
+    summary = dedup_paths([str(folder)], out, config, spark=spark)
+    got = spark_rows(spark.read.parquet(os.path.join(out, "clusters")))
+    assert got == rows, first_difference(got, rows)
+    kept = spark.read.parquet(os.path.join(out, "kept"))
+    assert set(kept.columns) >= {"id", "text", "score", "ordinal"}
+    assert kept.count() == summary["kept"] == sum(r["kept"] for r in rows)
+
+
+def test_bad_arguments(spark, tmp_path):
+    from neardup.errors import ConfigError
+    from neardup.spark import dedup, dedup_paths
+
+    df = spark.createDataFrame([(1, "a", "x y z"), (1, "b", "x y z w")], "line long, id string, text string")
+    with pytest.raises(ConfigError, match="not unique"):
+        dedup(df, order_col="line")
+    with pytest.raises(ConfigError, match="not a column"):
+        dedup(df, text_col="body")
+    with pytest.raises(ConfigError, match="simhash"):
+        dedup(df, config=DedupConfig(method="simhash"))
+    (tmp_path / "a.txt").write_text("plain text")
+    with pytest.raises(ConfigError, match="JSONL"):
+        dedup_paths([str(tmp_path / "a.txt")], str(tmp_path / "o"), spark=spark)
