@@ -566,11 +566,11 @@ class _Stages:
         return (df, df.count()) if count else df
 
     def checkpoint(self, df):
-        """Materialized with its lineage cut: a reliable checkpoint when the SparkContext has a
-        checkpoint directory (``get_session`` sets one locally; on a cluster give it shared
-        storage), else a local one (memory and disk of the executors)."""
+        """Materialized with its lineage cut: a reliable checkpoint on a cluster whose SparkContext
+        has a checkpoint directory (shared storage), else a local one (memory and disk of the
+        executors; in local mode a reliable one would protect nothing)."""
         sc = df.sparkSession.sparkContext
-        if sc.getCheckpointDir():
+        if sc.getCheckpointDir() and not (sc.master or "").startswith("local"):
             from pyspark import StorageLevel
 
             p = df.persist(StorageLevel.MEMORY_AND_DISK)
