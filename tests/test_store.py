@@ -554,3 +554,12 @@ def test_cli_verbose_commits(tmp_path, capsys):
     assert [line for line in err.splitlines() if "committed" in line] == [
         "neardup: committed 10 documents (last id d9)", "neardup: committed 20 documents (last id d19)",
         "neardup: committed 25 documents (last id d24)"]
+
+
+def test_odd_file_names(tmp_path, capsys):
+    db = str(tmp_path / "crawl ?#%20 index.db")
+    with SeenIndex(db, shingle=ShingleParams(k=4)) as index:
+        index.add("a", "some words for the first document here")
+    assert SeenIndex.stored_config(db)["shingle"]["k"] == 4
+    assert main(["index", "stats", "--db", db, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == 1

@@ -329,12 +329,13 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
             raise _UserError(404, f"no document with id {doc_id!r}")
         return _json({"id": doc_id, "removed": True})
 
+    # Cheap reads run on the event loop: a thread hop would cost more than they do.
     @app.get("/v1/stats", summary="documents, sizes and the index configuration")
-    def stats():
+    async def stats():
         return _json(index.stats())
 
     @app.get("/healthz", summary="liveness; needs no token")
-    def healthz():
+    async def healthz():
         return _json({"status": "ok", "documents": len(index)})
 
     @app.exception_handler(_UserError)

@@ -636,7 +636,9 @@ class SeenIndex:
         if not os.path.isfile(path):
             return None
         try:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+            from urllib.parse import quote
+
+            conn = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=30.0)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open index {path}: {exc}") from None
         try:
