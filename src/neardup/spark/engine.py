@@ -68,7 +68,9 @@ class SparkDedupResult:
     (the local ``clusters.jsonl``) and ``ordinal``; ``pairs``: every verified edge ``a, b, jaccard,
     estimate`` (ids) and ``a_ordinal, b_ordinal``; ``kept``: the input rows that survive (the
     deduplicated corpus); ``summary``: the counts of the local ``summary.json``. ``clusters`` and
-    ``pairs`` are persisted; call :meth:`unpersist` when done with them.
+    ``pairs`` are materialized (checkpointed): reading them runs no part of the pipeline again.
+    Spark frees local checkpoints when the DataFrames are garbage-collected; :meth:`unpersist`
+    also drops any cached copy.
     """
 
     clusters: "DataFrame"
@@ -679,7 +681,8 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
         else:
             v = F.col("keyval")
             primary = F.when(v.isNull() | F.isnan(v), F.lit(float("inf"))).otherwise(-v)
-        primary = F.when(primary == 0, F.lit(0.0)).otherwise(primary)  # -0.0 ties with 0.0, as in numpy
+        if config.keep != "first":
+            primary = F.when(primary == 0, F.lit(0.0)).otherwise(primary)  # -0.0 ties with 0.0, as in numpy
         surv = (members.groupBy("component")
                 .agg(F.min(F.struct(primary.alias("p"), F.col("ordinal").alias("o"))).alias("m"))
                 .select("component", F.col("m.o").alias("survivor")))
