@@ -188,10 +188,55 @@ NFKC_PIECES = ["e\u0301", "\u0301", "\u0327\u0301", "A\u030a", "\u1100\u1161\u11
 def test_line_by_line_nfkc_equals_nfkc(pieces, pad):
     import unicodedata
 
+    from neardup.text.nfkc import nfkc, nfkc_by_lines
+
     text = "a" * pad + "".join(pieces)
-    assert _native._nfkc(text) == unicodedata.normalize("NFKC", text)
+    assert nfkc(text) == unicodedata.normalize("NFKC", text)
+    assert nfkc_by_lines(text) == unicodedata.normalize("NFKC", text)
     params = params_of("word", 2)
     assert np.array_equal(_native.shingle_ids(text, params), reference_ids(text, params))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=st.lists(st.tuples(st.lists(st.sampled_from(NFKC_PIECES), max_size=60), st.integers(0, 3000),
+                               st.integers(0, 3)), max_size=12),
+       start=st.integers(0, 3), nfkc_on=st.booleans())
+def test_batch_encoding_equals_python(docs, start, nfkc_on):
+    """The kernel's batch encoder (UTF-8 off the GIL, NFKC only where a flagged code point is)
+    gives exactly the bytes of NFKC-then-encode, for Latin-1, BMP, astral and surrogate texts."""
+    import unicodedata
+
+    texts = [("a" * pad + "\n" * lines).join(pieces) if lines else "b" * pad + "".join(pieces)
+             for pieces, pad, lines in docs]
+    start = min(start, len(texts))
+    norm = NormalizeParams(nfkc=nfkc_on)
+    data, offsets = _native._encode_range(texts, start, len(texts), norm)
+    expected = [(unicodedata.normalize("NFKC", t) if nfkc_on else t).encode("utf-8", "surrogatepass")
+                for t in texts[start:]]
+    assert data == b"".join(expected)
+    assert offsets.tolist() == np.cumsum([0] + [len(e) for e in expected]).tolist()
+
+
+def test_nfkc_table():
+    """ASCII is never flagged (the encoder skips it), the shipped table is the running Python's,
+    and the flags in a batch are exactly the texts holding a flagged code point, with its span."""
+    from neardup._kernel import utf8_join
+    from neardup.text import nfkc
+
+    table = nfkc.unsafe_table()
+    assert not table[:128].any()
+    shipped = nfkc._shipped()
+    if shipped is not None:
+        assert shipped.tolist() == nfkc.unsafe_code_points()
+    for cp in (0x0301, 0xFB01, 0x1161, 0x11A8, 0xFF76, 0x3099, 0x00BD):  # mark, ligature, jamo, ...
+        assert table[cp], hex(cp)
+    for cp in (ord("é"), ord("’"), 0x4E2D, 0xAC00, 0x1F600):  # precomposed, quotes, Han, Hangul, emoji
+        assert not table[cp], hex(cp)
+    texts = ["plain", "café ’quoted’", "x\ufb01y\u0301z", "\U0001F600 \ufb01"]
+    _, _, flagged = utf8_join(texts, 0, len(texts), table)
+    assert flagged == [(2, 1, 3), (3, 2, 2)]
+    with pytest.raises(TypeError, match="item 1"):
+        utf8_join(["a", b"b"], 0, 2, None)
 
 
 @pytest.mark.parametrize("k", range(1, 8))

@@ -1713,6 +1713,166 @@ static PyObject *py_xxh3(PyObject *self, PyObject *arg) {
     return PyLong_FromUnsignedLongLong(h);
 }
 
+PyDoc_STRVAR(utf8_join_doc,
+"utf8_join(texts, start, stop, unsafe=None) -> (bytes, offsets, flagged)\n\n"
+"texts[start:stop] encoded as UTF-8 (surrogatepass) and joined: the bytes, their int64\n"
+"offsets (stop - start + 1, as bytes) and, when an NFKC table is given (uint8 per code point,\n"
+"nonzero = unsafe), the list of positions (from start) of the texts holding an unsafe code\n"
+"point: only those may change under NFKC. The encoding runs with the GIL released (str\n"
+"objects are immutable and kept alive by the sequence), so threads encode in parallel.");
+
+typedef struct {
+    const void *data;
+    Py_ssize_t len;
+    int kind;  /* 1, 2 or 4 bytes per code point; 0 = pure ASCII */
+} strview_t;
+
+/* Encode one str as UTF-8 into out (room for its worst case); sets span[0..1] to the first and
+ * last index of a code point flagged in the table (-1 when none; table may be NULL). Returns
+ * the bytes written. */
+#define FLAG_CP(i) do { if (first < 0) first = (i); last = (i); } while (0)
+static size_t encode_str(const strview_t *v, uint8_t *out, const uint8_t *table, Py_ssize_t *span) {
+    Py_ssize_t n = v->len, first = -1, last = -1;
+    uint8_t *o = out;
+    span[0] = span[1] = -1;
+    if (v->kind == 0) {
+        memcpy(out, v->data, (size_t)n);
+        return (size_t)n;
+    }
+    if (v->kind == 1) {
+        const uint8_t *d = (const uint8_t *)v->data;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint32_t cp = d[i];
+            if (cp < 0x80) {
+                *o++ = (uint8_t)cp;
+            } else {
+                if (table && table[cp]) FLAG_CP(i);
+                o[0] = (uint8_t)(0xC0 | (cp >> 6));
+                o[1] = (uint8_t)(0x80 | (cp & 0x3F));
+                o += 2;
+            }
+        }
+    } else if (v->kind == 2) {
+        const uint16_t *d = (const uint16_t *)v->data;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint32_t cp = d[i];
+            if (cp < 0x80) {
+                *o++ = (uint8_t)cp;
+                continue;
+            }
+            if (table && table[cp]) FLAG_CP(i);
+            o += utf8_encode(cp, o);
+        }
+    } else {
+        const uint32_t *d = (const uint32_t *)v->data;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint32_t cp = d[i];
+            if (cp < 0x80) {
+                *o++ = (uint8_t)cp;
+                continue;
+            }
+            if (table && table[cp]) FLAG_CP(i);
+            o += utf8_encode(cp, o);
+        }
+    }
+    span[0] = first;
+    span[1] = last;
+    return (size_t)(o - out);
+}
+
+static PyObject *py_utf8_join(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *seq_obj, *table_obj = Py_None;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "Onn|O", &seq_obj, &start, &stop, &table_obj)) return NULL;
+    PyObject *seq = PySequence_Fast(seq_obj, "texts must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t total = PySequence_Fast_GET_SIZE(seq);
+    if (start < 0 || stop > total || start > stop) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_IndexError, "utf8_join: start/stop out of range");
+        return NULL;
+    }
+    Py_buffer table = {0};
+    int have_table = table_obj != Py_None;
+    if (have_table) {
+        if (PyObject_GetBuffer(table_obj, &table, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (table.len != TABLE_SIZE) {
+            PyBuffer_Release(&table);
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "utf8_join: the NFKC table must have 0x110000 entries");
+            return NULL;
+        }
+    }
+    Py_ssize_t n = stop - start;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    strview_t *views = (strview_t *)malloc(sizeof(strview_t) * (size_t)(n ? n : 1));
+    int64_t *offsets = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    Py_ssize_t *spans = (Py_ssize_t *)malloc(sizeof(Py_ssize_t) * 2 * (size_t)(n ? n : 1));
+    PyObject *result = NULL;
+    uint8_t *out = NULL;
+    if (!views || !offsets || !spans) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t cap = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = items[start + i];
+        if (!PyUnicode_Check(s)) {
+            PyErr_Format(PyExc_TypeError, "a document's text must be a str, got %.100s (item %zd)",
+                         Py_TYPE(s)->tp_name, start + i);
+            goto done;
+        }
+        if (PyUnicode_READY(s) < 0) goto done;
+        views[i].data = PyUnicode_DATA(s);
+        views[i].len = PyUnicode_GET_LENGTH(s);
+        views[i].kind = PyUnicode_IS_ASCII(s) ? 0 : (int)PyUnicode_KIND(s);
+        /* worst case: Latin-1 2 bytes, UCS-2 3 bytes, UCS-4 4 bytes per code point */
+        cap += (size_t)views[i].len * (size_t)(views[i].kind == 0 ? 1 : views[i].kind == 1 ? 2 : views[i].kind == 2 ? 3 : 4);
+    }
+    out = (uint8_t *)malloc(cap ? cap : 1);
+    if (!out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t used = 0;
+    Py_BEGIN_ALLOW_THREADS
+    const uint8_t *t = have_table ? (const uint8_t *)table.buf : NULL;
+    offsets[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        used += encode_str(&views[i], out + used, t, spans + 2 * i);
+        offsets[i + 1] = (int64_t)used;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *data = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)used);
+    PyObject *offs = PyBytes_FromStringAndSize((const char *)offsets, (Py_ssize_t)(sizeof(int64_t) * (size_t)(n + 1)));
+    PyObject *flagged = PyList_New(0);
+    if (data && offs && flagged) {
+        int ok = 1;
+        for (Py_ssize_t i = 0; i < n && ok; i++) {
+            if (spans[2 * i] < 0) continue;
+            PyObject *k = Py_BuildValue("(nnn)", i, spans[2 * i], spans[2 * i + 1]);
+            ok = k && PyList_Append(flagged, k) == 0;
+            Py_XDECREF(k);
+        }
+        if (ok) result = PyTuple_Pack(3, data, offs, flagged);
+    }
+    Py_XDECREF(data);
+    Py_XDECREF(offs);
+    Py_XDECREF(flagged);
+done:
+    free(out);
+    free(views);
+    free(offsets);
+    free(spans);
+    if (have_table) PyBuffer_Release(&table);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"units", py_units, METH_VARARGS, units_doc},
     {"shingle_ids", py_shingle_ids, METH_VARARGS, shingle_ids_doc},
@@ -1723,6 +1883,7 @@ static PyMethodDef methods[] = {
     {"set_simd", py_set_simd, METH_O, set_simd_doc},
     {"simd", py_simd, METH_NOARGS, simd_doc},
     {"xxh3_64", py_xxh3, METH_O, xxh3_doc},
+    {"utf8_join", py_utf8_join, METH_VARARGS, utf8_join_doc},
     {NULL, NULL, 0, NULL},
 };
 

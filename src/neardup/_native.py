@@ -16,7 +16,6 @@ the rest: case folding, tokens, shingles, XXH3-64, distinct ids, MinHash.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from functools import lru_cache
 import numpy as np
 
 from .params import MinHashParams, NormalizeParams, ShingleParams
+from .text.nfkc import nfkc, nfkc_by_lines, unsafe_table
 
 try:
     from . import _kernel
@@ -141,27 +141,13 @@ def _coefficients(family: str, num_perm: int, seed: int) -> tuple[np.ndarray, np
     return a, b
 
 
-def _nfkc(text: str) -> str:
-    """``unicodedata.normalize("NFKC", text)``, faster on long mostly-normalized text.
-
-    A newline is a starter that composes with nothing, so NFKC never acts across it and the
-    lines can be normalized one by one; only non-ASCII lines need it, and only when the text is
-    not already normalized (a quick check that most texts pass).
-    """
-    if text.isascii() or unicodedata.is_normalized("NFKC", text):
-        return text
-    if len(text) < 2048:
-        return unicodedata.normalize("NFKC", text)
-    return "\n".join([ln if ln.isascii() else unicodedata.normalize("NFKC", ln) for ln in text.split("\n")])
-
-
 def _encode(text: str, norm: NormalizeParams) -> bytes:
     """The bytes the kernel reads: UTF-8 of the text after NFKC (when on). The kernel does the
     case folding, so that ``fold(text, norm)`` is what it tokenizes."""
     if not isinstance(text, str):
         raise TypeError(f"a document's text must be a str, got {type(text).__name__}")
     if norm.nfkc:
-        text = _nfkc(text)
+        text = nfkc(text)
     return text.encode("utf-8", "surrogatepass")
 
 
@@ -241,15 +227,47 @@ def _chunks(texts: Sequence[str], target: int) -> list[tuple[int, int]]:
     return out
 
 
+def _encode_range(texts: Sequence[str], start: int, stop: int, norm: NormalizeParams) -> tuple[bytes, np.ndarray]:
+    """``texts[start:stop]`` as the kernel reads them, joined: (UTF-8 bytes, int64 offsets).
+
+    The kernel encodes and flags, off the GIL, the texts holding a code point that NFKC may
+    change; only those are normalized here (most texts are already NFKC) and spliced back in.
+    """
+    data, raw_offsets, flagged = _kernel.utf8_join(texts, start, stop, unsafe_table() if norm.nfkc else None)
+    offsets = np.frombuffer(raw_offsets, dtype=np.int64)
+    changed = {}
+    for i, first, last in flagged:
+        text = texts[start + i]
+        # NFKC acts line by line, and lines without a flagged code point are already NFKC.
+        lo, hi = text.rfind("\n", 0, first) + 1, text.find("\n", last)
+        hi = len(text) if hi < 0 else hi
+        middle = text[lo:hi]
+        normalized_middle = nfkc_by_lines(middle)
+        if normalized_middle != middle:
+            normalized = text[:lo] + normalized_middle + text[hi:]
+            changed[i] = normalized.encode("utf-8", "surrogatepass")
+    if not changed:
+        return data, offsets
+    view, pieces, prev = memoryview(data), [], 0
+    for i, encoded in changed.items():  # ascending
+        pieces += [view[offsets[prev] : offsets[i]], encoded]
+        prev = i + 1
+    pieces.append(view[offsets[prev] :])
+    lengths = np.diff(offsets)
+    for i, encoded in changed.items():
+        lengths[i] = len(encoded)
+    new_offsets = np.zeros(len(offsets), dtype=np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    return b"".join(pieces), new_offsets
+
+
 def _map_chunks(texts: Sequence[str], norm: NormalizeParams, jobs: int, call):
     """``(ranges, [call(data, offsets) per range])``: the batch cut into contiguous chunks, each
-    NFKC'd, encoded and joined on its worker thread (``jobs > 1``) or in turn."""
+    encoded and joined (:func:`_encode_range`) on its worker thread (``jobs > 1``) or in turn."""
 
     def run(start: int, stop: int):
-        encoded = [_encode(texts[i], norm) for i in range(start, stop)]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(e) for e in encoded], out=offsets[1:])
-        return call(b"".join(encoded), offsets)
+        data, offsets = _encode_range(texts, start, stop, norm)
+        return call(data, offsets)
 
     jobs = max(1, int(jobs))
     total = sum(len(t) for t in texts)
