@@ -40,6 +40,10 @@ class BuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("neardup._kernel", sources=["src/neardup/_kernel.c"])],
+    ext_modules=[
+        Extension("neardup._kernel", sources=["src/neardup/_kernel.c"]),
+        # the SimhashIndex query probe (neardup.lsh.hamming); no external header
+        Extension("neardup._hamming", sources=["src/neardup/_hamming.c"]),
+    ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -4,17 +4,42 @@ import json
 import math
 import struct
 import zlib
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import neardup.lsh.hamming as hmod
 from neardup.errors import ConfigError, FormatError
 from neardup.lsh import SimhashIndex, SimhashIndexFormatError, format_plan, plan_layout
 from neardup.lsh.hamming import MAGIC, brute_force_pairs, layout_for
 
 U64 = 2**64 - 1
+
+#: the compiled probe (neardup._hamming) and the numpy path; both must give the same answers
+PATHS = ["native", "numpy"]
+NATIVE = hmod._hamming
+
+
+@contextmanager
+def probe_path(path):
+    """Queries made inside use the compiled probe ("native") or the numpy path ("numpy")."""
+    if path == "native" and NATIVE is None:
+        pytest.skip("neardup._hamming is not built")
+    saved = hmod._hamming
+    hmod._hamming = NATIVE if path == "native" else None
+    try:
+        yield
+    finally:
+        hmod._hamming = saved
+
+
+def uses(idx, path):
+    """The index answers through the expected path."""
+    idx.query(0)
+    assert (idx._prober is not None) == (path == "native")
 
 
 # ----------------------------------------------------------------------------- references
@@ -74,8 +99,14 @@ def layouts(k):
 # ----------------------------------------------------------------------------- brute-force equality
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("k", range(8))
-def test_equals_brute_force_random_with_planted_neighbours(k):
+def test_equals_brute_force_random_with_planted_neighbours(k, path):
+    with probe_path(path):
+        _equals_brute_force_random_with_planted_neighbours(k, path)
+
+
+def _equals_brute_force_random_with_planted_neighbours(k, path):
     rng = np.random.default_rng(100 + k)
     n = 1500
     fps = planted(rng, n, k)
@@ -88,10 +119,17 @@ def test_equals_brute_force_random_with_planted_neighbours(k):
         assert len(idx._segments) >= 1 and idx._fps.n > idx._tail_start
         assert len(idx) == n
         check_all(idx, fps, k, queries)
+        uses(idx, path)
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("k", range(8))
-def test_exactly_k_found_and_k_plus_one_not(k):
+def test_exactly_k_found_and_k_plus_one_not(k, path):
+    with probe_path(path):
+        _exactly_k_found_and_k_plus_one_not(k)
+
+
+def _exactly_k_found_and_k_plus_one_not(k):
     rng = np.random.default_rng(7 + k)
     base = rng.integers(0, 2**64, 200, dtype=np.uint64)
     idx = SimhashIndex.from_fingerprints(base, max_distance=k, buffer_size=64)
@@ -124,15 +162,17 @@ def fingerprint_sets(draw):
     return k, blocks, batch, fps
 
 
+@pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fingerprint_sets(), st.lists(fp_st, max_size=5))
-def test_property_every_answer_equals_brute_force(case, extra_queries):
+def test_property_every_answer_equals_brute_force(path, case, extra_queries):
     k, blocks, batch, fps = case
-    idx = SimhashIndex(k, blocks=blocks, buffer_size=8, merge_factor=2)
-    for a in range(0, len(fps), batch):
-        idx.add(list(range(a, min(len(fps), a + batch))), fps[a:a + batch])
-    arr = np.array(fps, dtype=np.uint64)
-    check_all(idx, arr, k, list(fps[:20]) + extra_queries)
+    with probe_path(path):
+        idx = SimhashIndex(k, blocks=blocks, buffer_size=8, merge_factor=2)
+        for a in range(0, len(fps), batch):
+            idx.add(list(range(a, min(len(fps), a + batch))), fps[a:a + batch])
+        arr = np.array(fps, dtype=np.uint64)
+        check_all(idx, arr, k, list(fps[:20]) + extra_queries)
 
 
 def test_real_fingerprints_equal_brute_force(seed_docs):
@@ -160,7 +200,13 @@ def test_real_fingerprints_equal_brute_force(seed_docs):
     assert sum(1 for _ in idx.pairs()) > len(texts)
 
 
-def test_identical_and_low_entropy_fingerprints():
+@pytest.mark.parametrize("path", PATHS)
+def test_identical_and_low_entropy_fingerprints(path):
+    with probe_path(path):
+        _identical_and_low_entropy_fingerprints()
+
+
+def _identical_and_low_entropy_fingerprints():
     """Long runs of equal prefix (many identical fingerprints, fingerprints with zero top bits)."""
     rng = np.random.default_rng(3)
     same = np.full(250, 0x0123456789ABCDEF, dtype=np.uint64)
@@ -193,7 +239,13 @@ def test_pairs_chunked_for_a_huge_run(monkeypatch):
 # ----------------------------------------------------------------------------- online use
 
 
-def test_remove_and_online_add():
+@pytest.mark.parametrize("path", PATHS)
+def test_remove_and_online_add(path):
+    with probe_path(path):
+        _remove_and_online_add()
+
+
+def _remove_and_online_add():
     rng = np.random.default_rng(11)
     fps = planted(rng, 1200, 3)
     idx = SimhashIndex(3, expected_size=1200, buffer_size=128)
@@ -234,8 +286,14 @@ def test_duplicate_ids_are_all_removed():
 # ----------------------------------------------------------------------------- persistence
 
 
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("id_kind", ["int", "str"])
-def test_save_open_round_trip(tmp_path, id_kind):
+def test_save_open_round_trip(tmp_path, id_kind, path):
+    with probe_path(path):
+        _save_open_round_trip(tmp_path, id_kind, path)
+
+
+def _save_open_round_trip(tmp_path, id_kind, path):
     rng = np.random.default_rng(21)
     fps = planted(rng, 3000, 3)
     ids = list(range(1000, 4000)) if id_kind == "int" else [f"doc/é{i}" for i in range(3000)]
@@ -253,6 +311,7 @@ def test_save_open_round_trip(tmp_path, id_kind):
     assert back.query_many(qs) == idx.query_many(qs)
     for q in qs[:20]:
         assert back.query(int(q)) == idx.query(int(q))
+    uses(back, path)
     assert sorted(back.pairs()) == sorted(idx.pairs())
     # online use after open: adds (buffered and bulk), removals, save again
     new = fps[:10] ^ np.uint64(1 << 40)
@@ -394,7 +453,13 @@ def test_layout_tables_cover_every_pattern_of_k_differing_blocks():
                 assert any(all(not (diff >> b) & 1 for b in s) for s in lay.tables)
 
 
-def test_inputs_and_errors():
+@pytest.mark.parametrize("path", PATHS)
+def test_inputs_and_errors(path):
+    with probe_path(path):
+        _inputs_and_errors()
+
+
+def _inputs_and_errors():
     idx = SimhashIndex(3, buffer_size=4)
     idx.add(np.array([-1, 2], dtype=np.int64), np.array([-1, 5], dtype=np.int64))  # two's complement
     assert idx.query(U64) == [(-1, 0)]
@@ -415,3 +480,98 @@ def test_inputs_and_errors():
         SimhashIndex(3, blocks=3)
     assert SimhashIndex(3).query(1) == [] and SimhashIndex(3).query_many([1, 2]) == [[], []]
     assert len(SimhashIndex(3)) == 0
+
+
+# ----------------------------------------------------------------------------- compiled probe
+
+
+def _answers(idx, qs):
+    one = [idx.query(int(q)) for q in qs]
+    many = idx.query_many(qs)
+    arrays = idx.query_arrays(qs)
+    rows = idx.query_arrays(qs, ids=False)
+    return one, many, arrays, rows
+
+
+@pytest.mark.parametrize("id_kind", ["int", "str"])
+def test_native_and_numpy_paths_give_identical_answers(id_kind, monkeypatch):
+    """Same ids, distances, order and array dtypes from both paths, on an index with several
+    segments, a buffer, removed rows and runs of identical fingerprints; large batches threaded."""
+    if NATIVE is None:
+        pytest.skip("neardup._hamming is not built")
+    monkeypatch.setattr(hmod, "_PARALLEL_QUERIES", 16)  # exercise the threaded query_many
+    rng = np.random.default_rng(99)
+    fps = np.concatenate([planted(rng, 3000, 3), np.full(40, 77, np.uint64), np.full(5, U64, np.uint64)])
+    ids = list(range(len(fps))) if id_kind == "int" else [f"id{i}" for i in range(len(fps))]
+    idx = SimhashIndex(3, blocks=5, buffer_size=500, merge_factor=1)
+    for a in range(0, len(fps), 250):
+        idx.add(ids[a:a + 250], fps[a:a + 250])
+    for r in range(0, len(fps), 11):
+        idx.remove(ids[r])
+    assert len(idx._segments) >= 2 and idx._fps.n > idx._tail_start
+    qs = np.concatenate([fps[::7], fps[:200] ^ np.uint64(0b1011), np.array([0, 77, U64], np.uint64)])
+    native = _answers(idx, qs)
+    assert idx._prober is not None
+    with probe_path("numpy"):
+        idx._prober = idx._pquery = None
+        numpy_ = _answers(idx, qs)
+        assert idx._prober is None
+    assert native[0] == numpy_[0] and native[1] == numpy_[1] and native[0] == native[1]
+    for a, b in zip(native[2] + native[3], numpy_[2] + numpy_[3]):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    live = np.ones(len(fps), bool)
+    live[::11] = False
+    for q, got in zip(qs[:50], native[0]):
+        assert got == [(ids[r], d) for r, d in bf_query(fps, int(q), 3, live)]
+
+
+def test_native_probe_is_rebuilt_after_every_change():
+    if NATIVE is None:
+        pytest.skip("neardup._hamming is not built")
+    idx = SimhashIndex(2, buffer_size=4)
+    idx.add([1, 2, 3, 4, 5], [10, 11, 12, 13, 1 << 40])  # one segment
+    assert idx.query(10) == [(1, 0), (2, 1), (3, 2)]
+    p = idx._prober
+    idx.add(6, 10)  # buffered
+    assert idx._prober is None and idx.query(10) == [(1, 0), (6, 0), (2, 1), (3, 2)]
+    assert idx._prober is not p
+    idx.remove(2)
+    assert idx.query(10) == [(1, 0), (6, 0), (3, 2)]
+    idx.compact()
+    assert idx.query(10) == [(1, 0), (6, 0), (3, 2)]
+    assert idx.query(-1) == [] and idx.query(np.uint64(1 << 40)) == [(5, 0)]
+    with pytest.raises(ValueError):
+        idx.query(2**64)
+    with pytest.raises(TypeError):
+        idx.query(True)
+
+
+def test_native_probe_rejects_bad_arrays():
+    """Out-of-range rows or directory entries (a corrupt file) raise, never read out of bounds."""
+    if NATIVE is None:
+        pytest.skip("neardup._hamming is not built")
+    fps = np.random.default_rng(4).integers(0, 2**64, 5000, dtype=np.uint64)
+    idx = SimhashIndex.from_fingerprints(fps, max_distance=3)
+    seg = idx._segments[0]
+    lay = idx._layout
+    q = int(fps[0])
+
+    def prober(rows=None, dirs=None):
+        return NATIVE.Prober(3, lay.moves, [(seg.keys_flat, seg.rows_flat if rows is None else rows,
+                                             seg.dirs_flat if dirs is None else dirs, seg.size, seg.stride,
+                                             seg.dbits)], idx._fps.view, len(fps), len(fps))
+
+    assert prober().query(q) == [(0, 0)]
+    bad_rows = seg.rows_flat.copy()
+    bad_rows[:] = len(fps) + 5
+    with pytest.raises(ValueError, match="out of range"):
+        prober(rows=bad_rows).query(q)
+    bad_dirs = seg.dirs_flat.copy()
+    bad_dirs[1:] = seg.size + 100
+    with pytest.raises(ValueError, match="out of range"):
+        prober(dirs=bad_dirs).query_many(fps[:3], True)
+    with pytest.raises(ValueError, match="do not match"):
+        NATIVE.Prober(3, lay.moves, [(seg.keys_flat[:-1], seg.rows_flat, seg.dirs_flat, seg.size, seg.stride,
+                                      seg.dbits)], idx._fps.view, 0, 0)
+    with pytest.raises(TypeError):
+        NATIVE.Prober(3, lay.moves, [], idx._fps.view.astype(np.int32), 0, 0)

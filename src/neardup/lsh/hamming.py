@@ -31,6 +31,13 @@ How it is laid out here
   table per offset), and a pair is reported only by the first table in which it collides, which is
   decided from the XOR of the pair alone.
 
+- **Queries** run in the compiled probe ``neardup._hamming`` when it is built: a ``Prober``
+  object reads the segments' arrays, the buffer, the tombstones and integer ids in place through
+  the buffer protocol (memory-mapped files included), probes every table in C and returns the
+  sorted answers; ``query_many`` releases the GIL. It is rebuilt after every change of the index
+  (add, remove, merge, compact). Without the extension the numpy/Python path below answers the
+  same (tests check both).
+
 Nothing here depends on Python's ``hash()`` or on random state: the same input gives the same
 index, file and answers.
 """
@@ -50,6 +57,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, FormatError
+
+try:
+    from .. import _hamming
+except ImportError:  # not built: queries use the numpy path (same answers)
+    _hamming = None
 
 __all__ = [
     "SimhashIndex",
@@ -72,6 +84,7 @@ _CHUNK = 1 << 21  # candidate pairs handled per vectorised step in query_many
 _DEFAULT_BUFFER = 4096
 _DEFAULT_MERGE_FACTOR = 4
 _THREADS = min(2, os.cpu_count() or 1)  # tables are sorted in parallel (numpy releases the GIL)
+_PARALLEL_QUERIES = 8192  # compiled query_many splits batches at least this large over _THREADS
 
 
 class SimhashIndexFormatError(FormatError):
@@ -778,6 +791,8 @@ class SimhashIndex:
         self._ids = _IdStore()
         self._segments: list[_Segment] = []
         self._tail_start = 0  # rows [tail_start, n) are in the unsorted buffer
+        self._prober = None  # the compiled probe over the current arrays (None: stale or absent)
+        self._pquery = None  # its bound query method when it reports ids itself (int ids)
 
     # -- properties ----------------------------------------------------------------------------
 
@@ -840,6 +855,7 @@ class SimhashIndex:
         if self._fps.n + n_new > _MAX_ROWS:
             raise ValueError(f"a SimhashIndex holds at most {_MAX_ROWS} fingerprints")
         self._ensure_layout(n_new)
+        self._prober = self._pquery = None
         self._ids.append(kind, vals)
         self._fps.append(fps)
         self._dead.append(np.zeros(n_new, dtype=np.bool_))
@@ -847,6 +863,7 @@ class SimhashIndex:
             self._flush()
 
     def _flush(self) -> None:
+        self._prober = self._pquery = None
         n = self._fps.n
         if n > self._tail_start:
             self._segments.append(self._build(self._tail_start, n))
@@ -868,6 +885,7 @@ class SimhashIndex:
         n = self._fps.n
         if len(self._segments) == 1 and self._tail_start == n and self._segments[0].size == n - self._n_dead:
             return  # one segment holding exactly the live rows (rows never come back to life)
+        self._prober = self._pquery = None
         self._segments = [self._build(0, n)] if n else []
         self._tail_start = n
 
@@ -880,6 +898,7 @@ class SimhashIndex:
         rows = [r for r in self._ids.rows_of(id) if not self._dead.buf[r]] if self._ids.kind else []
         if not rows:
             raise KeyError(id)
+        self._prober = self._pquery = None
         self._dead.make_writeable()
         for r in rows:
             self._dead.buf[r] = True
@@ -896,13 +915,27 @@ class SimhashIndex:
         """Ids within ``max_distance`` of ``fingerprint``, as ``(id, distance)`` sorted by distance
         and then insertion order.
 
-        Probes every table of every segment through its directory (two reads) with a function
-        generated for the layout (unrolled over the tables), checks the candidates of a small
-        bucket in Python and of a large one with numpy; the unsorted buffer is checked by brute
-        force.
+        With the compiled probe (``neardup._hamming``) one C call probes every table of every
+        segment and the buffer and returns the sorted answer. Without it, every table is probed
+        through its directory (two reads) with a function generated for the layout (unrolled over
+        the tables), the candidates of a small bucket are checked in Python and of a large one
+        with numpy, and the unsorted buffer by brute force.
         """
+        q = self._pquery
+        if q is not None and type(fingerprint) is int:
+            try:
+                return q(fingerprint)  # the whole answer, in C
+            except OverflowError:  # negative (two's complement) or too large: checked below
+                pass
+        return self._query(fingerprint)
+
+    def _query(self, fingerprint) -> list[tuple[object, int]]:
         fp = fingerprint if type(fingerprint) is int and 0 <= fingerprint <= MASK64 \
             else _as_fingerprint(fingerprint)
+        p = self._prober or self._native()
+        if p is not None:  # compiled probe: ids (int) or rows (str ids) with distances, sorted
+            found = p.query(fp)
+            return self._rows_to_ids(found) if self._ids.kind == "str" and found else found
         k = self._k
         found: dict[int, int] = {}
         for seg in self._segments:
@@ -935,12 +968,49 @@ class SimhashIndex:
         get = self._ids.get
         return [(get(r), d) for d, r in items]
 
+    def _native(self):
+        """The compiled probe over the current arrays (built here, kept until the index changes),
+        or None without the extension or before the layout is known."""
+        if _hamming is None or self._layout is None:
+            return None
+        n = self._fps.n
+        segs = [(s.keys_flat, s.rows_flat, s.dirs_flat, s.size, s.stride, s.dbits) for s in self._segments]
+        p = _hamming.Prober(self._k, self._layout.moves, segs, self._fps.buf[:n], self._tail_start, n,
+                            self._dead.buf[:n] if self._n_dead else None,
+                            self._ids.ints.buf[:n] if self._ids.kind == "int" else None)
+        self._prober = p
+        self._pquery = p.query if self._ids.kind != "str" else None
+        return p
+
+    def _rows_to_ids(self, found: list) -> list:
+        get = self._ids.get
+        return [(get(r), d) for r, d in found]
+
+    def _native_many(self, p, qs: np.ndarray, lists: bool):
+        """``[(first query, p.query_many(part, lists))]`` over consecutive parts of ``qs``: one
+        part, or for a large batch parts run in ``_THREADS`` threads (the probe releases the GIL)."""
+        nq = len(qs)
+        if nq < _PARALLEL_QUERIES or _THREADS < 2:
+            return [(0, p.query_many(qs, lists))]
+        step = -(-nq // (2 * _THREADS))
+        starts = list(range(0, nq, step))
+        with ThreadPoolExecutor(max_workers=_THREADS) as ex:
+            return list(zip(starts, ex.map(lambda a: p.query_many(qs[a:a + step], lists), starts)))
+
     def query_many(self, fingerprints) -> list[list[tuple[object, int]]]:
-        """:meth:`query` for each fingerprint, vectorised over the batch and the tables."""
+        """:meth:`query` for each fingerprint (compiled, or vectorised over the batch and the tables)."""
         qs = _as_fingerprints(fingerprints)
         nq = len(qs)
         if nq == 0:
             return []
+        p = self._prober or self._native()
+        if p is not None:
+            out = []
+            for _, part in self._native_many(p, qs, True):
+                out.extend(part)
+            if self._ids.kind == "str":
+                out = [self._rows_to_ids(one) if one else one for one in out]
+            return out
         qi, rows, dist = self.query_arrays(qs, ids=False)
         if not len(qi):
             return [[] for _ in range(nq)]
@@ -952,6 +1022,18 @@ class SimhashIndex:
         """Every match of a batch as arrays ``(query_index, id_or_row, distance)``, sorted by query,
         distance and insertion order (ids when ``ids=True``, else internal rows)."""
         qs = _as_fingerprints(fingerprints)
+        p = self._prober or self._native()
+        if p is not None:  # already filtered, sorted by (query, distance, row) and deduplicated
+            qi_l, row_l, d_l = [], [], []
+            for q0, (a, b, c) in self._native_many(p, qs, False):
+                q = np.frombuffer(a, dtype=np.int64)
+                if q0:
+                    q += q0
+                qi_l.append(q)
+                row_l.append(np.frombuffer(b, dtype=np.int32))
+                d_l.append(np.frombuffer(c, dtype=np.uint8))
+            qi, rows, dist = (x[0] if len(x) == 1 else np.concatenate(x) for x in (qi_l, row_l, d_l))
+            return qi, (self._ids.take_array(rows) if ids and self._ids.kind else rows), dist
         qi_parts, row_parts, d_parts = self._match_arrays(qs)
         if not qi_parts:
             e = np.empty(0, dtype=np.int64)
