@@ -121,6 +121,7 @@ ND_INLINE void hits_push(hits_t *h, const Prober *p, int64_t row, unsigned d) {
         return;
     }
     if (p->has_dead && p->dead[row]) return;
+    if (p->has_ids) __builtin_prefetch(p->ids + row); /* read when the answer is built */
     if (h->n == h->cap && hits_grow(h) < 0) return;
     h->v[h->n++] = ((uint64_t)d << 32) | (uint64_t)row;
 }
