@@ -209,6 +209,29 @@ def bench_neardup(fps, qidx, pairs: bool) -> dict:
         ts.append(time.perf_counter() - t0)
         answers.append(r)
     out["query_p50_us"], out["query_p99_us"], out["query_mean_us"] = pct(ts, 50), pct(ts, 99), float(np.mean(ts) * 1e6)
+    out["probe"] = "compiled (neardup._hamming)" if idx._prober is not None else "numpy (neardup._hamming not built)"
+    if idx._prober is not None:
+        # the same index through the numpy/Python probe (the fallback), same queries, same run
+        import neardup.lsh.hamming as hmod
+
+        saved, hmod._hamming = hmod._hamming, None
+        idx._prober = idx._pquery = None
+        try:
+            for q in qs[:50]:
+                idx.query(q)
+            ts_np = []
+            for q, a in zip(qs, answers):
+                t0 = time.perf_counter()
+                r = idx.query(q)
+                ts_np.append(time.perf_counter() - t0)
+                assert r == a
+            out["numpy_probe_query_p50_us"], out["numpy_probe_query_p99_us"] = pct(ts_np, 50), pct(ts_np, 99)
+            t0 = time.perf_counter()
+            idx.query_arrays(fps[np.resize(qidx, 100_000)])
+            out["numpy_probe_query_arrays_100k_us_per_query"] = (time.perf_counter() - t0) / 100_000 * 1e6
+        finally:
+            hmod._hamming = saved
+            idx._prober = idx._pquery = None
     t0 = time.perf_counter()
     many = idx.query_many(fps[qidx])
     out["query_many_us_per_query"] = (time.perf_counter() - t0) / len(qs) * 1e6
@@ -453,8 +476,10 @@ def main(argv=None) -> int:
         run = {"n": n, "plan": plan, "systems": []}
         do_pairs = n == pairs_n
         nd = bench_neardup(fps, qidx, do_pairs)
-        log(f"neardup: build {nd['build_s']:.2f} s, mem {nd['memory_bytes'] / 2**20:.0f} MiB, query p50 "
-            f"{nd['query_p50_us']:.1f} us p99 {nd['query_p99_us']:.1f} us, query_many "
+        log(f"neardup ({nd['probe']}): build {nd['build_s']:.2f} s, mem {nd['memory_bytes'] / 2**20:.0f} MiB, query p50 "
+            f"{nd['query_p50_us']:.2f} us p99 {nd['query_p99_us']:.2f} us"
+            + (f" (numpy probe: p50 {nd['numpy_probe_query_p50_us']:.1f} us p99 {nd['numpy_probe_query_p99_us']:.1f} us)"
+               if "numpy_probe_query_p50_us" in nd else "") + ", query_many "
             f"{nd['query_many_us_per_query']:.2f} us/q, query_arrays(100k) {nd['query_arrays_100k_us_per_query']:.2f} us/q, "
             f"open {nd['open_s'] * 1e3:.1f} ms"
             + (f", pairs {nd['pairs_s']:.2f} s ({nd['pairs_count']:,}), build+pairs {nd['build_plus_pairs_s']:.2f} s"
