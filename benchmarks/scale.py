@@ -65,6 +65,43 @@ def generate(path: Path, docs: int, planted: float, seed: int) -> list[tuple[str
     return pairs
 
 
+def _status_kb(pid: int) -> dict[str, int]:
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                    out[key] = int(value.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def run_sampled(cmd: list[str], every: float = 0.2) -> dict:
+    """Run ``cmd``, sampling its resident memory split into anonymous memory (the process's own
+    state) and file-backed pages (the memory-mapped spill files, which the kernel can drop and
+    re-read at will); returns the peaks in MB."""
+    proc = subprocess.Popen(cmd)
+    peak = {"VmRSS": 0, "RssAnon": 0, "RssFile": 0}
+    at_peak_total = {}
+    while proc.poll() is None:
+        st = _status_kb(proc.pid)
+        for key in peak:
+            peak[key] = max(peak[key], st.get(key, 0))
+        if st.get("VmRSS", 0) >= peak["VmRSS"]:
+            at_peak_total = st
+        time.sleep(every)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    mb = lambda kb: round(kb / 1024, 1)  # noqa: E731
+    return {"peak_rss_mb": mb(peak["VmRSS"]), "peak_anonymous_mb": mb(peak["RssAnon"]),
+            "peak_file_backed_mb": mb(peak["RssFile"]),
+            "at_peak_rss": {"anonymous_mb": mb(at_peak_total.get("RssAnon", 0)),
+                            "file_backed_mb": mb(at_peak_total.get("RssFile", 0))},
+            "sampled_every_s": every}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=2_000_000)
@@ -83,7 +120,7 @@ def main() -> None:
     out = data / f"scale-out-{args.docs}"
     cmd = [sys.executable, "-m", "neardup", "dedup", str(corpus), "--output", str(out), "--quiet"]
     t = time.perf_counter()
-    subprocess.run(cmd, check=True)
+    memory = run_sampled(cmd)
     wall = time.perf_counter() - t
     summary = json.load(open(out / "summary.json"))
     cluster = {}
@@ -107,7 +144,8 @@ def main() -> None:
     at = sims >= summary["config"]["threshold"]
     result = {
         "date": str(dt.datetime.now()), "docs": summary["input"], "corpus_mb": size_mb, "command": " ".join(cmd),
-        "wall_seconds": wall, "peak_memory_mb": summary["peak_memory_mb"], "stages": summary["seconds"],
+        "wall_seconds": wall, "peak_memory_mb": summary["peak_memory_mb"], "memory": memory,
+        "load_average_end": os.getloadavg(), "stages": summary["seconds"],
         "planted_pairs": len(pairs), "planted_at_or_above_threshold": int(at.sum()),
         "recall_planted_at_or_above_threshold": float(found[at].mean()) if at.any() else None,
         "recall_planted_all": float(found.mean()), "planted_jaccard_median": float(np.median(sims)),
