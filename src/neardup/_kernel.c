@@ -1727,58 +1727,44 @@ typedef struct {
     int kind;  /* 1, 2 or 4 bytes per code point; 0 = pure ASCII */
 } strview_t;
 
-/* Encode one str as UTF-8 into out (room for its worst case); sets span[0..1] to the first and
- * last index of a code point flagged in the table (-1 when none; table may be NULL). Returns
- * the bytes written. */
-#define FLAG_CP(i) do { if (first < 0) first = (i); last = (i); } while (0)
+/* One loop per str kind (Latin-1, UCS-2, UCS-4): encode to UTF-8 at o, noting in first/last the
+ * first and last index of a code point flagged in table (which may be NULL). */
+#define ENCODE_KIND(T)                                              \
+    do {                                                            \
+        const T *d = (const T *)v->data;                            \
+        for (Py_ssize_t i = 0; i < n; i++) {                        \
+            uint32_t cp = d[i];                                     \
+            if (cp < 0x80) {                                        \
+                *o++ = (uint8_t)cp;                                 \
+                continue;                                           \
+            }                                                       \
+            if (table && table[cp]) {                               \
+                if (first < 0) first = i;                           \
+                last = i;                                           \
+            }                                                       \
+            o += utf8_encode(cp, o);                                \
+        }                                                           \
+    } while (0)
+
+/* Encode one str as UTF-8 (surrogatepass) into out, which has room for its worst case; sets
+ * span[0..1] to the first and last index of a flagged code point (-1 when none). Returns the
+ * bytes written. */
 static size_t encode_str(const strview_t *v, uint8_t *out, const uint8_t *table, Py_ssize_t *span) {
     Py_ssize_t n = v->len, first = -1, last = -1;
     uint8_t *o = out;
-    span[0] = span[1] = -1;
-    if (v->kind == 0) {
-        memcpy(out, v->data, (size_t)n);
-        return (size_t)n;
-    }
-    if (v->kind == 1) {
-        const uint8_t *d = (const uint8_t *)v->data;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            uint32_t cp = d[i];
-            if (cp < 0x80) {
-                *o++ = (uint8_t)cp;
-            } else {
-                if (table && table[cp]) FLAG_CP(i);
-                o[0] = (uint8_t)(0xC0 | (cp >> 6));
-                o[1] = (uint8_t)(0x80 | (cp & 0x3F));
-                o += 2;
-            }
-        }
-    } else if (v->kind == 2) {
-        const uint16_t *d = (const uint16_t *)v->data;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            uint32_t cp = d[i];
-            if (cp < 0x80) {
-                *o++ = (uint8_t)cp;
-                continue;
-            }
-            if (table && table[cp]) FLAG_CP(i);
-            o += utf8_encode(cp, o);
-        }
-    } else {
-        const uint32_t *d = (const uint32_t *)v->data;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            uint32_t cp = d[i];
-            if (cp < 0x80) {
-                *o++ = (uint8_t)cp;
-                continue;
-            }
-            if (table && table[cp]) FLAG_CP(i);
-            o += utf8_encode(cp, o);
-        }
-    }
+    if (v->kind == 0)
+        memcpy(o, v->data, (size_t)n), o += n;
+    else if (v->kind == 1)
+        ENCODE_KIND(uint8_t);
+    else if (v->kind == 2)
+        ENCODE_KIND(uint16_t);
+    else
+        ENCODE_KIND(uint32_t);
     span[0] = first;
     span[1] = last;
     return (size_t)(o - out);
 }
+#undef ENCODE_KIND
 
 static PyObject *py_utf8_join(PyObject *self, PyObject *args) {
     (void)self;
