@@ -24,7 +24,8 @@ Systems, all on the same fingerprints:
   hashes one short document per query). All pairs: ``par_bulk_query_return_distance`` over every
   document (Rust threads on all cores). gaoya's ``hamming_distance=h`` returns distances *below*
   h (checked and recorded in ``gaoya_semantics...``), so it runs with ``h = k + 1``, which gives
-  exactly the answers within k. Its ``num_blocks`` is picked at the first N among 5, 6, 7 by query p50 and reused.
+  exactly the answers within k. Its ``num_blocks`` is picked at the first N among 5, 6, 7 by query p50 and reused,
+  among the settings whose memory, projected linearly to the largest N, fits in 60% of the available memory.
   Without gaoya, fingerprints are numpy random with planted bit flips.
 
 Memory: neardup reports its arrays' bytes (``memory_bytes``, ids included); the peers the growth of
@@ -64,6 +65,17 @@ def rss() -> int:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
+    return 0
+
+
+def mem_available() -> int:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return 0
 
 
@@ -505,8 +517,19 @@ def main(argv=None) -> int:
                         f"query p50 {gtry.get('query_p50_us', float('nan')):.1f} us {gtry.get('error', '')}")
                     if "error" not in gtry:
                         trials.append(gtry)
-                best = min(trials, key=lambda r: r["query_p50_us"])
+                # only settings whose memory, projected linearly to the largest N, fits in 60% of
+                # the available memory (7 blocks took 4 GB at 1M: ~32 GB at 8M would not fit)
+                avail = mem_available()
+                fits = [r for r in trials if not avail or r["rss_growth_bytes"] * max(sizes) / n <= 0.6 * avail]
+                best = min(fits, key=lambda r: r["query_p50_us"]) if fits else \
+                    min(trials, key=lambda r: r["rss_growth_bytes"])
                 gaoya_blocks = best["num_blocks"]
+                run["gaoya_block_choice"] = {
+                    "mem_available_bytes": avail, "largest_n": max(sizes),
+                    "fit_in_60pct_of_available_at_largest_n": [r["num_blocks"] for r in fits],
+                    "chosen": gaoya_blocks}
+                log(f"gaoya num_blocks={gaoya_blocks} (fastest whose memory projected to N={max(sizes):,} fits in "
+                    f"60% of the {avail / 2**30:.1f} GiB available: {[r['num_blocks'] for r in fits]})")
                 run["gaoya_block_trials"] = [{k: r[k] for k in ("num_blocks", "build_s", "query_p50_us",
                                                                  "rss_growth_bytes")} for r in trials]
                 ga = run_child({**base, "num_blocks": gaoya_blocks, "pairs": True}) if do_pairs else best
