@@ -40,7 +40,21 @@
 #define ND_CLONES
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
 #define ND_INLINE static inline __attribute__((always_inline))
+#define ND_PREFETCH(p) __builtin_prefetch(p)
+#define ND_POPCOUNT(x) ((unsigned)__builtin_popcountll(x))
+#else /* e.g. MSVC: portable popcount, no prefetch */
+#define ND_INLINE static inline
+#define ND_PREFETCH(p) ((void)(p))
+static inline unsigned nd_popcount(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (unsigned)((x * 0x0101010101010101ULL) >> 56);
+}
+#define ND_POPCOUNT(x) nd_popcount(x)
+#endif
 
 typedef struct {
     int nmoves;
@@ -121,7 +135,7 @@ ND_INLINE void hits_push(hits_t *h, const Prober *p, int64_t row, unsigned d) {
         return;
     }
     if (p->has_dead && p->dead[row]) return;
-    if (p->has_ids) __builtin_prefetch(p->ids + row); /* read when the answer is built */
+    if (p->has_ids) ND_PREFETCH(p->ids + row); /* read when the answer is built */
     if (h->n == h->cap && hits_grow(h) < 0) return;
     h->v[h->n++] = ((uint64_t)d << 32) | (uint64_t)row;
 }
@@ -182,7 +196,7 @@ ND_CLONES static void probe_one(const Prober *p, uint64_t x, uint64_t *pv, int64
             pv[t] = v;
             int64_t b = (int64_t)t * s->stride + (s->dbits ? (int64_t)(v >> sh) : 0);
             lo[t] = b;
-            __builtin_prefetch(s->dirs + b);
+            ND_PREFETCH(s->dirs + b);
         }
         for (int t = 0; t < T; t++) {
             int64_t b = lo[t];
@@ -194,8 +208,8 @@ ND_CLONES static void probe_one(const Prober *p, uint64_t x, uint64_t *pv, int64
             lo[t] = a;
             hi[t] = e;
             if (e > a) {
-                __builtin_prefetch(s->keys + (int64_t)t * m + a);
-                __builtin_prefetch(s->rows + (int64_t)t * m + a);
+                ND_PREFETCH(s->keys + (int64_t)t * m + a);
+                ND_PREFETCH(s->rows + (int64_t)t * m + a);
             }
         }
         for (int t = 0; t < T; t++) {
@@ -204,7 +218,7 @@ ND_CLONES static void probe_one(const Prober *p, uint64_t x, uint64_t *pv, int64
             const int32_t *rr = s->rows + base;
             const uint64_t v = pv[t];
             for (int64_t i = lo[t]; i < hi[t]; i++) {
-                unsigned d = (unsigned)__builtin_popcountll(kk[i] ^ v);
+                unsigned d = ND_POPCOUNT(kk[i] ^ v);
                 if (d <= k) hits_push(h, p, rr[i], d);
             }
         }
@@ -212,7 +226,7 @@ ND_CLONES static void probe_one(const Prober *p, uint64_t x, uint64_t *pv, int64
     if (p->tail_hi > p->tail_lo) {
         const uint64_t *f = p->fps;
         for (int64_t r = p->tail_lo; r < p->tail_hi; r++) {
-            unsigned d = (unsigned)__builtin_popcountll(f[r] ^ x);
+            unsigned d = ND_POPCOUNT(f[r] ^ x);
             if (d <= k) hits_push(h, p, r, d);
         }
     }
