@@ -155,6 +155,38 @@ def test_batches_html_and_limit(client):
     assert client.get("/healthz").json()["status"] == "ok"
 
 
+def test_fast_path_answers_as_fastapi(client):
+    # One plain-text document skips FastAPI's routing and pydantic; a body FastAPI alone takes
+    # (an explicit "html": null) must get the same status, headers and answer.
+    rng = random.Random(3)
+    base = page(rng)
+    client.post("/v1/add", json={"id": "fast-base", "text": base})
+    probe = " ".join(base.split()[:115]) + " " + page(rng, 5)
+    # (check-and-add of an exact copy: nothing is stored, so both calls see the same index)
+    for path, limit, text in (("/v1/check", "", probe), ("/v1/check", "?limit=1", probe),
+                              ("/v1/check-and-add", "", base.upper())):
+        answers = []
+        for i, extra in enumerate(({}, {"html": None})):
+            body = {"id": f"fast-{path}-{limit}-{i}", "text": text, **extra}
+            r = client.post(path + limit, json=body)
+            assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+            answer = r.json()
+            answer["id"] = None
+            answers.append(answer)
+        assert answers[0] == answers[1] and answers[0]["near"]
+    r = client.post("/v1/add", json={"id": "fast-meta", "text": probe + " more", "meta": {"a": [1, 2]}})
+    assert r.json() == {"id": "fast-meta", "added": True}
+    # a user mistake found by the index, not by the schema: the same 400 either way
+    for extra in ({}, {"html": None}):
+        r = client.post("/v1/check-and-add", json={"text": "!!! ...", **extra})
+        assert r.status_code == 400 and "needs an id" in r.json()["error"]
+    # what the fast path does not take goes to FastAPI: wrong types, unknown keys, odd limits
+    assert client.post("/v1/check", json={"text": 5}).status_code == 422
+    assert client.post("/v1/check", json={"text": "a", "extra": 1}).status_code == 422
+    assert client.post("/v1/check?limit=0", json={"text": "a"}).status_code == 422
+    assert client.post("/v1/check", json={"id": "", "text": "a"}).status_code == 422
+
+
 def test_openapi_schema(client):
     schema = client.get("/openapi.json").json()
     assert set(schema["paths"]) >= {"/v1/check", "/v1/add", "/v1/check-and-add", "/v1/documents/{doc_id}",

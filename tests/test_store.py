@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -343,6 +345,49 @@ def test_files_that_are_not_indexes(tmp_path):
     conn.close()
     with pytest.raises(StoreError, match="newer"):
         SeenIndex(newer)
+
+
+def test_older_schema_is_refused_clearly(tmp_path, texts):
+    # A version-1 file: simhash_blocks without its simhash column.
+    old = tmp_path / "old.db"
+    with SeenIndex(old) as index:
+        index.add_many([(f"d{i}", t) for i, t in enumerate(texts[:5])])
+    conn = sqlite3.connect(old)
+    conn.executescript("CREATE TABLE sb (block INTEGER NOT NULL, key INTEGER NOT NULL, doc INTEGER NOT NULL, "
+                       "PRIMARY KEY (block, key, doc)) WITHOUT ROWID; INSERT INTO sb SELECT block, key, doc "
+                       "FROM simhash_blocks; DROP TABLE simhash_blocks; ALTER TABLE sb RENAME TO simhash_blocks; "
+                       "PRAGMA user_version = 1;")
+    conn.close()
+    for create in (True, False):
+        with pytest.raises(StoreError, match=r"schema version 1, older than this neardup writes \(2\): rebuild"):
+            SeenIndex(old, create=create)
+
+
+def test_background_checkpoint(db, texts, tmp_path):
+    # COMMIT never checkpoints (wal_autocheckpoint=0); a thread copies the WAL into the file.
+    index = SeenIndex(db)
+    index.CHECKPOINT_SECONDS = 0.05
+    try:
+        for i, t in enumerate(texts[:8]):
+            index.add(f"d{i}", t)
+        assert index._conn().execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        deadline = time.monotonic() + 10
+        while True:
+            # the database file alone, without its WAL, holds every committed document
+            copy = tmp_path / f"copy-{time.monotonic_ns()}.db"
+            shutil.copyfile(db, copy)
+            conn = sqlite3.connect(copy)
+            try:
+                n = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
+            finally:
+                conn.close()
+            if n == 8 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert n == 8
+    finally:
+        index.close()
+    assert not index._checkpointer.is_alive()
 
 
 def test_closed_index_refuses(db):

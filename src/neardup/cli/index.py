@@ -180,8 +180,10 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
     from ..store import SeenIndex
 
     jobs = getattr(args, "jobs", None) or os.cpu_count() or 1
-    return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs,
-                     cache_mb=getattr(args, "cache_mb", 64), **index_params(args))
+    # Only 'index add' has --cache-mb (large batches); queries and the server's single-document
+    # transactions are faster with SeenIndex's small default cache.
+    extra = {"cache_mb": args.cache_mb} if getattr(args, "cache_mb", None) else {}
+    return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **extra, **index_params(args))
 
 
 def _records(args):

@@ -174,10 +174,11 @@ class _Guard:
     # is usually still sending, can read the 413 instead of a connection reset.
     DRAIN_BYTES = 64 << 20
 
-    def __init__(self, app, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES):
+    def __init__(self, app, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, fast=None):
         self.app = app
         self.token = None if token is None else token.encode("utf-8")
         self.max_body_bytes = max_body_bytes
+        self.fast = fast
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -212,6 +213,8 @@ class _Guard:
                 break
         if len(body) > self.max_body_bytes:
             return await _send(send, 413, too_large, close=True)
+        if self.fast is not None and await self.fast(scope, bytes(body), send):
+            return
         replayed = False
 
         async def replay():
@@ -239,7 +242,7 @@ class _Guard:
 
 
 async def _send(send, status: int, obj: dict, headers: list | None = None, *, close: bool = False) -> None:
-    body = orjson.dumps(obj)
+    body = obj if isinstance(obj, bytes) else orjson.dumps(obj)
     head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if close:
         head.append((b"connection", b"close"))
@@ -382,8 +385,77 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
         log.exception("internal error on %s %s", request.method, request.url.path)
         return _json({"error": f"internal error ({type(exc).__name__}); see the server log"}, 500)
 
-    app.add_middleware(_Guard, token=token, max_body_bytes=max_body_bytes)
+    async def fast(scope, body: bytes, send) -> bool:
+        """The everyday requests, one plain-text document to check, check-and-add or add, answered
+        without FastAPI's routing and pydantic (they cost as much CPU as the query itself).
+
+        Anything else, including every malformed request, returns False and goes to FastAPI,
+        whose validation and error messages stay the only ones. The answers are the endpoints'.
+        """
+        op = _FAST_PATHS.get(scope["path"])
+        if op is None or scope["method"] != "POST":
+            return False
+        limit = 100
+        query = scope.get("query_string", b"")
+        if query:
+            name, _, value = query.partition(b"=")
+            if name != b"limit" or not value.isdigit() or value.startswith(b"0") or len(value) > 6:
+                return False
+            limit = int(value)
+            if limit > 100_000:
+                return False
+        media = b""
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                media = value
+        if media.split(b";")[0].strip().lower() != b"application/json":
+            return False
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return False
+        if type(doc) is not dict or not doc.keys() <= _FAST_KEYS or type(doc.get("text")) is not str:
+            return False
+        doc_id, meta = doc.get("id"), doc.get("meta")
+        if doc_id is not None and (type(doc_id) is not str or not 1 <= len(doc_id) <= MAX_ID_LENGTH):
+            return False
+        if meta is not None and type(meta) is not dict:
+            return False
+        try:
+            if op == "check":
+                answer = index.query_many([(doc_id, doc["text"])], limit=limit)[0]
+            elif op == "check-and-add":
+                answer = (await run_in_threadpool(index.check_and_add_many, [(doc_id, doc["text"], meta)],
+                                                  limit=limit))[0]
+            else:
+                answer = {"id": (await run_in_threadpool(index.add_many, [(doc_id, doc["text"], meta)]))[0],
+                          "added": True}
+        except Exception as exc:  # the same answers as the exception handlers below
+            status, obj, headers = _error_of(exc, f"POST {scope['path']}")
+            await _send(send, status, obj, headers)
+            return True
+        await _send(send, 200, orjson.dumps(answer))
+        return True
+
+    app.add_middleware(_Guard, token=token, max_body_bytes=max_body_bytes, fast=fast)
     return app
+
+
+_FAST_PATHS = {"/v1/check": "check", "/v1/check-and-add": "check-and-add", "/v1/add": "add"}
+_FAST_KEYS = {"id", "text", "meta"}
+
+
+def _error_of(exc: Exception, where: str) -> tuple[int, dict, list | None]:
+    """(status, body, headers) for an exception of the index, as the app's exception handlers give."""
+    if isinstance(exc, StoreError):
+        log.warning("store error: %s", exc)
+        return 503, {"error": str(exc)}, [(b"retry-after", b"1")]
+    if isinstance(exc, MissingDependencyError):
+        return 501, {"error": str(exc)}, None
+    if isinstance(exc, NeardupError):
+        return 400, {"error": str(exc)}, None
+    log.exception("internal error on %s", where, exc_info=exc)
+    return 500, {"error": f"internal error ({type(exc).__name__}); see the server log"}, None
 
 
 #: Environment variable carrying the settings of ``neardup serve --workers N`` to each worker.

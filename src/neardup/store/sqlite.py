@@ -71,7 +71,8 @@ from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreErro
 from ..params import TOKENIZER_VERSION, MinHashParams, NormalizeParams, ShingleParams
 
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
-SCHEMA_VERSION = 1
+#: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
+SCHEMA_VERSION = 2
 #: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
 APPLICATION_ID = 0x4E445550
 MASK64 = (1 << 64) - 1
@@ -121,9 +122,10 @@ CREATE TABLE samples (
     PRIMARY KEY (value, doc)
 ) WITHOUT ROWID;
 CREATE TABLE simhash_blocks (
-    block INTEGER NOT NULL,
-    key   INTEGER NOT NULL,
-    doc   INTEGER NOT NULL,
+    block   INTEGER NOT NULL,
+    key     INTEGER NOT NULL,
+    doc     INTEGER NOT NULL,
+    simhash INTEGER NOT NULL,
     PRIMARY KEY (block, key, doc)
 ) WITHOUT ROWID;
 """
@@ -230,6 +232,16 @@ def _simhashes(token_lists: list[list[str]], hash_name: str) -> list[int | None]
     if cache is None:
         cache = _word_hashes[hash_name] = _WordHashes(hash_name)
     out: list[int | None] = [None] * len(token_lists)
+    if len(token_lists) == 1:
+        if token_lists[0]:
+            # One document (a query, a check-and-add): a matrix-vector product of the weights and
+            # the (features, 64) bit matrix, a handful of numpy calls.
+            counts = Counter(token_lists[0])
+            hv = np.fromiter(map(cache.__getitem__, counts), dtype=np.uint64, count=len(counts))
+            wv = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+            bits = np.unpackbits(hv.astype(">u8").view(np.uint8)).reshape(-1, 64)  # bit 1 = MSB
+            out[0] = int(np.packbits(2 * (wv @ bits) > wv.sum()).view(">u8")[0])
+        return out
     hashes: list[int] = []
     weights: list[int] = []
     starts: list[int] = []
@@ -459,7 +471,12 @@ class SeenIndex:
             machine does; one fsync per commit).
         jobs: threads used to sketch a batch (the compiled kernel releases the GIL).
         timeout: seconds to wait for another writer's lock before :class:`StoreError`.
-        cache_mb: SQLite page cache per connection.
+        cache_mb: SQLite page cache per connection (default 4 MB). Reads go through ``mmap`` (the
+            first 2 GB of the file) and the operating system's page cache, so a larger cache only
+            helps large batches of adds (``neardup index add`` uses 1024 MB); it costs every small
+            write transaction (a ``check_and_add``) time in proportion to its size: with SQLite
+            3.40, ending a write transaction scans the whole cache (measured: 64 MB halves the
+            rate of single-document ``check_and_add`` calls).
 
     Safe to share between threads: each thread gets its own SQLite connection, and writers in
     one process queue on a lock. Other processes may open the same file at the same time.
@@ -476,7 +493,7 @@ class SeenIndex:
                  threshold: float | None = None, containment_threshold: float | None = None,
                  mod_m: int | None = None, simhash_max_distance: int | None = None,
                  store_shingles: bool | None = None, create: bool = True, synchronous: str = "normal",
-                 jobs: int = 1, timeout: float = 30.0, cache_mb: int = 64):
+                 jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4):
         if synchronous not in ("normal", "full"):
             raise ConfigError(f"The 'synchronous' parameter of SeenIndex must be one of 'normal', 'full'. "
                               f"Got {synchronous!r} instead.")
@@ -494,6 +511,10 @@ class SeenIndex:
         self._queue: list[_Pending] = []
         self._flock_fd: int | None = None
         self._closed = False
+        self._checkpointer: threading.Thread | None = None
+        self._write_conn: sqlite3.Connection | None = None
+        self._stop = threading.Event()
+        self._written = False
         given = {k: v for k, v in dict(shingle=shingle, minhash=minhash, threshold=threshold,
                                         containment_threshold=containment_threshold, mod_m=mod_m,
                                         simhash_max_distance=simhash_max_distance,
@@ -525,10 +546,12 @@ class SeenIndex:
             conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
             conn.execute(f"PRAGMA cache_size=-{self.cache_mb * 1024}")
             conn.execute("PRAGMA temp_store=MEMORY")
-            conn.execute(f"PRAGMA mmap_size={1 << 30}")
-            # Checkpoint every 64 MB of WAL rather than every 4 MB: a page dirtied by many
-            # transactions in between is copied to the database once.
-            conn.execute("PRAGMA wal_autocheckpoint=16384")
+            # SQLite caps this at its SQLITE_MAX_MMAP_SIZE (2 GB in the usual builds).
+            conn.execute(f"PRAGMA mmap_size={1 << 31}")
+            # No checkpoint inside COMMIT: the writer that crossed the threshold would hold
+            # every other writer's lock while the pages are copied and fsynced (a second at
+            # 1M documents). A background thread checkpoints instead (_checkpoint_loop).
+            conn.execute("PRAGMA wal_autocheckpoint=0")
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise StoreError(f"{self.path} is not a neardup index ({exc})") from None
@@ -601,6 +624,10 @@ class SeenIndex:
                              f"understands ({SCHEMA_VERSION}): upgrade neardup")
         if version < 1:
             raise StoreError(f"index {self.path} has an unknown schema version {version}")
+        if version < SCHEMA_VERSION:
+            raise StoreError(f"index {self.path} has schema version {version}, older than this neardup writes "
+                             f"({SCHEMA_VERSION}): rebuild it (export the documents and 'neardup index add' them "
+                             f"into a new file), or use the neardup version that made it")
         rows = dict(conn.execute("SELECT key, value FROM meta"))
         try:
             config = json.loads(rows["config"])
@@ -656,6 +683,21 @@ class SeenIndex:
 
     def _prepare(self) -> None:
         cfg = self.config
+        from .. import _native
+
+        self._unfolded = self._kernel_args = None
+        if _native.supports(cfg.shingle):
+            norm = cfg.shingle.normalize
+            self._unfolded = dataclasses.replace(cfg.shingle, normalize=dataclasses.replace(
+                norm, nfkc=False, casefold=False))
+            try:
+                table, fold_table = _native._kernel_tables(self._unfolded.normalize)
+                a, b = _native._coefficients(cfg.minhash.family, cfg.minhash.num_perm, cfg.minhash.seed)
+                self._kernel_args = (table, _native._UNITS[self._unfolded.unit], self._unfolded.k,
+                                     not norm.remove_punctuation, a, b, _native._FAMILIES[cfg.minhash.family],
+                                     True, fold_table, False)
+            except (AttributeError, KeyError):  # another kernel interface: the batch path does it all
+                self._kernel_args = None
         self._bands, self._rows = cfg.bands, cfg.rows
         self._m = cfg.minhash.num_perm
         from ..hashing import derive
@@ -671,9 +713,8 @@ class SeenIndex:
                           + " FROM docs WHERE num IN ("
                           + " UNION ".join("SELECT doc FROM bands WHERE band = ? AND key = ?"
                                            for _ in range(self._bands)) + ")")
-        self._simhash_sql = ("SELECT num, simhash FROM docs WHERE num IN ("
-                             + " UNION ".join("SELECT doc FROM simhash_blocks WHERE block = ? AND key = ?"
-                                              for _ in self._blocks) + ")")
+        self._simhash_sql = " UNION ALL ".join("SELECT doc, simhash FROM simhash_blocks WHERE block = ? AND key = ?"
+                                               for _ in self._blocks)
 
     def _store_error(self, exc: sqlite3.Error) -> StoreError:
         msg = str(exc)
@@ -695,6 +736,8 @@ class SeenIndex:
         one WAL append serve many requests; alone, a call is one transaction of its own. Each
         call returns only after the transaction holding its work has committed.
         """
+        if self._checkpointer is None:
+            self._start_checkpointer()
         item = _Pending(work)
         with self._queue_lock:
             self._queue.append(item)
@@ -715,6 +758,38 @@ class SeenIndex:
         if item.error is not None:
             raise item.error
         return item.result
+
+    #: Seconds between the background checkpoints (when something was written in between).
+    CHECKPOINT_SECONDS = 1.0
+
+    def _start_checkpointer(self) -> None:
+        with self._conns_lock:
+            if self._checkpointer is None and not self._closed:
+                self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="neardup-checkpoint",
+                                                      daemon=True)
+                self._checkpointer.start()
+
+    def _checkpoint_loop(self) -> None:
+        """Copy the WAL into the database file, off the writers' path: every
+        :attr:`CHECKPOINT_SECONDS` after a write, with ``PASSIVE`` (which never waits for, nor
+        blocks, readers and writers; what a reader still needs is copied next time). A page
+        written by many transactions in between is copied once. Writers of other processes run
+        their own; the last connection to close checkpoints everything."""
+        try:
+            conn = sqlite3.connect(self.path, timeout=1.0, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error:
+            return
+        try:
+            conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+            while not self._stop.wait(self.CHECKPOINT_SECONDS):
+                if self._written:
+                    self._written = False
+                    try:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    except sqlite3.Error:
+                        self._written = True  # busy (another process checkpoints): next time
+        finally:
+            conn.close()
 
     def _lock_file(self) -> None:
         """Take the writer lock shared with other processes (``<path>-lock``, flock).
@@ -749,9 +824,18 @@ class SeenIndex:
             fcntl.flock(self._flock_fd, fcntl.LOCK_UN)
 
     def _commit_group(self, batch: list) -> None:
-        conn = self._conn()
+        # One connection does every write of this object, whichever thread leads the group: its
+        # page cache and memory map stay warm, where one connection per calling thread (the
+        # service's thread pool) would each fault the file in again and re-read what the
+        # others changed (measured: 1.5 times the CPU per check_and_add with 2-8 threads).
+        conn = None
         several = len(batch) > 1
         try:
+            if self._closed:
+                raise StoreError(f"the index {self.path} is closed")
+            conn = self._write_conn
+            if conn is None:
+                conn = self._write_conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
             for item in batch:
                 if several:
@@ -766,8 +850,9 @@ class SeenIndex:
                 if several:
                     conn.execute("RELEASE work")
             conn.execute("COMMIT")
+            self._written = True
         except BaseException as exc:
-            if conn.in_transaction:
+            if conn is not None and conn.in_transaction:
                 conn.execute("ROLLBACK")
             error = self._store_error(exc) if isinstance(exc, sqlite3.Error) else exc
             for item in batch:
@@ -808,11 +893,19 @@ class SeenIndex:
 
         norm = cfg.shingle.normalize
         folded = [fold(t, norm) for t in texts]
-        if _native.supports(cfg.shingle):
+        if self._kernel_args is not None and n == 1:
+            # One document: straight to the kernel (the batch wrapper's chunking costs more than
+            # the sketch of one page). Same call as below, so the same values.
+            data = folded[0].encode("utf-8", "surrogatepass")
+            raw_values, _, raw_ids, _ = _native._kernel.signatures(
+                data, np.array([0, len(data)], dtype=np.int64), *self._kernel_args)
+            values = np.frombuffer(raw_values, dtype=np.uint64).reshape(1, self._m)
+            ids = np.frombuffer(raw_ids, dtype=np.uint64)
+            offsets = np.array([0, ids.size], dtype=np.int64)
+        elif self._unfolded is not None:
             # The kernel only sees fold(text): give it the folded texts and no folding to do,
             # so that NFKC (the slow part of folding) runs once per text.
-            unfolded = dataclasses.replace(cfg.shingle, normalize=dataclasses.replace(norm, nfkc=False, casefold=False))
-            sig = _native.signatures(folded, unfolded, cfg.minhash, jobs=self.jobs, with_ids=True)
+            sig = _native.signatures(folded, self._unfolded, cfg.minhash, jobs=self.jobs, with_ids=True)
             values, offsets, ids = sig.values, sig.offsets, sig.ids
         else:
             from ..shingle import shingle_ids
@@ -916,10 +1009,13 @@ class SeenIndex:
             values = np.array([h for _, h in hashed], dtype=np.uint64)
             cols = [(values >> np.uint64(shift)) & np.uint64(mask) for shift, mask in self._blocks]
             n_blocks = len(cols)
-            conn.executemany("INSERT INTO simhash_blocks (block, key, doc) VALUES (?, ?, ?)", _sorted_rows(
+            # The fingerprint rides along in the block row: a candidate is checked without a visit
+            # to its (large) docs row.
+            conn.executemany("INSERT INTO simhash_blocks (block, key, doc, simhash) VALUES (?, ?, ?, ?)", _sorted_rows(
                 np.tile(np.arange(n_blocks, dtype=np.int64), len(hashed)),
                 np.stack(cols, axis=1).astype(np.int64).ravel(),
-                np.repeat(np.array([n for n, _ in hashed], dtype=np.int64), n_blocks)))
+                np.repeat(np.array([n for n, _ in hashed], dtype=np.int64), n_blocks),
+                np.repeat(values.view(np.int64), n_blocks)))
         self._count(conn, len(items))
 
     def _count(self, conn, delta: int) -> None:
@@ -1100,7 +1196,7 @@ class SeenIndex:
         close = distance <= k
         if not close.any():
             return []
-        found = dict(zip(nums[close].tolist(), distance[close].tolist()))
+        found = dict(zip(nums[close].tolist(), distance[close].tolist()))  # a doc may match several blocks
         out = []
         keys = list(found)
         for start in range(0, len(keys), _MAX_VARS):
@@ -1213,11 +1309,17 @@ class SeenIndex:
     def close(self) -> None:
         """Close every connection (idempotent). The last one to close checkpoints the WAL."""
         self._closed = True
+        stop, checkpointer = getattr(self, "_stop", None), getattr(self, "_checkpointer", None)
+        if stop is not None:
+            stop.set()
+        if checkpointer is not None and checkpointer is not threading.current_thread():
+            checkpointer.join()
         fd, self._flock_fd = getattr(self, "_flock_fd", None), None
         if fd is not None:
             os.close(fd)
         with self._conns_lock:
             conns, self._conns = self._conns, []
+            self._write_conn = None
         for conn in conns:
             try:
                 conn.close()
