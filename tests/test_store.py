@@ -385,6 +385,9 @@ def test_background_checkpoint(db, texts, tmp_path):
                 break
             time.sleep(0.05)
         assert n == 8
+        index.add("d8", texts[8])
+        log, done = index.checkpoint()  # now, in the caller's thread
+        assert log == done > 0
     finally:
         index.close()
     assert not index._checkpointer.is_alive()

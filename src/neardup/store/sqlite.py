@@ -1300,6 +1300,21 @@ class SeenIndex:
             "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
         }
 
+    def checkpoint(self) -> tuple[int, int]:
+        """Copy the WAL into the database file now (``PRAGMA wal_checkpoint(PASSIVE)``).
+
+        The background thread does this every :attr:`CHECKPOINT_SECONDS` after writes; call it
+        to pay for the copy at a moment of your choosing (after a bulk load, before a backup of
+        the file alone). Returns (frames in the WAL, frames copied); frames that a reader still
+        needs stay for the next checkpoint.
+        """
+        with self._write_lock:
+            try:
+                busy, log, done = self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            except sqlite3.Error as exc:
+                raise self._store_error(exc) from None
+        return log, done
+
     def integrity_check(self) -> str:
         """``PRAGMA integrity_check``: ``"ok"`` or the problems SQLite found."""
         with self._read() as conn:
