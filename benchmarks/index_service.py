@@ -335,6 +335,10 @@ def client_main(args) -> None:
         docs = [json.loads(line) for line in fh]
     lat, errors = [], 0
     i = 0
+    # A check stores nothing, so a client that has sent all its documents starts over with the
+    # same cost per request (else a fast system would run out before the time is up, and its
+    # requests per second, counted over the whole time, would come out too low).
+    cycle = args.op != "check-and-add"
 
     def wait_for_go() -> float:
         # Ready when everything is imported and connected; the parent starts every client's clock at once.
@@ -361,8 +365,8 @@ def client_main(args) -> None:
         c.getresponse().read()
         end = wait_for_go()
         cpu0 = time.process_time()
-        while time.time() < end and i < len(docs):
-            d = docs[i]
+        while time.time() < end and (i < len(docs) or cycle):
+            d = docs[i % len(docs)]
             i += 1
             t = time.perf_counter()
             c.request("POST", path, body=json.dumps({"id": d["id"], "text": d["text"]}).encode(), headers=headers)
@@ -376,8 +380,8 @@ def client_main(args) -> None:
         ds_minhash("warm up")
         end = wait_for_go()
         cpu0 = time.process_time()
-        while time.time() < end and i < len(docs):
-            d = docs[i]
+        while time.time() < end and (i < len(docs) or cycle):
+            d = docs[i % len(docs)]
             i += 1
             t = time.perf_counter()
             m = ds_minhash(d["text"])
@@ -386,7 +390,8 @@ def client_main(args) -> None:
                 lsh.insert(d["id"], m, check_duplication=False)
             lat.append(time.perf_counter() - t)
     with open(args.out, "w") as fh:
-        json.dump({"latencies": lat, "errors": errors, "exhausted": i >= len(docs),
+        json.dump({"latencies": lat, "errors": errors, "exhausted": i >= len(docs) and not cycle,
+                   "documents_sent": i, "distinct_documents": min(i, len(docs)),
                    "cpu_seconds": time.process_time() - cpu0}, fh)
 
 
@@ -420,16 +425,20 @@ def run_clients(system: str, op: str, n_clients: int, seconds: float, docs: list
         p.wait(timeout=seconds + 300)
     server_cpu = tree_cpu(server_pid) - server_cpu0 if server_pid else None
     lat, errors, exhausted, client_cpu = [], 0, False, 0.0
+    sent = distinct = 0
     for out in outs:
         with open(out) as fh:
             r = json.load(fh)
+        sent += r.get("documents_sent", 0)
+        distinct += r.get("distinct_documents", 0)
         lat += r["latencies"]
         errors += r["errors"]
         exhausted |= r["exhausted"]
         client_cpu += r["cpu_seconds"]
     out = {"clients": n_clients, "seconds": seconds, "requests": len(lat),
            "requests_per_s": len(lat) / seconds, "errors": errors, "ran_out_of_documents": exhausted,
-           "latency": percentiles(lat), "client_cpu_seconds": client_cpu}
+           "latency": percentiles(lat), "client_cpu_seconds": client_cpu, "distinct_documents": distinct,
+           "documents_per_client": per}
     if server_cpu is not None:
         out["server_cpu_seconds"] = server_cpu
     return out
