@@ -562,3 +562,18 @@ def test_kernel_releases_the_gil():
     assert state["dur"] > 0.05 and len(seen) > 10
     longest_gap = float(np.diff(seen).max())
     assert longest_gap < 0.5 * state["dur"], (longest_gap, state["dur"])
+
+
+def test_agreements_equal_numpy():
+    """The kernel's in-place comparison of signature rows equals numpy's gather-and-compare."""
+    from neardup.cluster.candidates import estimate_similarity
+
+    rng = np.random.default_rng(5)  # test data only
+    values = rng.integers(0, 3, size=(500, 64), dtype=np.uint64)
+    i, j = rng.integers(0, 500, 4000), rng.integers(0, 500, 4000)
+    expected = (values[i] == values[j]).sum(axis=1)
+    assert _native.agreements(values, i, j).tolist() == expected.tolist()
+    assert np.array_equal(estimate_similarity(values, i, j), expected / 64)
+    assert _native.agreements(values, i[:0], j[:0]).size == 0
+    with pytest.raises(ValueError):
+        _native.agreements(values, np.array([500]), np.array([0]))

@@ -1424,6 +1424,52 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(agreements_doc,
+"agreements(values, m, i, j) -> bytearray of int64\n\n"
+"For each pair (i[q], j[q]), how many of the m positions of rows i[q] and j[q] of the (n, m)\n"
+"uint64 matrix values are equal (the MinHash estimate times m). The GIL is released.");
+
+static PyObject *py_agreements(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *v_obj, *i_obj, *j_obj;
+    Py_ssize_t m;
+    if (!PyArg_ParseTuple(args, "OnOO", &v_obj, &m, &i_obj, &j_obj)) return NULL;
+    Py_buffer vb[3];
+    PyObject *objs[3] = {v_obj, i_obj, j_obj};
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 3; got++)
+        if (PyObject_GetBuffer(objs[got], &vb[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+    if (m <= 0 || vb[0].itemsize != 8 || vb[0].len % (8 * m) || vb[1].itemsize != 8 || vb[2].itemsize != 8 ||
+        vb[1].len != vb[2].len) {
+        PyErr_SetString(PyExc_ValueError, "values: (n, m) uint64; i, j: int64 of equal length");
+        goto done;
+    }
+    const uint64_t *val = (const uint64_t *)vb[0].buf;
+    const int64_t *pi = (const int64_t *)vb[1].buf, *pj = (const int64_t *)vb[2].buf;
+    const size_t n = (size_t)vb[0].len / (8 * (size_t)m), np = (size_t)vb[1].len / 8;
+    for (size_t q = 0; q < np; q++) {
+        if (pi[q] < 0 || pj[q] < 0 || (size_t)pi[q] >= n || (size_t)pj[q] >= n) {
+            PyErr_SetString(PyExc_ValueError, "pairs must index rows of values");
+            goto done;
+        }
+    }
+    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(np * 8));
+    if (!result) goto done;
+    int64_t *out = (int64_t *)PyByteArray_AS_STRING(result);
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t q = 0; q < np; q++) {
+        const uint64_t *a = val + (size_t)pi[q] * (size_t)m, *b = val + (size_t)pj[q] * (size_t)m;
+        int64_t c = 0;
+        for (Py_ssize_t p = 0; p < m; p++) c += a[p] == b[p];
+        out[q] = c;
+    }
+    Py_END_ALLOW_THREADS
+done:
+    while (got > 0) PyBuffer_Release(&vb[--got]);
+    return result;
+}
+
 static PyObject *py_signatures(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, offs, table, abuf, bbuf;
@@ -1866,6 +1912,7 @@ static PyMethodDef methods[] = {
     {"minhash", py_minhash, METH_VARARGS, minhash_doc},
     {"fingerprints", py_fingerprints, METH_VARARGS, fingerprints_doc},
     {"intersections", py_intersections, METH_VARARGS, intersections_doc},
+    {"agreements", py_agreements, METH_VARARGS, agreements_doc},
     {"set_simd", py_set_simd, METH_O, set_simd_doc},
     {"simd", py_simd, METH_NOARGS, simd_doc},
     {"xxh3_64", py_xxh3, METH_O, xxh3_doc},

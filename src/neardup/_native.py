@@ -355,3 +355,16 @@ def intersections(ids: np.ndarray, offsets: np.ndarray, i: np.ndarray, j: np.nda
         np.ascontiguousarray(i, dtype=np.int64).ravel(), np.ascontiguousarray(j, dtype=np.int64).ravel(),
     )
     return np.frombuffer(raw, dtype=np.int64)
+
+
+def agreements(values: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Equal positions (int64) of rows ``i[q]`` and ``j[q]`` of the (n, m) uint64 signature matrix,
+    as ``(values[i] == values[j]).sum(axis=1)`` without gathering the rows."""
+    if _kernel is None:
+        from .errors import ConfigError
+
+        raise ConfigError("the compiled kernel neardup._kernel is not built")
+    values = np.ascontiguousarray(values, dtype=np.uint64)
+    raw = _kernel.agreements(values, values.shape[1], np.ascontiguousarray(i, dtype=np.int64).ravel(),
+                             np.ascontiguousarray(j, dtype=np.int64).ravel())
+    return np.frombuffer(raw, dtype=np.int64)

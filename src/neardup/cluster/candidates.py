@@ -57,6 +57,11 @@ def candidate_pairs(band_keys: np.ndarray, *, window: int = BUCKET_WINDOW) -> tu
 
 def estimate_similarity(signatures: np.ndarray, i: np.ndarray, j: np.ndarray, chunk: int = 65536) -> np.ndarray:
     """MinHash estimates of the pairs: the fraction of equal signature positions."""
+    if i.size and signatures.ndim == 2 and signatures.shape[1]:
+        from .. import _native
+
+        if _native.available():  # compares in place: no gathering of two rows per pair
+            return _native.agreements(signatures, i, j) / signatures.shape[1]
     out = np.empty(i.size, dtype=np.float64)
     for s in range(0, i.size, chunk):
         a = signatures[i[s : s + chunk]]
