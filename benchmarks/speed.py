@@ -49,12 +49,20 @@ def machine() -> dict:
             "neardup": neardup.__version__, "load_average_at_start": os.getloadavg()}
 
 
+def _user_env() -> dict:
+    """The environment as a user's shell has it: this sandbox sets PYTHONDONTWRITEBYTECODE, which
+    would make every run recompile neardup's modules (an installed package has its bytecode)."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def run_neardup(corpus: str, extra: list[str]) -> dict:
     out = tempfile.mkdtemp(prefix="neardup-bench-")
     cmd = [sys.executable, "-m", "neardup", "dedup", corpus, "--output", out, "--quiet", *extra]
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, env=_user_env())
     seconds = time.perf_counter() - t
     summary = json.load(open(os.path.join(out, "summary.json")))
     return {"seconds": seconds, "peak_memory_mb": summary["peak_memory_mb"], "stages": summary["seconds"],
