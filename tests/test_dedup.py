@@ -204,3 +204,17 @@ def test_oracle_matches_brute_force():
     assert got.keys() == want.keys()
     for k in want:
         assert got[k] == pytest.approx(want[k])
+
+
+def test_candidate_pairs_equal_brute_force():
+    """Every pair sharing a band key within the bucket window, each once, sorted by (i, j)."""
+    from neardup.cluster.candidates import candidate_pairs
+
+    rng = np.random.default_rng(3)  # test data only
+    keys = rng.integers(0, 40, size=(300, 6), dtype=np.uint64)  # many collisions, buckets of ~8
+    ci, cj, stats = candidate_pairs(keys, window=64)
+    expected = sorted({(a, b) for a in range(300) for b in range(a + 1, 300) if (keys[a] == keys[b]).any()})
+    assert list(zip(ci.tolist(), cj.tolist())) == expected
+    assert stats["buckets_over_window"] == 0
+    none_i, none_j, _ = candidate_pairs(np.arange(20, dtype=np.uint64).reshape(10, 2))
+    assert none_i.size == none_j.size == 0

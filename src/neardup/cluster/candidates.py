@@ -48,7 +48,10 @@ def candidate_pairs(band_keys: np.ndarray, *, window: int = BUCKET_WINDOW) -> tu
             lo, hi = np.minimum(a, b), np.maximum(a, b)
             packed.append((lo.astype(np.int64) << 32) | hi.astype(np.int64))
     if packed:
-        allp = np.unique(np.concatenate(packed))
+        # sort, then drop repeats (np.unique hashes first, several times slower on these sizes)
+        allp = np.sort(np.concatenate(packed))
+        if allp.size > 1:
+            allp = allp[np.concatenate(([True], allp[1:] != allp[:-1]))]
     else:
         allp = np.empty(0, dtype=np.int64)
     stats = {"buckets_shared": shared_buckets, "largest_bucket": largest, "buckets_over_window": capped}
