@@ -1383,6 +1383,13 @@ static int64_t intersect_count(const uint64_t *a, size_t na, const uint64_t *b, 
     return c;
 }
 
+/* 1 when every pair (pi[q], pj[q]) indexes one of n rows. */
+static int pairs_in_range(const int64_t *pi, const int64_t *pj, size_t np, size_t n) {
+    for (size_t q = 0; q < np; q++)
+        if (pi[q] < 0 || pj[q] < 0 || (size_t)pi[q] >= n || (size_t)pj[q] >= n) return 0;
+    return 1;
+}
+
 static PyObject *py_intersections(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *ids_obj, *offs_obj, *i_obj, *j_obj;
@@ -1404,7 +1411,7 @@ static PyObject *py_intersections(PyObject *self, PyObject *args) {
     const size_t nid = (size_t)vb[0].len / 8, n = (size_t)vb[1].len / 8 - 1, np = (size_t)vb[2].len / 8;
     int bad = off[0] < 0 || off[n] > (int64_t)nid;
     for (size_t q = 0; q < n && !bad; q++) bad = off[q + 1] < off[q];
-    for (size_t q = 0; q < np && !bad; q++) bad = pi[q] < 0 || pj[q] < 0 || (size_t)pi[q] >= n || (size_t)pj[q] >= n;
+    if (!bad) bad = !pairs_in_range(pi, pj, np, n);
     if (bad) {
         PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing within the ids, and pairs index runs");
         goto done;
@@ -1448,11 +1455,9 @@ static PyObject *py_agreements(PyObject *self, PyObject *args) {
     const uint64_t *val = (const uint64_t *)vb[0].buf;
     const int64_t *pi = (const int64_t *)vb[1].buf, *pj = (const int64_t *)vb[2].buf;
     const size_t n = (size_t)vb[0].len / (8 * (size_t)m), np = (size_t)vb[1].len / 8;
-    for (size_t q = 0; q < np; q++) {
-        if (pi[q] < 0 || pj[q] < 0 || (size_t)pi[q] >= n || (size_t)pj[q] >= n) {
-            PyErr_SetString(PyExc_ValueError, "pairs must index rows of values");
-            goto done;
-        }
+    if (!pairs_in_range(pi, pj, np, n)) {
+        PyErr_SetString(PyExc_ValueError, "pairs must index rows of values");
+        goto done;
     }
     result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(np * 8));
     if (!result) goto done;
