@@ -10,7 +10,7 @@ import json
 from neardup import MinHash, MinHashParams, ShingleParams, SimHash, BottomS, fingerprint
 text = open(0).read()
 out = {}
-for fam in ("affine61", "mulshift64"):
+for fam in ("affine61", "mulshift64", "mulshift32"):
     out[fam] = MinHash.from_text(text, ShingleParams(k=5), MinHashParams(num_perm=64, seed=7, family=fam)).hashvalues.tolist()
 out["bottom"] = BottomS.from_text(text, 32).values.tolist()
 out["simhash"] = SimHash.from_text(text).hex()

@@ -22,6 +22,7 @@ from neardup.hashing import hash64
 from neardup.params import MinHashParams, NormalizeParams, ShingleParams
 from neardup.shingle import shingles
 from neardup.sketch.permutations import family_for
+from neardup.params import FAMILIES
 from neardup.text.normalize import fold
 from neardup.text.tokenize import tokenize
 
@@ -33,7 +34,6 @@ if _native.available():
     from neardup import _kernel
 
 UNITS = ("word", "char", "line")
-FAMILIES = ("affine61", "mulshift64")
 SEED_DOCS = (D1, D2, D3, D4)
 MAX64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -379,6 +379,25 @@ def test_python_reference_of_affine61_is_exact():
     assert fam.apply(ids).tolist() == want
 
 
+def test_python_reference_of_mulshift32_is_its_definition():
+    # h(x) = (a * (x >> 32) + b) mod 2**32, a = (derive(seed, "perm-a", i) mod 2**32) | 1,
+    # b = derive(seed, "perm-b", i) >> 32: plain integers against the vectorised reference
+    from neardup.hashing import derive
+
+    fam = family_for("mulshift32", 9, 4)
+    assert fam.a == tuple((derive(4, "perm-a", i) & 0xFFFFFFFF) | 1 for i in range(9))
+    assert fam.b == tuple(derive(4, "perm-b", i) >> 32 for i in range(9))
+    want = [[(a * (x >> 32) + b) % 2**32 for x in EDGE_IDS] for a, b in zip(fam.a, fam.b)]
+    assert fam.apply(np.array(EDGE_IDS, dtype=np.uint64)).tolist() == want
+
+
+def test_kernel_refuses_mulshift32_coefficients_of_64_bits():
+    ids, offsets = np.arange(4, dtype=np.uint64), np.array([0, 4], dtype=np.int64)
+    a = np.array([2**32 + 1], dtype=np.uint64)
+    with pytest.raises(ValueError, match="below 2\\*\\*32"):
+        _kernel.minhash(ids, offsets, a, np.zeros(1, dtype=np.uint64), _kernel.FAMILY_MULSHIFT32)
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_threads_equal_one_thread(family):
     texts = _copyrights(60) + list(SEED_DOCS) + ["", TRICKY] * 5
@@ -577,3 +596,16 @@ def test_agreements_equal_numpy():
     assert _native.agreements(values, i[:0], j[:0]).size == 0
     with pytest.raises(ValueError):
         _native.agreements(values, np.array([500]), np.array([0]))
+
+
+def test_band_keys_equal_their_numpy_definition():
+    from neardup.lsh.banding import _band_keys_numpy, band_keys
+
+    rng = np.random.default_rng(11)
+    for n, m, bands, rows in ((0, 8, 2, 4), (1, 1, 1, 1), (37, 128, 18, 7), (5, 130, 13, 10), (9, 64, 4, 16)):
+        values = rng.integers(0, 2**64, size=(n, m), dtype=np.uint64)
+        values[:2] = MAX64  # documents without shingles
+        got = band_keys(values, bands, rows)
+        assert got.shape == (n, bands) and np.array_equal(got, _band_keys_numpy(values, bands, rows))
+    with pytest.raises(ValueError, match="bands \\* rows <= m"):
+        _kernel.band_keys(np.zeros((2, 8), dtype=np.uint64), 8, 3, 3)

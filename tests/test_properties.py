@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from neardup import BottomS, MinHash, MinHashParams, ModM, SimHash, UnionFind, containment, jaccard
 from neardup.errors import FormatError, IncompatibleSketchError
+from neardup.params import FAMILIES
 
 id_sets = st.sets(st.integers(min_value=0, max_value=2**64 - 1), max_size=200)
 small_sets = st.sets(st.integers(min_value=0, max_value=60), max_size=40)
@@ -51,7 +52,7 @@ def test_minhash_union_law_and_merge(xs, ys):
 
 
 @settings(max_examples=60)
-@given(id_sets, st.sampled_from(["affine61", "mulshift64"]))
+@given(id_sets, st.sampled_from(FAMILIES))
 def test_minhash_round_trips(xs, family):
     m = mh(xs, MinHashParams(num_perm=16, seed=9, family=family))
     assert MinHash.from_bytes(m.to_bytes()) == m

@@ -7,6 +7,7 @@ import pytest
 
 from neardup import BottomS, MinHash, MinHashParams, ModM, ShingleParams, containment, jaccard, shingle_ids
 from neardup.hashing import derive
+from neardup.params import FAMILIES
 
 from conftest import real_texts
 
@@ -25,7 +26,7 @@ def sets_with_jaccard(j, n, seed):
     return np.sort(a), np.sort(b)
 
 
-@pytest.mark.parametrize("family", ["affine61", "mulshift64"])
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("j", [0.2, 0.5, 0.8])
 def test_kmins_unbiased_with_theoretical_spread(family, j):
     m = 128

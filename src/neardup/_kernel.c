@@ -11,7 +11,7 @@
  *   neardup.shingle          k consecutive tokens joined by " " (word), "" (char), "\n" (line);
  *                            fewer than k tokens (but some): one shingle of them all
  *   neardup.hashing          shingle id = XXH3-64 of the UTF-8 bytes, seed 0
- *   neardup.sketch.permutations   affine61 and mulshift64 permutation families
+ *   neardup.sketch.permutations   affine61, mulshift64 and mulshift32 permutation families
  *
  * The input is the UTF-8 (surrogatepass) encoding of text that Python has put in NFKC (when
  * asked); case folding happens here, from the running Python's str.casefold mapping passed in
@@ -53,7 +53,7 @@
 
 enum { C_SEP = 0, C_WORD = 1, C_SOLO = 2, C_PUNCT = 3, C_LB = 4 };
 enum { U_WORD = 0, U_CHAR = 1, U_LINE = 2 };
-enum { F_AFFINE61 = 0, F_MULSHIFT64 = 1 };
+enum { F_AFFINE61 = 0, F_MULSHIFT64 = 1, F_MULSHIFT32 = 2 };
 
 #define P61 ((uint64_t)0x1FFFFFFFFFFFFFFFULL) /* 2**61 - 1 */
 #define SIGN64 ((uint64_t)0x8000000000000000ULL)
@@ -833,20 +833,24 @@ static size_t unique_sorted(uint64_t *v, size_t n) {
  *               flipped) so that a signed compare orders them as unsigned: (a*x + b) ^ 2**63 ==
  *               a*x + (b ^ 2**63) mod 2**64, so only b is stored biased (bx).
  *   affine61:   h = (a*(x mod p) + b) mod p, p = 2**61 - 1, a, b < p.
+ *   mulshift32: h = a*(x >> 32) + b mod 2**32, a, b < 2**32: eight 32-bit lanes per AVX2
+ *               register (vpmulld, vpminud) instead of four emulated 64-bit products.
  */
 typedef struct {
-    size_t m, m4;
+    size_t m, m4, m8;
     int family;
     uint64_t *a, *ahi, *b, *bx; /* 32-byte aligned, m4 entries each */
     uint64_t *work;             /* running minimums of the AVX2 code, m4 entries */
+    uint32_t *a32, *b32, *work32; /* mulshift32: 32-byte aligned, m8 entries each */
     void *mem;
 } coeffs_t;
 
 static int coeffs_init(coeffs_t *c, const uint64_t *a, const uint64_t *b, size_t m, int family) {
     c->m = m;
     c->m4 = (m + 3) & ~(size_t)3;
+    c->m8 = (m + 7) & ~(size_t)7;
     c->family = family;
-    size_t bytes = 5 * c->m4 * sizeof(uint64_t) + 32;
+    size_t bytes = 5 * c->m4 * sizeof(uint64_t) + 3 * c->m8 * sizeof(uint32_t) + 32;
     c->mem = calloc(1, bytes);
     if (!c->mem) return 0;
     uintptr_t base = ((uintptr_t)c->mem + 31) & ~(uintptr_t)31;
@@ -855,11 +859,16 @@ static int coeffs_init(coeffs_t *c, const uint64_t *a, const uint64_t *b, size_t
     c->b = c->ahi + c->m4;
     c->bx = c->b + c->m4;
     c->work = c->bx + c->m4;
+    c->a32 = (uint32_t *)(c->work + c->m4); /* m4 * 8 bytes is a multiple of 32 */
+    c->b32 = c->a32 + c->m8;
+    c->work32 = c->b32 + c->m8;
     for (size_t j = 0; j < m; j++) {
         c->a[j] = a[j];
         c->ahi[j] = a[j] >> 32;
         c->b[j] = b[j];
         c->bx[j] = b[j] ^ SIGN64;
+        c->a32[j] = (uint32_t)a[j];
+        c->b32[j] = (uint32_t)b[j];
     }
     return 1;
 }
@@ -883,6 +892,19 @@ static void minhash_mulshift_scalar(const coeffs_t *c, const uint64_t *ids, size
         const uint64_t x = ids[i];
         for (size_t j = 0; j < m; j++) {
             uint64_t h = a[j] * x + b[j];
+            mins[j] = h < mins[j] ? h : mins[j];
+        }
+    }
+}
+
+static void minhash_mulshift32_scalar(const coeffs_t *c, const uint64_t *ids, size_t n,
+                                      uint64_t *mins) {
+    const size_t m = c->m;
+    const uint32_t *a = c->a32, *b = c->b32;
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t x = (uint32_t)(ids[i] >> 32);
+        for (size_t j = 0; j < m; j++) {
+            uint64_t h = (uint32_t)(a[j] * x + b[j]);
             mins[j] = h < mins[j] ? h : mins[j];
         }
     }
@@ -1031,6 +1053,46 @@ minhash_affine_avx2(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t *mins_o
     for (size_t j = 0; j < m; j++) mins_out[j] = mins[j] == (uint64_t)INT64_MAX ? UINT64_MAX : mins[j];
 }
 
+/* Eight 32-bit lanes, four shingles per sweep. Running minimums start at 2**32 - 1; n > 0, so
+ * every minimum ends as a real value (a value of 2**32 - 1 is a real value too). */
+__attribute__((target("avx2"))) static void
+minhash_mulshift32_avx2(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t *mins_out) {
+    const size_t m = c->m, m8 = c->m8;
+    uint32_t *mins = c->work32;
+    for (size_t j = 0; j < m8; j++) mins[j] = (j < m && mins_out[j] < UINT32_MAX) ? (uint32_t)mins_out[j] : UINT32_MAX;
+    const __m256i *A = (const __m256i *)c->a32, *B = (const __m256i *)c->b32;
+    __m256i *M = (__m256i *)mins;
+    const size_t nv = m8 / 8;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m256i x0 = _mm256_set1_epi32((int)(uint32_t)(ids[i] >> 32));
+        const __m256i x1 = _mm256_set1_epi32((int)(uint32_t)(ids[i + 1] >> 32));
+        const __m256i x2 = _mm256_set1_epi32((int)(uint32_t)(ids[i + 2] >> 32));
+        const __m256i x3 = _mm256_set1_epi32((int)(uint32_t)(ids[i + 3] >> 32));
+        for (size_t v = 0; v < nv; v++) {
+            const __m256i a = _mm256_load_si256(A + v);
+            const __m256i b = _mm256_load_si256(B + v);
+            __m256i h0 = _mm256_add_epi32(_mm256_mullo_epi32(a, x0), b);
+            __m256i h1 = _mm256_add_epi32(_mm256_mullo_epi32(a, x1), b);
+            __m256i h2 = _mm256_add_epi32(_mm256_mullo_epi32(a, x2), b);
+            __m256i h3 = _mm256_add_epi32(_mm256_mullo_epi32(a, x3), b);
+            h0 = _mm256_min_epu32(h0, h1);
+            h2 = _mm256_min_epu32(h2, h3);
+            h0 = _mm256_min_epu32(h0, h2);
+            _mm256_store_si256(M + v, _mm256_min_epu32(_mm256_load_si256(M + v), h0));
+        }
+    }
+    for (; i < n; i++) {
+        const __m256i x0 = _mm256_set1_epi32((int)(uint32_t)(ids[i] >> 32));
+        for (size_t v = 0; v < nv; v++) {
+            const __m256i h0 = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_load_si256(A + v), x0),
+                                                _mm256_load_si256(B + v));
+            _mm256_store_si256(M + v, _mm256_min_epu32(_mm256_load_si256(M + v), h0));
+        }
+    }
+    for (size_t j = 0; j < m; j++) mins_out[j] = mins[j];
+}
+
 static int have_avx2(void) {
     static int cached = -1;
     if (cached < 0) {
@@ -1049,6 +1111,8 @@ static void minhash_update(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t 
     if (use_simd) {
         if (c->family == F_MULSHIFT64)
             minhash_mulshift_avx2(c, ids, n, mins);
+        else if (c->family == F_MULSHIFT32)
+            minhash_mulshift32_avx2(c, ids, n, mins);
         else
             minhash_affine_avx2(c, ids, n, mins);
         return;
@@ -1058,6 +1122,8 @@ static void minhash_update(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t 
 #endif
     if (c->family == F_MULSHIFT64)
         minhash_mulshift_scalar(c, ids, n, mins);
+    else if (c->family == F_MULSHIFT32)
+        minhash_mulshift32_scalar(c, ids, n, mins);
     else
         minhash_affine_scalar(c, ids, n, mins);
 }
@@ -1252,7 +1318,8 @@ PyDoc_STRVAR(signatures_doc,
 "MinHash signatures of a batch of UTF-8 documents, document i being\n"
 "data[offsets[i]:offsets[i+1]] (offsets: n+1 int64). a, b: uint64 coefficients of the\n"
 "permutations; family 0 = affine61 ((a*(x mod p) + b) mod p, p = 2**61-1, a, b < p),\n"
-"1 = mulshift64 (a*x + b mod 2**64). Returns bytearrays: values (n*m uint64, row-major;\n"
+"1 = mulshift64 (a*x + b mod 2**64), 2 = mulshift32 (a*(x >> 32) + b mod 2**32, a, b < 2**32).\n"
+"Returns bytearrays: values (n*m uint64, row-major;\n"
 "all 2**64-1 for a document without shingles), n_shingles (n int64, distinct shingles per\n"
 "document), when with_ids the concatenated sorted distinct shingle ids (uint64), and when\n"
 "with_fingerprints the content fingerprint of each document (uint64: BLAKE2b-64 of its word\n"
@@ -1508,8 +1575,9 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         !init_classes(&cl, &table, unit, keep, fold, nfold) ||
         !init_classes(&clw, &table, U_WORD, keep, fold, nfold))
         goto done;
-    if (family != F_AFFINE61 && family != F_MULSHIFT64) {
-        PyErr_Format(PyExc_ValueError, "family must be 0 (affine61) or 1 (mulshift64), got %d", family);
+    if (family != F_AFFINE61 && family != F_MULSHIFT64 && family != F_MULSHIFT32) {
+        PyErr_Format(PyExc_ValueError, "family must be 0 (affine61), 1 (mulshift64) or 2 (mulshift32), got %d",
+                     family);
         goto done;
     }
     if (offs.len % 8 || offs.len < 8) {
@@ -1544,6 +1612,10 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
     if (!bad && family == F_AFFINE61) {
         for (size_t j = 0; j < m && !bad; j++) bad = a[j] >= P61 || b[j] >= P61;
         if (bad) PyErr_SetString(PyExc_ValueError, "affine61 coefficients must be below 2**61 - 1");
+    }
+    if (!bad && family == F_MULSHIFT32) {
+        for (size_t j = 0; j < m && !bad; j++) bad = a[j] > UINT32_MAX || b[j] > UINT32_MAX;
+        if (bad) PyErr_SetString(PyExc_ValueError, "mulshift32 coefficients must be below 2**32");
     }
     int ok = !bad && coeffs_init(&co, a, b, m, family);
     free(a);
@@ -1669,8 +1741,9 @@ static PyObject *py_minhash(PyObject *self, PyObject *args) {
     got = 3;
     if (PyObject_GetBuffer(b_obj, &bb, PyBUF_SIMPLE) < 0) goto done;
     got = 4;
-    if (family != F_AFFINE61 && family != F_MULSHIFT64) {
-        PyErr_Format(PyExc_ValueError, "family must be 0 (affine61) or 1 (mulshift64), got %d", family);
+    if (family != F_AFFINE61 && family != F_MULSHIFT64 && family != F_MULSHIFT32) {
+        PyErr_Format(PyExc_ValueError, "family must be 0 (affine61), 1 (mulshift64) or 2 (mulshift32), got %d",
+                     family);
         goto done;
     }
     if (ib.len % 8 || ob.len % 8 || ob.len < 8 || ab.len % 8 || ab.len == 0 || ab.len != bb.len) {
@@ -1700,6 +1773,13 @@ static PyObject *py_minhash(PyObject *self, PyObject *args) {
         for (size_t j = 0; j < m && !bad; j++) bad = a[j] >= P61 || b[j] >= P61;
         if (bad) {
             PyErr_SetString(PyExc_ValueError, "affine61 coefficients must be below 2**61 - 1");
+            goto done;
+        }
+    }
+    if (family == F_MULSHIFT32) {
+        for (size_t j = 0; j < m && !bad; j++) bad = a[j] > UINT32_MAX || b[j] > UINT32_MAX;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "mulshift32 coefficients must be below 2**32");
             goto done;
         }
     }
@@ -1910,6 +1990,55 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* LSH band keys                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+static inline uint64_t splitmix64(uint64_t z) {
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+PyDoc_STRVAR(band_keys_doc,
+"band_keys(values, m, bands, rows) -> bytearray\n\n"
+"LSH band keys of the (n, m) uint64 signature matrix values, as neardup.lsh.banding.band_keys:\n"
+"key = band, then key = splitmix64(key ^ values[i, row]) for each row of the band. Returns\n"
+"n*bands uint64 (row-major). The GIL is released.");
+
+static PyObject *py_band_keys(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *values_obj;
+    Py_ssize_t m, bands, rows;
+    if (!PyArg_ParseTuple(args, "Onnn", &values_obj, &m, &bands, &rows)) return NULL;
+    Py_buffer vb;
+    if (PyObject_GetBuffer(values_obj, &vb, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    PyObject *result = NULL;
+    if (m < 1 || bands < 1 || rows < 1 || bands * rows > m || vb.len % (8 * m)) {
+        PyErr_SetString(PyExc_ValueError, "values must be (n, m) uint64 with bands * rows <= m");
+        goto done;
+    }
+    const size_t n = (size_t)vb.len / 8 / (size_t)m;
+    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * (size_t)bands * 8));
+    if (!result) goto done;
+    const uint64_t *v = (const uint64_t *)vb.buf;
+    uint64_t *out = (uint64_t *)PyByteArray_AS_STRING(result);
+    Py_BEGIN_ALLOW_THREADS
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *row = v + i * (size_t)m;
+        for (Py_ssize_t b = 0; b < bands; b++) {
+            uint64_t key = (uint64_t)b;
+            for (Py_ssize_t r = b * rows; r < (b + 1) * rows; r++) key = splitmix64(key ^ row[r]);
+            out[i * (size_t)bands + (size_t)b] = key;
+        }
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyBuffer_Release(&vb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"units", py_units, METH_VARARGS, units_doc},
     {"shingle_ids", py_shingle_ids, METH_VARARGS, shingle_ids_doc},
@@ -1918,6 +2047,7 @@ static PyMethodDef methods[] = {
     {"fingerprints", py_fingerprints, METH_VARARGS, fingerprints_doc},
     {"intersections", py_intersections, METH_VARARGS, intersections_doc},
     {"agreements", py_agreements, METH_VARARGS, agreements_doc},
+    {"band_keys", py_band_keys, METH_VARARGS, band_keys_doc},
     {"set_simd", py_set_simd, METH_O, set_simd_doc},
     {"simd", py_simd, METH_NOARGS, simd_doc},
     {"xxh3_64", py_xxh3, METH_O, xxh3_doc},
@@ -1939,6 +2069,7 @@ PyMODINIT_FUNC PyInit__kernel(void) {
         PyModule_AddIntConstant(mod, "UNIT_LINE", U_LINE) < 0 ||
         PyModule_AddIntConstant(mod, "FAMILY_AFFINE61", F_AFFINE61) < 0 ||
         PyModule_AddIntConstant(mod, "FAMILY_MULSHIFT64", F_MULSHIFT64) < 0 ||
+        PyModule_AddIntConstant(mod, "FAMILY_MULSHIFT32", F_MULSHIFT32) < 0 ||
         PyModule_AddIntConstant(mod, "XXH_VERSION", XXH_VERSION_NUMBER) < 0) {
         Py_DECREF(mod);
         return NULL;

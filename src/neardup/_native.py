@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -32,7 +32,7 @@ except ImportError:  # not built: the pure-Python paths are used
     _kernel = None
 
 _UNITS = {"word": 0, "char": 1, "line": 2}
-_FAMILIES = {"affine61": 0, "mulshift64": 1}
+_FAMILIES = {"affine61": 0, "mulshift64": 1, "mulshift32": 2}
 #: Text per kernel call when a batch is split (bounds the joined buffer; several per thread
 #: so that threads finish together).
 _CHUNK_BYTES = 4 << 20
@@ -188,6 +188,9 @@ class Signatures:
     - ``offsets``: (n + 1,) int64, ``cumsum`` of ``n_shingles`` from 0;
     - ``ids``: the sorted distinct shingle ids of every document, concatenated (uint64;
       document i's are ``ids[offsets[i]:offsets[i+1]]``), or None unless asked for;
+    - ``id_parts``: the same ids as the kernel returned them, one array per chunk of documents
+      (their concatenation is ``ids``, built on first use: a consumer that streams the ids, as
+      ``neardup dedup`` spilling them to disk, saves a copy of them all);
     - ``fingerprints``: (n,) uint64 content fingerprints (0 for a document without tokens), or
       None unless asked for.
     """
@@ -195,11 +198,17 @@ class Signatures:
     values: np.ndarray
     n_shingles: np.ndarray
     offsets: np.ndarray
-    ids: np.ndarray | None = None
+    id_parts: tuple[np.ndarray, ...] | None = None
     fingerprints: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.values)
+
+    @cached_property
+    def ids(self) -> np.ndarray | None:
+        if self.id_parts is None:
+            return None
+        return np.concatenate(self.id_parts) if len(self.id_parts) != 1 else self.id_parts[0]
 
     def doc_ids(self, i: int) -> np.ndarray:
         """The sorted distinct shingle ids of document ``i`` (needs ``with_ids=True``)."""
@@ -317,11 +326,8 @@ def signatures(
             fps[s:e] = np.frombuffer(fp, dtype=np.uint64)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(n_shingles, out=offsets[1:])
-    ids = None
-    if with_ids:
-        pieces = [np.frombuffer(p[2], dtype=np.uint64) for p in parts]
-        ids = np.concatenate(pieces) if len(pieces) != 1 else pieces[0]
-    return Signatures(values=values, n_shingles=n_shingles, offsets=offsets, ids=ids, fingerprints=fps)
+    id_parts = tuple(np.frombuffer(p[2], dtype=np.uint64) for p in parts) if with_ids else None
+    return Signatures(values=values, n_shingles=n_shingles, offsets=offsets, id_parts=id_parts, fingerprints=fps)
 
 
 def fingerprints(texts: Sequence[str], normalize: NormalizeParams = NormalizeParams(), *, jobs: int = 1) -> np.ndarray:

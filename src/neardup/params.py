@@ -21,7 +21,7 @@ FORMAT_VERSION = 1
 TOKENIZER_VERSION = 1
 
 UNITS = ("word", "char", "line")
-FAMILIES = ("affine61", "mulshift64")
+FAMILIES = ("affine61", "mulshift64", "mulshift32")
 
 
 def _canonical(obj) -> dict:
@@ -81,7 +81,10 @@ class MinHashParams:
     - ``affine61``: ``h(x) = (a*x + b) mod (2**61 - 1)``, the classic family of the seed and of
       Broder; exact but about three times slower than
     - ``mulshift64``: ``h(x) = (a*x + b) mod 2**64`` with odd ``a``, a bijection of 64-bit shingle
-      ids (which are already uniform hashes), as fast as a multiply-add.
+      ids (which are already uniform hashes), as fast as a multiply-add;
+    - ``mulshift32``: ``h(x) = (a*(x >> 32) + b) mod 2**32`` with odd ``a``: the same on the high
+      half of the id, with 32-bit values; about four times faster again in the compiled kernel
+      (eight lanes per AVX2 register), and what ``neardup dedup`` uses by default.
     """
 
     num_perm: int = 128

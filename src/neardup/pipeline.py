@@ -52,7 +52,7 @@ class DedupConfig:
     """Everything that decides the result of a run (recorded, with its fingerprint, in summary.json)."""
 
     shingle: ShingleParams = field(default_factory=lambda: ShingleParams(k=5))
-    minhash: MinHashParams = field(default_factory=lambda: MinHashParams(num_perm=128, seed=1, family="mulshift64"))
+    minhash: MinHashParams = field(default_factory=lambda: MinHashParams(num_perm=128, seed=1, family="mulshift32"))
     method: str = "minhash"
     threshold: float = 0.8
     measure: str = "jaccard"
@@ -259,7 +259,13 @@ class Deduplicator:
                 counts = sig.n_shingles[new]
                 n_shingles.append(counts)
                 if cfg.method != "exact":
-                    id_spill.append(sig.ids if new.all() else sig.ids[np.repeat(new, sig.n_shingles)])
+                    # part by part, as the kernel returned them: no copy of the whole batch's ids
+                    keep_ids = None if new.all() else np.repeat(new, sig.n_shingles)
+                    start = 0
+                    for part in sig.id_parts:
+                        stop = start + part.size
+                        id_spill.append(part if keep_ids is None else part[keep_ids[start:stop]])
+                        start = stop
                 if cfg.method == "minhash":
                     from .lsh.banding import band_keys
 
@@ -589,4 +595,4 @@ def _python_signatures(texts, shingle_params, minhash_params):
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     ids = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
-    return Signatures(values=values, n_shingles=counts, offsets=offsets, ids=ids)
+    return Signatures(values=values, n_shingles=counts, offsets=offsets, id_parts=(ids,))

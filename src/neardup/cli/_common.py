@@ -76,7 +76,9 @@ def add_minhash_options(p: argparse.ArgumentParser, *, num_perm: int = 128, fami
     g.add_argument("--num-perm", type=positive_int("--num-perm"), default=num_perm,
                    help=f"hash functions per sketch (default {num_perm})")
     g.add_argument("--seed", type=int, default=1, help="seed of the permutations (default 1)")
-    g.add_argument("--family", choices=["affine61", "mulshift64"], default=family,
+    from ..params import FAMILIES
+
+    g.add_argument("--family", choices=FAMILIES, default=family,
                    help=f"permutation family (default {family})")
 
 

@@ -41,7 +41,7 @@ def register(sub) -> None:
     io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
                     help="skip records larger than this (default 64 MiB)")
     add_shingle_options(p)
-    add_minhash_options(p, family="mulshift64")
+    add_minhash_options(p, family="mulshift32")
     run = p.add_argument_group("run")
     run.add_argument("--engine", choices=["local", "spark"], default="local")
     run.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")

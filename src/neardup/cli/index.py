@@ -16,6 +16,7 @@ import os
 import sys
 import time
 
+from ..params import FAMILIES
 from ._common import positive_int, unit_float
 
 EXIT_SEEN = 1
@@ -92,6 +93,9 @@ def register(sub) -> None:
     v.add_argument("--workers", type=positive_int("--workers"), default=1,
                    help="server processes (default 1); more use more cores, each with its own connections")
     v.add_argument("--fsync", action="store_true", help="fsync every commit (survives power loss)")
+    v.add_argument("--no-resident", action="store_true",
+                   help="do not keep the index file mapped in memory (by default the server maps the whole "
+                        "file, so that its pages stay cached; costs the file's size in page cache)")
     v.add_argument("--access-log", action="store_true", help="log every request")
     v.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="info")
     _index_options(v)
@@ -127,7 +131,7 @@ def _index_options(p) -> None:
     g.add_argument("--num-perm", type=positive_int("--num-perm"), default=None,
                    help="MinHash values per document (default 128)")
     g.add_argument("--seed", type=int, default=None, help="seed of the permutations (default 1)")
-    g.add_argument("--family", choices=["affine61", "mulshift64"], default=None,
+    g.add_argument("--family", choices=FAMILIES, default=None,
                    help="permutation family (default mulshift64)")
     g.add_argument("--threshold", type=unit_float("--threshold", open_high=True), default=None,
                    help="estimated Jaccard for near-duplicates (default 0.8)")
@@ -353,12 +357,12 @@ def serve_command(args) -> int:
             index.close()
             os.environ[SERVE_ENV] = json.dumps({
                 "db": os.path.abspath(args.db), "synchronous": synchronous, "max_body_bytes": args.max_body_bytes,
-                "max_batch": args.max_batch, "html_mode": args.html,
+                "max_batch": args.max_batch, "html_mode": args.html, "resident": not args.no_resident,
                 "token_file": os.path.abspath(args.token_file) if args.token_file else None})
             uvicorn.run("neardup.service.app:app_from_environment", factory=True, workers=args.workers, **run)
         else:
             app = create_app(index, token=token, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
-                             html_mode=args.html, close_index=True)
+                             html_mode=args.html, close_index=True, resident=not args.no_resident)
             uvicorn.run(app, **run)
     finally:
         index.close()

@@ -14,6 +14,11 @@ import numpy as np
 
 from ..errors import IncompatibleSketchError
 from ..hashing import splitmix64_array
+
+try:
+    from .. import _kernel
+except ImportError:  # not built: numpy computes the same keys
+    _kernel = None
 from .params import Banding, optimal_banding
 
 
@@ -25,6 +30,15 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     sig = np.asarray(signatures, dtype=np.uint64)
     if sig.ndim == 1:
         sig = sig[None, :]
+    n = sig.shape[0]
+    if _kernel is not None and sig.shape[1] >= bands * rows and n:
+        raw = _kernel.band_keys(np.ascontiguousarray(sig), sig.shape[1], bands, rows)
+        return np.frombuffer(raw, dtype=np.uint64).reshape(n, bands)
+    return _band_keys_numpy(sig, bands, rows)
+
+
+def _band_keys_numpy(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """The definition of :func:`band_keys` (what the compiled kernel computes, in numpy)."""
     n = sig.shape[0]
     out = np.empty((n, bands), dtype=np.uint64)
     for band in range(bands):

@@ -7,7 +7,7 @@ offset  size  field
 4       1     format version (1)
 5       1     kind: 1 k-mins MinHash, 2 bottom-s, 3 mod-m, 4 simhash
 6       1     hash family of the shingles/features: 0 xxh3, 1 md5, 2 sha1
-7       1     permutation family: 0 none, 1 affine61, 2 mulshift64
+7       1     permutation family: 0 none, 1 affine61, 2 mulshift64, 3 mulshift32
 8       8     seed (uint64)
 16      4     size: num_perm (k-mins), s (bottom-s), m (mod-m), bits (simhash)
 20      8     shingle-params fingerprint (0 when unknown)
@@ -35,7 +35,7 @@ VERSION = 1
 KINDS = {1: "kmins", 2: "bottom_s", 3: "mod_m", 4: "simhash"}
 KIND_IDS = {v: k for k, v in KINDS.items()}
 HASH_IDS = {"xxh3": 0, "md5": 1, "sha1": 2}
-FAMILY_IDS = {"none": 0, "affine61": 1, "mulshift64": 2}
+FAMILY_IDS = {"none": 0, "affine61": 1, "mulshift64": 2, "mulshift32": 3}
 _HEADER = struct.Struct("<4sBBBBQIQI")
 
 

@@ -18,7 +18,7 @@ from ..hashing import check_hash_name, hash64
 from ..params import MinHashParams, ShingleParams
 from . import _format
 from .estimate import Estimate
-from .permutations import AffineModPrime, MultiplyShift64, family_for
+from .permutations import AffineModPrime, MultiplyShift32, MultiplyShift64, family_for
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _CHUNK = 4096
@@ -151,7 +151,7 @@ class MinHash:
 
     # -- bytes ------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        if not isinstance(self.family, (AffineModPrime, MultiplyShift64)) or self.family != family_for(
+        if not isinstance(self.family, (AffineModPrime, MultiplyShift64, MultiplyShift32)) or self.family != family_for(
                 self.params.family, self.params.num_perm, self.params.seed):
             raise ConfigError("only sketches with a named, seeded permutation family can be serialized")
         return _format.encode(_format.Envelope("kmins", self.hash, self.params.family, self.params.seed,

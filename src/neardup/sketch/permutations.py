@@ -6,7 +6,14 @@ Coefficients for permutation ``i`` come from :func:`neardup.hashing.derive` with
 - ``affine61``: ``a = 1 + derive(seed, "perm-a", i) mod (p - 1)``, ``b = derive(seed, "perm-b", i) mod p``,
   ``h(x) = (a * (x mod p) + b) mod p`` with ``p = 2**61 - 1``;
 - ``mulshift64``: ``a = derive(seed, "perm-a", i) | 1``, ``b = derive(seed, "perm-b", i)``,
-  ``h(x) = (a * x + b) mod 2**64``.
+  ``h(x) = (a * x + b) mod 2**64``;
+- ``mulshift32``: ``a = (derive(seed, "perm-a", i) mod 2**32) | 1``, ``b = derive(seed, "perm-b", i) >> 32``,
+  ``h(x) = (a * (x >> 32) + b) mod 2**32``: the high half of the 64-bit shingle id (a uniform
+  hash), permuted by a 32-bit multiply-add. Eight of them fit one AVX2 register where four
+  64-bit products are emulated, so the compiled kernel runs it about four times faster;
+  values are below ``2**32`` (two different shingles of the same pair of documents share a
+  32-bit value with probability about ``|A| |B| / 2**32``, a negligible bias for documents
+  under a million shingles).
 
 A user-supplied family (:class:`AffineModPrime` with any prime, as in the seed's by-hand table
 with ``(a*x + b) mod 17`` over shingle numbers) is allowed through the same interface.
@@ -74,6 +81,24 @@ class MultiplyShift64:
             return a * ids[None, :] + b  # numpy wraps modulo 2**64
 
 
+@dataclass(frozen=True)
+class MultiplyShift32:
+    """``h_i(x) = (a_i * (x >> 32) + b_i) mod 2**32`` with odd 32-bit ``a_i``; values as uint64."""
+
+    a: tuple[int, ...]
+    b: tuple[int, ...]
+    name: str = "mulshift32"
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+    def apply(self, ids) -> np.ndarray:
+        high = np.asarray(ids, dtype=np.uint64) >> np.uint64(32)
+        a = np.array(self.a, dtype=np.uint64)[:, None]
+        b = np.array(self.b, dtype=np.uint64)[:, None]
+        return (a * high[None, :] + b) & _M32  # a * high + b < 2**64: no wrap-around
+
+
 _P = np.uint64(MERSENNE61)
 _M32 = np.uint64(0xFFFFFFFF)
 _M29 = np.uint64((1 << 29) - 1)
@@ -113,6 +138,8 @@ def family_for(name: str, num_perm: int, seed: int):
         return AffineModPrime(tuple(1 + x % (MERSENNE61 - 1) for x in ra), tuple(x % MERSENNE61 for x in rb))
     if name == "mulshift64":
         return MultiplyShift64(tuple(x | 1 for x in ra), tuple(rb))
+    if name == "mulshift32":
+        return MultiplyShift32(tuple((x & 0xFFFFFFFF) | 1 for x in ra), tuple(x >> 32 for x in rb))
     from ..errors import ConfigError
 
-    raise ConfigError(f"unknown permutation family {name!r}: use affine61 or mulshift64")
+    raise ConfigError(f"unknown permutation family {name!r}: use affine61, mulshift64 or mulshift32")
