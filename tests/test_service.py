@@ -324,6 +324,44 @@ def test_eight_clients_check_and_add_each_page_new_exactly_once(server):
     assert added == [1] * len(pages)
 
 
+def test_writer_commits_concurrent_requests_together(tmp_path):
+    """The fast path's writer thread: requests that arrive while it is busy share one
+    transaction, in order (the same page is new exactly once), and a bad one fails alone."""
+    import asyncio
+
+    from neardup.errors import InputError
+    from neardup.service.app import _Writer
+
+    text = "the crawler fetches each page and follows every link it finds there"
+    with SeenIndex(str(tmp_path / "seen.db")) as index:
+        groups = []
+        run_prepared = index.run_prepared
+        index.run_prepared = lambda prepared: (groups.append(len(prepared)), run_prepared(prepared))[1]
+        writer = _Writer(index)
+
+        async def main():
+            index._write_lock.acquire()  # the writer is "busy": everything below queues up
+            try:
+                tasks = [asyncio.ensure_future(writer.run(
+                    lambda i=i: index.prepare_check_and_add([(f"p{i}", text) if i != 7 else (None, " ... ")])))
+                    for i in range(20)]
+                await asyncio.sleep(0)  # every task has queued its request
+            finally:
+                index._write_lock.release()
+            return await asyncio.gather(*tasks, return_exceptions=True)
+
+        results = asyncio.run(main())
+        writer.close()
+        assert isinstance(results[7], InputError)
+        answers = [r[0] for i, r in enumerate(results) if i != 7]
+        assert [a["added"] for a in answers] == [True] + [False] * 18
+        assert all(a["exact"] == ["p0"] for a in answers[1:])
+        assert sum(groups) == 19 and len(groups) <= 2  # the first request alone, or not even that
+        assert len(index) == 1
+        with pytest.raises(Exception, match="shutting down"):
+            asyncio.run(writer.run(lambda: index.prepare_add([("late", text)])))
+
+
 # -- fuzzing ------------------------------------------------------------------------------------
 
 @pytest.mark.slow

@@ -457,6 +457,33 @@ def test_group_commit_isolates_failing_work(db):
         assert len(index) == 6 and index.integrity_check() == "ok"
 
 
+def test_prepared_writes_commit_together_in_order(db, tmp_path):
+    """run_prepared: one transaction, in order (each sees the ones before), failures isolated."""
+    from neardup.store.sqlite import _Prepared
+
+    text = "the crawler fetches each page and follows every link it finds there"
+    with SeenIndex(db) as index, SeenIndex(str(tmp_path / "other.db")) as other:
+        index.add("seed", "a first page so that the index is not empty")
+        first = index.prepare_check_and_add([("a", text)])
+        copy = index.prepare_check_and_add([("b", text.upper() + "!")], limit=5)
+        broken = _Prepared(index, lambda conn: conn.execute("INSERT INTO nosuchtable VALUES (1)"))
+        plain = index.prepare_add([("c", "other words entirely, nothing like the rest"), ("d", text)])
+        assert len(index) == 1  # preparing writes nothing
+        results = index.run_prepared([first, copy, broken, plain])
+        assert results[0][0]["added"] is True and results[0][0]["exact"] == []
+        assert results[1][0]["added"] is False and results[1][0]["exact"] == ["a"]
+        assert isinstance(results[2], StoreError)
+        assert results[3] == ["c", "d"]
+        assert len(index) == 4 and index.integrity_check() == "ok"
+        assert index.run_prepared([]) == []
+        with pytest.raises(InputError, match="without words needs an id"):
+            index.prepare_check_and_add([(None, "  ...  ")])
+        with pytest.raises(InputError, match="run_prepared takes"):
+            index.run_prepared([other.prepare_add([("x", text)])])
+        with pytest.raises(InputError, match="run_prepared takes"):
+            index.run_prepared([lambda conn: None])
+
+
 _CHECK_AND_ADD_PROC = r"""
 import json, random, sys
 from neardup.store import SeenIndex

@@ -436,6 +436,16 @@ class _Pending:
         self.done = False
 
 
+class _Prepared:
+    """Sketched documents and the write that stores them (see :meth:`SeenIndex.run_prepared`)."""
+
+    __slots__ = ("index", "work")
+
+    def __init__(self, index, work):
+        self.index = index
+        self.work = work
+
+
 def _as_record(doc) -> tuple:
     """(id, text, meta) of a tuple, dict or Document-like object."""
     if isinstance(doc, dict):
@@ -477,6 +487,12 @@ class SeenIndex:
             write transaction (a ``check_and_add``) time in proportion to its size: with SQLite
             3.40, ending a write transaction scans the whole cache (measured: 64 MB halves the
             rate of single-document ``check_and_add`` calls).
+        resident: keep the whole file mapped in this process, from a background thread
+            (:class:`neardup.store.resident.ResidentFile`), so that queries do not wait for disk
+            reads after the operating system evicted pages that were not read for a while
+            (proactive reclaim, a busy machine's LRU). Costs the file's size in page cache
+            (shared with other processes) and about 2 MB of page tables per GB. ``neardup
+            serve`` turns it on; :meth:`keep_resident` does it later.
 
     Safe to share between threads: each thread gets its own SQLite connection, and writers in
     one process queue on a lock. Other processes may open the same file at the same time.
@@ -493,7 +509,7 @@ class SeenIndex:
                  threshold: float | None = None, containment_threshold: float | None = None,
                  mod_m: int | None = None, simhash_max_distance: int | None = None,
                  store_shingles: bool | None = None, create: bool = True, synchronous: str = "normal",
-                 jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4):
+                 jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False):
         if synchronous not in ("normal", "full"):
             raise ConfigError(f"The 'synchronous' parameter of SeenIndex must be one of 'normal', 'full'. "
                               f"Got {synchronous!r} instead.")
@@ -515,6 +531,7 @@ class SeenIndex:
         self._write_conn: sqlite3.Connection | None = None
         self._stop = threading.Event()
         self._written = False
+        self._resident = None
         given = {k: v for k, v in dict(shingle=shingle, minhash=minhash, threshold=threshold,
                                         containment_threshold=containment_threshold, mod_m=mod_m,
                                         simhash_max_distance=simhash_max_distance,
@@ -535,6 +552,27 @@ class SeenIndex:
             self._flock_fd = os.open(self.path + "-lock", os.O_RDWR | os.O_CREAT, 0o644)
         except (ImportError, OSError):
             self._flock_fd = None
+        if resident:
+            self.keep_resident()
+
+    def keep_resident(self) -> dict:
+        """Keep the file mapped from now until :meth:`close` (see the ``resident`` argument).
+
+        Returns at once (the pages are mapped in a background thread); idempotent. Returns
+        :meth:`resident_info`.
+        """
+        from .resident import ResidentFile
+
+        with self._conns_lock:
+            if self._closed:
+                raise StoreError(f"the index {self.path} is closed")
+            if self._resident is None:
+                self._resident = ResidentFile(self.path)
+        return self.resident_info()
+
+    def resident_info(self) -> dict | None:
+        """``{"state", "mapped_bytes", "rounds"}`` of the file's mapping, None when not kept resident."""
+        return None if self._resident is None else self._resident.info()
 
     # -- opening -----------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -736,13 +774,23 @@ class SeenIndex:
         one WAL append serve many requests; alone, a call is one transaction of its own. Each
         call returns only after the transaction holding its work has committed.
         """
+        item = self._run_writes([work])[0]
+        if item.error is not None:
+            raise item.error
+        return item.result
+
+    def _run_writes(self, works) -> list[_Pending]:
+        """Pieces of work queued together, in order, and run as in :meth:`_run_write`; their
+        :class:`_Pending` records (result or error each) once all have committed."""
         if self._checkpointer is None:
             self._start_checkpointer()
-        item = _Pending(work)
+        items = [_Pending(work) for work in works]
+        if not items:
+            return items
         with self._queue_lock:
-            self._queue.append(item)
+            self._queue.extend(items)
         with self._write_lock:
-            if not item.done:
+            if not items[-1].done:  # the queue is run in order: the last one done means all are
                 with self._queue_lock:
                     batch, self._queue = self._queue, []
                 try:
@@ -755,9 +803,22 @@ class SeenIndex:
                         self._commit_group(batch)
                     finally:
                         self._unlock_file()
-        if item.error is not None:
-            raise item.error
-        return item.result
+        return items
+
+    def run_prepared(self, prepared: list) -> list:
+        """Run writes made by :meth:`prepare_add` and :meth:`prepare_check_and_add` in one
+        transaction (one ``COMMIT``), in order: each sees the ones before it. Returns, for each,
+        what :meth:`add_many` or :meth:`check_and_add_many` would have returned, or the exception
+        it would have raised (one failing does not undo the others).
+
+        For servers: sketch each request as it comes (``prepare_*``, no lock taken), and let one
+        thread commit whatever has gathered meanwhile. Returns after the commit.
+        """
+        for p in prepared:
+            if not isinstance(p, _Prepared) or p.index is not self:
+                raise InputError("run_prepared takes what prepare_add or prepare_check_and_add of this index returned")
+        return [item.error if item.error is not None else item.result
+                for item in self._run_writes([p.work for p in prepared])]
 
     #: Seconds between the background checkpoints (when something was written in between).
     CHECKPOINT_SECONDS = 1.0
@@ -1059,6 +1120,13 @@ class SeenIndex:
         ``docs`` holds ``(id, text)`` or ``(id, text, meta)`` tuples, dicts with ``id``, ``text``
         and ``meta``, or :class:`neardup.io.Document` objects. When an id repeats, the last one wins.
         """
+        return self._run_write(self.prepare_add(docs).work)
+
+    def prepare_add(self, docs) -> "_Prepared":
+        """:meth:`add_many`'s sketching and checks, without writing: for :meth:`run_prepared`.
+
+        Raises what :meth:`add_many` raises for a bad document.
+        """
         records = [_as_record(d) for d in docs]
         sketches = self._sketch_many([r[1] for r in records])
         items = {}
@@ -1068,12 +1136,13 @@ class SeenIndex:
             items.pop(doc_id, None)
             items[doc_id] = (doc_id, sk, self._meta_json(meta))
             ids.append(doc_id)
+
         def work(conn):
             self._delete(conn, list(items))
             self._insert(conn, list(items.values()))
+            return ids
 
-        self._run_write(work)
-        return ids
+        return _Prepared(self, work)
 
     def remove(self, doc_id: str) -> bool:
         """Remove a document; False when no document has that id."""
@@ -1237,6 +1306,14 @@ class SeenIndex:
 
         Each document is checked against the index and the documents before it in ``docs``.
         """
+        return self._run_write(self.prepare_check_and_add(docs, limit=limit).work)
+
+    def prepare_check_and_add(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> "_Prepared":
+        """:meth:`check_and_add_many`'s sketching and checks, without reading or writing the
+        index: for :meth:`run_prepared`, which does the check and the add under the write lock.
+
+        Raises what :meth:`check_and_add_many` raises for a bad document.
+        """
         _check_limit(limit)
         records = [_as_record(d) for d in docs]
         sketches = self._sketch_many([r[1] for r in records])
@@ -1253,7 +1330,7 @@ class SeenIndex:
                 answers.append(answer)
             return answers
 
-        return self._run_write(work)
+        return _Prepared(self, work)
 
     # -- inspecting --------------------------------------------------------------------------
     def get(self, doc_id: str) -> dict | None:
@@ -1298,6 +1375,7 @@ class SeenIndex:
             "config": json.loads(meta["config"]),
             "database_bytes": pages * page_size,
             "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
+            "resident": self.resident_info(),
         }
 
     def checkpoint(self) -> tuple[int, int]:
@@ -1324,6 +1402,10 @@ class SeenIndex:
     def close(self) -> None:
         """Close every connection (idempotent). The last one to close checkpoints the WAL."""
         self._closed = True
+        with self._conns_lock:
+            resident, self._resident = getattr(self, "_resident", None), None
+        if resident is not None:
+            resident.close()
         stop, checkpointer = getattr(self, "_stop", None), getattr(self, "_checkpointer", None)
         if stop is not None:
             stop.set()
