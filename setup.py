@@ -1,4 +1,5 @@
-"""Build of the compiled kernel ``neardup._kernel``; everything else is in pyproject.toml.
+"""Build of the compiled extensions (``neardup._kernel``, ``_hamming``, ``_jsonl``); everything else is in
+pyproject.toml.
 
 The kernel includes xxHash's single header (XXH3, inlined: nothing is linked). Debian/Ubuntu:
 ``apt-get install libxxhash-dev``. Another location can be given with ``XXHASH_INCLUDE=/dir``.
@@ -44,6 +45,8 @@ setup(
         Extension("neardup._kernel", sources=["src/neardup/_kernel.c"]),
         # the SimhashIndex query probe (neardup.lsh.hamming); no external header
         Extension("neardup._hamming", sources=["src/neardup/_hamming.c"]),
+        # the JSONL reader's fast path (neardup.io.readers); no external header
+        Extension("neardup._jsonl", sources=["src/neardup/_jsonl.c"]),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -84,12 +84,13 @@ def signature_rate(corpus: str, repeat: int) -> dict:
         texts = [orjson.loads(line)["text"] for line in fh]
     mb = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / 1e6
     jobs = os.cpu_count() or 1
-    out = {"text_mb": mb, "jobs": jobs, "config": "k=5 words, 128 mulshift64 permutations, shingle ids kept"}
+    out = {"text_mb": mb, "jobs": jobs, "config": f"k={cfg.shingle.k} {cfg.shingle.unit}s, {cfg.minhash.num_perm} "
+           f"{cfg.minhash.family} permutations, shingle ids and fingerprints kept"}
     for label, n_jobs in (("one_thread", 1), ("all_cores", jobs)):
         times, cpu = [], []
         for _ in range(repeat):
             t, c = time.perf_counter(), time.process_time()
-            _native.signatures(texts, cfg.shingle, cfg.minhash, jobs=n_jobs, with_ids=True)
+            _native.signatures(texts, cfg.shingle, cfg.minhash, jobs=n_jobs, with_ids=True, with_fingerprints=True)
             times.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
         best = min(range(repeat), key=times.__getitem__)

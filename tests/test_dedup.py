@@ -95,6 +95,30 @@ def test_results_do_not_depend_on_jobs_or_batching(planted, tmp_path):
     assert open(os.path.join(a, "pairs.jsonl")).read() == open(os.path.join(b, "pairs.jsonl")).read()
 
 
+@pytest.mark.parametrize("method", ["minhash", "simhash", "exact"])
+def test_jsonl_fast_path_and_python_reader_give_the_same_outputs(planted, tmp_path, monkeypatch, method):
+    # the planted corpus plus lines the scanner leaves to the Python reader, and texts NFKC changes
+    path, _, _ = planted
+    mixed = tmp_path / "mixed.jsonl"
+    extra = ['{"id": 5, "text": "ﬁne ligatures ½ and ´ acute, fullwidth ＡＢＣ"}', '{"id": "bad", "text": "\\ud800"}',
+             '{"text": "no id, a text long enough to make some shingles of five words"}', "not json", "",
+             '{"id": "esc", "text": "an escaped \\u00e9 and a pair \\ud83d\\ude00 in a text of words"}']
+    lines = open(path, encoding="utf-8").read().splitlines()
+    mixed.write_text("\n".join(lines[:30] + extra + lines[30:] + extra) + "\n", encoding="utf-8")
+    cfg = DedupConfig(method=method)
+    fast, slow = str(tmp_path / "fast"), str(tmp_path / "slow")
+    Deduplicator(cfg, jobs=2).run([str(mixed)], fast)
+    from neardup.io import readers
+
+    monkeypatch.setattr(readers, "_jsonl", None)
+    Deduplicator(cfg, jobs=2).run([str(mixed)], slow)
+    for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl"):
+        assert open(os.path.join(fast, name), "rb").read() == open(os.path.join(slow, name), "rb").read(), name
+    sf, ss = (json.load(open(os.path.join(d, "summary.json"))) for d in (fast, slow))
+    for key in ("input", "kept", "exact_duplicates", "near_duplicates", "skipped_by_reason", "candidate_pairs"):
+        assert sf[key] == ss[key], key
+
+
 @pytest.mark.parametrize("keep", ["longest", "shortest"])
 def test_keep_policies(tmp_path, keep):
     text = " ".join(f"word{i}" for i in range(300))

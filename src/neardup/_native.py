@@ -306,16 +306,77 @@ def signatures(
     """
     _check(shingle_params)
     texts = _as_sequence(texts)
-    n, m = len(texts), minhash_params.num_perm
-    a, b = _coefficients(minhash_params.family, m, minhash_params.seed)
+    args = _signature_args(shingle_params, minhash_params, with_ids, with_fingerprints)
+    norm = shingle_params.normalize
+    ranges, parts = _map_chunks(texts, norm, jobs, lambda data, offsets: _kernel.signatures(data, offsets, *args))
+    return _assemble(len(texts), minhash_params.num_perm, ranges, parts, with_ids, with_fingerprints)
+
+
+def signatures_encoded(
+    data,
+    offsets: np.ndarray,
+    shingle_params: ShingleParams = ShingleParams(),
+    minhash_params: MinHashParams = MinHashParams(),
+    *,
+    jobs: int = 1,
+    with_ids: bool = False,
+    with_fingerprints: bool = False,
+) -> Signatures:
+    """:func:`signatures` of texts given as the bytes the kernel reads: text i is
+    ``data[offsets[i]:offsets[i+1]]``, its UTF-8 (``surrogatepass``) after NFKC when
+    ``shingle_params.normalize`` asks for NFKC (see :func:`encode_for_kernel`)."""
+    _check(shingle_params)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    n = offsets.size - 1
+    args = _signature_args(shingle_params, minhash_params, with_ids, with_fingerprints)
+    jobs = max(1, int(jobs))
+    total = int(offsets[-1] - offsets[0]) if n > 0 else 0
+    target = _CHUNK_BYTES if jobs == 1 else max(1 << 16, min(_CHUNK_BYTES, total // (4 * jobs) + 1))
+    # cut where the running byte count crosses each multiple of target (at least one text each)
+    cuts = np.searchsorted(offsets, offsets[0] + np.arange(target, total, target), side="left")
+    bounds = sorted({0, n, *(int(c) for c in cuts if 0 < c < n)})
+    ranges = list(zip(bounds[:-1], bounds[1:])) or [(0, 0)]
+    view = memoryview(data)
+
+    def run(r):
+        start, stop = r
+        lo = int(offsets[start])
+        return _kernel.signatures(view[lo : int(offsets[stop])], offsets[start : stop + 1] - lo, *args)
+
+    if jobs == 1 or len(ranges) == 1:
+        parts = [run(r) for r in ranges]
+    else:
+        with ThreadPoolExecutor(max_workers=min(jobs, len(ranges)), thread_name_prefix="neardup-kernel") as pool:
+            parts = list(pool.map(run, ranges))
+    return _assemble(n, minhash_params.num_perm, ranges, parts, with_ids, with_fingerprints)
+
+
+def encode_for_kernel(text: str, norm: NormalizeParams) -> bytes:
+    """The bytes :func:`signatures_encoded` expects for ``text``."""
+    return _encode(text, norm)
+
+
+def encode_texts(texts: Sequence[str], norm: NormalizeParams) -> tuple[bytes, np.ndarray]:
+    """The bytes :func:`signatures_encoded` expects for ``texts``, joined: (bytes, int64 offsets)."""
+    texts = _as_sequence(texts)
+    if not texts:
+        return b"", np.zeros(1, dtype=np.int64)
+    return _encode_range(texts, 0, len(texts), norm)
+
+
+def _signature_args(shingle_params: ShingleParams, minhash_params: MinHashParams, with_ids: bool,
+                    with_fingerprints: bool) -> tuple:
+    a, b = _coefficients(minhash_params.family, minhash_params.num_perm, minhash_params.seed)
     norm = shingle_params.normalize
     table, fold = _kernel_tables(norm)
-    args = (
+    return (
         table, _UNITS[shingle_params.unit], shingle_params.k, not norm.remove_punctuation,
         a, b, _FAMILIES[minhash_params.family], bool(with_ids), fold, bool(with_fingerprints),
     )
-    ranges, parts = _map_chunks(texts, norm, jobs, lambda data, offsets: _kernel.signatures(data, offsets, *args))
 
+
+def _assemble(n: int, m: int, ranges, parts, with_ids: bool, with_fingerprints: bool) -> Signatures:
+    """One Signatures from the kernel's results over contiguous ranges of the batch."""
     values = np.empty((n, m), dtype=np.uint64)
     n_shingles = np.empty(n, dtype=np.int64)
     fps = np.empty(n, dtype=np.uint64) if with_fingerprints else None

@@ -174,14 +174,24 @@ class Deduplicator:
             text_field: str = "text", content: str = "text", html: str = "main",
             max_bytes: int | None = 64 << 20, write_kept: bool = True) -> dict:
         """Deduplicate ``paths`` into the folder ``output``; returns the summary."""
+        from . import _native
         from .io import read_documents
+        from .io.readers import read_encoded
 
         os.makedirs(output, exist_ok=True)
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
         read_options = dict(format=format, id_field=id_field, text_field=text_field, content=content, html=html,
                             max_bytes=max_bytes, jobs=self.jobs)
-        docs = read_documents(paths, keep_fields=keep_fields, **read_options)
+        if _native.supports(self.config.shingle):
+            # JSONL records come as UTF-8 straight from a compiled scanner: their text never
+            # becomes a Python str. Texts holding a code point that NFKC may change are flagged.
+            from .text.nfkc import unsafe_table
+
+            table = unsafe_table() if self.config.shingle.normalize.nfkc else None
+            docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options)
+        else:
+            docs = read_documents(paths, keep_fields=keep_fields, **read_options)
         work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
         try:
             outcome, stats = self._dedup(docs, work)
@@ -206,6 +216,7 @@ class Deduplicator:
     # ------------------------------------------------------------------------------------------
     def _dedup(self, docs, work: str):
         from .io import Skipped
+        from .io.documents import EncodedDocuments
 
         cfg = self.config
         t0 = time.perf_counter()
@@ -223,7 +234,8 @@ class Deduplicator:
         simhashes: list[np.ndarray] = []
         band = cfg.banding() if cfg.method == "minhash" else None
         skipped = Counter()
-        batch_texts: list[str] = []
+        # a batch is a list of parts in input order: lists of texts (str), and EncodedDocuments
+        batch_parts: list = []
         batch_ords: list[int] = []
         batch_bytes = 0
         t_sketch = 0.0
@@ -233,15 +245,18 @@ class Deduplicator:
         # Results are taken in submission order, so the exact pass sees records in input order.
         from concurrent.futures import ThreadPoolExecutor
 
+        from . import _native
+
+        native = _native.supports(cfg.shingle)
         sketcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-sketch")
         pending: list = []
 
         def collect():
             nonlocal t_sketch
-            future, texts, ords, nbytes = pending.pop(0)
+            future, parts, ords, nbytes = pending.pop(0)
             ts = time.perf_counter()
             sig, fps = future.result()
-            new = np.zeros(len(texts), dtype=bool)
+            new = np.zeros(len(ords), dtype=bool)
             for k, (o, fp, ns) in enumerate(zip(ords, fps.tolist(), sig.n_shingles.tolist())):
                 if ns == 0:
                     reason[o] = "skipped:empty"
@@ -273,20 +288,37 @@ class Deduplicator:
                     sig_spill.append(values)
                     band_parts.append(band_keys(values, band.bands, band.rows))
                 elif cfg.method == "simhash":
-                    simhashes.append(self._simhashes([t for t, keep in zip(texts, new.tolist()) if keep]))
+                    simhashes.append(self._simhashes([t for t, keep in zip(_texts(parts), new.tolist()) if keep]))
             t_sketch += time.perf_counter() - ts
             if self.progress:
-                self.progress.update(len(texts), nbytes)
+                self.progress.update(len(ords), nbytes)
 
         def flush():
-            nonlocal batch_texts, batch_ords, batch_bytes
-            if batch_texts:
-                pending.append((sketcher.submit(self._sketch, batch_texts), batch_texts, batch_ords, batch_bytes))
-                batch_texts, batch_ords, batch_bytes = [], [], 0
+            nonlocal batch_parts, batch_ords, batch_bytes
+            if batch_parts:
+                if native:
+                    # joined and NFKC'd here, so that the sketching thread only runs the kernel
+                    data, offsets = _encode_parts(batch_parts, cfg.shingle.normalize)
+                    future = sketcher.submit(self._sketch_encoded, data, offsets)
+                else:
+                    future = sketcher.submit(self._sketch_python, _texts(batch_parts))
+                pending.append((future, batch_parts, batch_ords, batch_bytes))
+                batch_parts, batch_ords, batch_bytes = [], [], 0
             while len(pending) > 1:  # at most one batch sketching while the next is read
                 collect()
 
         for rec in docs:
+            if type(rec) is EncodedDocuments:
+                k = len(rec)
+                batch_ords.extend(range(len(ids), len(ids) + k))
+                ids.extend(rec.ids)
+                reason.extend([""] * k)
+                lengths.extend(rec.lengths.tolist())
+                batch_parts.append(rec)
+                batch_bytes += int(rec.offsets[-1] - rec.offsets[0])
+                if batch_bytes >= self.BATCH_BYTES:
+                    flush()
+                continue
             ordinal = len(ids)
             ids.append(rec.id)
             if isinstance(rec, Skipped):
@@ -300,7 +332,10 @@ class Deduplicator:
             if cfg.keep == "field":
                 keyvals.append(_numeric(rec.meta.get(cfg.keep_field)))
             reason.append("")
-            batch_texts.append(text)
+            if batch_parts and type(batch_parts[-1]) is list:
+                batch_parts[-1].append(text)
+            else:
+                batch_parts.append([text])
             batch_ords.append(ordinal)
             batch_bytes += len(text)
             if batch_bytes >= self.BATCH_BYTES:
@@ -475,20 +510,30 @@ class Deduplicator:
 
     # ------------------------------------------------------------------------------------------
     def _sketch(self, texts: list[str]):
-        """(signatures with shingle ids, content fingerprints) of a batch of documents."""
+        """(signatures with shingle ids, content fingerprints) of a list of texts (the Spark
+        engine's executors sketch with this)."""
+        from . import _native
+
+        if _native.supports(self.config.shingle):
+            return self._sketch_encoded(*_encode_parts([list(texts)], self.config.shingle.normalize))
+        return self._sketch_python(list(texts))
+
+    def _sketch_encoded(self, data, offsets: np.ndarray):
+        """(signatures with shingle ids, content fingerprints) of a batch, from the bytes the
+        kernel reads (:func:`_encode_parts`)."""
         from . import _native
 
         cfg = self.config
-        if _native.supports(cfg.shingle) and hasattr(_native, "fingerprints"):
-            sig = _native.signatures(texts, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True,
-                                     with_fingerprints=True)
-            return sig, sig.fingerprints
+        sig = _native.signatures_encoded(data, offsets, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True,
+                                         with_fingerprints=True)
+        return sig, sig.fingerprints
+
+    def _sketch_python(self, texts: list[str]):
+        """The same, in pure Python, for shingle options the kernel does not handle."""
         from .exact.fingerprint import fingerprint
 
-        if _native.supports(cfg.shingle):
-            sig = _native.signatures(texts, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True)
-        else:
-            sig = _python_signatures(texts, cfg.shingle, cfg.minhash)
+        cfg = self.config
+        sig = _python_signatures(texts, cfg.shingle, cfg.minhash)
         fps = np.array([fingerprint(t, cfg.shingle.normalize) or 0 for t in texts], dtype=np.uint64)
         return sig, fps
 
@@ -574,6 +619,54 @@ def _numeric(value) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
+
+
+def _texts(parts: list) -> list[str]:
+    """The texts of a batch's parts, as str."""
+    out: list[str] = []
+    for part in parts:
+        out.extend(part if type(part) is list else (part.text(i) for i in range(len(part))))
+    return out
+
+
+def _encode_parts(parts: list, norm) -> tuple[bytes, np.ndarray]:
+    """A batch's texts as the kernel reads them, joined: (bytes, int64 offsets). EncodedDocuments
+    are UTF-8 already: only the lines of flagged texts (a code point that NFKC may change) that
+    hold such code points are decoded and normalized."""
+    from . import _native
+    from .text.nfkc import nfkc_utf8
+
+    pieces: list = []
+    sizes: list[np.ndarray] = []
+    for part in parts:
+        if type(part) is list:
+            data, offsets = _native.encode_texts(part, norm)
+            pieces.append(data)
+            sizes.append(np.diff(offsets))
+            continue
+        data, offsets = part.data, part.offsets
+        lens = np.diff(offsets)
+        view = memoryview(data)
+        prev = int(offsets[0])
+        for i in (np.flatnonzero(part.flagged).tolist() if norm.nfkc else ()):
+            start, stop = int(offsets[i]), int(offsets[i + 1])
+            lo, hi = (start + int(x) for x in part.flag_spans[i])
+            # NFKC never acts across a newline: the lines holding the flagged code points suffice
+            lo = max(start, data.rfind(b"\n", start, lo) + 1)
+            hi = data.find(b"\n", hi, stop)
+            hi = stop if hi < 0 else hi
+            fixed = nfkc_utf8(view[lo:hi].tobytes())
+            if fixed is None:
+                continue  # NFKC already
+            pieces += [view[prev:lo], fixed]
+            prev = hi
+            lens[i] += len(fixed) - (hi - lo)
+        pieces.append(view[prev : int(offsets[-1])])
+        sizes.append(lens)
+    all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
+    out_offsets = np.zeros(all_sizes.size + 1, dtype=np.int64)
+    np.cumsum(all_sizes, out=out_offsets[1:])
+    return b"".join(pieces), out_offsets
 
 
 def _python_signatures(texts, shingle_params, minhash_params):

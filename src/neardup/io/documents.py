@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Document", "Skipped", "SKIP_REASONS"]
+__all__ = ["Document", "Skipped", "EncodedDocuments", "SKIP_REASONS"]
 
 #: Every ``Skipped.reason`` a reader can give, with what it means.
 SKIP_REASONS = {
@@ -57,3 +57,35 @@ class Skipped:
     source: str
     reason: str
     detail: str
+
+
+@dataclass(slots=True, eq=False)
+class EncodedDocuments:
+    """Consecutive Documents of one JSONL file whose texts are already UTF-8 bytes (the JSONL
+    fast path, :func:`neardup.io.readers.read_encoded`): document i is ``Document(ids[i],
+    data[offsets[i]:offsets[i+1]].decode(), start + i, sources[i])``, with no ``meta``.
+
+    ``lengths[i]`` is the text's length in code points (``len(text)``); ``flagged[i]`` is True
+    when the text holds a code point of the table the reader was given (NFKC may change it), and
+    then ``flag_spans[i] = (lo, hi)``: bytes ``lo:hi`` of the text hold every such code point.
+    """
+
+    ids: list
+    start: int
+    sources: list
+    data: bytearray
+    offsets: object  # numpy int64, n + 1
+    lengths: object  # numpy int64, n
+    flagged: object  # numpy bool, n
+    flag_spans: object  # numpy int64, (n, 2)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def text(self, i: int) -> str:
+        return self.data[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
+
+    def documents(self):
+        """The same records as Documents."""
+        return [Document(self.ids[i], self.text(i), self.start + i, self.sources[i]) for i in range(len(self.ids))]
+

@@ -56,9 +56,14 @@ import orjson
 
 from ..errors import ConfigError, InputError, require
 from ..text.html import HTML_MODES, _extract, decode_html
-from .documents import Document, Skipped
+from .documents import Document, EncodedDocuments, Skipped
 
-__all__ = ["FORMATS", "detect_format", "read_documents", "iter_raw_records"]
+try:
+    from .. import _jsonl
+except ImportError:  # not built: every line goes through orjson
+    _jsonl = None
+
+__all__ = ["FORMATS", "detect_format", "read_documents", "read_encoded", "iter_raw_records"]
 
 FORMATS = ("jsonl", "parquet", "warc", "html", "text")
 CONTENTS = ("text", "html")
@@ -72,6 +77,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _PARQUET_BATCH_ROWS = 1024
 _MAX_KEYS_SHOWN = 12
+#: Bytes read at a time by the JSONL fast path (tests make it small).
+_JSONL_BLOCK_BYTES = 8 << 20
 
 
 # --------------------------------------------------------------------------- formats and walking
@@ -248,6 +255,76 @@ def _lines(path: str, max_bytes: int | None) -> Iterator[tuple[int, bytes | int 
             yield lineno + 1, f"cannot read the file after line {lineno}: {_oserror(exc)}"
 
 
+class _Broken(Exception):
+    """The block reader met a stream it cannot open or read to its end."""
+
+
+def _blocks(path: str, max_bytes: int | None, size: int):
+    """Blocks of whole lines (bytes or memoryview, about ``size`` bytes; the file's last line may
+    lack its newline) and, in place of a line over ``max_bytes`` (read in bounded chunks and
+    thrown away), its size as :func:`_lines` gives it (int). Raises :class:`_Broken` when the
+    stream cannot be opened or read further; the lines of the blocks already given are whole."""
+    try:
+        fh = _open_stream(path)
+    except OSError as exc:
+        raise _Broken() from exc
+    carry = b""
+    with fh:
+        try:
+            while True:
+                chunk = fh.read(size)
+                if not chunk:
+                    if carry:
+                        yield carry
+                    return
+                buf = carry + chunk if carry else chunk
+                cut = buf.rfind(b"\n") + 1
+                if cut:
+                    yield memoryview(buf)[:cut]
+                    carry = buf[cut:]
+                else:
+                    carry = buf
+                if max_bytes is not None and len(carry) > max_bytes + 1:
+                    # over the limit whatever its ending: count the rest of the line, keep none of it
+                    # (the size as _lines counts a line it drains: without its "\n")
+                    total = len(carry)
+                    while True:
+                        more = fh.readline(1 << 20)
+                        total += len(more)
+                        if not more or more[-1:] == b"\n":
+                            break
+                    carry = b""
+                    yield total - (more[-1:] == b"\n")
+        except Exception as exc:  # noqa: BLE001 - truncated gzip, corrupt zstd frame, I/O error
+            raise _Broken() from exc
+
+
+def _line_or_size(line: bytes, max_bytes: int | None) -> bytes | int:
+    """A whole line as :func:`_lines` gives it: its bytes, or its size when over ``max_bytes``
+    (without "\r\n" or "\n" when the line fits in its ``readline(max_bytes + 2)``, else without
+    "\n" only)."""
+    if max_bytes is None or len(line) <= max_bytes:
+        return line
+    size = len(line)
+    if size <= max_bytes + 2 and line[-1:] == b"\n":
+        size -= 2 if line[-2:] == b"\r\n" else 1
+    elif line[-1:] == b"\n":
+        size -= 1
+    return size if size > max_bytes else line
+
+
+def _cp_offsets(utf8: bytes | bytearray, offsets) -> list[int]:
+    """Byte offsets into UTF-8 text as code point offsets (for slicing its decoded str)."""
+    if len(utf8) == 0 or utf8.isascii():
+        return offsets.tolist()
+    import numpy as np
+
+    starts = np.frombuffer(bytes(utf8), dtype=np.uint8)
+    is_start = (starts & 0xC0) != 0x80
+    cum = np.concatenate(([0], np.cumsum(is_start)))
+    return cum[offsets].tolist()
+
+
 def _parse_content_type(value: str) -> tuple[str, str | None]:
     parts = value.split(";")
     mime = parts[0].strip().lower()
@@ -421,52 +498,97 @@ class _Reader:
     # -- JSONL -------------------------------------------------------------------------------
 
     def _read_jsonl(self, path: str, n: int):
-        loads = orjson.loads
-        JSONDecodeError = orjson.JSONDecodeError
-        idf, tf, keep = self.id_field, self.text_field, self.keep_fields
-        is_html = self.content == "html"
-        max_bytes = self.max_bytes
-        for lineno, line in _lines(path, max_bytes):
-            src = f"{path}:{lineno}"
-            if type(line) is not bytes:
-                if type(line) is int:
-                    yield Skipped(src, n, src, "too_large", f"line of {line} bytes is over the {max_bytes} byte limit")
-                else:
-                    yield Skipped(src, n, src, "unreadable_file", line)
-                n += 1
-                continue
-            try:
-                obj = loads(line)
-            except JSONDecodeError as exc:
-                yield self._bad_line(line, exc, n, src)
-                n += 1
-                continue
-            if type(obj) is not dict:
-                yield Skipped(src, n, src, "not_an_object", f"the line holds {_describe(obj)}, not a JSON object")
-                n += 1
-                continue
-            ident = obj.get(idf)
-            if type(ident) is not str or not ident:
-                ident = _id_str(ident, src)
-            text = obj.get(tf)
-            if type(text) is not str:
-                yield self._no_text(obj, ident, n, src)
-                n += 1
-                continue
-            meta = {}
-            if keep:
-                for f in keep:
-                    v = obj.get(f)
-                    if v is not None:
-                        meta[f] = v
-            if is_html:
-                url = obj.get("url")
-                yield self._finish(ident, text, n, src, meta, is_html=True, url=url if type(url) is str else None)
-            elif not text or text.isspace():
-                yield Skipped(ident, n, src, "empty", "the text is empty" if not text else "the text is only white space")
-            else:
-                yield Document(ident, text, n, src, meta)
+        for lineno, line in _lines(path, self.max_bytes):
+            yield self._jsonl_record(line, n, f"{path}:{lineno}")
             n += 1
+        return n
+
+    def _jsonl_record(self, line: bytes | int | str, n: int, src: str):
+        """The record of one line from :func:`_lines` (its bytes, its size when too large, or why
+        the file cannot be read further)."""
+        if type(line) is not bytes:
+            if type(line) is int:
+                return Skipped(src, n, src, "too_large", f"line of {line} bytes is over the {self.max_bytes} byte limit")
+            return Skipped(src, n, src, "unreadable_file", line)
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            return self._bad_line(line, exc, n, src)
+        if type(obj) is not dict:
+            return Skipped(src, n, src, "not_an_object", f"the line holds {_describe(obj)}, not a JSON object")
+        ident = obj.get(self.id_field)
+        if type(ident) is not str or not ident:
+            ident = _id_str(ident, src)
+        text = obj.get(self.text_field)
+        if type(text) is not str:
+            return self._no_text(obj, ident, n, src)
+        meta = {}
+        for f in self.keep_fields:
+            v = obj.get(f)
+            if v is not None:
+                meta[f] = v
+        if self.content == "html":
+            url = obj.get("url")
+            return self._finish(ident, text, n, src, meta, is_html=True, url=url if type(url) is str else None)
+        if not text or text.isspace():
+            return Skipped(ident, n, src, "empty", "the text is empty" if not text else "the text is only white space")
+        return Document(ident, text, n, src, meta)
+
+    def _fast_jsonl(self) -> bool:
+        """True when :meth:`_read_jsonl_encoded` gives the same records as :meth:`_read_jsonl`."""
+        return (_jsonl is not None and self.content == "text" and not self.keep_fields and self.want is None
+                and self.id_field != self.text_field)
+
+    def _read_jsonl_encoded(self, path: str, n: int, table):
+        """The records of :meth:`_read_jsonl`, with runs of ordinary records as EncodedDocuments.
+
+        Blocks of whole lines are scanned by ``neardup._jsonl`` off the GIL; the lines it does
+        not take (errors, anything unusual) go through :meth:`_jsonl_record`, line by line. If
+        the stream breaks, the rest of the file is read again by :func:`_lines`, from the first
+        line not yet given: the records are then exactly those of :meth:`_read_jsonl`.
+        """
+        import numpy as np
+
+        idf, tf = self.id_field.encode("utf-8"), self.text_field.encode("utf-8")
+        max_bytes = self.max_bytes
+        max_line = -1 if max_bytes is None else max_bytes
+        lineno = 0
+        try:
+            for block in _blocks(path, max_bytes, _JSONL_BLOCK_BYTES):
+                if type(block) is int:  # a line over max_bytes
+                    lineno += 1
+                    yield self._jsonl_record(block, n, f"{path}:{lineno}")
+                    n += 1
+                    continue
+                kinds, ends, text, toffs, ids, ioffs, lengths, spans = _jsonl.scan(block, idf, tf, table, max_line)
+                kinds = np.frombuffer(kinds, dtype=np.uint8)
+                ends = np.frombuffer(ends, dtype=np.int64)
+                toffs = np.frombuffer(toffs, dtype=np.int64)
+                lengths = np.frombuffer(lengths, dtype=np.int64)
+                spans = np.frombuffer(spans, dtype=np.int64).reshape(-1, 2)
+                id_cps = _cp_offsets(ids, np.frombuffer(ioffs, dtype=np.int64))
+                id_text = ids.decode("utf-8")
+                slow = np.flatnonzero(kinds & _jsonl.FALLBACK).tolist()
+                for a, b in zip([0, *(k + 1 for k in slow)], [*slow, kinds.size]):
+                    if b > a:  # lines a..b-1: ordinary records
+                        sources = [f"{path}:{lineno + i + 1}" for i in range(a, b)]
+                        no_id = (kinds[a:b] & _jsonl.NO_ID).astype(bool).tolist()
+                        idents = [src if missing else id_text[id_cps[i] : id_cps[i + 1]]
+                                  for i, src, missing in zip(range(a, b), sources, no_id)]
+                        yield EncodedDocuments(ids=idents, start=n + a, sources=sources, data=text,
+                                               offsets=toffs[a : b + 1], lengths=lengths[a:b],
+                                               flagged=(kinds[a:b] & _jsonl.FLAGGED).astype(bool),
+                                               flag_spans=spans[a:b])
+                    if b < kinds.size:  # line b falls back
+                        line = bytes(block[int(ends[b - 1]) if b else 0 : int(ends[b])])
+                        yield self._jsonl_record(_line_or_size(line, max_bytes), n + b, f"{path}:{lineno + b + 1}")
+                lineno += int(kinds.size)
+                n += int(kinds.size)
+        except _Broken:
+            for k, line in _lines(path, max_bytes):
+                if k > lineno:
+                    yield self._jsonl_record(line, n, f"{path}:{k}")
+                    n += 1
         return n
 
     @staticmethod
@@ -646,15 +768,21 @@ class _Reader:
             return (yield from self._read_warc(path, n))
         return (yield from self._read_file(path, fmt, n))
 
-    def read(self, plan) -> Iterator[Document | Skipped]:
+    def read(self, plan, encoded_table=False) -> Iterator[Document | Skipped | EncodedDocuments]:
+        """Every record of the plan. With ``encoded_table`` (None or a flag table, see
+        :func:`read_encoded`), JSONL files yield their ordinary records as EncodedDocuments."""
         n = 0
+        fast = encoded_table is not False and self._fast_jsonl()
         for path, fmt, why in _leaves(plan):
             if why is not None:
                 if self.want is None or self.want(n):
                     yield Skipped(path, n, path, "unreadable_file", why)
                 n += 1
                 continue
-            n = yield from self.read_leaf(path, fmt, n)
+            if fast and fmt == "jsonl":
+                n = yield from self._read_jsonl_encoded(path, n, encoded_table)
+            else:
+                n = yield from self.read_leaf(path, fmt, n)
         return n
 
 
@@ -779,6 +907,26 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
         return _parallel(reader.read(plan), reader.html, jobs)
     reader.jobs = 1
     return reader.read(plan)
+
+
+def read_encoded(paths: list[str], *, table=None, **options) -> Iterator[Document | Skipped | EncodedDocuments]:
+    """The records of :func:`read_documents` (same options), with runs of ordinary JSONL records
+    as :class:`~neardup.io.documents.EncodedDocuments`: their text as UTF-8 bytes, never a str.
+
+    ``neardup dedup`` reads this way: a compiled scanner takes the ids and texts out of the
+    JSONL lines off the GIL, and the kernel reads the bytes. ``table`` (a uint8 array of 0x110000
+    entries, or None) marks code points to flag (``EncodedDocuments.flagged``). Lines the scanner
+    does not take, and every other format, come out as :func:`read_documents` gives them; with
+    ``content="html"``, ``keep_fields``, or without the compiled scanner, everything does.
+    """
+    fmt = options.pop("format", "auto")
+    jobs = options.get("jobs", 1)
+    reader = _Reader(**options)
+    plan = _plan(paths, fmt)
+    if jobs > 1 and (reader.content == "html" or any(fmt in ("html", "warc") for _, fmt, _, _ in plan)):
+        return _parallel(reader.read(plan, table), reader.html, jobs)
+    reader.jobs = 1
+    return reader.read(plan, table)
 
 
 def iter_raw_records(paths, *, format: str = "auto", max_bytes: int | None = None) -> Iterator[tuple[int, object]]:

@@ -99,3 +99,23 @@ def nfkc_by_lines(text: str) -> str:
     if len(text) < 2048:
         return unicodedata.normalize("NFKC", text)
     return "\n".join([ln if ln.isascii() else unicodedata.normalize("NFKC", ln) for ln in text.split("\n")])
+
+
+def nfkc_utf8(data: bytes) -> bytes | None:
+    """NFKC of UTF-8 text (valid, as a reader produced it), as UTF-8; None when it is NFKC already.
+
+    Line by line, as :func:`nfkc_by_lines`, and without decoding the ASCII lines: only lines
+    with other characters are decoded, checked, and normalized when they are not NFKC.
+    """
+    lines = data.split(b"\n")
+    changed = False
+    for k, line in enumerate(lines):
+        if line.isascii():
+            continue
+        text = line.decode("utf-8", "surrogatepass")
+        if unicodedata.is_normalized("NFKC", text):
+            continue
+        lines[k] = unicodedata.normalize("NFKC", text).encode("utf-8", "surrogatepass")
+        changed = True
+    return b"\n".join(lines) if changed else None
+
