@@ -260,40 +260,47 @@ class _Broken(Exception):
 
 
 def _blocks(path: str, max_bytes: int | None, size: int):
-    """Blocks of whole lines (bytes or memoryview, about ``size`` bytes; the file's last line may
-    lack its newline) and, in place of a line over ``max_bytes`` (read in bounded chunks and
-    thrown away), its size as :func:`_lines` gives it (int). Raises :class:`_Broken` when the
-    stream cannot be opened or read further; the lines of the blocks already given are whole."""
+    """Blocks of whole lines, as ``(buffer, length)``: ``buffer[:length]`` holds about ``size``
+    bytes of whole lines (the file's last line may lack its newline). The buffer is reused: it
+    is valid until the next block is asked for. In place of a line over ``max_bytes`` (read in
+    bounded chunks and thrown away), its size as :func:`_lines` gives it (int). Raises
+    :class:`_Broken` when the stream cannot be opened or read further; the lines of the blocks
+    already given are whole."""
     try:
         fh = _open_stream(path)
     except OSError as exc:
         raise _Broken() from exc
-    carry = b""
+    buf = bytearray(2 * size)  # one reused buffer: no fresh memory (page faults) per block
+    have = 0  # bytes of an unfinished line at the front of buf
     with fh:
         try:
             while True:
-                chunk = fh.read(size)
-                if not chunk:
-                    if carry:
-                        yield carry
+                if len(buf) - have < size:  # a line longer than a block
+                    buf.extend(bytes(len(buf)))
+                with memoryview(buf) as view:
+                    got = fh.readinto(view[have : have + size])
+                if not got:
+                    if have:
+                        yield buf, have
                     return
-                buf = carry + chunk if carry else chunk
-                cut = buf.rfind(b"\n") + 1
+                end = have + got
+                cut = buf.rfind(b"\n", have, end) + 1
                 if cut:
-                    yield memoryview(buf)[:cut]
-                    carry = buf[cut:]
+                    yield buf, cut
+                    buf[: end - cut] = buf[cut:end]  # the unfinished line to the front
+                    have = end - cut
                 else:
-                    carry = buf
-                if max_bytes is not None and len(carry) > max_bytes + 1:
+                    have = end
+                if max_bytes is not None and have > max_bytes + 1:
                     # over the limit whatever its ending: count the rest of the line, keep none of it
                     # (the size as _lines counts a line it drains: without its "\n")
-                    total = len(carry)
+                    total = have
                     while True:
                         more = fh.readline(1 << 20)
                         total += len(more)
                         if not more or more[-1:] == b"\n":
                             break
-                    carry = b""
+                    have = 0
                     yield total - (more[-1:] == b"\n")
         except Exception as exc:  # noqa: BLE001 - truncated gzip, corrupt zstd frame, I/O error
             raise _Broken() from exc
@@ -554,21 +561,26 @@ class _Reader:
         max_line = -1 if max_bytes is None else max_bytes
         lineno = 0
         try:
-            for block in _blocks(path, max_bytes, _JSONL_BLOCK_BYTES):
-                if type(block) is int:  # a line over max_bytes
+            for item in _blocks(path, max_bytes, _JSONL_BLOCK_BYTES):
+                if type(item) is int:  # a line over max_bytes
                     lineno += 1
-                    yield self._jsonl_record(block, n, f"{path}:{lineno}")
+                    yield self._jsonl_record(item, n, f"{path}:{lineno}")
                     n += 1
                     continue
-                kinds, ends, text, toffs, ids, ioffs, lengths, spans = _jsonl.scan(block, idf, tf, table, max_line)
+                buf, length = item
+                with memoryview(buf) as whole, whole[:length] as block:
+                    kinds, ends, text, toffs, ids, ioffs, lengths, spans = _jsonl.scan(block, idf, tf, table,
+                                                                                       max_line)
+                    slow = np.flatnonzero(np.frombuffer(kinds, dtype=np.uint8) & _jsonl.FALLBACK).tolist()
+                    ends = np.frombuffer(ends, dtype=np.int64)
+                    # the lines that fall back, copied out before the buffer is reused
+                    fallback = {b: bytes(block[int(ends[b - 1]) if b else 0 : int(ends[b])]) for b in slow}
                 kinds = np.frombuffer(kinds, dtype=np.uint8)
-                ends = np.frombuffer(ends, dtype=np.int64)
                 toffs = np.frombuffer(toffs, dtype=np.int64)
                 lengths = np.frombuffer(lengths, dtype=np.int64)
                 spans = np.frombuffer(spans, dtype=np.int64).reshape(-1, 2)
                 id_cps = _cp_offsets(ids, np.frombuffer(ioffs, dtype=np.int64))
                 id_text = ids.decode("utf-8")
-                slow = np.flatnonzero(kinds & _jsonl.FALLBACK).tolist()
                 for a, b in zip([0, *(k + 1 for k in slow)], [*slow, kinds.size]):
                     if b > a:  # lines a..b-1: ordinary records
                         sources = [f"{path}:{lineno + i + 1}" for i in range(a, b)]
@@ -580,8 +592,8 @@ class _Reader:
                                                flagged=(kinds[a:b] & _jsonl.FLAGGED).astype(bool),
                                                flag_spans=spans[a:b])
                     if b < kinds.size:  # line b falls back
-                        line = bytes(block[int(ends[b - 1]) if b else 0 : int(ends[b])])
-                        yield self._jsonl_record(_line_or_size(line, max_bytes), n + b, f"{path}:{lineno + b + 1}")
+                        yield self._jsonl_record(_line_or_size(fallback[b], max_bytes), n + b,
+                                                 f"{path}:{lineno + b + 1}")
                 lineno += int(kinds.size)
                 n += int(kinds.size)
         except _Broken:
