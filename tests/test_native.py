@@ -609,3 +609,27 @@ def test_band_keys_equal_their_numpy_definition():
         assert got.shape == (n, bands) and np.array_equal(got, _band_keys_numpy(values, bands, rows))
     with pytest.raises(ValueError, match="bands \\* rows <= m"):
         _kernel.band_keys(np.zeros((2, 8), dtype=np.uint64), 8, 3, 3)
+
+
+def test_signatures_of_encoded_segments_equal_signatures_of_texts():
+    texts = _copyrights(50) + list(SEED_DOCS) + ["", TRICKY, "x"] * 3
+    sp, mp = ShingleParams(), MinHashParams(family="mulshift32")
+    want = _native.signatures(texts, sp, mp, jobs=2, with_ids=True, with_fingerprints=True)
+    # the texts cut into segments of every size, some of one text and some empty
+    encoded = [_native.encode_for_kernel(t, sp.normalize) for t in texts]
+    rng = np.random.default_rng(3)
+    segments, i = [], 0
+    while i < len(texts):
+        j = min(len(texts), i + int(rng.integers(0, 9)))
+        pad = int(rng.integers(0, 5))  # texts need not start the buffer
+        data = b"#" * pad + b"".join(encoded[i:j])
+        offsets = pad + np.concatenate(([0], np.cumsum([len(e) for e in encoded[i:j]]))).astype(np.int64)
+        segments.append((data, offsets))
+        i = j
+    for jobs in (1, 2, 3):
+        got = _native.signatures_encoded(segments, sp, mp, jobs=jobs, with_ids=True, with_fingerprints=True)
+        assert np.array_equal(got.values, want.values) and np.array_equal(got.ids, want.ids)
+        assert np.array_equal(got.n_shingles, want.n_shingles) and np.array_equal(got.fingerprints, want.fingerprints)
+    assert _native.signatures_encoded([], sp, mp, jobs=2).values.shape == (0, 128)
+    with pytest.raises(ValueError, match="within the data"):
+        _native.signatures_encoded([(b"abc", np.array([0, 5], dtype=np.int64))], sp, mp)

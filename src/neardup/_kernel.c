@@ -1542,29 +1542,30 @@ done:
     return result;
 }
 
-static PyObject *py_signatures(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer data, offs, table, abuf, bbuf;
-    PyObject *offs_obj, *table_obj, *a_obj, *b_obj, *fold_obj = NULL;
-    int unit, keep, family, with_ids, with_fps = 0;
-    Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "y*OOinpOOip|Op", &data, &offs_obj, &table_obj, &unit, &k, &keep,
-                          &a_obj, &b_obj, &family, &with_ids, &fold_obj, &with_fps))
-        return NULL;
+/* The documents of one signatures() call: doc i is ptr[i][0:len[i]]. */
+typedef struct {
+    size_t n;
+    const uint8_t **ptr;
+    size_t *len;
+} docs_t;
+
+/* Parses the arguments after the data, runs the batch, returns the result tuple (or NULL). */
+static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int unit, Py_ssize_t k, int keep,
+                                PyObject *a_obj, PyObject *b_obj, int family, int with_ids, PyObject *fold_obj,
+                                int with_fps) {
+    Py_buffer table, abuf, bbuf;
     uint32_t *fold = NULL;
     size_t nfold = 0;
     classes_t cl, clw;
     scratch_t sw = {0};
     PyObject *fps_out = NULL;
-    int got_offs = 0, got_table = 0, got_a = 0, got_b = 0;
+    int got_table = 0, got_a = 0, got_b = 0;
     PyObject *values = NULL, *counts = NULL, *ids_out = NULL, *result = NULL;
     scratch_t s = {0};
     coeffs_t co = {0};
     uint64_t *idbuf = NULL;
     size_t idlen = 0;
 
-    if (PyObject_GetBuffer(offs_obj, &offs, PyBUF_SIMPLE) < 0) goto done;
-    got_offs = 1;
     if (!get_table(table_obj, &table)) goto done;
     got_table = 1;
     if (PyObject_GetBuffer(a_obj, &abuf, PyBUF_SIMPLE) < 0) goto done;
@@ -1580,35 +1581,24 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
                      family);
         goto done;
     }
-    if (offs.len % 8 || offs.len < 8) {
-        PyErr_SetString(PyExc_ValueError, "offsets must be n+1 int64 values");
-        goto done;
-    }
     if (abuf.len % 8 || abuf.len == 0 || abuf.len != bbuf.len) {
         PyErr_SetString(PyExc_ValueError, "a and b must be non-empty uint64 buffers of equal length");
         goto done;
     }
-    const size_t n = (size_t)offs.len / 8 - 1, m = (size_t)abuf.len / 8;
+    const size_t n = docs->n, m = (size_t)abuf.len / 8;
     /* buffers from Python objects are not necessarily 8-byte aligned: copy what we index */
-    int64_t *off = malloc((n + 1) * sizeof(int64_t));
     uint64_t *a = malloc(m * sizeof(uint64_t)), *b = malloc(m * sizeof(uint64_t));
-    if (!off || !a || !b) {
-        free(off);
+    if (!a || !b) {
         free(a);
         free(b);
         PyErr_NoMemory();
         goto done;
     }
-    memcpy(off, offs.buf, (n + 1) * sizeof(int64_t));
     memcpy(a, abuf.buf, m * sizeof(uint64_t));
     memcpy(b, bbuf.buf, m * sizeof(uint64_t));
-    int bad = off[0] < 0 || off[n] > (int64_t)data.len;
-    for (size_t i = 0; i < n && !bad; i++)
-        bad = off[i + 1] < off[i] || (size_t)(off[i + 1] - off[i]) > MAX_DOC_BYTES;
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError,
-                        "offsets must be non-decreasing, within the data, and documents under 768 MiB");
-    }
+    int bad = 0;
+    for (size_t i = 0; i < n && !bad; i++) bad = docs->len[i] > MAX_DOC_BYTES;
+    if (bad) PyErr_SetString(PyExc_ValueError, "documents must be under 768 MiB");
     if (!bad && family == F_AFFINE61) {
         for (size_t j = 0; j < m && !bad; j++) bad = a[j] >= P61 || b[j] >= P61;
         if (bad) PyErr_SetString(PyExc_ValueError, "affine61 coefficients must be below 2**61 - 1");
@@ -1621,7 +1611,6 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
     free(a);
     free(b);
     if (!ok) {
-        free(off);
         if (!bad) PyErr_NoMemory();
         goto done;
     }
@@ -1631,35 +1620,32 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         /* a document of len bytes has at most len units, so shingles: allocate that bound (pages never
          * written are never touched) and shrink it afterwards, so the ids are written once */
         size_t bound = 0;
-        for (size_t i = 0; i < n; i++) bound += (size_t)(off[i + 1] - off[i]);
+        for (size_t i = 0; i < n; i++) bound += docs->len[i];
         if (nfold) bound *= FOLD_POS_FACTOR; /* case folding can make more units than bytes */
         ids_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(bound * 8));
         if (ids_out) idbuf = (uint64_t *)PyByteArray_AS_STRING(ids_out);
     }
     if (with_fps) fps_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    if (!values || !counts || (with_ids && !ids_out) || (with_fps && !fps_out)) {
-        free(off);
-        goto done;
-    }
+    if (!values || !counts || (with_ids && !ids_out) || (with_fps && !fps_out)) goto done;
     uint64_t *fps = with_fps ? (uint64_t *)PyByteArray_AS_STRING(fps_out) : NULL;
     uint64_t *vals = (uint64_t *)PyByteArray_AS_STRING(values);
     int64_t *cnts = (int64_t *)PyByteArray_AS_STRING(counts);
-    const uint8_t *text = (const uint8_t *)data.buf;
     const int simd = simd_enabled();
     int oom = 0;
     Py_BEGIN_ALLOW_THREADS
     for (size_t i = 0; i < n; i++) {
         uint64_t *row = vals + i * m;
         for (size_t j = 0; j < m; j++) row[j] = UINT64_MAX;
-        size_t len = (size_t)(off[i + 1] - off[i]);
+        const uint8_t *text = docs->ptr[i];
+        const size_t len = docs->len[i];
         size_t content_len;
-        size_t ns = doc_shingle_ids(&s, &cl, text + off[i], len, (size_t)k, simd, &content_len);
+        size_t ns = doc_shingle_ids(&s, &cl, text, len, (size_t)k, simd, &content_len);
         if (ns != (size_t)-1 && with_fps) {
             /* the word unit's joined buffer is the fingerprinted content */
             if (unit == U_WORD) {
                 fps[i] = content_len ? blake2b_64(s.buf, content_len) : 0;
             } else {
-                size_t nw = split_units(&sw, &clw, text + off[i], len, &content_len, simd);
+                size_t nw = split_units(&sw, &clw, text, len, &content_len, simd);
                 if (nw == (size_t)-1)
                     ns = nw;
                 else
@@ -1684,7 +1670,6 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    free(off);
     if (oom) {
         PyErr_NoMemory();
         goto done;
@@ -1712,8 +1697,118 @@ done:
     if (got_b) PyBuffer_Release(&bbuf);
     if (got_a) PyBuffer_Release(&abuf);
     if (got_table) PyBuffer_Release(&table);
-    if (got_offs) PyBuffer_Release(&offs);
+    return result;
+}
+
+/* Adds the documents of one (data, offsets) pair to docs; 0 with an exception set when the
+ * offsets are not n+1 non-decreasing int64 within the data. */
+static int add_segment(docs_t *docs, const Py_buffer *data, const Py_buffer *offs) {
+    if (offs->len % 8 || offs->len < 8) {
+        PyErr_SetString(PyExc_ValueError, "offsets must be n+1 int64 values");
+        return 0;
+    }
+    const size_t n = (size_t)offs->len / 8 - 1;
+    const char *ob = (const char *)offs->buf;
+    int64_t lo, hi;
+    memcpy(&lo, ob, 8); /* not necessarily aligned */
+    if (lo < 0) goto bad;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(&hi, ob + 8 * (i + 1), 8);
+        if (hi < lo || hi > (int64_t)data->len) goto bad;
+        docs->ptr[docs->n] = (const uint8_t *)data->buf + lo;
+        docs->len[docs->n] = (size_t)(hi - lo);
+        docs->n++;
+        lo = hi;
+    }
+    return 1;
+bad:
+    PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing and within the data");
+    return 0;
+}
+
+static PyObject *py_signatures(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer data, offs;
+    PyObject *offs_obj, *table_obj, *a_obj, *b_obj, *fold_obj = NULL;
+    int unit, keep, family, with_ids, with_fps = 0;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "y*OOinpOOip|Op", &data, &offs_obj, &table_obj, &unit, &k, &keep,
+                          &a_obj, &b_obj, &family, &with_ids, &fold_obj, &with_fps))
+        return NULL;
+    PyObject *result = NULL;
+    docs_t docs = {0};
+    if (PyObject_GetBuffer(offs_obj, &offs, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    const size_t n = offs.len >= 8 ? (size_t)offs.len / 8 - 1 : 0;
+    docs.ptr = malloc((n + 1) * sizeof(*docs.ptr));
+    docs.len = malloc((n + 1) * sizeof(*docs.len));
+    if (!docs.ptr || !docs.len)
+        PyErr_NoMemory();
+    else if (add_segment(&docs, &data, &offs))
+        result = signatures_run(&docs, table_obj, unit, k, keep, a_obj, b_obj, family, with_ids, fold_obj, with_fps);
+    free(docs.ptr);
+    free(docs.len);
+    PyBuffer_Release(&offs);
     PyBuffer_Release(&data);
+    return result;
+}
+
+PyDoc_STRVAR(signatures_segments_doc,
+"signatures_segments(segments, table, unit, k, keep_punct, a, b, family, with_ids, fold=None,\n"
+"                    with_fingerprints=False) -> (values, n_shingles, ids, fingerprints)\n\n"
+"signatures() of the documents of several buffers, in order: segments is a list of\n"
+"(data, offsets) pairs, each as signatures() takes them. The buffers are read in place (no\n"
+"joined copy of them is made).");
+
+static PyObject *py_signatures_segments(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *segs_obj, *table_obj, *a_obj, *b_obj, *fold_obj = NULL;
+    int unit, keep, family, with_ids, with_fps = 0;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "OOinpOOip|Op", &segs_obj, &table_obj, &unit, &k, &keep, &a_obj, &b_obj, &family,
+                          &with_ids, &fold_obj, &with_fps))
+        return NULL;
+    PyObject *segs = PySequence_Fast(segs_obj, "segments must be a list of (data, offsets) pairs");
+    if (!segs) return NULL;
+    const Py_ssize_t ns = PySequence_Fast_GET_SIZE(segs);
+    Py_buffer *bufs = calloc((size_t)(2 * ns + 1), sizeof(Py_buffer));
+    Py_ssize_t got = 0;
+    PyObject *result = NULL;
+    docs_t docs = {0};
+    if (!bufs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(segs, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "segments must be a list of (data, offsets) pairs");
+            goto done;
+        }
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(pair, 0), &bufs[got], PyBUF_SIMPLE) < 0) goto done;
+        got++;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(pair, 1), &bufs[got], PyBUF_SIMPLE) < 0) goto done;
+        got++;
+        if (bufs[got - 1].len >= 8) total += (size_t)bufs[got - 1].len / 8 - 1;
+    }
+    docs.ptr = malloc((total + 1) * sizeof(*docs.ptr));
+    docs.len = malloc((total + 1) * sizeof(*docs.len));
+    if (!docs.ptr || !docs.len) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ns; i++)
+        if (!add_segment(&docs, &bufs[2 * i], &bufs[2 * i + 1])) goto done;
+    result = signatures_run(&docs, table_obj, unit, k, keep, a_obj, b_obj, family, with_ids, fold_obj, with_fps);
+done:
+    free(docs.ptr);
+    free(docs.len);
+    while (got > 0) PyBuffer_Release(&bufs[--got]);
+    free(bufs);
+    Py_DECREF(segs);
     return result;
 }
 
@@ -2043,6 +2138,7 @@ static PyMethodDef methods[] = {
     {"units", py_units, METH_VARARGS, units_doc},
     {"shingle_ids", py_shingle_ids, METH_VARARGS, shingle_ids_doc},
     {"signatures", py_signatures, METH_VARARGS, signatures_doc},
+    {"signatures_segments", py_signatures_segments, METH_VARARGS, signatures_segments_doc},
     {"minhash", py_minhash, METH_VARARGS, minhash_doc},
     {"fingerprints", py_fingerprints, METH_VARARGS, fingerprints_doc},
     {"intersections", py_intersections, METH_VARARGS, intersections_doc},

@@ -313,8 +313,7 @@ def signatures(
 
 
 def signatures_encoded(
-    data,
-    offsets: np.ndarray,
+    segments: Sequence[tuple],
     shingle_params: ShingleParams = ShingleParams(),
     minhash_params: MinHashParams = MinHashParams(),
     *,
@@ -322,32 +321,48 @@ def signatures_encoded(
     with_ids: bool = False,
     with_fingerprints: bool = False,
 ) -> Signatures:
-    """:func:`signatures` of texts given as the bytes the kernel reads: text i is
-    ``data[offsets[i]:offsets[i+1]]``, its UTF-8 (``surrogatepass``) after NFKC when
-    ``shingle_params.normalize`` asks for NFKC (see :func:`encode_for_kernel`)."""
+    """:func:`signatures` of texts given as the bytes the kernel reads, in place: ``segments``
+    is a list of ``(data, offsets)`` pairs, and the texts are ``data[offsets[i]:offsets[i+1]]``
+    of each in turn, each the UTF-8 (``surrogatepass``) of a text after NFKC when
+    ``shingle_params.normalize`` asks for NFKC (:func:`encode_for_kernel`, :func:`encode_texts`)."""
     _check(shingle_params)
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    n = offsets.size - 1
     args = _signature_args(shingle_params, minhash_params, with_ids, with_fingerprints)
+    segments = [(data, np.ascontiguousarray(offsets, dtype=np.int64)) for data, offsets in segments]
+    n = sum(offsets.size - 1 for _, offsets in segments)
     jobs = max(1, int(jobs))
-    total = int(offsets[-1] - offsets[0]) if n > 0 else 0
+    total = sum(int(offsets[-1] - offsets[0]) for _, offsets in segments)
     target = _CHUNK_BYTES if jobs == 1 else max(1 << 16, min(_CHUNK_BYTES, total // (4 * jobs) + 1))
-    # cut where the running byte count crosses each multiple of target (at least one text each)
-    cuts = np.searchsorted(offsets, offsets[0] + np.arange(target, total, target), side="left")
-    bounds = sorted({0, n, *(int(c) for c in cuts if 0 < c < n)})
-    ranges = list(zip(bounds[:-1], bounds[1:])) or [(0, 0)]
-    view = memoryview(data)
-
-    def run(r):
-        start, stop = r
-        lo = int(offsets[start])
-        return _kernel.signatures(view[lo : int(offsets[stop])], offsets[start : stop + 1] - lo, *args)
-
-    if jobs == 1 or len(ranges) == 1:
-        parts = [run(r) for r in ranges]
+    # chunks of about target bytes, each a list of (data, offsets) runs of whole texts
+    chunks: list[list[tuple]] = [[]]
+    ranges: list[tuple[int, int]] = []
+    size = start = doc = 0
+    for data, offsets in segments:
+        a = 0
+        while a < offsets.size - 1:
+            # the texts of this segment that fill the current chunk up to target (one at least)
+            b = int(np.searchsorted(offsets, offsets[a] + (target - size), side="left"))
+            b = min(max(b, a + 1), offsets.size - 1)
+            chunks[-1].append((data, offsets[a : b + 1]))
+            size += int(offsets[b] - offsets[a])
+            doc += b - a
+            a = b
+            if size >= target:
+                ranges.append((start, doc))
+                chunks.append([])
+                size, start = 0, doc
+    if chunks[-1] or not ranges:
+        ranges.append((start, doc))
     else:
-        with ThreadPoolExecutor(max_workers=min(jobs, len(ranges)), thread_name_prefix="neardup-kernel") as pool:
-            parts = list(pool.map(run, ranges))
+        chunks.pop()
+
+    def run(chunk):
+        return _kernel.signatures_segments(chunk, *args)
+
+    if jobs == 1 or len(chunks) == 1:
+        parts = [run(c) for c in chunks]
+    else:
+        with ThreadPoolExecutor(max_workers=min(jobs, len(chunks)), thread_name_prefix="neardup-kernel") as pool:
+            parts = list(pool.map(run, chunks))
     return _assemble(n, minhash_params.num_perm, ranges, parts, with_ids, with_fingerprints)
 
 

@@ -297,9 +297,8 @@ class Deduplicator:
             nonlocal batch_parts, batch_ords, batch_bytes
             if batch_parts:
                 if native:
-                    # joined and NFKC'd here, so that the sketching thread only runs the kernel
-                    data, offsets = _encode_parts(batch_parts, cfg.shingle.normalize)
-                    future = sketcher.submit(self._sketch_encoded, data, offsets)
+                    # NFKC'd here, so that the sketching thread only runs the kernel
+                    future = sketcher.submit(self._sketch_encoded, _encode_parts(batch_parts, cfg.shingle.normalize))
                 else:
                     future = sketcher.submit(self._sketch_python, _texts(batch_parts))
                 pending.append((future, batch_parts, batch_ords, batch_bytes))
@@ -515,16 +514,16 @@ class Deduplicator:
         from . import _native
 
         if _native.supports(self.config.shingle):
-            return self._sketch_encoded(*_encode_parts([list(texts)], self.config.shingle.normalize))
+            return self._sketch_encoded(_encode_parts([list(texts)], self.config.shingle.normalize))
         return self._sketch_python(list(texts))
 
-    def _sketch_encoded(self, data, offsets: np.ndarray):
+    def _sketch_encoded(self, segments: list[tuple]):
         """(signatures with shingle ids, content fingerprints) of a batch, from the bytes the
         kernel reads (:func:`_encode_parts`)."""
         from . import _native
 
         cfg = self.config
-        sig = _native.signatures_encoded(data, offsets, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True,
+        sig = _native.signatures_encoded(segments, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True,
                                          with_fingerprints=True)
         return sig, sig.fingerprints
 
@@ -629,25 +628,22 @@ def _texts(parts: list) -> list[str]:
     return out
 
 
-def _encode_parts(parts: list, norm) -> tuple[bytes, np.ndarray]:
-    """A batch's texts as the kernel reads them, joined: (bytes, int64 offsets). EncodedDocuments
-    are UTF-8 already: only the lines of flagged texts (a code point that NFKC may change) that
-    hold such code points are decoded and normalized."""
+def _encode_parts(parts: list, norm) -> list[tuple]:
+    """A batch's texts as the kernel reads them: ``(data, offsets)`` segments for
+    :func:`neardup._native.signatures_encoded`. EncodedDocuments are UTF-8 already and are read
+    in place; only the lines of flagged texts (a code point that NFKC may change) that hold such
+    code points are decoded and normalized, and a text NFKC changes becomes a segment of its own."""
     from . import _native
     from .text.nfkc import nfkc_utf8
 
-    pieces: list = []
-    sizes: list[np.ndarray] = []
+    segments: list[tuple] = []
     for part in parts:
         if type(part) is list:
-            data, offsets = _native.encode_texts(part, norm)
-            pieces.append(data)
-            sizes.append(np.diff(offsets))
+            segments.append(_native.encode_texts(part, norm))
             continue
         data, offsets = part.data, part.offsets
-        lens = np.diff(offsets)
         view = memoryview(data)
-        prev = int(offsets[0])
+        first = 0  # the texts from first on are not in segments yet
         for i in (np.flatnonzero(part.flagged).tolist() if norm.nfkc else ()):
             start, stop = int(offsets[i]), int(offsets[i + 1])
             lo, hi = (start + int(x) for x in part.flag_spans[i])
@@ -658,15 +654,14 @@ def _encode_parts(parts: list, norm) -> tuple[bytes, np.ndarray]:
             fixed = nfkc_utf8(view[lo:hi].tobytes())
             if fixed is None:
                 continue  # NFKC already
-            pieces += [view[prev:lo], fixed]
-            prev = hi
-            lens[i] += len(fixed) - (hi - lo)
-        pieces.append(view[prev : int(offsets[-1])])
-        sizes.append(lens)
-    all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
-    out_offsets = np.zeros(all_sizes.size + 1, dtype=np.int64)
-    np.cumsum(all_sizes, out=out_offsets[1:])
-    return b"".join(pieces), out_offsets
+            if i > first:
+                segments.append((data, offsets[first : i + 1]))
+            text = b"".join((view[start:lo], fixed, view[hi:stop]))
+            segments.append((text, np.array([0, len(text)], dtype=np.int64)))
+            first = i + 1
+        if first < offsets.size - 1:
+            segments.append((data, offsets[first:]))
+    return segments
 
 
 def _python_signatures(texts, shingle_params, minhash_params):
