@@ -633,3 +633,10 @@ def test_signatures_of_encoded_segments_equal_signatures_of_texts():
     assert _native.signatures_encoded([], sp, mp, jobs=2).values.shape == (0, 128)
     with pytest.raises(ValueError, match="within the data"):
         _native.signatures_encoded([(b"abc", np.array([0, 5], dtype=np.int64))], sp, mp)
+
+
+def test_shipped_casefold_table_is_this_pythons():
+    shipped = _native._shipped_casefold()
+    if shipped is None:  # another Unicode version: computed at run time instead
+        pytest.skip("the shipped casefold table is for another Unicode version")
+    assert np.array_equal(shipped, _native.casefold_quads())

@@ -16,10 +16,13 @@ the rest: case folding, tokens, shingles, XXH3-64, distinct ids, MinHash.
 
 from __future__ import annotations
 
+import struct
+import unicodedata
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -101,10 +104,8 @@ def _casefold_changes() -> list[tuple[int, str]]:
     return out
 
 
-@lru_cache(maxsize=1)
-def _fold_tables() -> tuple[np.ndarray, np.ndarray]:
-    """The class table with FOLD_FLAG on code points that case folding changes, and the folding
-    of each as sorted uint32 quadruples (cp, f1, f2, f3)."""
+def casefold_quads() -> np.ndarray:
+    """:func:`_casefold_changes` as sorted uint32 quadruples (cp, f1, f2, f3), 0-padded."""
     changes = _casefold_changes()
     quads = np.zeros((len(changes), 4), dtype=np.uint32)
     for row, (cp, folded) in enumerate(changes):
@@ -112,6 +113,47 @@ def _fold_tables() -> tuple[np.ndarray, np.ndarray]:
             raise RuntimeError(f"casefold of U+{cp:04X} has {len(folded)} code points")
         quads[row, 0] = cp
         quads[row, 1 : 1 + len(folded)] = [ord(c) for c in folded]
+    return quads
+
+
+#: :func:`casefold_quads` for one Unicode version (``scripts/gen_nfkc_table.py``): computing it
+#: costs about 0.07 s at every start, on the path of the first batch.
+_CASEFOLD_FILE = Path(__file__).with_name("text") / "casefold.bin"
+_CASEFOLD_MAGIC = b"NDCF"
+
+
+def write_casefold_table(path: Path = _CASEFOLD_FILE) -> int:
+    """Write :func:`casefold_quads` for the running Python's Unicode version; returns its rows."""
+    quads = casefold_quads()
+    version = unicodedata.unidata_version.encode()
+    with open(path, "wb") as fh:
+        fh.write(_CASEFOLD_MAGIC + struct.pack("<B", len(version)) + version + struct.pack("<I", len(quads)))
+        fh.write(quads.astype("<u4").tobytes())
+    return len(quads)
+
+
+def _shipped_casefold() -> np.ndarray | None:
+    """The shipped quadruples when they are for the running Unicode version, else None."""
+    try:
+        raw = _CASEFOLD_FILE.read_bytes()
+    except OSError:
+        return None
+    if raw[:4] != _CASEFOLD_MAGIC:
+        return None
+    vlen = raw[4]
+    if raw[5 : 5 + vlen].decode() != unicodedata.unidata_version:
+        return None
+    (rows,) = struct.unpack_from("<I", raw, 5 + vlen)
+    return np.frombuffer(raw, dtype="<u4", count=4 * rows, offset=9 + vlen).reshape(rows, 4).astype(np.uint32)
+
+
+@lru_cache(maxsize=1)
+def _fold_tables() -> tuple[np.ndarray, np.ndarray]:
+    """The class table with FOLD_FLAG on code points that case folding changes, and the folding
+    of each as sorted uint32 quadruples (cp, f1, f2, f3)."""
+    quads = _shipped_casefold()
+    if quads is None:
+        quads = casefold_quads()
     table = _table().copy()
     table[quads[:, 0]] |= _FOLD_FLAG
     table.setflags(write=False)
