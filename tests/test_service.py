@@ -343,7 +343,7 @@ def test_writer_commits_concurrent_requests_together(tmp_path):
             index._write_lock.acquire()  # the writer is "busy": everything below queues up
             try:
                 tasks = [asyncio.ensure_future(writer.run(
-                    lambda i=i: index.prepare_check_and_add([(f"p{i}", text) if i != 7 else (None, " ... ")])))
+                    ("check_and_add", [(f"p{i}", text) if i != 7 else (None, " ... ")], 100)))
                     for i in range(20)]
                 await asyncio.sleep(0)  # every task has queued its request
             finally:
@@ -359,7 +359,7 @@ def test_writer_commits_concurrent_requests_together(tmp_path):
         assert sum(groups) == 19 and len(groups) <= 2  # the first request alone, or not even that
         assert len(index) == 1
         with pytest.raises(Exception, match="shutting down"):
-            asyncio.run(writer.run(lambda: index.prepare_add([("late", text)])))
+            asyncio.run(writer.run(("add", [("late", text)])))
 
 
 # -- fuzzing ------------------------------------------------------------------------------------

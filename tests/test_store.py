@@ -484,6 +484,31 @@ def test_prepared_writes_commit_together_in_order(db, tmp_path):
             index.run_prepared([lambda conn: None])
 
 
+def test_prepare_many_equals_one_request_at_a_time(db, texts, tmp_path):
+    """Sketching several requests as one batch gives the writes and answers of one at a time."""
+    requests = [("check_and_add", [(f"c{i}", t)], 3) for i, t in enumerate(texts[:6])]
+    requests += [("add", [("a1", texts[6]), ("a2", texts[7])]), ("check_and_add", [("dup", texts[2].upper())]),
+                 ("check_and_add", [(None, " ... ")]), ("remove", [("x", "y")]),
+                 ("check_and_add", [("bad-limit", "some text")], 0), ("add", [("n", 5)]),
+                 ("check_and_add", [(None, texts[8])])]
+    with SeenIndex(db) as batched, SeenIndex(str(tmp_path / "one.db")) as single:
+        prepared = batched.prepare_many(requests)
+        assert isinstance(prepared[8], InputError) and "without words" in str(prepared[8])
+        assert isinstance(prepared[9], InputError) and "unknown kind" in str(prepared[9])
+        assert isinstance(prepared[10], ConfigError)
+        assert isinstance(prepared[11], InputError) and "must be a str" in str(prepared[11])
+        ok = [p for p in prepared if not isinstance(p, Exception)]
+        got = batched.run_prepared(ok)
+        want = []
+        for kind, docs, *limit in [r for i, r in enumerate(requests) if i not in (8, 9, 10, 11)]:
+            want.append(single.add_many(docs) if kind == "add" else single.check_and_add_many(docs, limit=limit[0])
+                        if limit else single.check_and_add_many(docs))
+        assert got == want and len(got) == 9
+        assert got[7][0]["added"] is False and got[7][0]["exact"] == ["c2"]
+        assert len(got[8][0]["id"]) == 16
+        assert batched.ids() == single.ids()
+
+
 _CHECK_AND_ADD_PROC = r"""
 import json, random, sys
 from neardup.store import SeenIndex

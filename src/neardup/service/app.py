@@ -438,10 +438,9 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
             elif op == "check-and-add":
                 # Sketched, checked and stored by the writer thread, together with whatever other
                 # requests arrived meanwhile (one transaction, one COMMIT).
-                answer = (await writer.run(lambda: index.prepare_check_and_add([(doc_id, doc["text"], meta)],
-                                                                       limit=limit)))[0]
+                answer = (await writer.run(("check_and_add", [(doc_id, doc["text"], meta)], limit)))[0]
             else:
-                answer = {"id": (await writer.run(lambda: index.prepare_add([(doc_id, doc["text"], meta)])))[0],
+                answer = {"id": (await writer.run(("add", [(doc_id, doc["text"], meta)])))[0],
                           "added": True}
         except Exception as exc:  # the same answers as the exception handlers below
             status, obj, headers = _error_of(exc, f"POST {scope['path']}")
@@ -502,20 +501,20 @@ class _Writer:
     """The thread that runs the writes of the fast path (single-document add and check-and-add),
     in groups: group commit across requests.
 
-    The event loop queues a request (a function that sketches it:
-    :meth:`SeenIndex.prepare_check_and_add`); this thread takes everything queued, sketches each,
-    runs them with :meth:`SeenIndex.run_prepared` (one write transaction, each request in order
-    and in its own savepoint, so each sees the ones before it and "new exactly once" holds), and
-    answers each request only after the ``COMMIT`` (an acknowledged add is in the WAL).
+    The event loop queues a request; this thread takes everything queued, sketches the group's
+    texts as one batch (:meth:`SeenIndex.prepare_many`), runs the writes with
+    :meth:`SeenIndex.run_prepared` (one write transaction, each request in order and in its own
+    savepoint, so each sees the ones before it and "new exactly once" holds), and answers each
+    request only after the ``COMMIT`` (an acknowledged add is in the WAL).
 
-    Why one thread. Before, each request went to its own thread-pool thread, sketched there and
-    queued at the index's group commit: eight threads waking each other and taking turns on the
-    GIL cost about 2 ms of server CPU per check-and-add beyond the 2.6 ms the same calls take in
-    one thread, and 204 requests/s with 8 clients on a 100k index. Sketching on the event loop
-    and writing here: 232/s (the writer, returning from each SQLite call, waits for the GIL held
-    by the loop's sketching, up to the 5 ms switch interval). Sketching here too: 267/s, server
-    CPU 3.7 ms per request. Requests of other paths (batches, HTML) still go through the thread
-    pool and meet these at the index's own group commit.
+    Why one thread (measured with 8 clients on a 100,000-document index, 2 cores). Before, each
+    request went to its own thread-pool thread, sketched there and queued at the index's group
+    commit: the threads waking each other and taking turns on the GIL cost about 2 ms of server
+    CPU per check-and-add beyond the 2.6 ms the same calls take in one thread (204 requests/s).
+    Sketching on the event loop and writing here: 232/s (the writer, back from each SQLite call,
+    waits for the GIL that the loop's sketching holds, up to the 5 ms switch interval).
+    Sketching here, one request at a time: 267/s. Requests of other paths (batches, HTML) still
+    go through the thread pool and meet these at the index's own group commit.
     """
 
     #: Most requests in one transaction (a bound on the wait of the first of them).
@@ -528,8 +527,9 @@ class _Writer:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    async def run(self, prepare):
-        """``prepare()`` (a ``SeenIndex.prepare_*`` call) run and committed by the writer thread;
+    async def run(self, request):
+        """``request`` (``("add", docs)`` or ``("check_and_add", docs, limit)``, as
+        :meth:`SeenIndex.prepare_many` takes) sketched, run and committed by the writer thread;
         its result, or its exception raised here."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
@@ -539,7 +539,7 @@ class _Writer:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="neardup-writer", daemon=True)
                 self._thread.start()
-            self._queue.append((prepare, future, loop))
+            self._queue.append((request, future, loop))
             self._cond.notify()
         return await future
 
@@ -551,18 +551,15 @@ class _Writer:
                 if not self._queue:
                     return
                 group, self._queue = self._queue[:self.MAX_GROUP], self._queue[self.MAX_GROUP:]
-            prepared, results = [], [None] * len(group)
-            for i, (prepare, _, _) in enumerate(group):
-                try:
-                    prepared.append((i, prepare()))
-                except Exception as exc:  # a bad document: its request gets the error (400)
-                    results[i] = exc
             try:
-                done = self.index.run_prepared([p for _, p in prepared])
+                # One batch of sketches for the group (half the cost per document of one at a
+                # time); a bad document fails its own request (400), not the others.
+                results = self.index.prepare_many([request for request, _, _ in group])
+                ready = [i for i, r in enumerate(results) if not isinstance(r, BaseException)]
+                for i, r in zip(ready, self.index.run_prepared([results[i] for i in ready])):
+                    results[i] = r
             except BaseException as exc:  # noqa: BLE001 - every waiting request gets an answer
-                done = [exc] * len(prepared)
-            for (i, _), r in zip(prepared, done):
-                results[i] = r
+                results = [exc] * len(group)
             by_loop: dict = {}
             for (_, future, loop), result in zip(group, results):
                 by_loop.setdefault(loop, []).append((future, result))
