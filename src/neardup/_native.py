@@ -16,8 +16,6 @@ the rest: case folding, tokens, shingles, XXH3-64, distinct ids, MinHash.
 
 from __future__ import annotations
 
-import struct
-import unicodedata
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .params import MinHashParams, NormalizeParams, ShingleParams
+from .text import unicode_tables
 from .text.nfkc import nfkc, nfkc_by_lines, unsafe_table
 
 try:
@@ -125,26 +124,14 @@ _CASEFOLD_MAGIC = b"NDCF"
 def write_casefold_table(path: Path = _CASEFOLD_FILE) -> int:
     """Write :func:`casefold_quads` for the running Python's Unicode version; returns its rows."""
     quads = casefold_quads()
-    version = unicodedata.unidata_version.encode()
-    with open(path, "wb") as fh:
-        fh.write(_CASEFOLD_MAGIC + struct.pack("<B", len(version)) + version + struct.pack("<I", len(quads)))
-        fh.write(quads.astype("<u4").tobytes())
+    unicode_tables.write(path, _CASEFOLD_MAGIC, quads)
     return len(quads)
 
 
 def _shipped_casefold() -> np.ndarray | None:
     """The shipped quadruples when they are for the running Unicode version, else None."""
-    try:
-        raw = _CASEFOLD_FILE.read_bytes()
-    except OSError:
-        return None
-    if raw[:4] != _CASEFOLD_MAGIC:
-        return None
-    vlen = raw[4]
-    if raw[5 : 5 + vlen].decode() != unicodedata.unidata_version:
-        return None
-    (rows,) = struct.unpack_from("<I", raw, 5 + vlen)
-    return np.frombuffer(raw, dtype="<u4", count=4 * rows, offset=9 + vlen).reshape(rows, 4).astype(np.uint32)
+    values = unicode_tables.read(_CASEFOLD_FILE, _CASEFOLD_MAGIC)
+    return None if values is None else values.reshape(-1, 4)
 
 
 @lru_cache(maxsize=1)

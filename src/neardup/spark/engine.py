@@ -130,44 +130,14 @@ def _local_reader(ctx: dict):
 
 
 def _jsonl_record(reader, line: bytes, n: int, src: str):
-    """One JSONL line (without its ``\\n``) as the local reader makes it: a Document or a Skipped.
+    """One JSONL line (without its ``\\n``, as Spark splits them) as the local reader makes it:
+    ``_Reader._jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
+    reader counts it. Only ``content="text"``."""
+    from ..io.readers import _line_or_size
 
-    This is the body of ``neardup.io.readers._Reader._read_jsonl``'s loop, calling the same
-    helpers (``_bad_line``, ``_no_text``, ``_id_str``, ``_describe``); the lines themselves come
-    from Spark. (Moving that body into a ``_Reader._jsonl_record(line, n, src)`` method that
-    ``_read_jsonl`` calls would let this adapter disappear.) Only ``content="text"``.
-    """
-    import orjson
-
-    from ..io.documents import Document, Skipped
-    from ..io.readers import _describe, _id_str
-
-    max_bytes = reader.max_bytes
-    if max_bytes is not None and len(line) > max_bytes:
-        # the local reader measures the line without "\n" (and without "\r" before it)
-        size = len(line) - 1 if line[-1:] == b"\r" else len(line)
-        if size > max_bytes:
-            return Skipped(src, n, src, "too_large", f"line of {size} bytes is over the {max_bytes} byte limit")
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        return reader._bad_line(line, exc, n, src)
-    if type(obj) is not dict:
-        return Skipped(src, n, src, "not_an_object", f"the line holds {_describe(obj)}, not a JSON object")
-    ident = obj.get(reader.id_field)
-    if type(ident) is not str or not ident:
-        ident = _id_str(ident, src)
-    text = obj.get(reader.text_field)
-    if type(text) is not str:
-        return reader._no_text(obj, ident, n, src)
-    meta = {}
-    for f in reader.keep_fields:
-        v = obj.get(f)
-        if v is not None:
-            meta[f] = v
-    if not text or text.isspace():
-        return Skipped(ident, n, src, "empty", "the text is empty" if not text else "the text is only white space")
-    return Document(ident, text, n, src, meta)
+    if reader.max_bytes is not None and len(line) > reader.max_bytes:
+        line = _line_or_size(line + b"\n", reader.max_bytes)
+    return reader._jsonl_record(line, n, src)
 
 
 def _row_record(reader, ident, text, keyval, n: int, src: str | None):

@@ -15,12 +15,13 @@ otherwise the table is computed (about a second, once per process).
 
 from __future__ import annotations
 
-import struct
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from . import unicode_tables
 
 _TABLE_FILE = Path(__file__).with_name("nfkc_unsafe.bin")
 _MAGIC = b"NDNQ"
@@ -48,25 +49,12 @@ def unsafe_code_points() -> list[int]:
 def write_table(path: Path = _TABLE_FILE) -> int:
     """Write the table for the running Python's Unicode version; returns its size in code points."""
     cps = unsafe_code_points()
-    version = unicodedata.unidata_version.encode()
-    with open(path, "wb") as fh:
-        fh.write(_MAGIC + struct.pack("<B", len(version)) + version + struct.pack("<I", len(cps)))
-        fh.write(np.asarray(cps, dtype="<u4").tobytes())
+    unicode_tables.write(path, _MAGIC, cps)
     return len(cps)
 
 
 def _shipped() -> np.ndarray | None:
-    try:
-        raw = _TABLE_FILE.read_bytes()
-    except OSError:
-        return None
-    if raw[:4] != _MAGIC:
-        return None
-    vlen = raw[4]
-    if raw[5 : 5 + vlen].decode() != unicodedata.unidata_version:
-        return None
-    (count,) = struct.unpack_from("<I", raw, 5 + vlen)
-    return np.frombuffer(raw, dtype="<u4", count=count, offset=9 + vlen)
+    return unicode_tables.read(_TABLE_FILE, _MAGIC)
 
 
 @lru_cache(maxsize=1)
