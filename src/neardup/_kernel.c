@@ -635,22 +635,86 @@ static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int
     for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
 }
 
+#if ND_X86
+/*
+ * The same compression with the 4 x 4 state in four AVX2 registers, one row each: the four
+ * column G functions run as one, then the rows are rotated so that the diagonals are columns
+ * (the layout of the BLAKE2 authors' SIMD code). About twice the scalar speed.
+ */
+#define B2_ROTR32(x) _mm256_shuffle_epi32((x), _MM_SHUFFLE(2, 3, 0, 1))
+#define B2_ROTR63(x) _mm256_or_si256(_mm256_srli_epi64((x), 63), _mm256_add_epi64((x), (x)))
+#define B2_G4(a, b, c, d, x, y, r16, r24)                                                        \
+    do {                                                                                          \
+        a = _mm256_add_epi64(_mm256_add_epi64(a, b), x);                                          \
+        d = B2_ROTR32(_mm256_xor_si256(d, a));                                                    \
+        c = _mm256_add_epi64(c, d);                                                               \
+        b = _mm256_shuffle_epi8(_mm256_xor_si256(b, c), r24);                                     \
+        a = _mm256_add_epi64(_mm256_add_epi64(a, b), y);                                          \
+        d = _mm256_shuffle_epi8(_mm256_xor_si256(d, a), r16);                                     \
+        c = _mm256_add_epi64(c, d);                                                               \
+        b = B2_ROTR63(_mm256_xor_si256(b, c));                                                    \
+    } while (0)
+
+__attribute__((target("avx2"))) static void b2_compress_avx2(uint64_t h[8], const uint8_t block[128], uint64_t t,
+                                                            int last) {
+    uint64_t m[16];
+    for (int i = 0; i < 16; i++) m[i] = load64_le(block + 8 * i);
+    const __m256i r16 = _mm256_setr_epi8(2, 3, 4, 5, 6, 7, 0, 1, 10, 11, 12, 13, 14, 15, 8, 9, 2, 3, 4, 5, 6, 7, 0,
+                                         1, 10, 11, 12, 13, 14, 15, 8, 9);
+    const __m256i r24 = _mm256_setr_epi8(3, 4, 5, 6, 7, 0, 1, 2, 11, 12, 13, 14, 15, 8, 9, 10, 3, 4, 5, 6, 7, 0, 1,
+                                         2, 11, 12, 13, 14, 15, 8, 9, 10);
+    const __m256i h0 = _mm256_loadu_si256((const __m256i *)h), h1 = _mm256_loadu_si256((const __m256i *)(h + 4));
+    __m256i a = h0, b = h1;
+    __m256i c = _mm256_loadu_si256((const __m256i *)B2_IV);
+    __m256i d = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(B2_IV + 4)),
+                                 _mm256_setr_epi64x((long long)t, 0, last ? -1LL : 0, 0));
+    for (int r = 0; r < 12; r++) {
+        const uint8_t *sg = B2_SIGMA[r];
+        const __m256i x0 = _mm256_setr_epi64x((long long)m[sg[0]], (long long)m[sg[2]], (long long)m[sg[4]],
+                                              (long long)m[sg[6]]);
+        const __m256i y0 = _mm256_setr_epi64x((long long)m[sg[1]], (long long)m[sg[3]], (long long)m[sg[5]],
+                                              (long long)m[sg[7]]);
+        const __m256i x1 = _mm256_setr_epi64x((long long)m[sg[8]], (long long)m[sg[10]], (long long)m[sg[12]],
+                                              (long long)m[sg[14]]);
+        const __m256i y1 = _mm256_setr_epi64x((long long)m[sg[9]], (long long)m[sg[11]], (long long)m[sg[13]],
+                                              (long long)m[sg[15]]);
+        B2_G4(a, b, c, d, x0, y0, r16, r24);
+        /* diagonals to columns: b, c, d rotated left by 1, 2, 3 lanes */
+        b = _mm256_permute4x64_epi64(b, _MM_SHUFFLE(0, 3, 2, 1));
+        c = _mm256_permute4x64_epi64(c, _MM_SHUFFLE(1, 0, 3, 2));
+        d = _mm256_permute4x64_epi64(d, _MM_SHUFFLE(2, 1, 0, 3));
+        B2_G4(a, b, c, d, x1, y1, r16, r24);
+        b = _mm256_permute4x64_epi64(b, _MM_SHUFFLE(2, 1, 0, 3));
+        c = _mm256_permute4x64_epi64(c, _MM_SHUFFLE(1, 0, 3, 2));
+        d = _mm256_permute4x64_epi64(d, _MM_SHUFFLE(0, 3, 2, 1));
+    }
+    _mm256_storeu_si256((__m256i *)h, _mm256_xor_si256(h0, _mm256_xor_si256(a, c)));
+    _mm256_storeu_si256((__m256i *)(h + 4), _mm256_xor_si256(h1, _mm256_xor_si256(b, d)));
+}
+#endif
+
 /* int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big") */
-static uint64_t blake2b_64(const uint8_t *data, size_t len) {
+static uint64_t blake2b_64(const uint8_t *data, size_t len, int simd) {
+    void (*compress)(uint64_t *, const uint8_t *, uint64_t, int) = b2_compress;
+#if ND_X86
+    if (simd) compress = b2_compress_avx2;
+#else
+    (void)simd;
+#endif
     uint64_t h[8];
     memcpy(h, B2_IV, sizeof(h));
     h[0] ^= 0x01010000ULL ^ 8; /* fanout 1, depth 1, no key, 8-byte digest */
     uint64_t t = 0;
     while (len > 128) {
         t += 128;
-        b2_compress(h, data, t, 0);
+        compress(h, data, t, 0);
         data += 128;
         len -= 128;
     }
     uint8_t block[128] = {0};
     if (len) memcpy(block, data, len);
     t += len;
-    b2_compress(h, block, t, 1);
+    compress(h, block, t, 1);
     return __builtin_bswap64(h[0]); /* digest bytes = h[0] little-endian; read big-endian */
 }
 
@@ -1381,7 +1445,7 @@ static PyObject *py_fingerprints(PyObject *self, PyObject *args) {
             oom = 1;
             break;
         }
-        fps[i] = clen ? blake2b_64(s.buf, clen) : 0;
+        fps[i] = clen ? blake2b_64(s.buf, clen, simd) : 0;
     }
     Py_END_ALLOW_THREADS
     if (oom) {
@@ -1643,13 +1707,13 @@ static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int uni
         if (ns != (size_t)-1 && with_fps) {
             /* the word unit's joined buffer is the fingerprinted content */
             if (unit == U_WORD) {
-                fps[i] = content_len ? blake2b_64(s.buf, content_len) : 0;
+                fps[i] = content_len ? blake2b_64(s.buf, content_len, simd) : 0;
             } else {
                 size_t nw = split_units(&sw, &clw, text, len, &content_len, simd);
                 if (nw == (size_t)-1)
                     ns = nw;
                 else
-                    fps[i] = content_len ? blake2b_64(sw.buf, content_len) : 0;
+                    fps[i] = content_len ? blake2b_64(sw.buf, content_len, simd) : 0;
             }
         }
         if (ns != (size_t)-1) {
