@@ -6,6 +6,7 @@ The kernel includes xxHash's single header (XXH3, inlined: nothing is linked). D
 """
 
 import os
+import shutil
 import sys
 import sysconfig
 
@@ -38,6 +39,17 @@ class BuildExt(build_ext):
                 # -O3 for the hot loops; no -march: the AVX2 code is selected at run time.
                 ext.extra_compile_args += ["-O3", "-std=gnu11", "-fno-strict-aliasing"]
         super().build_extensions()
+
+    def copy_file(self, infile, outfile, *args, **kwargs):
+        # Into a new file renamed over the old one: a process that has the old extension loaded
+        # (a running `neardup serve`) keeps its copy instead of seeing its code change under it.
+        if kwargs.get("dry_run") or self.dry_run:
+            return outfile, 1
+        tmp = f"{outfile}.tmp-{os.getpid()}"
+        shutil.copyfile(infile, tmp)
+        shutil.copymode(infile, tmp)
+        os.replace(tmp, outfile)
+        return outfile, 1
 
 
 setup(
