@@ -640,3 +640,21 @@ def test_shipped_casefold_table_is_this_pythons():
     if shipped is None:  # another Unicode version: computed at run time instead
         pytest.skip("the shipped casefold table is for another Unicode version")
     assert np.array_equal(shipped, _native.casefold_quads())
+
+
+def test_band_pairs_equal_their_numpy_definition():
+    # buckets found by hashing in C against the sort of each band in numpy: same pairs, same stats
+    from neardup.cluster import candidates
+
+    rng = np.random.default_rng(2)
+    cases = ((1000, 18, 300, 64), (5000, 4, 50, 8), (50, 3, 2, 64), (1, 2, 5, 64), (20000, 18, 2**63, 64),
+             (3000, 5, 3, 4), (200, 1, 1, 2))
+    for n, bands, distinct, window in cases:
+        keys = rng.integers(0, distinct, size=(n, bands), dtype=np.uint64)
+        got = candidates.candidate_pairs(keys, window=window)
+        packed, stats = candidates._packed_pairs(keys, window)
+        allp = np.unique(np.concatenate(packed)) if packed else np.empty(0, dtype=np.int64)
+        assert np.array_equal(got[0], allp >> 32) and np.array_equal(got[1], allp & 0xFFFFFFFF), (n, bands)
+        assert got[2] == dict(zip(("buckets_shared", "largest_bucket", "buckets_over_window"), stats))
+    with pytest.raises(ValueError, match="window >= 2"):
+        _kernel.band_pairs(np.zeros((4, 2), dtype=np.uint64), 2, 1)

@@ -2150,6 +2150,117 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Candidate pairs from band keys                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* A growing array of packed pairs (lo << 32 | hi). */
+typedef struct {
+    int64_t *v;
+    size_t n, cap;
+} pairs_t;
+
+static int pairs_push(pairs_t *p, uint32_t a, uint32_t b) {
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 1 << 16;
+        int64_t *v = realloc(p->v, cap * sizeof(int64_t));
+        if (!v) return 0;
+        p->v = v;
+        p->cap = cap;
+    }
+    const uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
+    p->v[p->n++] = ((int64_t)lo << 32) | (int64_t)hi;
+    return 1;
+}
+
+PyDoc_STRVAR(band_pairs_doc,
+"band_pairs(keys, bands, window) -> (pairs, buckets_shared, largest_bucket, buckets_over_window)\n\n"
+"The pairs of rows of the (n, bands) uint64 band-key matrix that share a key in some band, as\n"
+"neardup.cluster.candidates.candidate_pairs makes them: in each bucket (rows with one key in one\n"
+"band, in row order) every row is paired with the next window - 1 rows. pairs: bytearray of\n"
+"int64 lo << 32 | hi (lo < hi), with repeats, in no order. Buckets are found by hashing, in one\n"
+"pass per band, not by sorting. n must be below 2**32. The GIL is released.");
+
+static PyObject *py_band_pairs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *keys_obj;
+    Py_ssize_t bands, window;
+    if (!PyArg_ParseTuple(args, "Onn", &keys_obj, &bands, &window)) return NULL;
+    Py_buffer kb;
+    if (PyObject_GetBuffer(keys_obj, &kb, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    PyObject *result = NULL;
+    if (bands < 1 || window < 2 || kb.len % (8 * bands) || (size_t)kb.len / 8 / (size_t)bands >= UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "keys must be (n, bands) uint64 with n < 2**32, and window >= 2");
+        PyBuffer_Release(&kb);
+        return NULL;
+    }
+    const size_t n = (size_t)kb.len / 8 / (size_t)bands;
+    const uint64_t *keys = (const uint64_t *)kb.buf;
+    int bits = 4;
+    while (((size_t)1 << bits) < 2 * n) bits++;
+    const size_t cap = (size_t)1 << bits, mask = cap - 1;
+    /* per slot: the key, the first and last row of its chain, the chain's size; per row: the next row */
+    uint64_t *slot_key = malloc(cap * sizeof(uint64_t));
+    uint32_t *head = malloc(cap * sizeof(uint32_t)), *tail = malloc(cap * sizeof(uint32_t));
+    uint32_t *size = malloc(cap * sizeof(uint32_t)), *next = malloc((n + 1) * sizeof(uint32_t));
+    uint32_t *members = malloc((n + 1) * sizeof(uint32_t));
+    pairs_t pairs = {0};
+    long long shared = 0, capped = 0;
+    size_t largest = 0;
+    int oom = !slot_key || !head || !tail || !size || !next || !members;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t band = 0; band < bands && !oom; band++) {
+        memset(size, 0, cap * sizeof(uint32_t));
+        for (size_t i = 0; i < n; i++) {
+            const uint64_t k = keys[i * (size_t)bands + (size_t)band];
+            size_t h = (size_t)((k * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+            while (size[h] && slot_key[h] != k) h = (h + 1) & mask;
+            if (!size[h]) {
+                slot_key[h] = k;
+                head[h] = (uint32_t)i;
+            } else {
+                next[tail[h]] = (uint32_t)i;
+            }
+            tail[h] = (uint32_t)i;
+            size[h]++;
+        }
+        for (size_t h = 0; h < cap && !oom; h++) {
+            const size_t m = size[h];
+            if (m < 2) continue;
+            shared++;
+            largest = m > largest ? m : largest;
+            capped += m > (size_t)window;
+            members[0] = head[h];
+            for (size_t q = 1; q < m; q++) members[q] = next[members[q - 1]]; /* in row order */
+            for (size_t a = 0; a < m && !oom; a++) {
+                const size_t stop = a + (size_t)window < m ? a + (size_t)window : m;
+                for (size_t b = a + 1; b < stop; b++)
+                    if (!pairs_push(&pairs, members[a], members[b])) {
+                        oom = 1;
+                        break;
+                    }
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(slot_key);
+    free(head);
+    free(tail);
+    free(size);
+    free(next);
+    free(members);
+    if (oom) {
+        free(pairs.v);
+        PyBuffer_Release(&kb);
+        return PyErr_NoMemory();
+    }
+    PyObject *out = PyByteArray_FromStringAndSize((const char *)pairs.v, (Py_ssize_t)(pairs.n * sizeof(int64_t)));
+    free(pairs.v);
+    if (out) result = Py_BuildValue("(NLnL)", out, shared, (Py_ssize_t)largest, capped);
+    PyBuffer_Release(&kb);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* LSH band keys                                                                               */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -2208,6 +2319,7 @@ static PyMethodDef methods[] = {
     {"intersections", py_intersections, METH_VARARGS, intersections_doc},
     {"agreements", py_agreements, METH_VARARGS, agreements_doc},
     {"band_keys", py_band_keys, METH_VARARGS, band_keys_doc},
+    {"band_pairs", py_band_pairs, METH_VARARGS, band_pairs_doc},
     {"set_simd", py_set_simd, METH_O, set_simd_doc},
     {"simd", py_simd, METH_NOARGS, simd_doc},
     {"xxh3_64", py_xxh3, METH_O, xxh3_doc},

@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+try:
+    from .. import _kernel
+except ImportError:  # not built: numpy sorts each band instead
+    _kernel = None
+
 #: Within one bucket, each document is compared with at most this many documents after it
 #: (in input order). Buckets no larger than this give all their pairs; larger ones (boilerplate
 #: that many documents share) give a linear number of pairs instead of a quadratic one, still
@@ -20,6 +25,27 @@ def candidate_pairs(band_keys: np.ndarray, *, window: int = BUCKET_WINDOW) -> tu
     Returns ``(i, j, stats)`` with int64 arrays sorted by (i, j) and stats counting buckets,
     the largest bucket and the buckets that hit the window.
     """
+    n, bands = band_keys.shape
+    if n and _kernel is not None:  # buckets by hashing, one pass per band: no sort of every key
+        raw, shared_buckets, largest, capped = _kernel.band_pairs(
+            np.ascontiguousarray(band_keys, dtype=np.uint64), bands, window)
+        packed = [np.frombuffer(raw, dtype=np.int64)] if raw else []
+    else:
+        packed, (shared_buckets, largest, capped) = _packed_pairs(band_keys, window)
+    if packed:
+        # sort, then drop repeats (np.unique hashes first, several times slower on these sizes)
+        allp = np.sort(np.concatenate(packed))
+        if allp.size > 1:
+            allp = allp[np.concatenate(([True], allp[1:] != allp[:-1]))]
+    else:
+        allp = np.empty(0, dtype=np.int64)
+    stats = {"buckets_shared": shared_buckets, "largest_bucket": largest, "buckets_over_window": capped}
+    return allp >> 32, allp & 0xFFFFFFFF, stats
+
+
+def _packed_pairs(band_keys: np.ndarray, window: int) -> tuple[list[np.ndarray], tuple[int, int, int]]:
+    """The definition of :func:`candidate_pairs`'s pairs by sorting each band (what the compiled
+    kernel computes by hashing): packed ``lo << 32 | hi`` arrays, with repeats, and the stats."""
     n, bands = band_keys.shape
     packed = []
     largest, capped, shared_buckets = 0, 0, 0
@@ -47,15 +73,7 @@ def candidate_pairs(band_keys: np.ndarray, *, window: int = BUCKET_WINDOW) -> tu
             a, b = order[:-d][ok], order[d:][ok]
             lo, hi = np.minimum(a, b), np.maximum(a, b)
             packed.append((lo.astype(np.int64) << 32) | hi.astype(np.int64))
-    if packed:
-        # sort, then drop repeats (np.unique hashes first, several times slower on these sizes)
-        allp = np.sort(np.concatenate(packed))
-        if allp.size > 1:
-            allp = allp[np.concatenate(([True], allp[1:] != allp[:-1]))]
-    else:
-        allp = np.empty(0, dtype=np.int64)
-    stats = {"buckets_shared": shared_buckets, "largest_bucket": largest, "buckets_over_window": capped}
-    return allp >> 32, allp & 0xFFFFFFFF, stats
+    return packed, (shared_buckets, largest, capped)
 
 
 def estimate_similarity(signatures: np.ndarray, i: np.ndarray, j: np.ndarray, chunk: int = 65536) -> np.ndarray:
