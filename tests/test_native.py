@@ -658,3 +658,15 @@ def test_band_pairs_equal_their_numpy_definition():
         assert got[2] == dict(zip(("buckets_shared", "largest_bucket", "buckets_over_window"), stats))
     with pytest.raises(ValueError, match="window >= 2"):
         _kernel.band_pairs(np.zeros((4, 2), dtype=np.uint64), 2, 1)
+
+
+def test_pair_functions_on_threads_equal_one_thread():
+    rng = np.random.default_rng(0)
+    runs = [np.unique(rng.integers(0, 1000, size=int(rng.integers(0, 200))).astype(np.uint64)) for _ in range(500)]
+    ids = np.concatenate(runs)
+    offsets = np.concatenate(([0], np.cumsum([r.size for r in runs]))).astype(np.int64)
+    i, j = rng.integers(0, 500, size=20000), rng.integers(0, 500, size=20000)
+    values = rng.integers(0, 3, size=(500, 16), dtype=np.uint64)
+    for jobs in (2, 3):
+        assert np.array_equal(_native.intersections(ids, offsets, i, j, jobs=jobs), _native.intersections(ids, offsets, i, j))
+        assert np.array_equal(_native.agreements(values, i, j, jobs=jobs), _native.agreements(values, i, j))

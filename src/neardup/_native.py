@@ -454,21 +454,33 @@ def fingerprints(texts: Sequence[str], normalize: NormalizeParams = NormalizePar
     return out
 
 
-def intersections(ids: np.ndarray, offsets: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+def _over_pairs(call, i: np.ndarray, j: np.ndarray, jobs: int) -> np.ndarray:
+    """``call(i, j)`` (a kernel function of pairs that releases the GIL, returning int64 bytes)
+    on ``jobs`` threads over contiguous slices of the pairs, concatenated."""
+    i = np.ascontiguousarray(i, dtype=np.int64).ravel()
+    j = np.ascontiguousarray(j, dtype=np.int64).ravel()
+    jobs = max(1, min(int(jobs), i.size // 4096))  # a thread for less is not worth starting
+    if jobs == 1:
+        return np.frombuffer(call(i, j), dtype=np.int64)
+    cuts = np.linspace(0, i.size, jobs + 1).astype(np.int64)
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-kernel") as pool:
+        parts = list(pool.map(lambda k: call(i[cuts[k] : cuts[k + 1]], j[cuts[k] : cuts[k + 1]]), range(jobs)))
+    return np.frombuffer(b"".join(parts), dtype=np.int64)
+
+
+def intersections(ids: np.ndarray, offsets: np.ndarray, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
     """``|A ∩ B|`` (int64) for each pair ``(i[q], j[q])`` of sorted distinct id runs, run ``r``
     being ``ids[offsets[r]:offsets[r+1]]``, as :func:`neardup.cluster.candidates.exact_overlaps`."""
     if _kernel is None:
         from .errors import ConfigError
 
         raise ConfigError("the compiled kernel neardup._kernel is not built")
-    raw = _kernel.intersections(
-        np.ascontiguousarray(ids, dtype=np.uint64), np.ascontiguousarray(offsets, dtype=np.int64),
-        np.ascontiguousarray(i, dtype=np.int64).ravel(), np.ascontiguousarray(j, dtype=np.int64).ravel(),
-    )
-    return np.frombuffer(raw, dtype=np.int64)
+    ids = np.ascontiguousarray(ids, dtype=np.uint64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    return _over_pairs(lambda a, b: _kernel.intersections(ids, offsets, a, b), i, j, jobs)
 
 
-def agreements(values: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+def agreements(values: np.ndarray, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
     """Equal positions (int64) of rows ``i[q]`` and ``j[q]`` of the (n, m) uint64 signature matrix,
     as ``(values[i] == values[j]).sum(axis=1)`` without gathering the rows."""
     if _kernel is None:
@@ -476,6 +488,4 @@ def agreements(values: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
         raise ConfigError("the compiled kernel neardup._kernel is not built")
     values = np.ascontiguousarray(values, dtype=np.uint64)
-    raw = _kernel.agreements(values, values.shape[1], np.ascontiguousarray(i, dtype=np.int64).ravel(),
-                             np.ascontiguousarray(j, dtype=np.int64).ravel())
-    return np.frombuffer(raw, dtype=np.int64)
+    return _over_pairs(lambda a, b: _kernel.agreements(values, values.shape[1], a, b), i, j, jobs)

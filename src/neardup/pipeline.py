@@ -367,7 +367,7 @@ class Deduplicator:
             del keys
             stats.update(cstats)
             stats["candidate_pairs"] = int(ci.size)
-            est = estimate_similarity(signatures, ci, cj)
+            est = estimate_similarity(signatures, ci, cj, jobs=self.jobs)
             if cfg.verify:
                 m = cfg.minhash.num_perm
                 t_ = cfg.threshold if cfg.measure == "jaccard" else max(cfg.threshold / 2, 0.05)
@@ -400,7 +400,7 @@ class Deduplicator:
         from .cluster.candidates import exact_overlaps, similarities
 
         if ci.size and cfg.method != "exact":
-            inter = exact_overlaps(shingle_ids, offsets, ci, cj)
+            inter = exact_overlaps(shingle_ids, offsets, ci, cj, jobs=self.jobs)
             sims = similarities(counts, inter, ci, cj)
             if cfg.measure == "jaccard":
                 score = sims["jaccard"]
@@ -451,7 +451,7 @@ class Deduplicator:
         sim_to_survivor = {}
         if members.size:
             a, b = np.minimum(members, survivor_local[members]), np.maximum(members, survivor_local[members])
-            inter = exact_overlaps(shingle_ids, offsets, a, b)
+            inter = exact_overlaps(shingle_ids, offsets, a, b, jobs=self.jobs)
             sims = similarities(counts, inter, a, b)
             if cfg.measure == "jaccard":
                 sval = sims["jaccard"]

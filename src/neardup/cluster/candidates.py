@@ -76,13 +76,15 @@ def _packed_pairs(band_keys: np.ndarray, window: int) -> tuple[list[np.ndarray],
     return packed, (shared_buckets, largest, capped)
 
 
-def estimate_similarity(signatures: np.ndarray, i: np.ndarray, j: np.ndarray, chunk: int = 65536) -> np.ndarray:
-    """MinHash estimates of the pairs: the fraction of equal signature positions."""
+def estimate_similarity(signatures: np.ndarray, i: np.ndarray, j: np.ndarray, chunk: int = 65536, *,
+                        jobs: int = 1) -> np.ndarray:
+    """MinHash estimates of the pairs: the fraction of equal signature positions (on ``jobs``
+    threads with the compiled kernel)."""
     if i.size and signatures.ndim == 2 and signatures.shape[1]:
         from .. import _native
 
         if _native.available():  # compares in place: no gathering of two rows per pair
-            return _native.agreements(signatures, i, j) / signatures.shape[1]
+            return _native.agreements(signatures, i, j, jobs=jobs) / signatures.shape[1]
     out = np.empty(i.size, dtype=np.float64)
     for s in range(0, i.size, chunk):
         a = signatures[i[s : s + chunk]]
@@ -91,15 +93,13 @@ def estimate_similarity(signatures: np.ndarray, i: np.ndarray, j: np.ndarray, ch
     return out
 
 
-def exact_overlaps(ids: np.ndarray, offsets: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """|A ∩ B| of the sorted distinct shingle-id runs of documents i and j, for each pair."""
-    try:
-        from .. import _native
+def exact_overlaps(ids: np.ndarray, offsets: np.ndarray, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
+    """|A ∩ B| of the sorted distinct shingle-id runs of documents i and j, for each pair (on
+    ``jobs`` threads with the compiled kernel)."""
+    from .. import _native
 
-        if _native.available() and hasattr(_native, "intersections"):
-            return _native.intersections(ids, offsets, i, j)
-    except ImportError:
-        pass
+    if _native.available():
+        return _native.intersections(ids, offsets, i, j, jobs=jobs)
     out = np.empty(i.size, dtype=np.int64)
     for k, (a, b) in enumerate(zip(i.tolist(), j.tolist())):
         out[k] = np.intersect1d(ids[offsets[a] : offsets[a + 1]], ids[offsets[b] : offsets[b + 1]],
