@@ -60,12 +60,16 @@ def _user_env() -> dict:
 def run_neardup(corpus: str, extra: list[str]) -> dict:
     out = tempfile.mkdtemp(prefix="neardup-bench-")
     cmd = [sys.executable, "-m", "neardup", "dedup", corpus, "--output", out, "--quiet", *extra]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu_before = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     t = time.perf_counter()
     subprocess.run(cmd, check=True, env=_user_env())
     seconds = time.perf_counter() - t
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime - cpu_before  # depends much less on the load than wall time
     summary = json.load(open(os.path.join(out, "summary.json")))
-    return {"seconds": seconds, "peak_memory_mb": summary["peak_memory_mb"], "stages": summary["seconds"],
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_memory_mb": summary["peak_memory_mb"],
+            "stages": summary["seconds"],
             "kept": summary["kept"], "exact": summary["exact_duplicates"], "near": summary["near_duplicates"],
             "candidate_pairs": summary["candidate_pairs"], "verified_pairs": summary["verified_pairs"],
             "config": summary["config"], "output": out, "command": " ".join(cmd), "children_maxrss_before": before}
@@ -133,19 +137,20 @@ def main() -> None:
                         "--json-out", peer_out, "--quiet"], check=False)
         if os.path.exists(peer_out):
             peers = [json.loads(l) for l in open(peer_out)]
-    rows = [("neardup (whole command, verified)", nd["seconds"], nd["peak_memory_mb"], 1.0)]
+    rows = [("neardup (whole command, verified)", nd["seconds"], nd["cpu_seconds"], nd["peak_memory_mb"], 1.0)]
     for p in peers:
         secs = p.get("seconds_total")
         status = p.get("status", "ok")
-        rows.append((f"{p.get('peer')} {p.get('version', '')} ({status})", secs, p.get("peak_rss_mb"),
-                     (secs / nd["seconds"]) if secs else None))
+        rows.append((f"{p.get('peer')} {p.get('version', '')} ({status})", secs, p.get("cpu_seconds"),
+                     p.get("peak_rss_mb"), (secs / nd["seconds"]) if secs else None))
     print(f"\ncorpus {args.corpus}: {size_mb:.1f} MB; machine {facts['cpu']} x{facts['nproc']}")
-    print(f"{'tool':<44} {'seconds':>9} {'peak MB':>9} {'peer/neardup':>13}")
-    for name, secs, mem, ratio in rows:
+    print(f"{'tool':<44} {'seconds':>9} {'cpu s':>9} {'peak MB':>9} {'peer/neardup':>13}")
+    for name, secs, cpu, mem, ratio in rows:
         s = f"{secs:9.2f}" if secs else f"{'-':>9}"
+        c = f"{cpu:9.2f}" if cpu else f"{'-':>9}"
         m = f"{mem:9.0f}" if mem else f"{'-':>9}"
         r = f"{ratio:12.1f}x" if ratio else f"{'-':>13}"
-        print(f"{name:<44} {s} {m} {r}")
+        print(f"{name:<44} {s} {c} {m} {r}")
     result = {"date": str(dt.datetime.now()), "machine": facts, "corpus": args.corpus, "corpus_mb": size_mb,
               "signatures": sig, "neardup_runs": runs, "neardup_median_s": nd["seconds"], "mb_per_s": size_mb / nd["seconds"],
               "peers": peers}
