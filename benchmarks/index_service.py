@@ -18,7 +18,9 @@ busy, shared machine slows both alike:
   unseen documents. Latency is end to end from the text: sketching included for both. neardup
   answers exact copies, near-copies with estimated Jaccard, containment both ways and simhash
   neighbours; datasketch returns LSH candidate keys only. Recall of the planted near-copies is
-  recorded for both.
+  recorded for both. neardup's index is opened with ``resident=True`` from the start, as
+  ``neardup serve`` opens it (the whole file mapped, its pages kept faulted in by a background
+  thread; ``--no-resident`` measures without, as before 2026-11-30 13:00).
 * **service**: ``--clients`` client processes on loopback for ``--service-seconds`` each
   workload, closed loop, fresh documents. neardup: ``POST /v1/check`` and ``POST
   /v1/check-and-add`` against ``neardup serve --workers N`` (``--server-workers``), each client
@@ -45,7 +47,7 @@ contiguous halves of an earlier page.
 
 Usage::
 
-    python benchmarks/index_service.py                          # 1M documents, ~1-2 h on 2 cores
+    python benchmarks/index_service.py                          # 1M documents, ~53 min on 2 cores
     python benchmarks/index_service.py --docs 100000 --add-budget 600
     python benchmarks/index_service.py --quick                  # 20k documents, a few minutes
 """
