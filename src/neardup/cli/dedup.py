@@ -88,6 +88,9 @@ def dedup_command(args) -> int:
                 content=args.content, html=args.html, max_bytes=args.max_bytes, write_kept=not args.no_kept)
         finally:
             progress.close()
+        from .. import cli
+
+        cli.nothing_left_to_close = True  # outputs written and closed, work folder removed
     if not args.quiet:
         print(describe(summary), file=sys.stderr)
     return 0
