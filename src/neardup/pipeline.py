@@ -159,7 +159,7 @@ class Deduplicator:
     >>> # Deduplicator(DedupConfig(threshold=0.8)).run(["corpus.jsonl"], "out/")
     """
 
-    BATCH_BYTES = 16 << 20
+    BATCH_BYTES = 8 << 20
 
     def __init__(self, config: DedupConfig = DedupConfig(), *, jobs: int | None = None, progress=None,
                  work_dir: str | None = None):

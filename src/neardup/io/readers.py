@@ -78,7 +78,7 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _PARQUET_BATCH_ROWS = 1024
 _MAX_KEYS_SHOWN = 12
 #: Bytes read at a time by the JSONL fast path (tests make it small).
-_JSONL_BLOCK_BYTES = 8 << 20
+_JSONL_BLOCK_BYTES = 4 << 20
 
 
 # --------------------------------------------------------------------------- formats and walking
