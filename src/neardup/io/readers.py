@@ -5,7 +5,8 @@ Formats (``detect_format`` picks one from the name when ``format="auto"``):
 ``jsonl``
     ``.jsonl``, ``.json``, ``.ndjson``, optionally ``.gz`` / ``.zst`` (the compression is recognised
     from the file's first bytes, whatever its name). One JSON object per line, read line by line and
-    parsed with orjson; lines are UTF-8 strictly. Every line is a record, a blank line included
+    parsed with orjson; lines are UTF-8 strictly. (:func:`read_encoded`, which ``neardup dedup``
+    uses, gives the same records, with ordinary lines scanned in blocks by ``neardup._jsonl``.) Every line is a record, a blank line included
     (it is Skipped as ``empty``), so ``source`` is ``<file>:<line>`` with 1-based line numbers.
     With ``max_bytes`` a longer line is read in bounded chunks and thrown away (``too_large``).
 ``parquet``
