@@ -513,8 +513,11 @@ class Deduplicator:
         engine's executors sketch with this)."""
         from . import _native
 
-        if _native.supports(self.config.shingle):
-            return self._sketch_encoded(_encode_parts([list(texts)], self.config.shingle.normalize))
+        cfg = self.config
+        if _native.supports(cfg.shingle):
+            sig = _native.signatures(texts, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True,
+                                     with_fingerprints=True)
+            return sig, sig.fingerprints
         return self._sketch_python(list(texts))
 
     def _sketch_encoded(self, segments: list[tuple]):

@@ -63,7 +63,8 @@ class Skipped:
 class EncodedDocuments:
     """Consecutive Documents of one JSONL file whose texts are already UTF-8 bytes (the JSONL
     fast path, :func:`neardup.io.readers.read_encoded`): document i is ``Document(ids[i],
-    data[offsets[i]:offsets[i+1]].decode(), start + i, sources[i])``, with no ``meta``.
+    data[offsets[i]:offsets[i+1]].decode(), start + i, source(i))``, with no ``meta``, its
+    source being line ``first_line + i`` of ``path``.
 
     ``lengths[i]`` is the text's length in code points (``len(text)``); ``flagged[i]`` is True
     when the text holds a code point of the table the reader was given (NFKC may change it), and
@@ -72,7 +73,8 @@ class EncodedDocuments:
 
     ids: list
     start: int
-    sources: list
+    path: str
+    first_line: int
     data: bytearray
     offsets: object  # numpy int64, n + 1
     lengths: object  # numpy int64, n
@@ -85,7 +87,9 @@ class EncodedDocuments:
     def text(self, i: int) -> str:
         return self.data[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
 
+    def source(self, i: int) -> str:
+        return f"{self.path}:{self.first_line + i}"
+
     def documents(self):
         """The same records as Documents."""
-        return [Document(self.ids[i], self.text(i), self.start + i, self.sources[i]) for i in range(len(self.ids))]
-
+        return [Document(self.ids[i], self.text(i), self.start + i, self.source(i)) for i in range(len(self.ids))]

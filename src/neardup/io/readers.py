@@ -5,8 +5,9 @@ Formats (``detect_format`` picks one from the name when ``format="auto"``):
 ``jsonl``
     ``.jsonl``, ``.json``, ``.ndjson``, optionally ``.gz`` / ``.zst`` (the compression is recognised
     from the file's first bytes, whatever its name). One JSON object per line, read line by line and
-    parsed with orjson; lines are UTF-8 strictly. (:func:`read_encoded`, which ``neardup dedup``
-    uses, gives the same records, with ordinary lines scanned in blocks by ``neardup._jsonl``.) Every line is a record, a blank line included
+    parsed with orjson; lines are UTF-8 strictly (:func:`read_encoded`, which ``neardup dedup``
+    uses, gives the same records, ordinary lines scanned in blocks by ``neardup._jsonl``). Every
+    line is a record, a blank line included
     (it is Skipped as ``empty``), so ``source`` is ``<file>:<line>`` with 1-based line numbers.
     With ``max_bytes`` a longer line is read in bounded chunks and thrown away (``too_large``).
 ``parquet``
@@ -583,13 +584,12 @@ class _Reader:
                 id_cps = _cp_offsets(ids, np.frombuffer(ioffs, dtype=np.int64))
                 id_text = ids.decode("utf-8")
                 for a, b in zip([0, *(k + 1 for k in slow)], [*slow, kinds.size]):
-                    if b > a:  # lines a..b-1: ordinary records
-                        sources = [f"{path}:{lineno + i + 1}" for i in range(a, b)]
+                    if b > a:  # lines a..b-1: ordinary records; without an id, the source is the id
                         no_id = (kinds[a:b] & _jsonl.NO_ID).astype(bool).tolist()
-                        idents = [src if missing else id_text[id_cps[i] : id_cps[i + 1]]
-                                  for i, src, missing in zip(range(a, b), sources, no_id)]
-                        yield EncodedDocuments(ids=idents, start=n + a, sources=sources, data=text,
-                                               offsets=toffs[a : b + 1], lengths=lengths[a:b],
+                        idents = [f"{path}:{lineno + i + 1}" if missing else id_text[id_cps[i] : id_cps[i + 1]]
+                                  for i, missing in zip(range(a, b), no_id)]
+                        yield EncodedDocuments(ids=idents, start=n + a, path=path, first_line=lineno + a + 1,
+                                               data=text, offsets=toffs[a : b + 1], lengths=lengths[a:b],
                                                flagged=(kinds[a:b] & _jsonl.FLAGGED).astype(bool),
                                                flag_spans=spans[a:b])
                     if b < kinds.size:  # line b falls back
@@ -915,14 +915,11 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     """
     reader = _Reader(id_field=id_field, text_field=text_field, content=content, html=html,
                      keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs)
-    plan = _plan(paths, format)
-    if jobs > 1 and (content == "html" or any(fmt in ("html", "warc") for _, fmt, _, _ in plan)):
-        return _parallel(reader.read(plan), reader.html, jobs)
-    reader.jobs = 1
-    return reader.read(plan)
+    return _read(reader, _plan(paths, format))
 
 
-def read_encoded(paths: list[str], *, table=None, **options) -> Iterator[Document | Skipped | EncodedDocuments]:
+def read_encoded(paths: list[str], *, table=None, format: str = "auto",
+                 **options) -> Iterator[Document | Skipped | EncodedDocuments]:
     """The records of :func:`read_documents` (same options), with runs of ordinary JSONL records
     as :class:`~neardup.io.documents.EncodedDocuments`: their text as UTF-8 bytes, never a str.
 
@@ -932,14 +929,16 @@ def read_encoded(paths: list[str], *, table=None, **options) -> Iterator[Documen
     does not take, and every other format, come out as :func:`read_documents` gives them; with
     ``content="html"``, ``keep_fields``, or without the compiled scanner, everything does.
     """
-    fmt = options.pop("format", "auto")
-    jobs = options.get("jobs", 1)
-    reader = _Reader(**options)
-    plan = _plan(paths, fmt)
-    if jobs > 1 and (reader.content == "html" or any(fmt in ("html", "warc") for _, fmt, _, _ in plan)):
-        return _parallel(reader.read(plan, table), reader.html, jobs)
+    return _read(_Reader(**options), _plan(paths, format), table)
+
+
+def _read(reader: _Reader, plan, encoded_table=False):
+    """``reader.read(plan, encoded_table)``, HTML extracted in worker processes when the reader
+    has ``jobs > 1`` and the plan has HTML to extract (plain text is never sent to them)."""
+    if reader.jobs > 1 and (reader.content == "html" or any(f in ("html", "warc") for _, f, _, _ in plan)):
+        return _parallel(reader.read(plan, encoded_table), reader.html, reader.jobs)
     reader.jobs = 1
-    return reader.read(plan, table)
+    return reader.read(plan, encoded_table)
 
 
 def iter_raw_records(paths, *, format: str = "auto", max_bytes: int | None = None) -> Iterator[tuple[int, object]]:
