@@ -95,6 +95,23 @@ def test_results_do_not_depend_on_jobs_or_batching(planted, tmp_path):
     assert open(os.path.join(a, "pairs.jsonl")).read() == open(os.path.join(b, "pairs.jsonl")).read()
 
 
+def test_spilling_to_disk_gives_the_same_outputs(planted, tmp_path):
+    # with the default budget every batch's ids and signatures stay in memory; with a small one
+    # the first batches stay and the rest spill to files that come back memory-mapped; with
+    # none, all spill
+    path, _, _ = planted
+    outputs, spilled = [], []
+    for budget_mb in (Deduplicator.IN_MEMORY_MB, 0.2, 0):
+        out = str(tmp_path / f"budget-{budget_mb}")
+        d = Deduplicator(DedupConfig(), jobs=2, in_memory_mb=budget_mb)
+        d.BATCH_BYTES = 50_000
+        summary = d.run([path], out)
+        spilled.append(summary["spilled_mb"])
+        outputs.append([open(os.path.join(out, name)).read() for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl")])
+    assert spilled[0] == 0 and 0 < spilled[1] < spilled[2]
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
 @pytest.mark.parametrize("method", ["minhash", "simhash", "exact"])
 def test_jsonl_fast_path_and_python_reader_give_the_same_outputs(planted, tmp_path, monkeypatch, method):
     # the planted corpus plus lines the scanner leaves to the Python reader, and texts NFKC changes
@@ -242,3 +259,22 @@ def test_candidate_pairs_equal_brute_force():
     assert stats["buckets_over_window"] == 0
     none_i, none_j, _ = candidate_pairs(np.arange(20, dtype=np.uint64).reshape(10, 2))
     assert none_i.size == none_j.size == 0
+
+
+def test_kept_ids_are_views_of_the_new_documents_ids():
+    from types import SimpleNamespace
+
+    from neardup.pipeline import _kept_ids
+
+    rng = np.random.default_rng(11)  # test data only
+    counts = rng.integers(0, 6, size=40)
+    ids = np.arange(counts.sum(), dtype=np.uint64)
+    offsets = np.concatenate(([0], np.cumsum(counts)))
+    cuts = [0, 7, 8, 8, 25, 40]  # kernel chunks of whole documents, one of them empty
+    parts = tuple(ids[offsets[a] : offsets[b]] for a, b in zip(cuts, cuts[1:]))
+    sig = SimpleNamespace(id_parts=parts, offsets=offsets)
+    for new in (np.ones(40, bool), np.zeros(40, bool), rng.random(40) < 0.7, rng.random(40) < 0.2):
+        pieces = list(_kept_ids(sig, new))
+        got = np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
+        assert got.tolist() == ids[np.repeat(new, counts)].tolist()
+        assert all(p.base is not None and p.size for p in pieces)  # views, no empty ones

@@ -547,6 +547,15 @@ def test_intersections_equal_numpy():
     assert _native.intersections(ids, offsets, [], []).size == 0
     with pytest.raises(ValueError):
         _native.intersections(ids, offsets, [0], [len(runs)])
+    # the same ids as pieces of whole runs (an empty piece among them), read in place
+    cut = [0, 3, 3, 7, len(runs)]
+    pieces = [ids[offsets[a] : offsets[b]] for a, b in zip(cut, cut[1:])]
+    assert pieces[1].size == 0
+    assert _native.intersections(pieces, offsets, i, j).tolist() == want
+    # a piece boundary inside a run is refused, not read past
+    inside = int(offsets[6]) + 1000
+    with pytest.raises(ValueError, match="crosses"):
+        _native.intersections([ids[:inside], ids[inside:]], offsets, np.array([6]), np.array([0]))
 
 
 def test_kernel_releases_the_gil():
@@ -596,6 +605,12 @@ def test_agreements_equal_numpy():
     assert _native.agreements(values, i[:0], j[:0]).size == 0
     with pytest.raises(ValueError):
         _native.agreements(values, np.array([500]), np.array([0]))
+    # rows given as pieces, read in place
+    pieces = [values[:120], values[120:120], values[120:499], values[499:]]
+    assert _native.agreements(pieces, i, j).tolist() == expected.tolist()
+    assert np.array_equal(estimate_similarity(pieces, i, j), expected / 64)
+    with pytest.raises(ValueError):
+        _native.agreements(pieces, np.array([500]), np.array([0]))
 
 
 def test_band_keys_equal_their_numpy_definition():

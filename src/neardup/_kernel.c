@@ -1462,10 +1462,74 @@ done:
     return result;
 }
 
+/* uint64 values given as one buffer or as a list or tuple of buffers read as their
+ * concatenation: dedup keeps the ids and signatures the kernel returned batch by batch (and a
+ * memory map of what spilled) without joining them into one copy. */
+typedef struct {
+    Py_ssize_t n;
+    Py_buffer *views;
+    size_t *start; /* n + 1 cumulative counts of values */
+} pieces_t;
+
+static void pieces_release(pieces_t *p) {
+    for (Py_ssize_t k = 0; k < p->n; k++) PyBuffer_Release(&p->views[k]);
+    PyMem_Free(p->views);
+    PyMem_Free(p->start);
+    p->n = 0;
+    p->views = NULL;
+    p->start = NULL;
+}
+
+/* 1 on success; 0 with an exception set when obj is not uint64 buffers. */
+static int pieces_get(PyObject *obj, pieces_t *p) {
+    const int many = PyList_Check(obj) || PyTuple_Check(obj);
+    PyObject *seq = many ? PySequence_Fast(obj, "pieces") : NULL;
+    const Py_ssize_t n = many ? PySequence_Fast_GET_SIZE(seq) : 1;
+    p->n = 0;
+    p->views = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_buffer));
+    p->start = PyMem_Calloc((size_t)n + 1, sizeof(size_t));
+    if (!p->views || !p->start) {
+        Py_XDECREF(seq);
+        pieces_release(p);
+        PyErr_NoMemory();
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = many ? PySequence_Fast_GET_ITEM(seq, k) : obj;
+        if (PyObject_GetBuffer(item, &p->views[k], PyBUF_C_CONTIGUOUS) < 0) break;
+        p->n = k + 1;
+        if (p->views[k].itemsize != 8 || p->views[k].len % 8) {
+            PyErr_SetString(PyExc_ValueError, "values must be uint64 buffers");
+            break;
+        }
+        p->start[k + 1] = p->start[k] + (size_t)p->views[k].len / 8;
+    }
+    Py_XDECREF(seq);
+    if (p->n != n || PyErr_Occurred()) {
+        pieces_release(p);
+        return 0;
+    }
+    return 1;
+}
+
+/* The values [pos, pos + len) when they lie in one piece, else NULL. */
+static inline const uint64_t *pieces_at(const pieces_t *p, size_t pos, size_t len) {
+    Py_ssize_t lo = 0, hi = p->n; /* the last piece whose start <= pos */
+    while (hi - lo > 1) {
+        const Py_ssize_t mid = (lo + hi) / 2;
+        if (p->start[mid] <= pos) lo = mid;
+        else hi = mid;
+    }
+    if (p->n == 0) return len == 0 ? (const uint64_t *)"" : NULL;
+    if (pos + len > p->start[lo + 1] || pos < p->start[lo]) return NULL;
+    return (const uint64_t *)p->views[lo].buf + (pos - p->start[lo]);
+}
+
 PyDoc_STRVAR(intersections_doc,
 "intersections(ids, offsets, i, j) -> bytearray\n\n"
 "|A & B| for each pair (i[q], j[q]) of sorted distinct id runs A = ids[offsets[i]:offsets[i+1]]\n"
-"(ids: uint64, offsets: int64, i, j: int64); int64 counts. The GIL is released.");
+"(ids: uint64, or a list of uint64 buffers read as their concatenation, each run within one;\n"
+"offsets: int64, i, j: int64); int64 counts. The GIL is released.");
 
 /* |A & B| of two sorted runs of distinct values. */
 static int64_t intersect_count(const uint64_t *a, size_t na, const uint64_t *b, size_t nb) {
@@ -1525,21 +1589,22 @@ static PyObject *py_intersections(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *ids_obj, *offs_obj, *i_obj, *j_obj;
     if (!PyArg_ParseTuple(args, "OOOO", &ids_obj, &offs_obj, &i_obj, &j_obj)) return NULL;
-    Py_buffer vb[4];
-    PyObject *objs[4] = {ids_obj, offs_obj, i_obj, j_obj};
+    pieces_t ids;
+    if (!pieces_get(ids_obj, &ids)) return NULL;
+    Py_buffer vb[3];
+    PyObject *objs[3] = {offs_obj, i_obj, j_obj};
     int got = 0;
     PyObject *result = NULL;
-    for (; got < 4; got++)
+    for (; got < 3; got++)
         if (PyObject_GetBuffer(objs[got], &vb[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
-    if (vb[0].len % 8 || vb[1].len % 8 || vb[1].len < 8 || vb[2].len % 8 || vb[2].len != vb[3].len ||
-        vb[0].itemsize != 8 || vb[1].itemsize != 8 || vb[2].itemsize != 8 || vb[3].itemsize != 8) {
+    if (vb[0].len % 8 || vb[0].len < 8 || vb[1].len % 8 || vb[1].len != vb[2].len || vb[0].itemsize != 8 ||
+        vb[1].itemsize != 8 || vb[2].itemsize != 8) {
         PyErr_SetString(PyExc_ValueError, "ids: uint64; offsets: n+1 int64; i, j: int64 of equal length");
         goto done;
     }
-    const uint64_t *ids = (const uint64_t *)vb[0].buf;
-    const int64_t *off = (const int64_t *)vb[1].buf, *pi = (const int64_t *)vb[2].buf,
-                  *pj = (const int64_t *)vb[3].buf;
-    const size_t nid = (size_t)vb[0].len / 8, n = (size_t)vb[1].len / 8 - 1, np = (size_t)vb[2].len / 8;
+    const int64_t *off = (const int64_t *)vb[0].buf, *pi = (const int64_t *)vb[1].buf,
+                  *pj = (const int64_t *)vb[2].buf;
+    const size_t nid = ids.start[ids.n], n = (size_t)vb[0].len / 8 - 1, np = (size_t)vb[1].len / 8;
     int bad = off[0] < 0 || off[n] > (int64_t)nid;
     for (size_t q = 0; q < n && !bad; q++) bad = off[q + 1] < off[q];
     if (!bad) bad = !pairs_in_range(pi, pj, np, n);
@@ -1550,42 +1615,56 @@ static PyObject *py_intersections(PyObject *self, PyObject *args) {
     result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(np * 8));
     if (!result) goto done;
     int64_t *out = (int64_t *)PyByteArray_AS_STRING(result);
+    int straddles = 0;
     Py_BEGIN_ALLOW_THREADS
     for (size_t q = 0; q < np; q++) {
         const int64_t a = pi[q], b = pj[q];
-        out[q] = intersect_count(ids + off[a], (size_t)(off[a + 1] - off[a]), ids + off[b],
-                                 (size_t)(off[b + 1] - off[b]));
+        const size_t na = (size_t)(off[a + 1] - off[a]), nb = (size_t)(off[b + 1] - off[b]);
+        const uint64_t *ra = pieces_at(&ids, (size_t)off[a], na), *rb = pieces_at(&ids, (size_t)off[b], nb);
+        if (!ra || !rb) {
+            straddles = 1;
+            break;
+        }
+        out[q] = intersect_count(ra, na, rb, nb);
     }
     Py_END_ALLOW_THREADS
+    if (straddles) {
+        PyErr_SetString(PyExc_ValueError, "a run of ids crosses from one buffer to the next");
+        Py_CLEAR(result);
+    }
 done:
     while (got > 0) PyBuffer_Release(&vb[--got]);
+    pieces_release(&ids);
     return result;
 }
 
 PyDoc_STRVAR(agreements_doc,
 "agreements(values, m, i, j) -> bytearray of int64\n\n"
 "For each pair (i[q], j[q]), how many of the m positions of rows i[q] and j[q] of the (n, m)\n"
-"uint64 matrix values are equal (the MinHash estimate times m). The GIL is released.");
+"uint64 matrix values are equal (the MinHash estimate times m); values may be a list of uint64\n"
+"buffers of whole rows read as their concatenation. The GIL is released.");
 
 static PyObject *py_agreements(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *v_obj, *i_obj, *j_obj;
     Py_ssize_t m;
     if (!PyArg_ParseTuple(args, "OnOO", &v_obj, &m, &i_obj, &j_obj)) return NULL;
-    Py_buffer vb[3];
-    PyObject *objs[3] = {v_obj, i_obj, j_obj};
+    pieces_t val;
+    if (!pieces_get(v_obj, &val)) return NULL;
+    Py_buffer vb[2];
+    PyObject *objs[2] = {i_obj, j_obj};
     int got = 0;
     PyObject *result = NULL;
-    for (; got < 3; got++)
+    for (; got < 2; got++)
         if (PyObject_GetBuffer(objs[got], &vb[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
-    if (m <= 0 || vb[0].itemsize != 8 || vb[0].len % (8 * m) || vb[1].itemsize != 8 || vb[2].itemsize != 8 ||
-        vb[1].len != vb[2].len) {
-        PyErr_SetString(PyExc_ValueError, "values: (n, m) uint64; i, j: int64 of equal length");
+    int ragged = m <= 0;
+    for (Py_ssize_t k = 0; k < val.n && !ragged; k++) ragged = (val.start[k + 1] - val.start[k]) % (size_t)m != 0;
+    if (ragged || vb[0].itemsize != 8 || vb[1].itemsize != 8 || vb[0].len != vb[1].len) {
+        PyErr_SetString(PyExc_ValueError, "values: (n, m) uint64 in whole rows; i, j: int64 of equal length");
         goto done;
     }
-    const uint64_t *val = (const uint64_t *)vb[0].buf;
-    const int64_t *pi = (const int64_t *)vb[1].buf, *pj = (const int64_t *)vb[2].buf;
-    const size_t n = (size_t)vb[0].len / (8 * (size_t)m), np = (size_t)vb[1].len / 8;
+    const int64_t *pi = (const int64_t *)vb[0].buf, *pj = (const int64_t *)vb[1].buf;
+    const size_t n = val.start[val.n] / (size_t)m, np = (size_t)vb[0].len / 8;
     if (!pairs_in_range(pi, pj, np, n)) {
         PyErr_SetString(PyExc_ValueError, "pairs must index rows of values");
         goto done;
@@ -1595,7 +1674,9 @@ static PyObject *py_agreements(PyObject *self, PyObject *args) {
     int64_t *out = (int64_t *)PyByteArray_AS_STRING(result);
     Py_BEGIN_ALLOW_THREADS
     for (size_t q = 0; q < np; q++) {
-        const uint64_t *a = val + (size_t)pi[q] * (size_t)m, *b = val + (size_t)pj[q] * (size_t)m;
+        /* rows never straddle: every piece holds whole rows (checked above) */
+        const uint64_t *a = pieces_at(&val, (size_t)pi[q] * (size_t)m, (size_t)m),
+                       *b = pieces_at(&val, (size_t)pj[q] * (size_t)m, (size_t)m);
         int64_t c = 0;
         for (Py_ssize_t p = 0; p < m; p++) c += a[p] == b[p];
         out[q] = c;
@@ -1603,6 +1684,7 @@ static PyObject *py_agreements(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
 done:
     while (got > 0) PyBuffer_Release(&vb[--got]);
+    pieces_release(&val);
     return result;
 }
 

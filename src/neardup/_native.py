@@ -468,24 +468,35 @@ def _over_pairs(call, i: np.ndarray, j: np.ndarray, jobs: int) -> np.ndarray:
     return np.frombuffer(b"".join(parts), dtype=np.int64)
 
 
-def intersections(ids: np.ndarray, offsets: np.ndarray, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
+def intersections(ids, offsets: np.ndarray, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
     """``|A ∩ B|`` (int64) for each pair ``(i[q], j[q])`` of sorted distinct id runs, run ``r``
-    being ``ids[offsets[r]:offsets[r+1]]``, as :func:`neardup.cluster.candidates.exact_overlaps`."""
+    being ``ids[offsets[r]:offsets[r+1]]``, as :func:`neardup.cluster.candidates.exact_overlaps`.
+    ``ids`` may be a list of uint64 arrays read in place as their concatenation."""
     if _kernel is None:
         from .errors import ConfigError
 
         raise ConfigError("the compiled kernel neardup._kernel is not built")
-    ids = np.ascontiguousarray(ids, dtype=np.uint64)
+    ids = _pieces(ids)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     return _over_pairs(lambda a, b: _kernel.intersections(ids, offsets, a, b), i, j, jobs)
 
 
-def agreements(values: np.ndarray, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
+def agreements(values, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
     """Equal positions (int64) of rows ``i[q]`` and ``j[q]`` of the (n, m) uint64 signature matrix,
-    as ``(values[i] == values[j]).sum(axis=1)`` without gathering the rows."""
+    as ``(values[i] == values[j]).sum(axis=1)`` without gathering the rows. ``values`` may be a
+    list of (n_k, m) matrices read in place as their concatenation."""
     if _kernel is None:
         from .errors import ConfigError
 
         raise ConfigError("the compiled kernel neardup._kernel is not built")
-    values = np.ascontiguousarray(values, dtype=np.uint64)
-    return _over_pairs(lambda a, b: _kernel.agreements(values, values.shape[1], a, b), i, j, jobs)
+    pieces = _pieces(values)
+    m = pieces[0].shape[1] if pieces else 1
+    if any(p.ndim != 2 or p.shape[1] != m for p in pieces):
+        raise ValueError("signature pieces must be matrices of equal width")
+    return _over_pairs(lambda a, b: _kernel.agreements(pieces, m, a, b), i, j, jobs)
+
+
+def _pieces(values) -> list[np.ndarray]:
+    """One contiguous uint64 array, or a list of them, as a list (no copy when already so)."""
+    parts = values if isinstance(values, (list, tuple)) else [values]
+    return [np.ascontiguousarray(p, dtype=np.uint64) for p in parts]

@@ -22,6 +22,8 @@ TOKENIZER_VERSION = 1
 
 UNITS = ("word", "char", "line")
 FAMILIES = ("affine61", "mulshift64", "mulshift32")
+#: ``neardup dedup`` holds shingle ids and signatures in memory up to this many MB, then spills.
+IN_MEMORY_MB = 512
 
 
 def _canonical(obj) -> dict:

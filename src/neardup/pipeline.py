@@ -6,9 +6,10 @@
 - Exact pass: a document whose normalized content was seen before is an exact duplicate of the
   first holder and is not sketched again.
 - Sketches: MinHash signatures and the sorted distinct shingle ids of every other document, made
-  by the compiled kernel over batches on all cores. Signatures and ids are spilled to files in a
-  work folder (memory-mapped), so what stays in memory per document is its id, a few integers and
-  its band keys (8 bytes a band).
+  by the compiled kernel over batches on all cores. Signatures and ids stay in memory up to a
+  budget (``in_memory_mb``, 512 MB) and spill beyond it to files in a work folder (memory-mapped),
+  so what stays in memory per document past the budget is its id, a few integers and its band
+  keys (8 bytes a band).
 - Candidates: documents sharing a band key (see :mod:`neardup.cluster.candidates`).
 - Verification (on by default): a candidate pair whose MinHash estimate is more than four
   standard errors below the threshold is dropped; every other one is measured exactly on the
@@ -37,7 +38,7 @@ import numpy as np
 from ._validate import check_choice, check_float, check_int
 from .errors import ConfigError
 from .lsh.params import Banding, banding as banding_for, recall_banding
-from .params import FORMAT_VERSION, MinHashParams, ShingleParams
+from .params import FORMAT_VERSION, IN_MEMORY_MB, MinHashParams, ShingleParams
 
 METHODS = ("minhash", "simhash", "exact")
 MEASURES = ("jaccard", "containment")
@@ -127,25 +128,55 @@ class Outcome:
     kept: np.ndarray
 
 
-class _Spill:
-    """An append-only uint64 file that is memory-mapped once writing is done."""
+class _Budget:
+    """Bytes that the held pieces of a run may still keep in memory."""
 
-    def __init__(self, path: str):
+    def __init__(self, nbytes: int):
+        self.left = nbytes
+
+
+class _Pieces:
+    """An append-only sequence of uint64 arrays, read as their concatenation.
+
+    Arrays are kept as they come while the run's memory budget lasts (no copy, and no file to
+    write, read back and delete: on the benchmark corpus the ids alone are 124 MB). Beyond the
+    budget they are appended to a file that is memory-mapped once writing is done, so memory
+    stays bounded on corpora of any size. The kernel's ``intersections`` and ``agreements``
+    read the pieces in place.
+    """
+
+    def __init__(self, path: str, budget: _Budget):
         self.path = path
-        self.fh = open(path, "wb")
+        self.budget = budget
+        self.held: list[np.ndarray] = []
+        self.fh = None
         self.count = 0
 
     def append(self, arr: np.ndarray) -> None:
         arr = np.ascontiguousarray(arr, dtype=np.uint64)
-        self.fh.write(memoryview(arr).cast("B"))
-        self.count += arr.size
+        if self.fh is None and arr.nbytes <= self.budget.left:
+            self.budget.left -= arr.nbytes
+            self.held.append(arr)
+        else:
+            if self.fh is None:
+                self.fh = open(self.path, "wb")
+            self.fh.write(memoryview(arr).cast("B"))
+            self.count += arr.size
 
-    def finish(self, shape=None) -> np.ndarray:
-        self.fh.close()
-        if self.count == 0:
-            return np.empty(shape if shape else 0, dtype=np.uint64)
-        mm = np.memmap(self.path, dtype=np.uint64, mode="r")
-        return mm.reshape(shape) if shape else mm
+    def finish(self, width: int = 0) -> list[np.ndarray]:
+        """The pieces in order; with ``width``, as matrices of ``width`` columns."""
+        pieces = list(self.held)
+        if self.fh is not None:
+            self.fh.close()
+            if self.count:
+                pieces.append(np.memmap(self.path, dtype=np.uint64, mode="r"))
+        if width:
+            pieces = [p.reshape(-1, width) for p in pieces]
+        return pieces
+
+    @property
+    def spilled_bytes(self) -> int:
+        return self.count * 8
 
 
 def peak_memory_mb() -> float:
@@ -160,13 +191,15 @@ class Deduplicator:
     """
 
     BATCH_BYTES = 8 << 20
+    IN_MEMORY_MB = IN_MEMORY_MB
 
     def __init__(self, config: DedupConfig = DedupConfig(), *, jobs: int | None = None, progress=None,
-                 work_dir: str | None = None):
+                 work_dir: str | None = None, in_memory_mb: float = IN_MEMORY_MB):
         self.config = config
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self.progress = progress
         self.work_dir = work_dir
+        self.in_memory_mb = in_memory_mb
         self.seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------
@@ -227,8 +260,10 @@ class Deduplicator:
         first_by_fp: dict[int, int] = {}
         exact_of: dict[int, int] = {}     # ordinal -> ordinal of the first record with its content
         sketched: list[int] = []          # ordinals of documents that were sketched, in order
-        sig_spill = _Spill(os.path.join(work, "signatures.u64"))
-        id_spill = _Spill(os.path.join(work, "shingles.u64"))
+        # shingle ids (for verification) and signatures (for estimates) in memory up to the budget
+        budget = _Budget(int(self.in_memory_mb * (1 << 20)))
+        sig_spill = _Pieces(os.path.join(work, "signatures.u64"), budget)
+        id_spill = _Pieces(os.path.join(work, "shingles.u64"), budget)
         n_shingles: list[np.ndarray] = []
         band_parts: list[np.ndarray] = []
         simhashes: list[np.ndarray] = []
@@ -274,17 +309,12 @@ class Deduplicator:
                 counts = sig.n_shingles[new]
                 n_shingles.append(counts)
                 if cfg.method != "exact":
-                    # part by part, as the kernel returned them: no copy of the whole batch's ids
-                    keep_ids = None if new.all() else np.repeat(new, sig.n_shingles)
-                    start = 0
-                    for part in sig.id_parts:
-                        stop = start + part.size
-                        id_spill.append(part if keep_ids is None else part[keep_ids[start:stop]])
-                        start = stop
+                    for piece in _kept_ids(sig, new):
+                        id_spill.append(piece)
                 if cfg.method == "minhash":
                     from .lsh.banding import band_keys
 
-                    values = sig.values[new]
+                    values = sig.values if new.all() else sig.values[new]
                     sig_spill.append(values)
                     band_parts.append(band_keys(values, band.bands, band.rows))
                 elif cfg.method == "simhash":
@@ -359,7 +389,7 @@ class Deduplicator:
         # candidates and verification, on local indices 0..n-1 of the sketched documents
         t = time.perf_counter()
         if cfg.method == "minhash" and n:
-            signatures = sig_spill.finish((n, cfg.minhash.num_perm))
+            signatures = sig_spill.finish(cfg.minhash.num_perm)
             keys = np.concatenate(band_parts)
             from .cluster.candidates import candidate_pairs, estimate_similarity
 
@@ -502,6 +532,7 @@ class Deduplicator:
         stats["cluster_sizes"] = cluster_sizes
         stats["pairs"] = (ei, ej, edge_jac, edge_est, edge_score, sk)
         stats["n_shingles_total"] = int(counts.sum())
+        stats["spilled_bytes"] = id_spill.spilled_bytes + sig_spill.spilled_bytes
         stats["duplicate_ids"] = len(ids) - len(set(ids))
         outcome = Outcome(ids=ids, reason=reason, cluster=cluster, duplicate_of=duplicate_of,
                           similarity=similarity, kept=kept)
@@ -604,6 +635,7 @@ class Deduplicator:
             "buckets_over_window": stats.get("buckets_over_window", 0),
             "duplicate_ids": stats["duplicate_ids"],
             "shingles_total": stats["n_shingles_total"],
+            "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
             "kept_output": kept_info,
             "config": self.config.as_dict(),
             "config_fingerprint": self.config.fingerprint(),
@@ -621,6 +653,23 @@ def _numeric(value) -> float:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
+
+
+def _kept_ids(sig, new: np.ndarray):
+    """The shingle ids of the batch's documents where ``new`` is true, in order, as views of the
+    kernel's arrays: one per run of consecutive such documents within an array. A copy through
+    a mask would cost as much again in fresh memory as the ids themselves."""
+    bounds = np.zeros(len(sig.id_parts) + 1, dtype=np.int64)
+    np.cumsum([p.size for p in sig.id_parts], out=bounds[1:])
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], new.view(np.int8), [0]))))
+    for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist()):  # documents a..b-1
+        lo, hi = int(sig.offsets[a]), int(sig.offsets[b])
+        k = int(np.searchsorted(bounds, lo, side="right")) - 1
+        while lo < hi:  # the run may span the arrays of several kernel chunks
+            stop = min(hi, int(bounds[k + 1]))
+            if stop > lo:
+                yield sig.id_parts[k][lo - bounds[k] : stop - bounds[k]]
+            lo, k = stop, k + 1
 
 
 def _texts(parts: list) -> list[str]:

@@ -33,14 +33,14 @@ def print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
-def positive_int(name: str):
+def positive_int(name: str, *, minimum: int = 1):
     def parse(value: str) -> int:
         try:
             n = int(value)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {value!r}") from None
-        if n < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be at least 1, got {n}")
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be at least {minimum}, got {n}")
         return n
 
     return parse

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..params import IN_MEMORY_MB
 from ._common import add_minhash_options, add_shingle_options, minhash_params_from, positive_int, shingle_params_from, unit_float
 
 
@@ -47,6 +48,9 @@ def register(sub) -> None:
     run.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
     run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: all cores)")
     run.add_argument("--no-kept", action="store_true", help="do not write the kept corpus")
+    run.add_argument("--in-memory-mb", type=positive_int("--in-memory-mb", minimum=0), default=IN_MEMORY_MB, metavar="MB",
+                     help="shingle ids and signatures held in memory up to this many MB; the rest spill to a "
+                          f"temporary file (in $TMPDIR), memory-mapped (default {IN_MEMORY_MB})")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress or summary on standard error")
     p.set_defaults(handler=dedup_command)
 
@@ -83,7 +87,7 @@ def dedup_command(args) -> int:
 
         progress = Progress("dedup", enabled=None if not args.quiet else False)
         try:
-            summary = Deduplicator(config, jobs=args.jobs, progress=progress).run(
+            summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=args.in_memory_mb).run(
                 args.inputs, args.output, format=args.format, id_field=args.id_field, text_field=args.text_field,
                 content=args.content, html=args.html, max_bytes=args.max_bytes, write_kept=not args.no_kept)
         finally:

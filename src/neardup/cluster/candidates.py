@@ -76,15 +76,18 @@ def _packed_pairs(band_keys: np.ndarray, window: int) -> tuple[list[np.ndarray],
     return packed, (shared_buckets, largest, capped)
 
 
-def estimate_similarity(signatures: np.ndarray, i: np.ndarray, j: np.ndarray, chunk: int = 65536, *,
+def estimate_similarity(signatures, i: np.ndarray, j: np.ndarray, chunk: int = 65536, *,
                         jobs: int = 1) -> np.ndarray:
     """MinHash estimates of the pairs: the fraction of equal signature positions (on ``jobs``
-    threads with the compiled kernel)."""
-    if i.size and signatures.ndim == 2 and signatures.shape[1]:
-        from .. import _native
+    threads with the compiled kernel). ``signatures`` is the (n, m) uint64 matrix, or a list of
+    such matrices whose rows, in order, are the n documents."""
+    from .. import _native
 
-        if _native.available():  # compares in place: no gathering of two rows per pair
-            return _native.agreements(signatures, i, j, jobs=jobs) / signatures.shape[1]
+    pieces = signatures if isinstance(signatures, list) else [signatures]
+    m = pieces[0].shape[1] if pieces and pieces[0].ndim == 2 else 0
+    if i.size and m and _native.available():  # compares in place: no gathering of two rows per pair
+        return _native.agreements(pieces, i, j, jobs=jobs) / m
+    signatures = np.concatenate(pieces) if len(pieces) > 1 else pieces[0] if pieces else np.empty((0, 0))
     out = np.empty(i.size, dtype=np.float64)
     for s in range(0, i.size, chunk):
         a = signatures[i[s : s + chunk]]
@@ -93,13 +96,16 @@ def estimate_similarity(signatures: np.ndarray, i: np.ndarray, j: np.ndarray, ch
     return out
 
 
-def exact_overlaps(ids: np.ndarray, offsets: np.ndarray, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
+def exact_overlaps(ids, offsets: np.ndarray, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
     """|A ∩ B| of the sorted distinct shingle-id runs of documents i and j, for each pair (on
-    ``jobs`` threads with the compiled kernel)."""
+    ``jobs`` threads with the compiled kernel). ``ids`` is one uint64 array, or a list of them
+    read as their concatenation, each holding whole runs."""
     from .. import _native
 
     if _native.available():
         return _native.intersections(ids, offsets, i, j, jobs=jobs)
+    if isinstance(ids, list):
+        ids = np.concatenate(ids) if ids else np.empty(0, dtype=np.uint64)
     out = np.empty(i.size, dtype=np.int64)
     for k, (a, b) in enumerate(zip(i.tolist(), j.tolist())):
         out[k] = np.intersect1d(ids[offsets[a] : offsets[a + 1]], ids[offsets[b] : offsets[b + 1]],
