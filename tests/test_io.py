@@ -3,6 +3,7 @@
 import gzip
 import io
 import os
+import random
 import shutil
 import tracemalloc
 from collections import Counter
@@ -506,3 +507,53 @@ def test_parallel_extraction_same_output(tmp_path):
     b = write_kept(paths, keep, str(tmp_path / "o2"), max_bytes=10000, content="html")
     assert open(a["path"], "rb").read() == open(b["path"], "rb").read()
     assert a["records"] == keep.sum() == 3 + 30 + 20
+
+
+@pytest.mark.parametrize("block_bytes", [64, 1000, 4 << 20])
+def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_bytes):
+    # the block writer (runs of kept lines straight from the read blocks) against the
+    # line-by-line one it replaces: blank lines, CRLF, lines over max_bytes inside a block and
+    # across blocks, a last line without newline, a truncated gzip stream
+    import gzip as gz_module
+
+    from neardup.io import writers
+
+    monkeypatch.setattr(writers, "_JSONL_BLOCK_BYTES", block_bytes)
+    rng = random.Random(7)  # test data only
+    lines = []
+    for i in range(400):
+        kind = rng.random()
+        if kind < 0.05:
+            lines.append(b"\n")
+        elif kind < 0.1:
+            lines.append(b'{"id": %d, "text": "%s"}\r\n' % (i, b"x" * rng.randint(0, 300)))
+        else:
+            lines.append(b'{"id": %d, "text": "%s"}\n' % (i, b"w " * rng.randint(0, 150)))
+    data = b"".join(lines) + b'{"id": "last", "text": "no newline"}'
+    plain = tmp_path / "a.jsonl"
+    plain.write_bytes(data)
+    broken = tmp_path / "b.jsonl.gz"
+    broken.write_bytes(gz_module.compress(data)[:-200])
+    for path in (plain, broken):
+        for max_bytes in (None, 250):
+            count = sum(1 for _ in writers._lines(str(path), max_bytes))
+            for density in (0.0, 0.5, 0.95, 1.0):
+                keep = writers._Keep(np.array([rng.random() < density for _ in range(count)]))
+                written = []
+
+                def write_lines(view, n):
+                    written.append(bytes(view))
+
+                def drain(gen):
+                    out = []
+                    try:
+                        while True:
+                            out.append(next(gen))
+                    except StopIteration as stop:
+                        return out, stop.value
+
+                got_items, got_n = drain(writers._kept_lines(str(path), max_bytes, keep, 0, write_lines))
+                want_items, want_n = drain(writers._kept_lines(str(path), max_bytes, keep, 0, None))
+                got = b"".join(written) + b"".join(x if x.endswith(b"\n") else x + b"\n" for x in got_items)
+                want = b"".join(x if x.endswith(b"\n") else x + b"\n" for x in want_items)
+                assert (got_n, got) == (want_n, want) and got_n == count

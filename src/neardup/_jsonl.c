@@ -499,8 +499,48 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(line_ends_doc,
+"line_ends(block) -> bytearray of int64\n\n"
+"Where each line of the bytes-like block ends: the offset after its \"\\n\" (the block's length for\n"
+"a last line without one). Lines as readline() gives them. The GIL is released.");
+
+static PyObject *py_line_ends(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *data = (const char *)view.buf;
+    const size_t len = (size_t)view.len;
+    size_t n = 0, cap = 1024;
+    int64_t *ends = malloc(cap * sizeof(int64_t));
+    int oom = !ends;
+    Py_BEGIN_ALLOW_THREADS
+    const char *p = data, *end = data + len;
+    while (!oom && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *stop = nl ? nl + 1 : end;
+        if (n == cap) {
+            int64_t *more = realloc(ends, 2 * cap * sizeof(int64_t));
+            if (!more) {
+                oom = 1;
+                break;
+            }
+            ends = more;
+            cap *= 2;
+        }
+        ends[n++] = (int64_t)(stop - data);
+        p = stop;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *result = oom ? PyErr_NoMemory()
+                           : PyByteArray_FromStringAndSize((const char *)ends, (Py_ssize_t)(n * sizeof(int64_t)));
+    free(ends);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS, scan_doc},
+    {"line_ends", py_line_ends, METH_O, line_ends_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -229,13 +229,18 @@ class Deduplicator:
         try:
             outcome, stats = self._dedup(docs, work)
             t = time.perf_counter()
-            self._write_clusters(outcome, output)
-            self._write_pairs(output, stats, outcome.ids)
             kept_info = None
-            if write_kept:
-                from .io import write_kept as write_kept_records
+            from concurrent.futures import ThreadPoolExecutor
 
-                kept_info = write_kept_records(paths, outcome.kept, output, **read_options)
+            from .io import write_kept as write_kept_records
+
+            # the kept corpus (mostly I/O, off the GIL) is written beside clusters and pairs
+            # (mostly Python)
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
+                kept = writer.submit(write_kept_records, paths, outcome.kept, output, **read_options) if write_kept else None
+                self._write_clusters(outcome, output)
+                self._write_pairs(output, stats, outcome.ids)
+                kept_info = kept.result() if kept else None
             self.seconds["write"] = time.perf_counter() - t
         finally:
             shutil.rmtree(work, ignore_errors=True)

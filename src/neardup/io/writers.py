@@ -11,7 +11,8 @@ import orjson
 
 from ..errors import ConfigError, InputError, require
 from .documents import Document
-from .readers import _PARQUET_BATCH_ROWS, _leaves, _lines, _maybe_parallel, _parquet_open, _plan, _Reader
+from .readers import (_JSONL_BLOCK_BYTES, _PARQUET_BATCH_ROWS, _blocks, _Broken, _jsonl, _leaves, _line_or_size,
+                      _lines, _maybe_parallel, _parquet_open, _plan, _Reader)
 
 __all__ = ["JsonlWriter", "write_kept"]
 
@@ -70,6 +71,11 @@ class JsonlWriter:
         """Write a line that is already JSON (a newline is added if missing)."""
         self._write(line if line[-1:] == b"\n" else line + b"\n")
         self.count += 1
+
+    def write_raw_lines(self, data, lines: int) -> None:
+        """Write ``lines`` whole lines that are already JSON, each ending in a newline."""
+        self._write(data)
+        self.count += lines
 
     def flush(self) -> None:
         self._fh.flush()
@@ -200,7 +206,6 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
 
 
 def _write_jsonl(plan, keeper: _Keep, reader: _Reader, tmp: str) -> tuple[int, int]:
-    fn = keeper.fn
     total = [0]
 
     def records():
@@ -210,10 +215,9 @@ def _write_jsonl(plan, keeper: _Keep, reader: _Reader, tmp: str) -> tuple[int, i
             if why is not None or fmt == "not_html":
                 n += 1
             elif fmt == "jsonl":
-                for _, line in _lines(path, reader.max_bytes):
-                    if type(line) is bytes and fn(n):
-                        yield line
-                    n += 1
+                # blocks written in place only when no item read before waits for extraction
+                n = yield from _kept_lines(path, reader.max_bytes, keeper, n,
+                                           out.write_raw_lines if reader.jobs == 1 else None)
             elif fmt == "parquet":
                 pf, nrows = _parquet_open(path)
                 if pf is None:
@@ -248,6 +252,49 @@ def _write_jsonl(plan, keeper: _Keep, reader: _Reader, tmp: str) -> tuple[int, i
                 out.write({"id": item.id, "source": item.source, "text": item.text})
         written = out.count
     return total[0], written
+
+
+def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, write_lines=None):
+    """The kept lines of one JSONL file (records n, n+1, ...), as the reader numbered them;
+    returns the ordinal after its last record.
+
+    With ``write_lines`` (``JsonlWriter.write_raw_lines``), the file is read in blocks of whole
+    lines and each run of consecutive kept lines is written with one call, straight from the
+    block: for a caller that has written everything yielded before. Otherwise (and after a
+    stream breaks) the kept lines are yielded one by one, as bytes.
+    """
+    lineno = 0
+    if write_lines is not None and _jsonl is not None:
+        try:
+            for item in _blocks(path, max_bytes, _JSONL_BLOCK_BYTES):
+                if type(item) is int:  # a line over max_bytes: never kept
+                    lineno, n = lineno + 1, n + 1
+                    continue
+                buf, length = item
+                with memoryview(buf) as whole, whole[:length] as block:
+                    ends = np.frombuffer(_jsonl.line_ends(block), dtype=np.int64)
+                    starts = np.concatenate(([0], ends[:-1]))
+                    keep = keeper.mask(n, ends.size).copy()
+                    if max_bytes is not None:  # lines over the limit are records never kept
+                        for i in np.flatnonzero(keep & (ends - starts > max_bytes)).tolist():
+                            keep[i] = type(_line_or_size(bytes(block[starts[i] : ends[i]]), max_bytes)) is bytes
+                    edges = np.flatnonzero(np.diff(np.concatenate(([0], keep.view(np.int8), [0]))))
+                    for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist()):  # kept lines a..b-1
+                        with block[int(starts[a]) : int(ends[b - 1])] as run:
+                            write_lines(run, b - a)
+                    if ends.size and buf[length - 1] != 0x0A and keep[-1]:
+                        write_lines(b"\n", 0)  # the file's last line, which has no newline
+                lineno, n = lineno + int(ends.size), n + int(ends.size)
+            return n
+        except _Broken:
+            pass  # the rest, from the first line not yet given, line by line as the reader did
+    fn = keeper.fn
+    for k, line in _lines(path, max_bytes):
+        if k > lineno:
+            if type(line) is bytes and fn(n):
+                yield line
+            n += 1
+    return n
 
 
 def _write_parquet(plan, keeper: _Keep, tmp: str, schema, compression: str) -> tuple[int, int]:
