@@ -478,8 +478,9 @@ class Deduplicator:
             comp_sorted = comp[order]
             firsts = np.concatenate(([True], comp_sorted[1:] != comp_sorted[:-1]))
             head = order[firsts]
-            survivor_of_comp = dict(zip(comp_sorted[firsts].tolist(), head.tolist()))
-            survivor_local = np.array([survivor_of_comp[c] for c in comp.tolist()], dtype=np.int64)
+            survivor_of_comp = np.empty(n, dtype=np.int64)  # components are named by their smallest member
+            survivor_of_comp[comp_sorted[firsts]] = head
+            survivor_local = survivor_of_comp[comp]
 
         # similarity of each member to its survivor: exact, on the stored shingle ids
         members = np.flatnonzero(survivor_local != np.arange(n))
@@ -500,25 +501,29 @@ class Deduplicator:
         cluster: list = [None] * n_all
         duplicate_of: list = [None] * n_all
         similarity: list = [None] * n_all
-        local_of = {int(o): i for i, o in enumerate(sk.tolist())}
-        chained = []
-        threshold = cfg.threshold
-        for i, o in enumerate(sk.tolist()):
-            s = int(sk[survivor_local[i]])
+        survivor_of = sk[survivor_local]  # ordinal of each sketched record's survivor
+        survivors = sk[survivor_of == sk].tolist()
+        kept[survivors] = True
+        for o, s in zip(sk.tolist(), survivor_of.tolist()):
             cluster[o] = ids[s]
-            if s == o:
-                kept[o] = True
-                similarity[o] = 1.0
-            else:
-                duplicate_of[o] = ids[s]
-                sim = sim_to_survivor[i]
-                similarity[o] = round(float(sim), 6)
-                reason[o] = "near"
-                if cfg.method == "minhash" and sim < threshold:
-                    chained.append(ids[o])
+        for o in survivors:
+            similarity[o] = 1.0
+        chained = []
+        minhash, threshold = cfg.method == "minhash", cfg.threshold
+        for i, o, s in zip(members.tolist(), sk[members].tolist(), survivor_of[members].tolist()):
+            duplicate_of[o] = ids[s]
+            sim = sim_to_survivor[i]
+            similarity[o] = round(float(sim), 6)
+            reason[o] = "near"
+            if minhash and sim < threshold:
+                chained.append(ids[o])
+        local_of = np.full(n_all, -1, dtype=np.int64)
+        local_of[sk] = np.arange(n)
+        exact_survivors = []
         for o, first in exact_of.items():
-            i = local_of[first]
-            s = int(sk[survivor_local[i]])
+            i = int(local_of[first])
+            s = int(survivor_of[i])
+            exact_survivors.append(s)
             cluster[o] = ids[s]
             duplicate_of[o] = ids[s]
             if s == first:
@@ -526,11 +531,16 @@ class Deduplicator:
             else:
                 reason[o] = "near"
                 similarity[o] = round(float(sim_to_survivor[i]), 6)
-        # a survivor is "kept" when its cluster has other members, "unique" otherwise
-        cluster_sizes = Counter(c for c in cluster if c is not None)
-        for o in range(n_all):
-            if kept[o]:
-                reason[o] = "kept" if cluster_sizes[cluster[o]] > 1 else "unique"
+        # cluster sizes by cluster id (records of equal ids share a count, as their lines share
+        # the id); a survivor is "kept" when its cluster has other members, "unique" otherwise
+        size_of = np.bincount(np.concatenate((survivor_of, np.array(exact_survivors, dtype=np.int64))),
+                              minlength=n_all)
+        holders = np.flatnonzero(size_of)
+        cluster_sizes = Counter()
+        for s, size in zip(holders.tolist(), size_of[holders].tolist()):
+            cluster_sizes[ids[s]] += size
+        for o in survivors:
+            reason[o] = "kept" if cluster_sizes[ids[o]] > 1 else "unique"
         stats["chained"] = len(chained)
         stats["chained_examples"] = chained[:20]
         stats["skipped"] = dict(sorted(skipped.items()))
