@@ -77,6 +77,8 @@ typedef struct {
     size_t set_cap;
     uint64_t *tmp;      /* sort buffer */
     size_t tmp_cap;
+    uint64_t *sorted;   /* an in-place sort's output, copied back */
+    size_t sorted_cap;
     uint32_t *cnt;      /* bucket counts for the sort */
     size_t cnt_cap;
 } scratch_t;
@@ -87,6 +89,7 @@ static void scratch_free(scratch_t *s) {
     free(s->ids);
     free(s->set);
     free(s->tmp);
+    free(s->sorted);
     free(s->cnt);
     memset(s, 0, sizeof(*s));
 }
@@ -857,22 +860,26 @@ static int bucket_sort(scratch_t *s, const uint64_t *src, uint64_t *dst, size_t 
     return 1;
 }
 
+/* Writes src[0:n] sorted ascending to dst (which must not overlap src). Returns 0 when memory
+ * runs out. */
+static int sort_into(scratch_t *s, const uint64_t *src, size_t n, uint64_t *dst) {
+    if (n <= SPLIT_ABOVE) return bucket_sort(s, src, dst, n, 0);
+    if (!GROW(s->tmp, s->tmp_cap, n)) return 0;
+    size_t start[257];
+    split_top8(src, n, s->tmp, start);
+    for (int b = 0; b < 256; b++)
+        if (!bucket_sort(s, s->tmp + start[b], dst + start[b], start[b + 1] - start[b], 8)) return 0;
+    return 1;
+}
+
 /* Sorts v[0:n] ascending. Returns 0 when memory runs out. */
 static int sort_u64(scratch_t *s, uint64_t *v, size_t n) {
     if (n <= 48) {
         insertion_sort(v, n);
         return 1;
     }
-    if (!GROW(s->tmp, s->tmp_cap, n)) return 0;
-    if (n <= SPLIT_ABOVE) {
-        if (!bucket_sort(s, v, s->tmp, n, 0)) return 0;
-        memcpy(v, s->tmp, n * sizeof(uint64_t));
-        return 1;
-    }
-    size_t start[257];
-    split_top8(v, n, s->tmp, start);
-    for (int b = 0; b < 256; b++)
-        if (!bucket_sort(s, s->tmp + start[b], v + start[b], start[b + 1] - start[b], 8)) return 0;
+    if (!GROW(s->sorted, s->sorted_cap, n) || !sort_into(s, v, n, s->sorted)) return 0;
+    memcpy(v, s->sorted, n * sizeof(uint64_t));
     return 1;
 }
 
@@ -1798,22 +1805,24 @@ static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int uni
                     fps[i] = content_len ? blake2b_64(sw.buf, content_len, simd) : 0;
             }
         }
+        const uint64_t *distinct = s.ids;
         if (ns != (size_t)-1) {
-            if (!with_ids)
+            if (!with_ids) {
                 ns = dedup(&s, s.ids, ns); /* distinct ids, unordered */
-            else
-                ns = sort_u64(&s, s.ids, ns) ? unique_sorted(s.ids, ns) : (size_t)-1;
+            } else {
+                /* sorted straight into the output (its bound covers every shingle) */
+                uint64_t *out = idbuf + idlen;
+                ns = sort_into(&s, s.ids, ns, out) ? unique_sorted(out, ns) : (size_t)-1;
+                distinct = out;
+            }
         }
         if (ns == (size_t)-1) {
             oom = 1;
             break;
         }
         cnts[i] = (int64_t)ns;
-        minhash_update(&co, s.ids, ns, row, simd);
-        if (with_ids && ns) {
-            memcpy(idbuf + idlen, s.ids, ns * sizeof(uint64_t));
-            idlen += ns;
-        }
+        minhash_update(&co, distinct, ns, row, simd);
+        if (with_ids) idlen += ns;
     }
     Py_END_ALLOW_THREADS
     if (oom) {
