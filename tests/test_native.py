@@ -141,7 +141,7 @@ def test_units_equal_tokenizer(simd, unit, remove_punctuation):
 def test_casefold_table_is_complete():
     want = [(cp, chr(cp).casefold()) for cp in range(0x110000) if chr(cp).casefold() != chr(cp)]
     assert _native._casefold_changes() == want
-    table, quads = _native._fold_tables()
+    table, quads, _ = _native._kernel_maps(False, True)
     assert quads[:, 0].tolist() == [cp for cp, _ in want]
     assert ((table & 0x7F) == _native._table()).all()
     assert ((table & 0x80) != 0).sum() == len(want)
@@ -163,7 +163,7 @@ def test_case_folding_expansions(simd, unit):
 
 
 def test_fold_table_is_checked():
-    table, quads = _native._fold_tables()
+    table, quads, _ = _native._kernel_maps(False, True)
     with pytest.raises(ValueError):
         _kernel.units(b"x", table, 0, False, quads[::-1].copy())
     with pytest.raises(ValueError):
@@ -213,8 +213,68 @@ def test_batch_encoding_equals_python(docs, start, nfkc_on):
     data, offsets = _native._encode_range(texts, start, len(texts), norm)
     expected = [(unicodedata.normalize("NFKC", t) if nfkc_on else t).encode("utf-8", "surrogatepass")
                 for t in texts[start:]]
-    assert data == b"".join(expected)
-    assert offsets.tolist() == np.cumsum([0] + [len(e) for e in expected]).tolist()
+    assert offsets.size == len(expected) + 1
+    # what the kernel reads (it maps the context-free code points itself) is the NFKC'd text
+    table, fold = _native._kernel_tables(norm)
+    for i, want in enumerate(expected):
+        got = data[offsets[i] : offsets[i + 1]]
+        assert _kernel.units(got, table, 0, False, fold) == _kernel.units(want, table, 0, False, fold)
+
+
+def test_context_free_code_points_normalize_alone():
+    """NFKC of a text made of safe and context-free code points is each one's own NFKC: for
+    every context-free code point, between neighbours of each kind (letters that compose, marks'
+    bases, digits, space, line breaks, precomposed letters, Hangul, and other context-free code
+    points, including those whose NFKC ends in a combining mark)."""
+    import unicodedata
+
+    from neardup.text.nfkc import context_free, unsafe_table
+
+    table, mapped = unsafe_table(), context_free()
+    assert len(mapped) > 4000 and all(table[cp] for cp in mapped)
+    for cp in (0x00B4, 0x2026, 0x00A0, 0xFF0C, 0x00BD, 0xFB01, 0x2122, 0x3000):
+        assert cp in mapped, hex(cp)
+    for cp in (0x0301, 0x1161, 0x11A8, 0x3099, 0x0344):  # marks, jamo, a decomposing mark
+        assert cp not in mapped, hex(cp)
+    neighbours = ["", "a", "A", "e", "s", " ", "1", ".", "\n", "é", "\u1100", "\uac00", "\u00b4", "\u2026", "\ufb01",
+                  "\u1e9b", "\u00a8"]
+    assert all(not table[ord(c)] or ord(c) in mapped for n in neighbours for c in n)
+    for cp, want in mapped.items():
+        assert want == unicodedata.normalize("NFKC", chr(cp))
+        for before in neighbours:
+            for after in neighbours:
+                text = before + chr(cp) + after
+                assert unicodedata.normalize("NFKC", text) == "".join(
+                    mapped.get(ord(c), c) for c in text), (hex(cp), before, after)
+
+
+@pytest.mark.parametrize("unit", UNITS)
+@pytest.mark.parametrize("casefold", [True, False])
+def test_kernel_maps_context_free_code_points(simd, unit, casefold):
+    """Texts holding only context-free unsafe code points are not flagged, and the kernel's
+    shingles of their raw UTF-8 are those of the NFKC'd text."""
+    from neardup.text.nfkc import context_free
+
+    mapped = sorted(context_free())
+    rng = np.random.default_rng(17)  # test data only
+    safe = list("abc XYZ 123 .,;\n") + ["é", "ß", "中", "\U0001F600"]
+    params = params_of(unit, 2, casefold=casefold)
+    flags = _native.flag_table(params.normalize)
+    table, fold = _native._kernel_tables(params.normalize)
+    texts = []
+    for start in range(0, len(mapped), 97):
+        chosen = [chr(cp) for cp in mapped[start : start + 97]] + [safe[i] for i in rng.integers(0, len(safe), 120)]
+        texts.append("".join(rng.permutation(np.array(chosen, dtype=object)).tolist()))
+    n_fit = 0
+    for text in texts:
+        raw = text.encode("utf-8")
+        unflagged = not any(flags[ord(c)] for c in text)
+        n_fit += unflagged
+        if unflagged:
+            sig = _native.signatures_encoded([(raw, np.array([0, len(raw)]))], params, MinHashParams(num_perm=4),
+                                             with_ids=True)
+            assert np.array_equal(sig.doc_ids(0), reference_ids(text, params))
+    assert n_fit >= len(texts) // 2  # most texts: a few context-free code points do not fit an entry
 
 
 def test_nfkc_table():

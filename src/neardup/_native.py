@@ -26,7 +26,7 @@ import numpy as np
 
 from .params import MinHashParams, NormalizeParams, ShingleParams
 from .text import unicode_tables
-from .text.nfkc import nfkc, nfkc_by_lines, unsafe_table
+from .text.nfkc import context_free, nfkc, nfkc_by_lines, unsafe_table
 
 try:
     from . import _kernel
@@ -134,28 +134,83 @@ def _shipped_casefold() -> np.ndarray | None:
     return None if values is None else values.reshape(-1, 4)
 
 
-@lru_cache(maxsize=1)
-def _fold_tables() -> tuple[np.ndarray, np.ndarray]:
-    """The class table with FOLD_FLAG on code points that case folding changes, and the folding
-    of each as sorted uint32 quadruples (cp, f1, f2, f3)."""
-    quads = _shipped_casefold()
-    if quads is None:
-        quads = casefold_quads()
+@lru_cache(maxsize=4)
+def _kernel_maps(nfkc: bool, casefold: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(class table, fold table or None, flag table or None) for these normalization steps.
+
+    The kernel replaces each code point of the fold table (marked with FOLD_FLAG in the class
+    table) by its entry, up to three code points, as sorted uint32 quadruples (cp, f1, f2, f3):
+    with ``casefold``, the code points case folding changes, by their folding; with ``nfkc``,
+    also the context-free ones (:func:`neardup.text.nfkc.context_free`), by their NFKC, case
+    folded when ``casefold`` (normalize is NFKC, then case folding). The flag table marks the
+    code points that still need :func:`neardup.text.nfkc.nfkc` before the kernel reads a text:
+    the unsafe ones it does not map.
+    """
+    parts = []
+    if casefold:
+        quads = _shipped_casefold()
+        parts.append(quads if quads is not None else casefold_quads())
+    flags = None
+    if nfkc:
+        mapped = _fold_entries(context_free(), casefold)
+        flags = unsafe_table().copy()
+        flags[mapped[:, 0]] = 0
+        if parts:  # NFKC first: a mapped code point's entry replaces its case folding
+            is_mapped = np.zeros(flags.size, dtype=bool)
+            is_mapped[mapped[:, 0]] = True
+            parts[0] = parts[0][~is_mapped[parts[0][:, 0]]]
+        parts.append(mapped)
+        flags.setflags(write=False)
+    if not parts:
+        return _table(), None, flags
+    fold = np.concatenate(parts)
+    fold = fold[np.argsort(fold[:, 0], kind="stable")]
     table = _table().copy()
-    table[quads[:, 0]] |= _FOLD_FLAG
+    table[fold[:, 0]] |= _FOLD_FLAG
     table.setflags(write=False)
-    quads.setflags(write=False)
-    return table, quads
+    fold.setflags(write=False)
+    return table, fold, flags
+
+
+def _fold_entries(mapping: dict[int, str], casefold: bool) -> np.ndarray:
+    """uint32 quadruples (cp, f1, f2, f3) of the code points of ``mapping`` replaced by their
+    value (case folded when ``casefold``), for those whose entry the kernel's buffers hold: at
+    most 3 code points, at most 5 output bytes per byte of the code point (a separator before
+    each code point included) and 2 units per byte, as ``classes_init`` in ``_kernel.c`` checks."""
+    cps = np.fromiter(mapping.keys(), dtype=np.int64, count=len(mapping))
+    targets = list(mapping.values())
+    if casefold:  # case folding maps code points one by one, and NUL to itself
+        targets = "\0".join(targets).casefold().split("\0")
+    lengths = np.fromiter(map(len, targets), dtype=np.int64, count=len(targets))
+    codes = np.frombuffer("".join(targets).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+
+    def utf8_len(cp):
+        return 1 + (cp >= 0x80) + (cp >= 0x800) + (cp >= 0x10000)
+
+    out_bytes = np.add.reduceat(utf8_len(codes) + 1, starts) if codes.size else np.zeros(0, dtype=np.int64)
+    size = utf8_len(cps)
+    fits = (lengths >= 1) & (lengths <= 3) & (out_bytes <= 5 * size) & (lengths <= 2 * size)
+    quads = np.zeros((int(fits.sum()), 4), dtype=np.uint32)
+    quads[:, 0] = cps[fits]
+    for j in range(3):
+        has = lengths[fits] > j
+        quads[has, 1 + j] = codes[starts[fits][has] + j]
+    return quads
 
 
 _FOLD_FLAG = 0x80
 
 
 def _kernel_tables(norm: NormalizeParams) -> tuple[np.ndarray, np.ndarray | None]:
-    """(class table, fold table or None) for the kernel: it case-folds when ``norm.casefold``."""
-    if norm.casefold:
-        return _fold_tables()
-    return _table(), None
+    """(class table, fold table or None) for the kernel (see :func:`_kernel_maps`)."""
+    return _kernel_maps(norm.nfkc, norm.casefold)[:2]
+
+
+def flag_table(norm: NormalizeParams) -> np.ndarray | None:
+    """uint8 per code point: 1 where a text must go through NFKC before the kernel reads it
+    with ``norm`` (the unsafe code points it does not map itself); None without NFKC."""
+    return _kernel_maps(norm.nfkc, norm.casefold)[2]
 
 
 @lru_cache(maxsize=32)
@@ -271,7 +326,7 @@ def _encode_range(texts: Sequence[str], start: int, stop: int, norm: NormalizePa
     The kernel encodes and flags, off the GIL, the texts holding a code point that NFKC may
     change; only those are normalized here (most texts are already NFKC) and spliced back in.
     """
-    data, raw_offsets, flagged = _kernel.utf8_join(texts, start, stop, unsafe_table() if norm.nfkc else None)
+    data, raw_offsets, flagged = _kernel.utf8_join(texts, start, stop, flag_table(norm))
     offsets = np.frombuffer(raw_offsets, dtype=np.int64)
     changed = {}
     for i, first, last in flagged:

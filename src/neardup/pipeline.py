@@ -218,10 +218,9 @@ class Deduplicator:
                             max_bytes=max_bytes, jobs=self.jobs)
         if _native.supports(self.config.shingle):
             # JSONL records come as UTF-8 straight from a compiled scanner: their text never
-            # becomes a Python str. Texts holding a code point that NFKC may change are flagged.
-            from .text.nfkc import unsafe_table
-
-            table = unsafe_table() if self.config.shingle.normalize.nfkc else None
+            # becomes a Python str. Texts holding a code point that NFKC may change, and that
+            # the kernel does not map itself, are flagged.
+            table = _native.flag_table(self.config.shingle.normalize)
             docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options)
         else:
             docs = read_documents(paths, keep_fields=keep_fields, **read_options)

@@ -69,6 +69,27 @@ def unsafe_table() -> np.ndarray:
     return table
 
 
+@lru_cache(maxsize=1)
+def context_free() -> dict[int, str]:
+    """The unsafe code points whose NFKC does not depend on their neighbours, with their NFKC.
+
+    Such a code point is a starter whose NFKC begins with a safe code point. In a text whose
+    other code points are safe or in this map, NFKC replaces each of these by its own NFKC and
+    leaves the rest: what one becomes begins with a safe starter, which composes with nothing
+    before it and stops any reordering there, and what follows it begins with one too. So the
+    kernel applies this map as it applies case folding, and only texts holding other unsafe code
+    points need :func:`nfkc` first. On real text these are most of the unsafe ones met: U+00B4
+    ACUTE ACCENT, U+2026 HORIZONTAL ELLIPSIS, fullwidth punctuation, superscripts.
+    ``tests/test_native.py`` checks every entry between neighbours of each kind.
+    """
+    table = unsafe_table()
+    starters = [cp for cp in np.flatnonzero(table).tolist() if not unicodedata.combining(chr(cp))]
+    # one call for all: NUL is a starter that composes with nothing, so NFKC stops at each
+    normalized = unicodedata.normalize("NFKC", "\0".join(map(chr, starters))).split("\0")
+    return {cp: mapped for cp, mapped in zip(starters, normalized)
+            if mapped != chr(cp) and not table[ord(mapped[0])]}
+
+
 def nfkc(text: str) -> str:
     """``unicodedata.normalize("NFKC", text)``, faster on mostly-normalized text: the text
     itself when it is ASCII or passes the quick check, else :func:`nfkc_by_lines`."""
