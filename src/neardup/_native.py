@@ -409,6 +409,35 @@ def signatures_encoded(
     is a list of ``(data, offsets)`` pairs, and the texts are ``data[offsets[i]:offsets[i+1]]``
     of each in turn, each the UTF-8 (``surrogatepass``) of a text after NFKC when
     ``shingle_params.normalize`` asks for NFKC (:func:`encode_for_kernel`, :func:`encode_texts`)."""
+    jobs = max(1, int(jobs))
+    if jobs == 1:
+        return submit_signatures_encoded(None, segments, shingle_params, minhash_params, jobs=1, with_ids=with_ids,
+                                         with_fingerprints=with_fingerprints).result()
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-kernel") as pool:
+        return submit_signatures_encoded(pool, segments, shingle_params, minhash_params, jobs=jobs,
+                                         with_ids=with_ids, with_fingerprints=with_fingerprints).result()
+
+
+class PendingSignatures:
+    """The signatures of a batch, its chunks done or submitted to a thread pool."""
+
+    def __init__(self, n: int, m: int, ranges, parts, futures, with_ids: bool, with_fingerprints: bool):
+        self._args = (n, m, ranges, with_ids, with_fingerprints)
+        self._parts, self._futures = parts, futures
+
+    def result(self) -> Signatures:
+        n, m, ranges, with_ids, with_fingerprints = self._args
+        parts = self._parts if self._futures is None else [f.result() for f in self._futures]
+        return _assemble(n, m, ranges, parts, with_ids, with_fingerprints)
+
+
+def submit_signatures_encoded(pool, segments: Sequence[tuple], shingle_params: ShingleParams = ShingleParams(),
+                              minhash_params: MinHashParams = MinHashParams(), *, jobs: int = 1,
+                              with_ids: bool = False, with_fingerprints: bool = False) -> PendingSignatures:
+    """:func:`signatures_encoded`, its chunks (about a quarter of the batch over ``jobs``) run as
+    tasks of ``pool`` (or here, without one). A caller that submits its next batch before
+    taking this one's result keeps every thread busy across batches: no thread waits for the
+    last chunk of a batch while another one is ready."""
     _check(shingle_params)
     args = _signature_args(shingle_params, minhash_params, with_ids, with_fingerprints)
     segments = [(data, np.ascontiguousarray(offsets, dtype=np.int64)) for data, offsets in segments]
@@ -438,16 +467,12 @@ def signatures_encoded(
         ranges.append((start, doc))
     else:
         chunks.pop()
-
-    def run(chunk):
-        return _kernel.signatures_segments(chunk, *args)
-
-    if jobs == 1 or len(chunks) == 1:
-        parts = [run(c) for c in chunks]
-    else:
-        with ThreadPoolExecutor(max_workers=min(jobs, len(chunks)), thread_name_prefix="neardup-kernel") as pool:
-            parts = list(pool.map(run, chunks))
-    return _assemble(n, minhash_params.num_perm, ranges, parts, with_ids, with_fingerprints)
+    run = _kernel.signatures_segments
+    m = minhash_params.num_perm
+    if pool is None:
+        return PendingSignatures(n, m, ranges, [run(c, *args) for c in chunks], None, with_ids, with_fingerprints)
+    futures = [pool.submit(run, c, *args) for c in chunks]
+    return PendingSignatures(n, m, ranges, None, futures, with_ids, with_fingerprints)
 
 
 def encode_for_kernel(text: str, norm: NormalizeParams) -> bytes:

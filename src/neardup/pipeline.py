@@ -279,22 +279,25 @@ class Deduplicator:
         batch_bytes = 0
         t_sketch = 0.0
 
-        # Sketching runs on a background thread (the kernel releases the GIL and uses
-        # self.jobs threads of its own) while this thread reads and parses the next batch.
-        # Results are taken in submission order, so the exact pass sees records in input order.
+        # Sketching runs on self.jobs threads (the kernel releases the GIL), a batch's chunks
+        # as tasks of one pool, while this thread reads and parses the next batch: the next
+        # batch's chunks are queued before this one's are taken, so no thread waits for the
+        # last chunk of a batch. Results are taken in submission order, so the exact pass sees
+        # records in input order.
         from concurrent.futures import ThreadPoolExecutor
 
         from . import _native
 
         native = _native.supports(cfg.shingle)
-        sketcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-sketch")
+        sketcher = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="neardup-sketch")
         pending: list = []
 
         def collect():
             nonlocal t_sketch
-            future, parts, ords, nbytes = pending.pop(0)
+            batch, parts, ords, nbytes = pending.pop(0)
             ts = time.perf_counter()
-            sig, fps = future.result()
+            sig = batch.result()
+            fps = sig.fingerprints
             new = np.zeros(len(ords), dtype=bool)
             for k, (o, fp, ns) in enumerate(zip(ords, fps.tolist(), sig.n_shingles.tolist())):
                 if ns == 0:
@@ -331,11 +334,13 @@ class Deduplicator:
             nonlocal batch_parts, batch_ords, batch_bytes
             if batch_parts:
                 if native:
-                    # NFKC'd here, so that the sketching thread only runs the kernel
-                    future = sketcher.submit(self._sketch_encoded, _encode_parts(batch_parts, cfg.shingle.normalize))
+                    # NFKC'd here, so that the sketching threads only run the kernel
+                    batch = _native.submit_signatures_encoded(
+                        sketcher, _encode_parts(batch_parts, cfg.shingle.normalize), cfg.shingle, cfg.minhash,
+                        jobs=self.jobs, with_ids=True, with_fingerprints=True)
                 else:
-                    future = sketcher.submit(self._sketch_python, _texts(batch_parts))
-                pending.append((future, batch_parts, batch_ords, batch_bytes))
+                    batch = sketcher.submit(self._sketch_python, _texts(batch_parts))
+                pending.append((batch, batch_parts, batch_ords, batch_bytes))
                 batch_parts, batch_ords, batch_bytes = [], [], 0
             while len(pending) > 1:  # at most one batch sketching while the next is read
                 collect()
@@ -562,27 +567,21 @@ class Deduplicator:
         if _native.supports(cfg.shingle):
             sig = _native.signatures(texts, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True,
                                      with_fingerprints=True)
-            return sig, sig.fingerprints
-        return self._sketch_python(list(texts))
-
-    def _sketch_encoded(self, segments: list[tuple]):
-        """(signatures with shingle ids, content fingerprints) of a batch, from the bytes the
-        kernel reads (:func:`_encode_parts`)."""
-        from . import _native
-
-        cfg = self.config
-        sig = _native.signatures_encoded(segments, cfg.shingle, cfg.minhash, jobs=self.jobs, with_ids=True,
-                                         with_fingerprints=True)
+        else:
+            sig = self._sketch_python(list(texts))
         return sig, sig.fingerprints
 
     def _sketch_python(self, texts: list[str]):
-        """The same, in pure Python, for shingle options the kernel does not handle."""
+        """Signatures with shingle ids and content fingerprints, in pure Python, for shingle
+        options the kernel does not handle."""
+        import dataclasses
+
         from .exact.fingerprint import fingerprint
 
         cfg = self.config
         sig = _python_signatures(texts, cfg.shingle, cfg.minhash)
         fps = np.array([fingerprint(t, cfg.shingle.normalize) or 0 for t in texts], dtype=np.uint64)
-        return sig, fps
+        return dataclasses.replace(sig, fingerprints=fps)
 
     def _simhashes(self, texts: list[str]) -> np.ndarray:
         from .sketch.simhash import SimHash
