@@ -14,8 +14,6 @@ Python's ``hash()`` is never used: it changes with ``PYTHONHASHSEED``.
 
 from __future__ import annotations
 
-import hashlib
-
 import xxhash
 
 HASH_NAMES = ("xxh3", "md5", "sha1")
@@ -44,10 +42,10 @@ def hash64(data: str | bytes, name: str = "xxh3") -> int:
     raw = encode(data)
     if name == "xxh3":
         return xxhash.xxh3_64_intdigest(raw)
-    if name == "md5":
-        return int.from_bytes(hashlib.md5(raw).digest()[:8], "big")
-    if name == "sha1":
-        return int.from_bytes(hashlib.sha1(raw).digest()[:8], "big")
+    if name in ("md5", "sha1"):
+        import hashlib  # only for these: it loads OpenSSL, a cost on every start otherwise
+
+        return int.from_bytes(hashlib.new(name, raw).digest()[:8], "big")
     check_hash_name(name)
     raise AssertionError("unreachable")
 
