@@ -591,7 +591,7 @@ def test_hypothesis_fingerprints(texts, remove_punctuation):
     assert np.array_equal(_native.fingerprints(texts, norm), want)
 
 
-def test_intersections_equal_numpy():
+def test_intersections_equal_numpy(simd):
     rng = np.random.default_rng(3)
     universe = rng.integers(0, 2**64, size=5000, dtype=np.uint64)
     runs = [np.unique(rng.choice(universe, size=int(s))) for s in
@@ -607,6 +607,15 @@ def test_intersections_equal_numpy():
     assert _native.intersections(ids, offsets, [], []).size == 0
     with pytest.raises(ValueError):
         _native.intersections(ids, offsets, [0], [len(runs)])
+    # many small runs from small universes: every alignment of matches within blocks of four
+    for universe_size in (8, 40, 400):
+        small = [np.unique(rng.integers(0, universe_size, size=int(s)).astype(np.uint64))
+                 for s in rng.integers(0, 60, size=120)]
+        flat = np.concatenate(small)
+        offs = np.concatenate(([0], np.cumsum([r.size for r in small])))
+        a, b = rng.integers(0, len(small), 3000), rng.integers(0, len(small), 3000)
+        expected = [np.intersect1d(small[x], small[y], assume_unique=True).size for x, y in zip(a, b)]
+        assert _native.intersections(flat, offs, a, b).tolist() == expected
     # the same ids as pieces of whole runs (an empty piece among them), read in place
     cut = [0, 3, 3, 7, len(runs)]
     pieces = [ids[offsets[a] : offsets[b]] for a, b in zip(cut, cut[1:])]
