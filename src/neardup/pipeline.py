@@ -225,22 +225,27 @@ class Deduplicator:
         else:
             docs = read_documents(paths, keep_fields=keep_fields, **read_options)
         work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
+        from concurrent.futures import ThreadPoolExecutor
+
+        from .io import write_kept as write_kept_records
+
+        # The kept corpus (mostly I/O, off the GIL) is written on its own thread as soon as the
+        # survivors are known, beside the rest of the clustering and the writing of clusters
+        # and pairs (mostly Python).
+        kept_writing = []
+
+        def write_kept_from(kept: np.ndarray) -> None:
+            if write_kept:
+                kept_writing.append(writer.submit(write_kept_records, paths, kept, output, **read_options))
+
         try:
-            outcome, stats = self._dedup(docs, work)
-            t = time.perf_counter()
-            kept_info = None
-            from concurrent.futures import ThreadPoolExecutor
-
-            from .io import write_kept as write_kept_records
-
-            # the kept corpus (mostly I/O, off the GIL) is written beside clusters and pairs
-            # (mostly Python)
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
-                kept = writer.submit(write_kept_records, paths, outcome.kept, output, **read_options) if write_kept else None
+                outcome, stats = self._dedup(docs, work, kept_known=write_kept_from)
+                t = time.perf_counter()
                 self._write_clusters(outcome, output)
                 self._write_pairs(output, stats, outcome.ids)
-                kept_info = kept.result() if kept else None
-            self.seconds["write"] = time.perf_counter() - t
+                kept_info = kept_writing[0].result() if kept_writing else None
+                self.seconds["write"] = time.perf_counter() - t
         finally:
             shutil.rmtree(work, ignore_errors=True)
         self.seconds["total"] = time.perf_counter() - start
@@ -251,7 +256,9 @@ class Deduplicator:
         return summary
 
     # ------------------------------------------------------------------------------------------
-    def _dedup(self, docs, work: str):
+    def _dedup(self, docs, work: str, kept_known=None):
+        """The outcome of every record, and the statistics; ``kept_known(kept)`` is called with
+        the final boolean mask of kept records (by ordinal) as soon as it is known."""
         from .io import Skipped
         from .io.documents import EncodedDocuments
 
@@ -485,6 +492,12 @@ class Deduplicator:
             survivor_of_comp = np.empty(n, dtype=np.int64)  # components are named by their smallest member
             survivor_of_comp[comp_sorted[firsts]] = head
             survivor_local = survivor_of_comp[comp]
+        survivor_of = sk[survivor_local]  # ordinal of each sketched record's survivor
+        survivors = sk[survivor_of == sk].tolist()
+        kept = np.zeros(n_all, dtype=bool)
+        kept[survivors] = True
+        if kept_known is not None:
+            kept_known(kept)
 
         # similarity of each member to its survivor: exact, on the stored shingle ids
         members = np.flatnonzero(survivor_local != np.arange(n))
@@ -501,13 +514,9 @@ class Deduplicator:
         self.seconds["cluster"] = time.perf_counter() - t
 
         # outcome per record
-        kept = np.zeros(n_all, dtype=bool)
         cluster: list = [None] * n_all
         duplicate_of: list = [None] * n_all
         similarity: list = [None] * n_all
-        survivor_of = sk[survivor_local]  # ordinal of each sketched record's survivor
-        survivors = sk[survivor_of == sk].tolist()
-        kept[survivors] = True
         for o, s in zip(sk.tolist(), survivor_of.tolist()):
             cluster[o] = ids[s]
         for o in survivors:
