@@ -362,6 +362,43 @@ def test_writer_commits_concurrent_requests_together(tmp_path):
             asyncio.run(writer.run(("add", [("late", text)])))
 
 
+def test_writer_process_commits_in_order_and_survives_its_death(tmp_path):
+    """The writer process of ``neardup serve``: concurrent requests are answered in order (the
+    same page is new exactly once), a bad one fails alone, every answer comes after the commit,
+    and after the process died the next request starts a new one."""
+    import asyncio
+
+    from neardup.errors import InputError, StoreError
+    from neardup.service.app import _Writer
+
+    text = "the crawler fetches each page and follows every link it finds there"
+    with SeenIndex(str(tmp_path / "seen.db")) as index:
+        writer = _Writer(index, process=True)
+        writer.start()
+
+        async def burst(prefix, n=20):
+            return await asyncio.gather(*[writer.run(
+                ("check_and_add", [(f"{prefix}{i}", text) if i != 7 else (None, " ... ")], 100))
+                for i in range(n)], return_exceptions=True)
+
+        results = asyncio.run(burst("p"))
+        assert isinstance(results[7], InputError)
+        answers = [r[0] for i, r in enumerate(results) if i != 7]
+        assert [a["added"] for a in answers] == [True] + [False] * 18
+        assert all(a["exact"] == ["p0"] for a in answers[1:])
+        assert index.ids() == ["p0"]  # committed before it was answered, seen from this process
+
+        writer._child[0].kill()
+        writer._child[0].join()
+        again = asyncio.run(writer.run(("add", [("after-kill", "another page entirely")])))
+        assert again == ["after-kill"]  # a new writer process took over
+        assert sorted(index.ids()) == ["after-kill", "p0"]
+        writer.close()
+        assert writer._child is None
+        with pytest.raises(StoreError, match="shutting down"):
+            asyncio.run(writer.run(("add", [("late", text)])))
+
+
 # -- fuzzing ------------------------------------------------------------------------------------
 
 @pytest.mark.slow

@@ -362,7 +362,8 @@ def serve_command(args) -> int:
             uvicorn.run("neardup.service.app:app_from_environment", factory=True, workers=args.workers, **run)
         else:
             app = create_app(index, token=token, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
-                             html_mode=args.html, close_index=True, resident=not args.no_resident)
+                             html_mode=args.html, close_index=True, resident=not args.no_resident,
+                             writer_process=True)
             uvicorn.run(app, **run)
     finally:
         index.close()

@@ -1154,6 +1154,13 @@ class SeenIndex:
         time (measured with 8 single-document requests). Returns, for each request, its
         prepared write, or the exception its own ``prepare_*`` call would have raised.
         """
+        return self.prepared_of(self.sketch_requests(requests))
+
+    def sketch_requests(self, requests) -> list:
+        """:meth:`prepare_many` in two halves, so that a server can sketch in one process and
+        write in another: this half reads and sketches the texts (no index access) and returns,
+        for each request, a picklable ``(kind, records, sketches, limit)`` (the records without
+        their texts) or the exception; :meth:`prepared_of` turns these into prepared writes."""
         out: list = [None] * len(requests)
         parsed = []  # (position, kind, records, limit)
         for i, request in enumerate(requests):
@@ -1180,10 +1187,24 @@ class SeenIndex:
                     start += len(records)
                 else:
                     mine = self._sketch_many([r[1] for r in records])
-                out[i] = (self._add_work(records, mine) if kind == "add"
-                          else self._check_and_add_work(records, mine, limit))
+                out[i] = (kind, [(r[0], None, r[2]) for r in records], mine, limit)
             except Exception as exc:
                 out[i] = exc
+        return out
+
+    def prepared_of(self, sketched: list) -> list:
+        """The prepared writes (or exceptions) of what :meth:`sketch_requests` returned."""
+        out = []
+        for item in sketched:
+            if isinstance(item, BaseException):
+                out.append(item)
+                continue
+            kind, records, sketches, limit = item
+            try:
+                out.append(self._add_work(records, sketches) if kind == "add"
+                           else self._check_and_add_work(records, sketches, limit))
+            except Exception as exc:
+                out.append(exc)
         return out
 
     def remove(self, doc_id: str) -> bool:
