@@ -273,8 +273,8 @@ class Deduplicator:
         sketched: list[int] = []          # ordinals of documents that were sketched, in order
         # shingle ids (for verification) and signatures (for estimates) in memory up to the budget
         budget = _Budget(int(self.in_memory_mb * (1 << 20)))
-        sig_spill = _Pieces(os.path.join(work, "signatures.u64"), budget)
-        id_spill = _Pieces(os.path.join(work, "shingles.u64"), budget)
+        sig_pieces = _Pieces(os.path.join(work, "signatures.u64"), budget)
+        id_pieces = _Pieces(os.path.join(work, "shingles.u64"), budget)
         n_shingles: list[np.ndarray] = []
         band_parts: list[np.ndarray] = []
         simhashes: list[np.ndarray] = []
@@ -324,12 +324,12 @@ class Deduplicator:
                 n_shingles.append(counts)
                 if cfg.method != "exact":
                     for piece in _kept_ids(sig, new):
-                        id_spill.append(piece)
+                        id_pieces.append(piece)
                 if cfg.method == "minhash":
                     from .lsh.banding import band_keys
 
                     values = sig.values if new.all() else sig.values[new]
-                    sig_spill.append(values)
+                    sig_pieces.append(values)
                     band_parts.append(band_keys(values, band.bands, band.rows))
                 elif cfg.method == "simhash":
                     simhashes.append(self._simhashes([t for t, keep in zip(_texts(parts), new.tolist()) if keep]))
@@ -399,13 +399,13 @@ class Deduplicator:
         counts = np.concatenate(n_shingles) if n_shingles else np.zeros(0, dtype=np.int64)
         offsets = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        shingle_ids = id_spill.finish()
+        shingle_ids = id_pieces.finish()
         stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0}
 
         # candidates and verification, on local indices 0..n-1 of the sketched documents
         t = time.perf_counter()
         if cfg.method == "minhash" and n:
-            signatures = sig_spill.finish(cfg.minhash.num_perm)
+            signatures = sig_pieces.finish(cfg.minhash.num_perm)
             keys = np.concatenate(band_parts)
             from .cluster.candidates import candidate_pairs, estimate_similarity
 
@@ -422,7 +422,7 @@ class Deduplicator:
                 stats["estimate_filtered"] = int(np.count_nonzero(~keep))
                 ci, cj, est = ci[keep], cj[keep], est[keep]
         elif cfg.method == "simhash" and n:
-            sig_spill.finish()
+            sig_pieces.finish()
             from .lsh.hamming import SimhashIndex
 
             fps = np.concatenate(simhashes)
@@ -437,7 +437,7 @@ class Deduplicator:
             est = 1.0 - dist / 64.0
             stats["candidate_pairs"] = int(ci.size)
         else:
-            sig_spill.finish()
+            sig_pieces.finish()
             ci = cj = np.empty(0, dtype=np.int64)
             est = np.empty(0)
         self.seconds["candidates"] = time.perf_counter() - t
@@ -560,7 +560,7 @@ class Deduplicator:
         stats["cluster_sizes"] = cluster_sizes
         stats["pairs"] = (ei, ej, edge_jac, edge_est, edge_score, sk)
         stats["n_shingles_total"] = int(counts.sum())
-        stats["spilled_bytes"] = id_spill.spilled_bytes + sig_spill.spilled_bytes
+        stats["spilled_bytes"] = id_pieces.spilled_bytes + sig_pieces.spilled_bytes
         stats["duplicate_ids"] = len(ids) - len(set(ids))
         outcome = Outcome(ids=ids, reason=reason, cluster=cluster, duplicate_of=duplicate_of,
                           similarity=similarity, kept=kept)
