@@ -324,7 +324,8 @@ def _encode_range(texts: Sequence[str], start: int, stop: int, norm: NormalizePa
     """``texts[start:stop]`` as the kernel reads them, joined: (UTF-8 bytes, int64 offsets).
 
     The kernel encodes and flags, off the GIL, the texts holding a code point that NFKC may
-    change; only those are normalized here (most texts are already NFKC) and spliced back in.
+    change and that the kernel does not map itself (:func:`flag_table`); only those are
+    normalized here (most texts need nothing) and spliced back in.
     """
     data, raw_offsets, flagged = _kernel.utf8_join(texts, start, stop, flag_table(norm))
     offsets = np.frombuffer(raw_offsets, dtype=np.int64)
