@@ -4,8 +4,8 @@ The Unicode quick check says a text is already in NFKC when every code point is 
 NFKC is itself (NFKC_Quick_Check = Yes), it has canonical combining class 0 (so no reordering),
 and it cannot compose with the code point before it (not the second half of a canonical
 composition, not a Hangul medial vowel or final consonant). The compiled kernel checks that
-table while it encodes a batch, off the GIL; only texts with an unsafe code point come back to
-:func:`nfkc`.
+table while it encodes a batch, off the GIL, and maps the :func:`context_free` code points itself;
+only texts with another unsafe code point come back to :func:`nfkc`.
 
 The table depends on the running Python's Unicode database (``unicodedata`` is what defines
 :func:`neardup.text.normalize.fold`), so ``nfkc_unsafe.bin`` (written by
