@@ -101,7 +101,9 @@ def test_spilling_to_disk_gives_the_same_outputs(planted, tmp_path):
     # none, all spill
     path, _, _ = planted
     outputs, spilled = [], []
-    for budget_mb in (Deduplicator.IN_MEMORY_MB, 0.2, 0):
+    from neardup.params import IN_MEMORY_MB
+
+    for budget_mb in (IN_MEMORY_MB, 0.2, 0):
         out = str(tmp_path / f"budget-{budget_mb}")
         d = Deduplicator(DedupConfig(), jobs=2, in_memory_mb=budget_mb)
         d.BATCH_BYTES = 50_000

@@ -191,7 +191,6 @@ class Deduplicator:
     """
 
     BATCH_BYTES = 8 << 20
-    IN_MEMORY_MB = IN_MEMORY_MB
 
     def __init__(self, config: DedupConfig = DedupConfig(), *, jobs: int | None = None, progress=None,
                  work_dir: str | None = None, in_memory_mb: float = IN_MEMORY_MB):

@@ -589,10 +589,7 @@ class _Writer:
             try:
                 # One batch of sketches for the group (half the cost per document of one at a
                 # time); a bad document fails its own request (400), not the others.
-                results = self.index.prepare_many(requests)
-                ready = [i for i, r in enumerate(results) if not isinstance(r, BaseException)]
-                for i, r in zip(ready, self.index.run_prepared([results[i] for i in ready])):
-                    results[i] = r
+                results = _write_prepared(self.index, self.index.prepare_many(requests))
             except BaseException as exc:  # noqa: BLE001 - every waiting request gets an answer
                 results = [exc] * len(group)
             _answer(group, results)
@@ -678,6 +675,20 @@ class _Writer:
             _stop_child(child)
 
 
+def _write_prepared(index, prepared: list) -> list:
+    """The results of prepared writes (:meth:`SeenIndex.prepare_many`) run as one transaction:
+    a request whose preparation failed keeps its exception; if the transaction fails, every
+    request gets that exception."""
+    results = list(prepared)
+    ready = [i for i, p in enumerate(prepared) if not isinstance(p, BaseException)]
+    try:
+        for i, r in zip(ready, index.run_prepared([prepared[i] for i in ready])):
+            results[i] = r
+    except Exception as exc:  # noqa: BLE001 - every waiting request gets an answer
+        results = [exc] * len(prepared)
+    return results
+
+
 def _answer(group, results) -> None:
     """Hand each request of ``group`` its result (or exception) on its own event loop."""
     by_loop: dict = {}
@@ -728,16 +739,10 @@ def _writer_process(path: str, synchronous: str, requests, results) -> None:
             if stop:
                 groups.pop()
             if groups:
-                prepared = index.prepared_of([item for group in groups for item in group])
-                ready = [i for i, p in enumerate(prepared) if not isinstance(p, BaseException)]
-                try:
-                    for i, r in zip(ready, index.run_prepared([prepared[i] for i in ready])):
-                        prepared[i] = r
-                except Exception as exc:  # noqa: BLE001 - every waiting request gets an answer
-                    prepared = [exc] * len(prepared)
+                answers = _write_prepared(index, index.prepared_of([item for group in groups for item in group]))
                 start = 0
                 for group in groups:
-                    results.send(prepared[start:start + len(group)])
+                    results.send(answers[start:start + len(group)])
                     start += len(group)
             if stop:
                 return
