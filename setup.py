@@ -1,44 +1,56 @@
 """Build of the compiled extensions (``neardup._kernel``, ``_hamming``, ``_jsonl``); everything else is in
 pyproject.toml.
 
-The kernel includes xxHash's single header (XXH3, inlined: nothing is linked). Debian/Ubuntu:
-``apt-get install libxxhash-dev``. Another location can be given with ``XXHASH_INCLUDE=/dir``.
+The kernel includes xxHash's single header from the tree (``src/neardup/_vendor/xxhash``), so a C
+compiler and the Python headers are all a build needs. Without a working compiler the package
+still installs: each extension that does not build is left out with a warning, and neardup runs
+its pure-Python paths instead (correct, much slower; ``neardup._native.available()`` says which).
+``NEARDUP_REQUIRE_EXTENSIONS=1`` turns a failed build into an error instead.
 """
 
 import os
 import shutil
 import sys
-import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-
-def _xxhash_dirs():
-    env = os.environ.get("XXHASH_INCLUDE")
-    dirs = [env] if env else []
-    dirs += [sysconfig.get_paths().get("include", ""), os.path.join(sys.prefix, "include"),
-             "/usr/local/include", "/usr/include", "/opt/homebrew/include"]
-    return [d for d in dirs if d and os.path.isfile(os.path.join(d, "xxhash.h"))]
+#: What each extension speeds up, for the warning when it does not build.
+_SLOWER_WITHOUT = {
+    "neardup._kernel": "tokenizing, shingling and MinHash run in pure Python (tens of times slower)",
+    "neardup._hamming": "simhash index queries run in numpy",
+    "neardup._jsonl": "JSONL input is parsed by orjson line by line",
+}
 
 
 class BuildExt(build_ext):
     def build_extensions(self):
-        found = _xxhash_dirs()
-        if not found:
-            sys.exit(
-                "error: xxhash.h not found. neardup's compiled kernel needs the xxHash header: "
-                "install it with `apt-get install libxxhash-dev` (Debian/Ubuntu; "
-                "`brew install xxhash` on macOS), or point XXHASH_INCLUDE at the folder holding it."
-            )
-        gcc_like = self.compiler.compiler_type in ("unix", "mingw32", "cygwin")
-        for ext in self.extensions:
-            if found[0] not in ("/usr/include", "/usr/local/include"):  # searched by default
-                ext.include_dirs.append(found[0])
-            if gcc_like:
+        if self.compiler.compiler_type in ("unix", "mingw32", "cygwin"):
+            for ext in self.extensions:
                 # -O3 for the hot loops; no -march: the AVX2 code is selected at run time.
                 ext.extra_compile_args += ["-O3", "-std=gnu11", "-fno-strict-aliasing"]
         super().build_extensions()
+
+    def run(self):
+        try:
+            super().run()
+        except Exception as exc:  # no compiler at all: the compiler object cannot even be made
+            self._left_out(self.extensions, exc)
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # CompileError, LinkError, a missing Python.h ...
+            self._left_out([ext], exc)
+
+    def _left_out(self, extensions, exc):
+        if os.environ.get("NEARDUP_REQUIRE_EXTENSIONS") == "1":
+            raise exc
+        for ext in extensions:
+            print(f"WARNING: {ext.name} was not built ({type(exc).__name__}: {exc}); "
+                  f"without it {_SLOWER_WITHOUT.get(ext.name, 'a pure-Python path is used')}. "
+                  "Install a C compiler and the Python headers (Debian: gcc python3-dev) and "
+                  "reinstall for the compiled speed.", file=sys.stderr)
 
     def copy_file(self, infile, outfile, *args, **kwargs):
         # Into a new file renamed over the old one: a process that has the old extension loaded
@@ -54,7 +66,8 @@ class BuildExt(build_ext):
 
 setup(
     ext_modules=[
-        Extension("neardup._kernel", sources=["src/neardup/_kernel.c"]),
+        Extension("neardup._kernel", sources=["src/neardup/_kernel.c"],
+                  depends=["src/neardup/_vendor/xxhash/xxhash.h"]),
         # the SimhashIndex query probe (neardup.lsh.hamming); no external header
         Extension("neardup._hamming", sources=["src/neardup/_hamming.c"]),
         # the JSONL reader's fast path (neardup.io.readers); no external header

@@ -16,7 +16,7 @@ from neardup.store.resident import ResidentFile
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mmap/madvise through libc: Linux")
 
 
-def wait_for(predicate, what: str, timeout: float = 30.0):
+def wait_for(predicate, what: str, timeout: float = 300.0):  # a hang guard, not a speed test
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

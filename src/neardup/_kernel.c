@@ -40,7 +40,7 @@
 #include <string.h>
 
 #define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "_vendor/xxhash/xxhash.h" /* xxHash 0.8.2, BSD-2-Clause: _vendor/xxhash/LICENSE */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ND_X86 1

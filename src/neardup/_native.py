@@ -30,8 +30,17 @@ from .text.nfkc import context_free, nfkc, nfkc_by_lines, unsafe_table
 
 try:
     from . import _kernel
-except ImportError:  # not built: the pure-Python paths are used
+except ImportError:  # not built (no compiler at install time): the pure-Python paths are used
+    import warnings
+
     _kernel = None
+    warnings.warn(
+        "neardup._kernel is not built: tokenizing, shingling and MinHash run in pure Python, tens of "
+        "times slower. Reinstall neardup with a C compiler and the Python headers (Debian: gcc "
+        "python3-dev) for the compiled speed.",
+        RuntimeWarning,
+        stacklevel=2,
+    )
 
 _UNITS = {"word": 0, "char": 1, "line": 2}
 _FAMILIES = {"affine61": 0, "mulshift64": 1, "mulshift32": 2}
@@ -62,7 +71,8 @@ def _check(params: ShingleParams) -> None:
         from .errors import ConfigError
 
         if _kernel is None:
-            raise ConfigError("the compiled kernel neardup._kernel is not built (pip install -e . with libxxhash-dev)")
+            raise ConfigError("the compiled kernel neardup._kernel is not built: reinstall neardup with a C compiler "
+                              "and the Python headers (Debian: gcc python3-dev)")
         raise ConfigError(
             f"the compiled kernel does not handle {params!r}: it needs hash='xxh3', multiset=False "
             "and, for characters, collapse_whitespace=True"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import resource
+import sys
 import shutil
 import tempfile
 import time
@@ -180,8 +180,14 @@ class _Pieces:
 
 
 def peak_memory_mb() -> float:
-    """Peak resident memory of this process so far, in MB."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident memory of this process so far, in MB (0.0 where the platform does not say)."""
+    try:
+        import resource  # POSIX only
+    except ImportError:
+        return 0.0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
 class Deduplicator:
