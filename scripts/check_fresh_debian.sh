@@ -16,6 +16,14 @@ if [ ! -x "$root/usr/bin/apt-get" ]; then
   debootstrap --variant=minbase bookworm "$root" "$mirror"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's trust store goes in beside (not into) the root's own, for pip only: where the network
+# passes through a TLS-intercepting proxy (as on this project's machines), pip must trust its CA.
+# On an ordinary network this changes nothing.
+hostca=""
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/host-ca-certificates.crt"
+  hostca="PIP_CERT=/etc/host-ca-certificates.crt"
+fi
 if [ -f /etc/apt/sources.list.d/debian.sources ]; then
   cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/debian.sources"
   rm -f "$root/etc/apt/sources.list"
@@ -45,7 +53,7 @@ run() {  # $1: label, $2: the README's command
   local t0 t1 rc
   t0=$(date +%s.%N)
   set +e
-  chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 bash -c "cd /root/neardup && $2"
+  chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 $hostca bash -c "cd /root/neardup && $2"
   rc=$?
   set -e
   t1=$(date +%s.%N)
