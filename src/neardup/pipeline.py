@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cpus import available_cpus
 from ._validate import check_choice, check_float, check_int
 from .errors import ConfigError
 from .lsh.params import Banding, banding as banding_for, recall_banding
@@ -201,7 +202,7 @@ class Deduplicator:
     def __init__(self, config: DedupConfig = DedupConfig(), *, jobs: int | None = None, progress=None,
                  work_dir: str | None = None, in_memory_mb: float = IN_MEMORY_MB):
         self.config = config
-        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self.jobs = max(1, jobs or available_cpus())
         self.progress = progress
         self.work_dir = work_dir
         self.in_memory_mb = in_memory_mb

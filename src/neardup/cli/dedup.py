@@ -46,7 +46,7 @@ def register(sub) -> None:
     run = p.add_argument_group("run")
     run.add_argument("--engine", choices=["local", "spark"], default="local")
     run.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
-    run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: all cores)")
+    run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: the CPUs this process may use, from its affinity and cgroup quota)")
     run.add_argument("--no-kept", action="store_true", help="do not write the kept corpus")
     run.add_argument("--in-memory-mb", type=positive_int("--in-memory-mb", minimum=0), default=IN_MEMORY_MB, metavar="MB",
                      help="shingle ids and signatures held in memory up to this many MB; the rest spill to a "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..cpus import available_cpus
 from ._common import positive_int, print_json, unit_float
 
 
@@ -27,7 +28,7 @@ def evaluate_command(args) -> int:
 
     from ..evaluate import evaluate_run, format_report
 
-    r = evaluate_run(args.output_dir, args.inputs, floor=args.floor, jobs=args.jobs or os.cpu_count() or 1,
+    r = evaluate_run(args.output_dir, args.inputs, floor=args.floor, jobs=args.jobs or available_cpus(),
                      format=args.format, id_field=args.id_field, text_field=args.text_field)
     if args.json:
         print_json(r)

@@ -16,6 +16,7 @@ import os
 import sys
 import time
 
+from ..cpus import available_cpus
 from ..params import FAMILIES
 from ._common import positive_int, unit_float
 
@@ -43,7 +44,7 @@ def register(sub) -> None:
     a.add_argument("--cache-mb", type=positive_int("--cache-mb"), default=1024,
                    help="SQLite page cache in MB (default 1024; holds a transaction's changed pages)")
     a.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
-                   help="threads for sketching (default: all cores)")
+                   help="threads for sketching (default: the CPUs this process may use, from its affinity and cgroup quota)")
     a.add_argument("--fsync", action="store_true",
                    help="fsync every commit (survives power loss; default: survives the process dying)")
     a.add_argument("--verbose", "-v", action="store_true",
@@ -183,7 +184,7 @@ def index_params(args) -> dict:
 def _open(args, *, create: bool, synchronous: str = "normal"):
     from ..store import SeenIndex
 
-    jobs = getattr(args, "jobs", None) or os.cpu_count() or 1
+    jobs = getattr(args, "jobs", None) or available_cpus()
     # Only 'index add' has --cache-mb (large batches); queries and the server's single-document
     # transactions are faster with SeenIndex's small default cache.
     extra = {"cache_mb": args.cache_mb} if getattr(args, "cache_mb", None) else {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cpus import available_cpus
 from ._common import add_minhash_options, add_shingle_options, positive_int, shingle_params_from, unit_float
 
 
@@ -39,7 +40,7 @@ def register(sub) -> None:
     io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
                     help="skip pages larger than this (default 64 MiB)")
     io.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
-                    help="processes extracting text (default: all cores)")
+                    help="processes extracting text (default: the CPUs this process may use, from its affinity and cgroup quota)")
     add_shingle_options(p, k_default=4)
     # mulshift64 by default: the affine mod 2^61-1 family costs about 40 s per million shingles in numpy
     add_minhash_options(p, num_perm=200, family="mulshift64")
@@ -73,7 +74,7 @@ def report_command(args) -> int:
                        top=args.top, runs=args.runs)
     inputs = InputOptions(format=args.format, id_field=args.id_field, text_field=args.text_field,
                           content=args.content, max_bytes=args.max_bytes)
-    jobs = args.jobs or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    jobs = args.jobs or available_cpus()
     doc = build_report(args.site, args.output, cfg, inputs=inputs, jobs=jobs, with_seed_examples=args.seed_examples,
                        log=lambda msg: print(f"neardup report: {msg}", file=sys.stderr))
     if "pages" in doc:

@@ -56,6 +56,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cpus import available_cpus
 from ..errors import ConfigError, FormatError
 
 try:
@@ -83,7 +84,7 @@ _SMALL_BUCKET = 16  # buckets up to this length are scanned in Python, longer on
 _CHUNK = 1 << 21  # candidate pairs handled per vectorised step in query_many
 _DEFAULT_BUFFER = 4096
 _DEFAULT_MERGE_FACTOR = 4
-_THREADS = min(2, os.cpu_count() or 1)  # tables are sorted in parallel (numpy releases the GIL)
+_THREADS = min(2, available_cpus())  # tables are sorted in parallel (numpy releases the GIL)
 _PARALLEL_QUERIES = 8192  # compiled query_many splits batches at least this large over _THREADS
 
 
