@@ -5,7 +5,9 @@ artefact and a mismatch detected:
 
 - ``xxh3``: XXH3-64 of the UTF-8 bytes, seed 0 (the default: fast and well mixed);
 - ``md5``, ``sha1``: the first 8 bytes of the digest read big-endian, to reproduce the papers
-  (the seed's simhash example uses MD5).
+  (the seed's simhash example uses MD5);
+- ``rabin40``, ``rabin64``: Rabin fingerprints of that degree, premultiplied by ``x^64``
+  (:mod:`neardup.rabin`), the shingle ids of Broder's 1997 experiment.
 
 Seeds for permutations are derived from one integer with :func:`derive`, a fixed procedure built
 on splitmix64, never from a random-number stream whose output may change between numpy versions.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import xxhash
 
-HASH_NAMES = ("xxh3", "md5", "sha1")
+HASH_NAMES = ("xxh3", "md5", "sha1", "rabin40", "rabin64")
 MASK64 = (1 << 64) - 1
 
 
@@ -46,6 +48,10 @@ def hash64(data: str | bytes, name: str = "xxh3") -> int:
         import hashlib  # only for these: it loads OpenSSL, a cost on every start otherwise
 
         return int.from_bytes(hashlib.new(name, raw).digest()[:8], "big")
+    if name in ("rabin40", "rabin64"):
+        from .rabin import fingerprint
+
+        return fingerprint(raw, int(name[5:]))
     check_hash_name(name)
     raise AssertionError("unreachable")
 

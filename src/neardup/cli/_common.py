@@ -69,6 +69,8 @@ def add_shingle_options(p: argparse.ArgumentParser, *, k_default: int = 5) -> No
     g.add_argument("--keep-punctuation", action="store_true", help="keep punctuation inside tokens")
     g.add_argument("--no-casefold", action="store_true", help="keep upper and lower case apart")
     g.add_argument("--no-nfkc", action="store_true", help="skip Unicode NFKC normalization")
+    g.add_argument("--shingle-hash", choices=["xxh3", "rabin40", "rabin64", "md5", "sha1"], default="xxh3",
+                   help="shingle ids: xxh3 (default), Rabin fingerprints of 40 or 64 bits (Broder 1997), md5, sha1")
 
 
 def add_minhash_options(p: argparse.ArgumentParser, *, num_perm: int = 128, family: str = "affine61") -> None:
@@ -87,7 +89,7 @@ def shingle_params_from(args):
 
     norm = NormalizeParams(nfkc=not args.no_nfkc, casefold=not args.no_casefold,
                            remove_punctuation=not args.keep_punctuation)
-    return ShingleParams(k=args.k, unit=args.unit, normalize=norm)
+    return ShingleParams(k=args.k, unit=args.unit, normalize=norm, hash=getattr(args, "shingle_hash", "xxh3"))
 
 
 def minhash_params_from(args):
