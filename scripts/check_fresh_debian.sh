@@ -16,6 +16,9 @@ if [ ! -x "$root/usr/bin/apt-get" ]; then
   debootstrap --variant=minbase bookworm "$root" "$mirror"
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# debootstrap writes no /etc/hosts (the installer or cloud-init does, on every real machine), and
+# Spark binds "localhost": give the root the file an installed Debian has.
+[ -s "$root/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
 # The host's trust store goes in beside (not into) the root's own, for pip only: where the network
 # passes through a TLS-intercepting proxy (as on this project's machines), pip must trust its CA.
 # On an ordinary network this changes nothing.
