@@ -1,0 +1,90 @@
+"""Broder's sampled-shingle clustering (neardup.cluster.broder) against brute force on sets."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.cluster.broder import (containment, greedy_clusters, min_s_sample, mod_m_sample, resemblance,
+                                    shared_sample_pairs)
+
+
+def _layout(docs: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.array([v for d in docs for v in sorted(set(d))], dtype=np.uint64)
+    offsets = np.concatenate(([0], np.cumsum([len(set(d)) for d in docs]))).astype(np.int64)
+    return ids, offsets
+
+
+def _docs_of(values, offsets):
+    return [values[offsets[d]:offsets[d + 1]].tolist() for d in range(offsets.size - 1)]
+
+
+docs_strategy = st.lists(st.lists(st.integers(0, 60), max_size=25), max_size=25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(docs=docs_strategy, m=st.integers(1, 7), s=st.integers(1, 9))
+def test_samples_equal_their_definitions(docs, m, s):
+    ids, offsets = _layout(docs)
+    values, off = mod_m_sample(ids, offsets, m)
+    assert _docs_of(values, off) == [sorted(v for v in set(d) if v % m == 0) for d in docs]
+    values, off = min_s_sample(ids, offsets, s)
+    assert _docs_of(values, off) == [sorted(set(d))[:s] for d in docs]
+
+
+@settings(max_examples=200, deadline=None)
+@given(docs=docs_strategy, cap=st.integers(2, 30))
+def test_shared_sample_pairs_equal_brute_force(docs, cap):
+    values, offsets = _layout(docs)
+    i, j, count, stats = shared_sample_pairs(values, offsets, cap=cap)
+    holders: dict[int, list[int]] = {}
+    for d, doc in enumerate(docs):
+        for v in set(doc):
+            holders.setdefault(v, []).append(d)
+    usable = {v for v, h in holders.items() if len(h) <= cap}
+    want = {}
+    for a, b in combinations(range(len(docs)), 2):
+        shared = len(set(docs[a]) & set(docs[b]) & usable)
+        if shared:
+            want[(a, b)] = shared
+    assert dict(zip(zip(i.tolist(), j.tolist()), count.tolist())) == want
+    assert list(zip(i.tolist(), j.tolist())) == sorted(want)
+    big = [len(h) for h in holders.values() if len(h) > cap]
+    assert stats["capped_samples"] == len(big) and stats["capped_pairs"] == sum(g * (g - 1) // 2 for g in big)
+    assert stats["samples"] == len(holders) and stats["shared_samples"] == sum(len(h) >= 2 for h in holders.values())
+
+
+def test_estimates_from_counts():
+    assert resemblance(np.array([5]), np.array([10]), np.array([10])).tolist() == [5 / 15]
+    assert containment(np.array([5]), np.array([10])).tolist() == [0.5]
+    assert resemblance(np.array([0]), np.array([0]), np.array([0])).tolist() == [0.0]
+
+
+def test_greedy_joins_the_first_cluster_met_and_depends_on_order():
+    # 0 and 1 share sample 7; 2 shares 9 with 1 (so joins 1's cluster, which is 0's); 3 is alone
+    docs = [[7, 8], [7, 9], [9, 10], [11]]
+    values, offsets = _layout(docs)
+    assert greedy_clusters(values, offsets).tolist() == [0, 0, 0, 3]
+    # the same documents in another order: 2 founds a cluster, 1 joins it through 9 (7 is not in
+    # the table yet), and 0 joins through 7, which 1 put there
+    order = [2, 1, 0, 3]
+    values, offsets = _layout([docs[k] for k in order])
+    assert greedy_clusters(values, offsets).tolist() == [0, 0, 0, 3]
+    # order matters: a document that bridges two clusters joins the first and the rest stay apart
+    docs = [[1], [2], [1, 2]]
+    values, offsets = _layout(docs)
+    assert greedy_clusters(values, offsets).tolist() == [0, 1, 0]
+    values, offsets = _layout([[1, 2], [1], [2]])
+    assert greedy_clusters(values, offsets).tolist() == [0, 0, 0]
+
+
+def test_bad_arguments():
+    ids, offsets = _layout([[1, 2]])
+    with pytest.raises(ValueError, match="m must be"):
+        mod_m_sample(ids, offsets, 0)
+    with pytest.raises(ValueError, match="s must be"):
+        min_s_sample(ids, offsets, 0)
