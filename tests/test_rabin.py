@@ -77,7 +77,8 @@ def test_known_values():
         assert fingerprint(data, 64) == _oracle(data, 64) == f64
         assert fingerprint(data, 40, premultiply_bits=0) == _oracle(data, 40, 0)
     assert fingerprint(b"", 40) == 0
-    assert hash64("a rose is a rose", "rabin40") == 0xB768B7D779
+    assert hash64("a rose is a rose", "rabin40") == 0xB768B7D779 << 24  # in the id's high bits
+    assert hash64("a rose is a rose", "rabin64") == 0x64802F1F099A532F
 
 
 @settings(max_examples=300, deadline=None)
@@ -98,7 +99,7 @@ def test_shingle_ids_of_text_are_the_rolling_fingerprints(unit):
     params = ShingleParams(k=3, unit=unit, hash="rabin40", normalize=NormalizeParams())
     for text in (D1, D2, real_texts(limit=3)[0][1]):
         tokens = [t.encode() for t in tokenize(text, unit, params.normalize)]
-        rolled = rolling_shingle_fingerprints(tokens, 3, JOINERS[unit].encode(), 40)
+        rolled = [f << 24 for f in rolling_shingle_fingerprints(tokens, 3, JOINERS[unit].encode(), 40)]
         assert sorted(set(rolled)) == shingle_ids(text, params).tolist()
         assert set(rolled) == {hash64(s, "rabin40") for s in shingles(text, params)}
 
@@ -140,3 +141,43 @@ def test_fingerprint_pairs_share_structure_only_where_the_strings_do():
     assert bin(fingerprint(a, 40) ^ fingerprint(b, 40)).count("1") > 8  # spread after it
     assert len({fingerprint(bytes([c]), 40) for c in range(1, 256)}) == 255
     assert all(fingerprint(x, 40) != fingerprint(y, 40) for x, y in combinations([b"a", b"b", b"ab", b"ba", b"aa"], 2))
+
+
+# -- the compiled kernel computes the same ids, in one pass, on both code paths -----------------------
+
+@pytest.mark.parametrize("portable", [False, True], ids=["pclmul", "portable"])
+@pytest.mark.parametrize("hash_name", ["rabin40", "rabin64"])
+def test_kernel_rabin_ids_equal_the_definition(hash_name, portable):
+    from neardup import _native
+
+    if not _native.available():
+        pytest.skip("neardup._kernel is not built")
+    from neardup import _kernel
+
+    prev = _kernel.set_simd(not portable)
+    try:
+        texts = [D1, D2, "", "   ", "a", "x " * 3] + [t[:20000] for _, t in real_texts(limit=12)]
+        for unit in ("word", "char", "line"):
+            for k in (1, 2, 5, 10):
+                params = ShingleParams(k=k, unit=unit, hash=hash_name)
+                for text in texts:
+                    want = sorted({hash64(s, hash_name) for s in shingles(text, params)})
+                    assert _native.shingle_ids(text, params).tolist() == want, (unit, k, text[:40])
+        # and through the batch path that dedup uses, signatures and ids together
+        params = ShingleParams(k=5, hash=hash_name)
+        sig = _native.signatures(texts, params, with_ids=True)
+        for d, text in enumerate(texts):
+            assert sig.doc_ids(d).tolist() == sorted({hash64(s, hash_name) for s in shingles(text, params)})
+    finally:
+        _kernel.set_simd(prev)
+
+
+def test_kernel_refuses_an_unknown_hash():
+    from neardup import _native
+
+    if not _native.available():
+        pytest.skip("neardup._kernel is not built")
+    from neardup import _kernel
+
+    with pytest.raises(ValueError, match="hash must be"):
+        _kernel.shingle_ids(b"a b c", _native._table(), 0, 2, False, None, 7)

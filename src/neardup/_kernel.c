@@ -49,6 +49,8 @@
 #define ND_X86 0
 #endif
 
+#include "_rabin.h" /* Rabin fingerprints of shingles (shingle hash rabin40 / rabin64) */
+
 #define TABLE_SIZE 0x110000
 
 enum { C_SEP = 0, C_WORD = 1, C_SOLO = 2, C_PUNCT = 3, C_LB = 4 };
@@ -136,6 +138,7 @@ typedef struct {
     int ascii_lower;      /* ... and A-Z fold to a-z */
     uint8_t word_bits[16]; /* ASCII bitmaps for the AVX2 splitter: bit (b >> 4) of [b & 15] */
     uint8_t lb_bits[16];
+    int hash;              /* shingle ids: H_XXH3, H_RABIN40 or H_RABIN64 (set after init_classes) */
 } classes_t;
 
 static inline size_t utf8_encode(uint32_t cp, uint8_t *out) {
@@ -545,6 +548,23 @@ static size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_t *
     *content_len = out_len;
     if (nu == (size_t)-1) return (size_t)-1;
     if (nu == 0) return 0;
+    if (cl->hash != H_XXH3) { /* Rabin: every shingle in one pass over the units (_rabin.h) */
+        const size_t ns = nu < k ? 1 : nu - k + 1;
+        uint64_t *bounds = malloc((2 * nu + 1) * sizeof(uint64_t));
+        if (!bounds || !GROW(s->ids, s->ids_cap, ns)) {
+            free(bounds);
+            return (size_t)-1;
+        }
+        const rabin_t *r = &g_rabin[cl->hash == H_RABIN64];
+        /* the joiners of neardup.shingle.JOINERS: a space between words, a newline between lines,
+         * nothing between characters */
+        size_t got = rabin_shingle_ids(r, s->buf, out_len, s->pos, nu, k, cl->unit == U_CHAR ? 0 : 1,
+                                       cl->unit == U_CHAR ? 0 : cl->unit == U_LINE ? '\n' : ' ', bounds,
+                                       bounds + nu + 1, s->ids,
+                                       g_have_pclmul > 0 && !g_force_scalar);
+        free(bounds);
+        return got;
+    }
     if (nu < k) {
         if (!GROW(s->ids, s->ids_cap, 1)) return (size_t)-1;
         s->ids[0] = XXH3_64bits(s->buf, out_len);
@@ -1271,6 +1291,12 @@ static int init_classes(classes_t *cl, const Py_buffer *table, int unit, int kee
 /* Documents are addressed with 32-bit positions in a buffer of up to 2*len + 1 bytes. */
 #define MAX_DOC_BYTES ((size_t)0x30000000) /* 5 * len + slack < 2**32 */
 
+static int check_hash(int hash) {
+    if (hash == H_XXH3 || hash == H_RABIN40 || hash == H_RABIN64) return 1;
+    PyErr_Format(PyExc_ValueError, "hash must be 0 (xxh3), 1 (rabin40) or 2 (rabin64), got %d", hash);
+    return 0;
+}
+
 static int check_doc_len(size_t len) {
     if (len > MAX_DOC_BYTES) {
         PyErr_Format(PyExc_ValueError, "a document of %zu bytes is larger than the kernel's limit (%zu)",
@@ -1346,9 +1372,9 @@ static PyObject *py_shingle_ids(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, table;
     PyObject *table_obj, *fold_obj = NULL;
-    int unit, keep;
+    int unit, keep, hash = H_XXH3;
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "y*Oinp|O", &data, &table_obj, &unit, &k, &keep, &fold_obj)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*Oinp|Oi", &data, &table_obj, &unit, &k, &keep, &fold_obj, &hash)) return NULL;
     if (!get_table(table_obj, &table)) {
         PyBuffer_Release(&data);
         return NULL;
@@ -1360,9 +1386,10 @@ static PyObject *py_shingle_ids(PyObject *self, PyObject *args) {
     size_t len = (size_t)data.len, n = 0;
     int oom = 0;
     classes_t cl;
-    if (!check_unit_k(unit, k) || !check_doc_len(len) || !get_fold(fold_obj, &fold, &nfold) ||
+    if (!check_unit_k(unit, k) || !check_doc_len(len) || !check_hash(hash) || !get_fold(fold_obj, &fold, &nfold) ||
         !init_classes(&cl, &table, unit, keep, fold, nfold))
         goto done;
+    cl.hash = hash;
     const int simd = simd_enabled();
     Py_BEGIN_ALLOW_THREADS
     size_t content_len;
@@ -1741,7 +1768,7 @@ typedef struct {
 /* Parses the arguments after the data, runs the batch, returns the result tuple (or NULL). */
 static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int unit, Py_ssize_t k, int keep,
                                 PyObject *a_obj, PyObject *b_obj, int family, int with_ids, PyObject *fold_obj,
-                                int with_fps) {
+                                int with_fps, int hash) {
     Py_buffer table, abuf, bbuf;
     uint32_t *fold = NULL;
     size_t nfold = 0;
@@ -1761,10 +1788,12 @@ static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int uni
     got_a = 1;
     if (PyObject_GetBuffer(b_obj, &bbuf, PyBUF_SIMPLE) < 0) goto done;
     got_b = 1;
-    if (!check_unit_k(unit, k) || !get_fold(fold_obj, &fold, &nfold) ||
+    if (!check_unit_k(unit, k) || !check_hash(hash) || !get_fold(fold_obj, &fold, &nfold) ||
         !init_classes(&cl, &table, unit, keep, fold, nfold) ||
         !init_classes(&clw, &table, U_WORD, keep, fold, nfold))
         goto done;
+    cl.hash = hash;
+    clw.hash = H_XXH3; /* the content fingerprints' word split hashes nothing */
     if (family != F_AFFINE61 && family != F_MULSHIFT64 && family != F_MULSHIFT32) {
         PyErr_Format(PyExc_ValueError, "family must be 0 (affine61), 1 (mulshift64) or 2 (mulshift32), got %d",
                      family);
@@ -1921,10 +1950,10 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, offs;
     PyObject *offs_obj, *table_obj, *a_obj, *b_obj, *fold_obj = NULL;
-    int unit, keep, family, with_ids, with_fps = 0;
+    int unit, keep, family, with_ids, with_fps = 0, hash = H_XXH3;
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "y*OOinpOOip|Op", &data, &offs_obj, &table_obj, &unit, &k, &keep,
-                          &a_obj, &b_obj, &family, &with_ids, &fold_obj, &with_fps))
+    if (!PyArg_ParseTuple(args, "y*OOinpOOip|Opi", &data, &offs_obj, &table_obj, &unit, &k, &keep,
+                          &a_obj, &b_obj, &family, &with_ids, &fold_obj, &with_fps, &hash))
         return NULL;
     PyObject *result = NULL;
     docs_t docs = {0};
@@ -1938,7 +1967,8 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
     if (!docs.ptr || !docs.len)
         PyErr_NoMemory();
     else if (add_segment(&docs, &data, &offs))
-        result = signatures_run(&docs, table_obj, unit, k, keep, a_obj, b_obj, family, with_ids, fold_obj, with_fps);
+        result = signatures_run(&docs, table_obj, unit, k, keep, a_obj, b_obj, family, with_ids, fold_obj, with_fps,
+                                hash);
     free(docs.ptr);
     free(docs.len);
     PyBuffer_Release(&offs);
@@ -1956,10 +1986,10 @@ PyDoc_STRVAR(signatures_segments_doc,
 static PyObject *py_signatures_segments(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *segs_obj, *table_obj, *a_obj, *b_obj, *fold_obj = NULL;
-    int unit, keep, family, with_ids, with_fps = 0;
+    int unit, keep, family, with_ids, with_fps = 0, hash = H_XXH3;
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "OOinpOOip|Op", &segs_obj, &table_obj, &unit, &k, &keep, &a_obj, &b_obj, &family,
-                          &with_ids, &fold_obj, &with_fps))
+    if (!PyArg_ParseTuple(args, "OOinpOOip|Opi", &segs_obj, &table_obj, &unit, &k, &keep, &a_obj, &b_obj, &family,
+                          &with_ids, &fold_obj, &with_fps, &hash))
         return NULL;
     PyObject *segs = PySequence_Fast(segs_obj, "segments must be a list of (data, offsets) pairs");
     if (!segs) return NULL;
@@ -1993,7 +2023,7 @@ static PyObject *py_signatures_segments(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t i = 0; i < ns; i++)
         if (!add_segment(&docs, &bufs[2 * i], &bufs[2 * i + 1])) goto done;
-    result = signatures_run(&docs, table_obj, unit, k, keep, a_obj, b_obj, family, with_ids, fold_obj, with_fps);
+    result = signatures_run(&docs, table_obj, unit, k, keep, a_obj, b_obj, family, with_ids, fold_obj, with_fps, hash);
 done:
     free(docs.ptr);
     free(docs.len);
@@ -2461,6 +2491,7 @@ static struct PyModuleDef moduledef = {
 };
 
 PyMODINIT_FUNC PyInit__kernel(void) {
+    rabin_init(); /* read-only tables from here on, so every thread may use them */
     PyObject *mod = PyModule_Create(&moduledef);
     if (!mod) return NULL;
     if (PyModule_AddIntConstant(mod, "UNIT_WORD", U_WORD) < 0 ||
@@ -2469,6 +2500,9 @@ PyMODINIT_FUNC PyInit__kernel(void) {
         PyModule_AddIntConstant(mod, "FAMILY_AFFINE61", F_AFFINE61) < 0 ||
         PyModule_AddIntConstant(mod, "FAMILY_MULSHIFT64", F_MULSHIFT64) < 0 ||
         PyModule_AddIntConstant(mod, "FAMILY_MULSHIFT32", F_MULSHIFT32) < 0 ||
+        PyModule_AddIntConstant(mod, "HASH_XXH3", H_XXH3) < 0 ||
+        PyModule_AddIntConstant(mod, "HASH_RABIN40", H_RABIN40) < 0 ||
+        PyModule_AddIntConstant(mod, "HASH_RABIN64", H_RABIN64) < 0 ||
         PyModule_AddIntConstant(mod, "XXH_VERSION", XXH_VERSION_NUMBER) < 0) {
         Py_DECREF(mod);
         return NULL;

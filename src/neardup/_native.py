@@ -44,6 +44,8 @@ except ImportError:  # not built (no compiler at install time): the pure-Python 
 
 _UNITS = {"word": 0, "char": 1, "line": 2}
 _FAMILIES = {"affine61": 0, "mulshift64": 1, "mulshift32": 2}
+#: Shingle hashes the kernel computes (its HASH_* constants).
+_HASHES = {"xxh3": 0, "rabin40": 1, "rabin64": 2}
 #: Text per kernel call when a batch is split (bounds the joined buffer; several per thread
 #: so that threads finish together).
 _CHUNK_BYTES = 4 << 20
@@ -57,11 +59,11 @@ def available() -> bool:
 def supports(params: ShingleParams) -> bool:
     """True when the kernel is available and computes shingles with these parameters.
 
-    It handles the hash ``xxh3`` with distinct shingles (no multiset), any unit and k, with or
+    It handles the hashes ``xxh3``, ``rabin40`` and ``rabin64`` with distinct shingles (no multiset), any unit and k, with or
     without punctuation, NFKC and case folding. The character unit needs collapsed white space
     (the default); words and lines never depend on that setting.
     """
-    if _kernel is None or params.hash != "xxh3" or params.multiset:
+    if _kernel is None or params.hash not in _HASHES or params.multiset:
         return False
     return params.unit != "char" or params.normalize.collapse_whitespace
 
@@ -74,7 +76,7 @@ def _check(params: ShingleParams) -> None:
             raise ConfigError("the compiled kernel neardup._kernel is not built: reinstall neardup with a C compiler "
                               "and the Python headers (Debian: gcc python3-dev)")
         raise ConfigError(
-            f"the compiled kernel does not handle {params!r}: it needs hash='xxh3', multiset=False "
+            f"the compiled kernel does not handle {params!r}: it needs hash xxh3, rabin40 or rabin64, multiset=False "
             "and, for characters, collapse_whitespace=True"
         )
 
@@ -251,7 +253,7 @@ def shingle_ids(text: str, params: ShingleParams = ShingleParams()) -> np.ndarra
     norm = params.normalize
     table, fold = _kernel_tables(norm)
     raw = _kernel.shingle_ids(_encode(text, norm), table, _UNITS[params.unit], params.k,
-                              not norm.remove_punctuation, fold)
+                              not norm.remove_punctuation, fold, _HASHES[params.hash])
     return np.frombuffer(raw, dtype=np.uint64)
 
 
@@ -507,6 +509,7 @@ def _signature_args(shingle_params: ShingleParams, minhash_params: MinHashParams
     return (
         table, _UNITS[shingle_params.unit], shingle_params.k, not norm.remove_punctuation,
         a, b, _FAMILIES[minhash_params.family], bool(with_ids), fold, bool(with_fingerprints),
+        _HASHES[shingle_params.hash],
     )
 
 

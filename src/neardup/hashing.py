@@ -6,8 +6,8 @@ artefact and a mismatch detected:
 - ``xxh3``: XXH3-64 of the UTF-8 bytes, seed 0 (the default: fast and well mixed);
 - ``md5``, ``sha1``: the first 8 bytes of the digest read big-endian, to reproduce the papers
   (the seed's simhash example uses MD5);
-- ``rabin40``, ``rabin64``: Rabin fingerprints of that degree, premultiplied by ``x^64``
-  (:mod:`neardup.rabin`), the shingle ids of Broder's 1997 experiment.
+- ``rabin40``, ``rabin64``: Rabin fingerprints of that degree, premultiplied by ``x^64``, in the
+  high bits of the 64-bit id (:mod:`neardup.rabin`), the shingle ids of Broder's 1997 experiment.
 
 Seeds for permutations are derived from one integer with :func:`derive`, a fixed procedure built
 on splitmix64, never from a random-number stream whose output may change between numpy versions.
@@ -49,9 +49,10 @@ def hash64(data: str | bytes, name: str = "xxh3") -> int:
 
         return int.from_bytes(hashlib.new(name, raw).digest()[:8], "big")
     if name in ("rabin40", "rabin64"):
-        from .rabin import fingerprint
+        from .rabin import fingerprint, shingle_id
 
-        return fingerprint(raw, int(name[5:]))
+        degree = int(name[5:])
+        return shingle_id(fingerprint(raw, degree), degree)
     check_hash_name(name)
     raise AssertionError("unreachable")
 

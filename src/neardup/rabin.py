@@ -19,6 +19,12 @@ null bytes to the string. Since ``P`` is irreducible, multiplying by ``x^s`` mod
 bijection of the nonzero residues, so it permutes the fingerprints. neardup's ``rabin40`` and
 ``rabin64`` shingle ids are ``A(x) * x^64 mod P`` (eight null bytes appended, :data:`PREMULTIPLY_BITS`).
 
+**As 64-bit ids** (:func:`shingle_id`) a fingerprint of ``l < 64`` bits is stored in the high
+bits, ``f << (64 - l)``: everything downstream reads ids from the top (the kernel's radix sort,
+the ``mulshift32`` permutations, which use the high 32 bits), and a 40-bit value in the low bits
+would give them 8 bits of it. Divisibility by an odd ``m`` (the ``MOD_m`` sample) is unchanged by
+the shift, since ``2^(64-l)`` is prime to ``m``.
+
 **Rolling.** The fingerprints of all ``k``-token shingles of a document are computed in one pass
 over its tokens (:func:`rolling_shingle_fingerprints`): with ``S_i = t_i j R`` (``j`` the joiner,
 ``R`` the rest of the window), ``f(R) = f(S_i) - f(t_i j) * x^(8|R|)`` and
@@ -150,6 +156,11 @@ def x_power(bits: int, degree: int) -> int:
         base = poly_mulmod(base, base, p)
         e >>= 1
     return result
+
+
+def shingle_id(f: int, degree: int) -> int:
+    """A fingerprint of ``degree`` bits as a 64-bit shingle id: in the high bits (module)."""
+    return f << (64 - degree)
 
 
 def rolling_shingle_fingerprints(tokens: list[bytes], k: int, joiner: bytes = b" ", degree: int = 40,
