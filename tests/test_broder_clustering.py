@@ -88,3 +88,25 @@ def test_bad_arguments():
         mod_m_sample(ids, offsets, 0)
     with pytest.raises(ValueError, match="s must be"):
         min_s_sample(ids, offsets, 0)
+
+
+def test_sampled_candidates_keep_pairs_near_the_threshold_and_drop_far_ones():
+    from neardup.cluster.broder import sampled_candidates
+
+    rng = np.random.default_rng(3)  # test data only
+    base = rng.choice(1 << 40, 400, replace=False).astype(np.uint64)
+    near = np.concatenate((base[:380], rng.choice(1 << 40, 20, replace=False).astype(np.uint64)))  # J ~ 0.9
+    half = np.concatenate((base[:130], rng.choice(1 << 40, 270, replace=False).astype(np.uint64)))  # J ~ 0.19
+    docs = [base, near, half]
+    values = np.concatenate([np.sort(d) for d in docs])
+    offsets = np.array([0, 400, 800, 1200])
+    i, j, est, stats = sampled_candidates(values, offsets, 0.5)
+    assert list(zip(i.tolist(), j.tolist())) == [(0, 1)] and est[0] == pytest.approx(380 / 420)
+    assert stats["sample_pairs"] == 3 and stats["sample_pairs_kept"] == 1
+    # containment: the small document inside the large one is kept, whatever their resemblance
+    small = np.sort(base[:40])
+    values = np.concatenate((np.sort(base), small))
+    i, j, est, _ = sampled_candidates(values, np.array([0, 400, 440]), 0.8, measure="containment")
+    assert (i.tolist(), j.tolist(), est.tolist()) == ([0], [1], [1.0])
+    i, j, est, _ = sampled_candidates(values, np.array([0, 400, 440]), 0.8)
+    assert i.size == 0  # resemblance 0.1

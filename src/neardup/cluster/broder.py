@@ -142,3 +142,30 @@ def greedy_clusters(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         for v in mine:
             table.setdefault(v, found)
     return cluster
+
+
+def sampled_candidates(values: np.ndarray, offsets: np.ndarray, threshold: float, *, measure: str = "jaccard",
+                       cap: int = DEFAULT_CAP, slack_errors: float = 4.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """The pairs worth verifying, from shared samples: passes 2 to 4 of the experiment.
+
+    A pair is kept when its estimate from the counts (resemblance, or for ``measure=
+    "containment"`` the larger of the two containments) is at least ``threshold`` less
+    ``slack_errors`` standard errors of a proportion measured on the pair's samples (the union's
+    for resemblance, the smaller document's for containment), so that pairs at the threshold are
+    rarely lost to sampling noise; every kept pair is then measured exactly by the caller, as for
+    the other methods. Returns ``(i, j, estimate, stats)``.
+    """
+    i, j, count, stats = shared_sample_pairs(values, offsets, cap=cap)
+    sizes = np.diff(np.asarray(offsets, dtype=np.int64))
+    si, sj = sizes[i], sizes[j]
+    if measure == "containment":
+        est = np.maximum(containment(count, si), containment(count, sj))
+        n = np.minimum(si, sj).astype(np.float64)
+    else:
+        est = resemblance(count, si, sj)
+        n = (si + sj - count).astype(np.float64)
+    t = float(threshold)
+    se = np.sqrt(t * (1 - t) / np.maximum(n, 1.0))
+    keep = est >= t - slack_errors * se
+    stats = {**stats, "sample_pairs": int(i.size), "sample_pairs_kept": int(keep.sum())}
+    return i[keep], j[keep], est[keep], stats
