@@ -371,6 +371,28 @@ def test_readyz_and_metrics(server, client):
     assert re.search(r"^neardup_wal_bytes \d+$", after, re.M)
 
 
+def test_large_bodies_answered_by_a_batch_process_as_by_the_endpoints(client, server):
+    # Bodies over 64 KiB are parsed, checked, validated and run in the server's batch process:
+    # the same statuses, answers and error messages as the small ones.
+    rng = random.Random(21)
+    big = page(rng, 14_000)  # about 90 kB
+    assert len(json.dumps({"text": big})) > 1 << 16
+    r = client.post("/v1/check-and-add", json={"id": "big-1", "text": big})
+    assert r.status_code == 200 and r.json()["added"] is True, r.text
+    r = client.post("/v1/check-and-add", json={"id": "big-2", "text": big.upper()})
+    assert r.json()["added"] is False and r.json()["exact"] == ["big-1"]
+    with SeenIndex(server.db, create=False) as index:
+        assert client.post("/v1/check?limit=3", json={"text": big}).json() == index.query(big, limit=3)
+    r = client.post("/v1/add", json={"documents": [{"id": "big-3", "text": big + " more"}, {"text": 5}]})
+    assert r.status_code == 422 and "documents.1.text" in r.json()["error"], r.text
+    assert client.delete("/v1/documents/big-3").status_code == 404  # a refused batch stores nothing
+    pad = " " * (1 << 16)
+    for body, fragment in ((b"[" + pad.encode() + b"]", "JSON object"), (b"{not json" + pad.encode(), "JSON"),
+                           (json.dumps({"text": big, "html": "<p>x</p>"}).encode(), "exactly one")):
+        r = client.post("/v1/add", content=body, headers={"Content-Type": "application/json"})
+        assert r.status_code == 422 and fragment in r.json()["error"], r.text
+
+
 class ThreadServer:
     """uvicorn serving ``create_app(index, **options)`` from a thread of this process, on loopback
     (for limits that a test sets small, and for an index the test holds on to)."""

@@ -101,6 +101,9 @@ def register(sub) -> None:
     v.add_argument("--limit-concurrency", type=positive_int("--limit-concurrency"), default=256, metavar="N",
                    help="most open connections and requests in progress per server process; more get 503 "
                         "(default 256)")
+    v.add_argument("--batch-processes", type=positive_int("--batch-processes", minimum=0), default=1, metavar="N",
+                   help="child processes, at a lower CPU priority, that run batches and HTML requests so that "
+                        "they do not hold the server's GIL (default 1; 0: in the server's threads)")
     v.add_argument("--html", choices=["main", "whole"], default="main",
                    help="HTML to text: main content (default) or the whole page")
     v.add_argument("--workers", type=positive_int("--workers"), default=1,
@@ -365,7 +368,8 @@ def serve_command(args) -> int:
     from ..service.app import protocol_with_header_timeout
 
     limits = dict(max_document_chars=args.max_document_chars, max_document_tokens=args.max_document_tokens,
-                  request_timeout=args.request_timeout, body_timeout=args.body_timeout)
+                  request_timeout=args.request_timeout, body_timeout=args.body_timeout,
+                  batch_processes=args.batch_processes)
     # limit_concurrency: past N connections and requests, uvicorn answers 503 at once instead
     # of taking more work (memory stays bounded); the header deadline frees the connections
     # that slow clients hold.

@@ -296,10 +296,11 @@ class _Guard:
         doc = None
         if self.precheck is not None and scope["method"] == "POST" and scope["path"] in _DOCUMENT_PATHS:
             refused, doc = await self.precheck(scope, body)
-            if refused is not None:
-                status, obj, kind = refused
-                _count(metrics, kind)
-                return await _send(send, status, obj)
+            if refused is not None:  # refused, or answered whole by a batch process
+                status, obj, kind, headers = (*refused, None)[:4]
+                if kind:
+                    _count(metrics, kind)
+                return await _send(send, status, obj, headers)
         if self.fast is not None and doc is not None and await self.fast(scope, doc, send):
             return
         replayed = False
@@ -501,7 +502,7 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
                max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS,
                max_document_tokens: int = DEFAULT_MAX_DOCUMENT_TOKENS,
                request_timeout: float = DEFAULT_REQUEST_TIMEOUT, body_timeout: float = DEFAULT_BODY_TIMEOUT,
-               work_threads: int = DEFAULT_WORK_THREADS):
+               work_threads: int = DEFAULT_WORK_THREADS, batch_processes: int = 0):
     """An ASGI app serving ``index`` (a :class:`~neardup.store.SeenIndex`).
 
     Args:
@@ -526,6 +527,11 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
         body_timeout: seconds for the whole body to arrive (408 and the connection closed).
         work_threads: threads sketching and querying for checks, batches and HTML, off the
             event loop (single-document writes go to the writer).
+        batch_processes: child processes (at a lower CPU priority, ``nice`` +10) that run
+            batches and HTML requests instead of the worker threads (``neardup serve`` uses
+            1). Sketching a batch of 1000 pages holds a GIL for about a second; in a process of
+            its own it does not hold this one's, which the event loop and the writer need for
+            every single-document request. The index must be a file that the children can open.
     """
     from .._validate import check_float, check_int
 
@@ -536,6 +542,7 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
     check_int("max_document_chars", max_document_chars, 1, None, owner="create_app")
     check_int("max_document_tokens", max_document_tokens, 1, None, owner="create_app")
     check_int("work_threads", work_threads, 1, 1024, owner="create_app")
+    check_int("batch_processes", batch_processes, 0, 1024, owner="create_app")
     check_float("request_timeout", request_timeout, 0.0, float("inf"), closed="neither", owner="create_app")
     check_float("body_timeout", body_timeout, 0.0, float("inf"), closed="neither", owner="create_app")
 
@@ -551,11 +558,15 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
         if resident and hasattr(index, "keep_resident"):
             index.keep_resident()  # returns at once; a thread maps the pages
         writer.start()
+        if heavy is not None:
+            heavy.start()
         state["ready"] = True
         yield
         state["ready"] = False
         writer.close()
         pool.shutdown(wait=True)
+        if heavy is not None:
+            heavy.close()
         if close_index:
             index.close()
 
@@ -565,25 +576,10 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
     app.state.index = index
     app.state.metrics = metrics
 
-    def over_budget(text: str, where: str) -> str | None:
-        """Why ``text`` is over the per-document budget, or None. Runs in a worker thread."""
-        if len(text) > max_document_chars:
-            return f"{where} has {len(text)} characters, more than the limit of {max_document_chars}"
-        if text.isascii():  # NFKC leaves ASCII as it is
-            folded = None
-        elif not _nfkc_length_within(text, max_document_chars):
-            return f"{where} grows past the limit of {max_document_chars} characters under NFKC normalization"
-        else:
-            folded = None
-        if len(text) > max_document_tokens:  # a shorter text cannot hold more tokens
-            from ..store.sqlite import words_of_folded
-            from ..text.normalize import fold
+    budget = (max_document_chars, max_document_tokens, norm)
 
-            folded = fold(text, norm)
-            n = len(words_of_folded(folded, norm.remove_punctuation))
-            if n > max_document_tokens:
-                return f"{where} has {n} word tokens, more than the limit of {max_document_tokens}"
-        return None
+    def over_budget(text: str, where: str) -> str | None:
+        return _over_budget(text, where, budget)
 
     def needs_budget(text) -> bool:
         # Cheap on the event loop: an ASCII text no longer than the token budget is within
@@ -603,7 +599,22 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
     async def precheck(scope, body: bytes):
         """(refusal, parsed body): the document count and each document's size checked before
         FastAPI validates anything; (None, None) when the body is not a JSON object (FastAPI's
-        validation answers it)."""
+        validation answers it).
+
+        With batch processes, a large body (more than LARGE_BODY bytes) is answered whole by
+        one of them: parsing, checks, validation and the work stay off this process's GIL, so
+        that megabytes of hostile JSON do not slow everyone else's requests."""
+        if heavy is not None and len(body) > LARGE_BODY:
+            limit = _limit_of(scope.get("query_string", b""))
+            if limit is not None and _media_of(scope) == b"application/json":
+                op = _FAST_PATHS[scope["path"]].replace("-", "_")
+                try:
+                    return await heavy.run_body(op, body, limit, max_batch, html_mode, budget, request_timeout,
+                                                metrics), None
+                except Exception as exc:  # noqa: BLE001 - the same answers as the handlers
+                    status, obj, headers = _error_of(exc, f"POST {scope['path']}", scrub, metrics)
+                    return (status, obj, None, headers), None
+
         def parse():
             try:
                 return orjson.loads(body)
@@ -638,35 +649,27 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
                 return (413, {"error": problem + "; split the document"}, kind), None
         return None, doc
 
-    def documents_of(body: RequestBody) -> tuple[list[tuple], bool]:
-        if body.documents is not None:
-            if len(body.documents) > max_batch:
-                raise _UserError(422, f"a batch holds at most {max_batch} documents, got {len(body.documents)}")
-            docs, batch = body.documents, True
-        else:
-            docs, batch = [body], False
-        out = []
-        for d in docs:
-            text = d.text
-            if text is None:
-                from ..text.html import extract_text
+    heavy = _HeavyPool(index, batch_processes) if batch_processes else None
 
-                text = extract_text(d.html, html_mode)
-                # The budget again on the extracted text (the HTML's size was checked already).
-                problem = over_budget(text, "the document's main text")
-                if problem:
-                    raise _UserError(413, problem)
-            out.append((d.id, text, d.meta))
-        return out, batch
+    async def run_documents(op: str, body: RequestBody, limit: int | None = None):
+        """``op`` ("check", "add", "check_and_add") on the body's documents: (results, batch).
+
+        Batches and HTML go to the batch processes when there are any (their CPU then competes
+        with single-document requests only for a core, not for this process's GIL), else, like
+        everything else, to a worker thread."""
+        batch = body.documents is not None
+        docs = body.documents if batch else [body]
+        if len(docs) > max_batch:  # (counted before validation already; kept for direct callers)
+            raise _UserError(422, f"a batch holds at most {max_batch} documents, got {len(docs)}")
+        plain = [(d.id, d.text, d.html, d.meta) for d in docs]
+        if heavy is not None and (batch or body.html is not None):
+            return await heavy.run(op, plain, limit, html_mode, budget, request_timeout, metrics), batch
+        return await in_pool(_run_documents, index, op, plain, limit, html_mode, budget), batch
 
     @app.post("/v1/check", response_model=Answer | Results, responses=_ERRORS,
               summary="what the index holds that resembles the document(s); stores nothing")
     async def check(body: RequestBody, limit: int = Query(100, ge=1, le=100_000)):
-        def run():
-            docs, batch = documents_of(body)
-            return docs, batch, index.query_many([(i, t) for i, t, _ in docs], limit=limit)
-
-        docs, batch, answers = await in_pool(run)
+        answers, batch = await run_documents("check", body, limit)
         return _json({"results": answers} if batch else answers[0])
 
     # The link lets schemathesis's stateful phase delete what it added (and find the 404s).
@@ -676,22 +679,14 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
                   "parameters": {"doc_id": "$response.body#/id"}}}}},
               summary="store the document(s), replacing any with the same id")
     async def add(body: RequestBody):
-        def run():
-            docs, batch = documents_of(body)
-            return index.add_many(docs), batch
-
-        ids, batch = await in_pool(run)
+        ids, batch = await run_documents("add", body)
         results = [{"id": i, "added": True} for i in ids]
         return _json({"results": results} if batch else results[0])
 
     @app.post("/v1/check-and-add", response_model=Answer | Results, responses=_ERRORS,
               summary="check and, unless an exact copy is stored, add: one atomic step")
     async def check_and_add(body: RequestBody, limit: int = Query(100, ge=1, le=100_000)):
-        def run():
-            docs, batch = documents_of(body)
-            return index.check_and_add_many(docs, limit=limit), batch
-
-        answers, batch = await in_pool(run)
+        answers, batch = await run_documents("check_and_add", body, limit)
         return _json({"results": answers} if batch else answers[0])
 
     @app.delete("/v1/documents/{doc_id:path}", response_model=Removed, responses={**_ERRORS, 404: {"model": Error}},
@@ -757,12 +752,7 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
             return _json({"error": f"the body must be JSON sent with 'Content-Type: application/json' "
                                    f"(got {media or 'no Content-Type'})"}, 415)
         metrics.refuse("invalid")
-        detail = [_clean(e) for e in exc.errors()]
-        if len(detail) == 1 and detail[0]["loc"] == ["body"] and detail[0]["type"] == "model_attributes_type":
-            return _json({"error": "the body must be a JSON object: {\"text\": ...}, {\"html\": ...} or "
-                                   "{\"documents\": [...]}", "detail": detail}, 422)
-        summary = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in detail[:5])
-        return _json({"error": f"invalid request: {summary}", "detail": detail}, 422)
+        return _json(_validation_answer(exc.errors()), 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
@@ -845,6 +835,207 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
     return app
 
 
+def _over_budget(text: str, where: str, budget: tuple) -> str | None:
+    """Why ``text`` is over the per-document budget ``(max_chars, max_tokens, normalize params)``,
+    or None. Runs off the event loop."""
+    max_chars, max_tokens, norm = budget
+    if len(text) > max_chars:
+        return f"{where} has {len(text)} characters, more than the limit of {max_chars}"
+    # NFKC leaves ASCII as it is; other text is measured before anything folds it whole.
+    if not text.isascii() and not _nfkc_length_within(text, max_chars):
+        return f"{where} grows past the limit of {max_chars} characters under NFKC normalization"
+    if len(text) > max_tokens:  # a shorter text cannot hold more tokens
+        from ..store.sqlite import words_of_folded
+        from ..text.normalize import fold
+
+        n = len(words_of_folded(fold(text, norm), norm.remove_punctuation))
+        if n > max_tokens:
+            return f"{where} has {n} word tokens, more than the limit of {max_tokens}"
+    return None
+
+
+def _run_documents(index, op: str, docs: list[tuple], limit, html_mode: str, budget: tuple):
+    """``op`` on ``docs`` (``(id, text, html, meta)`` tuples): HTML to text (with the budget
+    checked again on the extracted text), then the index's batch call. Runs in a worker thread
+    or a batch process."""
+    records = []
+    for doc_id, text, html, meta in docs:
+        if text is None:
+            from ..text.html import extract_text
+
+            text = extract_text(html, html_mode)
+            problem = _over_budget(text, "the document's main text", budget)
+            if problem:
+                raise _UserError(413, problem + "; split the document",
+                                 "document_too_many_tokens" if "tokens" in problem else "document_too_large")
+        records.append((doc_id, text, meta))
+    if op == "check":
+        return index.query_many([(i, t) for i, t, _ in records], limit=limit)
+    if op == "add":
+        return index.add_many(records)
+    return index.check_and_add_many(records, limit=limit)
+
+
+#: Bodies larger than this go whole to a batch process when there is one (see ``precheck``).
+LARGE_BODY = 1 << 16
+
+
+def _validation_answer(errors) -> dict:
+    """The 422 body for pydantic's errors (locations starting with "body")."""
+    detail = [_clean(e) for e in errors]
+    if len(detail) == 1 and detail[0]["loc"] == ["body"] and detail[0]["type"] == "model_attributes_type":
+        return {"error": "the body must be a JSON object: {\"text\": ...}, {\"html\": ...} or "
+                         "{\"documents\": [...]}", "detail": detail}
+    summary = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in detail[:5])
+    return {"error": f"invalid request: {summary}", "detail": detail}
+
+
+def _limit_of(query: bytes) -> int | None:
+    """``?limit=N`` (default 100), or None for any other query string (FastAPI answers it)."""
+    if not query:
+        return 100
+    name, _, value = query.partition(b"=")
+    if name != b"limit" or not value.isdigit() or value.startswith(b"0") or len(value) > 6:
+        return None
+    limit = int(value)
+    return limit if limit <= 100_000 else None
+
+
+def _media_of(scope) -> bytes:
+    media = b""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            media = value
+    return media.split(b";")[0].strip().lower()
+
+
+def _answer_body(op: str, body: bytes, limit: int, max_batch: int, html_mode: str, budget: tuple, index):
+    """(status, answer, error kind or None) for a whole request body, as the endpoints answer it:
+    parsed, the batch size and the documents' budgets checked, validated, run."""
+    from pydantic import ValidationError
+
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        return 422, {"error": f"invalid request: body: JSON decode error ({exc})",
+                     "detail": [{"loc": ["body"], "msg": "JSON decode error", "type": "json_invalid"}]}, "invalid"
+    if type(doc) is not dict:
+        return 422, _validation_answer([{"loc": ("body",), "msg": "Input should be a valid dictionary or "
+                                         "object to extract fields from", "type": "model_attributes_type"}]), "invalid"
+    docs = doc.get("documents")
+    if type(docs) is list and len(docs) > max_batch:
+        return 422, {"error": f"a batch holds at most {max_batch} documents, got {len(docs)}"}, "batch_too_large"
+    items = docs if type(docs) is list else [doc]
+    for i, d in enumerate(items):
+        text = d.get("text") or d.get("html") if type(d) is dict else None
+        if type(text) is str:
+            problem = _over_budget(text, f"document {i}" if docs is not None else "the document", budget)
+            if problem:
+                kind = "document_too_many_tokens" if "tokens" in problem else "document_too_large"
+                return 413, {"error": problem + "; split the document"}, kind
+    try:
+        parsed = RequestBody.model_validate(doc)
+    except ValidationError as exc:
+        return 422, _validation_answer([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]), "invalid"
+    batch = parsed.documents is not None
+    plain = [(d.id, d.text, d.html, d.meta) for d in (parsed.documents if batch else [parsed])]
+    try:
+        out = _run_documents(index, op, plain, limit, html_mode, budget)
+    except _UserError as exc:
+        return exc.status, {"error": exc.message}, exc.kind
+    if op == "add":
+        out = [{"id": i, "added": True} for i in out]
+    return 200, ({"results": out} if batch else out[0]), None
+
+
+#: The index of a batch process (:class:`_HeavyPool`), opened by its initializer.
+_BATCH_INDEX = None
+#: How much lower the batch processes' CPU priority is (``nice``): bulk work yields the cores
+#: to single-document requests, which crawlers wait on one at a time.
+BATCH_NICE = 10
+
+
+def _batch_process_init(path: str, synchronous: str) -> None:
+    global _BATCH_INDEX
+    import signal
+
+    from ..store import SeenIndex
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops this process itself
+    try:
+        os.nice(BATCH_NICE)
+    except (AttributeError, OSError):
+        pass
+    _BATCH_INDEX = SeenIndex(path, create=False, synchronous=synchronous)
+
+
+def _batch_process_run(op, docs, limit, html_mode, budget):
+    return _run_documents(_BATCH_INDEX, op, docs, limit, html_mode, budget)
+
+
+def _batch_process_body(op, body, limit, max_batch, html_mode, budget):
+    return _answer_body(op, body, limit, max_batch, html_mode, budget, _BATCH_INDEX)
+
+
+def _batch_process_ping() -> bool:
+    return _BATCH_INDEX is not None
+
+
+class _HeavyPool:
+    """The batch processes: a ProcessPoolExecutor whose workers open the index by its path,
+    restarted when one of them dies (the requests it held get 503)."""
+
+    def __init__(self, index, processes: int):
+        self.path, self.synchronous, self.processes = index.path, index.synchronous, processes
+        self._lock = threading.Lock()
+        self._pool = None
+
+    def _get(self):
+        with self._lock:
+            if self._pool is None:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_batch_process_init, initargs=(self.path, self.synchronous))
+            return self._pool
+
+    def start(self) -> None:
+        self._get().submit(_batch_process_ping)  # the children start now, not at the first batch
+
+    async def run(self, op, docs, limit, html_mode, budget, timeout, metrics):
+        """The results of ``_run_documents`` in a batch process."""
+        return await self._call(timeout, metrics, _batch_process_run, op, docs, limit, html_mode, budget)
+
+    async def run_body(self, op, body, limit, max_batch, html_mode, budget, timeout, metrics):
+        """(status, answer, error kind) of a whole request body (``_answer_body``) in a batch process."""
+        return await self._call(timeout, metrics, _batch_process_body, op, body, limit, max_batch, html_mode, budget)
+
+    async def _call(self, timeout, metrics, fn, *args):
+        from concurrent.futures.process import BrokenProcessPool
+
+        pool = self._get()
+        try:
+            future = asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+            return await asyncio.wait_for(future, timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            _count(metrics, "request_timeout")
+            raise _Busy(f"the request took more than {timeout:g} s; retry later") from None
+        except BrokenProcessPool:
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            pool.shutdown(wait=False)
+            raise StoreError("a batch process of the server stopped; retry") from None
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 _FAST_PATHS = {"/v1/check": "check", "/v1/check-and-add": "check-and-add", "/v1/add": "add"}
 _FAST_KEYS = {"id", "text", "meta"}
 
@@ -908,7 +1099,7 @@ def app_from_environment():
             token = fh.read().strip()
     index = SeenIndex(settings["db"], create=False, synchronous=settings.get("synchronous", "normal"))
     limits = {k: settings[k] for k in ("max_document_chars", "max_document_tokens", "request_timeout",
-                                         "body_timeout") if k in settings}
+                                         "body_timeout", "batch_processes") if k in settings}
     return create_app(index, token=token, max_body_bytes=settings["max_body_bytes"],
                       max_batch=settings["max_batch"], html_mode=settings["html_mode"], close_index=True,
                       resident=settings.get("resident", True), writer_process=True, **limits)
@@ -1203,6 +1394,9 @@ class _UserError(Exception):
         self.message = message
         self.kind = kind or {413: "document_too_large", 422: "batch_too_large", 404: "not_found"}.get(
             status, f"status_{status}")
+
+    def __reduce__(self):  # raised in a batch process, re-raised here
+        return (_UserError, (self.status, self.message, self.kind))
 
 
 class _Busy(Exception):
