@@ -444,6 +444,9 @@ def protocol_with_header_timeout(timeout: float = DEFAULT_HEADER_TIMEOUT, metric
 
         def _nd_expired(self):
             self._nd_timer = None
+            cycle = getattr(self, "cycle", None)
+            if cycle is not None and not getattr(cycle, "response_complete", True):
+                return  # a request is running (pipelined: its headers came with the last one)
             if metrics is not None:
                 metrics.refuse("header_timeout")
             self.transport.close()
