@@ -210,9 +210,12 @@ def test_candidates_per_bucket_are_bounded(db):
         oldest = [f"copy{i:02d}" for i in range(5)]
         assert [e["id"] for e in answer["near"]] == oldest
         assert [e["id"] for e in answer["simhash"]] == oldest
+        assert [e["id"] for e in answer["contains"]] == oldest
+        assert [e["id"] for e in answer["contained_in"]] == oldest
         assert len(answer["exact"]) == 20  # one indexed lookup, already cut by limit in SQL
         index.CANDIDATES_PER_BUCKET = 1000
-        assert len(index.query(base, limit=None)["near"]) == 20
+        full = index.query(base, limit=None)
+        assert [len(full[k]) for k in ("near", "contains", "contained_in", "simhash")] == [20] * 4
 
 
 def test_files_are_created_private(tmp_path):

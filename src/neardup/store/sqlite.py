@@ -505,9 +505,9 @@ class SeenIndex:
     ['a']
     """
 
-    #: Most documents taken from one LSH band bucket or one simhash block bucket per query
-    #: (the oldest ones). Honest near-copies rarely fill a bucket past a handful; only many
-    #: stored copies of one text do, and then the first ones stand for the rest.
+    #: Most documents taken from one LSH band bucket, one simhash block bucket or one MOD_m
+    #: sample value per query (the oldest ones). Honest near-copies rarely fill a bucket past a
+    #: handful; only many stored copies of one text do, and then the first ones stand for the rest.
     CANDIDATES_PER_BUCKET = 1000
 
     def __init__(self, path, *, shingle: ShingleParams | None = None, minhash: MinHashParams | None = None,
@@ -1299,20 +1299,26 @@ class SeenIndex:
         exact = cfg.store_shingles
         columns = "d.num, d.id, d.n_sample, count(*)" + (", d.shingles" if exact else "")
         rows = []
+        # Each sample value gives at most CANDIDATES_PER_BUCKET documents, the oldest: those up
+        # to its cap-th document (a seek in the (value, doc) key), as _near does for bands.
+        capped = ("WITH q(value) AS (VALUES {}) SELECT {} FROM q JOIN samples s ON s.value = q.value "
+                  "AND s.doc <= coalesce((SELECT doc FROM samples WHERE value = q.value ORDER BY doc "
+                  "LIMIT 1 OFFSET ?), 9223372036854775807) {}")
+        skip = self.CANDIDATES_PER_BUCKET - 1
         if n_q <= _MAX_VARS:
             # Without stored shingles the estimate decides: let SQLite drop what cannot pass
             # (with a little slack for rounding; the exact test is below).
             having = "" if exact else " HAVING count(*) >= ? OR count(*) >= ? * d.n_sample"
-            sql = (f"SELECT {columns} FROM samples s JOIN docs d ON d.num = s.doc "
-                   f"WHERE s.value IN ({','.join('?' * n_q)}) GROUP BY s.doc{having}")
-            params = values if exact else values + [t * n_q - 1e-9, t - 1e-12]
+            sql = capped.format(",".join(["(?)"] * n_q), columns,
+                                f"JOIN docs d ON d.num = s.doc GROUP BY s.doc{having}")
+            params = values + [skip] + ([] if exact else [t * n_q - 1e-9, t - 1e-12])
             rows = conn.execute(sql, params).fetchall()
         else:
             shared: Counter = Counter()
             for start in range(0, n_q, _MAX_VARS):
                 chunk = values[start:start + _MAX_VARS]
-                sql = f"SELECT doc, count(*) FROM samples WHERE value IN ({','.join('?' * len(chunk))}) GROUP BY doc"
-                for doc, count in conn.execute(sql, chunk):
+                sql = capped.format(",".join(["(?)"] * len(chunk)), "s.doc, count(*)", "GROUP BY s.doc")
+                for doc, count in conn.execute(sql, chunk + [skip]):
                     shared[doc] += count
             nums = list(shared)
             for start in range(0, len(nums), _MAX_VARS):
