@@ -17,7 +17,7 @@ and shorter header and body deadlines so that the run is short):
 * **hostile clients** (one process each, closed loop), with the status each must get:
   ``chunked``: a chunked body past ``--max-body-bytes``, sent until the server answers (413;
   the bytes sent before the answer are recorded); ``nfkc``: ``{"text": U+FDFA x 400,000}``,
-  1.2 MB that NFKC makes 7.2 M code points (413); ``batch-max``: ``/v1/check`` batches of
+  a 2.4 MB body (JSON escapes) whose text NFKC makes 7.2 M code points (413); ``batch-max``: ``/v1/check`` batches of
   exactly ``--max-batch`` pages (allowed: 200, they load the server); ``batch-over``:
   ``--max-batch`` + 1 documents (422, refused before validation); ``slowloris``:
   ``--slow-connections`` connections sending one header byte a second (closed by the server:
