@@ -402,7 +402,8 @@ def main() -> None:
                                   if line.startswith("neardup_errors_total{")},
         "server_tracebacks": server_log.count("Traceback"),
     }
-    out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"hostile-service-{time.strftime('%Y-%m-%d')}.json"
+    default = ROOT / "benchmarks" / "results" / f"hostile-service-{time.strftime('%Y-%m-%d')}.json"
+    out = Path(args.out) if args.out else default
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: result[k] for k in ("p99_ratio", "memory", "server_errors_by_kind")}, indent=1))
     print("alone:", alone["honest"])
