@@ -430,6 +430,10 @@ def protocol_with_header_timeout(timeout: float = DEFAULT_HEADER_TIMEOUT, metric
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     class HeaderTimeoutProtocol(AutoHTTPProtocol):
+        # The deadline runs from the connection (a silent new connection is held too) and, on a
+        # kept-alive one, from the previous answer: the next request may already be buffered
+        # (pipelined), which no later byte would announce. An idle kept-alive connection is
+        # closed by uvicorn's timeout_keep_alive (5 s) before this deadline (10 s by default).
         def connection_made(self, transport):
             super().connection_made(transport)
             self._nd_tail = b""
@@ -453,7 +457,7 @@ def protocol_with_header_timeout(timeout: float = DEFAULT_HEADER_TIMEOUT, metric
 
         def data_received(self, data):
             if self._nd_timer is not None:
-                seen = self._nd_tail + data[:4096] if len(data) <= 4096 else self._nd_tail + data
+                seen = self._nd_tail + data
                 if b"\r\n\r\n" in seen:
                     self._nd_timer.cancel()
                     self._nd_timer = None
