@@ -338,6 +338,13 @@ def test_document_that_expands_under_nfkc_is_refused(client):
     r = client.post("/v1/check-and-add", json={"documents": [{"text": "a page"}, {"text": "\ufdfa" * 60_000}]})
     assert r.status_code == 413 and "document 1" in r.json()["error"], r.text
     assert client.post("/v1/check", json={"text": "\ufdfa" * 50_000}).status_code == 200  # 900,000: within
+    # a small body whose text NFKC makes long (the batch process sketches it): the same answers
+    r = client.post("/v1/check-and-add", content=json.dumps({"id": "fdfa", "text": "\ufdfa" * 5000},
+                                                            ensure_ascii=False).encode(),
+                    headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and r.json()["added"] is True, r.text
+    r = client.post("/v1/check-and-add", json={"id": "fdfa-2", "text": "\ufdfa" * 5000})
+    assert r.json()["added"] is False and r.json()["exact"] == ["fdfa"]
 
 
 def test_batch_size_is_checked_before_the_documents_are_validated(client):

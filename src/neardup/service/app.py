@@ -481,24 +481,30 @@ def protocol_with_header_timeout(timeout: float = DEFAULT_HEADER_TIMEOUT, metric
 
 # -- the per-document budget -------------------------------------------------------------------
 
-def _nfkc_length_within(text: str, limit: int) -> bool:
-    """Whether NFKC(text) has at most ``limit`` code points, found without building more than
-    about ``limit`` of them: NFKC can multiply a text's length by 18 (U+FDFA), and one call on
-    a few MiB of such text holds the GIL for seconds and allocates gigabytes.
+def _nfkc_length(text: str, limit: int) -> int:
+    """The length of NFKC(text) in code points, or a number above ``limit`` as soon as it is
+    known to be, found without building more than about ``limit`` of them: NFKC can multiply a
+    text's length by 18 (U+FDFA), and one call on a few MiB of such text holds the GIL for
+    seconds and allocates gigabytes.
 
     Pieces of 64 Ki code points are normalized one at a time and their lengths summed; a cut
     may fall inside a combining sequence, which changes the sum by a few code points, which a
     budget does not mind.
     """
     if unicodedata.is_normalized("NFKC", text):
-        return len(text) <= limit
+        return len(text)
     total = 0
     step = 1 << 16
     for start in range(0, len(text), step):
         total += len(unicodedata.normalize("NFKC", text[start:start + step]))
         if total > limit:
-            return False
-    return True
+            break
+    return total
+
+
+def _nfkc_length_within(text: str, limit: int) -> bool:
+    """Whether NFKC(text) has at most ``limit`` code points (:func:`_nfkc_length`)."""
+    return _nfkc_length(text, limit) <= limit
 
 
 # -- the app ---------------------------------------------------------------------------------
@@ -612,15 +618,9 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
         one of them: parsing, checks, validation and the work stay off this process's GIL, so
         that megabytes of hostile JSON do not slow everyone else's requests."""
         if heavy is not None and len(body) > LARGE_BODY:
-            limit = _limit_of(scope.get("query_string", b""))
-            if limit is not None and _media_of(scope) == b"application/json":
-                op = _FAST_PATHS[scope["path"]].replace("-", "_")
-                try:
-                    return await heavy.run_body(op, body, limit, max_batch, html_mode, budget, request_timeout,
-                                                metrics), None
-                except Exception as exc:  # noqa: BLE001 - the same answers as the handlers
-                    status, obj, headers = _error_of(exc, f"POST {scope['path']}", scrub, metrics)
-                    return (status, obj, None, headers), None
+            answer = await in_batch_process(scope, body)
+            if answer is not None:
+                return answer, None
 
         def parse():
             try:
@@ -644,17 +644,38 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
         texts = [(where, t) for where, t in texts if type(t) is str]
         if any(needs_budget(t) for _, t in texts):
             def check_all():
+                longest = 0
                 for where, t in texts:
                     problem = over_budget(t, where)
                     if problem:
-                        return problem
-                return None
+                        return problem, longest
+                    longest = max(longest, len(t) if t.isascii() else _nfkc_length(t, max_document_chars))
+                return None, longest
 
-            problem = await in_pool(check_all)
+            problem, longest = await in_pool(check_all)
             if problem:
                 kind = "document_too_many_tokens" if "tokens" in problem else "document_too_large"
                 return (413, {"error": problem + "; split the document"}, kind), None
+            if heavy is not None and longest > LARGE_TEXT:
+                # A small body whose text NFKC makes long (21,800 U+FDFA: 64 KiB, 390,000 code
+                # points, 0.1-0.16 s to sketch) is heavy work too: the batch process does it.
+                answer = await in_batch_process(scope, body)
+                if answer is not None:
+                    return answer, None
         return None, doc
+
+    async def in_batch_process(scope, body: bytes):
+        """The whole request answered by a batch process: (status, answer, error kind, headers),
+        or None for a query string or media type that FastAPI must answer."""
+        limit = _limit_of(scope.get("query_string", b""))
+        if limit is None or _media_of(scope) != b"application/json":
+            return None
+        op = _FAST_PATHS[scope["path"]].replace("-", "_")
+        try:
+            return await heavy.run_body(op, body, limit, max_batch, html_mode, budget, request_timeout, metrics)
+        except Exception as exc:  # noqa: BLE001 - the same answers as the handlers
+            status, obj, headers = _error_of(exc, f"POST {scope['path']}", scrub, metrics)
+            return status, obj, None, headers
 
     heavy = _HeavyPool(index, batch_processes) if batch_processes else None
 
@@ -885,6 +906,8 @@ def _run_documents(index, op: str, docs: list[tuple], limit, html_mode: str, bud
 
 #: Bodies larger than this go whole to a batch process when there is one (see ``precheck``).
 LARGE_BODY = 1 << 16
+#: So do bodies with a document longer than this (code points after NFKC).
+LARGE_TEXT = 1 << 16
 
 
 def _validation_answer(errors) -> dict:
