@@ -196,6 +196,59 @@ def test_limit_and_ordering(db):
             index.query(base, limit=0)
 
 
+
+def test_candidates_per_bucket_are_bounded(db):
+    """Many stored copies of one text: a similar query takes at most CANDIDATES_PER_BUCKET of
+    them (the oldest) from each band and simhash bucket, whatever the limit, so that a client
+    storing copies under many ids cannot make later queries load them all."""
+    rng = random.Random(12)
+    base = synthetic(rng, 300)
+    with SeenIndex(db) as index:
+        index.CANDIDATES_PER_BUCKET = 5
+        index.add_many([(f"copy{i:02d}", base) for i in range(20)])
+        answer = index.query(base, limit=None)
+        oldest = [f"copy{i:02d}" for i in range(5)]
+        assert [e["id"] for e in answer["near"]] == oldest
+        assert [e["id"] for e in answer["simhash"]] == oldest
+        assert [e["id"] for e in answer["contains"]] == oldest
+        assert [e["id"] for e in answer["contained_in"]] == oldest
+        assert len(answer["exact"]) == 20  # one indexed lookup, already cut by limit in SQL
+        index.CANDIDATES_PER_BUCKET = 1000
+        full = index.query(base, limit=None)
+        assert [len(full[k]) for k in ("near", "contains", "contained_in", "simhash")] == [20] * 4
+
+
+def test_files_are_created_private(tmp_path):
+    """The database, its WAL and shared-memory files and the lock file are created 0600 whatever
+    the umask: they hold every document's id and metadata."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        path = str(tmp_path / "seen.db")
+        with SeenIndex(path) as index:
+            index.add("a", "the crawler fetches each page and follows its links")
+            modes = {suffix: stat.S_IMODE(os.stat(path + suffix).st_mode) for suffix in ("", "-wal", "-shm", "-lock")}
+    finally:
+        os.umask(old)
+    assert modes == {"": 0o600, "-wal": 0o600, "-shm": 0o600, "-lock": 0o600}
+
+
+def test_a_lock_file_symlink_is_refused_not_followed(tmp_path):
+    import os
+
+    path = str(tmp_path / "seen.db")
+    target = tmp_path / "planted"
+    os.symlink(target, path + "-lock")
+    with pytest.raises(StoreError, match="symbolic link"):
+        SeenIndex(path)
+    assert not target.exists()
+    os.remove(path + "-lock")
+    with SeenIndex(path) as index:  # the file the refused open created is a good index
+        assert len(index) == 0
+
+
 # -- add, check-and-add, remove ---------------------------------------------------------------
 
 def test_check_and_add_semantics(db):

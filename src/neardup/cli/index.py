@@ -89,6 +89,22 @@ def register(sub) -> None:
                    help="largest request body (default 32 MiB)")
     v.add_argument("--max-batch", type=positive_int("--max-batch"), default=1000,
                    help="most documents per request (default 1000)")
+    v.add_argument("--max-document-chars", type=positive_int("--max-document-chars"), default=1 << 20,
+                   help="longest document text, in characters, also after NFKC normalization (default 1048576)")
+    v.add_argument("--max-document-tokens", type=positive_int("--max-document-tokens"), default=200_000,
+                   help="most word tokens in one document (default 200000)")
+    v.add_argument("--request-timeout", type=float, default=30.0, metavar="S",
+                   help="seconds a request may queue and work once its body has arrived, then 503 (default 30)")
+    v.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
+                   help="seconds for a request body to arrive, then 408 and the connection closed (default 30)")
+    v.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds for a request's headers to arrive, then the connection is closed (default 10)")
+    v.add_argument("--limit-concurrency", type=positive_int("--limit-concurrency"), default=256, metavar="N",
+                   help="most open connections and requests in progress per server process; more get 503 "
+                        "(default 256)")
+    v.add_argument("--batch-processes", type=positive_int("--batch-processes", minimum=0), default=1, metavar="N",
+                   help="child processes, at a lower CPU priority, that run batches and HTML requests so that "
+                        "they do not hold the server's GIL (default 1; 0: in the server's threads)")
     v.add_argument("--html", choices=["main", "whole"], default="main",
                    help="HTML to text: main content (default) or the whole page")
     v.add_argument("--workers", type=positive_int("--workers"), default=1,
@@ -344,10 +360,22 @@ def serve_command(args) -> int:
     elif not _is_loopback(args.host):
         print(f"neardup: warning: listening on {args.host} without --token-file: anyone who can reach port "
               f"{args.port} can read and change the index", file=sys.stderr)
+    for name in ("request_timeout", "body_timeout", "header_timeout"):
+        if not getattr(args, name) > 0:
+            raise ConfigError(f"--{name.replace('_', '-')} must be a positive number of seconds, "
+                              f"got {getattr(args, name)}")
     synchronous = "full" if args.fsync else "normal"
     index = _open(args, create=True, synchronous=synchronous)
+    from ..service.app import protocol_with_header_timeout
+
+    limits = dict(max_document_chars=args.max_document_chars, max_document_tokens=args.max_document_tokens,
+                  request_timeout=args.request_timeout, body_timeout=args.body_timeout,
+                  batch_processes=args.batch_processes)
+    # limit_concurrency: past N connections and requests, uvicorn answers 503 at once instead
+    # of taking more work (memory stays bounded); the header deadline frees the connections
+    # that slow clients hold.
     run = dict(host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log,
-               server_header=False)
+               server_header=False, limit_concurrency=args.limit_concurrency)
     try:
         print(f"neardup: serving {args.db} ({len(index)} documents) on http://{args.host}:{args.port}"
               + (f" with {args.workers} worker processes" if args.workers > 1 else ""), file=sys.stderr, flush=True)
@@ -359,13 +387,16 @@ def serve_command(args) -> int:
             os.environ[SERVE_ENV] = json.dumps({
                 "db": os.path.abspath(args.db), "synchronous": synchronous, "max_body_bytes": args.max_body_bytes,
                 "max_batch": args.max_batch, "html_mode": args.html, "resident": not args.no_resident,
-                "token_file": os.path.abspath(args.token_file) if args.token_file else None})
-            uvicorn.run("neardup.service.app:app_from_environment", factory=True, workers=args.workers, **run)
+                "token_file": os.path.abspath(args.token_file) if args.token_file else None,
+                "header_timeout": args.header_timeout, **limits})
+            # By name: the worker processes import it (a class made here would not pickle).
+            uvicorn.run("neardup.service.app:app_from_environment", factory=True, workers=args.workers,
+                        http="neardup.service.app:EnvironmentHeaderTimeoutProtocol", **run)
         else:
             app = create_app(index, token=token, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
                              html_mode=args.html, close_index=True, resident=not args.no_resident,
-                             writer_process=True)
-            uvicorn.run(app, **run)
+                             writer_process=True, **limits)
+            uvicorn.run(app, http=protocol_with_header_timeout(args.header_timeout, app.state.metrics), **run)
     finally:
         index.close()
     return 0

@@ -505,6 +505,11 @@ class SeenIndex:
     ['a']
     """
 
+    #: Most documents taken from one LSH band bucket, one simhash block bucket or one MOD_m
+    #: sample value per query (the oldest ones). Honest near-copies rarely fill a bucket past a
+    #: handful; only many stored copies of one text do, and then the first ones stand for the rest.
+    CANDIDATES_PER_BUCKET = 1000
+
     def __init__(self, path, *, shingle: ShingleParams | None = None, minhash: MinHashParams | None = None,
                  threshold: float | None = None, containment_threshold: float | None = None,
                  mod_m: int | None = None, simhash_max_distance: int | None = None,
@@ -540,6 +545,8 @@ class SeenIndex:
             raise StoreError(f"{self.path} is a folder; give the path of an index file")
         if not create and not os.path.exists(self.path):
             raise StoreError(f"no index at {self.path}: create one with 'neardup index add --db {self.path} INPUT...'")
+        if create:
+            self._create_private_file()
         try:
             self.config = self._open(given, create)
         except BaseException:
@@ -548,12 +555,34 @@ class SeenIndex:
         self._prepare()
         try:
             import fcntl  # noqa: F401 - POSIX only
-
-            self._flock_fd = os.open(self.path + "-lock", os.O_RDWR | os.O_CREAT, 0o644)
-        except (ImportError, OSError):
-            self._flock_fd = None
+        except ImportError:
+            fcntl = None
+        if fcntl is not None:
+            # 0600 like the database; O_NOFOLLOW: a symbolic link planted at <path>-lock would
+            # otherwise make this process create or lock whatever file it points to.
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+            try:
+                self._flock_fd = os.open(self.path + "-lock", flags, 0o600)
+            except OSError:
+                if os.path.islink(self.path + "-lock"):
+                    self.close()
+                    raise StoreError(f"{self.path}-lock is a symbolic link; the index's lock file must be a "
+                                     f"regular file (remove the link)") from None
+                # Another reason (a read-only folder): SQLite's own locking does the job alone.
+                self._flock_fd = None
         if resident:
             self.keep_resident()
+
+    def _create_private_file(self) -> None:
+        """Create a missing index file with mode 0600 (not the umask's usual 0644): it holds every
+        document's id and metadata. SQLite gives the -wal and -shm files the database's mode."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except FileExistsError:
+            return
+        except OSError:
+            return  # sqlite3.connect reports the problem (a missing folder, no permission) in its words
+        os.close(fd)
 
     def keep_resident(self) -> dict:
         """Keep the file mapped from now until :meth:`close` (see the ``resident`` argument).
@@ -747,12 +776,16 @@ class SeenIndex:
         for w in widths:
             self._blocks.append((64 - pos - w, (1 << w) - 1))
             pos += w
+        # Each bucket gives at most CANDIDATES_PER_BUCKET documents (the oldest: the primary
+        # key orders a bucket by doc number), so that a flood of copies of one text cannot make
+        # every similar query load all of them before ``limit`` applies.
         self._near_sql = ("SELECT id, signature" + (", shingles" if cfg.store_shingles else "")
                           + " FROM docs WHERE num IN ("
-                          + " UNION ".join("SELECT doc FROM bands WHERE band = ? AND key = ?"
-                                           for _ in range(self._bands)) + ")")
-        self._simhash_sql = " UNION ALL ".join("SELECT doc, simhash FROM simhash_blocks WHERE block = ? AND key = ?"
-                                               for _ in self._blocks)
+                          + " UNION ".join("SELECT doc FROM (SELECT doc FROM bands WHERE band = ? AND key = ? "
+                                           "ORDER BY doc LIMIT ?)" for _ in range(self._bands)) + ")")
+        self._simhash_sql = " UNION ALL ".join(
+            "SELECT doc, simhash FROM (SELECT doc, simhash FROM simhash_blocks WHERE block = ? AND key = ? "
+            "ORDER BY doc LIMIT ?)" for _ in self._blocks)
 
     def _store_error(self, exc: sqlite3.Error) -> StoreError:
         msg = str(exc)
@@ -1235,8 +1268,9 @@ class SeenIndex:
     def _near(self, conn, sk: _Sketch, limit):
         cfg = self.config
         params = []
+        cap = self.CANDIDATES_PER_BUCKET
         for b, k in enumerate(sk.bands.view(np.int64).tolist()):
-            params += (b, k)
+            params += (b, k, cap)
         rows = conn.execute(self._near_sql, params).fetchall()
         if not rows:
             return []
@@ -1265,20 +1299,26 @@ class SeenIndex:
         exact = cfg.store_shingles
         columns = "d.num, d.id, d.n_sample, count(*)" + (", d.shingles" if exact else "")
         rows = []
+        # Each sample value gives at most CANDIDATES_PER_BUCKET documents, the oldest: those up
+        # to its cap-th document (a seek in the (value, doc) key), as _near does for bands.
+        capped = ("WITH q(value) AS (VALUES {}) SELECT {} FROM q JOIN samples s ON s.value = q.value "
+                  "AND s.doc <= coalesce((SELECT doc FROM samples WHERE value = q.value ORDER BY doc "
+                  "LIMIT 1 OFFSET ?), 9223372036854775807) {}")
+        skip = self.CANDIDATES_PER_BUCKET - 1
         if n_q <= _MAX_VARS:
             # Without stored shingles the estimate decides: let SQLite drop what cannot pass
             # (with a little slack for rounding; the exact test is below).
             having = "" if exact else " HAVING count(*) >= ? OR count(*) >= ? * d.n_sample"
-            sql = (f"SELECT {columns} FROM samples s JOIN docs d ON d.num = s.doc "
-                   f"WHERE s.value IN ({','.join('?' * n_q)}) GROUP BY s.doc{having}")
-            params = values if exact else values + [t * n_q - 1e-9, t - 1e-12]
+            sql = capped.format(",".join(["(?)"] * n_q), columns,
+                                f"JOIN docs d ON d.num = s.doc GROUP BY s.doc{having}")
+            params = values + [skip] + ([] if exact else [t * n_q - 1e-9, t - 1e-12])
             rows = conn.execute(sql, params).fetchall()
         else:
             shared: Counter = Counter()
             for start in range(0, n_q, _MAX_VARS):
                 chunk = values[start:start + _MAX_VARS]
-                sql = f"SELECT doc, count(*) FROM samples WHERE value IN ({','.join('?' * len(chunk))}) GROUP BY doc"
-                for doc, count in conn.execute(sql, chunk):
+                sql = capped.format(",".join(["(?)"] * len(chunk)), "s.doc, count(*)", "GROUP BY s.doc")
+                for doc, count in conn.execute(sql, chunk + [skip]):
                     shared[doc] += count
             nums = list(shared)
             for start in range(0, len(nums), _MAX_VARS):
@@ -1313,8 +1353,9 @@ class SeenIndex:
 
     def _simhash_neighbours(self, conn, sk: _Sketch, limit):
         params = []
+        cap = self.CANDIDATES_PER_BUCKET
         for b, k in self._block_keys(sk.simhash):
-            params += (b, k)
+            params += (b, k, cap)
         rows = conn.execute(self._simhash_sql, params).fetchall()
         if not rows:
             return []
