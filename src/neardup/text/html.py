@@ -33,7 +33,7 @@ from ..errors import ConfigError, require
 
 __all__ = ["extract_text", "decode_html", "HTML_MODES"]
 
-HTML_MODES = ("main", "whole")
+HTML_MODES = ("main", "whole", "article")
 
 _DROP = frozenset(
     {"head", "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas", "title"}
@@ -211,6 +211,8 @@ def _whole_stdlib(html: str) -> str | None:
 
 
 def _whole(html: str) -> str | None:
+    if _get_lexbor():
+        return _fast(html, "whole")
     lh = _get_lxml()
     if lh:
         try:
@@ -220,7 +222,7 @@ def _whole(html: str) -> str | None:
     return _whole_stdlib(html)
 
 
-def _main(html: str, url: str | None) -> str | None:
+def _article(html: str, url: str | None) -> str | None:
     global _trafilatura
     if _trafilatura is None:
         _trafilatura = require("trafilatura", "io")
@@ -242,17 +244,265 @@ def _main(html: str, url: str | None) -> str | None:
     return _whole(html)
 
 
+# ------------------------------------------------------------------------------------------------
+# Main content on lexbor (selectolax). The rules are generic HTML semantics and vocabulary; none
+# names a site or a generator. The text is made from lexbor's own serialisation of the kept
+# subtree, cut by regular expressions: both run in C, so the Python work per page is a few dozen
+# calls whatever the page's size (a walk over the nodes in Python costs ~10x more).
+
+_FAST_DROP = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas",
+              "math", "select", "button", "input", "textarea", "head")
+_FAST_HIDDEN = '[hidden], [style*="display:none"], [style*="display: none"], [style*="visibility:hidden"]'
+# Landmarks that are navigation by definition (HTML and ARIA): dropped wherever they are.
+_NAV_SEMANTIC = ('nav, [role="navigation"], [role="banner"], [role="contentinfo"], [role="search"], '
+                 '[role="menu"], [role="menubar"], [role="toolbar"], [role="tablist"], dialog')
+# Landmarks that are often navigation but sometimes content (footnotes, boxed asides): dropped
+# when their text is mostly links.
+_NAV_MAYBE = 'aside, [role="complementary"]'
+_MAIN = 'main, [role="main"]'
+# Words of class and id names that mean "not the content". A name token matches when it is the
+# word, or starts or ends with it ("navheader", "docnav", "sphinxsidebar"); "toc" must be the
+# whole token ("toctree" lists a page's children, and is content).
+# "header" is not among them: code headers and section headers are headings of the content.
+_VOCAB_AFFIX = ("nav", "navigation", "menu", "sidebar", "breadcrumb", "breadcrumbs", "footer",
+                "banner", "masthead", "topbar", "pager", "pagination", "related", "skiplink", "cookie",
+                "share", "social", "copyright", "searchbox")
+_VOCAB_EXACT = frozenset({"toc", "bar", "crumbs", "search", "top", "bottom", "foot", "skip", "hidden",
+                          "sr-only", "visually-hidden"})
+_SPLIT_NAME = re.compile(r"[^a-z0-9]+")
+# Substring matches in C narrow the candidates to a few; the token rule is then checked in Python.
+_NAMED = ", ".join(f'[{a}*="{w}"]' for w in ("nav", "menu", "sidebar", "breadcrumb", "footer", "header", "banner",
+                                             "masthead", "topbar", "pager", "pagination", "related", "skip",
+                                             "cookie", "share", "social", "copyright", "search", "toc", "bar",
+                                             "crumbs", "top", "bottom", "foot", "hidden", "sr-only")
+                   for a in ("class", "id"))
+# A vocabulary match is dropped when its links make at least this share of its text, or when
+# it is short: what navigation looks like (a boxed note called "sidebar" is long, and prose).
+LINK_DENSITY = 0.3
+SHORT_CHARS = 200
+# Under <body> (no main landmark), a top-level block this dense in links is navigation too.
+BODY_LINK_DENSITY = 0.6
+
+_BLOCK_TAGS = ("address|article|aside|blockquote|body|br|caption|center|dd|details|dialog|dir|div|dl|dt|"
+               "fieldset|figcaption|figure|footer|form|frameset|h[1-6]|header|hgroup|hr|html|legend|li|"
+               "listing|main|menu|nav|ol|option|p|plaintext|pre|section|summary|table|tbody|tfoot|thead|"
+               "tr|ul|xmp")
+_RE_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_RE_PRE = re.compile(r"<(pre|textarea|listing|xmp|plaintext)\b[^>]*>.*?</\1>", re.S | re.I)
+# lexbor escapes "<" and ">" inside attribute values, so in its output a tag never holds a ">".
+_RE_BLOCK = re.compile(rf"</?(?:{_BLOCK_TAGS})\b[^>]*>", re.I)
+_RE_CELL = re.compile(r"</?(?:td|th)\b[^>]*>", re.I)
+_RE_TAG = re.compile(r"<[^>]*>")
+_RE_SPACE = re.compile(r"[ \t\r\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\x1c-\x1f\x85\u2028\u2029]+")
+_PRE_NL = "\ue000"  # a private-use stand-in for the line breaks inside <pre> while lines are built
+
+_lexbor = None
+
+
+def _get_lexbor():
+    global _lexbor
+    if _lexbor is None:
+        try:
+            from selectolax.lexbor import LexborHTMLParser
+
+            _lexbor = LexborHTMLParser
+        except ImportError:
+            _lexbor = False
+    return _lexbor
+
+
+def _unescape(s: str) -> str:
+    # lexbor's serialisation escapes only these four in text.
+    if "&" not in s:
+        return s
+    return s.replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\u00a0").replace("&amp;", "&")
+
+
+def _keep_pre(m: re.Match) -> str:
+    return m.group(0).replace("\n", _PRE_NL)
+
+
+def _serial_text(html: str) -> str:
+    """Text of lexbor's serialisation: block tags break lines, cells are spaced, inline tags vanish."""
+    html = _RE_COMMENT.sub("", html)
+    if "<pre" in html or "<textarea" in html or "<listing" in html or "<xmp" in html:
+        html = _RE_PRE.sub(_keep_pre, html)
+    html = html.replace("\n", " ")
+    html = _RE_BLOCK.sub("\n", html)
+    html = _RE_CELL.sub(" ", html)
+    text = _unescape(_RE_TAG.sub("", html)).replace(_PRE_NL, "\n")
+    lines = []
+    for line in text.split("\n"):
+        line = _RE_SPACE.sub(" ", line).strip()
+        if line:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _named_nav(value: str | None) -> bool:
+    if not value:
+        return False
+    for tok in _SPLIT_NAME.split(value.lower()):
+        if not tok:
+            continue
+        if tok in _VOCAB_EXACT:
+            return True
+        for w in _VOCAB_AFFIX:
+            if tok.startswith(w) or tok.endswith(w):
+                return True
+    return False
+
+
+def _link_density(node) -> float:
+    total = len(node.text(deep=True, strip=True, separator=" "))
+    if not total:
+        return 1.0
+    links = sum(len(a.text(deep=True, strip=True, separator=" ")) for a in node.css("a"))
+    return links / total
+
+
+def _attached(node, root) -> bool:
+    """Whether ``node`` is still under ``root`` (removed subtrees keep their inside, not their parent)."""
+    p = node.parent
+    while p is not None:
+        if p.mem_id == root.mem_id:
+            return True
+        p = p.parent
+    return False
+
+
+def _remove_all(root, selector: str, keep=None) -> None:
+    # remove() detaches without freeing (lexbor frees the whole document at once), so the nodes
+    # matched inside a removed subtree stay valid to look at; decompose() would free them.
+    for node in root.css(selector):
+        if node.tag in ("body", "html") or not _attached(node, root):
+            continue
+        if keep is None or not keep(node):
+            node.remove()
+
+
+def _drop_named(root) -> None:
+    """Drop the elements whose class or id names navigation and that look like it."""
+    for node in root.css(_NAMED):
+        if not _attached(node, root):
+            continue
+        attrs = node.attributes
+        if not (_named_nav(attrs.get("class")) or _named_nav(attrs.get("id"))):
+            continue
+        if node.tag in ("body", "html", "main"):
+            continue
+        n = len(node.text(deep=True, strip=True, separator=" "))
+        if n < SHORT_CHARS or _link_density(node) >= LINK_DENSITY:
+            node.remove()
+
+
+def _drop_dense_blocks(body) -> None:
+    """Under <body>, drop the top-level blocks that are mostly links (menus without names)."""
+    node = body.child
+    while node is not None:
+        nxt = node.next
+        if node.tag in ("table", "ul", "ol", "dl", "div", "p", "center", "form", "section", "span", "a"):
+            if node.text(deep=True, strip=True) and _link_density(node) >= BODY_LINK_DENSITY:
+                node.remove()
+        node = nxt
+
+
+def _fast(html: str | bytes, mode: str) -> str | None:
+    """Main content (``mode="main"``) or the whole body's text on lexbor; None when unparsable."""
+    parser = _get_lexbor()
+    tree = parser(html)
+    body = tree.body
+    if body is None:
+        return ""
+    title = ""
+    if mode == "main":
+        t = tree.css_first("title")
+        if t is not None:
+            title = _RE_SPACE.sub(" ", t.text(deep=True)).strip()
+    _remove_all(body, ", ".join(_FAST_DROP) + ", " + _FAST_HIDDEN)
+    if mode == "whole":
+        return _serial_text(body.html or "")
+    _remove_all(body, _NAV_SEMANTIC, keep=lambda n: n.tag == "main")
+    _remove_all(body, _NAV_MAYBE, keep=lambda n: _link_density(n) < LINK_DENSITY)
+    root = None
+    mains = [m for m in body.css(_MAIN) if m.text(deep=True, strip=True)]
+    if mains:
+        # The main landmark with the most text (a page may mark a small widget as main too).
+        root = max(mains, key=lambda m: len(m.text(deep=True, strip=True)))
+    else:
+        articles = body.css("article")
+        if len(articles) == 1:
+            root = articles[0]
+    if root is None:
+        # No landmark: the body, without the header and footer elements that belong to the page
+        # rather than to a section of it, and without top-level blocks made of links.
+        root = body
+        _remove_all(body, "header, footer", keep=lambda n: _in_section(n, body))
+        _drop_dense_blocks(body)
+    _drop_named(root)
+    text = _serial_text(root.html or "")
+    if not text:
+        return ""
+    # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
+    # unless the text opens with it already: a heading that the title holds (the title is often
+    # the heading plus the site's name, which every page shares).
+    if title and not _titled(text, title):
+        text = f"{title}\n{text}"
+    return text
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _titled(text: str, title: str) -> bool:
+    """Whether the text's first lines carry the title: one holds the other, or they hold at
+    least half of the title's words."""
+    t = title.casefold()
+    head = text.split("\n", 3)[:3]
+    for line in head:
+        line = line.casefold()
+        if len(line) >= 2 and (line in t or t in line):
+            return True
+    words = set(_WORD.findall(t))
+    if not words:
+        return True
+    seen = set(_WORD.findall(" ".join(head).casefold()))
+    return 2 * len(words & seen) >= len(words)
+
+
+def _in_section(node, stop) -> bool:
+    p = node.parent
+    while p is not None and p.mem_id != stop.mem_id:
+        if p.tag in ("article", "section", "main", "aside", "nav"):
+            return True
+        p = p.parent
+    return False
+
+
+def _main(html: str, url: str | None) -> str | None:
+    if not _get_lexbor():
+        require("selectolax", "io")
+    out = _fast(html, "main")
+    if out:
+        return out
+    return _whole(html)
+
+
 def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -> str | None:
     """Like :func:`extract_text`, but ``None`` when the markup could not be parsed at all."""
     if mode not in HTML_MODES:
-        raise ConfigError(f"The 'html' mode must be one of 'main', 'whole'. Got {mode!r} instead.")
+        raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
     if isinstance(html, (bytes, bytearray, memoryview)):
         html = decode_html(bytes(html))
     if not html or html.isspace():
         return ""
     if "\x00" in html:
         html = html.replace("\x00", "")
-    return _main(html, url) if mode == "main" else _whole(html)
+    if mode == "main":
+        return _main(html, url)
+    if mode == "article":
+        return _article(html, url)
+    return _whole(html)
 
 
 def extract_text(html: str | bytes, mode: str = "main", *, url: str | None = None) -> str:
