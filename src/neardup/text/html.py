@@ -444,14 +444,20 @@ def _fast(html: str | bytes, mode: str) -> str | None:
     if not text:
         return ""
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
-    # unless the text opens with it already: a heading that the title holds (the title is often
-    # the heading plus the site's name, which every page shares).
-    if title and not _titled(text, title):
+    # unless the content has a heading of its own (<h1>), or opens with the title already: the
+    # title is often the heading plus the site's name, which every page shares, and would make
+    # true near-duplicates whose headings agree (a page and its copy elsewhere) look apart.
+    if title and not _titled(text, title) and not _has_heading(root):
         text = f"{title}\n{text}"
     return text
 
 
 _WORD = re.compile(r"\w+")
+
+
+def _has_heading(root) -> bool:
+    h = root.css_first("h1")
+    return h is not None and bool(h.text(deep=True, strip=True))
 
 
 def _titled(text: str, title: str) -> bool:
