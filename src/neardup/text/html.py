@@ -27,6 +27,7 @@ markup: garbage comes back as ``""`` (or as whatever text the parser could recov
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 
 from ..errors import ConfigError, require
@@ -246,23 +247,32 @@ def _article(html: str, url: str | None) -> str | None:
 
 # ------------------------------------------------------------------------------------------------
 # Main content on lexbor (selectolax). The rules are generic HTML semantics and vocabulary; none
-# names a site or a generator. The text is made from lexbor's own serialisation of the kept
-# subtree, cut by regular expressions: both run in C, so the Python work per page is a few dozen
-# calls whatever the page's size (a walk over the nodes in Python costs ~10x more).
+# names a site or a generator.
+#
+# Speed: every CSS query walks the whole tree in C (~0.1 ms on a 30 KB page), and every Python
+# call per node costs more than lexbor's parse of the page, so the work is done in few queries
+# and no walk in Python:
+# - block boundaries are marked in the markup *before* parsing, by a form feed in front of every
+#   block tag (a form feed is HTML white space, so the parser keeps it where it stands, tables
+#   included), and a space in front of every cell; the text is then lexbor's own text() of the
+#   kept subtree, cut at the form feeds, so inline elements never separate words;
+# - the class and id names are read from the markup by one regular expression, and only the
+#   names that match the navigation vocabulary are queried.
 
 _FAST_DROP = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas",
-              "math", "select", "button", "input", "textarea", "head")
+              "math", "select", "button", "textarea")
 _FAST_HIDDEN = '[hidden], [style*="display:none"], [style*="display: none"], [style*="visibility:hidden"]'
+_DROP_SELECTOR = ", ".join(_FAST_DROP) + ", " + _FAST_HIDDEN
 # Landmarks that are navigation by definition (HTML and ARIA): dropped wherever they are.
 _NAV_SEMANTIC = ('nav, [role="navigation"], [role="banner"], [role="contentinfo"], [role="search"], '
                  '[role="menu"], [role="menubar"], [role="toolbar"], [role="tablist"], dialog')
 # Landmarks that are often navigation but sometimes content (footnotes, boxed asides): dropped
 # when their text is mostly links.
 _NAV_MAYBE = 'aside, [role="complementary"]'
-_MAIN = 'main, [role="main"]'
+_LANDMARKS = 'main, [role="main"], article, header, footer, h1, ' + _NAV_MAYBE
 # Words of class and id names that mean "not the content". A name token matches when it is the
-# word, or starts or ends with it ("navheader", "docnav", "sphinxsidebar"); "toc" must be the
-# whole token ("toctree" lists a page's children, and is content).
+# word, or starts or ends with it ("navheader", "docnav", "sphinxsidebar"); the short words in
+# _VOCAB_EXACT must be the whole token ("toctree" lists a page's children, and is content).
 # "header" is not among them: code headers and section headers are headings of the content.
 _VOCAB_AFFIX = ("nav", "navigation", "menu", "sidebar", "breadcrumb", "breadcrumbs", "footer",
                 "banner", "masthead", "topbar", "pager", "pagination", "related", "skiplink", "cookie",
@@ -270,12 +280,11 @@ _VOCAB_AFFIX = ("nav", "navigation", "menu", "sidebar", "breadcrumb", "breadcrum
 _VOCAB_EXACT = frozenset({"toc", "bar", "crumbs", "search", "top", "bottom", "foot", "skip", "hidden",
                           "sr-only", "visually-hidden"})
 _SPLIT_NAME = re.compile(r"[^a-z0-9]+")
-# Substring matches in C narrow the candidates to a few; the token rule is then checked in Python.
-_NAMED = ", ".join(f'[{a}*="{w}"]' for w in ("nav", "menu", "sidebar", "breadcrumb", "footer", "header", "banner",
-                                             "masthead", "topbar", "pager", "pagination", "related", "skip",
-                                             "cookie", "share", "social", "copyright", "search", "toc", "bar",
-                                             "crumbs", "top", "bottom", "foot", "hidden", "sr-only")
-                   for a in ("class", "id"))
+# Each starts with a literal, which re finds by a fast search; upper-case names are rare, and
+# looked for only when the page has some.
+_RE_NAME_ATTRS = [re.compile(a + r"""\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""") for a in ("class", "id")]
+_RE_NAME_ATTRS_UPPER = [re.compile(a + r"""\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.I)
+                        for a in ("class", "id")]
 # A vocabulary match is dropped when its links make at least this share of its text, or when
 # it is short: what navigation looks like (a boxed note called "sidebar" is long, and prose).
 LINK_DENSITY = 0.3
@@ -283,18 +292,32 @@ SHORT_CHARS = 200
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
 
-_BLOCK_TAGS = ("address|article|aside|blockquote|body|br|caption|center|dd|details|dialog|dir|div|dl|dt|"
-               "fieldset|figcaption|figure|footer|form|frameset|h[1-6]|header|hgroup|hr|html|legend|li|"
-               "listing|main|menu|nav|ol|option|p|plaintext|pre|section|summary|table|tbody|tfoot|thead|"
-               "tr|ul|xmp")
-_RE_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_RE_PRE = re.compile(r"<(pre|textarea|listing|xmp|plaintext)\b[^>]*>.*?</\1>", re.S | re.I)
-# lexbor escapes "<" and ">" inside attribute values, so in its output a tag never holds a ">".
-_RE_BLOCK = re.compile(rf"</?(?:{_BLOCK_TAGS})\b[^>]*>", re.I)
-_RE_CELL = re.compile(r"</?(?:td|th)\b[^>]*>", re.I)
-_RE_TAG = re.compile(r"<[^>]*>")
-_RE_SPACE = re.compile(r"[ \t\r\f\v\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\x1c-\x1f\x85\u2028\u2029]+")
-_PRE_NL = "\ue000"  # a private-use stand-in for the line breaks inside <pre> while lines are built
+_BLOCK_NAMES = ("address article aside blockquote body br caption center dd details dialog dir div dl dt "
+                "fieldset figcaption figure footer form frameset h1 h2 h3 h4 h5 h6 header hgroup hr html "
+                "legend li listing main menu nav ol option p plaintext pre section summary table tbody "
+                "tfoot thead tr ul xmp").split()
+
+
+def _trie(names: list[str]) -> str:
+    """A regular expression for ``names``, any case, as a trie of character classes: Python's re
+    tries the branches of an alternation one by one, and re.I makes every comparison slower."""
+    groups: dict[str, list[str]] = {}
+    end = False
+    for n in names:
+        if n:
+            groups.setdefault(n[0], []).append(n[1:])
+        else:
+            end = True
+    alts = [(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c)) + _trie(rest) for c, rest in sorted(groups.items())]
+    if not alts:
+        return ""
+    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return f"(?:{body})?" if end else body
+
+
+_MARK = "\x0c"
+_RE_BLOCK_OPEN = re.compile("<(?=/?" + _trie(_BLOCK_NAMES) + r"[\s/>])")
+_RE_CELL_OPEN = re.compile("<(?=/?" + _trie(["td", "th"]) + r"[\s/>])")
 
 _lexbor = None
 
@@ -311,34 +334,24 @@ def _get_lexbor():
     return _lexbor
 
 
-def _unescape(s: str) -> str:
-    # lexbor's serialisation escapes only these four in text.
-    if "&" not in s:
-        return s
-    return s.replace("&lt;", "<").replace("&gt;", ">").replace("&nbsp;", "\u00a0").replace("&amp;", "&")
+def _mark_blocks(html: str) -> str:
+    if _MARK in html:
+        html = html.replace(_MARK, " ")
+    html = _RE_BLOCK_OPEN.sub(_MARK + "<", html)
+    return _RE_CELL_OPEN.sub(" <", html)
 
 
-def _keep_pre(m: re.Match) -> str:
-    return m.group(0).replace("\n", _PRE_NL)
+def _lines(text: str) -> str:
+    """One line per block: white space inside a block becomes one space, empty lines go."""
+    out = []
+    for part in text.split(_MARK):
+        part = " ".join(part.split())
+        if part:
+            out.append(part)
+    return "\n".join(out)
 
 
-def _serial_text(html: str) -> str:
-    """Text of lexbor's serialisation: block tags break lines, cells are spaced, inline tags vanish."""
-    html = _RE_COMMENT.sub("", html)
-    if "<pre" in html or "<textarea" in html or "<listing" in html or "<xmp" in html:
-        html = _RE_PRE.sub(_keep_pre, html)
-    html = html.replace("\n", " ")
-    html = _RE_BLOCK.sub("\n", html)
-    html = _RE_CELL.sub(" ", html)
-    text = _unescape(_RE_TAG.sub("", html)).replace(_PRE_NL, "\n")
-    lines = []
-    for line in text.split("\n"):
-        line = _RE_SPACE.sub(" ", line).strip()
-        if line:
-            lines.append(line)
-    return "\n".join(lines)
-
-
+@functools.lru_cache(maxsize=1 << 16)
 def _named_nav(value: str | None) -> bool:
     if not value:
         return False
@@ -353,47 +366,70 @@ def _named_nav(value: str | None) -> bool:
     return False
 
 
-def _link_density(node) -> float:
-    total = len(node.text(deep=True, strip=True, separator=" "))
+def _css_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _named_selector(html: str) -> str:
+    """A selector for the elements whose class or id names navigation, or "" when none does."""
+    parts = set()
+    for k, attr in enumerate(("class", "id")):
+        rx = _RE_NAME_ATTRS_UPPER[k] if attr.upper() + "=" in html else _RE_NAME_ATTRS[k]
+        for value in {dq or sq or bare for dq, sq, bare in rx.findall(html)}:
+            if attr == "id":
+                if _named_nav(value):
+                    parts.add(f"[id={_css_string(value)}]")
+            else:
+                for cls in value.split():
+                    if _named_nav(cls):
+                        parts.add(f"[class~={_css_string(cls)}]")
+    return ", ".join(sorted(parts))
+
+
+def _text_len(node) -> int:
+    return len(node.text(deep=True, strip=True))
+
+
+def _link_density(node, at_least: float = 1.0) -> float:
+    """The share of ``node``'s text inside links; counting stops once it reaches ``at_least``."""
+    total = _text_len(node)
     if not total:
         return 1.0
-    links = sum(len(a.text(deep=True, strip=True, separator=" ")) for a in node.css("a"))
+    enough = at_least * total
+    links = 0
+    for a in node.css("a"):
+        links += _text_len(a)
+        if links >= enough:
+            break
     return links / total
 
 
-def _attached(node, root) -> bool:
-    """Whether ``node`` is still under ``root`` (removed subtrees keep their inside, not their parent)."""
+def _remove_all(root, selector: str, keep=None) -> None:
+    # remove() detaches without freeing (lexbor frees the whole document at once), so a node
+    # matched inside an already removed subtree is still valid, and removing it again is
+    # harmless; decompose() would free it under the caller's feet.
+    for node in root.css(selector):
+        if keep is None or not keep(node):
+            node.remove()
+
+
+def _is_under(node, ancestor) -> bool:
+    want = ancestor.mem_id
     p = node.parent
     while p is not None:
-        if p.mem_id == root.mem_id:
+        if p.mem_id == want:
             return True
         p = p.parent
     return False
 
 
-def _remove_all(root, selector: str, keep=None) -> None:
-    # remove() detaches without freeing (lexbor frees the whole document at once), so the nodes
-    # matched inside a removed subtree stay valid to look at; decompose() would free them.
-    for node in root.css(selector):
-        if node.tag in ("body", "html") or not _attached(node, root):
-            continue
-        if keep is None or not keep(node):
-            node.remove()
-
-
-def _drop_named(root) -> None:
-    """Drop the elements whose class or id names navigation and that look like it."""
-    for node in root.css(_NAMED):
-        if not _attached(node, root):
-            continue
-        attrs = node.attributes
-        if not (_named_nav(attrs.get("class")) or _named_nav(attrs.get("id"))):
-            continue
-        if node.tag in ("body", "html", "main"):
-            continue
-        n = len(node.text(deep=True, strip=True, separator=" "))
-        if n < SHORT_CHARS or _link_density(node) >= LINK_DENSITY:
-            node.remove()
+def _in_section(node, stop) -> bool:
+    p = node.parent
+    while p is not None and p.mem_id != stop.mem_id:
+        if p.tag in ("article", "section", "main", "aside", "nav"):
+            return True
+        p = p.parent
+    return False
 
 
 def _drop_dense_blocks(body) -> None:
@@ -402,62 +438,87 @@ def _drop_dense_blocks(body) -> None:
     while node is not None:
         nxt = node.next
         if node.tag in ("table", "ul", "ol", "dl", "div", "p", "center", "form", "section", "span", "a"):
-            if node.text(deep=True, strip=True) and _link_density(node) >= BODY_LINK_DENSITY:
+            if _text_len(node) and _link_density(node, BODY_LINK_DENSITY) >= BODY_LINK_DENSITY:
                 node.remove()
         node = nxt
 
 
 def _fast(html: str | bytes, mode: str) -> str | None:
-    """Main content (``mode="main"``) or the whole body's text on lexbor; None when unparsable."""
-    parser = _get_lexbor()
-    tree = parser(html)
+    """Main content (``mode="main"``) or the whole body's text on lexbor."""
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        html = decode_html(bytes(html))
+    tree = _get_lexbor()(_mark_blocks(html))
     body = tree.body
     if body is None:
         return ""
-    title = ""
-    if mode == "main":
-        t = tree.css_first("title")
-        if t is not None:
-            title = _RE_SPACE.sub(" ", t.text(deep=True)).strip()
-    _remove_all(body, ", ".join(_FAST_DROP) + ", " + _FAST_HIDDEN)
     if mode == "whole":
-        return _serial_text(body.html or "")
-    _remove_all(body, _NAV_SEMANTIC, keep=lambda n: n.tag == "main")
-    _remove_all(body, _NAV_MAYBE, keep=lambda n: _link_density(n) < LINK_DENSITY)
+        _remove_all(body, _DROP_SELECTOR)
+        return _lines(body.text(deep=True))
+    title = ""
+    t = tree.css_first("title")
+    if t is not None:
+        title = " ".join(t.text(deep=True).split())
+    # One query for everything dropped unconditionally (each query walks the whole tree).
+    _remove_all(body, _DROP_SELECTOR + ", " + _NAV_SEMANTIC, keep=lambda n: n.tag == "main")
+    mains, articles, page_parts, asides, heads = [], [], [], [], []
+    for node in body.css(_LANDMARKS):
+        tag = node.tag
+        if tag == "h1":
+            heads.append(node)
+        elif tag == "main" or node.attributes.get("role") == "main":
+            mains.append(node)
+        elif tag == "article":
+            articles.append(node)
+        elif tag in ("header", "footer"):
+            page_parts.append(node)
+        else:
+            asides.append(node)
+    for node in asides:
+        if _link_density(node, LINK_DENSITY) >= LINK_DENSITY:
+            node.remove()
     root = None
-    mains = [m for m in body.css(_MAIN) if m.text(deep=True, strip=True)]
-    if mains:
+    sized = [(_text_len(m), m) for m in mains]
+    sized = [x for x in sized if x[0]]
+    if sized:
         # The main landmark with the most text (a page may mark a small widget as main too).
-        root = max(mains, key=lambda m: len(m.text(deep=True, strip=True)))
-    else:
-        articles = body.css("article")
-        if len(articles) == 1:
-            root = articles[0]
+        root = max(sized, key=lambda x: x[0])[1]
+    elif len(articles) == 1:
+        root = articles[0]
     if root is None:
         # No landmark: the body, without the header and footer elements that belong to the page
         # rather than to a section of it, and without top-level blocks made of links.
         root = body
-        _remove_all(body, "header, footer", keep=lambda n: _in_section(n, body))
+        for node in page_parts:
+            if not _in_section(node, body):
+                node.remove()
         _drop_dense_blocks(body)
-    _drop_named(root)
-    text = _serial_text(root.html or "")
+    named = _named_selector(html)
+    if named:
+        for node in root.css(named):
+            if node.tag in ("body", "html", "main"):
+                continue
+            if _text_len(node) < SHORT_CHARS or _link_density(node, LINK_DENSITY) >= LINK_DENSITY:
+                node.remove()
+    text = _lines(root.text(deep=True))
     if not text:
         return ""
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make
     # true near-duplicates whose headings agree (a page and its copy elsewhere) look apart.
-    if title and not _titled(text, title) and not _has_heading(root):
+    if title and not _titled(text, title) and not _has_heading(root, heads):
         text = f"{title}\n{text}"
     return text
 
 
+def _has_heading(root, heads) -> bool:
+    for h in heads:
+        if _is_under(h, root) and _text_len(h):
+            return True
+    return False
+
+
 _WORD = re.compile(r"\w+")
-
-
-def _has_heading(root) -> bool:
-    h = root.css_first("h1")
-    return h is not None and bool(h.text(deep=True, strip=True))
 
 
 def _titled(text: str, title: str) -> bool:
@@ -474,15 +535,6 @@ def _titled(text: str, title: str) -> bool:
         return True
     seen = set(_WORD.findall(" ".join(head).casefold()))
     return 2 * len(words & seen) >= len(words)
-
-
-def _in_section(node, stop) -> bool:
-    p = node.parent
-    while p is not None and p.mem_id != stop.mem_id:
-        if p.tag in ("article", "section", "main", "aside", "nav"):
-            return True
-        p = p.parent
-    return False
 
 
 def _main(html: str, url: str | None) -> str | None:
