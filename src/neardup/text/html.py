@@ -32,9 +32,11 @@ import re
 
 from ..errors import ConfigError, require
 
-__all__ = ["extract_text", "decode_html", "HTML_MODES"]
+__all__ = ["extract_text", "decode_html", "extractor_id", "HTML_MODES", "RULES_VERSION"]
 
 HTML_MODES = ("main", "whole", "article")
+#: The version of the main-content rules below; bumped whenever a rule changes an output.
+RULES_VERSION = 1
 
 _DROP = frozenset(
     {"head", "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas", "title"}
@@ -544,6 +546,38 @@ def _main(html: str, url: str | None) -> str | None:
     if out:
         return out
     return _whole(html)
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "missing"
+
+
+@functools.lru_cache(maxsize=None)
+def extractor_id(mode: str = "main") -> str:
+    """Names the extraction that ``mode`` runs here, with the versions that decide its output
+    (recorded in the dedup config's fingerprint: another extractor gives other texts).
+
+    >>> extractor_id("main")  # doctest: +SKIP
+    'neardup-main/1 selectolax/1.0.2'
+    """
+    if mode not in HTML_MODES:
+        raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
+    if mode == "article":
+        return f"trafilatura/{_dist_version('trafilatura')} neardup-whole/{RULES_VERSION} " + _whole_parser()
+    return f"neardup-{mode}/{RULES_VERSION} " + _whole_parser()
+
+
+def _whole_parser() -> str:
+    if _get_lexbor():
+        return f"selectolax/{_dist_version('selectolax')}"
+    if _get_lxml():
+        return f"lxml/{_dist_version('lxml')}"
+    return "html.parser"
 
 
 def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -> str | None:
