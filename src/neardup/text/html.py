@@ -32,7 +32,8 @@ import re
 
 from ..errors import ConfigError, require
 
-__all__ = ["extract_text", "decode_html", "extractor_id", "HTML_MODES", "RULES_VERSION"]
+__all__ = ["extract_text", "decode_html", "declared_charset", "detect_charset", "extractor_id", "HTML_MODES",
+           "RULES_VERSION"]
 
 HTML_MODES = ("main", "whole", "article")
 #: The version of the main-content rules below; bumped whenever a rule changes an output.
@@ -51,6 +52,8 @@ _FLATTEN = {ord(c): " " for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
 
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.I)
 _WINDOWS_1252 = frozenset({"iso8859-1", "ascii", "cp1252"})
+_XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([A-Za-z0-9_:.\-]{1,40})["']""")
+_RE_MARKUP_BYTES = re.compile(rb"<[^>]*>|&#?[A-Za-z0-9]+;")
 
 _trafilatura = None
 _lxml_html = None  # the lxml.html module, False when lxml is missing
@@ -71,19 +74,59 @@ def _codec(name: str | None) -> str | None:
     return codec
 
 
-def decode_html(data: bytes, charset: str | None = None, *, errors: str = "replace") -> str | None:
-    """Decode an HTML page; ``None`` when ``errors="strict"`` and the bytes do not decode."""
+def declared_charset(data: bytes, charset: str | None = None) -> tuple[str | None, str]:
+    """``(codec, where)``: the encoding a page declares, and how (``"bom"``, ``"http"``,
+    ``"meta"``, ``"xml"``), or ``(None, "none")``. A byte-order mark wins over the HTTP header,
+    which wins over the markup, as in browsers (WHATWG encoding sniffing)."""
     if data[:3] == codecs.BOM_UTF8:
-        codec, data = "utf-8", data[3:]
-    elif data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-        codec = "utf-16"
-    else:
-        codec = _codec(charset)
-        if codec is None:
-            m = _META_CHARSET.search(data, 0, 4096)
-            codec = _codec(m.group(1).decode("ascii")) if m else None
-        if codec is None:
-            codec = "utf-8"
+        return "utf-8-sig", "bom"
+    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return "utf-16", "bom"
+    codec = _codec(charset)
+    if codec is not None:
+        return codec, "http"
+    m = _META_CHARSET.search(data, 0, 4096)  # <meta charset> and <meta http-equiv content="...; charset=">
+    codec = _codec(m.group(1).decode("ascii")) if m else None
+    if codec is not None:
+        return codec, "meta"
+    m = _XML_ENCODING.match(data)
+    codec = _codec(m.group(1).decode("ascii")) if m else None
+    if codec is not None:
+        return codec, "xml"
+    return None, "none"
+
+
+def detect_charset(data: bytes) -> str:
+    """The encoding of a page that declares none: UTF-8 when the bytes are UTF-8 (what an
+    undeclared modern page almost always is, and what detectors confuse most with short
+    Latin-1 text), else charset-normalizer's guess, else windows-1252 (the browsers' default)."""
+    try:
+        data.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        from charset_normalizer import from_bytes
+    except ImportError:
+        return "cp1252"
+    # The markup is ASCII and tells the detector nothing: it judges the text only. Deterministic
+    # for given bytes and charset-normalizer version (both recorded by extractor_id).
+    text = _RE_MARKUP_BYTES.sub(b" ", data)
+    best = from_bytes(text or data).best()
+    codec = _codec(best.encoding) if best is not None else None
+    return codec or "cp1252"
+
+
+def decode_html(data: bytes, charset: str | None = None, *, errors: str = "replace") -> str | None:
+    """Decode an HTML page; ``None`` when ``errors="strict"`` and the bytes do not decode.
+
+    The encoding is the first of: a byte-order mark; ``charset`` (the HTTP ``Content-Type``
+    parameter, as a WARC record gives it); ``<meta charset>`` or ``<meta http-equiv>`` in the first
+    4 KB; an ``<?xml encoding?>`` declaration; else :func:`detect_charset`.
+    """
+    codec, _where = declared_charset(data, charset)
+    if codec is None:
+        codec = detect_charset(data)
     try:
         return data.decode(codec)
     except UnicodeDecodeError:
@@ -273,8 +316,9 @@ _NAV_SEMANTIC = ('nav, [role="navigation"], [role="banner"], [role="contentinfo"
 _NAV_MAYBE = 'aside, [role="complementary"]'
 _LANDMARKS = 'main, [role="main"], article, header, footer, h1, ' + _NAV_MAYBE
 # Words of class and id names that mean "not the content". A name token matches when it is the
-# word, or starts or ends with it ("navheader", "docnav", "sphinxsidebar"); the short words in
-# _VOCAB_EXACT must be the whole token ("toctree" lists a page's children, and is content).
+# word, or starts or ends with it ("navlinks", "topnav", "leftsidebar"); the short words in
+# _VOCAB_EXACT must be the whole token (a "toc..." compound often lists the page's own
+# children, which is content).
 # "header" is not among them: code headers and section headers are headings of the content.
 _VOCAB_AFFIX = ("nav", "navigation", "menu", "sidebar", "breadcrumb", "breadcrumbs", "footer",
                 "banner", "masthead", "topbar", "pager", "pagination", "related", "skiplink", "cookie",
@@ -567,9 +611,11 @@ def extractor_id(mode: str = "main") -> str:
     """
     if mode not in HTML_MODES:
         raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
+    # charset-normalizer decides the text of pages that declare no encoding.
+    detector = f" charset-normalizer/{_dist_version('charset-normalizer')}"
     if mode == "article":
-        return f"trafilatura/{_dist_version('trafilatura')} neardup-whole/{RULES_VERSION} " + _whole_parser()
-    return f"neardup-{mode}/{RULES_VERSION} " + _whole_parser()
+        return f"trafilatura/{_dist_version('trafilatura')} neardup-whole/{RULES_VERSION} " + _whole_parser() + detector
+    return f"neardup-{mode}/{RULES_VERSION} " + _whole_parser() + detector
 
 
 def _whole_parser() -> str:
