@@ -54,6 +54,9 @@ _META_CHARSET = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0
 _WINDOWS_1252 = frozenset({"iso8859-1", "ascii", "cp1252"})
 _XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([A-Za-z0-9_:.\-]{1,40})["']""")
 _RE_MARKUP_BYTES = re.compile(rb"<[^>]*>|&#?[A-Za-z0-9]+;")
+_RE_HIGH_BYTE = re.compile(rb"[\x80-\xff]")
+#: Fewer non-ASCII bytes than this in an undeclared, non-UTF-8 page: windows-1252, not detection.
+DETECT_MIN_BYTES = 32
 
 _trafilatura = None
 _lxml_html = None  # the lxml.html module, False when lxml is missing
@@ -99,12 +102,17 @@ def declared_charset(data: bytes, charset: str | None = None) -> tuple[str | Non
 def detect_charset(data: bytes) -> str:
     """The encoding of a page that declares none: UTF-8 when the bytes are UTF-8 (what an
     undeclared modern page almost always is, and what detectors confuse most with short
-    Latin-1 text), else charset-normalizer's guess, else windows-1252 (the browsers' default)."""
+    Latin-1 text), else charset-normalizer's guess, else windows-1252 (the browsers' default,
+    also for pages with fewer than :data:`DETECT_MIN_BYTES` non-ASCII bytes)."""
     try:
         data.decode("utf-8")
         return "utf-8"
     except UnicodeDecodeError:
         pass
+    # A few stray bytes say too little for a detector (it names an exotic code page for one
+    # byte): read them as browsers do.
+    if sum(1 for _ in _RE_HIGH_BYTE.finditer(data[:65536])) < DETECT_MIN_BYTES:
+        return "cp1252"
     try:
         from charset_normalizer import from_bytes
     except ImportError:
