@@ -314,15 +314,18 @@ def _article(html: str, url: str | None) -> str | None:
 
 _FAST_DROP = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas",
               "math", "select", "button", "textarea")
-_FAST_HIDDEN = '[hidden], [style*="display:none"], [style*="display: none"], [style*="visibility:hidden"]'
-_DROP_SELECTOR = ", ".join(_FAST_DROP) + ", " + _FAST_HIDDEN
+_STYLE_HIDDEN = '[style*="display:none"], [style*="display: none"], [style*="visibility:hidden"]'
+_DROP_TAGS = ", ".join(_FAST_DROP)
+_DROP_SELECTOR = _DROP_TAGS + ", [hidden], " + _STYLE_HIDDEN
 # Landmarks that are navigation by definition (HTML and ARIA): dropped wherever they are.
-_NAV_SEMANTIC = ('nav, [role="navigation"], [role="banner"], [role="contentinfo"], [role="search"], '
-                 '[role="menu"], [role="menubar"], [role="toolbar"], [role="tablist"], dialog')
+_NAV_TAGS = "nav, dialog"
+_NAV_ROLES = ('[role="navigation"], [role="banner"], [role="contentinfo"], [role="search"], '
+              '[role="menu"], [role="menubar"], [role="toolbar"], [role="tablist"]')
 # Landmarks that are often navigation but sometimes content (footnotes, boxed asides): dropped
 # when their text is mostly links.
 _NAV_MAYBE = 'aside, [role="complementary"]'
-_LANDMARKS = 'main, [role="main"], article, header, footer, h1, ' + _NAV_MAYBE
+_LANDMARK_TAGS = "main, article, header, footer, h1, aside"
+_LANDMARKS = _LANDMARK_TAGS + ', [role="main"], [role="complementary"]'
 # Words of class and id names that mean "not the content". A name token matches when it is the
 # word, or starts or ends with it ("navlinks", "topnav", "leftsidebar"); the short words in
 # _VOCAB_EXACT must be the whole token (a "toc..." compound often lists the page's own
@@ -405,19 +408,16 @@ def _lines(text: str) -> str:
     return "\n".join(out)
 
 
+_RE_VOCAB = re.compile(
+    "(?:^|[^a-z0-9])(?:" + "|".join(_VOCAB_AFFIX) + ")"        # a token that starts with a word
+    + "|(?:" + "|".join(_VOCAB_AFFIX) + ")(?:$|[^a-z0-9])"      # or ends with one
+    + "|(?:^|[^a-z0-9])(?:" + "|".join(re.escape(w) for w in sorted(_VOCAB_EXACT)) + ")(?:$|[^a-z0-9])")
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _named_nav(value: str | None) -> bool:
-    if not value:
-        return False
-    for tok in _SPLIT_NAME.split(value.lower()):
-        if not tok:
-            continue
-        if tok in _VOCAB_EXACT:
-            return True
-        for w in _VOCAB_AFFIX:
-            if tok.startswith(w) or tok.endswith(w):
-                return True
-    return False
+    """Whether a class or id name has a token of the navigation vocabulary (one regex search)."""
+    return bool(value) and _RE_VOCAB.search(value.lower()) is not None
 
 
 def _css_string(value: str) -> str:
@@ -497,6 +497,17 @@ def _drop_dense_blocks(body) -> None:
         node = nxt
 
 
+def _drop_selector(html: str) -> str:
+    sel = _DROP_TAGS + ", " + _NAV_TAGS
+    if "hidden" in html or "HIDDEN" in html:
+        sel += ", [hidden]"
+    if "style" in html or "STYLE" in html:
+        sel += ", " + _STYLE_HIDDEN
+    if "role" in html or "ROLE" in html:
+        sel += ", " + _NAV_ROLES
+    return sel
+
+
 def _fast(html: str | bytes, mode: str) -> str | None:
     """Main content (``mode="main"``) or the whole body's text on lexbor."""
     if isinstance(html, (bytes, bytearray, memoryview)):
@@ -512,10 +523,11 @@ def _fast(html: str | bytes, mode: str) -> str | None:
     t = tree.css_first("title")
     if t is not None:
         title = " ".join(t.text(deep=True).split())
-    # One query for everything dropped unconditionally (each query walks the whole tree).
-    _remove_all(body, _DROP_SELECTOR + ", " + _NAV_SEMANTIC, keep=lambda n: n.tag == "main")
+    # One query for everything dropped unconditionally (each query walks the whole tree), and
+    # attribute selectors only when the markup has the attribute at all (they cost the most).
+    _remove_all(body, _drop_selector(html), keep=lambda n: n.tag == "main")
     mains, articles, page_parts, asides, heads = [], [], [], [], []
-    for node in body.css(_LANDMARKS):
+    for node in body.css(_LANDMARKS if ("role" in html or "ROLE" in html) else _LANDMARK_TAGS):
         tag = node.tag
         if tag == "h1":
             heads.append(node)
