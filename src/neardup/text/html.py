@@ -394,18 +394,27 @@ def _get_lexbor():
 def _mark_blocks(html: str) -> str:
     if _MARK in html:
         html = html.replace(_MARK, " ")
+    if _WORDMARK in html:  # an icon font's glyph, if anything: not a word
+        html = html.replace(_WORDMARK, " ")
     html = _RE_BLOCK_OPEN.sub(_MARK + "<", html)
-    return _RE_CELL_OPEN.sub(" <", html)
+    if "<t" in html or "<T" in html:
+        html = _RE_CELL_OPEN.sub(" <", html)
+    return html
+
+
+_WORDMARK = "\ue000"  # a private-use character: not white space, so split() keeps it as a token
+_RE_WORDMARKS = re.compile(_WORDMARK + "+")
 
 
 def _lines(text: str) -> str:
-    """One line per block: white space inside a block becomes one space, empty lines go."""
-    out = []
-    for part in text.split(_MARK):
-        part = " ".join(part.split())
-        if part:
-            out.append(part)
-    return "\n".join(out)
+    """One line per block: white space inside a block becomes one space, empty lines go.
+
+    Done in a few passes in C over the whole text rather than per line: the marks become a
+    non-space character, split() collapses the white space, and runs of marks become one break.
+    """
+    text = " ".join(text.replace(_MARK, _WORDMARK).split())
+    text = text.replace(" " + _WORDMARK, _WORDMARK).replace(_WORDMARK + " ", _WORDMARK)
+    return _RE_WORDMARKS.sub("\n", text).strip("\n")
 
 
 _RE_VOCAB = re.compile(
