@@ -17,7 +17,9 @@ page agreement
     text (how close the extraction is to the generator's own markup, pair or no pair).
 
 Speed is extraction alone, on one core (one process, pages in set order, the decoded strings
-prepared before the clock starts), as pages/s. Run it under ``flock /work/bench.lock``.
+prepared before the clock starts), as pages/s: the median of three passes, the extractors taking
+turns within each round. Run it under ``flock /work/bench.lock``; the load average before and
+after is recorded with the figures.
 
 Usage::
 
@@ -196,16 +198,18 @@ def rates(c) -> dict:
             "trap_rate": div(c["traps_merged"], c["traps"]), "traps": c["traps"]}
 
 
-def speed(fn, htmls: list[str], min_seconds: float = 2.0) -> float:
-    """Pages/s of ``fn`` over ``htmls`` on this core: whole passes until ``min_seconds`` have gone."""
-    done, start = 0, time.perf_counter()
-    while True:
-        for h in htmls:
-            fn(h)
-        done += len(htmls)
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds:
-            return done / elapsed
+def speeds(fns: dict, htmls: list[str], rounds: int = 3) -> dict[str, float]:
+    """Pages/s of each extractor on this core, the median of ``rounds`` passes over ``htmls``,
+    the extractors alternating within each round so that a change in the machine's load falls
+    on all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for h in htmls:
+                fn(h)
+            times[name].append(len(htmls) / (time.perf_counter() - start))
+    return {name: round(sorted(v)[len(v) // 2], 1) for name, v in times.items()}
 
 
 def main(argv=None) -> int:
@@ -227,8 +231,8 @@ def main(argv=None) -> int:
     held = sorted({r["generator"] for r in labels if r["held_out"]})
     result = {"set": str(root), "pages": len(labels), "bytes": sum(r["bytes"] for r in labels),
               "python": platform.python_version(), "machine": platform.machine(), "extractors": {}}
-    for name in args.extractors.split(","):
-        fn = EXTRACTORS[name]()
+    fns = {name: EXTRACTORS[name]() for name in args.extractors.split(",")}
+    for name, fn in fns.items():
         texts = [fn(h) for h in htmls]
         edges, cluster = dedup(ids, texts)
         counts = score(labels, pairs, edges, cluster)
@@ -236,9 +240,12 @@ def main(argv=None) -> int:
                                                    ["overall", "developed", "held-out", *gens]}}
         for g, v in agreement(labels, root, htmls, texts).items():
             res["groups"][g]["agreement"] = v
-        if not args.no_speed:
-            res["pages_per_s"] = round(speed(fn, htmls), 1)
         result["extractors"][name] = res
+    if not args.no_speed:
+        result["load_before"] = os.getloadavg()
+        for name, v in speeds(fns, htmls).items():
+            result["extractors"][name]["pages_per_s"] = v
+        result["load_after"] = os.getloadavg()
 
     print(f"{len(labels)} pages ({result['bytes'] / 1e6:.1f} MB), {len(gens)} generators, "
           f"held out: {', '.join(held)}")
