@@ -355,9 +355,10 @@ _BLOCK_NAMES = ("address article aside blockquote body br caption center dd deta
                 "tfoot thead tr ul xmp").split()
 
 
-def _trie(names: list[str]) -> str:
-    """A regular expression for ``names``, any case, as a trie of character classes: Python's re
-    tries the branches of an alternation one by one, and re.I makes every comparison slower."""
+def _trie(names: list[str], any_case: bool = True) -> str:
+    """A regular expression for ``names`` as a trie (Python's re tries the branches of an
+    alternation one by one), of character classes for ``any_case`` (re.I makes every comparison
+    slower)."""
     groups: dict[str, list[str]] = {}
     end = False
     for n in names:
@@ -365,7 +366,8 @@ def _trie(names: list[str]) -> str:
             groups.setdefault(n[0], []).append(n[1:])
         else:
             end = True
-    alts = [(f"[{c}{c.upper()}]" if c.isalpha() else re.escape(c)) + _trie(rest) for c, rest in sorted(groups.items())]
+    alts = [(f"[{c}{c.upper()}]" if c.isalpha() and any_case else re.escape(c)) + _trie(rest, any_case)
+            for c, rest in sorted(groups.items())]
     if not alts:
         return ""
     body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
@@ -375,6 +377,10 @@ def _trie(names: list[str]) -> str:
 _MARK = "\x0c"
 _RE_BLOCK_OPEN = re.compile("<(?=/?" + _trie(_BLOCK_NAMES) + r"[\s/>])")
 _RE_CELL_OPEN = re.compile("<(?=/?" + _trie(["td", "th"]) + r"[\s/>])")
+# Most pages write their tags in lower case, for which the scan is twice as fast.
+_RE_BLOCK_OPEN_LOWER = re.compile("<(?=/?" + _trie(_BLOCK_NAMES, False) + r"[\s/>])")
+_RE_CELL_OPEN_LOWER = re.compile(r"<(?=/?t[dh][\s/>])")
+_RE_UPPER_TAG = re.compile(r"</?[A-Z]")
 
 _lexbor = None
 
@@ -396,9 +402,12 @@ def _mark_blocks(html: str) -> str:
         html = html.replace(_MARK, " ")
     if _WORDMARK in html:  # an icon font's glyph, if anything: not a word
         html = html.replace(_WORDMARK, " ")
-    html = _RE_BLOCK_OPEN.sub(_MARK + "<", html)
-    if "<t" in html or "<T" in html:
-        html = _RE_CELL_OPEN.sub(" <", html)
+    if _RE_UPPER_TAG.search(html):
+        html = _RE_BLOCK_OPEN.sub(_MARK + "<", html)
+        return _RE_CELL_OPEN.sub(" <", html)
+    html = _RE_BLOCK_OPEN_LOWER.sub(_MARK + "<", html)
+    if "<t" in html:
+        html = _RE_CELL_OPEN_LOWER.sub(" <", html)
     return html
 
 
