@@ -282,7 +282,6 @@ def write_sample(out: Path, dest: Path, labels, jm, jw, per_gen: int) -> None:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    idx = {r["id"]: i for i, r in enumerate(labels)}
     chosen: list[int] = []
     for gen in GENERATORS:
         mine = [i for i, r in enumerate(labels) if r["generator"] == gen and r["bytes"] <= 60_000]
@@ -315,7 +314,6 @@ def write_sample(out: Path, dest: Path, labels, jm, jw, per_gen: int) -> None:
             for y in range(x + 1, len(chosen)):
                 i, k = chosen[x], chosen[y]
                 f.write(f"{labels[i]['id']}\t{labels[k]['id']}\t{jm[i, k]:.6f}\t{jw[i, k]:.6f}\n")
-    del idx
 
 
 if __name__ == "__main__":

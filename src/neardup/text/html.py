@@ -1,27 +1,35 @@
 """HTML to plain text, for deduplication.
 
-:func:`extract_text` has two modes:
+:func:`extract_text` has three modes:
 
 ``"main"`` (the default)
-    The main content of the page, found by trafilatura (comments dropped, tables kept, recall
-    favoured), so that navigation menus, footers and cookie banners shared by every page of a site
-    do not make unrelated pages look alike. When trafilatura finds nothing (a page that is all
-    navigation, a fragment, a page over trafilatura's 20 MB limit) the whole visible text is used
-    instead, so a page with visible text never comes back empty.
+    The main content of the page, found on the lexbor HTML5 parser (selectolax) by generic rules
+    (the ``main``/``article`` landmarks, ARIA navigation roles, link density, the class and id
+    vocabulary of navigation; see ``docs/html.md``), so that navigation menus, footers and cookie
+    banners shared by every page of a site do not make unrelated pages look alike. The page's
+    ``<title>`` comes first unless the content has a heading of its own. When nothing is left
+    (a page that is all navigation) the whole visible text is used instead, so a page with
+    visible text never comes back empty.
 ``"whole"``
-    All the visible text: ``<head>``, ``script``, ``style``, ``noscript``, ``template``, ``svg``,
-    ``iframe``, ``object``, ``embed``, ``canvas``, comments and elements with the ``hidden``
-    attribute are dropped; block elements (paragraphs, headings, list items, table rows, ``<br>``)
-    become line breaks; runs of white space inside a line become one space. Parsed with lxml, or
-    with the standard library's ``html.parser`` when lxml is not installed.
+    All the visible text of ``<body>``: ``script``, ``style``, ``noscript``, ``template``,
+    ``svg``, ``iframe``, ``object``, ``embed``, ``canvas``, comments and hidden elements are
+    dropped; block elements end lines, table cells are separated by a space, inline elements do
+    not separate words; runs of white space inside a line become one space. Parsed with lexbor,
+    else lxml, else the standard library's ``html.parser``.
+``"article"``
+    trafilatura's article extraction (comments dropped, tables kept, recall favoured), or the
+    whole text when trafilatura finds nothing.
 
-Both are deterministic (same input and library versions, same output) and never raise for bad
-markup: garbage comes back as ``""`` (or as whatever text the parser could recover). The readers use
-:func:`_extract`, which tells a parser failure (``None``) from a page without text (``""``).
+:func:`extractor_id` names the extraction a mode runs (rules version, parser and detector
+versions), for the config fingerprint. All modes are deterministic (same input and library
+versions, same output) and never raise for bad markup: garbage comes back as ``""`` (or as
+whatever text the parser could recover). The readers use :func:`_extract`, which tells a parser
+failure (``None``) from a page without text (``""``).
 
 :func:`decode_html` turns bytes into text: a byte-order mark, else the charset given by the caller
-(the HTTP header), else a ``<meta charset>`` in the first 4 KB, else UTF-8. ``iso-8859-1``,
-``latin-1`` and ``us-ascii`` are read as ``windows-1252``, as browsers do.
+(the HTTP header), else a ``<meta charset>``/``http-equiv`` in the first 4 KB, else an
+``<?xml encoding?>``, else UTF-8 when the bytes are UTF-8, else charset-normalizer's detection.
+``iso-8859-1``, ``latin-1`` and ``us-ascii`` are read as ``windows-1252``, as browsers do.
 """
 
 from __future__ import annotations
@@ -321,9 +329,8 @@ _DROP_SELECTOR = _DROP_TAGS + ", [hidden], " + _STYLE_HIDDEN
 _NAV_TAGS = "nav, dialog"
 _NAV_ROLES = ('[role="navigation"], [role="banner"], [role="contentinfo"], [role="search"], '
               '[role="menu"], [role="menubar"], [role="toolbar"], [role="tablist"]')
-# Landmarks that are often navigation but sometimes content (footnotes, boxed asides): dropped
-# when their text is mostly links.
-_NAV_MAYBE = 'aside, [role="complementary"]'
+# Landmarks that are often navigation but sometimes content (footnotes, boxed asides), aside and
+# role=complementary, are among the landmarks below; they are dropped when mostly links.
 _LANDMARK_TAGS = "main, article, header, footer, h1, aside"
 _LANDMARKS = _LANDMARK_TAGS + ', [role="main"], [role="complementary"]'
 # Words of class and id names that mean "not the content". A name token matches when it is the
@@ -336,7 +343,6 @@ _VOCAB_AFFIX = ("nav", "navigation", "menu", "sidebar", "breadcrumb", "breadcrum
                 "share", "social", "copyright", "searchbox")
 _VOCAB_EXACT = frozenset({"toc", "bar", "crumbs", "search", "top", "bottom", "foot", "skip", "hidden",
                           "sr-only", "visually-hidden"})
-_SPLIT_NAME = re.compile(r"[^a-z0-9]+")
 # Each starts with a literal, which re finds by a fast search; upper-case names are rare, and
 # looked for only when the page has some.
 _RE_NAME_ATTRS = [re.compile(a + r"""\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""") for a in ("class", "id")]
