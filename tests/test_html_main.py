@@ -269,3 +269,32 @@ def test_undeclared_utf8_stays_utf8():
     data = "<p>café crème</p>".encode("utf-8")
     assert detect_charset(data) == "utf-8"
     assert decode_html(data) == "<p>café crème</p>"
+
+
+# ---------------------------------------------------------------------------------- one extraction
+@pytest.mark.parametrize("mode", ["main", "whole"])
+def test_readers_give_the_same_text_as_extract_text(tmp_path, mode):
+    """A folder of pages, a JSONL of HTML (in worker processes too) and extract_text agree."""
+    import orjson
+
+    from neardup.io import read_documents
+    from neardup.io.documents import Document
+
+    labels, _ = _sample()
+    files = sorted(r["file"] for r in labels.values())[::4]
+    want = {}
+    site = tmp_path / "site"
+    site.mkdir()
+    with open(tmp_path / "pages.jsonl", "wb") as out:
+        for name in files:
+            with open(os.path.join(DEBIAN, name), "rb") as fh:
+                data = fh.read()
+            want[name] = extract_text(data, mode)
+            out.write(orjson.dumps({"id": name, "text": decode_html(data)}) + b"\n")
+            (site / name).write_bytes(data)
+    folder = {os.path.basename(d.id): d.text for d in read_documents([str(site)], format="html", html=mode)
+              if isinstance(d, Document)}
+    assert folder == want
+    for jobs in (1, 2):
+        docs = read_documents([str(tmp_path / "pages.jsonl")], content="html", html=mode, jobs=jobs)
+        assert {d.id: d.text for d in docs if isinstance(d, Document)} == want
