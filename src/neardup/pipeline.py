@@ -64,6 +64,9 @@ class DedupConfig:
     keep: str = "first"
     keep_field: str | None = None
     verify: bool = True
+    #: The HTML extraction (:func:`neardup.text.html.extractor_id`) when the inputs are web pages:
+    #: another extractor gives other texts, so it is part of the fingerprint.
+    extraction: str | None = None
 
     def __post_init__(self) -> None:
         check_choice("method", self.method, METHODS, owner="DedupConfig")
@@ -109,6 +112,8 @@ class DedupConfig:
             "keep": self.keep,
             "keep_field": self.keep_field,
             "verify": self.verify,
+            # Only when set, so that the fingerprints of runs on plain text stay as they were.
+            **({"extraction": self.extraction} if self.extraction is not None else {}),
         }
 
     def fingerprint(self) -> str:

@@ -37,8 +37,8 @@ def register(sub) -> None:
     io.add_argument("--text-field", default="text", help="JSONL/Parquet field with the text (default text)")
     io.add_argument("--content", choices=["text", "html"], default="text",
                     help="what the JSONL/Parquet text field holds (default text)")
-    io.add_argument("--html", choices=["main", "whole"], default="main",
-                    help="HTML to text: main content (default) or the whole page")
+    io.add_argument("--html", choices=["main", "whole", "article"], default="main",
+                    help="HTML to text: main content (default), the whole page, or article (trafilatura)")
     io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
                     help="skip records larger than this (default 64 MiB)")
     add_shingle_options(p)
@@ -70,7 +70,25 @@ def config_from(args):
         raise ConfigError(f"--max-distance must be between 0 and 7, got {args.max_distance}")
     return DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args), method=args.method,
                        threshold=args.threshold, measure=args.measure, bands=args.bands, rows=args.rows,
-                       max_distance=args.max_distance, keep=keep, keep_field=keep_field, verify=not args.no_verify)
+                       max_distance=args.max_distance, keep=keep, keep_field=keep_field, verify=not args.no_verify,
+                       extraction=extraction_of(args))
+
+
+def extraction_of(args) -> str | None:
+    """The HTML extraction the run will use, or None when no input is read as HTML."""
+    from ..io import detect_format
+    from ..text.html import extractor_id
+
+    if getattr(args, "content", "text") == "html":
+        return extractor_id(args.html)
+    fmt = getattr(args, "format", "auto")
+    kinds = set()
+    for path in getattr(args, "inputs", ()):
+        try:
+            kinds.add(detect_format(path) if fmt == "auto" else fmt)
+        except Exception:  # noqa: BLE001 - a bad path is reported by the reader, with its reason
+            pass
+    return extractor_id(args.html) if kinds & {"html", "warc"} else None
 
 
 def dedup_command(args) -> int:

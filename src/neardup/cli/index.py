@@ -105,8 +105,8 @@ def register(sub) -> None:
     v.add_argument("--batch-processes", type=positive_int("--batch-processes", minimum=0), default=1, metavar="N",
                    help="child processes, at a lower CPU priority, that run batches and HTML requests so that "
                         "they do not hold the server's GIL (default 1; 0: in the server's threads)")
-    v.add_argument("--html", choices=["main", "whole"], default="main",
-                   help="HTML to text: main content (default) or the whole page")
+    v.add_argument("--html", choices=["main", "whole", "article"], default="main",
+                   help="HTML to text: main content (default), the whole page, or article (trafilatura)")
     v.add_argument("--workers", type=positive_int("--workers"), default=1,
                    help="server processes (default 1); more use more cores, each with its own connections")
     v.add_argument("--fsync", action="store_true", help="fsync every commit (survives power loss)")
@@ -130,8 +130,8 @@ def _input_options(p) -> None:
     g.add_argument("--text-field", default="text", help="JSONL/Parquet field with the text (default text)")
     g.add_argument("--content", choices=["text", "html"], default="text",
                    help="what the JSONL/Parquet text field holds (default text)")
-    g.add_argument("--html", choices=["main", "whole"], default="main",
-                   help="HTML to text: main content (default) or the whole page")
+    g.add_argument("--html", choices=["main", "whole", "article"], default="main",
+                   help="HTML to text: main content (default), the whole page, or article (trafilatura)")
     g.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
                    help="skip records larger than this (default 64 MiB)")
 

@@ -852,7 +852,7 @@ def _parallel(items, mode: str, jobs: int):
                 yield item
 
     ctx = multiprocessing.get_context("forkserver")  # no fork of a process that may run threads
-    ctx.set_forkserver_preload(["neardup.text.html", "trafilatura"])  # import once, not per worker
+    ctx.set_forkserver_preload(["neardup.text.html", "selectolax.lexbor"])  # import once, not per worker
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         buf: list = []
         pend: list = []

@@ -1,39 +1,51 @@
 """HTML to plain text, for deduplication.
 
-:func:`extract_text` has two modes:
+:func:`extract_text` has three modes:
 
 ``"main"`` (the default)
-    The main content of the page, found by trafilatura (comments dropped, tables kept, recall
-    favoured), so that navigation menus, footers and cookie banners shared by every page of a site
-    do not make unrelated pages look alike. When trafilatura finds nothing (a page that is all
-    navigation, a fragment, a page over trafilatura's 20 MB limit) the whole visible text is used
-    instead, so a page with visible text never comes back empty.
+    The main content of the page, found on the lexbor HTML5 parser (selectolax) by generic rules
+    (the ``main``/``article`` landmarks, ARIA navigation roles, link density, the class and id
+    vocabulary of navigation; see ``docs/html.md``), so that navigation menus, footers and cookie
+    banners shared by every page of a site do not make unrelated pages look alike. The page's
+    ``<title>`` comes first unless the content has a heading of its own. When nothing is left
+    (a page that is all navigation) the whole visible text is used instead, so a page with
+    visible text never comes back empty.
 ``"whole"``
-    All the visible text: ``<head>``, ``script``, ``style``, ``noscript``, ``template``, ``svg``,
-    ``iframe``, ``object``, ``embed``, ``canvas``, comments and elements with the ``hidden``
-    attribute are dropped; block elements (paragraphs, headings, list items, table rows, ``<br>``)
-    become line breaks; runs of white space inside a line become one space. Parsed with lxml, or
-    with the standard library's ``html.parser`` when lxml is not installed.
+    All the visible text of ``<body>``: ``script``, ``style``, ``noscript``, ``template``,
+    ``svg``, ``iframe``, ``object``, ``embed``, ``canvas``, comments and hidden elements are
+    dropped; block elements end lines, table cells are separated by a space, inline elements do
+    not separate words; runs of white space inside a line become one space. Parsed with lexbor,
+    else lxml, else the standard library's ``html.parser``.
+``"article"``
+    trafilatura's article extraction (comments dropped, tables kept, recall favoured), or the
+    whole text when trafilatura finds nothing.
 
-Both are deterministic (same input and library versions, same output) and never raise for bad
-markup: garbage comes back as ``""`` (or as whatever text the parser could recover). The readers use
-:func:`_extract`, which tells a parser failure (``None``) from a page without text (``""``).
+:func:`extractor_id` names the extraction a mode runs (rules version, parser and detector
+versions), for the config fingerprint. All modes are deterministic (same input and library
+versions, same output) and never raise for bad markup: garbage comes back as ``""`` (or as
+whatever text the parser could recover). The readers use :func:`_extract`, which tells a parser
+failure (``None``) from a page without text (``""``).
 
 :func:`decode_html` turns bytes into text: a byte-order mark, else the charset given by the caller
-(the HTTP header), else a ``<meta charset>`` in the first 4 KB, else UTF-8. ``iso-8859-1``,
-``latin-1`` and ``us-ascii`` are read as ``windows-1252``, as browsers do.
+(the HTTP header), else a ``<meta charset>``/``http-equiv`` in the first 4 KB, else an
+``<?xml encoding?>``, else UTF-8 when the bytes are UTF-8, else charset-normalizer's detection.
+``iso-8859-1``, ``latin-1`` and ``us-ascii`` are read as ``windows-1252``, as browsers do.
 """
 
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 
 from ..errors import ConfigError, require
 
-__all__ = ["extract_text", "decode_html", "HTML_MODES"]
+__all__ = ["extract_text", "decode_html", "declared_charset", "detect_charset", "extractor_id", "HTML_MODES",
+           "RULES_VERSION"]
 
-HTML_MODES = ("main", "whole")
+HTML_MODES = ("main", "whole", "article")
+#: The version of the main-content rules below; bumped whenever a rule changes an output.
+RULES_VERSION = 1
 
 _DROP = frozenset(
     {"head", "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas", "title"}
@@ -48,6 +60,11 @@ _FLATTEN = {ord(c): " " for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
 
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.I)
 _WINDOWS_1252 = frozenset({"iso8859-1", "ascii", "cp1252"})
+_XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([A-Za-z0-9_:.\-]{1,40})["']""")
+_RE_MARKUP_BYTES = re.compile(rb"<[^>]*>|&#?[A-Za-z0-9]+;")
+_RE_HIGH_BYTE = re.compile(rb"[\x80-\xff]")
+#: Fewer non-ASCII bytes than this in an undeclared, non-UTF-8 page: windows-1252, not detection.
+DETECT_MIN_BYTES = 32
 
 _trafilatura = None
 _lxml_html = None  # the lxml.html module, False when lxml is missing
@@ -68,19 +85,64 @@ def _codec(name: str | None) -> str | None:
     return codec
 
 
-def decode_html(data: bytes, charset: str | None = None, *, errors: str = "replace") -> str | None:
-    """Decode an HTML page; ``None`` when ``errors="strict"`` and the bytes do not decode."""
+def declared_charset(data: bytes, charset: str | None = None) -> tuple[str | None, str]:
+    """``(codec, where)``: the encoding a page declares, and how (``"bom"``, ``"http"``,
+    ``"meta"``, ``"xml"``), or ``(None, "none")``. A byte-order mark wins over the HTTP header,
+    which wins over the markup, as in browsers (WHATWG encoding sniffing)."""
     if data[:3] == codecs.BOM_UTF8:
-        codec, data = "utf-8", data[3:]
-    elif data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-        codec = "utf-16"
-    else:
-        codec = _codec(charset)
-        if codec is None:
-            m = _META_CHARSET.search(data, 0, 4096)
-            codec = _codec(m.group(1).decode("ascii")) if m else None
-        if codec is None:
-            codec = "utf-8"
+        return "utf-8-sig", "bom"
+    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return "utf-16", "bom"
+    codec = _codec(charset)
+    if codec is not None:
+        return codec, "http"
+    m = _META_CHARSET.search(data, 0, 4096)  # <meta charset> and <meta http-equiv content="...; charset=">
+    codec = _codec(m.group(1).decode("ascii")) if m else None
+    if codec is not None:
+        return codec, "meta"
+    m = _XML_ENCODING.match(data)
+    codec = _codec(m.group(1).decode("ascii")) if m else None
+    if codec is not None:
+        return codec, "xml"
+    return None, "none"
+
+
+def detect_charset(data: bytes) -> str:
+    """The encoding of a page that declares none: UTF-8 when the bytes are UTF-8 (what an
+    undeclared modern page almost always is, and what detectors confuse most with short
+    Latin-1 text), else charset-normalizer's guess, else windows-1252 (the browsers' default,
+    also for pages with fewer than :data:`DETECT_MIN_BYTES` non-ASCII bytes)."""
+    try:
+        data.decode("utf-8")
+        return "utf-8"
+    except UnicodeDecodeError:
+        pass
+    # A few stray bytes say too little for a detector (it names an exotic code page for one
+    # byte): read them as browsers do.
+    if sum(1 for _ in _RE_HIGH_BYTE.finditer(data[:65536])) < DETECT_MIN_BYTES:
+        return "cp1252"
+    try:
+        from charset_normalizer import from_bytes
+    except ImportError:
+        return "cp1252"
+    # The markup is ASCII and tells the detector nothing: it judges the text only. Deterministic
+    # for given bytes and charset-normalizer version (both recorded by extractor_id).
+    text = _RE_MARKUP_BYTES.sub(b" ", data)
+    best = from_bytes(text or data).best()
+    codec = _codec(best.encoding) if best is not None else None
+    return codec or "cp1252"
+
+
+def decode_html(data: bytes, charset: str | None = None, *, errors: str = "replace") -> str | None:
+    """Decode an HTML page; ``None`` when ``errors="strict"`` and the bytes do not decode.
+
+    The encoding is the first of: a byte-order mark; ``charset`` (the HTTP ``Content-Type``
+    parameter, as a WARC record gives it); ``<meta charset>`` or ``<meta http-equiv>`` in the first
+    4 KB; an ``<?xml encoding?>`` declaration; else :func:`detect_charset`.
+    """
+    codec, _where = declared_charset(data, charset)
+    if codec is None:
+        codec = detect_charset(data)
     try:
         return data.decode(codec)
     except UnicodeDecodeError:
@@ -211,6 +273,8 @@ def _whole_stdlib(html: str) -> str | None:
 
 
 def _whole(html: str) -> str | None:
+    if _get_lexbor():
+        return _fast(html, "whole")
     lh = _get_lxml()
     if lh:
         try:
@@ -220,7 +284,7 @@ def _whole(html: str) -> str | None:
     return _whole_stdlib(html)
 
 
-def _main(html: str, url: str | None) -> str | None:
+def _article(html: str, url: str | None) -> str | None:
     global _trafilatura
     if _trafilatura is None:
         _trafilatura = require("trafilatura", "io")
@@ -242,17 +306,385 @@ def _main(html: str, url: str | None) -> str | None:
     return _whole(html)
 
 
+# ------------------------------------------------------------------------------------------------
+# Main content on lexbor (selectolax). The rules are generic HTML semantics and vocabulary; none
+# names a site or a generator.
+#
+# Speed: every CSS query walks the whole tree in C (~0.1 ms on a 30 KB page), and every Python
+# call per node costs more than lexbor's parse of the page, so the work is done in few queries
+# and no walk in Python:
+# - block boundaries are marked in the markup *before* parsing, by a form feed in front of every
+#   block tag (a form feed is HTML white space, so the parser keeps it where it stands, tables
+#   included), and a space in front of every cell; the text is then lexbor's own text() of the
+#   kept subtree, cut at the form feeds, so inline elements never separate words;
+# - the class and id names are read from the markup by one regular expression, and only the
+#   names that match the navigation vocabulary are queried.
+
+_FAST_DROP = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas",
+              "math", "select", "button", "textarea")
+_STYLE_HIDDEN = '[style*="display:none"], [style*="display: none"], [style*="visibility:hidden"]'
+_DROP_TAGS = ", ".join(_FAST_DROP)
+_DROP_SELECTOR = _DROP_TAGS + ", [hidden], " + _STYLE_HIDDEN
+# Landmarks that are navigation by definition (HTML and ARIA): dropped wherever they are.
+_NAV_TAGS = "nav, dialog"
+_NAV_ROLES = ('[role="navigation"], [role="banner"], [role="contentinfo"], [role="search"], '
+              '[role="menu"], [role="menubar"], [role="toolbar"], [role="tablist"]')
+# Landmarks that are often navigation but sometimes content (footnotes, boxed asides), aside and
+# role=complementary, are among the landmarks below; they are dropped when mostly links.
+_LANDMARK_TAGS = "main, article, header, footer, h1, aside"
+_LANDMARKS = _LANDMARK_TAGS + ', [role="main"], [role="complementary"]'
+# Words of class and id names that mean "not the content". A name token matches when it is the
+# word, or starts or ends with it ("navlinks", "topnav", "leftsidebar"); the short words in
+# _VOCAB_EXACT must be the whole token (a "toc..." compound often lists the page's own
+# children, which is content).
+# "header" is not among them: code headers and section headers are headings of the content.
+_VOCAB_AFFIX = ("nav", "navigation", "menu", "sidebar", "breadcrumb", "breadcrumbs", "footer",
+                "banner", "masthead", "topbar", "pager", "pagination", "related", "skiplink", "cookie",
+                "share", "social", "copyright", "searchbox")
+_VOCAB_EXACT = frozenset({"toc", "bar", "crumbs", "search", "top", "bottom", "foot", "skip", "hidden",
+                          "sr-only", "visually-hidden"})
+# Each starts with a literal, which re finds by a fast search; upper-case names are rare, and
+# looked for only when the page has some.
+_RE_NAME_ATTRS = [re.compile(a + r"""\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""") for a in ("class", "id")]
+_RE_NAME_ATTRS_UPPER = [re.compile(a + r"""\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.I)
+                        for a in ("class", "id")]
+# A vocabulary match is dropped when its links make at least this share of its text, or when
+# it is short: what navigation looks like (a boxed note called "sidebar" is long, and prose).
+LINK_DENSITY = 0.3
+SHORT_CHARS = 200
+# Under <body> (no main landmark), a top-level block this dense in links is navigation too.
+BODY_LINK_DENSITY = 0.6
+
+_BLOCK_NAMES = ("address article aside blockquote body br caption center dd details dialog dir div dl dt "
+                "fieldset figcaption figure footer form frameset h1 h2 h3 h4 h5 h6 header hgroup hr html "
+                "legend li listing main menu nav ol option p plaintext pre section summary table tbody "
+                "tfoot thead tr ul xmp").split()
+
+
+def _trie(names: list[str], any_case: bool = True) -> str:
+    """A regular expression for ``names`` as a trie (Python's re tries the branches of an
+    alternation one by one), of character classes for ``any_case`` (re.I makes every comparison
+    slower)."""
+    groups: dict[str, list[str]] = {}
+    end = False
+    for n in names:
+        if n:
+            groups.setdefault(n[0], []).append(n[1:])
+        else:
+            end = True
+    alts = [(f"[{c}{c.upper()}]" if c.isalpha() and any_case else re.escape(c)) + _trie(rest, any_case)
+            for c, rest in sorted(groups.items())]
+    if not alts:
+        return ""
+    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return f"(?:{body})?" if end else body
+
+
+_MARK = "\x0c"
+_RE_BLOCK_OPEN = re.compile("<(?=/?" + _trie(_BLOCK_NAMES) + r"[\s/>])")
+_RE_CELL_OPEN = re.compile("<(?=/?" + _trie(["td", "th"]) + r"[\s/>])")
+# Most pages write their tags in lower case, for which the scan is twice as fast.
+_RE_BLOCK_OPEN_LOWER = re.compile("<(?=/?" + _trie(_BLOCK_NAMES, False) + r"[\s/>])")
+_RE_CELL_OPEN_LOWER = re.compile(r"<(?=/?t[dh][\s/>])")
+_RE_UPPER_TAG = re.compile(r"</?[A-Z]")
+
+_lexbor = None
+
+
+def _get_lexbor():
+    global _lexbor
+    if _lexbor is None:
+        try:
+            from selectolax.lexbor import LexborHTMLParser
+
+            _lexbor = LexborHTMLParser
+        except ImportError:
+            _lexbor = False
+    return _lexbor
+
+
+def _mark_blocks(html: str) -> str:
+    if _MARK in html:
+        html = html.replace(_MARK, " ")
+    if _WORDMARK in html:  # an icon font's glyph, if anything: not a word
+        html = html.replace(_WORDMARK, " ")
+    if _RE_UPPER_TAG.search(html):
+        html = _RE_BLOCK_OPEN.sub(_MARK + "<", html)
+        return _RE_CELL_OPEN.sub(" <", html)
+    html = _RE_BLOCK_OPEN_LOWER.sub(_MARK + "<", html)
+    if "<t" in html:
+        html = _RE_CELL_OPEN_LOWER.sub(" <", html)
+    return html
+
+
+_WORDMARK = "\ue000"  # a private-use character: not white space, so split() keeps it as a token
+_RE_WORDMARKS = re.compile(_WORDMARK + "+")
+
+
+def _lines(text: str) -> str:
+    """One line per block: white space inside a block becomes one space, empty lines go.
+
+    Done in a few passes in C over the whole text rather than per line: the marks become a
+    non-space character, split() collapses the white space, and runs of marks become one break.
+    """
+    text = " ".join(text.replace(_MARK, _WORDMARK).split())
+    text = text.replace(" " + _WORDMARK, _WORDMARK).replace(_WORDMARK + " ", _WORDMARK)
+    return _RE_WORDMARKS.sub("\n", text).strip("\n")
+
+
+_RE_VOCAB = re.compile(
+    "(?:^|[^a-z0-9])(?:" + "|".join(_VOCAB_AFFIX) + ")"        # a token that starts with a word
+    + "|(?:" + "|".join(_VOCAB_AFFIX) + ")(?:$|[^a-z0-9])"      # or ends with one
+    + "|(?:^|[^a-z0-9])(?:" + "|".join(re.escape(w) for w in sorted(_VOCAB_EXACT)) + ")(?:$|[^a-z0-9])")
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _named_nav(value: str | None) -> bool:
+    """Whether a class or id name has a token of the navigation vocabulary (one regex search)."""
+    return bool(value) and _RE_VOCAB.search(value.lower()) is not None
+
+
+def _css_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _named_selector(html: str) -> str:
+    """A selector for the elements whose class or id names navigation, or "" when none does."""
+    parts = set()
+    for k, attr in enumerate(("class", "id")):
+        rx = _RE_NAME_ATTRS_UPPER[k] if attr.upper() + "=" in html else _RE_NAME_ATTRS[k]
+        for value in {dq or sq or bare for dq, sq, bare in rx.findall(html)}:
+            if attr == "id":
+                if _named_nav(value):
+                    parts.add(f"[id={_css_string(value)}]")
+            else:
+                for cls in value.split():
+                    if _named_nav(cls):
+                        parts.add(f"[class~={_css_string(cls)}]")
+    return ", ".join(sorted(parts))
+
+
+def _text_len(node) -> int:
+    return len(node.text(deep=True, strip=True))
+
+
+def _link_density(node, at_least: float = 1.0) -> float:
+    """The share of ``node``'s text inside links; counting stops once it reaches ``at_least``."""
+    total = _text_len(node)
+    if not total:
+        return 1.0
+    enough = at_least * total
+    links = 0
+    for a in node.css("a"):
+        links += _text_len(a)
+        if links >= enough:
+            break
+    return links / total
+
+
+def _remove_all(root, selector: str, keep=None) -> None:
+    # remove() detaches without freeing (lexbor frees the whole document at once), so a node
+    # matched inside an already removed subtree is still valid, and removing it again is
+    # harmless; decompose() would free it under the caller's feet.
+    for node in root.css(selector):
+        if keep is None or not keep(node):
+            node.remove()
+
+
+def _is_under(node, ancestor) -> bool:
+    want = ancestor.mem_id
+    p = node.parent
+    while p is not None:
+        if p.mem_id == want:
+            return True
+        p = p.parent
+    return False
+
+
+def _in_section(node, stop) -> bool:
+    p = node.parent
+    while p is not None and p.mem_id != stop.mem_id:
+        if p.tag in ("article", "section", "main", "aside", "nav"):
+            return True
+        p = p.parent
+    return False
+
+
+def _drop_dense_blocks(body) -> None:
+    """Under <body>, drop the top-level blocks that are mostly links (menus without names)."""
+    node = body.child
+    while node is not None:
+        nxt = node.next
+        if node.tag in ("table", "ul", "ol", "dl", "div", "p", "center", "form", "section", "span", "a"):
+            if _text_len(node) and _link_density(node, BODY_LINK_DENSITY) >= BODY_LINK_DENSITY:
+                node.remove()
+        node = nxt
+
+
+def _drop_selector(html: str) -> str:
+    sel = _DROP_TAGS + ", " + _NAV_TAGS
+    if "hidden" in html or "HIDDEN" in html:
+        sel += ", [hidden]"
+    if "style" in html or "STYLE" in html:
+        sel += ", " + _STYLE_HIDDEN
+    if "role" in html or "ROLE" in html:
+        sel += ", " + _NAV_ROLES
+    return sel
+
+
+def _fast(html: str | bytes, mode: str) -> str | None:
+    """Main content (``mode="main"``) or the whole body's text on lexbor."""
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        html = decode_html(bytes(html))
+    tree = _get_lexbor()(_mark_blocks(html))
+    body = tree.body
+    if body is None:
+        return ""
+    if mode == "whole":
+        _remove_all(body, _DROP_SELECTOR)
+        return _lines(body.text(deep=True))
+    title = ""
+    t = tree.css_first("title")
+    if t is not None:
+        title = " ".join(t.text(deep=True).split())
+    # One query for everything dropped unconditionally (each query walks the whole tree), and
+    # attribute selectors only when the markup has the attribute at all (they cost the most).
+    _remove_all(body, _drop_selector(html), keep=lambda n: n.tag == "main")
+    mains, articles, page_parts, asides, heads = [], [], [], [], []
+    for node in body.css(_LANDMARKS if ("role" in html or "ROLE" in html) else _LANDMARK_TAGS):
+        tag = node.tag
+        if tag == "h1":
+            heads.append(node)
+        elif tag == "main" or node.attributes.get("role") == "main":
+            mains.append(node)
+        elif tag == "article":
+            articles.append(node)
+        elif tag in ("header", "footer"):
+            page_parts.append(node)
+        else:
+            asides.append(node)
+    for node in asides:
+        if _link_density(node, LINK_DENSITY) >= LINK_DENSITY:
+            node.remove()
+    root = None
+    sized = [(_text_len(m), m) for m in mains]
+    sized = [x for x in sized if x[0]]
+    if sized:
+        # The main landmark with the most text (a page may mark a small widget as main too).
+        root = max(sized, key=lambda x: x[0])[1]
+    elif len(articles) == 1:
+        root = articles[0]
+    if root is None:
+        # No landmark: the body, without the header and footer elements that belong to the page
+        # rather than to a section of it, and without top-level blocks made of links.
+        root = body
+        for node in page_parts:
+            if not _in_section(node, body):
+                node.remove()
+        _drop_dense_blocks(body)
+    named = _named_selector(html)
+    if named:
+        for node in root.css(named):
+            if node.tag in ("body", "html", "main"):
+                continue
+            if _text_len(node) < SHORT_CHARS or _link_density(node, LINK_DENSITY) >= LINK_DENSITY:
+                node.remove()
+    text = _lines(root.text(deep=True))
+    if not text:
+        return ""
+    # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
+    # unless the content has a heading of its own (<h1>), or opens with the title already: the
+    # title is often the heading plus the site's name, which every page shares, and would make
+    # true near-duplicates whose headings agree (a page and its copy elsewhere) look apart.
+    if title and not _titled(text, title) and not _has_heading(root, heads):
+        text = f"{title}\n{text}"
+    return text
+
+
+def _has_heading(root, heads) -> bool:
+    for h in heads:
+        if _is_under(h, root) and _text_len(h):
+            return True
+    return False
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _titled(text: str, title: str) -> bool:
+    """Whether the text's first lines carry the title: one holds the other, or they hold at
+    least half of the title's words."""
+    t = title.casefold()
+    head = text.split("\n", 3)[:3]
+    for line in head:
+        line = line.casefold()
+        if len(line) >= 2 and (line in t or t in line):
+            return True
+    words = set(_WORD.findall(t))
+    if not words:
+        return True
+    seen = set(_WORD.findall(" ".join(head).casefold()))
+    return 2 * len(words & seen) >= len(words)
+
+
+def _main(html: str, url: str | None) -> str | None:
+    if not _get_lexbor():
+        require("selectolax", "io")
+    out = _fast(html, "main")
+    if out:
+        return out
+    return _whole(html)
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "missing"
+
+
+@functools.lru_cache(maxsize=None)
+def extractor_id(mode: str = "main") -> str:
+    """Names the extraction that ``mode`` runs here, with the versions that decide its output
+    (recorded in the dedup config's fingerprint: another extractor gives other texts).
+
+    >>> extractor_id("main")  # doctest: +SKIP
+    'neardup-main/1 selectolax/1.0.2'
+    """
+    if mode not in HTML_MODES:
+        raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
+    # charset-normalizer decides the text of pages that declare no encoding.
+    detector = f" charset-normalizer/{_dist_version('charset-normalizer')}"
+    if mode == "article":
+        return f"trafilatura/{_dist_version('trafilatura')} neardup-whole/{RULES_VERSION} " + _whole_parser() + detector
+    return f"neardup-{mode}/{RULES_VERSION} " + _whole_parser() + detector
+
+
+def _whole_parser() -> str:
+    if _get_lexbor():
+        return f"selectolax/{_dist_version('selectolax')}"
+    if _get_lxml():
+        return f"lxml/{_dist_version('lxml')}"
+    return "html.parser"
+
+
 def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -> str | None:
     """Like :func:`extract_text`, but ``None`` when the markup could not be parsed at all."""
     if mode not in HTML_MODES:
-        raise ConfigError(f"The 'html' mode must be one of 'main', 'whole'. Got {mode!r} instead.")
+        raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
     if isinstance(html, (bytes, bytearray, memoryview)):
         html = decode_html(bytes(html))
     if not html or html.isspace():
         return ""
     if "\x00" in html:
         html = html.replace("\x00", "")
-    return _main(html, url) if mode == "main" else _whole(html)
+    if mode == "main":
+        return _main(html, url)
+    if mode == "article":
+        return _article(html, url)
+    return _whole(html)
 
 
 def extract_text(html: str | bytes, mode: str = "main", *, url: str | None = None) -> str:

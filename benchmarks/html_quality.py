@@ -1,0 +1,273 @@
+"""Main-content extraction quality and speed on the labelled HTML set, three extractors side by side.
+
+Reads the set that ``benchmarks/build_html_set.py`` writes (``benchmarks/data/html_set``). Every
+extractor gets the same decoded page (:func:`neardup.text.html.decode_html`); its texts go
+through the same dedup (neardup's ``Deduplicator``, MinHash, threshold 0.8, verified) and are
+scored against the truth of the set, per generator and overall:
+
+recall
+    of the pairs whose true main contents have J >= 0.85, the share that end in one cluster;
+edge precision
+    of the edges the dedup reports (verified pairs), the share whose true main J >= 0.75;
+trap rate
+    of the *boilerplate traps*, pairs whose whole pages have J >= 0.8 but whose main contents
+    have J < 0.5, the share that end in one cluster;
+page agreement
+    the mean, over pages, of the 5-shingle Jaccard between the extracted text and the true main
+    text (how close the extraction is to the generator's own markup, pair or no pair).
+
+Speed is extraction alone, on one core (one process, pages in set order, the decoded strings
+prepared before the clock starts), as pages/s: the median of three passes, the extractors taking
+turns within each round. Run it under ``flock /work/bench.lock``; the load average before and
+after is recorded with the figures.
+
+Usage::
+
+    python benchmarks/html_quality.py [--set benchmarks/data/html_set] [--extractors neardup,trafilatura,resiliparse]
+        [--json results/html_quality.json] [--no-speed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def _neardup(mode):
+    from neardup.text.html import extract_text
+
+    return lambda html: extract_text(html, mode)
+
+
+def _trafilatura():
+    import trafilatura
+
+    def run(html):
+        out = trafilatura.extract(html, include_comments=False, include_tables=True, output_format="txt",
+                                  deduplicate=False, with_metadata=False)
+        return out or ""
+
+    return run
+
+
+def _resiliparse():
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+
+    return lambda html: extract_plain_text(HTMLTree.parse(html), main_content=True)
+
+
+EXTRACTORS = {
+    "neardup": lambda: _neardup("main"),
+    "neardup-whole": lambda: _neardup("whole"),
+    "neardup-article": lambda: _neardup("article"),
+    "trafilatura": _trafilatura,
+    "resiliparse": _resiliparse,
+}
+
+
+def _version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    pkg = {"neardup": "neardup", "trafilatura": "trafilatura", "resiliparse": "resiliparse"}[name.split("-")[0]]
+    try:
+        v = version(pkg)
+    except PackageNotFoundError:
+        return "?"
+    if pkg == "neardup":
+        try:
+            from neardup.text.html import extractor_id
+
+            return f"{v} ({extractor_id('main')})"
+        except ImportError:
+            return v
+    return v
+
+
+def load_set(root: Path):
+    labels = [json.loads(line) for line in open(root / "labels.jsonl")]
+    pairs = {}
+    with open(root / "pairs.tsv") as f:
+        next(f)
+        for line in f:
+            a, b, jm, jw = line.rstrip("\n").split("\t")
+            pairs[(a, b) if a < b else (b, a)] = (float(jm), float(jw))
+    return labels, pairs
+
+
+def page_path(root: Path, rec: dict) -> Path:
+    if "file" in rec:  # the checked-in sample keeps its pages flat
+        return root / rec["file"]
+    return root / "pages" / f"{rec['id']}.html"
+
+
+def dedup(ids: list[str], texts: list[str], threshold: float = 0.8):
+    """(edges, cluster of each id) from neardup's dedup of ``texts``."""
+    import orjson
+
+    from neardup.pipeline import DedupConfig, Deduplicator
+
+    with tempfile.TemporaryDirectory(prefix="html-quality-") as tmp:
+        src = os.path.join(tmp, "in.jsonl")
+        with open(src, "wb") as f:
+            for i, t in zip(ids, texts):
+                f.write(orjson.dumps({"id": i, "text": t}) + b"\n")
+        out = os.path.join(tmp, "out")
+        Deduplicator(DedupConfig(threshold=threshold), jobs=1).run([src], out, write_kept=False)
+        edges = []
+        with open(os.path.join(out, "pairs.jsonl"), "rb") as f:
+            for line in f:
+                r = orjson.loads(line)
+                edges.append((r["a"], r["b"]))
+        cluster = {}
+        with open(os.path.join(out, "clusters.jsonl"), "rb") as f:
+            for line in f:
+                r = orjson.loads(line)
+                cluster[r["id"]] = r["cluster"] or r["id"]
+    return edges, cluster
+
+
+def agreement(labels, root: Path, htmls: list[str], texts: list[str]) -> dict[str, float]:
+    """Mean page agreement per group (see the module docstring)."""
+    sys.path.insert(0, str(HERE))
+    from build_html_set import truth_views
+
+    from neardup.exact.similarity import jaccard_sorted
+    from neardup.params import ShingleParams
+    from neardup.shingle import shingle_ids
+
+    sp5 = ShingleParams(k=5)
+    sums: dict[str, list[float]] = defaultdict(list)
+    for rec, html, text in zip(labels, htmls, texts):
+        truth = truth_views(page_path(root, rec).read_bytes(), rec["truth_select"], rec["truth_drop"])[0]
+        j = jaccard_sorted(shingle_ids(truth, sp5), shingle_ids(text, sp5))[0]
+        for g in ("overall", "held-out" if rec["held_out"] else "developed", rec["generator"]):
+            sums[g].append(j)
+    return {g: round(sum(v) / len(v), 4) for g, v in sums.items()}
+
+
+def score(labels, pairs, edges, cluster):
+    """Counts per group: generator names, 'overall', 'developed' and 'held-out'."""
+    gen = {r["id"]: r["generator"] for r in labels}
+    held = {r["id"]: r["held_out"] for r in labels}
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+
+    def groups(a, b):
+        out = ["overall"]
+        if gen[a] == gen[b]:
+            out.append(gen[a])
+        if held[a] and held[b]:
+            out.append("held-out")
+        elif not held[a] and not held[b]:
+            out.append("developed")
+        return out
+
+    for (a, b), (jm, jw) in pairs.items():
+        merged = cluster.get(a) is not None and cluster.get(a) == cluster.get(b)
+        for g in groups(a, b):
+            if jm >= 0.85:
+                counts[g]["pos"] += 1
+                counts[g]["pos_found"] += merged
+            if jw >= 0.8 and jm < 0.5:
+                counts[g]["traps"] += 1
+                counts[g]["traps_merged"] += merged
+    for a, b in edges:
+        key = (a, b) if a < b else (b, a)
+        jm = pairs.get(key, (0.0, 0.0))[0]  # pairs absent from pairs.tsv are below 0.3 on both views
+        for g in groups(a, b):
+            counts[g]["edges"] += 1
+            counts[g]["edges_true"] += jm >= 0.75
+    return counts
+
+
+def rates(c) -> dict:
+    def div(x, y):
+        return round(x / y, 4) if y else None
+
+    return {"recall": div(c["pos_found"], c["pos"]), "pos": c["pos"],
+            "edge_precision": div(c["edges_true"], c["edges"]), "edges": c["edges"],
+            "trap_rate": div(c["traps_merged"], c["traps"]), "traps": c["traps"]}
+
+
+def speeds(fns: dict, htmls: list[str], rounds: int = 3) -> dict[str, float]:
+    """Pages/s of each extractor on this core, the median of ``rounds`` passes over ``htmls``,
+    the extractors alternating within each round so that a change in the machine's load falls
+    on all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for h in htmls:
+                fn(h)
+            times[name].append(len(htmls) / (time.perf_counter() - start))
+    return {name: round(sorted(v)[len(v) // 2], 1) for name, v in times.items()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", default=str(HERE / "data" / "html_set"))
+    ap.add_argument("--extractors", default="neardup,trafilatura,resiliparse")
+    ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--per-generator", action="store_true", help="print every generator's row")
+    args = ap.parse_args(argv)
+
+    from neardup.text.html import decode_html
+
+    root = Path(args.set)
+    labels, pairs = load_set(root)
+    ids = [r["id"] for r in labels]
+    htmls = [decode_html(page_path(root, r).read_bytes()) for r in labels]
+    gens = sorted({r["generator"] for r in labels})
+    held = sorted({r["generator"] for r in labels if r["held_out"]})
+    result = {"set": str(root), "pages": len(labels), "bytes": sum(r["bytes"] for r in labels),
+              "python": platform.python_version(), "machine": platform.machine(), "extractors": {}}
+    fns = {name: EXTRACTORS[name]() for name in args.extractors.split(",")}
+    for name, fn in fns.items():
+        texts = [fn(h) for h in htmls]
+        edges, cluster = dedup(ids, texts)
+        counts = score(labels, pairs, edges, cluster)
+        res = {"version": _version(name), "groups": {g: rates(counts[g]) for g in
+                                                   ["overall", "developed", "held-out", *gens]}}
+        for g, v in agreement(labels, root, htmls, texts).items():
+            res["groups"][g]["agreement"] = v
+        result["extractors"][name] = res
+    if not args.no_speed:
+        result["load_before"] = os.getloadavg()
+        for name, v in speeds(fns, htmls).items():
+            result["extractors"][name]["pages_per_s"] = v
+        result["load_after"] = os.getloadavg()
+
+    print(f"{len(labels)} pages ({result['bytes'] / 1e6:.1f} MB), {len(gens)} generators, "
+          f"held out: {', '.join(held)}")
+    rows = ["overall", "developed", "held-out"] + (gens if args.per_generator else [])
+    print("| group | extractor | recall (J_main>=0.85) | edge precision (J_main>=0.75) | trap rate | page agreement | pages/s (1 core) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for g in rows:
+        for name, res in result["extractors"].items():
+            r = res["groups"][g]
+
+            def fmt(v, n):
+                return "-" if v is None else f"{v:.3f} ({n})"
+
+            sp = res.get("pages_per_s")
+            trap = "-" if r["trap_rate"] is None else f"{100 * r['trap_rate']:.1f} % ({r['traps']})"
+            print(f"| {g} | {name} | {fmt(r['recall'], r['pos'])} | {fmt(r['edge_precision'], r['edges'])} | "
+                  f"{trap} | {r.get('agreement', '-')} | "
+                  f"{'' if sp is None or g != 'overall' else f'{sp:,.0f}'} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
