@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -33,16 +34,11 @@ from neardup import (
 )
 from neardup.cli import main
 from neardup.store import SeenIndex
-from neardup.store.sqlite import (
-    APPLICATION_ID,
-    SCHEMA_VERSION,
-    _simhashes,
-    band_keys,
-    simhash_blocks,
-    words_of_folded,
-)
+from neardup.sketch.simhash import simhashes_of_words
+from neardup.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, simhash_blocks
+from neardup.text.charclass import PUNCT, SOLO, WORD, regex_sources
 from neardup.text.normalize import fold
-from neardup.text.tokenize import words
+from neardup.text.tokenize import words, words_of_folded
 
 MH = MinHashParams(num_perm=128, seed=1, family="mulshift64")
 WORDS = ("crawler page link fetch index store query near copy shingle hash band row text web site "
@@ -73,12 +69,20 @@ def texts():
 
 # -- the fast paths equal the library ---------------------------------------------------------
 
+def regex_words(text: str, norm: NormalizeParams) -> list[str]:
+    """The definition of a word token as a regular expression over the character classes: the
+    oracle of :func:`words_of_folded`, which splits without regular expressions."""
+    src = regex_sources()
+    body = src[WORD] + ("" if norm.remove_punctuation else src[PUNCT])
+    return re.findall(f"[{body}]+|[{src[SOLO]}]", fold(text, norm))
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(" .,-_\n\t'"),
                max_size=200), st.booleans())
-def test_words_of_folded_equals_words(text, remove_punctuation):
+def test_words_of_folded_equals_the_regular_expression(text, remove_punctuation):
     norm = NormalizeParams(remove_punctuation=remove_punctuation)
-    assert words_of_folded(fold(text, norm), remove_punctuation) == words(text, norm)
+    assert words_of_folded(fold(text, norm), remove_punctuation) == regex_words(text, norm)
 
 
 def test_words_of_folded_on_real_and_mixed_text(texts):
@@ -86,21 +90,13 @@ def test_words_of_folded_on_real_and_mixed_text(texts):
     for text in texts + mixed:
         for rp in (True, False):
             norm = NormalizeParams(remove_punctuation=rp)
-            assert words_of_folded(fold(text, norm), rp) == words(text, norm)
-
-
-def test_band_keys_equal_library():
-    from neardup.lsh.banding import band_keys as library_band_keys
-
-    sig = np.random.default_rng(3).integers(0, 2**64 - 1, size=(17, 128), dtype=np.uint64)
-    for bands, rows in ((21, 6), (9, 13), (128, 1), (1, 128), (5, 7)):
-        assert np.array_equal(band_keys(sig, bands, rows), library_band_keys(sig, bands, rows))
+            assert words_of_folded(fold(text, norm), rp) == regex_words(text, norm)
 
 
 def test_simhashes_equal_library(texts):
     docs = texts[:20] + ["", "one", "a a a b"]
     norm = NormalizeParams()
-    got = _simhashes([words(t, norm) for t in docs], "xxh3")
+    got = simhashes_of_words([words(t, norm) for t in docs], "xxh3")
     for text, value in zip(docs, got):
         if not words(text, norm):
             assert value is None

@@ -38,15 +38,17 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 def _band_keys_numpy(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """The definition of :func:`band_keys` (what the compiled kernel computes, in numpy)."""
+    """The definition of :func:`band_keys` (what the compiled kernel computes, in numpy).
+
+    All bands fold their j-th row together: the same arithmetic as one value at a time, in
+    ``rows`` numpy steps instead of ``bands * rows``.
+    """
     n = sig.shape[0]
-    out = np.empty((n, bands), dtype=np.uint64)
-    for band in range(bands):
-        key = np.full(n, np.uint64(band), dtype=np.uint64)
-        for row in range(band * rows, (band + 1) * rows):
-            key = splitmix64_array(key ^ sig[:, row])
-        out[:, band] = key
-    return out
+    folded = sig[:, : bands * rows].reshape(n, bands, rows)
+    key = np.tile(np.arange(bands, dtype=np.uint64), (n, 1))
+    for row in range(rows):
+        key = splitmix64_array(key ^ folded[:, :, row])
+    return key
 
 
 class MinHashLSH:

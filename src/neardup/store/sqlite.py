@@ -68,6 +68,7 @@ import numpy as np
 
 from .._validate import check_float, check_int
 from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreError
+from ..lsh.banding import band_keys
 from ..params import TOKENIZER_VERSION, MinHashParams, NormalizeParams, ShingleParams
 
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
@@ -137,174 +138,6 @@ def _signed(x: int) -> int:
 
 def _unsigned(x: int) -> int:
     return x & MASK64
-
-
-# -- text: tokens and normalized text ----------------------------------------------------------
-
-@lru_cache(maxsize=2)
-def _ascii_separators(remove_punctuation: bool) -> dict | None:
-    """str.translate table sending every ASCII separator to a space, or None if unusable."""
-    from ..text.charclass import PUNCT, SOLO, WORD, class_table
-
-    classes = [int(c) for c in class_table()[:128]]
-    if SOLO in classes:
-        return None
-    kept = {WORD} if remove_punctuation else {WORD, PUNCT}
-    return {i: " " for i, c in enumerate(classes) if c not in kept}
-
-
-@lru_cache(maxsize=2)
-def _token_classes(remove_punctuation: bool) -> np.ndarray:
-    """Per code point: 1 for a character of a word run, 2 for a token on its own, 0 otherwise."""
-    from ..text.charclass import PUNCT, SOLO, WORD, class_table
-
-    table = class_table()
-    out = np.zeros(table.size, dtype=np.uint8)
-    out[table == WORD] = 1
-    if not remove_punctuation:
-        out[table == PUNCT] = 1
-    out[table == SOLO] = 2
-    out.setflags(write=False)
-    return out
-
-
-def words_of_folded(folded: str, remove_punctuation: bool = True) -> list[str]:
-    """:func:`neardup.text.tokenize.words` of text that is already folded, without regular expressions.
-
-    The library's words() runs a regular expression over a character class of 20,000 Unicode
-    ranges, at about 0.5 MB/s on non-ASCII text. Here ASCII text is split with
-    ``str.translate`` and other text by looking every code point up in the shipped class table
-    with numpy; the tokens are identical (tested against words()).
-    """
-    if folded.isascii():
-        table = _ascii_separators(remove_punctuation)
-        if table is not None:
-            return folded.translate(table).split()
-    cps = np.frombuffer(folded.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    cls = _token_classes(remove_punctuation)[cps]
-    edges = np.diff((cls == 1).view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
-    solo = np.flatnonzero(cls == 2)
-    if solo.size:
-        starts = np.concatenate((starts, solo))
-        ends = np.concatenate((ends, solo + 1))
-        order = np.argsort(starts, kind="stable")
-        starts, ends = starts[order], ends[order]
-    return [folded[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
-
-
-class _WordHashes(dict):
-    """word -> 64-bit feature hash, remembered: word frequencies are Zipfian, so most words of a
-    document were hashed before, and a dict lookup costs a tenth of a hash call from Python."""
-
-    MAX_WORDS = 1 << 20
-
-    def __init__(self, hash_name: str):
-        super().__init__()
-        from ..hashing import hash64
-
-        if hash_name == "xxh3":
-            import xxhash
-
-            h = xxhash.xxh3_64_intdigest
-            self._hash = lambda w: h(w.encode("utf-8", "surrogatepass"))
-        else:
-            self._hash = lambda w: hash64(w, hash_name)
-
-    def __missing__(self, word: str) -> int:
-        if len(self) >= self.MAX_WORDS:
-            self.clear()
-        value = self[word] = self._hash(word)
-        return value
-
-
-_word_hashes: dict[str, _WordHashes] = {}
-
-
-def _simhashes(token_lists: list[list[str]], hash_name: str) -> list[int | None]:
-    """:func:`neardup.sketch.simhash.simhash_of_features` of word counts, for many documents.
-
-    None for a document without words. Totals are sums of integer counts, exact in any order,
-    so the batched arithmetic gives the same bits as the one-document function.
-    """
-    cache = _word_hashes.get(hash_name)
-    if cache is None:
-        cache = _word_hashes[hash_name] = _WordHashes(hash_name)
-    out: list[int | None] = [None] * len(token_lists)
-    if len(token_lists) == 1:
-        if token_lists[0]:
-            # One document (a query, a check-and-add): a matrix-vector product of the weights and
-            # the (features, 64) bit matrix, a handful of numpy calls.
-            counts = Counter(token_lists[0])
-            hv = np.fromiter(map(cache.__getitem__, counts), dtype=np.uint64, count=len(counts))
-            wv = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-            bits = np.unpackbits(hv.astype(">u8").view(np.uint8)).reshape(-1, 64)  # bit 1 = MSB
-            out[0] = int(np.packbits(2 * (wv @ bits) > wv.sum()).view(">u8")[0])
-        return out
-    hashes: list[int] = []
-    weights: list[int] = []
-    starts: list[int] = []
-    which: list[int] = []
-    for i, tokens in enumerate(token_lists):
-        if not tokens:
-            continue
-        counts = Counter(tokens)
-        starts.append(len(hashes))
-        which.append(i)
-        hashes.extend([cache[w] for w in counts])
-        weights.extend(counts.values())
-    if not which:
-        return out
-    hv = np.array(hashes, dtype=np.uint64)
-    wv = np.array(weights, dtype=np.int32)
-    st = np.array(starts + [len(hashes)], dtype=np.int64)
-    # Documents in groups of about 32k features: the (features, 64) bit matrix stays small.
-    doc = 0
-    while doc < len(which):
-        end = doc + 1
-        while end < len(which) and st[end + 1] - st[doc] <= 32768:
-            end += 1
-        lo, hi = st[doc], st[end]
-        bits = np.unpackbits(hv[lo:hi].astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)  # bit 1 = MSB
-        # total = sum of w * (2 * bit - 1) = 2 * (sum of w over set bits) - sum of w
-        set_weight = np.add.reduceat(bits * wv[lo:hi, None], st[doc:end] - lo, axis=0, dtype=np.int64)
-        all_weight = np.add.reduceat(wv[lo:hi].astype(np.int64), st[doc:end] - lo)
-        packed = np.packbits(2 * set_weight > all_weight[:, None], axis=1).view(">u8").ravel()
-        for j, value in enumerate(packed.tolist()):
-            out[which[doc + j]] = int(value)
-        doc = end
-    return out
-
-
-def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """:func:`neardup.lsh.banding.band_keys`, with one numpy pass per row instead of per value.
-
-    The library function folds the ``bands * rows`` values one at a time; here all bands fold
-    their j-th row together, which is the same arithmetic (tested equal) in ``rows`` steps: about
-    20 times fewer numpy calls, which matters for one document at a time.
-    """
-    sig = np.asarray(signatures, dtype=np.uint64)
-    if sig.ndim == 1:
-        sig = sig[None, :]
-    n = sig.shape[0]
-    folded = sig[:, : bands * rows].reshape(n, bands, rows)
-    key = np.tile(np.arange(bands, dtype=np.uint64), (n, 1))
-    for row in range(rows):
-        key = _splitmix64(key ^ folded[:, :, row])
-    return key
-
-
-_SM_ADD, _SM_M1, _SM_M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-
-
-def _splitmix64(z: np.ndarray) -> np.ndarray:
-    """:func:`neardup.hashing.splitmix64_array` with seed 0, on an array (which wraps silently)."""
-    z = z + _SM_ADD
-    z = (z ^ (z >> _S30)) * _SM_M1
-    z = (z ^ (z >> _S27)) * _SM_M2
-    return z ^ (z >> _S31)
 
 
 # -- configuration ---------------------------------------------------------------------------
@@ -721,21 +554,6 @@ class SeenIndex:
 
     def _prepare(self) -> None:
         cfg = self.config
-        from .. import _native
-
-        self._unfolded = self._kernel_args = None
-        if _native.supports(cfg.shingle):
-            norm = cfg.shingle.normalize
-            self._unfolded = dataclasses.replace(cfg.shingle, normalize=dataclasses.replace(
-                norm, nfkc=False, casefold=False))
-            try:
-                table, fold_table = _native._kernel_tables(self._unfolded.normalize)
-                a, b = _native._coefficients(cfg.minhash.family, cfg.minhash.num_perm, cfg.minhash.seed)
-                self._kernel_args = (table, _native._UNITS[self._unfolded.unit], self._unfolded.k,
-                                     not norm.remove_punctuation, a, b, _native._FAMILIES[cfg.minhash.family],
-                                     True, fold_table, False)
-            except (AttributeError, KeyError):  # another kernel interface: the batch path does it all
-                self._kernel_args = None
         self._bands, self._rows = cfg.bands, cfg.rows
         self._m = cfg.minhash.num_perm
         from ..hashing import derive
@@ -941,8 +759,13 @@ class SeenIndex:
 
     # -- sketching ---------------------------------------------------------------------------
     def _sketch_many(self, texts: list[str]) -> list[_Sketch]:
-        from .. import _native
         from ..exact.fingerprint import fingerprint_of_content
+        from ..hashing import splitmix64_array
+        from ..sketch.simhash import simhashes_of_words
+        from ..stages.sketch import sketch_folded
+        from ..text.normalize import fold
+        from ..text.tokenize import words_of_folded
+
         for t in texts:
             if not isinstance(t, str):
                 raise InputError(f"a document's text must be a str, got {type(t).__name__}")
@@ -950,47 +773,20 @@ class SeenIndex:
         n = len(texts)
         if n == 0:
             return []
-        from ..text.normalize import fold
-
         norm = cfg.shingle.normalize
+        # Folded once: the kernel, the content fingerprint and the simhash all read fold(text).
         folded = [fold(t, norm) for t in texts]
-        if self._kernel_args is not None and n == 1:
-            # One document: straight to the kernel (the batch wrapper's chunking costs more than
-            # the sketch of one page). Same call as below, so the same values.
-            data = folded[0].encode("utf-8", "surrogatepass")
-            raw_values, _, raw_ids, _ = _native._kernel.signatures(
-                data, np.array([0, len(data)], dtype=np.int64), *self._kernel_args)
-            values = np.frombuffer(raw_values, dtype=np.uint64).reshape(1, self._m)
-            ids = np.frombuffer(raw_ids, dtype=np.uint64)
-            offsets = np.array([0, ids.size], dtype=np.int64)
-        elif self._unfolded is not None:
-            # The kernel only sees fold(text): give it the folded texts and no folding to do,
-            # so that NFKC (the slow part of folding) runs once per text.
-            sig = _native.signatures(folded, self._unfolded, cfg.minhash, jobs=self.jobs, with_ids=True)
-            values, offsets, ids = sig.values, sig.offsets, sig.ids
-        else:
-            from ..shingle import shingle_ids
-            from ..sketch.minhash import MinHash
-
-            pieces, values = [], np.empty((n, self._m), dtype=np.uint64)
-            for i, t in enumerate(texts):
-                sid = shingle_ids(t, cfg.shingle)
-                mh = MinHash(cfg.minhash, hash=cfg.shingle.hash)
-                mh.update_ids(sid)
-                values[i] = mh.hashvalues
-                pieces.append(sid)
-            offsets = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum([p.size for p in pieces], out=offsets[1:])
-            ids = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
+        sig = sketch_folded(texts, folded, cfg.shingle, cfg.minhash, jobs=self.jobs)
+        values, offsets, ids = sig.values, sig.offsets, sig.ids
         keys = band_keys(values, self._bands, self._rows)
-        mixed = _splitmix64(ids ^ np.uint64(self._mix_seed))
+        mixed = splitmix64_array(ids, self._mix_seed)
         chosen = mixed % np.uint64(self.config.mod_m) == 0
         cum = np.zeros(ids.size + 1, dtype=np.int64)
         np.cumsum(chosen, out=cum[1:])
         sampled = mixed[chosen]
         bounds = cum[offsets]
         tokens = [words_of_folded(f, norm.remove_punctuation) for f in folded]
-        simhashes = _simhashes(tokens, cfg.shingle.hash)
+        simhashes = simhashes_of_words(tokens, cfg.shingle.hash)
         out = []
         for i, text in enumerate(texts):
             lo, hi = int(offsets[i]), int(offsets[i + 1])
