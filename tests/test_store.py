@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import random
 import re
+import os
 import shutil
+import tempfile
 import sqlite3
 import subprocess
 import sys
@@ -305,7 +307,7 @@ def test_file_format_and_reopen(db, texts):
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     meta = dict(conn.execute("SELECT key, value FROM meta"))
-    assert meta["config_fingerprint"] == fp and json.loads(meta["config"])["minhash"]["family"] == "mulshift64"
+    assert meta["config_fingerprint"] == fp and json.loads(meta["config"])["minhash"]["family"] == "mulshift32"
     # uint64 values are stored as signed 64-bit integers, the same bits
     row = conn.execute("SELECT fingerprint, simhash FROM docs WHERE id = 'd3'").fetchone()
     assert row[0] & (2**64 - 1) == fingerprint(texts[3])
@@ -663,3 +665,39 @@ def test_odd_file_names(tmp_path, capsys):
     assert SeenIndex.stored_config(db)["shingle"]["k"] == 4
     assert main(["index", "stats", "--db", db, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["documents"] == 1
+
+
+def test_an_index_made_with_the_former_defaults_opens_with_its_own(tmp_path):
+    """Files made before the defaults became dedup's (mulshift64, 21 x 6) record their values
+    and open with them, answering as before."""
+    db = str(tmp_path / "old.db")
+    text = "the crawler fetches each page and follows every link it finds there"
+    with SeenIndex(db, minhash=MinHashParams(num_perm=128, seed=1, family="mulshift64"), bands=21, rows=6) as index:
+        index.add("a", text)
+    with SeenIndex(db) as index:
+        assert (index.config.minhash.family, index.config.bands, index.config.rows) == ("mulshift64", 21, 6)
+        assert [n["id"] for n in index.query(text)["near"]] == ["a"]
+    with SeenIndex(db, threshold=0.8) as index:  # the recorded threshold, given again
+        assert (index.config.bands, index.config.rows) == (21, 6)
+
+
+def test_a_new_index_bands_and_hashes_as_dedup():
+    from neardup.config import DedupConfig
+
+    with tempfile.TemporaryDirectory() as d, SeenIndex(os.path.join(d, "seen.db")) as index:
+        dedup = DedupConfig()
+        assert index.config.minhash == dedup.minhash and index.config.shingle == dedup.shingle
+        assert (index.config.bands, index.config.rows) == (dedup.banding().bands, dedup.banding().rows) == (18, 7)
+
+
+def test_an_index_made_with_other_parameters_than_a_dedup_run_is_refused(tmp_path):
+    from neardup.config import DedupConfig
+
+    db = str(tmp_path / "seen.db")
+    SeenIndex.for_dedup(db, DedupConfig(threshold=0.8)).close()
+    with pytest.raises(IncompatibleSketchError) as err:
+        SeenIndex.for_dedup(db, DedupConfig(threshold=0.7, minhash=MinHashParams(num_perm=128, seed=2,
+                                                                                  family="mulshift32")))
+    msg = str(err.value)
+    assert "index 0.8, dedup run 0.7" in msg and "minhash.seed: index 1, dedup run 2" in msg
+    assert "bands: index 18, dedup run 25" in msg

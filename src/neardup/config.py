@@ -17,9 +17,15 @@ from .params import FORMAT_VERSION, MinHashParams, ShingleParams
 from .stages.candidates import banding_for
 from .stages.survivors import KEEP_POLICIES
 
-__all__ = ["DedupConfig", "METHODS", "MEASURES", "KEEP_POLICIES", "DEFAULT_FAMILY"]
+__all__ = ["DedupConfig", "METHODS", "MEASURES", "KEEP_POLICIES", "DEFAULT_FAMILY", "INPUT_FORMATS", "CONTENTS",
+           "HTML_MODES", "MAX_BYTES"]
 
 METHODS = ("minhash", "simhash", "exact")
+INPUT_FORMATS = ("auto", "jsonl", "parquet", "warc", "html", "text")
+CONTENTS = ("text", "html")
+HTML_MODES = ("main", "whole")
+#: Records larger than this are skipped (``too_large``) unless ``max_bytes`` says otherwise.
+MAX_BYTES = 64 << 20
 MEASURES = ("jaccard", "containment")
 #: The permutation family of every engine and of the index: 32-bit multiply-shift runs eight
 #: lanes per AVX2 register, about four times the rate of 64-bit values (see
@@ -34,7 +40,14 @@ def default_minhash() -> MinHashParams:
 
 @dataclass(frozen=True, kw_only=True)
 class DedupConfig:
-    """Everything that decides the result of a run (recorded, with its fingerprint, in summary.json)."""
+    """Everything that decides the result of a run (recorded, with its fingerprint, in summary.json).
+
+    The read options decide what a record's id and text are, so they are part of it too:
+    ``format`` (of the input files, ``auto`` by extension), ``id_field`` and ``text_field`` (of
+    JSONL and Parquet records), ``content`` (what the text field holds: ``text`` or ``html``),
+    ``html`` (HTML to text: the ``main`` content or the ``whole`` page) and ``max_bytes``
+    (larger records are skipped as ``too_large``; None for no limit).
+    """
 
     shingle: ShingleParams = field(default_factory=lambda: ShingleParams(k=5))
     minhash: MinHashParams = field(default_factory=default_minhash)
@@ -47,8 +60,23 @@ class DedupConfig:
     keep: str = "first"
     keep_field: str | None = None
     verify: bool = True
+    format: str = "auto"
+    id_field: str = "id"
+    text_field: str = "text"
+    content: str = "text"
+    html: str = "main"
+    max_bytes: int | None = MAX_BYTES
 
     def __post_init__(self) -> None:
+        check_choice("format", self.format, INPUT_FORMATS, owner="DedupConfig")
+        check_choice("content", self.content, CONTENTS, owner="DedupConfig")
+        check_choice("html", self.html, HTML_MODES, owner="DedupConfig")
+        for name in ("id_field", "text_field"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ConfigError(f"The '{name}' parameter of DedupConfig must be a non-empty str. "
+                                  f"Got {getattr(self, name)!r} instead.")
+        if self.max_bytes is not None:
+            check_int("max_bytes", self.max_bytes, 1, None, owner="DedupConfig")
         check_choice("method", self.method, METHODS, owner="DedupConfig")
         check_choice("measure", self.measure, MEASURES, owner="DedupConfig")
         check_choice("keep", self.keep, KEEP_POLICIES + ("field",), owner="DedupConfig")
@@ -82,7 +110,13 @@ class DedupConfig:
             "keep": self.keep,
             "keep_field": self.keep_field,
             "verify": self.verify,
+            "read": self.read_options(),
         }
+
+    def read_options(self) -> dict:
+        """The options of :func:`neardup.io.read_documents` that this configuration fixes."""
+        return {"format": self.format, "id_field": self.id_field, "text_field": self.text_field,
+                "content": self.content, "html": self.html, "max_bytes": self.max_bytes}
 
     def fingerprint(self) -> str:
         import xxhash

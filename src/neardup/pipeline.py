@@ -150,10 +150,9 @@ class Deduplicator:
         self.seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------
-    def run(self, paths: list[str], output: str, *, format: str = "auto", id_field: str = "id",
-            text_field: str = "text", content: str = "text", html: str = "main",
-            max_bytes: int | None = 64 << 20, write_kept: bool = True) -> dict:
-        """Deduplicate ``paths`` into the folder ``output``; returns the summary."""
+    def run(self, paths: list[str], output: str, *, write_kept: bool = True) -> dict:
+        """Deduplicate ``paths`` (read as the configuration's read options say) into the folder
+        ``output``; returns the summary."""
         from .io import read_documents
         from .io import write_kept as write_kept_records
         from .io.readers import read_encoded
@@ -161,8 +160,7 @@ class Deduplicator:
         os.makedirs(output, exist_ok=True)
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
-        read_options = dict(format=format, id_field=id_field, text_field=text_field, content=content, html=html,
-                            max_bytes=max_bytes, jobs=self.jobs)
+        read_options = dict(self.config.read_options(), jobs=self.jobs)
         if sketch_stage.kernel_handles(self.config.shingle):
             # JSONL records come as UTF-8 straight from a compiled scanner: their text never
             # becomes a Python str. Texts holding a code point that NFKC may change, and that

@@ -274,25 +274,18 @@ def _popcount(x: np.ndarray) -> np.ndarray:
 
 
 def _measure_text(text: str, cfg: ReportConfig) -> tuple[np.ndarray, int | None, int]:
-    """Shingle ids, content fingerprint and simhash of one text, tokenizing it once.
+    """Shingle ids, content fingerprint and simhash of one text, its words listed once.
 
     The same values as :func:`shingle_ids`, :func:`fingerprint` and :meth:`SimHash.from_text`
     (tests check it); tokenizing is most of their cost, and each of them tokenizes on its own.
     """
-    from .. import _native
     from ..exact.fingerprint import fingerprint_of_content
-    from ..text.tokenize import tokenize, words
+    from ..stages.sketch import shingle_runs
+    from ..text.tokenize import words
 
     params = cfg.shingle
-    toks = tokenize(text, params.unit, params.normalize)
-    word_list = toks if params.unit == "word" else words(text, params.normalize)
-    if _native.supports(params):
-        ids = _native.shingle_ids(text, params)
-    elif params.multiset:
-        ids = shingle_ids(text, params)
-    else:
-        strings = shingle_strings(toks, params.k, params.unit)
-        ids = np.unique(np.fromiter((hash64(x, params.hash) for x in strings), dtype=np.uint64, count=len(strings)))
+    word_list = words(text, params.normalize)
+    ids, _ = shingle_runs([text], params)
     content = " ".join(word_list).encode("utf-8", "surrogatepass")
     fp = fingerprint_of_content(content) if content else None
     sh = SimHash.from_features(Counter(word_list), hash=cfg.simhash_hash).value

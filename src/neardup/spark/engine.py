@@ -9,11 +9,11 @@
 Every stage is a DataFrame operation; nothing about the corpus, its signatures or its edges is
 collected to the driver (only counts, the per-file/per-split line counts that give ordinals, and
 the summary's small aggregates). The Python code that runs on executors is the local engine's
-own: :meth:`neardup.pipeline.Deduplicator._sketch` (the compiled kernel + content fingerprints),
-:func:`neardup.lsh.banding.band_keys`, :func:`neardup.cluster.candidates.estimate_similarity`,
-:func:`~neardup.cluster.candidates.exact_overlaps` and :func:`~neardup.cluster.candidates.similarities`,
-so the shingles, hashes, signatures, estimates and exact similarities are bit-for-bit the local
-ones, and so are the clusters, survivors, reasons and pairs (see ``tests/test_spark_engine.py``).
+own stages (:mod:`neardup.stages`): :func:`~neardup.stages.sketch.sketch_texts` (the compiled
+kernel + content fingerprints), :func:`neardup.lsh.banding.band_keys`,
+:func:`~neardup.stages.candidates.estimate_filter`, :func:`~neardup.stages.verify.pair_similarities`
+and :func:`~neardup.stages.verify.score_of`, so the shingles, hashes, signatures, estimates and
+exact similarities are bit-for-bit the local ones, and so are the clusters, survivors, reasons and pairs (see ``tests/test_spark_engine.py``).
 
 **Ordinals.** The local engine orders records by their position in the input (``ordinal``): the
 window of 64 in a bucket, the record an exact duplicate points to, and the survivor's tie-break
@@ -45,16 +45,18 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
+from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
-from ..pipeline import DedupConfig, _numeric, peak_memory_mb
+from ..pipeline import peak_memory_mb
+from ..stages.candidates import estimate_floor
+from ..stages.survivors import keep_value
+from ..stages.verify import score_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkDedupResult", "dedup", "dedup_paths", "DEFAULT_MAX_BYTES"]
+__all__ = ["SparkDedupResult", "dedup", "dedup_paths"]
 
-#: Records larger than this are Skipped as ``too_large`` (the CLI's default --max-bytes).
-DEFAULT_MAX_BYTES = 64 << 20
 #: Text handed to the kernel per call inside a task (the local engine's batch size).
 _SKETCH_BATCH_CHARS = 16 << 20
 _MISSING = object()
@@ -115,7 +117,7 @@ class _Recs:
         else:
             self.texts.append(rec.text)
             self.skips.append(None)
-            self.keyvals.append(_numeric(rec.meta.get(keep_field)) if keep_field else math.nan)
+            self.keyvals.append(keep_value(rec.meta.get(keep_field)) if keep_field else math.nan)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -254,25 +256,22 @@ def _sketch_schema(extra_fields=()):
 def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool = False):
     """Parsed records -> one Arrow batch of sketch rows per input batch.
 
-    Documents go through the local engine's own ``Deduplicator._sketch`` (kernel signatures with
-    shingle ids, and content fingerprints) in chunks of about 16 M characters, one thread (a
+    Documents go through the sketch stage, as in the local engine (kernel signatures with
+    shingle ids, and content fingerprints), in chunks of about 16 M characters, one thread (a
     Spark task is one core). Reasons as the local engine gives them: ``skipped:<why>`` from the
     reader, ``skipped:empty`` for a document without shingles, ``""`` for the others (the exact
     pass comes later).
     """
     import pyarrow as pa
 
-    from ..pipeline import Deduplicator
+    from ..stages.sketch import kernel_handles, sketch_texts
 
     if need_kernel:
-        from .. import _native
-
-        if not _native.supports(config.shingle):
+        if not kernel_handles(config.shingle):
             raise RuntimeError(
                 "neardup's compiled kernel (neardup._kernel) does not import on this Spark executor, while the "
                 "driver has it: install neardup[spark] on the executors or ship a virtualenv archive "
                 "(spark.archives); a wheel in --py-files cannot carry a compiled extension (see docs/spark.md)")
-    sketcher = Deduplicator(config, jobs=1)
     want_sig = config.method == "minhash"
     want_ids = config.method != "exact"
     for rb in recs:
@@ -298,7 +297,8 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
                 stop += 1
             chunk = docs[start:stop]
             start = stop
-            s, fps = sketcher._sketch([rb.texts[i] for i in chunk])
+            s = sketch_texts([rb.texts[i] for i in chunk], config.shingle, config.minhash, jobs=1)
+            fps = s.fingerprints
             counts = s.n_shingles.tolist()
             fps_i = fps.astype(np.uint64).view(np.int64).tolist()
             offs = s.offsets.tolist()
@@ -342,9 +342,9 @@ def _map_rows(batches, ctx, config):
 
 def _need_kernel(config: DedupConfig) -> bool:
     """True when the driver sketches these parameters with the compiled kernel: the executors must too."""
-    from .. import _native
+    from ..stages.sketch import kernel_handles
 
-    return _native.supports(config.shingle)
+    return kernel_handles(config.shingle)
 
 
 def _stack(col, width: int) -> np.ndarray:
@@ -416,36 +416,24 @@ def _estimates(batches, num_perm: int):
     """(a, b, sig_a, sig_b) -> (a, b, estimate): :func:`estimate_similarity` as locally."""
     import pyarrow as pa
 
-    from ..cluster.candidates import estimate_similarity
+    from ..stages.candidates import estimate_filter
 
     for rb in batches:
         k = rb.num_rows
         if k == 0:
             continue
         sigs = np.concatenate([_stack(rb.column(2), num_perm), _stack(rb.column(3), num_perm)])
-        est = estimate_similarity(sigs, np.arange(k), np.arange(k, 2 * k))
+        _, _, est, _ = estimate_filter(sigs, np.arange(k), np.arange(k, 2 * k), None)
         yield pa.RecordBatch.from_arrays([rb.column(0), rb.column(1), pa.array(est)], names=["a", "b", "estimate"])
 
 
 def _overlap_sims(ids_a: list, ids_b: list) -> dict:
     """Exact similarities of pairs of sorted distinct shingle-id runs (bytes), as locally."""
-    from ..cluster.candidates import exact_overlaps, similarities
+    from ..stages.verify import pair_similarities, runs_of
 
     k = len(ids_a)
-    runs = ids_a + ids_b
-    counts = np.array([len(r) // 8 for r in runs], dtype=np.int64)
-    offsets = np.zeros(2 * k + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    ids = np.frombuffer(b"".join(runs), dtype=np.uint64)
-    i, j = np.arange(k), np.arange(k, 2 * k)
-    inter = exact_overlaps(ids, offsets, i, j)
-    return similarities(counts, inter, i, j)
-
-
-def _score(sims: dict, measure: str) -> np.ndarray:
-    if measure == "jaccard":
-        return sims["jaccard"]
-    return np.maximum(sims["containment_a_in_b"], sims["containment_b_in_a"])
+    ids, offsets, counts = runs_of(ids_a + ids_b)
+    return pair_similarities(ids, offsets, counts, np.arange(k), np.arange(k, 2 * k))
 
 
 def _verify(batches, measure: str):
@@ -459,7 +447,7 @@ def _verify(batches, measure: str):
         jac = sims["jaccard"]
         est = rb.column(2).to_numpy()
         yield pa.RecordBatch.from_arrays([
-            rb.column(0), rb.column(1), rb.column(2), pa.array(jac), pa.array(_score(sims, measure)),
+            rb.column(0), rb.column(1), rb.column(2), pa.array(jac), pa.array(score_of(sims, measure)),
             pa.array([round(x, 6) for x in jac.tolist()], type=pa.float64()),
             pa.array([round(x, 6) for x in est.tolist()], type=pa.float64()),
         ], names=["a", "b", "estimate", "jaccard", "score", "jaccard_r", "estimate_r"])
@@ -472,7 +460,7 @@ def _member_sims(batches, measure: str, threshold: float, chain: bool):
     for rb in batches:
         if rb.num_rows == 0:
             continue
-        sval = _score(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure).tolist()
+        sval = score_of(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure).tolist()
         yield pa.RecordBatch.from_arrays([
             rb.column(0),
             pa.array([round(float(x), 6) for x in sval], type=pa.float64()),
@@ -557,13 +545,6 @@ class _Stages:
         self._t = now
 
 
-def _estimate_floor(config: DedupConfig) -> float:
-    """The local engine's estimate filter: four standard errors and one value below the target."""
-    m = config.minhash.num_perm
-    t_ = config.threshold if config.measure == "jaccard" else max(config.threshold / 2, 0.05)
-    return t_ - 4 * math.sqrt(t_ * (1 - t_) / m) - 1.0 / m
-
-
 def _partitions(spark) -> int:
     return int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
 
@@ -617,7 +598,7 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
         est = st.keep(joined.mapInArrow(functools.partial(_estimates, num_perm=m), "a long, b long, estimate double"),
                       count=False)
         if config.verify:
-            floor = _estimate_floor(config)
+            floor = estimate_floor(config.threshold, config.minhash.num_perm, config.measure)
             passed = est.where(F.col("estimate") >= F.lit(floor))
             stats["estimate_filtered"] = stats["candidate_pairs"] - passed.count()
         else:
@@ -798,20 +779,28 @@ def _check_config(config: DedupConfig) -> None:
         raise ConfigError(f"config must be a neardup.pipeline.DedupConfig, got {type(config).__name__}")
     if config.method == "simhash":
         raise ConfigError("the Spark engine runs method='minhash' or 'exact'; use --engine local for simhash")
+    # Spark reads JSONL and Parquet text fields with the local reader's rules, but has no HTML
+    # extraction on its executors: refused rather than read as plain text.
+    if config.content != "text":
+        raise ConfigError(f"--content {config.content} is not supported by the Spark engine (--engine spark): "
+                          "extract the text first, or use --engine local")
+    if config.html != "main":
+        raise ConfigError(f"--html {config.html} is not supported by the Spark engine (--engine spark): "
+                          "it reads no HTML; use --engine local")
 
 
 # --------------------------------------------------------------------------------------------- DataFrame API
 
 
 def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text", order_col: str | None = None,
-          config: DedupConfig = DedupConfig(), spark: "SparkSession | None" = None,
-          max_bytes: int | None = DEFAULT_MAX_BYTES) -> SparkDedupResult:
+          config: DedupConfig = DedupConfig(), spark: "SparkSession | None" = None) -> SparkDedupResult:
     """Deduplicate the rows of a Spark DataFrame; returns DataFrames (see :class:`SparkDedupResult`).
 
     Each row is read like a Parquet row by the local reader: ``id_col`` (a string, or any value
     made a string as the local reader does; a row without one gets ``row:<ordinal>``; ``None`` for
     no id column), ``text_col`` (string, or binary decoded as UTF-8), and with
-    ``config.keep == "field"`` the numeric column ``config.keep_field``.
+    ``config.keep == "field"`` the numeric column ``config.keep_field``; a text over
+    ``config.max_bytes`` is skipped as ``too_large``.
 
     ``order_col``: the input order (ties in the window, exact duplicates and survivors follow it):
     a column with unique values (e.g. a line number); integers are the ordinals themselves, other
@@ -857,7 +846,7 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
         extras.append("_okey")
     if order_col is None:
         extra_fields.append(T.StructField("_h", T.BinaryType()))
-    ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": max_bytes,
+    ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": config.max_bytes,
            "extras": tuple(extras), "text_hash": order_col is None, "need_kernel": _need_kernel(config)}
     sk = base.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config),
                                       _sketch_schema(extra_fields))
@@ -1146,9 +1135,7 @@ def _write_text(spark, path: str, text: str) -> None:
 
 
 def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, master: str | None = None,
-                id_field: str = "id", text_field: str = "text", format: str = "auto",
-                max_bytes: int | None = DEFAULT_MAX_BYTES, write_kept: bool = True, spark=None,
-                conf: dict | None = None) -> dict:
+                write_kept: bool = True, spark=None, conf: dict | None = None) -> dict:
     """``neardup dedup --engine spark``: deduplicate JSONL or Parquet files (local or any Hadoop
     path) into ``output``: the Parquet datasets ``clusters/``, ``pairs/`` and ``kept/``, and
     ``summary.json``. Returns the summary.
@@ -1172,12 +1159,12 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
             master = "local[*]"
         spark = get_session(master=master, app_name="neardup-dedup", conf=conf)
     st.lap("session")
-    fmt, leaves = _leaves(spark, inputs, format)
+    fmt, leaves = _leaves(spark, inputs, config.format)
     output = os.fspath(output)
     if not _is_remote(output):
         os.makedirs(output[5:] if output.startswith("file:") else output, exist_ok=True)
 
-    sk, total, locate = _read_paths(spark, fmt, leaves, config, id_field, text_field, max_bytes)
+    sk, total, locate = _read_paths(spark, fmt, leaves, config, config.id_field, config.text_field, config.max_bytes)
     docs = st.checkpoint(sk)
     st.lap("read_and_sketch")
     clusters, pairs, stats = _core(spark, docs, config, st)

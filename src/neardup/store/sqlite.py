@@ -68,8 +68,10 @@ import numpy as np
 
 from .._validate import check_float, check_int
 from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreError
+from ..config import DedupConfig, default_minhash
 from ..lsh.banding import band_keys
 from ..params import TOKENIZER_VERSION, MinHashParams, NormalizeParams, ShingleParams
+from ..stages.candidates import banding_for
 
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
 #: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
@@ -81,14 +83,20 @@ DEFAULT_LIMIT = 100
 # More values than this in one IN (...) are queried in pieces (SQLite allows 32766 variables).
 _MAX_VARS = 10000
 
+#: A new index's configuration where none is given: the shingles, permutations and banding
+#: policy of ``neardup dedup`` (:mod:`neardup.config`), so that a dedup run and an index of the
+#: same corpus hash, band and answer alike. Files made before with other defaults record their
+#: own values and open with them.
 DEFAULTS = {
     "shingle": ShingleParams(),
-    "minhash": MinHashParams(num_perm=128, seed=1, family="mulshift64"),
+    "minhash": default_minhash(),
     "threshold": 0.8,
     "containment_threshold": 0.8,
     "mod_m": 8,
     "simhash_max_distance": 3,
     "store_shingles": False,
+    "bands": None,
+    "rows": None,
 }
 
 SCHEMA = """
@@ -153,16 +161,6 @@ def simhash_blocks(max_distance: int) -> list[int]:
     return [base + 1 if i < extra else base for i in range(n)]
 
 
-@lru_cache(maxsize=32)
-def _banding(threshold: float, num_perm: int) -> tuple[int, int]:
-    # The local engine's choice (neardup.pipeline.DedupConfig.banding): every candidate is
-    # verified on its stored signature, so the banding favours recall (0.99 at the threshold).
-    from ..lsh.params import recall_banding
-
-    b = recall_banding(min(threshold, 0.99), num_perm)
-    return b.bands, b.rows
-
-
 @dataclass(frozen=True)
 class IndexConfig:
     """Everything that decides what an index stores; recorded in the file and checked on open."""
@@ -174,6 +172,9 @@ class IndexConfig:
     mod_m: int
     simhash_max_distance: int
     store_shingles: bool
+    #: None: the banding policy of every engine for ``threshold`` (:func:`default_banding`)
+    bands: int | None = None
+    rows: int | None = None
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
@@ -189,14 +190,15 @@ class IndexConfig:
         if not isinstance(self.store_shingles, bool):
             raise ConfigError(f"The 'store_shingles' parameter of {owner} must be a bool. "
                               f"Got {self.store_shingles!r} instead.")
-
-    @property
-    def bands(self) -> int:
-        return _banding(self.threshold, self.minhash.num_perm)[0]
-
-    @property
-    def rows(self) -> int:
-        return _banding(self.threshold, self.minhash.num_perm)[1]
+        if self.bands is None or self.rows is None:
+            chosen = banding_for(self.threshold, self.minhash.num_perm, bands=self.bands, rows=self.rows)
+            object.__setattr__(self, "bands", chosen.bands)
+            object.__setattr__(self, "rows", chosen.rows)
+        check_int("bands", self.bands, 1, self.minhash.num_perm, owner=owner)
+        check_int("rows", self.rows, 1, self.minhash.num_perm, owner=owner)
+        if self.bands * self.rows > self.minhash.num_perm:
+            raise ConfigError(f"{self.bands} bands x {self.rows} rows need more than num_perm "
+                              f"{self.minhash.num_perm} values")
 
     def as_dict(self) -> dict:
         return {
@@ -225,7 +227,7 @@ class IndexConfig:
         return cls(shingle=ShingleParams(**s), minhash=MinHashParams(**d["minhash"]),
                    threshold=d["lsh"]["threshold"], containment_threshold=d["containment"]["threshold"],
                    mod_m=d["containment"]["mod_m"], simhash_max_distance=d["simhash"]["max_distance"],
-                   store_shingles=d["store_shingles"])
+                   store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"])
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -303,8 +305,8 @@ class SeenIndex:
         path: the SQLite file; created (with its WAL side files) when missing and ``create``.
         shingle, minhash, threshold, containment_threshold, mod_m, simhash_max_distance,
             store_shingles: the configuration (defaults in :data:`DEFAULTS`: 5-word shingles,
-            128 ``mulshift64`` permutations with seed 1, Jaccard threshold 0.8 and the banding
-            :func:`neardup.optimal_banding` chooses for it, containment threshold 0.8 with MOD_8
+            128 ``mulshift32`` permutations with seed 1, Jaccard threshold 0.8 and the banding
+            ``neardup dedup`` chooses for it (18 x 7), containment threshold 0.8 with MOD_8
             samples, simhash neighbours within 3 bits, shingle ids not stored). A value left at
             None is taken from the file when it exists, else from the defaults; a value given
             for an existing file must equal the recorded one, or :class:`IncompatibleSketchError`
@@ -341,7 +343,8 @@ class SeenIndex:
     def __init__(self, path, *, shingle: ShingleParams | None = None, minhash: MinHashParams | None = None,
                  threshold: float | None = None, containment_threshold: float | None = None,
                  mod_m: int | None = None, simhash_max_distance: int | None = None,
-                 store_shingles: bool | None = None, create: bool = True, synchronous: str = "normal",
+                 store_shingles: bool | None = None, bands: int | None = None, rows: int | None = None,
+                 create: bool = True, synchronous: str = "normal",
                  jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False):
         if synchronous not in ("normal", "full"):
             raise ConfigError(f"The 'synchronous' parameter of SeenIndex must be one of 'normal', 'full'. "
@@ -368,7 +371,8 @@ class SeenIndex:
         given = {k: v for k, v in dict(shingle=shingle, minhash=minhash, threshold=threshold,
                                         containment_threshold=containment_threshold, mod_m=mod_m,
                                         simhash_max_distance=simhash_max_distance,
-                                        store_shingles=store_shingles).items() if v is not None}
+                                        store_shingles=store_shingles, bands=bands, rows=rows).items()
+                 if v is not None}
         if os.path.isdir(self.path):
             raise StoreError(f"{self.path} is a folder; give the path of an index file")
         if not create and not os.path.exists(self.path):
@@ -387,6 +391,39 @@ class SeenIndex:
             self._flock_fd = None
         if resident:
             self.keep_resident()
+
+    @classmethod
+    def for_dedup(cls, path, config: DedupConfig, **options) -> "SeenIndex":
+        """The index of ``path`` for the documents of a dedup run made with ``config``: the same
+        shingles, permutations, threshold and banding, so that both find the same candidate pairs.
+
+        A file made with other parameters is refused (:class:`IncompatibleSketchError` naming
+        the index's value and the dedup run's of each that differs). ``options`` are the other
+        arguments of :class:`SeenIndex`.
+        """
+        if config.method != "minhash" or config.measure != "jaccard":
+            raise ConfigError(f"an index answers MinHash resemblance: a dedup run with method={config.method!r} and "
+                              f"measure={config.measure!r} cannot seed one (use method='minhash', measure='jaccard')")
+        band = config.banding()
+        wanted = dict(shingle=config.shingle, minhash=config.minhash, threshold=config.threshold, bands=band.bands,
+                      rows=band.rows)
+        stored = cls.stored_config(path)
+        if stored is not None:
+            have = IndexConfig.from_dict(stored)
+            diffs = []
+            for name, value in wanted.items():
+                ours = getattr(have, name)
+                a = ours.as_dict() if hasattr(ours, "as_dict") else ours
+                b = value.as_dict() if hasattr(value, "as_dict") else value
+                if a != b:
+                    fa, fb = (_flatten(a), _flatten(b)) if isinstance(a, dict) else ({"": a}, {"": b})
+                    diffs += [f"{name}{'.' + k if k else ''}: index {fa.get(k)!r}, dedup run {fb.get(k)!r}"
+                              for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
+            if diffs:
+                raise IncompatibleSketchError(
+                    f"index {os.fspath(path)} (config {_config_fingerprint(stored):016x}) was made with other parameters "
+                    f"than the dedup run (config {config.fingerprint()}): {'; '.join(diffs)}")
+        return cls(path, **wanted, **options)
 
     def keep_resident(self) -> dict:
         """Keep the file mapped from now until :meth:`close` (see the ``resident`` argument).
@@ -469,7 +506,12 @@ class SeenIndex:
                 f"{TOKENIZER_VERSION}: rebuild the index")
         config = IndexConfig.from_dict(stored)
         if given:
-            wanted = IndexConfig(**{**{f: getattr(config, f) for f in DEFAULTS}, **given})
+            wanted = {**{f: getattr(config, f) for f in DEFAULTS}, **given}
+            if "bands" not in given and "rows" not in given and (
+                    wanted["threshold"] != config.threshold or wanted["minhash"].num_perm != config.minhash.num_perm):
+                # the banding the given threshold and permutations imply, not the stored one
+                wanted["bands"] = wanted["rows"] = None
+            wanted = IndexConfig(**wanted)
             diffs = _differences(config.as_dict(), wanted.as_dict())
             if diffs:
                 raise IncompatibleSketchError(
