@@ -518,7 +518,7 @@ def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_by
 
     from neardup.io import writers
 
-    monkeypatch.setattr(writers, "_JSONL_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(writers, "JSONL_BLOCK_BYTES", block_bytes)
     rng = random.Random(7)  # test data only
     lines = []
     for i in range(400):
@@ -536,7 +536,7 @@ def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_by
     broken.write_bytes(gz_module.compress(data)[:-200])
     for path in (plain, broken):
         for max_bytes in (None, 250):
-            count = sum(1 for _ in writers._lines(str(path), max_bytes))
+            count = sum(1 for _ in writers.read_lines(str(path), max_bytes))
             for density in (0.0, 0.5, 0.95, 1.0):
                 keep = writers._Keep(np.array([rng.random() < density for _ in range(count)]))
                 written = []

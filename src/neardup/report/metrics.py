@@ -124,10 +124,10 @@ def _read_share(paths, opts: InputOptions, mode: str, jobs: int, share: int):
                   html=mode, max_bytes=opts.max_bytes)
     if jobs > 1:
         try:  # the readers' ordinal filter: records of other shares are counted, not extracted
-            from ..io.readers import _plan, _Reader
+            from ..io.readers import RecordReader, plan_inputs
 
-            records = _Reader(want=lambda n: n % jobs == share, **{k: v for k, v in kwargs.items() if k != "format"}
-                              ).read(_plan(paths, opts.format))
+            records = RecordReader(want=lambda n: n % jobs == share, **{k: v for k, v in kwargs.items() if k != "format"}
+                              ).read(plan_inputs(paths, opts.format))
         except (ImportError, TypeError):
             records = read_documents(paths, **kwargs)
     else:

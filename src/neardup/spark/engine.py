@@ -13,7 +13,8 @@ own stages (:mod:`neardup.stages`): :func:`~neardup.stages.sketch.sketch_texts` 
 kernel + content fingerprints), :func:`neardup.lsh.banding.band_keys`,
 :func:`~neardup.stages.candidates.estimate_filter`, :func:`~neardup.stages.verify.pair_similarities`
 and :func:`~neardup.stages.verify.score_of`, so the shingles, hashes, signatures, estimates and
-exact similarities are bit-for-bit the local ones, and so are the clusters, survivors, reasons and pairs (see ``tests/test_spark_engine.py``).
+exact similarities are bit-for-bit the local ones, and so are the clusters, survivors, reasons
+and pairs (see ``tests/test_spark_engine.py``).
 
 **Ordinals.** The local engine orders records by their position in the input (``ordinal``): the
 window of 64 in a bucket, the record an exact duplicate points to, and the survivor's tie-break
@@ -124,41 +125,41 @@ class _Recs:
 
 
 def _local_reader(ctx: dict):
-    from ..io.readers import _Reader
+    from ..io.readers import RecordReader
 
     keep = (ctx["keep_field"],) if ctx.get("keep_field") else ()
-    return _Reader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
+    return RecordReader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
                    max_bytes=ctx["max_bytes"])
 
 
 def _jsonl_record(reader, line: bytes, n: int, src: str):
     """One JSONL line (without its ``\\n``, as Spark splits them) as the local reader makes it:
-    ``_Reader._jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
+    ``RecordReader.jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
     reader counts it. Only ``content="text"``."""
-    from ..io.readers import _line_or_size
+    from ..io.readers import line_or_size
 
     if reader.max_bytes is not None and len(line) > reader.max_bytes:
-        line = _line_or_size(line + b"\n", reader.max_bytes)
-    return reader._jsonl_record(line, n, src)
+        line = line_or_size(line + b"\n", reader.max_bytes)
+    return reader.jsonl_record(line, n, src)
 
 
 def _row_record(reader, ident, text, keyval, n: int, src: str | None):
     """One Parquet row (or DataFrame row) as the local Parquet reader makes it.
 
-    Mirrors ``_Reader._parquet_batch`` value by value: id (``_id_str`` with ``<file>:<row>`` as
+    Mirrors ``RecordReader._parquet_batch`` value by value: id (``id_string`` with ``<file>:<row>`` as
     the fallback; None here for a DataFrame, filled in later), ``too_large`` on the raw size,
     null text, binary decoded as UTF-8 (``errors``), other types ``not_a_string``, blank text
-    ``empty``. (A ``_Reader._parquet_value(ident, text, n, src, meta)`` method would let both share it.)
+    ``empty``. (A ``RecordReader._parquet_value(ident, text, n, src, meta)`` method would let both share it.)
     """
     from ..io.documents import Skipped
-    from ..io.readers import _describe, _id_str, _utf8_len
+    from ..io.readers import describe_value, id_string, utf8_length
 
     if type(ident) is not str or not ident:
-        ident = _id_str(ident, src)
+        ident = id_string(ident, src)
     tf, max_bytes = reader.text_field, reader.max_bytes
     if max_bytes is not None:
         t = type(text)
-        size = _utf8_len(text) if t is str else len(text) if t is bytes else 0
+        size = utf8_length(text) if t is str else len(text) if t is bytes else 0
         if size > max_bytes:
             return Skipped(ident, n, src, "too_large", f"'{tf}' of {size} bytes is over the {max_bytes} byte limit")
     if type(text) is not str:
@@ -172,11 +173,11 @@ def _row_record(reader, ident, text, keyval, n: int, src: str | None):
                     return Skipped(ident, n, src, "undecodable", f"'{tf}' is not UTF-8 (byte {exc.start})")
                 text = text.decode("utf-8", "replace")
         else:
-            return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {_describe(text)}, not a string")
+            return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {describe_value(text)}, not a string")
     meta = {}
     if keyval is not None and reader.keep_fields:
         meta[reader.keep_fields[0]] = keyval
-    return reader._finish(ident, text, n, src, meta, is_html=False)
+    return reader.finish_record(ident, text, n, src, meta, is_html=False)
 
 
 def _parse_jsonl(batches, ctx: dict) -> Iterator[_Recs]:
@@ -955,7 +956,7 @@ def _hadoop_leaves(spark, path: str) -> list[str]:
 
 def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str | None]]]:
     """``(format, [(spark uri, path as the local reader names it, why unreadable or None)])``."""
-    from ..io.readers import _kind, _leaves as local_leaves, _plan
+    from ..io.readers import input_leaves as local_leaves, kind_of, plan_inputs
 
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
@@ -967,13 +968,13 @@ def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str |
     fmts = set()
     for p in inputs:
         if not _has_scheme(p) and os.path.exists(p):
-            for leaf, fmt, why in local_leaves(_plan([p], format)):
+            for leaf, fmt, why in local_leaves(plan_inputs([p], format)):
                 if why is None:
                     fmts.add(fmt)
                 leaves.append((_local_uri(leaf), leaf, why))
         else:
             for leaf in _hadoop_leaves(spark, p):
-                fmts.add(format if format != "auto" else (_kind(leaf) or "text"))
+                fmts.add(format if format != "auto" else (kind_of(leaf) or "text"))
                 leaves.append((leaf, leaf, None))
     seen_leaves = set()
     for uri, leaf, why in leaves:
