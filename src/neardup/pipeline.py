@@ -197,6 +197,23 @@ class Deduplicator:
             fh.write("\n")
         return summary
 
+    def dedup_records(self, records) -> tuple[Outcome, list[tuple], dict]:
+        """``(outcome, pairs, summary)`` of records given in input order (Documents and Skipped
+        with ordinals 0, 1, 2, ..., as :func:`neardup.io.read_documents` yields them): the same
+        outcome, verified pairs (``(a, b, jaccard, estimate)``, as in ``pairs.jsonl``) and summary
+        (without ``kept_output``) as :meth:`run` writes, without files."""
+        start = time.perf_counter()
+        work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
+        try:
+            outcome, stats = self._dedup(records, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        pairs = list(verified_pairs(stats, outcome.ids))
+        self.seconds["total"] = time.perf_counter() - start
+        summary = self._summary(outcome, stats, None)
+        summary.pop("kept_output")
+        return outcome, pairs, summary
+
     # ------------------------------------------------------------------------------------------
     def _dedup(self, docs, work: str, kept_known=None):
         """The outcome of every record, and the statistics; ``kept_known(kept)`` is called with
@@ -416,11 +433,9 @@ class Deduplicator:
     def _write_pairs(self, output: str, stats: dict, ids: list[str]) -> None:
         import orjson
 
-        edges, sk = stats["pairs"]
         with open(os.path.join(output, "pairs.jsonl"), "wb") as fh:
-            for a, b, j, e in zip(sk[edges.i].tolist(), sk[edges.j].tolist(), edges.jaccard.tolist(),
-                                  edges.estimate.tolist()):
-                fh.write(orjson.dumps({"a": ids[a], "b": ids[b], "jaccard": round(j, 6), "estimate": round(e, 6)}))
+            for a, b, j, e in verified_pairs(stats, ids):
+                fh.write(orjson.dumps({"a": a, "b": b, "jaccard": j, "estimate": e}))
                 fh.write(b"\n")
 
     def _summary(self, outcome: Outcome, stats: dict, kept_info) -> dict:
@@ -463,6 +478,14 @@ class Deduplicator:
         assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
             == summary["input"], "internal error: counts do not add up"
         return summary
+
+
+def verified_pairs(stats: dict, ids: list[str]):
+    """``(a, b, jaccard, estimate)`` of every verified pair of a run, by record id, with the
+    values rounded to 6 places as ``pairs.jsonl`` gives them."""
+    edges, sk = stats["pairs"]
+    for a, b, j, e in zip(sk[edges.i].tolist(), sk[edges.j].tolist(), edges.jaccard.tolist(), edges.estimate.tolist()):
+        yield ids[a], ids[b], round(j, 6), round(e, 6)
 
 
 def _kept_ids(sig, new: np.ndarray):

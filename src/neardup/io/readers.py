@@ -659,6 +659,27 @@ class RecordReader:
             row = max(row, nrows)
         return start + max(row, nrows)
 
+    def records_of_batch(self, batch, source: str, start: int = 0):
+        """The records of an Arrow RecordBatch of rows, as the Parquet reader makes them
+        from a file's rows: row r is record ``start + r`` with source ``<source>:<r>``, its id from
+        the id column (``<source>:<r>`` without one), its text from the text column, the
+        ``keep_fields`` columns in its meta. Without a text column every row is ``missing_text``."""
+        import pyarrow as pa
+
+        names = batch.schema.names
+        tf, idf = self.text_field, self.id_field
+        if tf not in names:
+            shown = ", ".join(names[:_MAX_KEYS_SHOWN]) + (", ..." if len(names) > _MAX_KEYS_SHOWN else "")
+            for row in range(batch.num_rows):
+                src = f"{source}:{row}"
+                yield Skipped(src, start + row, src, "missing_text",
+                              f"no '{tf}' column; columns: {shown or '(none)'} — use text_field")
+            return
+        extra = [f for f in dict.fromkeys(self.keep_fields) if f in names and f not in (tf, idf)]
+        columns = [tf] + ([idf] if idf in names and idf != tf else []) + extra
+        picked = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
+        yield from self._parquet_batch(source, picked, 0, start, idf in names, extra)
+
     def _parquet_batch(self, path, batch, row0, start, has_id, extra):
         import pyarrow as pa
         import pyarrow.compute as pc
