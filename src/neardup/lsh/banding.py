@@ -75,10 +75,18 @@ class MinHashLSH:
         self.num_perm = num_perm
         self._tables: list[dict[int, list]] = [defaultdict(list) for _ in range(banding.bands)]
         self._keys: dict = {}
+        self._params = None  # (MinHash params, hash) of the sketches in the index, fixed by the first one
 
     def _keys_of(self, sketch) -> np.ndarray:
         if len(sketch) != self.num_perm:
             raise IncompatibleSketchError(f"sketch has {len(sketch)} values, the index expects {self.num_perm}")
+        # sketches of other permutations or hashes share band keys only by chance: refused
+        made_with = (getattr(sketch, "params", None), getattr(sketch, "hash", None))
+        if self._params is None:
+            self._params = made_with
+        elif made_with != self._params:
+            raise IncompatibleSketchError(f"sketch made with {made_with[0]} (hash {made_with[1]}), the index holds "
+                                          f"sketches made with {self._params[0]} (hash {self._params[1]})")
         return band_keys(sketch.hashvalues, self.banding.bands, self.banding.rows)[0]
 
     def add(self, key, sketch) -> None:
