@@ -10,7 +10,7 @@
   budget (``in_memory_mb``, 512 MB) and spill beyond it to files in a work folder (memory-mapped),
   so what stays in memory per document past the budget is its id, a few integers and its band
   keys (8 bytes a band).
-- Candidates: documents sharing a band key (see :mod:`neardup.cluster.candidates`).
+- Candidates: documents sharing a band key (see :mod:`neardup.stages.candidates`).
 - Verification (on by default): a candidate pair whose MinHash estimate is more than four
   standard errors below the threshold is dropped; every other one is measured exactly on the
   stored shingle ids, and only pairs at or above the threshold become edges.
@@ -355,11 +355,9 @@ class Deduplicator:
             for piece in _kept_ids(sig, new):
                 got.id_pieces.append(piece)
         if cfg.method == "minhash":
-            from .lsh.banding import band_keys
-
             values = sig.values if new.all() else sig.values[new]
             got.sig_pieces.append(values)
-            got.band_parts.append(band_keys(values, band.bands, band.rows))
+            got.band_parts.append(candidate_stage.band_keys(values, band.bands, band.rows))
         elif cfg.method == "simhash":
             from .stages.encode import batch_texts
 

@@ -43,7 +43,7 @@ from ..hashing import derive, hash64, splitmix64_array
 from ..lsh.banding import band_keys
 from ..lsh.params import optimal_banding, probability, threshold as band_threshold
 from ..params import MinHashParams, ShingleParams
-from ..shingle import shingle_ids, shingle_set, shingle_strings, shingles
+from ..shingle import shingle_ids, shingle_set, shingles
 from ..sketch.estimate import binomial_stderr
 from ..sketch.minhash import EMPTY, MinHash
 from ..sketch.permutations import AffineModPrime, family_for

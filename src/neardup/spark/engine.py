@@ -10,7 +10,7 @@ Every stage is a DataFrame operation; nothing about the corpus, its signatures o
 collected to the driver (only counts, the per-file/per-split line counts that give ordinals, and
 the summary's small aggregates). The Python code that runs on executors is the local engine's
 own stages (:mod:`neardup.stages`): :func:`~neardup.stages.sketch.sketch_texts` (the compiled
-kernel + content fingerprints), :func:`neardup.lsh.banding.band_keys`,
+kernel + content fingerprints), :func:`~neardup.stages.candidates.band_keys`,
 :func:`~neardup.stages.candidates.estimate_filter`, :func:`~neardup.stages.verify.pair_similarities`
 and :func:`~neardup.stages.verify.score_of`, so the shingles, hashes, signatures, estimates and
 exact similarities are bit-for-bit the local ones, and so are the clusters, survivors, reasons
@@ -358,7 +358,7 @@ def _band_rows(batches, bands: int, rows: int, num_perm: int):
     """(ordinal, sig) -> (band, key, ordinal) rows: the local engine's band keys, exploded."""
     import pyarrow as pa
 
-    from ..lsh.banding import band_keys
+    from ..stages.candidates import band_keys
 
     for rb in batches:
         if rb.num_rows == 0:
@@ -376,7 +376,7 @@ def _window_pairs(batches, window: int):
     """Rows sorted by (band, key, ordinal), each bucket whole in one partition -> pairs (a < b).
 
     Each member of a bucket is paired with the next ``window - 1`` members in ordinal order, as
-    :func:`neardup.cluster.candidates.candidate_pairs` does: a bucket no larger than the window
+    :func:`neardup.stages.candidates.band_candidates` does: a bucket no larger than the window
     gives all its pairs, a larger one a linear number. A bucket may span batches: the last
     ``window - 1`` members of the open bucket are carried over.
     """
@@ -555,7 +555,7 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
     one row per input record, materialized. Returns (clusters, pairs, stats)."""
     from pyspark.sql import functions as F
 
-    from ..cluster.candidates import BUCKET_WINDOW
+    from ..stages.candidates import BUCKET_WINDOW
     from .components import connected_components
 
     stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0, "largest_bucket": 0,

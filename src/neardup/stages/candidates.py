@@ -11,9 +11,10 @@ import math
 import numpy as np
 
 from ..cluster.candidates import BUCKET_WINDOW, candidate_pairs, estimate_similarity
+from ..lsh.banding import band_keys
 from ..lsh.params import Banding, banding as banding_of_bands, recall_banding
 
-__all__ = ["RECALL_AT_THRESHOLD", "BUCKET_WINDOW", "resemblance_target", "default_banding", "banding_for",
+__all__ = ["RECALL_AT_THRESHOLD", "BUCKET_WINDOW", "band_keys", "resemblance_target", "default_banding", "banding_for",
            "estimate_floor", "band_candidates", "estimate_filter", "simhash_candidates"]
 
 #: The default banding: the most rows whose candidate probability at the threshold is at least

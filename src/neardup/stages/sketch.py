@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,8 +19,9 @@ from .._native import Signatures
 from ..params import MinHashParams, NormalizeParams, ShingleParams
 from .encode import batch_texts, encode_batch
 
-__all__ = ["Signatures", "kernel_handles", "flag_table", "sketch_texts", "submit_batch", "sketch_folded",
-           "shingle_runs", "simhashes", "signature_matrix", "python_signatures"]
+__all__ = ["Signatures", "DocumentSketches", "kernel_handles", "flag_table", "sketch_texts", "submit_batch",
+           "sketch_folded", "sketch_documents", "mod_m_samples", "shingle_runs", "simhashes", "signature_matrix",
+           "python_signatures"]
 
 
 def kernel_handles(shingle: ShingleParams) -> bool:
@@ -100,6 +102,52 @@ def sketch_folded(texts: Sequence[str], folded: Sequence[str], shingle: ShingleP
     if len(folded) == 1:
         return _native.signatures_of_utf8(folded[0].encode("utf-8", "surrogatepass"), unfolded, minhash)
     return _native.signatures(folded, unfolded, minhash, jobs=jobs, with_ids=True)
+
+
+@dataclass(frozen=True)
+class DocumentSketches:
+    """Everything the index stores of a batch of texts: the signatures with shingle ids, and per
+    text its content fingerprint and simhash (None without words) and its MOD_m sample."""
+
+    signatures: Signatures
+    fingerprints: list
+    simhashes: list
+    samples: list
+
+
+def mod_m_samples(ids: np.ndarray, offsets: np.ndarray, seed: int, m: int) -> list[np.ndarray]:
+    """Broder's MOD_m sample of every run of shingle ids (run r is ``ids[offsets[r]:offsets[r+1]]``),
+    as :class:`neardup.ModM` takes it: the ids mixed by splitmix64 with ``seed``, those divisible
+    by ``m``, sorted."""
+    from ..hashing import splitmix64_array
+
+    mixed = splitmix64_array(ids, seed)
+    chosen = mixed % np.uint64(m) == 0
+    cum = np.zeros(ids.size + 1, dtype=np.int64)
+    np.cumsum(chosen, out=cum[1:])
+    sampled = mixed[chosen]
+    bounds = cum[offsets]
+    return [np.sort(sampled[bounds[i] : bounds[i + 1]]) for i in range(offsets.size - 1)]
+
+
+def sketch_documents(texts: Sequence[str], shingle: ShingleParams, minhash: MinHashParams, *, mod_m: int,
+                     sample_seed: int, jobs: int = 1) -> DocumentSketches:
+    """Signatures, content fingerprints, simhashes (of word counts, hashed with ``shingle.hash``)
+    and MOD_m samples of a batch, each text folded once for all of them."""
+    from ..exact.fingerprint import fingerprint_of_content
+    from ..sketch.simhash import simhashes_of_words
+    from ..text.normalize import fold
+    from ..text.tokenize import words_of_folded
+
+    norm = shingle.normalize
+    folded = [fold(t, norm) for t in texts]
+    sig = sketch_folded(texts, folded, shingle, minhash, jobs=jobs)
+    tokens = [words_of_folded(f, norm.remove_punctuation) for f in folded]
+    fingerprints = [fingerprint_of_content(" ".join(words).encode("utf-8", "surrogatepass")) if words else None
+                    for words in tokens]
+    return DocumentSketches(signatures=sig, fingerprints=fingerprints,
+                            simhashes=simhashes_of_words(tokens, shingle.hash),
+                            samples=mod_m_samples(sig.ids, sig.offsets, sample_seed, mod_m))
 
 
 def shingle_runs(texts: Sequence[str], shingle: ShingleParams, *, jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:

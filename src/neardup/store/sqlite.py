@@ -53,7 +53,6 @@ The file format is documented in ``docs/store.md``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sqlite3
@@ -62,16 +61,14 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from .._validate import check_float, check_int
-from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreError
 from ..config import DedupConfig, default_minhash
-from ..lsh.banding import band_keys
+from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreError
 from ..params import TOKENIZER_VERSION, MinHashParams, NormalizeParams, ShingleParams
-from ..stages.candidates import banding_for
+from ..stages.candidates import band_keys, banding_for
 
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
 #: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
@@ -801,46 +798,30 @@ class SeenIndex:
 
     # -- sketching ---------------------------------------------------------------------------
     def _sketch_many(self, texts: list[str]) -> list[_Sketch]:
-        from ..exact.fingerprint import fingerprint_of_content
-        from ..hashing import splitmix64_array
-        from ..sketch.simhash import simhashes_of_words
-        from ..stages.sketch import sketch_folded
-        from ..text.normalize import fold
-        from ..text.tokenize import words_of_folded
+        from ..stages.sketch import sketch_documents
 
         for t in texts:
             if not isinstance(t, str):
                 raise InputError(f"a document's text must be a str, got {type(t).__name__}")
-        cfg = self.config
-        n = len(texts)
-        if n == 0:
+        if not texts:
             return []
-        norm = cfg.shingle.normalize
-        # Folded once: the kernel, the content fingerprint and the simhash all read fold(text).
-        folded = [fold(t, norm) for t in texts]
-        sig = sketch_folded(texts, folded, cfg.shingle, cfg.minhash, jobs=self.jobs)
+        cfg = self.config
+        sk = sketch_documents(texts, cfg.shingle, cfg.minhash, mod_m=cfg.mod_m, sample_seed=self._mix_seed,
+                              jobs=self.jobs)
+        sig = sk.signatures
         values, offsets, ids = sig.values, sig.offsets, sig.ids
         keys = band_keys(values, self._bands, self._rows)
-        mixed = splitmix64_array(ids, self._mix_seed)
-        chosen = mixed % np.uint64(self.config.mod_m) == 0
-        cum = np.zeros(ids.size + 1, dtype=np.int64)
-        np.cumsum(chosen, out=cum[1:])
-        sampled = mixed[chosen]
-        bounds = cum[offsets]
-        tokens = [words_of_folded(f, norm.remove_punctuation) for f in folded]
-        simhashes = simhashes_of_words(tokens, cfg.shingle.hash)
         out = []
         for i, text in enumerate(texts):
             lo, hi = int(offsets[i]), int(offsets[i + 1])
             out.append(_Sketch(
-                fingerprint=(fingerprint_of_content(" ".join(tokens[i]).encode("utf-8", "surrogatepass"))
-                             if tokens[i] else None),
+                fingerprint=sk.fingerprints[i],
                 length=len(text),
                 n_shingles=hi - lo,
                 signature=values[i],
                 bands=keys[i],
-                sample=np.sort(sampled[bounds[i]:bounds[i + 1]]),
-                simhash=simhashes[i],
+                sample=sk.samples[i],
+                simhash=sk.simhashes[i],
                 shingles=ids[lo:hi] if cfg.store_shingles else None,
             ))
         return out

@@ -7,13 +7,11 @@ is a token of its own. See :mod:`neardup.text.charclass` for the exact classes.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 import numpy as np
 
 from ..params import NormalizeParams
-from .charclass import PUNCT, SOLO, WORD, regex_sources
 from .normalize import DEFAULT, fold, normalize
 
 
