@@ -320,3 +320,19 @@ def test_bad_arguments(spark, tmp_path):
     (tmp_path / "a.txt").write_text("plain text")
     with pytest.raises(ConfigError, match="JSONL"):
         dedup_paths([str(tmp_path / "a.txt")], str(tmp_path / "o"), spark=spark)
+
+
+def test_max_bytes_and_no_kept_are_honoured_as_locally(spark, tmp_path, records):
+    from neardup.spark import dedup_paths
+
+    lines = [orjson.dumps(r) for r in records[:120]]
+    limit = sorted(len(x) for x in lines)[60]  # about half the records are over it
+    config = DedupConfig(max_bytes=limit)
+    path, rows, pairs, summary, _ = local_run(tmp_path, "limit", lines, config)
+    assert summary["skipped_by_reason"].get("too_large", 0) >= 50
+    out = str(tmp_path / "limit-spark")
+    spark_summary = dedup_paths([path], out, config, spark=spark, write_kept=False)
+    got = spark_rows(spark.read.parquet(os.path.join(out, "clusters")))
+    assert got == rows, first_difference(got, rows)
+    assert spark_summary["skipped_by_reason"] == summary["skipped_by_reason"]
+    assert spark_summary["kept_output"] is None and not os.path.exists(os.path.join(out, "kept"))
