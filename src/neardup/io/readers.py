@@ -64,8 +64,6 @@ try:
     from .. import _jsonl
 except ImportError:  # not built: every line goes through orjson
     _jsonl = None
-#: True when the compiled JSONL scanner is built (:func:`jsonl_line_ends`, :func:`read_encoded`).
-HAS_LINE_SCANNER = _jsonl is not None
 
 __all__ = ["FORMATS", "detect_format", "read_documents", "read_encoded", "iter_raw_records"]
 
@@ -83,6 +81,11 @@ PARQUET_BATCH_ROWS = 1024
 _MAX_KEYS_SHOWN = 12
 #: Bytes read at a time by the JSONL fast path (tests make it small).
 JSONL_BLOCK_BYTES = 4 << 20
+
+
+def has_line_scanner() -> bool:
+    """True when the compiled JSONL scanner is built (:func:`jsonl_line_ends`, :func:`read_encoded`)."""
+    return _jsonl is not None
 
 
 def jsonl_line_ends(block) -> "np.ndarray | None":

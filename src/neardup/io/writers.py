@@ -11,8 +11,8 @@ import orjson
 
 from ..errors import ConfigError, InputError, require
 from .documents import Document
-from .readers import (HAS_LINE_SCANNER, JSONL_BLOCK_BYTES, PARQUET_BATCH_ROWS, BrokenInput, RecordReader,
-                      extract_in_parallel, input_leaves, jsonl_blocks, jsonl_line_ends, line_or_size, open_parquet,
+from .readers import (JSONL_BLOCK_BYTES, PARQUET_BATCH_ROWS, BrokenInput, RecordReader, extract_in_parallel,
+                      has_line_scanner, input_leaves, jsonl_blocks, jsonl_line_ends, line_or_size, open_parquet,
                       plan_inputs, read_lines)
 
 __all__ = ["JsonlWriter", "write_kept"]
@@ -265,7 +265,7 @@ def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, write_l
     stream breaks) the kept lines are yielded one by one, as bytes.
     """
     lineno = 0
-    if write_lines is not None and HAS_LINE_SCANNER:
+    if write_lines is not None and has_line_scanner():
         try:
             for item in jsonl_blocks(path, max_bytes, JSONL_BLOCK_BYTES):
                 if type(item) is int:  # a line over max_bytes: never kept
