@@ -182,10 +182,10 @@ class Deduplicator:
 
         try:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
-                outcome, stats = self._dedup(docs, work, kept_known=write_kept_from)
+                outcome, pairs, stats = self._dedup(docs, work, kept_known=write_kept_from)
                 t = time.perf_counter()
                 self._write_clusters(outcome, output)
-                self._write_pairs(output, stats, outcome.ids)
+                self._write_pairs(output, pairs, outcome.ids)
                 kept_info = kept_writing[0].result() if kept_writing else None
                 self.seconds["write"] = time.perf_counter() - t
         finally:
@@ -205,10 +205,10 @@ class Deduplicator:
         start = time.perf_counter()
         work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
         try:
-            outcome, stats = self._dedup(records, work)
+            outcome, pairs, stats = self._dedup(records, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        pairs = list(verified_pairs(stats, outcome.ids))
+        pairs = list(pairs.rows(outcome.ids))
         self.seconds["total"] = time.perf_counter() - start
         summary = self._summary(outcome, stats, None)
         summary.pop("kept_output")
@@ -216,8 +216,8 @@ class Deduplicator:
 
     # ------------------------------------------------------------------------------------------
     def _dedup(self, docs, work: str, kept_known=None):
-        """The outcome of every record, and the statistics; ``kept_known(kept)`` is called with
-        the final boolean mask of kept records (by ordinal) as soon as it is known."""
+        """The outcome of every record, the verified pairs and the statistics; ``kept_known(kept)``
+        is called with the final boolean mask of kept records (by ordinal) as soon as it is known."""
         t0 = time.perf_counter()
         got = self._read_and_sketch(docs, work)
         self.seconds["read_and_sketch"] = time.perf_counter() - t0
@@ -248,11 +248,10 @@ class Deduplicator:
         outcome = self._cluster(got, sk, shingle_ids, offsets, counts, edges, stats, kept_known)
         self.seconds["cluster"] = time.perf_counter() - t
         stats["skipped"] = dict(sorted(got.skipped.items()))
-        stats["pairs"] = (edges, sk)
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
         stats["duplicate_ids"] = len(got.ids) - len(set(got.ids))
-        return outcome, stats
+        return outcome, VerifiedPairs(edges, sk), stats
 
     def _read_and_sketch(self, docs, work: str) -> _Sketched:
         """Read every record, sketch the batches on ``self.jobs`` threads, and run the exact pass.
@@ -428,11 +427,11 @@ class Deduplicator:
             if buf:
                 fh.write(b"\n".join(buf) + b"\n")
 
-    def _write_pairs(self, output: str, stats: dict, ids: list[str]) -> None:
+    def _write_pairs(self, output: str, pairs: "VerifiedPairs", ids: list[str]) -> None:
         import orjson
 
         with open(os.path.join(output, "pairs.jsonl"), "wb") as fh:
-            for a, b, j, e in verified_pairs(stats, ids):
+            for a, b, j, e in pairs.rows(ids):
                 fh.write(orjson.dumps({"a": a, "b": b, "jaccard": j, "estimate": e}))
                 fh.write(b"\n")
 
@@ -478,12 +477,19 @@ class Deduplicator:
         return summary
 
 
-def verified_pairs(stats: dict, ids: list[str]):
-    """``(a, b, jaccard, estimate)`` of every verified pair of a run, by record id, with the
-    values rounded to 6 places as ``pairs.jsonl`` gives them."""
-    edges, sk = stats["pairs"]
-    for a, b, j, e in zip(sk[edges.i].tolist(), sk[edges.j].tolist(), edges.jaccard.tolist(), edges.estimate.tolist()):
-        yield ids[a], ids[b], round(j, 6), round(e, 6)
+@dataclass(frozen=True)
+class VerifiedPairs:
+    """The verified edges of a run (local indices) and the ordinal of each sketched record."""
+
+    edges: Edges
+    sketched: np.ndarray
+
+    def rows(self, ids: list[str]):
+        """``(a, b, jaccard, estimate)`` of every pair by record id, rounded to 6 places as
+        ``pairs.jsonl`` gives them."""
+        sk, e = self.sketched, self.edges
+        for a, b, j, est in zip(sk[e.i].tolist(), sk[e.j].tolist(), e.jaccard.tolist(), e.estimate.tolist()):
+            yield ids[a], ids[b], round(j, 6), round(est, 6)
 
 
 def _kept_ids(sig, new: np.ndarray):
