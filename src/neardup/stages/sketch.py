@@ -117,11 +117,11 @@ class DocumentSketches:
 
 def mod_m_samples(ids: np.ndarray, offsets: np.ndarray, seed: int, m: int) -> list[np.ndarray]:
     """Broder's MOD_m sample of every run of shingle ids (run r is ``ids[offsets[r]:offsets[r+1]]``),
-    as :class:`neardup.ModM` takes it: the ids mixed by splitmix64 with ``seed``, those divisible
-    by ``m``, sorted."""
-    from ..hashing import splitmix64_array
+    as :class:`neardup.ModM` with ``seed`` takes it: the mixed ids
+    (:func:`neardup.sketch.samples.mixed_ids`) divisible by ``m``, sorted."""
+    from ..sketch.samples import mixed_ids
 
-    mixed = splitmix64_array(ids, seed)
+    mixed = mixed_ids(ids, seed)
     chosen = mixed % np.uint64(m) == 0
     cum = np.zeros(ids.size + 1, dtype=np.int64)
     np.cumsum(chosen, out=cum[1:])
@@ -131,9 +131,9 @@ def mod_m_samples(ids: np.ndarray, offsets: np.ndarray, seed: int, m: int) -> li
 
 
 def sketch_documents(texts: Sequence[str], shingle: ShingleParams, minhash: MinHashParams, *, mod_m: int,
-                     sample_seed: int, jobs: int = 1) -> DocumentSketches:
+                     jobs: int = 1) -> DocumentSketches:
     """Signatures, content fingerprints, simhashes (of word counts, hashed with ``shingle.hash``)
-    and MOD_m samples of a batch, each text folded once for all of them."""
+    and MOD_m samples (seeded with ``minhash.seed``) of a batch, each text folded once for all."""
     from ..exact.fingerprint import fingerprint_of_content
     from ..sketch.simhash import simhashes_of_words
     from ..text.normalize import fold
@@ -147,7 +147,7 @@ def sketch_documents(texts: Sequence[str], shingle: ShingleParams, minhash: MinH
                     for words in tokens]
     return DocumentSketches(signatures=sig, fingerprints=fingerprints,
                             simhashes=simhashes_of_words(tokens, shingle.hash),
-                            samples=mod_m_samples(sig.ids, sig.offsets, sample_seed, mod_m))
+                            samples=mod_m_samples(sig.ids, sig.offsets, minhash.seed, mod_m))
 
 
 def shingle_runs(texts: Sequence[str], shingle: ShingleParams, *, jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:

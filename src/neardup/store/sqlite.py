@@ -595,9 +595,6 @@ class SeenIndex:
         cfg = self.config
         self._bands, self._rows = cfg.bands, cfg.rows
         self._m = cfg.minhash.num_perm
-        from ..hashing import derive
-
-        self._mix_seed = derive(cfg.minhash.seed, "sample", 0)
         widths = simhash_blocks(cfg.simhash_max_distance)
         self._blocks = []
         pos = 0
@@ -806,8 +803,7 @@ class SeenIndex:
         if not texts:
             return []
         cfg = self.config
-        sk = sketch_documents(texts, cfg.shingle, cfg.minhash, mod_m=cfg.mod_m, sample_seed=self._mix_seed,
-                              jobs=self.jobs)
+        sk = sketch_documents(texts, cfg.shingle, cfg.minhash, mod_m=cfg.mod_m, jobs=self.jobs)
         sig = sk.signatures
         values, offsets, ids = sig.values, sig.offsets, sig.ids
         keys = band_keys(values, self._bands, self._rows)
