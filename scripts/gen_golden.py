@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Write tests/data/golden.json: texts and the values neardup computes for them by default.
 
-The values are persisted by users (SQLite indexes store fingerprints, signatures, band keys and
-simhashes; sketches carry signatures), so none may change while ``neardup.params.FORMAT_VERSION``
+The values are persisted by users (SQLite indexes store fingerprints, signatures, band keys,
+MOD_m samples and simhashes; sketches carry signatures), so none may change while ``neardup.params.FORMAT_VERSION``
 stays: ``tests/test_golden.py`` compares them. Run this only together with a version bump.
 """
 
@@ -31,7 +31,7 @@ TEXTS = [
 def golden() -> dict:
     import numpy as np
 
-    from neardup import MinHash, MinHashParams, ShingleParams, SimHash, band_keys, fingerprint, shingle_ids
+    from neardup import MinHash, MinHashParams, ModM, ShingleParams, SimHash, band_keys, fingerprint, shingle_ids
     from neardup.pipeline import DedupConfig
     from neardup.params import FORMAT_VERSION, TOKENIZER_VERSION
 
@@ -41,7 +41,7 @@ def golden() -> dict:
     out = {"format_version": FORMAT_VERSION, "tokenizer_version": TOKENIZER_VERSION,
            "configs": {"shingle": ShingleParams().as_dict(), "dedup_minhash": dedup.minhash.as_dict(),
                        "library_minhash": MinHashParams().as_dict(), "bands": band.bands, "rows": band.rows,
-                       "simhash": {"features": "word counts", "hash": "xxh3"}},
+                       "simhash": {"features": "word counts", "hash": "xxh3"}, "mod_m": 8},
            "texts": []}
     for text in TEXTS:
         ids = shingle_ids(text, ShingleParams())
@@ -56,6 +56,7 @@ def golden() -> dict:
             "band_keys": hexes(band_keys(np.asarray(sig, dtype=np.uint64), band.bands, band.rows)[0]),
             "fingerprint": None if fp is None else f"{fp:016x}",
             "simhash": f"{SimHash.from_text(text).value:016x}",
+            "mod_8_sample": hexes(ModM.from_text(text, 8, ShingleParams(), seed=1).values),
         })
     return out
 

@@ -2,7 +2,7 @@
 
 ``tests/data/golden.json`` (written by ``scripts/gen_golden.py``) holds texts with their shingle
 ids, signatures (dedup's ``mulshift32`` and the library's ``affine61``), band keys, content
-fingerprints and simhashes. SQLite indexes, sketches and output folders persist these, so a
+fingerprints, simhashes and MOD_8 samples. SQLite indexes, sketches and output folders persist these, so a
 change to any of them must move ``neardup.params.FORMAT_VERSION`` (and regenerate the file).
 """
 
@@ -13,7 +13,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-from neardup import MinHash, MinHashParams, ShingleParams, SimHash, band_keys, fingerprint, shingle_ids
+from neardup import MinHash, MinHashParams, ModM, ShingleParams, SimHash, band_keys, fingerprint, shingle_ids
 from neardup.config import DedupConfig
 from neardup.params import FORMAT_VERSION, TOKENIZER_VERSION
 from neardup.stages.sketch import python_signatures, sketch_texts
@@ -56,6 +56,7 @@ def test_one_text_at_a_time(case):
     fp = fingerprint(text)
     assert (None if fp is None else f"{fp:016x}") == case["fingerprint"]
     assert f"{SimHash.from_text(text).value:016x}" == case["simhash"]
+    assert hexes(ModM.from_text(text, GOLDEN["configs"]["mod_m"], ShingleParams(), seed=1).values) == case["mod_8_sample"]
 
 
 @pytest.mark.parametrize("sketch", [sketch_texts, python_signatures], ids=["kernel-or-default", "python"])
@@ -75,6 +76,9 @@ def test_what_a_new_index_stores(tmp_path):
     with sqlite3.connect(db) as conn:
         docs = {int(i): (fp, sig, sh) for i, fp, sig, sh in
                 conn.execute("SELECT id, fingerprint, signature, simhash FROM docs")}
+        samples = {}
+        for doc_id, value in conn.execute("SELECT d.id, s.value FROM samples s JOIN docs d ON d.num = s.doc"):
+            samples.setdefault(int(doc_id), []).append(value & ((1 << 64) - 1))
         bands = {}
         for doc_id, band, key in conn.execute("SELECT d.id, b.band, b.key FROM bands b JOIN docs d ON d.num = b.doc"):
             bands.setdefault(int(doc_id), {})[band] = key & ((1 << 64) - 1)
@@ -82,6 +86,7 @@ def test_what_a_new_index_stores(tmp_path):
         fp, sig, sh = docs[i]
         assert (None if fp is None else f"{fp & ((1 << 64) - 1):016x}") == case["fingerprint"]
         assert hexes(np.frombuffer(sig, dtype="<u8")) == case["signature_mulshift32"]
+        assert hexes(sorted(samples.get(i, []))) == case["mod_8_sample"]
         if case["shingle_ids"]:
             assert (sh is not None) and f"{sh & ((1 << 64) - 1):016x}" == case["simhash"]
             assert hexes([bands[i][b] for b in sorted(bands[i])]) == case["band_keys"]
