@@ -777,7 +777,7 @@ def _jvm_peak_mb() -> float | None:
 
 def _check_config(config: DedupConfig) -> None:
     if not isinstance(config, DedupConfig):
-        raise ConfigError(f"config must be a neardup.pipeline.DedupConfig, got {type(config).__name__}")
+        raise ConfigError(f"config must be a neardup.DedupConfig, got {type(config).__name__}")
     if config.method == "simhash":
         raise ConfigError("the Spark engine runs method='minhash' or 'exact'; use --engine local for simhash")
     # Spark reads JSONL and Parquet text fields with the local reader's rules, but has no HTML
