@@ -146,3 +146,20 @@ def test_names_no_longer_exported_warn_with_their_home():
         assert neardup.threshold is threshold
     assert "neardup.lsh.params" in str(caught[0].message) and caught[0].category is DeprecationWarning
     assert "threshold" not in neardup.__all__
+
+
+@pytest.mark.parametrize("kind", ["dicts", "arrow"])
+def test_keep_field_and_html_content_as_the_cli(kind, records, tmp_path):
+    pytest.importorskip("trafilatura")
+    rows = [{"id": r["id"], "body": f"<html><body><nav>menu</nav><p>{r['text'][:3000]}</p></body></html>",
+             "score": float(len(r["text"]) % 97)} for r in records[:40]]
+    corpus = tmp_path / "pages.jsonl"
+    corpus.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    out = tmp_path / "out"
+    assert main(["dedup", str(corpus), "-o", str(out), "-q", "--content", "html", "--text-field", "body",
+                 "--keep", "field:score", "--no-kept"]) == 0
+    expected = [json.loads(line) for line in open(out / "clusters.jsonl")]
+    data = rows if kind == "dicts" else pa.Table.from_pylist(rows)
+    result = neardup.dedup(data, content="html", text_field="body", keep="field", keep_field="score")
+    assert result.outcomes.to_pylist() == expected
+    assert result.summary["config"] == json.load(open(out / "summary.json"))["config"]
