@@ -83,7 +83,7 @@ _WORD = re.compile(r"\w+")
 
 def vocabulary(n_docs: int = 800, size: int = 30000) -> tuple[list[str], np.ndarray]:
     """The most frequent alphabetic words of real text, with a cumulative distribution."""
-    from neardup.store.sqlite import words_of_folded
+    from neardup.text.tokenize import words_of_folded
     from neardup.text.normalize import fold
 
     counts: collections.Counter = collections.Counter()

@@ -189,12 +189,17 @@ def test_nothing_lost_on_bad_input(tmp_path):
     rows, _, _ = load(out)
     assert len(rows) == len(lines) + 1 == s["input"]
     assert s["kept"] + s["exact_duplicates"] + s["near_duplicates"] + s["skipped"] == s["input"]
-    reasons = [r["reason"] for r in rows]
-    assert reasons[0] == "unique"
-    assert all(r.startswith("skipped:") for r in reasons[1:7])
-    assert reasons[-1].startswith("skipped:")
-    assert rows[9]["id"] == "17"
-    assert rows[11]["reason"] in ("unique", "skipped:too_large")
+    src = f"{p}:"
+    # two records sharing the id "dup" share its cluster count (2), so both are "kept";
+    # the 50 MB record is under the 64 MiB default --max-bytes, so it is read and unique
+    assert [(r["id"], r["reason"]) for r in rows] == [
+        ("ok1", "unique"), ("empty", "skipped:empty"), ("blank", "skipped:empty"), ("punct", "skipped:empty"),
+        (src + "5", "skipped:bad_json"), ("nofield", "skipped:missing_text"), (src + "7", "skipped:not_an_object"),
+        ("dup", "kept"), ("dup", "kept"), ("17", "unique"), (src + "11", "unique"), ("big", "unique"),
+        (src + "13", "skipped:undecodable"),
+    ]
+    assert s["skipped_by_reason"] == {"bad_json": 1, "empty": 3, "missing_text": 1, "not_an_object": 1,
+                                      "undecodable": 1}
 
 
 def test_simhash_and_exact_methods(planted, tmp_path):

@@ -1,6 +1,7 @@
 """Readers and writers of neardup.io: every format round trip, nothing lost, kept records byte for byte."""
 
 import gzip
+import importlib
 import io
 import os
 import random
@@ -16,11 +17,24 @@ from neardup.errors import ConfigError, InputError
 from neardup.io import (SKIP_REASONS, Document, JsonlWriter, Skipped, detect_format, iter_raw_records,
                         read_documents, write_kept)
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-zstd = pytest.importorskip("zstandard")
-pytest.importorskip("warcio")
-pytest.importorskip("trafilatura")
+
+
+def _optional(name: str):
+    """The module, or None when its extra is not installed (only the tests needing it skip)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+pa = _optional("pyarrow")
+pq = _optional("pyarrow.parquet")
+zstd = _optional("zstandard")
+needs_parquet = pytest.mark.skipif(pq is None, reason="Parquet needs pyarrow: pip install 'neardup[io]'")
+needs_zstd = pytest.mark.skipif(zstd is None, reason=".zst needs zstandard: pip install 'neardup[io]'")
+needs_warc = pytest.mark.skipif(_optional("warcio") is None, reason="WARC needs warcio: pip install 'neardup[io]'")
+needs_html = pytest.mark.skipif(_optional("trafilatura") is None or _optional("lxml") is None,
+                                reason="HTML extraction needs trafilatura and lxml: pip install 'neardup[io]'")
 
 HTML_PAGE = os.path.join(os.path.dirname(__file__), "data", "html", "article_with_nav.html")
 
@@ -108,7 +122,8 @@ def test_bad_options(tmp_path):
 # ---------------------------------------------------------------------------- JSONL
 
 
-@pytest.mark.parametrize("name", ["c.jsonl", "c.jsonl.gz", "c.jsonl.zst", "c.ndjson", "c.json"])
+@pytest.mark.parametrize("name", ["c.jsonl", "c.jsonl.gz", pytest.param("c.jsonl.zst", marks=needs_zstd), "c.ndjson",
+                                  "c.json"])
 def test_jsonl_round_trip(tmp_path, name):
     p = _write(tmp_path / name, _jsonl_bytes(RECORDS))
     out = _all([p], keep_fields=("n",))
@@ -134,6 +149,7 @@ def test_id_and_text_fields(tmp_path):
     assert [(d.id, d.text) for d in out] == [("u1", "one"), ("u2", "two")]
 
 
+@needs_html
 def test_content_html_in_jsonl(tmp_path):
     page = open(HTML_PAGE, encoding="utf-8").read()
     recs = [{"id": "p", "text": page}, {"id": "q", "text": "<script>x()</script>"}, {"id": "r", "text": "<p>hi</p>"}]
@@ -286,6 +302,7 @@ def _parquet(path, table, **kw):
     return str(path)
 
 
+@needs_parquet
 def test_parquet_round_trip(tmp_path):
     table = pa.table({
         "id": pa.array([10, 11, None, 13, 14, 15, 16]),
@@ -301,6 +318,7 @@ def test_parquet_round_trip(tmp_path):
     assert out[0].text == "first" and out[0].meta == {"score": 1.0} and out[6].meta == {}
 
 
+@needs_parquet
 def test_parquet_binary_and_wrong_columns(tmp_path):
     p = _parquet(tmp_path / "b.parquet", pa.table({"key": ["k1", "k2", "k3"],
                                                    "body": pa.array([b"bytes ok", b"caf\xe9", b"fine"])}))
@@ -315,6 +333,7 @@ def test_parquet_binary_and_wrong_columns(tmp_path):
     assert [r.reason for r in _all([q])] == ["not_a_string"] * 2
 
 
+@needs_parquet
 def test_parquet_unreadable(tmp_path):
     p = tmp_path / "junk.parquet"
     p.write_bytes(b"this is not parquet at all")
@@ -356,6 +375,8 @@ def _warc(path, gz):
     return str(path)
 
 
+@needs_warc
+@needs_html
 @pytest.mark.parametrize("name", ["crawl.warc", "crawl.warc.gz"])
 def test_warc_round_trip(tmp_path, name):
     p = _warc(tmp_path / name, name.endswith(".gz"))
@@ -375,6 +396,7 @@ def test_warc_round_trip(tmp_path, name):
     assert "Newsletters" in whole[0].text and isinstance(whole[6], Document)
 
 
+@needs_html
 def test_html_folder(tmp_path):
     d = tmp_path / "site"
     (d / "b").mkdir(parents=True)
@@ -397,6 +419,8 @@ def test_html_folder(tmp_path):
 # ---------------------------------------------------------------------------- second pass
 
 
+@needs_warc
+@needs_html
 def test_iter_raw_records_aligns_with_documents(tmp_path):
     p, lines = _nasty_jsonl(tmp_path)
     w = _warc(tmp_path / "c.warc.gz", True)
@@ -432,6 +456,7 @@ def test_write_kept_jsonl_is_byte_for_byte(tmp_path, as_array):
     assert not os.path.exists(info["path"] + ".tmp")
 
 
+@needs_parquet
 def test_write_kept_parquet_same_schema(tmp_path):
     n = 50
     table = pa.table({"id": pa.array(range(n), pa.int64()), "text": [f"doc {i}" for i in range(n)],
@@ -448,6 +473,8 @@ def test_write_kept_parquet_same_schema(tmp_path):
     assert pq.ParquetFile(info["path"]).metadata.row_group(0).column(0).compression == "ZSTD"
 
 
+@needs_warc
+@needs_html
 def test_write_kept_text_html_warc(tmp_path):
     w = _warc(tmp_path / "c.warc", False)
     t = tmp_path / "t.txt"
@@ -483,6 +510,8 @@ def test_jsonl_writer(tmp_path):
             {"raw": True}]
 
 
+@needs_warc
+@needs_html
 def test_reading_is_deterministic(tmp_path):
     p, _ = _nasty_jsonl(tmp_path)
     w = _warc(tmp_path / "c.warc.gz", True)
@@ -490,6 +519,8 @@ def test_reading_is_deterministic(tmp_path):
     assert first == list(read_documents([p, w], max_bytes=1 << 20))
 
 
+@needs_warc
+@needs_html
 def test_parallel_extraction_same_output(tmp_path):
     w = _warc(tmp_path / "c.warc.gz", True)
     d = tmp_path / "site"
@@ -518,7 +549,7 @@ def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_by
 
     from neardup.io import writers
 
-    monkeypatch.setattr(writers, "_JSONL_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(writers, "JSONL_BLOCK_BYTES", block_bytes)
     rng = random.Random(7)  # test data only
     lines = []
     for i in range(400):
@@ -536,7 +567,7 @@ def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_by
     broken.write_bytes(gz_module.compress(data)[:-200])
     for path in (plain, broken):
         for max_bytes in (None, 250):
-            count = sum(1 for _ in writers._lines(str(path), max_bytes))
+            count = sum(1 for _ in writers.read_lines(str(path), max_bytes))
             for density in (0.0, 0.5, 0.95, 1.0):
                 keep = writers._Keep(np.array([rng.random() < density for _ in range(count)]))
                 written = []

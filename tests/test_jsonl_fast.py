@@ -109,7 +109,7 @@ def _write(path, lines, end=b"\n", final_newline=False):
 @pytest.mark.parametrize("name", ["a.jsonl", "a.jsonl.gz"])
 @pytest.mark.parametrize("max_bytes", [None, 60])
 def test_fast_path_gives_the_orjson_readers_records(tmp_path, monkeypatch, block, name, max_bytes):
-    monkeypatch.setattr(readers, "_JSONL_BLOCK_BYTES", block)
+    monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", block)
     path = _write(tmp_path / name, LINES)
     fast, slow = _both([path], max_bytes=max_bytes)
     assert _records(fast) == slow
@@ -143,7 +143,7 @@ def test_crlf_lines_and_a_final_newline(tmp_path):
 
 
 def test_lines_over_the_limit_across_blocks(tmp_path, monkeypatch):
-    monkeypatch.setattr(readers, "_JSONL_BLOCK_BYTES", 16)
+    monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", 16)
     big = b'{"id": "big", "text": "' + b"x" * 500 + b'"}'
     lines = [LINES[0], big, LINES[1], big + b"\r", LINES[2], big]
     for final in (False, True):
@@ -154,7 +154,7 @@ def test_lines_over_the_limit_across_blocks(tmp_path, monkeypatch):
 
 
 def test_truncated_gzip_gives_the_same_records(tmp_path, monkeypatch):
-    monkeypatch.setattr(readers, "_JSONL_BLOCK_BYTES", 1 << 12)
+    monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", 1 << 12)
     lines = [json.dumps({"id": str(i), "text": f"record number {i} " * 20}).encode() for i in range(400)]
     data = gzip.compress(b"\n".join(lines) + b"\n")
     path = tmp_path / "cut.jsonl.gz"

@@ -8,8 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from neardup import (AffineModPrime, MinHash, MinHashParams, ShingleParams, SimHash, cosine, jaccard, probability,
-                     shingle_set, shingles, threshold)
+from neardup import MinHash, MinHashParams, ShingleParams, SimHash, cosine, jaccard, probability, shingles
+from neardup.lsh.params import threshold
+from neardup.shingle import shingle_set
+from neardup.sketch.permutations import AffineModPrime
 from neardup.sketch.estimate import binomial_stderr
 from neardup.sketch.simhash import bit_totals
 from neardup.text.tokenize import words

@@ -115,14 +115,14 @@ def records():
 
 def test_jsonl_adapter_is_the_local_reader(tmp_path, records):
     from neardup.io import read_documents
-    from neardup.io.readers import _Reader
+    from neardup.io.readers import RecordReader
     from neardup.spark.engine import _jsonl_record
 
     lines = [orjson.dumps(r) for r in records[:20]] + JUNK
     path = str(tmp_path / "junk.jsonl")
     write_jsonl(path, lines)
     local = list(read_documents([path], max_bytes=64 << 20, keep_fields=("score",)))
-    reader = _Reader(keep_fields=("score",), max_bytes=64 << 20)
+    reader = RecordReader(keep_fields=("score",), max_bytes=64 << 20)
     ours = [_jsonl_record(reader, line, n, f"{path}:{n + 1}") for n, line in enumerate(lines)]
     assert [type(x).__name__ for x in ours] == [type(x).__name__ for x in local]
     for a, b in zip(ours, local):
@@ -140,7 +140,7 @@ def test_jsonl_adapter_is_the_local_reader(tmp_path, records):
     path = str(tmp_path / "sized.jsonl")
     write_jsonl(path, sized)
     local = list(read_documents([path], max_bytes=40))
-    small = _Reader(max_bytes=40)
+    small = RecordReader(max_bytes=40)
     ours = [_jsonl_record(small, line, n, f"{path}:{n + 1}") for n, line in enumerate(sized)]
     assert [getattr(x, "reason", "doc") for x in ours] == [getattr(x, "reason", "doc") for x in local]
     assert [getattr(x, "reason", "doc") for x in ours].count("too_large") == 2
@@ -150,7 +150,7 @@ def test_row_adapter_is_the_local_parquet_reader(tmp_path):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     from neardup.io import read_documents
-    from neardup.io.readers import _Reader
+    from neardup.io.readers import RecordReader
     from neardup.spark.engine import _row_record
 
     ids = ["a", None, "", 7, "e", "f", "g"]
@@ -159,7 +159,7 @@ def test_row_adapter_is_the_local_parquet_reader(tmp_path):
     pq.write_table(pa.table({"id": pa.array([None if i is None else str(i) if i != "" else "" for i in ids]),
                              "text": pa.array(texts, type=pa.binary())}), path)
     local = list(read_documents([path], max_bytes=40))
-    reader = _Reader(max_bytes=40)
+    reader = RecordReader(max_bytes=40)
     table = pq.read_table(path).to_pylist()
     ours = [_row_record(reader, r["id"], r["text"], None, n, f"{path}:{n}") for n, r in enumerate(table)]
     for a, b in zip(ours, local):
@@ -320,3 +320,19 @@ def test_bad_arguments(spark, tmp_path):
     (tmp_path / "a.txt").write_text("plain text")
     with pytest.raises(ConfigError, match="JSONL"):
         dedup_paths([str(tmp_path / "a.txt")], str(tmp_path / "o"), spark=spark)
+
+
+def test_max_bytes_and_no_kept_are_honoured_as_locally(spark, tmp_path, records):
+    from neardup.spark import dedup_paths
+
+    lines = [orjson.dumps(r) for r in records[:120]]
+    limit = sorted(len(x) for x in lines)[60]  # about half the records are over it
+    config = DedupConfig(max_bytes=limit)
+    path, rows, pairs, summary, _ = local_run(tmp_path, "limit", lines, config)
+    assert summary["skipped_by_reason"].get("too_large", 0) >= 50
+    out = str(tmp_path / "limit-spark")
+    spark_summary = dedup_paths([path], out, config, spark=spark, write_kept=False)
+    got = spark_rows(spark.read.parquet(os.path.join(out, "clusters")))
+    assert got == rows, first_difference(got, rows)
+    assert spark_summary["skipped_by_reason"] == summary["skipped_by_reason"]
+    assert spark_summary["kept_output"] is None and not os.path.exists(os.path.join(out, "kept"))

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import os
 import shutil
+import tempfile
 import sqlite3
 import subprocess
 import sys
@@ -33,16 +36,11 @@ from neardup import (
 )
 from neardup.cli import main
 from neardup.store import SeenIndex
-from neardup.store.sqlite import (
-    APPLICATION_ID,
-    SCHEMA_VERSION,
-    _simhashes,
-    band_keys,
-    simhash_blocks,
-    words_of_folded,
-)
+from neardup.sketch.simhash import simhashes_of_words
+from neardup.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, simhash_blocks
+from neardup.text.charclass import PUNCT, SOLO, WORD, regex_sources
 from neardup.text.normalize import fold
-from neardup.text.tokenize import words
+from neardup.text.tokenize import words, words_of_folded
 
 MH = MinHashParams(num_perm=128, seed=1, family="mulshift64")
 WORDS = ("crawler page link fetch index store query near copy shingle hash band row text web site "
@@ -73,12 +71,20 @@ def texts():
 
 # -- the fast paths equal the library ---------------------------------------------------------
 
+def regex_words(text: str, norm: NormalizeParams) -> list[str]:
+    """The definition of a word token as a regular expression over the character classes: the
+    oracle of :func:`words_of_folded`, which splits without regular expressions."""
+    src = regex_sources()
+    body = src[WORD] + ("" if norm.remove_punctuation else src[PUNCT])
+    return re.findall(f"[{body}]+|[{src[SOLO]}]", fold(text, norm))
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)) | st.sampled_from(" .,-_\n\t'"),
                max_size=200), st.booleans())
-def test_words_of_folded_equals_words(text, remove_punctuation):
+def test_words_of_folded_equals_the_regular_expression(text, remove_punctuation):
     norm = NormalizeParams(remove_punctuation=remove_punctuation)
-    assert words_of_folded(fold(text, norm), remove_punctuation) == words(text, norm)
+    assert words_of_folded(fold(text, norm), remove_punctuation) == regex_words(text, norm)
 
 
 def test_words_of_folded_on_real_and_mixed_text(texts):
@@ -86,21 +92,13 @@ def test_words_of_folded_on_real_and_mixed_text(texts):
     for text in texts + mixed:
         for rp in (True, False):
             norm = NormalizeParams(remove_punctuation=rp)
-            assert words_of_folded(fold(text, norm), rp) == words(text, norm)
-
-
-def test_band_keys_equal_library():
-    from neardup.lsh.banding import band_keys as library_band_keys
-
-    sig = np.random.default_rng(3).integers(0, 2**64 - 1, size=(17, 128), dtype=np.uint64)
-    for bands, rows in ((21, 6), (9, 13), (128, 1), (1, 128), (5, 7)):
-        assert np.array_equal(band_keys(sig, bands, rows), library_band_keys(sig, bands, rows))
+            assert words_of_folded(fold(text, norm), rp) == regex_words(text, norm)
 
 
 def test_simhashes_equal_library(texts):
     docs = texts[:20] + ["", "one", "a a a b"]
     norm = NormalizeParams()
-    got = _simhashes([words(t, norm) for t in docs], "xxh3")
+    got = simhashes_of_words([words(t, norm) for t in docs], "xxh3")
     for text, value in zip(docs, got):
         if not words(text, norm):
             assert value is None
@@ -362,7 +360,7 @@ def test_file_format_and_reopen(db, texts):
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     meta = dict(conn.execute("SELECT key, value FROM meta"))
-    assert meta["config_fingerprint"] == fp and json.loads(meta["config"])["minhash"]["family"] == "mulshift64"
+    assert meta["config_fingerprint"] == fp and json.loads(meta["config"])["minhash"]["family"] == "mulshift32"
     # uint64 values are stored as signed 64-bit integers, the same bits
     row = conn.execute("SELECT fingerprint, simhash FROM docs WHERE id = 'd3'").fetchone()
     assert row[0] & (2**64 - 1) == fingerprint(texts[3])
@@ -720,3 +718,39 @@ def test_odd_file_names(tmp_path, capsys):
     assert SeenIndex.stored_config(db)["shingle"]["k"] == 4
     assert main(["index", "stats", "--db", db, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["documents"] == 1
+
+
+def test_an_index_made_with_the_former_defaults_opens_with_its_own(tmp_path):
+    """Files made before the defaults became dedup's (mulshift64, 21 x 6) record their values
+    and open with them, answering as before."""
+    db = str(tmp_path / "old.db")
+    text = "the crawler fetches each page and follows every link it finds there"
+    with SeenIndex(db, minhash=MinHashParams(num_perm=128, seed=1, family="mulshift64"), bands=21, rows=6) as index:
+        index.add("a", text)
+    with SeenIndex(db) as index:
+        assert (index.config.minhash.family, index.config.bands, index.config.rows) == ("mulshift64", 21, 6)
+        assert [n["id"] for n in index.query(text)["near"]] == ["a"]
+    with SeenIndex(db, threshold=0.8) as index:  # the recorded threshold, given again
+        assert (index.config.bands, index.config.rows) == (21, 6)
+
+
+def test_a_new_index_bands_and_hashes_as_dedup():
+    from neardup.config import DedupConfig
+
+    with tempfile.TemporaryDirectory() as d, SeenIndex(os.path.join(d, "seen.db")) as index:
+        dedup = DedupConfig()
+        assert index.config.minhash == dedup.minhash and index.config.shingle == dedup.shingle
+        assert (index.config.bands, index.config.rows) == (dedup.banding().bands, dedup.banding().rows) == (18, 7)
+
+
+def test_an_index_made_with_other_parameters_than_a_dedup_run_is_refused(tmp_path):
+    from neardup.config import DedupConfig
+
+    db = str(tmp_path / "seen.db")
+    SeenIndex.for_dedup(db, DedupConfig(threshold=0.8)).close()
+    with pytest.raises(IncompatibleSketchError) as err:
+        SeenIndex.for_dedup(db, DedupConfig(threshold=0.7, minhash=MinHashParams(num_perm=128, seed=2,
+                                                                                  family="mulshift32")))
+    msg = str(err.value)
+    assert "index 0.8, dedup run 0.7" in msg and "minhash.seed: index 1, dedup run 2" in msg
+    assert "bands: index 18, dedup run 25" in msg

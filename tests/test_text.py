@@ -90,7 +90,11 @@ def test_ascii_fast_path_uses_the_same_classes_as_the_table():
 
 @pytest.mark.parametrize("remove", [True, False])
 def test_ascii_and_unicode_paths_agree(remove):
-    from neardup.text.tokenize import _word_re
+    import re
 
+    from neardup.text.charclass import PUNCT, SOLO, WORD, regex_sources
+
+    src = regex_sources()
+    word_re = re.compile(f"[{src[WORD] + ('' if remove else src[PUNCT])}]+|[{src[SOLO]}]")
     text = "Hello, world! x_y = 3.14; (a|b) ~ tab\there\n" * 3
-    assert tokenize(text, params=NormalizeParams(remove_punctuation=remove)) == _word_re(remove).findall(text.casefold())
+    assert tokenize(text, params=NormalizeParams(remove_punctuation=remove)) == word_re.findall(text.casefold())

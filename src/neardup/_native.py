@@ -409,6 +409,17 @@ def signatures(
     return _assemble(len(texts), minhash_params.num_perm, ranges, parts, with_ids, with_fingerprints)
 
 
+def signatures_of_utf8(data: bytes, shingle_params: ShingleParams = ShingleParams(),
+                       minhash_params: MinHashParams = MinHashParams()) -> Signatures:
+    """:func:`signatures` (with shingle ids) of one text given as the bytes the kernel reads
+    (:func:`encode_for_kernel`), in one kernel call on this thread: for one document the batch
+    path's chunking and joining cost more than the sketch itself."""
+    _check(shingle_params)
+    args = _signature_args(shingle_params, minhash_params, True, False)
+    part = _kernel.signatures(data, np.array([0, len(data)], dtype=np.int64), *args)
+    return _assemble(1, minhash_params.num_perm, [(0, 1)], [part], True, False)
+
+
 def signatures_encoded(
     segments: Sequence[tuple],
     shingle_params: ShingleParams = ShingleParams(),

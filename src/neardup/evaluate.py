@@ -21,25 +21,12 @@ from collections import defaultdict
 
 import numpy as np
 
-from .cluster.candidates import exact_overlaps, similarities
+from .stages.sketch import shingle_runs
+from .stages.verify import pair_similarities
+
+__all__ = ["BINS", "shingle_runs", "all_pairs", "evaluate_run"]
 
 BINS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0)
-
-
-def shingle_runs(texts, shingle_params, *, jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Concatenated sorted distinct shingle ids of every text, and the offsets of each run."""
-    from . import _native
-    from .params import MinHashParams
-
-    if _native.supports(shingle_params):
-        sig = _native.signatures(list(texts), shingle_params, MinHashParams(num_perm=1), jobs=jobs, with_ids=True)
-        return np.asarray(sig.ids), sig.offsets
-    from .shingle import shingle_ids
-
-    pieces = [shingle_ids(t, shingle_params) for t in texts]
-    offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
-    np.cumsum([p.size for p in pieces], out=offsets[1:])
-    return (np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)), offsets
 
 
 def all_pairs(ids: np.ndarray, offsets: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -87,8 +74,7 @@ def all_pairs(ids: np.ndarray, offsets: np.ndarray, floor: float) -> tuple[np.nd
         if ys.size == 0:
             continue
         xs = np.full(ys.size, x, dtype=np.int64)
-        inter = exact_overlaps(ids, offsets, ys, xs)
-        jac = similarities(sizes, inter, ys, xs)["jaccard"]
+        jac = pair_similarities(ids, offsets, sizes, ys, xs)["jaccard"]
         keep = jac >= floor - 1e-12
         found_i.append(ys[keep])
         found_j.append(xs[keep])
@@ -158,8 +144,7 @@ def evaluate_run(output_dir: str, inputs: list[str], *, floor: float = 0.5, jobs
             eb.append(local[e["b"]])
     ea, eb = np.array(ea, dtype=np.int64), np.array(eb, dtype=np.int64)
     if ea.size:
-        inter = exact_overlaps(ids, offsets, np.minimum(ea, eb), np.maximum(ea, eb))
-        edge_sim = similarities(sizes, inter, np.minimum(ea, eb), np.maximum(ea, eb))["jaccard"]
+        edge_sim = pair_similarities(ids, offsets, sizes, np.minimum(ea, eb), np.maximum(ea, eb))["jaccard"]
     else:
         edge_sim = np.empty(0)
     measure = cfg.get("measure", "jaccard")

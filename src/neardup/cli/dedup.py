@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..config import MAX_BYTES
 from ..params import IN_MEMORY_MB
 from ._common import add_minhash_options, add_shingle_options, minhash_params_from, positive_int, shingle_params_from, unit_float
 
@@ -39,7 +40,7 @@ def register(sub) -> None:
                     help="what the JSONL/Parquet text field holds (default text)")
     io.add_argument("--html", choices=["main", "whole", "article"], default="main",
                     help="HTML to text: main content (default), the whole page, or article (trafilatura)")
-    io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
+    io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=MAX_BYTES,
                     help="skip records larger than this (default 64 MiB)")
     add_shingle_options(p)
     add_minhash_options(p, family="mulshift32")
@@ -48,7 +49,7 @@ def register(sub) -> None:
     run.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
     run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: the CPUs this process may use, from its affinity and cgroup quota)")
     run.add_argument("--no-kept", action="store_true", help="do not write the kept corpus")
-    run.add_argument("--in-memory-mb", type=positive_int("--in-memory-mb", minimum=0), default=IN_MEMORY_MB, metavar="MB",
+    run.add_argument("--in-memory-mb", type=positive_int("--in-memory-mb", minimum=0), default=None, metavar="MB",
                      help="shingle ids and signatures held in memory up to this many MB; the rest spill to a "
                           f"temporary file (in $TMPDIR), memory-mapped (default {IN_MEMORY_MB})")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress or summary on standard error")
@@ -57,7 +58,7 @@ def register(sub) -> None:
 
 def config_from(args):
     from ..errors import ConfigError
-    from ..pipeline import DedupConfig
+    from ..config import DedupConfig
 
     keep, keep_field = args.keep, None
     if keep.startswith("field:"):
@@ -71,7 +72,8 @@ def config_from(args):
     return DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args), method=args.method,
                        threshold=args.threshold, measure=args.measure, bands=args.bands, rows=args.rows,
                        max_distance=args.max_distance, keep=keep, keep_field=keep_field, verify=not args.no_verify,
-                       extraction=extraction_of(args))
+                       format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
+                       html=args.html, max_bytes=args.max_bytes, extraction=extraction_of(args))
 
 
 def extraction_of(args) -> str | None:
@@ -91,6 +93,21 @@ def extraction_of(args) -> str | None:
     return extractor_id(args.html) if kinds & {"html", "warc"} else None
 
 
+#: Options of the local engine's run that the Spark engine has no use for, with where Spark
+#: takes the same decision instead.
+_LOCAL_ONLY = {"jobs": ("--jobs", "set the parallelism with --spark-master local[N] or the cluster's executors"),
+               "in_memory_mb": ("--in-memory-mb", "Spark spills by its own memory settings (spark.executor.memory)")}
+
+
+def refuse_local_only(args) -> None:
+    """One line naming the first local-engine option given to the Spark engine."""
+    from ..errors import ConfigError
+
+    for name, (flag, instead) in _LOCAL_ONLY.items():
+        if getattr(args, name) is not None:
+            raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): {instead}")
+
+
 def dedup_command(args) -> int:
     from ..progress import Progress
 
@@ -98,16 +115,21 @@ def dedup_command(args) -> int:
     if args.engine == "spark":
         from ..spark.engine import dedup_paths
 
-        summary = dedup_paths(args.inputs, args.output, config, master=args.spark_master, id_field=args.id_field,
-                              text_field=args.text_field, format=args.format)
+        refuse_local_only(args)
+        summary = dedup_paths(args.inputs, args.output, config, master=args.spark_master,
+                              write_kept=not args.no_kept)
     else:
+        from ..errors import ConfigError
         from ..pipeline import Deduplicator
+
+        if args.spark_master is not None:
+            raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
 
         progress = Progress("dedup", enabled=None if not args.quiet else False)
         try:
-            summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=args.in_memory_mb).run(
-                args.inputs, args.output, format=args.format, id_field=args.id_field, text_field=args.text_field,
-                content=args.content, html=args.html, max_bytes=args.max_bytes, write_kept=not args.no_kept)
+            in_memory_mb = IN_MEMORY_MB if args.in_memory_mb is None else args.in_memory_mb
+            summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb).run(
+                args.inputs, args.output, write_kept=not args.no_kept)
         finally:
             progress.close()
         from .. import cli

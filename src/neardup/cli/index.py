@@ -149,7 +149,7 @@ def _index_options(p) -> None:
                    help="MinHash values per document (default 128)")
     g.add_argument("--seed", type=int, default=None, help="seed of the permutations (default 1)")
     g.add_argument("--family", choices=FAMILIES, default=None,
-                   help="permutation family (default mulshift64)")
+                   help="permutation family (default mulshift32)")
     g.add_argument("--threshold", type=unit_float("--threshold", open_high=True), default=None,
                    help="estimated Jaccard for near-duplicates (default 0.8)")
     g.add_argument("--containment-threshold", type=unit_float("--containment-threshold"), default=None,

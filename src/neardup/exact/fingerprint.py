@@ -43,8 +43,13 @@ class ExactIndex:
         self._first: dict[int, object] = {}
 
     def check_and_add(self, doc_id, text: str):
-        """The id of an earlier document with the same content, or None (and remember this one)."""
+        """The id of an earlier document with the same content, or None (and remember this one).
+
+        A text without tokens has no content (fingerprint None): it matches nothing and is not kept.
+        """
         fp = fingerprint(text, self.params)
+        if fp is None:
+            return None
         earlier = self._first.get(fp)
         if earlier is None:
             self._first[fp] = doc_id

@@ -77,16 +77,31 @@ _HTML_EXT = (".html", ".htm", ".xhtml")
 _HTML_MIMES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_PARQUET_BATCH_ROWS = 1024
+PARQUET_BATCH_ROWS = 1024
 _MAX_KEYS_SHOWN = 12
 #: Bytes read at a time by the JSONL fast path (tests make it small).
-_JSONL_BLOCK_BYTES = 4 << 20
+JSONL_BLOCK_BYTES = 4 << 20
+
+
+def has_line_scanner() -> bool:
+    """True when the compiled JSONL scanner is built (:func:`jsonl_line_ends`, :func:`read_encoded`)."""
+    return _jsonl is not None
+
+
+def jsonl_line_ends(block) -> "np.ndarray | None":
+    """The offsets just past each ``\\n`` of a block of JSONL bytes (int64), from the compiled
+    scanner; None when it is not built (then read the lines with :func:`read_lines`)."""
+    if _jsonl is None:
+        return None
+    import numpy as np
+
+    return np.frombuffer(_jsonl.line_ends(block), dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- formats and walking
 
 
-def _kind(name: str) -> str | None:
+def kind_of(name: str) -> str | None:
     """The format a file name announces, or None."""
     n = name.lower()
     base = n
@@ -132,7 +147,7 @@ def _folder_format(top: str) -> str:
     kinds = set()
     for path, err in _walk(top):
         if err is None:
-            kind = _kind(path)
+            kind = kind_of(path)
             if kind == "html":
                 return "html"
             kinds.add(kind)
@@ -151,10 +166,10 @@ def detect_format(path: str) -> str:
         raise InputError(f"{path}: {what}")
     if os.path.isdir(path):
         return _folder_format(path)
-    return _kind(path) or "text"
+    return kind_of(path) or "text"
 
 
-def _plan(paths, format: str) -> list[tuple[str, str, bool, bool]]:
+def plan_inputs(paths, format: str) -> list[tuple[str, str, bool, bool]]:
     """Check the inputs up front: ``(path, format, is_folder, auto)`` for each."""
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
@@ -170,7 +185,7 @@ def _plan(paths, format: str) -> list[tuple[str, str, bool, bool]]:
     return plan
 
 
-def _leaves(plan) -> Iterator[tuple[str, str, str | None]]:
+def input_leaves(plan) -> Iterator[tuple[str, str, str | None]]:
     """Every file to read: ``(path, format, None)``; ``(path, format, why)`` for one unreadable
     record; format ``"not_html"`` for a non-HTML file in a folder of HTML files."""
     for path, fmt, is_dir, auto in plan:
@@ -180,7 +195,7 @@ def _leaves(plan) -> Iterator[tuple[str, str, str | None]]:
         for leaf, err in _walk(path):
             if err is not None:
                 yield leaf, fmt, err
-            elif fmt == "html" and auto and _kind(leaf) != "html":
+            elif fmt == "html" and auto and kind_of(leaf) != "html":
                 yield leaf, "not_html", None
             else:
                 yield leaf, fmt, None
@@ -213,7 +228,7 @@ def _oserror(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _lines(path: str, max_bytes: int | None) -> Iterator[tuple[int, bytes | int | str]]:
+def read_lines(path: str, max_bytes: int | None) -> Iterator[tuple[int, bytes | int | str]]:
     """``(line number, line bytes)`` for each line; an ``int`` (its size) instead of the bytes for a
     line over ``max_bytes``, which is never held whole; a ``str`` (why) when the stream breaks,
     which ends the file."""
@@ -257,21 +272,21 @@ def _lines(path: str, max_bytes: int | None) -> Iterator[tuple[int, bytes | int 
             yield lineno + 1, f"cannot read the file after line {lineno}: {_oserror(exc)}"
 
 
-class _Broken(Exception):
+class BrokenInput(Exception):
     """The block reader met a stream it cannot open or read to its end."""
 
 
-def _blocks(path: str, max_bytes: int | None, size: int):
+def jsonl_blocks(path: str, max_bytes: int | None, size: int):
     """Blocks of whole lines, as ``(buffer, length)``: ``buffer[:length]`` holds about ``size``
     bytes of whole lines (the file's last line may lack its newline). The buffer is reused: it
     is valid until the next block is asked for. In place of a line over ``max_bytes`` (read in
-    bounded chunks and thrown away), its size as :func:`_lines` gives it (int). Raises
-    :class:`_Broken` when the stream cannot be opened or read further; the lines of the blocks
+    bounded chunks and thrown away), its size as :func:`read_lines` gives it (int). Raises
+    :class:`BrokenInput` when the stream cannot be opened or read further; the lines of the blocks
     already given are whole."""
     try:
         fh = _open_stream(path)
     except OSError as exc:
-        raise _Broken() from exc
+        raise BrokenInput() from exc
     buf = bytearray(2 * size)  # one reused buffer: no fresh memory (page faults) per block
     have = 0  # bytes of an unfinished line at the front of buf
     with fh:
@@ -295,7 +310,7 @@ def _blocks(path: str, max_bytes: int | None, size: int):
                     have = end
                 if max_bytes is not None and have > max_bytes + 1:
                     # over the limit whatever its ending: count the rest of the line, keep none of it
-                    # (the size as _lines counts a line it drains: without its "\n")
+                    # (the size as read_lines counts a line it drains: without its "\n")
                     total = have
                     while True:
                         more = fh.readline(1 << 20)
@@ -305,11 +320,11 @@ def _blocks(path: str, max_bytes: int | None, size: int):
                     have = 0
                     yield total - (more[-1:] == b"\n")
         except Exception as exc:  # noqa: BLE001 - truncated gzip, corrupt zstd frame, I/O error
-            raise _Broken() from exc
+            raise BrokenInput() from exc
 
 
-def _line_or_size(line: bytes, max_bytes: int | None) -> bytes | int:
-    """A whole line as :func:`_lines` gives it: its bytes, or its size when over ``max_bytes``
+def line_or_size(line: bytes, max_bytes: int | None) -> bytes | int:
+    """A whole line as :func:`read_lines` gives it: its bytes, or its size when over ``max_bytes``
     (without "\r\n" or "\n" when the line fits in its ``readline(max_bytes + 2)``, else without
     "\n" only)."""
     if max_bytes is None or len(line) <= max_bytes:
@@ -404,7 +419,7 @@ def _warc(path: str, max_bytes: int | None) -> Iterator[tuple[int, str, tuple]]:
             yield recno + 1, "error", (f"cannot read the WARC file after record {recno}: {_oserror(exc)}",)
 
 
-def _parquet_open(path: str):
+def open_parquet(path: str):
     """``(ParquetFile, number of rows)``, or ``(None, why)``."""
     pq = require("pyarrow.parquet", "io")
     try:
@@ -423,7 +438,7 @@ def _has_nul(data: bytes) -> bool:
 # --------------------------------------------------------------------------- records to documents
 
 
-def _id_str(value, fallback: str) -> str:
+def id_string(value, fallback: str) -> str:
     if value is None or value == "":
         return fallback
     t = type(value)
@@ -437,11 +452,11 @@ def _id_str(value, fallback: str) -> str:
         return str(value)
 
 
-def _utf8_len(text: str) -> int:
+def utf8_length(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-def _describe(value) -> str:
+def describe_value(value) -> str:
     if value is None:
         return "null"
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
@@ -449,7 +464,7 @@ def _describe(value) -> str:
     )
 
 
-class _Reader:
+class RecordReader:
     """Options and per-format readers. Each ``_read_*`` generator yields Documents and Skipped
     records numbered from ``n`` and returns the next ordinal."""
 
@@ -482,7 +497,7 @@ class _Reader:
 
     # -- shared ------------------------------------------------------------------------------
 
-    def _finish(self, ident, text, n, src, meta, *, is_html, url=None):
+    def finish_record(self, ident, text, n, src, meta, *, is_html, url=None):
         """Extract HTML if needed (or defer it to the worker processes) and reject empty text."""
         if is_html and text and not text.isspace():
             if self.jobs > 1:
@@ -502,18 +517,18 @@ class _Reader:
         value = obj[tf]
         if value is None:
             return Skipped(ident, n, src, "missing_text", f"'{tf}' is null")
-        return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {_describe(value)}, not a string")
+        return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {describe_value(value)}, not a string")
 
     # -- JSONL -------------------------------------------------------------------------------
 
     def _read_jsonl(self, path: str, n: int):
-        for lineno, line in _lines(path, self.max_bytes):
-            yield self._jsonl_record(line, n, f"{path}:{lineno}")
+        for lineno, line in read_lines(path, self.max_bytes):
+            yield self.jsonl_record(line, n, f"{path}:{lineno}")
             n += 1
         return n
 
-    def _jsonl_record(self, line: bytes | int | str, n: int, src: str):
-        """The record of one line from :func:`_lines` (its bytes, its size when too large, or why
+    def jsonl_record(self, line: bytes | int | str, n: int, src: str):
+        """The record of one line from :func:`read_lines` (its bytes, its size when too large, or why
         the file cannot be read further)."""
         if type(line) is not bytes:
             if type(line) is int:
@@ -524,10 +539,10 @@ class _Reader:
         except orjson.JSONDecodeError as exc:
             return self._bad_line(line, exc, n, src)
         if type(obj) is not dict:
-            return Skipped(src, n, src, "not_an_object", f"the line holds {_describe(obj)}, not a JSON object")
+            return Skipped(src, n, src, "not_an_object", f"the line holds {describe_value(obj)}, not a JSON object")
         ident = obj.get(self.id_field)
         if type(ident) is not str or not ident:
-            ident = _id_str(ident, src)
+            ident = id_string(ident, src)
         text = obj.get(self.text_field)
         if type(text) is not str:
             return self._no_text(obj, ident, n, src)
@@ -538,7 +553,7 @@ class _Reader:
                 meta[f] = v
         if self.content == "html":
             url = obj.get("url")
-            return self._finish(ident, text, n, src, meta, is_html=True, url=url if type(url) is str else None)
+            return self.finish_record(ident, text, n, src, meta, is_html=True, url=url if type(url) is str else None)
         if not text or text.isspace():
             return Skipped(ident, n, src, "empty", "the text is empty" if not text else "the text is only white space")
         return Document(ident, text, n, src, meta)
@@ -552,8 +567,8 @@ class _Reader:
         """The records of :meth:`_read_jsonl`, with runs of ordinary records as EncodedDocuments.
 
         Blocks of whole lines are scanned by ``neardup._jsonl`` off the GIL; the lines it does
-        not take (errors, anything unusual) go through :meth:`_jsonl_record`, line by line. If
-        the stream breaks, the rest of the file is read again by :func:`_lines`, from the first
+        not take (errors, anything unusual) go through :meth:`jsonl_record`, line by line. If
+        the stream breaks, the rest of the file is read again by :func:`read_lines`, from the first
         line not yet given: the records are then exactly those of :meth:`_read_jsonl`.
         """
         import numpy as np
@@ -563,10 +578,10 @@ class _Reader:
         max_line = -1 if max_bytes is None else max_bytes
         lineno = 0
         try:
-            for item in _blocks(path, max_bytes, _JSONL_BLOCK_BYTES):
+            for item in jsonl_blocks(path, max_bytes, JSONL_BLOCK_BYTES):
                 if type(item) is int:  # a line over max_bytes
                     lineno += 1
-                    yield self._jsonl_record(item, n, f"{path}:{lineno}")
+                    yield self.jsonl_record(item, n, f"{path}:{lineno}")
                     n += 1
                     continue
                 buf, length = item
@@ -593,14 +608,14 @@ class _Reader:
                                                flagged=(kinds[a:b] & _jsonl.FLAGGED).astype(bool),
                                                flag_spans=spans[a:b])
                     if b < kinds.size:  # line b falls back
-                        yield self._jsonl_record(_line_or_size(fallback[b], max_bytes), n + b,
+                        yield self.jsonl_record(line_or_size(fallback[b], max_bytes), n + b,
                                                  f"{path}:{lineno + b + 1}")
                 lineno += int(kinds.size)
                 n += int(kinds.size)
-        except _Broken:
-            for k, line in _lines(path, max_bytes):
+        except BrokenInput:
+            for k, line in read_lines(path, max_bytes):
                 if k > lineno:
-                    yield self._jsonl_record(line, n, f"{path}:{k}")
+                    yield self.jsonl_record(line, n, f"{path}:{k}")
                     n += 1
         return n
 
@@ -619,7 +634,7 @@ class _Reader:
 
     def _read_parquet(self, path: str, n: int):
         start = n
-        pf, nrows = _parquet_open(path)
+        pf, nrows = open_parquet(path)
         if pf is None:
             yield Skipped(path, n, path, "unreadable_file", nrows)
             return n + 1
@@ -636,7 +651,7 @@ class _Reader:
         columns = [tf] + ([idf] if idf in names and idf != tf else []) + extra
         row = 0
         try:
-            for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, columns=columns, use_threads=False):
+            for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns, use_threads=False):
                 yield from self._parquet_batch(path, batch, row, start, idf in names, extra)
                 row += batch.num_rows
         except Exception as exc:  # noqa: BLE001 - corrupt page or row group
@@ -646,6 +661,27 @@ class _Reader:
                 yield Skipped(src, start + r, src, "unreadable_file", detail)
             row = max(row, nrows)
         return start + max(row, nrows)
+
+    def records_of_batch(self, batch, source: str, start: int = 0):
+        """The records of an Arrow RecordBatch of rows, as the Parquet reader makes them
+        from a file's rows: row r is record ``start + r`` with source ``<source>:<r>``, its id from
+        the id column (``<source>:<r>`` without one), its text from the text column, the
+        ``keep_fields`` columns in its meta. Without a text column every row is ``missing_text``."""
+        import pyarrow as pa
+
+        names = batch.schema.names
+        tf, idf = self.text_field, self.id_field
+        if tf not in names:
+            shown = ", ".join(names[:_MAX_KEYS_SHOWN]) + (", ..." if len(names) > _MAX_KEYS_SHOWN else "")
+            for row in range(batch.num_rows):
+                src = f"{source}:{row}"
+                yield Skipped(src, start + row, src, "missing_text",
+                              f"no '{tf}' column; columns: {shown or '(none)'} — use text_field")
+            return
+        extra = [f for f in dict.fromkeys(self.keep_fields) if f in names and f not in (tf, idf)]
+        columns = [tf] + ([idf] if idf in names and idf != tf else []) + extra
+        picked = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
+        yield from self._parquet_batch(source, picked, 0, start, idf in names, extra)
 
     def _parquet_batch(self, path, batch, row0, start, has_id, extra):
         import pyarrow as pa
@@ -678,7 +714,7 @@ class _Reader:
             src = f"{path}:{row}"
             ident = ids[i] if ids is not None else None
             if type(ident) is not str or not ident:
-                ident = _id_str(ident, src)
+                ident = id_string(ident, src)
             if too_big is not None and i in too_big:
                 yield Skipped(ident, n, src, "too_large", f"'{tf}' of {too_big[i]} bytes is over the {max_bytes} byte limit")
                 continue
@@ -695,9 +731,9 @@ class _Reader:
                             continue
                         text = text.decode("utf-8", "replace")
                 else:
-                    yield Skipped(ident, n, src, "not_a_string", f"'{tf}' is {_describe(text)}, not a string")
+                    yield Skipped(ident, n, src, "not_a_string", f"'{tf}' is {describe_value(text)}, not a string")
                     continue
-            if max_bytes is not None and too_big is None and _utf8_len(text) > max_bytes:
+            if max_bytes is not None and too_big is None and utf8_length(text) > max_bytes:
                 yield Skipped(ident, n, src, "too_large", f"'{tf}' is over the {max_bytes} byte limit")
                 continue
             meta = {}
@@ -706,7 +742,7 @@ class _Reader:
                     meta[f] = values[i]
             if keep_id and ids[i] is not None:
                 meta[self.id_field] = ids[i]
-            yield self._finish(ident, text, n, src, meta, is_html=is_html)
+            yield self.finish_record(ident, text, n, src, meta, is_html=is_html)
 
     # -- WARC --------------------------------------------------------------------------------
 
@@ -723,7 +759,7 @@ class _Reader:
                 if html is None:
                     yield Skipped(ident, n, src, "undecodable", f"the body is not valid {charset or 'UTF-8'}")
                 else:
-                    yield self._finish(ident, html, n, src, {"url": url}, is_html=True, url=url or None)
+                    yield self.finish_record(ident, html, n, src, {"url": url}, is_html=True, url=url or None)
             elif kind == "skip":
                 ident, reason, detail = payload
                 yield Skipped(ident, n, src, reason, detail)
@@ -760,7 +796,7 @@ class _Reader:
             text = decode_html(data, errors=self.errors)
             if text is None:
                 return Skipped(path, n, path, "undecodable", "the file is not valid in its declared charset or UTF-8")
-            return self._finish(path, text, n, path, {}, is_html=True)
+            return self.finish_record(path, text, n, path, {}, is_html=True)
         text = _decode_text(data, self.errors)
         if text is None:
             try:
@@ -768,7 +804,7 @@ class _Reader:
             except UnicodeDecodeError as exc:
                 where = exc.start
             return Skipped(path, n, path, "undecodable", f"invalid UTF-8 at byte {where}")
-        return self._finish(path, text, n, path, {}, is_html=self.content == "html")
+        return self.finish_record(path, text, n, path, {}, is_html=self.content == "html")
 
     # -- everything --------------------------------------------------------------------------
 
@@ -786,7 +822,7 @@ class _Reader:
         :func:`read_encoded`), JSONL files yield their ordinary records as EncodedDocuments."""
         n = 0
         fast = encoded_table is not False and self._fast_jsonl()
-        for path, fmt, why in _leaves(plan):
+        for path, fmt, why in input_leaves(plan):
             if why is not None:
                 if self.want is None or self.want(n):
                     yield Skipped(path, n, path, "unreadable_file", why)
@@ -877,7 +913,7 @@ def _parallel(items, mode: str, jobs: int):
             yield from resolve(*window.popleft())
 
 
-def _maybe_parallel(reader: "_Reader", items):
+def extract_in_parallel(reader: "RecordReader", items):
     if reader.jobs > 1:
         return _parallel(items, reader.html, reader.jobs)
     return items
@@ -913,9 +949,9 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     in that many worker processes, a bounded window ahead, same order and same output; plain text
     is never sent to them. See the module docstring for each format.
     """
-    reader = _Reader(id_field=id_field, text_field=text_field, content=content, html=html,
+    reader = RecordReader(id_field=id_field, text_field=text_field, content=content, html=html,
                      keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs)
-    return _read(reader, _plan(paths, format))
+    return _read(reader, plan_inputs(paths, format))
 
 
 def read_encoded(paths: list[str], *, table=None, format: str = "auto",
@@ -929,10 +965,10 @@ def read_encoded(paths: list[str], *, table=None, format: str = "auto",
     does not take, and every other format, come out as :func:`read_documents` gives them; with
     ``content="html"``, ``keep_fields``, or without the compiled scanner, everything does.
     """
-    return _read(_Reader(**options), _plan(paths, format), table)
+    return _read(RecordReader(**options), plan_inputs(paths, format), table)
 
 
-def _read(reader: _Reader, plan, encoded_table=False):
+def _read(reader: RecordReader, plan, encoded_table=False):
     """``reader.read(plan, encoded_table)``, HTML extracted in worker processes when the reader
     has ``jobs > 1`` and the plan has HTML to extract (plain text is never sent to them)."""
     if reader.jobs > 1 and (reader.content == "html" or any(f in ("html", "warc") for _, f, _, _ in plan)):
@@ -950,28 +986,28 @@ def iter_raw_records(paths, *, format: str = "auto", max_bytes: int | None = Non
     and HTML files. Records that can never be documents (unreadable files, non-HTML WARC
     responses, JSONL lines over ``max_bytes``) take their ordinal but are not yielded.
     """
-    plan = _plan(paths, format)
+    plan = plan_inputs(paths, format)
     return _raw(plan, max_bytes)
 
 
 def _raw(plan, max_bytes):
     n = 0
-    for path, fmt, why in _leaves(plan):
+    for path, fmt, why in input_leaves(plan):
         if why is not None or fmt == "not_html":
             n += 1
         elif fmt == "jsonl":
-            for _, line in _lines(path, max_bytes):
+            for _, line in read_lines(path, max_bytes):
                 if type(line) is bytes:
                     yield n, line
                 n += 1
         elif fmt == "parquet":
-            pf, nrows = _parquet_open(path)
+            pf, nrows = open_parquet(path)
             if pf is None:
                 n += 1
                 continue
             row = 0
             try:
-                for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
+                for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
                     for rec in batch.to_pylist():
                         yield n + row, rec
                         row += 1

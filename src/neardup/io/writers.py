@@ -11,8 +11,9 @@ import orjson
 
 from ..errors import ConfigError, InputError, require
 from .documents import Document
-from .readers import (_JSONL_BLOCK_BYTES, _PARQUET_BATCH_ROWS, _blocks, _Broken, _jsonl, _leaves, _line_or_size,
-                      _lines, _maybe_parallel, _parquet_open, _plan, _Reader)
+from .readers import (JSONL_BLOCK_BYTES, PARQUET_BATCH_ROWS, BrokenInput, RecordReader, extract_in_parallel,
+                      has_line_scanner, input_leaves, jsonl_blocks, jsonl_line_ends, line_or_size, open_parquet,
+                      plan_inputs, read_lines)
 
 __all__ = ["JsonlWriter", "write_kept"]
 
@@ -127,10 +128,10 @@ class _Keep:
 def _parquet_schemas(plan):
     """The Arrow schema shared by every readable Parquet input, or None if they differ."""
     schema = None
-    for path, fmt, why in _leaves(plan):
+    for path, fmt, why in input_leaves(plan):
         if why is not None or fmt != "parquet":
             continue
-        pf, _ = _parquet_open(path)
+        pf, _ = open_parquet(path)
         if pf is None:
             continue
         if schema is None:
@@ -170,14 +171,14 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
     ``{"path", "records", "format", "input_records"}``; raises InputError when the inputs no longer
     have the number of records the array was made for.
     """
-    plan = _plan(paths, format)
+    plan = plan_inputs(paths, format)
     read_options.pop("keep_fields", None)
-    reader = _Reader(**read_options)
+    reader = RecordReader(**read_options)
     keeper = _Keep(keep)
     reader.want = keeper.fn
     os.makedirs(out_dir, exist_ok=True)
 
-    leaf_formats = {fmt for _, fmt, why in _leaves(plan) if why is None and fmt != "not_html"}
+    leaf_formats = {fmt for _, fmt, why in input_leaves(plan) if why is None and fmt != "not_html"}
     schema = first = None
     if leaf_formats == {"parquet"}:
         schema, first = _parquet_schemas(plan)
@@ -205,13 +206,13 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
     return {"path": path, "records": written, "format": out_format, "input_records": n}
 
 
-def _write_jsonl(plan, keeper: _Keep, reader: _Reader, tmp: str) -> tuple[int, int]:
+def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, tmp: str) -> tuple[int, int]:
     total = [0]
 
     def records():
         """Kept JSONL lines (bytes), Parquet rows (dicts) and Documents, in input order."""
         n = 0
-        for path, fmt, why in _leaves(plan):
+        for path, fmt, why in input_leaves(plan):
             if why is not None or fmt == "not_html":
                 n += 1
             elif fmt == "jsonl":
@@ -219,13 +220,13 @@ def _write_jsonl(plan, keeper: _Keep, reader: _Reader, tmp: str) -> tuple[int, i
                 n = yield from _kept_lines(path, reader.max_bytes, keeper, n,
                                            out.write_raw_lines if reader.jobs == 1 else None)
             elif fmt == "parquet":
-                pf, nrows = _parquet_open(path)
+                pf, nrows = open_parquet(path)
                 if pf is None:
                     n += 1
                     continue
                 row = 0
                 try:
-                    for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
+                    for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
                         mask = keeper.mask(n + row, batch.num_rows)
                         row += batch.num_rows
                         if mask.any():
@@ -242,7 +243,7 @@ def _write_jsonl(plan, keeper: _Keep, reader: _Reader, tmp: str) -> tuple[int, i
         total[0] = n
 
     with JsonlWriter(tmp) as out:
-        for item in _maybe_parallel(reader, records()):
+        for item in extract_in_parallel(reader, records()):
             t = type(item)
             if t is bytes:
                 out.write_raw(item)
@@ -264,20 +265,20 @@ def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, write_l
     stream breaks) the kept lines are yielded one by one, as bytes.
     """
     lineno = 0
-    if write_lines is not None and _jsonl is not None:
+    if write_lines is not None and has_line_scanner():
         try:
-            for item in _blocks(path, max_bytes, _JSONL_BLOCK_BYTES):
+            for item in jsonl_blocks(path, max_bytes, JSONL_BLOCK_BYTES):
                 if type(item) is int:  # a line over max_bytes: never kept
                     lineno, n = lineno + 1, n + 1
                     continue
                 buf, length = item
                 with memoryview(buf) as whole, whole[:length] as block:
-                    ends = np.frombuffer(_jsonl.line_ends(block), dtype=np.int64)
+                    ends = jsonl_line_ends(block)
                     starts = np.concatenate(([0], ends[:-1]))
                     keep = keeper.mask(n, ends.size).copy()
                     if max_bytes is not None:  # lines over the limit are records never kept
                         for i in np.flatnonzero(keep & (ends - starts > max_bytes)).tolist():
-                            keep[i] = type(_line_or_size(bytes(block[starts[i] : ends[i]]), max_bytes)) is bytes
+                            keep[i] = type(line_or_size(bytes(block[starts[i] : ends[i]]), max_bytes)) is bytes
                     edges = np.flatnonzero(np.diff(np.concatenate(([0], keep.view(np.int8), [0]))))
                     for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist()):  # kept lines a..b-1
                         with block[int(starts[a]) : int(ends[b - 1])] as run:
@@ -286,10 +287,10 @@ def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, write_l
                         write_lines(b"\n", 0)  # the file's last line, which has no newline
                 lineno, n = lineno + int(ends.size), n + int(ends.size)
             return n
-        except _Broken:
+        except BrokenInput:
             pass  # the rest, from the first line not yet given, line by line as the reader did
     fn = keeper.fn
-    for k, line in _lines(path, max_bytes):
+    for k, line in read_lines(path, max_bytes):
         if k > lineno:
             if type(line) is bytes and fn(n):
                 yield line
@@ -311,14 +312,14 @@ def _write_parquet(plan, keeper: _Keep, tmp: str, schema, compression: str) -> t
                 writer.write_table(pa.Table.from_batches(pending))
                 pending, pending_bytes = [], 0
 
-        for path, fmt, why in _leaves(plan):
-            pf, nrows = (None, None) if why is not None else _parquet_open(path)
+        for path, fmt, why in input_leaves(plan):
+            pf, nrows = (None, None) if why is not None else open_parquet(path)
             if pf is None:
                 n += 1
                 continue
             row = 0
             try:
-                for batch in pf.iter_batches(batch_size=_PARQUET_BATCH_ROWS, use_threads=False):
+                for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
                     mask = keeper.mask(n + row, batch.num_rows)
                     row += batch.num_rows
                     if not mask.any():

@@ -38,15 +38,17 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 
 def _band_keys_numpy(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """The definition of :func:`band_keys` (what the compiled kernel computes, in numpy)."""
+    """The definition of :func:`band_keys` (what the compiled kernel computes, in numpy).
+
+    All bands fold their j-th row together: the same arithmetic as one value at a time, in
+    ``rows`` numpy steps instead of ``bands * rows``.
+    """
     n = sig.shape[0]
-    out = np.empty((n, bands), dtype=np.uint64)
-    for band in range(bands):
-        key = np.full(n, np.uint64(band), dtype=np.uint64)
-        for row in range(band * rows, (band + 1) * rows):
-            key = splitmix64_array(key ^ sig[:, row])
-        out[:, band] = key
-    return out
+    folded = sig[:, : bands * rows].reshape(n, bands, rows)
+    key = np.tile(np.arange(bands, dtype=np.uint64), (n, 1))
+    for row in range(rows):
+        key = splitmix64_array(key ^ folded[:, :, row])
+    return key
 
 
 class MinHashLSH:
@@ -73,10 +75,18 @@ class MinHashLSH:
         self.num_perm = num_perm
         self._tables: list[dict[int, list]] = [defaultdict(list) for _ in range(banding.bands)]
         self._keys: dict = {}
+        self._params = None  # (MinHash params, hash) of the sketches in the index, fixed by the first one
 
     def _keys_of(self, sketch) -> np.ndarray:
         if len(sketch) != self.num_perm:
             raise IncompatibleSketchError(f"sketch has {len(sketch)} values, the index expects {self.num_perm}")
+        # sketches of other permutations or hashes share band keys only by chance: refused
+        made_with = (getattr(sketch, "params", None), getattr(sketch, "hash", None))
+        if self._params is None:
+            self._params = made_with
+        elif made_with != self._params:
+            raise IncompatibleSketchError(f"sketch made with {made_with[0]} (hash {made_with[1]}), the index holds "
+                                          f"sketches made with {self._params[0]} (hash {self._params[1]})")
         return band_keys(sketch.hashvalues, self.banding.bands, self.banding.rows)[0]
 
     def add(self, key, sketch) -> None:

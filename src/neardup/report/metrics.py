@@ -43,7 +43,7 @@ from ..hashing import derive, hash64, splitmix64_array
 from ..lsh.banding import band_keys
 from ..lsh.params import optimal_banding, probability, threshold as band_threshold
 from ..params import MinHashParams, ShingleParams
-from ..shingle import shingle_ids, shingle_set, shingle_strings, shingles
+from ..shingle import shingle_ids, shingle_set, shingles
 from ..sketch.estimate import binomial_stderr
 from ..sketch.minhash import EMPTY, MinHash
 from ..sketch.permutations import AffineModPrime, family_for
@@ -124,10 +124,10 @@ def _read_share(paths, opts: InputOptions, mode: str, jobs: int, share: int):
                   html=mode, max_bytes=opts.max_bytes)
     if jobs > 1:
         try:  # the readers' ordinal filter: records of other shares are counted, not extracted
-            from ..io.readers import _plan, _Reader
+            from ..io.readers import RecordReader, plan_inputs
 
-            records = _Reader(want=lambda n: n % jobs == share, **{k: v for k, v in kwargs.items() if k != "format"}
-                              ).read(_plan(paths, opts.format))
+            records = RecordReader(want=lambda n: n % jobs == share, **{k: v for k, v in kwargs.items() if k != "format"}
+                              ).read(plan_inputs(paths, opts.format))
         except (ImportError, TypeError):
             records = read_documents(paths, **kwargs)
     else:
@@ -274,25 +274,18 @@ def _popcount(x: np.ndarray) -> np.ndarray:
 
 
 def _measure_text(text: str, cfg: ReportConfig) -> tuple[np.ndarray, int | None, int]:
-    """Shingle ids, content fingerprint and simhash of one text, tokenizing it once.
+    """Shingle ids, content fingerprint and simhash of one text, its words listed once.
 
     The same values as :func:`shingle_ids`, :func:`fingerprint` and :meth:`SimHash.from_text`
     (tests check it); tokenizing is most of their cost, and each of them tokenizes on its own.
     """
-    from .. import _native
     from ..exact.fingerprint import fingerprint_of_content
-    from ..text.tokenize import tokenize, words
+    from ..stages.sketch import shingle_runs
+    from ..text.tokenize import words
 
     params = cfg.shingle
-    toks = tokenize(text, params.unit, params.normalize)
-    word_list = toks if params.unit == "word" else words(text, params.normalize)
-    if _native.supports(params):
-        ids = _native.shingle_ids(text, params)
-    elif params.multiset:
-        ids = shingle_ids(text, params)
-    else:
-        strings = shingle_strings(toks, params.k, params.unit)
-        ids = np.unique(np.fromiter((hash64(x, params.hash) for x in strings), dtype=np.uint64, count=len(strings)))
+    word_list = words(text, params.normalize)
+    ids, _ = shingle_runs([text], params)
     content = " ".join(word_list).encode("utf-8", "surrogatepass")
     fp = fingerprint_of_content(content) if content else None
     sh = SimHash.from_features(Counter(word_list), hash=cfg.simhash_hash).value

@@ -20,6 +20,7 @@ Reference: Broder 1997, "On the resemblance and containment of documents", Theor
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 import numpy as np
 
@@ -31,10 +32,21 @@ from .estimate import Estimate
 from .minhash import _as_ids
 
 
+
+def mixed_ids(ids, seed: int) -> np.ndarray:
+    """Shingle ids hashed once more for sampling: splitmix64 of ``id XOR derive(seed, "sample", 0)``
+    (uint64). MIN_s keeps the smallest of these, MOD_m the multiples of m."""
+    return splitmix64_array(np.asarray(ids, dtype=np.uint64), _sample_seed(seed))
+
+
+@lru_cache(maxsize=64)
+def _sample_seed(seed: int) -> int:
+    return derive(seed, "sample", 0)
+
 class _SampleSketch:
     kind = ""
 
-    __slots__ = ("size", "seed", "hash", "values", "shingle_fingerprint", "_mix_seed")
+    __slots__ = ("size", "seed", "hash", "values", "shingle_fingerprint")
 
     def __init__(self, size: int, *, seed: int = 1, hash: str = "xxh3", values=None, shingle_fingerprint: int = 0):
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -43,7 +55,6 @@ class _SampleSketch:
         self.seed = seed
         self.hash = check_hash_name(hash)
         self.shingle_fingerprint = shingle_fingerprint
-        self._mix_seed = derive(seed, "sample", 0)
         self.values = np.empty(0, dtype=np.uint64) if values is None else np.unique(np.asarray(values, dtype=np.uint64))
 
     @classmethod
@@ -61,7 +72,7 @@ class _SampleSketch:
         self.update_ids(_as_ids(tokens, self.hash))
 
     def update_ids(self, ids) -> None:
-        mixed = splitmix64_array(np.asarray(ids, dtype=np.uint64), self._mix_seed)
+        mixed = mixed_ids(ids, self.seed)
         self.values = self._select(np.union1d(self.values, self._select(np.unique(mixed))))
 
     def _select(self, sorted_values: np.ndarray) -> np.ndarray:

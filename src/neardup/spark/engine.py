@@ -9,11 +9,12 @@
 Every stage is a DataFrame operation; nothing about the corpus, its signatures or its edges is
 collected to the driver (only counts, the per-file/per-split line counts that give ordinals, and
 the summary's small aggregates). The Python code that runs on executors is the local engine's
-own: :meth:`neardup.pipeline.Deduplicator._sketch` (the compiled kernel + content fingerprints),
-:func:`neardup.lsh.banding.band_keys`, :func:`neardup.cluster.candidates.estimate_similarity`,
-:func:`~neardup.cluster.candidates.exact_overlaps` and :func:`~neardup.cluster.candidates.similarities`,
-so the shingles, hashes, signatures, estimates and exact similarities are bit-for-bit the local
-ones, and so are the clusters, survivors, reasons and pairs (see ``tests/test_spark_engine.py``).
+own stages (:mod:`neardup.stages`): :func:`~neardup.stages.sketch.sketch_texts` (the compiled
+kernel + content fingerprints), :func:`~neardup.stages.candidates.band_keys`,
+:func:`~neardup.stages.candidates.estimate_filter`, :func:`~neardup.stages.verify.pair_similarities`
+and :func:`~neardup.stages.verify.score_of`, so the shingles, hashes, signatures, estimates and
+exact similarities are bit-for-bit the local ones, and so are the clusters, survivors, reasons
+and pairs (see ``tests/test_spark_engine.py``).
 
 **Ordinals.** The local engine orders records by their position in the input (``ordinal``): the
 window of 64 in a bucket, the record an exact duplicate points to, and the survivor's tie-break
@@ -45,16 +46,18 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
+from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
-from ..pipeline import DedupConfig, _numeric, peak_memory_mb
+from ..pipeline import peak_memory_mb
+from ..stages.candidates import estimate_floor
+from ..stages.survivors import keep_value
+from ..stages.verify import score_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkDedupResult", "dedup", "dedup_paths", "DEFAULT_MAX_BYTES"]
+__all__ = ["SparkDedupResult", "dedup", "dedup_paths"]
 
-#: Records larger than this are Skipped as ``too_large`` (the CLI's default --max-bytes).
-DEFAULT_MAX_BYTES = 64 << 20
 #: Text handed to the kernel per call inside a task (the local engine's batch size).
 _SKETCH_BATCH_CHARS = 16 << 20
 _MISSING = object()
@@ -115,48 +118,48 @@ class _Recs:
         else:
             self.texts.append(rec.text)
             self.skips.append(None)
-            self.keyvals.append(_numeric(rec.meta.get(keep_field)) if keep_field else math.nan)
+            self.keyvals.append(keep_value(rec.meta.get(keep_field)) if keep_field else math.nan)
 
     def __len__(self) -> int:
         return len(self.keys)
 
 
 def _local_reader(ctx: dict):
-    from ..io.readers import _Reader
+    from ..io.readers import RecordReader
 
     keep = (ctx["keep_field"],) if ctx.get("keep_field") else ()
-    return _Reader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
+    return RecordReader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
                    max_bytes=ctx["max_bytes"])
 
 
 def _jsonl_record(reader, line: bytes, n: int, src: str):
     """One JSONL line (without its ``\\n``, as Spark splits them) as the local reader makes it:
-    ``_Reader._jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
+    ``RecordReader.jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
     reader counts it. Only ``content="text"``."""
-    from ..io.readers import _line_or_size
+    from ..io.readers import line_or_size
 
     if reader.max_bytes is not None and len(line) > reader.max_bytes:
-        line = _line_or_size(line + b"\n", reader.max_bytes)
-    return reader._jsonl_record(line, n, src)
+        line = line_or_size(line + b"\n", reader.max_bytes)
+    return reader.jsonl_record(line, n, src)
 
 
 def _row_record(reader, ident, text, keyval, n: int, src: str | None):
     """One Parquet row (or DataFrame row) as the local Parquet reader makes it.
 
-    Mirrors ``_Reader._parquet_batch`` value by value: id (``_id_str`` with ``<file>:<row>`` as
+    Mirrors ``RecordReader._parquet_batch`` value by value: id (``id_string`` with ``<file>:<row>`` as
     the fallback; None here for a DataFrame, filled in later), ``too_large`` on the raw size,
     null text, binary decoded as UTF-8 (``errors``), other types ``not_a_string``, blank text
-    ``empty``. (A ``_Reader._parquet_value(ident, text, n, src, meta)`` method would let both share it.)
+    ``empty``. (A ``RecordReader._parquet_value(ident, text, n, src, meta)`` method would let both share it.)
     """
     from ..io.documents import Skipped
-    from ..io.readers import _describe, _id_str, _utf8_len
+    from ..io.readers import describe_value, id_string, utf8_length
 
     if type(ident) is not str or not ident:
-        ident = _id_str(ident, src)
+        ident = id_string(ident, src)
     tf, max_bytes = reader.text_field, reader.max_bytes
     if max_bytes is not None:
         t = type(text)
-        size = _utf8_len(text) if t is str else len(text) if t is bytes else 0
+        size = utf8_length(text) if t is str else len(text) if t is bytes else 0
         if size > max_bytes:
             return Skipped(ident, n, src, "too_large", f"'{tf}' of {size} bytes is over the {max_bytes} byte limit")
     if type(text) is not str:
@@ -170,11 +173,11 @@ def _row_record(reader, ident, text, keyval, n: int, src: str | None):
                     return Skipped(ident, n, src, "undecodable", f"'{tf}' is not UTF-8 (byte {exc.start})")
                 text = text.decode("utf-8", "replace")
         else:
-            return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {_describe(text)}, not a string")
+            return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {describe_value(text)}, not a string")
     meta = {}
     if keyval is not None and reader.keep_fields:
         meta[reader.keep_fields[0]] = keyval
-    return reader._finish(ident, text, n, src, meta, is_html=False)
+    return reader.finish_record(ident, text, n, src, meta, is_html=False)
 
 
 def _parse_jsonl(batches, ctx: dict) -> Iterator[_Recs]:
@@ -254,25 +257,22 @@ def _sketch_schema(extra_fields=()):
 def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool = False):
     """Parsed records -> one Arrow batch of sketch rows per input batch.
 
-    Documents go through the local engine's own ``Deduplicator._sketch`` (kernel signatures with
-    shingle ids, and content fingerprints) in chunks of about 16 M characters, one thread (a
+    Documents go through the sketch stage, as in the local engine (kernel signatures with
+    shingle ids, and content fingerprints), in chunks of about 16 M characters, one thread (a
     Spark task is one core). Reasons as the local engine gives them: ``skipped:<why>`` from the
     reader, ``skipped:empty`` for a document without shingles, ``""`` for the others (the exact
     pass comes later).
     """
     import pyarrow as pa
 
-    from ..pipeline import Deduplicator
+    from ..stages.sketch import kernel_handles, sketch_texts
 
     if need_kernel:
-        from .. import _native
-
-        if not _native.supports(config.shingle):
+        if not kernel_handles(config.shingle):
             raise RuntimeError(
                 "neardup's compiled kernel (neardup._kernel) does not import on this Spark executor, while the "
                 "driver has it: install neardup[spark] on the executors or ship a virtualenv archive "
                 "(spark.archives); a wheel in --py-files cannot carry a compiled extension (see docs/spark.md)")
-    sketcher = Deduplicator(config, jobs=1)
     want_sig = config.method == "minhash"
     want_ids = config.method != "exact"
     for rb in recs:
@@ -298,7 +298,8 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
                 stop += 1
             chunk = docs[start:stop]
             start = stop
-            s, fps = sketcher._sketch([rb.texts[i] for i in chunk])
+            s = sketch_texts([rb.texts[i] for i in chunk], config.shingle, config.minhash, jobs=1)
+            fps = s.fingerprints
             counts = s.n_shingles.tolist()
             fps_i = fps.astype(np.uint64).view(np.int64).tolist()
             offs = s.offsets.tolist()
@@ -342,9 +343,9 @@ def _map_rows(batches, ctx, config):
 
 def _need_kernel(config: DedupConfig) -> bool:
     """True when the driver sketches these parameters with the compiled kernel: the executors must too."""
-    from .. import _native
+    from ..stages.sketch import kernel_handles
 
-    return _native.supports(config.shingle)
+    return kernel_handles(config.shingle)
 
 
 def _stack(col, width: int) -> np.ndarray:
@@ -357,7 +358,7 @@ def _band_rows(batches, bands: int, rows: int, num_perm: int):
     """(ordinal, sig) -> (band, key, ordinal) rows: the local engine's band keys, exploded."""
     import pyarrow as pa
 
-    from ..lsh.banding import band_keys
+    from ..stages.candidates import band_keys
 
     for rb in batches:
         if rb.num_rows == 0:
@@ -375,7 +376,7 @@ def _window_pairs(batches, window: int):
     """Rows sorted by (band, key, ordinal), each bucket whole in one partition -> pairs (a < b).
 
     Each member of a bucket is paired with the next ``window - 1`` members in ordinal order, as
-    :func:`neardup.cluster.candidates.candidate_pairs` does: a bucket no larger than the window
+    :func:`neardup.stages.candidates.band_candidates` does: a bucket no larger than the window
     gives all its pairs, a larger one a linear number. A bucket may span batches: the last
     ``window - 1`` members of the open bucket are carried over.
     """
@@ -416,36 +417,24 @@ def _estimates(batches, num_perm: int):
     """(a, b, sig_a, sig_b) -> (a, b, estimate): :func:`estimate_similarity` as locally."""
     import pyarrow as pa
 
-    from ..cluster.candidates import estimate_similarity
+    from ..stages.candidates import estimate_filter
 
     for rb in batches:
         k = rb.num_rows
         if k == 0:
             continue
         sigs = np.concatenate([_stack(rb.column(2), num_perm), _stack(rb.column(3), num_perm)])
-        est = estimate_similarity(sigs, np.arange(k), np.arange(k, 2 * k))
+        _, _, est, _ = estimate_filter(sigs, np.arange(k), np.arange(k, 2 * k), None)
         yield pa.RecordBatch.from_arrays([rb.column(0), rb.column(1), pa.array(est)], names=["a", "b", "estimate"])
 
 
 def _overlap_sims(ids_a: list, ids_b: list) -> dict:
     """Exact similarities of pairs of sorted distinct shingle-id runs (bytes), as locally."""
-    from ..cluster.candidates import exact_overlaps, similarities
+    from ..stages.verify import pair_similarities, runs_of
 
     k = len(ids_a)
-    runs = ids_a + ids_b
-    counts = np.array([len(r) // 8 for r in runs], dtype=np.int64)
-    offsets = np.zeros(2 * k + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    ids = np.frombuffer(b"".join(runs), dtype=np.uint64)
-    i, j = np.arange(k), np.arange(k, 2 * k)
-    inter = exact_overlaps(ids, offsets, i, j)
-    return similarities(counts, inter, i, j)
-
-
-def _score(sims: dict, measure: str) -> np.ndarray:
-    if measure == "jaccard":
-        return sims["jaccard"]
-    return np.maximum(sims["containment_a_in_b"], sims["containment_b_in_a"])
+    ids, offsets, counts = runs_of(ids_a + ids_b)
+    return pair_similarities(ids, offsets, counts, np.arange(k), np.arange(k, 2 * k))
 
 
 def _verify(batches, measure: str):
@@ -459,7 +448,7 @@ def _verify(batches, measure: str):
         jac = sims["jaccard"]
         est = rb.column(2).to_numpy()
         yield pa.RecordBatch.from_arrays([
-            rb.column(0), rb.column(1), rb.column(2), pa.array(jac), pa.array(_score(sims, measure)),
+            rb.column(0), rb.column(1), rb.column(2), pa.array(jac), pa.array(score_of(sims, measure)),
             pa.array([round(x, 6) for x in jac.tolist()], type=pa.float64()),
             pa.array([round(x, 6) for x in est.tolist()], type=pa.float64()),
         ], names=["a", "b", "estimate", "jaccard", "score", "jaccard_r", "estimate_r"])
@@ -472,7 +461,7 @@ def _member_sims(batches, measure: str, threshold: float, chain: bool):
     for rb in batches:
         if rb.num_rows == 0:
             continue
-        sval = _score(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure).tolist()
+        sval = score_of(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure).tolist()
         yield pa.RecordBatch.from_arrays([
             rb.column(0),
             pa.array([round(float(x), 6) for x in sval], type=pa.float64()),
@@ -557,13 +546,6 @@ class _Stages:
         self._t = now
 
 
-def _estimate_floor(config: DedupConfig) -> float:
-    """The local engine's estimate filter: four standard errors and one value below the target."""
-    m = config.minhash.num_perm
-    t_ = config.threshold if config.measure == "jaccard" else max(config.threshold / 2, 0.05)
-    return t_ - 4 * math.sqrt(t_ * (1 - t_) / m) - 1.0 / m
-
-
 def _partitions(spark) -> int:
     return int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
 
@@ -573,7 +555,7 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
     one row per input record, materialized. Returns (clusters, pairs, stats)."""
     from pyspark.sql import functions as F
 
-    from ..cluster.candidates import BUCKET_WINDOW
+    from ..stages.candidates import BUCKET_WINDOW
     from .components import connected_components
 
     stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0, "largest_bucket": 0,
@@ -617,7 +599,7 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
         est = st.keep(joined.mapInArrow(functools.partial(_estimates, num_perm=m), "a long, b long, estimate double"),
                       count=False)
         if config.verify:
-            floor = _estimate_floor(config)
+            floor = estimate_floor(config.threshold, config.minhash.num_perm, config.measure)
             passed = est.where(F.col("estimate") >= F.lit(floor))
             stats["estimate_filtered"] = stats["candidate_pairs"] - passed.count()
         else:
@@ -795,23 +777,31 @@ def _jvm_peak_mb() -> float | None:
 
 def _check_config(config: DedupConfig) -> None:
     if not isinstance(config, DedupConfig):
-        raise ConfigError(f"config must be a neardup.pipeline.DedupConfig, got {type(config).__name__}")
+        raise ConfigError(f"config must be a neardup.DedupConfig, got {type(config).__name__}")
     if config.method == "simhash":
         raise ConfigError("the Spark engine runs method='minhash' or 'exact'; use --engine local for simhash")
+    # Spark reads JSONL and Parquet text fields with the local reader's rules, but has no HTML
+    # extraction on its executors: refused rather than read as plain text.
+    if config.content != "text":
+        raise ConfigError(f"--content {config.content} is not supported by the Spark engine (--engine spark): "
+                          "extract the text first, or use --engine local")
+    if config.html != "main":
+        raise ConfigError(f"--html {config.html} is not supported by the Spark engine (--engine spark): "
+                          "it reads no HTML; use --engine local")
 
 
 # --------------------------------------------------------------------------------------------- DataFrame API
 
 
 def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text", order_col: str | None = None,
-          config: DedupConfig = DedupConfig(), spark: "SparkSession | None" = None,
-          max_bytes: int | None = DEFAULT_MAX_BYTES) -> SparkDedupResult:
+          config: DedupConfig = DedupConfig(), spark: "SparkSession | None" = None) -> SparkDedupResult:
     """Deduplicate the rows of a Spark DataFrame; returns DataFrames (see :class:`SparkDedupResult`).
 
     Each row is read like a Parquet row by the local reader: ``id_col`` (a string, or any value
     made a string as the local reader does; a row without one gets ``row:<ordinal>``; ``None`` for
     no id column), ``text_col`` (string, or binary decoded as UTF-8), and with
-    ``config.keep == "field"`` the numeric column ``config.keep_field``.
+    ``config.keep == "field"`` the numeric column ``config.keep_field``; a text over
+    ``config.max_bytes`` is skipped as ``too_large``.
 
     ``order_col``: the input order (ties in the window, exact duplicates and survivors follow it):
     a column with unique values (e.g. a line number); integers are the ordinals themselves, other
@@ -857,7 +847,7 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
         extras.append("_okey")
     if order_col is None:
         extra_fields.append(T.StructField("_h", T.BinaryType()))
-    ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": max_bytes,
+    ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": config.max_bytes,
            "extras": tuple(extras), "text_hash": order_col is None, "need_kernel": _need_kernel(config)}
     sk = base.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config),
                                       _sketch_schema(extra_fields))
@@ -966,7 +956,7 @@ def _hadoop_leaves(spark, path: str) -> list[str]:
 
 def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str | None]]]:
     """``(format, [(spark uri, path as the local reader names it, why unreadable or None)])``."""
-    from ..io.readers import _kind, _leaves as local_leaves, _plan
+    from ..io.readers import input_leaves as local_leaves, kind_of, plan_inputs
 
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
@@ -978,13 +968,13 @@ def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str |
     fmts = set()
     for p in inputs:
         if not _has_scheme(p) and os.path.exists(p):
-            for leaf, fmt, why in local_leaves(_plan([p], format)):
+            for leaf, fmt, why in local_leaves(plan_inputs([p], format)):
                 if why is None:
                     fmts.add(fmt)
                 leaves.append((_local_uri(leaf), leaf, why))
         else:
             for leaf in _hadoop_leaves(spark, p):
-                fmts.add(format if format != "auto" else (_kind(leaf) or "text"))
+                fmts.add(format if format != "auto" else (kind_of(leaf) or "text"))
                 leaves.append((leaf, leaf, None))
     seen_leaves = set()
     for uri, leaf, why in leaves:
@@ -1146,9 +1136,7 @@ def _write_text(spark, path: str, text: str) -> None:
 
 
 def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, master: str | None = None,
-                id_field: str = "id", text_field: str = "text", format: str = "auto",
-                max_bytes: int | None = DEFAULT_MAX_BYTES, write_kept: bool = True, spark=None,
-                conf: dict | None = None) -> dict:
+                write_kept: bool = True, spark=None, conf: dict | None = None) -> dict:
     """``neardup dedup --engine spark``: deduplicate JSONL or Parquet files (local or any Hadoop
     path) into ``output``: the Parquet datasets ``clusters/``, ``pairs/`` and ``kept/``, and
     ``summary.json``. Returns the summary.
@@ -1172,12 +1160,12 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
             master = "local[*]"
         spark = get_session(master=master, app_name="neardup-dedup", conf=conf)
     st.lap("session")
-    fmt, leaves = _leaves(spark, inputs, format)
+    fmt, leaves = _leaves(spark, inputs, config.format)
     output = os.fspath(output)
     if not _is_remote(output):
         os.makedirs(output[5:] if output.startswith("file:") else output, exist_ok=True)
 
-    sk, total, locate = _read_paths(spark, fmt, leaves, config, id_field, text_field, max_bytes)
+    sk, total, locate = _read_paths(spark, fmt, leaves, config, config.id_field, config.text_field, config.max_bytes)
     docs = st.checkpoint(sk)
     st.lap("read_and_sketch")
     clusters, pairs, stats = _core(spark, docs, config, st)

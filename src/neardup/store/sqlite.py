@@ -53,7 +53,6 @@ The file format is documented in ``docs/store.md``.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sqlite3
@@ -62,13 +61,14 @@ import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from .._validate import check_float, check_int
+from ..config import DedupConfig, default_minhash
 from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreError
 from ..params import TOKENIZER_VERSION, MinHashParams, NormalizeParams, ShingleParams
+from ..stages.candidates import band_keys, banding_for
 
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
 #: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
@@ -80,14 +80,20 @@ DEFAULT_LIMIT = 100
 # More values than this in one IN (...) are queried in pieces (SQLite allows 32766 variables).
 _MAX_VARS = 10000
 
+#: A new index's configuration where none is given: the shingles, permutations and banding
+#: policy of ``neardup dedup`` (:mod:`neardup.config`), so that a dedup run and an index of the
+#: same corpus hash, band and answer alike. Files made before with other defaults record their
+#: own values and open with them.
 DEFAULTS = {
     "shingle": ShingleParams(),
-    "minhash": MinHashParams(num_perm=128, seed=1, family="mulshift64"),
+    "minhash": default_minhash(),
     "threshold": 0.8,
     "containment_threshold": 0.8,
     "mod_m": 8,
     "simhash_max_distance": 3,
     "store_shingles": False,
+    "bands": None,
+    "rows": None,
 }
 
 SCHEMA = """
@@ -139,174 +145,6 @@ def _unsigned(x: int) -> int:
     return x & MASK64
 
 
-# -- text: tokens and normalized text ----------------------------------------------------------
-
-@lru_cache(maxsize=2)
-def _ascii_separators(remove_punctuation: bool) -> dict | None:
-    """str.translate table sending every ASCII separator to a space, or None if unusable."""
-    from ..text.charclass import PUNCT, SOLO, WORD, class_table
-
-    classes = [int(c) for c in class_table()[:128]]
-    if SOLO in classes:
-        return None
-    kept = {WORD} if remove_punctuation else {WORD, PUNCT}
-    return {i: " " for i, c in enumerate(classes) if c not in kept}
-
-
-@lru_cache(maxsize=2)
-def _token_classes(remove_punctuation: bool) -> np.ndarray:
-    """Per code point: 1 for a character of a word run, 2 for a token on its own, 0 otherwise."""
-    from ..text.charclass import PUNCT, SOLO, WORD, class_table
-
-    table = class_table()
-    out = np.zeros(table.size, dtype=np.uint8)
-    out[table == WORD] = 1
-    if not remove_punctuation:
-        out[table == PUNCT] = 1
-    out[table == SOLO] = 2
-    out.setflags(write=False)
-    return out
-
-
-def words_of_folded(folded: str, remove_punctuation: bool = True) -> list[str]:
-    """:func:`neardup.text.tokenize.words` of text that is already folded, without regular expressions.
-
-    The library's words() runs a regular expression over a character class of 20,000 Unicode
-    ranges, at about 0.5 MB/s on non-ASCII text. Here ASCII text is split with
-    ``str.translate`` and other text by looking every code point up in the shipped class table
-    with numpy; the tokens are identical (tested against words()).
-    """
-    if folded.isascii():
-        table = _ascii_separators(remove_punctuation)
-        if table is not None:
-            return folded.translate(table).split()
-    cps = np.frombuffer(folded.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    cls = _token_classes(remove_punctuation)[cps]
-    edges = np.diff((cls == 1).view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
-    solo = np.flatnonzero(cls == 2)
-    if solo.size:
-        starts = np.concatenate((starts, solo))
-        ends = np.concatenate((ends, solo + 1))
-        order = np.argsort(starts, kind="stable")
-        starts, ends = starts[order], ends[order]
-    return [folded[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
-
-
-class _WordHashes(dict):
-    """word -> 64-bit feature hash, remembered: word frequencies are Zipfian, so most words of a
-    document were hashed before, and a dict lookup costs a tenth of a hash call from Python."""
-
-    MAX_WORDS = 1 << 20
-
-    def __init__(self, hash_name: str):
-        super().__init__()
-        from ..hashing import hash64
-
-        if hash_name == "xxh3":
-            import xxhash
-
-            h = xxhash.xxh3_64_intdigest
-            self._hash = lambda w: h(w.encode("utf-8", "surrogatepass"))
-        else:
-            self._hash = lambda w: hash64(w, hash_name)
-
-    def __missing__(self, word: str) -> int:
-        if len(self) >= self.MAX_WORDS:
-            self.clear()
-        value = self[word] = self._hash(word)
-        return value
-
-
-_word_hashes: dict[str, _WordHashes] = {}
-
-
-def _simhashes(token_lists: list[list[str]], hash_name: str) -> list[int | None]:
-    """:func:`neardup.sketch.simhash.simhash_of_features` of word counts, for many documents.
-
-    None for a document without words. Totals are sums of integer counts, exact in any order,
-    so the batched arithmetic gives the same bits as the one-document function.
-    """
-    cache = _word_hashes.get(hash_name)
-    if cache is None:
-        cache = _word_hashes[hash_name] = _WordHashes(hash_name)
-    out: list[int | None] = [None] * len(token_lists)
-    if len(token_lists) == 1:
-        if token_lists[0]:
-            # One document (a query, a check-and-add): a matrix-vector product of the weights and
-            # the (features, 64) bit matrix, a handful of numpy calls.
-            counts = Counter(token_lists[0])
-            hv = np.fromiter(map(cache.__getitem__, counts), dtype=np.uint64, count=len(counts))
-            wv = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-            bits = np.unpackbits(hv.astype(">u8").view(np.uint8)).reshape(-1, 64)  # bit 1 = MSB
-            out[0] = int(np.packbits(2 * (wv @ bits) > wv.sum()).view(">u8")[0])
-        return out
-    hashes: list[int] = []
-    weights: list[int] = []
-    starts: list[int] = []
-    which: list[int] = []
-    for i, tokens in enumerate(token_lists):
-        if not tokens:
-            continue
-        counts = Counter(tokens)
-        starts.append(len(hashes))
-        which.append(i)
-        hashes.extend([cache[w] for w in counts])
-        weights.extend(counts.values())
-    if not which:
-        return out
-    hv = np.array(hashes, dtype=np.uint64)
-    wv = np.array(weights, dtype=np.int32)
-    st = np.array(starts + [len(hashes)], dtype=np.int64)
-    # Documents in groups of about 32k features: the (features, 64) bit matrix stays small.
-    doc = 0
-    while doc < len(which):
-        end = doc + 1
-        while end < len(which) and st[end + 1] - st[doc] <= 32768:
-            end += 1
-        lo, hi = st[doc], st[end]
-        bits = np.unpackbits(hv[lo:hi].astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)  # bit 1 = MSB
-        # total = sum of w * (2 * bit - 1) = 2 * (sum of w over set bits) - sum of w
-        set_weight = np.add.reduceat(bits * wv[lo:hi, None], st[doc:end] - lo, axis=0, dtype=np.int64)
-        all_weight = np.add.reduceat(wv[lo:hi].astype(np.int64), st[doc:end] - lo)
-        packed = np.packbits(2 * set_weight > all_weight[:, None], axis=1).view(">u8").ravel()
-        for j, value in enumerate(packed.tolist()):
-            out[which[doc + j]] = int(value)
-        doc = end
-    return out
-
-
-def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """:func:`neardup.lsh.banding.band_keys`, with one numpy pass per row instead of per value.
-
-    The library function folds the ``bands * rows`` values one at a time; here all bands fold
-    their j-th row together, which is the same arithmetic (tested equal) in ``rows`` steps: about
-    20 times fewer numpy calls, which matters for one document at a time.
-    """
-    sig = np.asarray(signatures, dtype=np.uint64)
-    if sig.ndim == 1:
-        sig = sig[None, :]
-    n = sig.shape[0]
-    folded = sig[:, : bands * rows].reshape(n, bands, rows)
-    key = np.tile(np.arange(bands, dtype=np.uint64), (n, 1))
-    for row in range(rows):
-        key = _splitmix64(key ^ folded[:, :, row])
-    return key
-
-
-_SM_ADD, _SM_M1, _SM_M2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
-
-
-def _splitmix64(z: np.ndarray) -> np.ndarray:
-    """:func:`neardup.hashing.splitmix64_array` with seed 0, on an array (which wraps silently)."""
-    z = z + _SM_ADD
-    z = (z ^ (z >> _S30)) * _SM_M1
-    z = (z ^ (z >> _S27)) * _SM_M2
-    return z ^ (z >> _S31)
-
-
 # -- configuration ---------------------------------------------------------------------------
 
 def simhash_blocks(max_distance: int) -> list[int]:
@@ -320,16 +158,6 @@ def simhash_blocks(max_distance: int) -> list[int]:
     return [base + 1 if i < extra else base for i in range(n)]
 
 
-@lru_cache(maxsize=32)
-def _banding(threshold: float, num_perm: int) -> tuple[int, int]:
-    # The local engine's choice (neardup.pipeline.DedupConfig.banding): every candidate is
-    # verified on its stored signature, so the banding favours recall (0.99 at the threshold).
-    from ..lsh.params import recall_banding
-
-    b = recall_banding(min(threshold, 0.99), num_perm)
-    return b.bands, b.rows
-
-
 @dataclass(frozen=True)
 class IndexConfig:
     """Everything that decides what an index stores; recorded in the file and checked on open."""
@@ -341,6 +169,9 @@ class IndexConfig:
     mod_m: int
     simhash_max_distance: int
     store_shingles: bool
+    #: None: the banding policy of every engine for ``threshold`` (:func:`default_banding`)
+    bands: int | None = None
+    rows: int | None = None
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
@@ -356,14 +187,15 @@ class IndexConfig:
         if not isinstance(self.store_shingles, bool):
             raise ConfigError(f"The 'store_shingles' parameter of {owner} must be a bool. "
                               f"Got {self.store_shingles!r} instead.")
-
-    @property
-    def bands(self) -> int:
-        return _banding(self.threshold, self.minhash.num_perm)[0]
-
-    @property
-    def rows(self) -> int:
-        return _banding(self.threshold, self.minhash.num_perm)[1]
+        if self.bands is None or self.rows is None:
+            chosen = banding_for(self.threshold, self.minhash.num_perm, bands=self.bands, rows=self.rows)
+            object.__setattr__(self, "bands", chosen.bands)
+            object.__setattr__(self, "rows", chosen.rows)
+        check_int("bands", self.bands, 1, self.minhash.num_perm, owner=owner)
+        check_int("rows", self.rows, 1, self.minhash.num_perm, owner=owner)
+        if self.bands * self.rows > self.minhash.num_perm:
+            raise ConfigError(f"{self.bands} bands x {self.rows} rows need more than num_perm "
+                              f"{self.minhash.num_perm} values")
 
     def as_dict(self) -> dict:
         return {
@@ -392,7 +224,7 @@ class IndexConfig:
         return cls(shingle=ShingleParams(**s), minhash=MinHashParams(**d["minhash"]),
                    threshold=d["lsh"]["threshold"], containment_threshold=d["containment"]["threshold"],
                    mod_m=d["containment"]["mod_m"], simhash_max_distance=d["simhash"]["max_distance"],
-                   store_shingles=d["store_shingles"])
+                   store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"])
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -470,8 +302,8 @@ class SeenIndex:
         path: the SQLite file; created (with its WAL side files) when missing and ``create``.
         shingle, minhash, threshold, containment_threshold, mod_m, simhash_max_distance,
             store_shingles: the configuration (defaults in :data:`DEFAULTS`: 5-word shingles,
-            128 ``mulshift64`` permutations with seed 1, Jaccard threshold 0.8 and the banding
-            :func:`neardup.optimal_banding` chooses for it, containment threshold 0.8 with MOD_8
+            128 ``mulshift32`` permutations with seed 1, Jaccard threshold 0.8 and the banding
+            ``neardup dedup`` chooses for it (18 x 7), containment threshold 0.8 with MOD_8
             samples, simhash neighbours within 3 bits, shingle ids not stored). A value left at
             None is taken from the file when it exists, else from the defaults; a value given
             for an existing file must equal the recorded one, or :class:`IncompatibleSketchError`
@@ -513,7 +345,8 @@ class SeenIndex:
     def __init__(self, path, *, shingle: ShingleParams | None = None, minhash: MinHashParams | None = None,
                  threshold: float | None = None, containment_threshold: float | None = None,
                  mod_m: int | None = None, simhash_max_distance: int | None = None,
-                 store_shingles: bool | None = None, create: bool = True, synchronous: str = "normal",
+                 store_shingles: bool | None = None, bands: int | None = None, rows: int | None = None,
+                 create: bool = True, synchronous: str = "normal",
                  jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False):
         if synchronous not in ("normal", "full"):
             raise ConfigError(f"The 'synchronous' parameter of SeenIndex must be one of 'normal', 'full'. "
@@ -540,7 +373,8 @@ class SeenIndex:
         given = {k: v for k, v in dict(shingle=shingle, minhash=minhash, threshold=threshold,
                                         containment_threshold=containment_threshold, mod_m=mod_m,
                                         simhash_max_distance=simhash_max_distance,
-                                        store_shingles=store_shingles).items() if v is not None}
+                                        store_shingles=store_shingles, bands=bands, rows=rows).items()
+                 if v is not None}
         if os.path.isdir(self.path):
             raise StoreError(f"{self.path} is a folder; give the path of an index file")
         if not create and not os.path.exists(self.path):
@@ -583,6 +417,39 @@ class SeenIndex:
         except OSError:
             return  # sqlite3.connect reports the problem (a missing folder, no permission) in its words
         os.close(fd)
+
+    @classmethod
+    def for_dedup(cls, path, config: DedupConfig, **options) -> "SeenIndex":
+        """The index of ``path`` for the documents of a dedup run made with ``config``: the same
+        shingles, permutations, threshold and banding, so that both find the same candidate pairs.
+
+        A file made with other parameters is refused (:class:`IncompatibleSketchError` naming
+        the index's value and the dedup run's of each that differs). ``options`` are the other
+        arguments of :class:`SeenIndex`.
+        """
+        if config.method != "minhash" or config.measure != "jaccard":
+            raise ConfigError(f"an index answers MinHash resemblance: a dedup run with method={config.method!r} and "
+                              f"measure={config.measure!r} cannot seed one (use method='minhash', measure='jaccard')")
+        band = config.banding()
+        wanted = dict(shingle=config.shingle, minhash=config.minhash, threshold=config.threshold, bands=band.bands,
+                      rows=band.rows)
+        stored = cls.stored_config(path)
+        if stored is not None:
+            have = IndexConfig.from_dict(stored)
+            diffs = []
+            for name, value in wanted.items():
+                ours = getattr(have, name)
+                a = ours.as_dict() if hasattr(ours, "as_dict") else ours
+                b = value.as_dict() if hasattr(value, "as_dict") else value
+                if a != b:
+                    fa, fb = (_flatten(a), _flatten(b)) if isinstance(a, dict) else ({"": a}, {"": b})
+                    diffs += [f"{name}{'.' + k if k else ''}: index {fa.get(k)!r}, dedup run {fb.get(k)!r}"
+                              for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
+            if diffs:
+                raise IncompatibleSketchError(
+                    f"index {os.fspath(path)} (config {_config_fingerprint(stored):016x}) was made with other parameters "
+                    f"than the dedup run (config {config.fingerprint()}): {'; '.join(diffs)}")
+        return cls(path, **wanted, **options)
 
     def keep_resident(self) -> dict:
         """Keep the file mapped from now until :meth:`close` (see the ``resident`` argument).
@@ -665,7 +532,12 @@ class SeenIndex:
                 f"{TOKENIZER_VERSION}: rebuild the index")
         config = IndexConfig.from_dict(stored)
         if given:
-            wanted = IndexConfig(**{**{f: getattr(config, f) for f in DEFAULTS}, **given})
+            wanted = {**{f: getattr(config, f) for f in DEFAULTS}, **given}
+            if "bands" not in given and "rows" not in given and (
+                    wanted["threshold"] != config.threshold or wanted["minhash"].num_perm != config.minhash.num_perm):
+                # the banding the given threshold and permutations imply, not the stored one
+                wanted["bands"] = wanted["rows"] = None
+            wanted = IndexConfig(**wanted)
             diffs = _differences(config.as_dict(), wanted.as_dict())
             if diffs:
                 raise IncompatibleSketchError(
@@ -750,26 +622,8 @@ class SeenIndex:
 
     def _prepare(self) -> None:
         cfg = self.config
-        from .. import _native
-
-        self._unfolded = self._kernel_args = None
-        if _native.supports(cfg.shingle):
-            norm = cfg.shingle.normalize
-            self._unfolded = dataclasses.replace(cfg.shingle, normalize=dataclasses.replace(
-                norm, nfkc=False, casefold=False))
-            try:
-                table, fold_table = _native._kernel_tables(self._unfolded.normalize)
-                a, b = _native._coefficients(cfg.minhash.family, cfg.minhash.num_perm, cfg.minhash.seed)
-                self._kernel_args = (table, _native._UNITS[self._unfolded.unit], self._unfolded.k,
-                                     not norm.remove_punctuation, a, b, _native._FAMILIES[cfg.minhash.family],
-                                     True, fold_table, False)
-            except (AttributeError, KeyError):  # another kernel interface: the batch path does it all
-                self._kernel_args = None
         self._bands, self._rows = cfg.bands, cfg.rows
         self._m = cfg.minhash.num_perm
-        from ..hashing import derive
-
-        self._mix_seed = derive(cfg.minhash.seed, "sample", 0)
         widths = simhash_blocks(cfg.simhash_max_distance)
         self._blocks = []
         pos = 0
@@ -974,68 +828,29 @@ class SeenIndex:
 
     # -- sketching ---------------------------------------------------------------------------
     def _sketch_many(self, texts: list[str]) -> list[_Sketch]:
-        from .. import _native
-        from ..exact.fingerprint import fingerprint_of_content
+        from ..stages.sketch import sketch_documents
+
         for t in texts:
             if not isinstance(t, str):
                 raise InputError(f"a document's text must be a str, got {type(t).__name__}")
-        cfg = self.config
-        n = len(texts)
-        if n == 0:
+        if not texts:
             return []
-        from ..text.normalize import fold
-
-        norm = cfg.shingle.normalize
-        folded = [fold(t, norm) for t in texts]
-        if self._kernel_args is not None and n == 1:
-            # One document: straight to the kernel (the batch wrapper's chunking costs more than
-            # the sketch of one page). Same call as below, so the same values.
-            data = folded[0].encode("utf-8", "surrogatepass")
-            raw_values, _, raw_ids, _ = _native._kernel.signatures(
-                data, np.array([0, len(data)], dtype=np.int64), *self._kernel_args)
-            values = np.frombuffer(raw_values, dtype=np.uint64).reshape(1, self._m)
-            ids = np.frombuffer(raw_ids, dtype=np.uint64)
-            offsets = np.array([0, ids.size], dtype=np.int64)
-        elif self._unfolded is not None:
-            # The kernel only sees fold(text): give it the folded texts and no folding to do,
-            # so that NFKC (the slow part of folding) runs once per text.
-            sig = _native.signatures(folded, self._unfolded, cfg.minhash, jobs=self.jobs, with_ids=True)
-            values, offsets, ids = sig.values, sig.offsets, sig.ids
-        else:
-            from ..shingle import shingle_ids
-            from ..sketch.minhash import MinHash
-
-            pieces, values = [], np.empty((n, self._m), dtype=np.uint64)
-            for i, t in enumerate(texts):
-                sid = shingle_ids(t, cfg.shingle)
-                mh = MinHash(cfg.minhash, hash=cfg.shingle.hash)
-                mh.update_ids(sid)
-                values[i] = mh.hashvalues
-                pieces.append(sid)
-            offsets = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum([p.size for p in pieces], out=offsets[1:])
-            ids = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
+        cfg = self.config
+        sk = sketch_documents(texts, cfg.shingle, cfg.minhash, mod_m=cfg.mod_m, jobs=self.jobs)
+        sig = sk.signatures
+        values, offsets, ids = sig.values, sig.offsets, sig.ids
         keys = band_keys(values, self._bands, self._rows)
-        mixed = _splitmix64(ids ^ np.uint64(self._mix_seed))
-        chosen = mixed % np.uint64(self.config.mod_m) == 0
-        cum = np.zeros(ids.size + 1, dtype=np.int64)
-        np.cumsum(chosen, out=cum[1:])
-        sampled = mixed[chosen]
-        bounds = cum[offsets]
-        tokens = [words_of_folded(f, norm.remove_punctuation) for f in folded]
-        simhashes = _simhashes(tokens, cfg.shingle.hash)
         out = []
         for i, text in enumerate(texts):
             lo, hi = int(offsets[i]), int(offsets[i + 1])
             out.append(_Sketch(
-                fingerprint=(fingerprint_of_content(" ".join(tokens[i]).encode("utf-8", "surrogatepass"))
-                             if tokens[i] else None),
+                fingerprint=sk.fingerprints[i],
                 length=len(text),
                 n_shingles=hi - lo,
                 signature=values[i],
                 bands=keys[i],
-                sample=np.sort(sampled[bounds[i]:bounds[i + 1]]),
-                simhash=simhashes[i],
+                sample=sk.samples[i],
+                simhash=sk.simhashes[i],
                 shingles=ids[lo:hi] if cfg.store_shingles else None,
             ))
         return out

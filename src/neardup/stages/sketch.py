@@ -1,0 +1,187 @@
+"""Sketch a batch: texts to MinHash signatures, shingle ids, content fingerprints, simhashes.
+
+This is the one place that decides whether the compiled kernel (:mod:`neardup._native`) or the
+pure-Python definition computes a batch: every engine (local, index, Spark), the report and
+:mod:`neardup.evaluate` sketch through these functions, so a kernel speed-up or fix lands in
+all of them at once and they agree value for value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _native
+from .._native import Signatures
+from ..params import MinHashParams, NormalizeParams, ShingleParams
+from .encode import batch_texts, encode_batch
+
+__all__ = ["Signatures", "DocumentSketches", "kernel_handles", "flag_table", "sketch_texts", "submit_batch",
+           "sketch_folded", "sketch_documents", "mod_m_samples", "shingle_runs", "simhashes", "signature_matrix",
+           "python_signatures"]
+
+
+def kernel_handles(shingle: ShingleParams) -> bool:
+    """True when the compiled kernel is built and computes shingles with these parameters."""
+    return _native.supports(shingle)
+
+
+def flag_table(norm: NormalizeParams) -> np.ndarray | None:
+    """The code points a reader must flag for NFKC before the kernel reads a text (see
+    :func:`neardup._native.flag_table`); None when the kernel does not run or without NFKC."""
+    return _native.flag_table(norm) if _native.available() else None
+
+
+def python_signatures(texts: Sequence[str], shingle: ShingleParams, minhash: MinHashParams,
+                      *, with_fingerprints: bool = True) -> Signatures:
+    """The definition the kernel's batches are tested against, one text at a time in Python
+    (used for the shingle options the kernel does not handle)."""
+    from ..exact.fingerprint import fingerprint
+    from ..shingle import shingle_ids
+    from ..sketch.minhash import MinHash
+
+    values = np.empty((len(texts), minhash.num_perm), dtype=np.uint64)
+    pieces, counts = [], []
+    for i, text in enumerate(texts):
+        ids = shingle_ids(text, shingle)
+        mh = MinHash(minhash, hash=shingle.hash)
+        mh.update_ids(ids)
+        values[i] = mh.hashvalues
+        pieces.append(ids)
+        counts.append(ids.size)
+    counts = np.array(counts, dtype=np.int64)
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    ids = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)
+    fps = None
+    if with_fingerprints:
+        fps = np.array([fingerprint(t, shingle.normalize) or 0 for t in texts], dtype=np.uint64)
+    return Signatures(values=values, n_shingles=counts, offsets=offsets, id_parts=(ids,), fingerprints=fps)
+
+
+def sketch_texts(texts: Sequence[str], shingle: ShingleParams, minhash: MinHashParams, *, jobs: int = 1,
+                 with_fingerprints: bool = True) -> Signatures:
+    """Signatures, shingle ids and (by default) content fingerprints of a list of texts.
+
+    ``jobs`` threads split the batch when the kernel runs; the values never depend on it.
+    """
+    if kernel_handles(shingle):
+        return _native.signatures(texts, shingle, minhash, jobs=jobs, with_ids=True,
+                                  with_fingerprints=with_fingerprints)
+    return python_signatures(list(texts), shingle, minhash, with_fingerprints=with_fingerprints)
+
+
+def submit_batch(pool, parts: list, shingle: ShingleParams, minhash: MinHashParams, *, jobs: int):
+    """Start sketching a batch (parts as in :mod:`.encode`) on ``pool``; returns an object whose
+    ``result()`` is what :func:`sketch_texts` returns for the batch's texts.
+
+    With the kernel the batch is encoded here, on the caller's thread, and cut into chunks that
+    are queued on the pool as they are: a caller that submits its next batch before taking this
+    one's result keeps every thread busy across batches.
+    """
+    if kernel_handles(shingle):
+        return _native.submit_signatures_encoded(pool, encode_batch(parts, shingle.normalize), shingle, minhash,
+                                                 jobs=jobs, with_ids=True, with_fingerprints=True)
+    return pool.submit(python_signatures, batch_texts(parts), shingle, minhash)
+
+
+def sketch_folded(texts: Sequence[str], folded: Sequence[str], shingle: ShingleParams, minhash: MinHashParams,
+                  *, jobs: int = 1) -> Signatures:
+    """:func:`sketch_texts` (without fingerprints) of ``texts`` whose folding
+    (:func:`neardup.text.normalize.fold`, NFKC and case folding) the caller made already, as
+    ``folded``: the kernel reads the folded texts and folds nothing again, so that NFKC, the
+    slow part of folding, runs once per text. A single text goes to the kernel directly (the
+    batch wrapper's chunking costs more than the sketch of one page)."""
+    if not kernel_handles(shingle):
+        return python_signatures(list(texts), shingle, minhash, with_fingerprints=False)
+    unfolded = dataclasses.replace(shingle, normalize=dataclasses.replace(shingle.normalize, nfkc=False,
+                                                                          casefold=False))
+    if len(folded) == 1:
+        return _native.signatures_of_utf8(folded[0].encode("utf-8", "surrogatepass"), unfolded, minhash)
+    return _native.signatures(folded, unfolded, minhash, jobs=jobs, with_ids=True)
+
+
+@dataclass(frozen=True)
+class DocumentSketches:
+    """Everything the index stores of a batch of texts: the signatures with shingle ids, and per
+    text its content fingerprint and simhash (None without words) and its MOD_m sample."""
+
+    signatures: Signatures
+    fingerprints: list
+    simhashes: list
+    samples: list
+
+
+def mod_m_samples(ids: np.ndarray, offsets: np.ndarray, seed: int, m: int) -> list[np.ndarray]:
+    """Broder's MOD_m sample of every run of shingle ids (run r is ``ids[offsets[r]:offsets[r+1]]``),
+    as :class:`neardup.ModM` with ``seed`` takes it: the mixed ids
+    (:func:`neardup.sketch.samples.mixed_ids`) divisible by ``m``, sorted."""
+    from ..sketch.samples import mixed_ids
+
+    mixed = mixed_ids(ids, seed)
+    chosen = mixed % np.uint64(m) == 0
+    cum = np.zeros(ids.size + 1, dtype=np.int64)
+    np.cumsum(chosen, out=cum[1:])
+    sampled = mixed[chosen]
+    bounds = cum[offsets]
+    return [np.sort(sampled[bounds[i] : bounds[i + 1]]) for i in range(offsets.size - 1)]
+
+
+def sketch_documents(texts: Sequence[str], shingle: ShingleParams, minhash: MinHashParams, *, mod_m: int,
+                     jobs: int = 1) -> DocumentSketches:
+    """Signatures, content fingerprints, simhashes (of word counts, hashed with ``shingle.hash``)
+    and MOD_m samples (seeded with ``minhash.seed``) of a batch, each text folded once for all."""
+    from ..exact.fingerprint import fingerprint_of_content
+    from ..sketch.simhash import simhashes_of_words
+    from ..text.normalize import fold
+    from ..text.tokenize import words_of_folded
+
+    norm = shingle.normalize
+    folded = [fold(t, norm) for t in texts]
+    sig = sketch_folded(texts, folded, shingle, minhash, jobs=jobs)
+    tokens = [words_of_folded(f, norm.remove_punctuation) for f in folded]
+    fingerprints = [fingerprint_of_content(" ".join(words).encode("utf-8", "surrogatepass")) if words else None
+                    for words in tokens]
+    return DocumentSketches(signatures=sig, fingerprints=fingerprints,
+                            simhashes=simhashes_of_words(tokens, shingle.hash),
+                            samples=mod_m_samples(sig.ids, sig.offsets, minhash.seed, mod_m))
+
+
+def shingle_runs(texts: Sequence[str], shingle: ShingleParams, *, jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated sorted distinct shingle ids of every text, and the offsets of each one's run."""
+    if kernel_handles(shingle):
+        sig = _native.signatures(list(texts), shingle, MinHashParams(num_perm=1), jobs=jobs, with_ids=True)
+        return np.asarray(sig.ids), sig.offsets
+    from ..shingle import shingle_ids
+
+    pieces = [shingle_ids(t, shingle) for t in texts]
+    offsets = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum([p.size for p in pieces], out=offsets[1:])
+    return (np.concatenate(pieces) if pieces else np.empty(0, dtype=np.uint64)), offsets
+
+
+def simhashes(texts: Sequence[str], normalize: NormalizeParams, hash: str = "xxh3") -> np.ndarray:
+    """64-bit simhashes of the texts' word counts (uint64; 0 for a text without words), as
+    :meth:`neardup.SimHash.from_text` gives them one by one."""
+    from ..sketch.simhash import simhashes_of_words
+    from ..text.normalize import fold
+    from ..text.tokenize import words_of_folded
+
+    tokens = [words_of_folded(fold(t, normalize), normalize.remove_punctuation) for t in texts]
+    return np.array([v or 0 for v in simhashes_of_words(tokens, hash)], dtype=np.uint64)
+
+
+def signature_matrix(texts: Sequence[str], config=None, *, jobs: int = 1) -> np.ndarray:
+    """The (len(texts), num_perm) uint64 MinHash signature matrix of ``texts``, as ``neardup
+    dedup`` computes it with ``config`` (a :class:`neardup.DedupConfig`; the default one when
+    None), for users who build their own index. Band keys: :func:`neardup.band_keys`."""
+    if isinstance(texts, str):
+        raise TypeError("signature_matrix takes a sequence of texts, not one str")
+    if config is None:
+        from ..config import DedupConfig
+
+        config = DedupConfig()
+    return sketch_texts(list(texts), config.shingle, config.minhash, jobs=jobs, with_fingerprints=False).values

@@ -1,0 +1,162 @@
+"""Clusters, their survivors, and what became of every record.
+
+Indices: an *ordinal* is a record's position in the input (every record, skipped ones
+included); a *local* index is a position among the sketched records (``sk[local]`` is its
+ordinal). Clusters are the connected components of the verified edges over sketched records;
+exact copies join the cluster of their first holder.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cluster.unionfind import UnionFind
+from .verify import pair_similarities, score_of
+
+__all__ = ["KEEP_POLICIES", "Outcome", "keep_value", "components", "choose_survivors", "kept_mask",
+           "similarity_to_survivors", "outcomes"]
+
+KEEP_POLICIES = ("first", "longest", "shortest")
+
+
+@dataclass
+class Outcome:
+    """What became of every input record, in input order (lists indexed by ordinal).
+
+    ``reason`` is ``unique`` (kept, alone), ``kept`` (kept, the survivor of a cluster),
+    ``exact`` or ``near`` (a duplicate of ``duplicate_of``), or ``skipped:<why>``.
+    """
+
+    ids: list[str]
+    reason: list[str]
+    cluster: list[str | None]
+    duplicate_of: list[str | None]
+    similarity: list[float | None]
+    kept: np.ndarray
+
+
+def keep_value(value) -> float:
+    """A record's value for ``keep='field'``: its field as a number, NaN when it is not one (a
+    record without a number never survives one that has one)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """The component of each of ``n`` nodes under the edges ``(i[q], j[q])``, named by its
+    smallest member (deterministic: union-find by size, then relabelled)."""
+    uf = UnionFind(n)
+    for a, b in zip(i.tolist(), j.tolist()):
+        uf.union(a, b)
+    return uf.components() if n else np.zeros(0, dtype=np.int64)
+
+
+def choose_survivors(comp: np.ndarray, sk: np.ndarray, keep: str, lengths: np.ndarray,
+                     keyvals: np.ndarray | None = None) -> np.ndarray:
+    """The local index of each sketched record's survivor: per component, the first record by
+    the keep policy, ties to the earlier record. ``lengths`` and ``keyvals`` (for ``'field'``:
+    the largest value survives, NaN last) are indexed by ordinal."""
+    n = sk.size
+    if keep == "first":
+        primary = np.zeros(n)
+    elif keep == "longest":
+        primary = -lengths[sk].astype(np.float64)
+    elif keep == "shortest":
+        primary = lengths[sk].astype(np.float64)
+    else:
+        vals = keyvals[sk]
+        primary = np.where(np.isnan(vals), np.inf, -vals)
+    order = np.lexsort((sk, primary, comp))  # by component, then policy, then input order
+    survivor_local = np.empty(n, dtype=np.int64)
+    if n:
+        comp_sorted = comp[order]
+        firsts = np.concatenate(([True], comp_sorted[1:] != comp_sorted[:-1]))
+        survivor_of_comp = np.empty(n, dtype=np.int64)  # components are named by their smallest member
+        survivor_of_comp[comp_sorted[firsts]] = order[firsts]
+        survivor_local = survivor_of_comp[comp]
+    return survivor_local
+
+
+def kept_mask(n_all: int, sk: np.ndarray, survivor_local: np.ndarray) -> np.ndarray:
+    """Boolean mask (by ordinal) of the kept records: the survivors."""
+    survivor_of = sk[survivor_local]
+    kept = np.zeros(n_all, dtype=bool)
+    kept[sk[survivor_of == sk]] = True
+    return kept
+
+
+def similarity_to_survivors(ids, offsets, counts, survivor_local: np.ndarray, measure: str, *,
+                            jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``(members, similarity)``: the local indices that are not their cluster's survivor, and
+    each one's exact similarity to its survivor (the measure's score)."""
+    members = np.flatnonzero(survivor_local != np.arange(survivor_local.size))
+    if not members.size:
+        return members, np.empty(0)
+    a = np.minimum(members, survivor_local[members])
+    b = np.maximum(members, survivor_local[members])
+    return members, score_of(pair_similarities(ids, offsets, counts, a, b, jobs=jobs), measure)
+
+
+def outcomes(ids: list[str], reason: list[str], sk: np.ndarray, survivor_local: np.ndarray, kept: np.ndarray,
+             members: np.ndarray, member_similarity: np.ndarray, exact_of: dict[int, int], *,
+             chain_below: float | None = None) -> tuple[Outcome, Counter, list[str]]:
+    """Every record's outcome, the size of every cluster by its id, and the members chained to
+    their survivor below ``chain_below`` (joined only through other members).
+
+    ``reason`` holds the reasons known before clustering (``skipped:...``, ``exact``, ``""``);
+    ``exact_of`` maps an exact copy's ordinal to its first holder's.
+    """
+    n_all = len(ids)
+    n = sk.size
+    reason = list(reason)
+    survivor_of = sk[survivor_local]
+    survivors = sk[survivor_of == sk].tolist()
+    sim_to_survivor = dict(zip(members.tolist(), member_similarity.tolist()))
+    cluster: list = [None] * n_all
+    duplicate_of: list = [None] * n_all
+    similarity: list = [None] * n_all
+    for o, s in zip(sk.tolist(), survivor_of.tolist()):
+        cluster[o] = ids[s]
+    for o in survivors:
+        similarity[o] = 1.0
+    chained = []
+    for i, o, s in zip(members.tolist(), sk[members].tolist(), survivor_of[members].tolist()):
+        duplicate_of[o] = ids[s]
+        sim = sim_to_survivor[i]
+        similarity[o] = round(float(sim), 6)
+        reason[o] = "near"
+        if chain_below is not None and sim < chain_below:
+            chained.append(ids[o])
+    local_of = np.full(n_all, -1, dtype=np.int64)
+    local_of[sk] = np.arange(n)
+    exact_survivors = []
+    for o, first in exact_of.items():
+        i = int(local_of[first])
+        s = int(survivor_of[i])
+        exact_survivors.append(s)
+        cluster[o] = ids[s]
+        duplicate_of[o] = ids[s]
+        if s == first:
+            similarity[o] = 1.0
+        else:  # the first holder is itself a near duplicate of its survivor
+            reason[o] = "near"
+            similarity[o] = round(float(sim_to_survivor[i]), 6)
+    # cluster sizes by cluster id (records of equal ids share a count, as their lines share
+    # the id); a survivor is "kept" when its cluster has other members, "unique" otherwise
+    size_of = np.bincount(np.concatenate((survivor_of, np.array(exact_survivors, dtype=np.int64))),
+                          minlength=n_all)
+    holders = np.flatnonzero(size_of)
+    cluster_sizes: Counter = Counter()
+    for s, size in zip(holders.tolist(), size_of[holders].tolist()):
+        cluster_sizes[ids[s]] += size
+    for o in survivors:
+        reason[o] = "kept" if cluster_sizes[ids[o]] > 1 else "unique"
+    outcome = Outcome(ids=ids, reason=reason, cluster=cluster, duplicate_of=duplicate_of, similarity=similarity,
+                      kept=kept)
+    return outcome, cluster_sizes, chained

@@ -1,0 +1,92 @@
+"""Golden vectors: the persisted values of the default configs may change only with the format version.
+
+``tests/data/golden.json`` (written by ``scripts/gen_golden.py``) holds texts with their shingle
+ids, signatures (dedup's ``mulshift32`` and the library's ``affine61``), band keys, content
+fingerprints, simhashes and MOD_8 samples. SQLite indexes, sketches and output folders persist these, so a
+change to any of them must move ``neardup.params.FORMAT_VERSION`` (and regenerate the file).
+"""
+
+import json
+import os
+import sqlite3
+
+import numpy as np
+import pytest
+
+from neardup import MinHash, MinHashParams, ModM, ShingleParams, SimHash, band_keys, fingerprint, shingle_ids
+from neardup.config import DedupConfig
+from neardup.params import FORMAT_VERSION, TOKENIZER_VERSION
+from neardup.stages.sketch import python_signatures, sketch_texts
+from neardup.store import SeenIndex
+
+PATH = os.path.join(os.path.dirname(__file__), "data", "golden.json")
+with open(PATH, encoding="utf-8") as _fh:
+    GOLDEN = json.load(_fh)
+
+pytestmark = pytest.mark.skipif(
+    (GOLDEN["format_version"], GOLDEN["tokenizer_version"]) != (FORMAT_VERSION, TOKENIZER_VERSION),
+    reason="the format version moved: regenerate tests/data/golden.json with scripts/gen_golden.py")
+
+DEDUP = DedupConfig()
+CASES = GOLDEN["texts"]
+
+
+def hexes(values) -> list[str]:
+    return [f"{int(v):016x}" for v in values]
+
+
+def test_the_file_is_for_the_default_configs():
+    configs = GOLDEN["configs"]
+    assert configs["shingle"] == ShingleParams().as_dict() == DEDUP.shingle.as_dict()
+    assert configs["dedup_minhash"] == DEDUP.minhash.as_dict()
+    assert configs["library_minhash"] == MinHashParams().as_dict()
+    assert (configs["bands"], configs["rows"]) == (DEDUP.banding().bands, DEDUP.banding().rows)
+    assert len(CASES) >= 8 and any(not c["shingle_ids"] for c in CASES) and any(c["fingerprint"] is None for c in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=range(len(CASES)))
+def test_one_text_at_a_time(case):
+    text = case["text"]
+    assert hexes(shingle_ids(text, ShingleParams())) == case["shingle_ids"]
+    sig = MinHash.from_text(text, DEDUP.shingle, DEDUP.minhash).hashvalues
+    assert hexes(sig) == case["signature_mulshift32"]
+    assert hexes(MinHash.from_text(text, ShingleParams(), MinHashParams()).hashvalues) == case["signature_affine61"]
+    band = DEDUP.banding()
+    assert hexes(band_keys(np.asarray(sig, dtype=np.uint64), band.bands, band.rows)[0]) == case["band_keys"]
+    fp = fingerprint(text)
+    assert (None if fp is None else f"{fp:016x}") == case["fingerprint"]
+    assert f"{SimHash.from_text(text).value:016x}" == case["simhash"]
+    assert hexes(ModM.from_text(text, GOLDEN["configs"]["mod_m"], ShingleParams(), seed=1).values) == case["mod_8_sample"]
+
+
+@pytest.mark.parametrize("sketch", [sketch_texts, python_signatures], ids=["kernel-or-default", "python"])
+def test_the_batch_sketch_stage(sketch):
+    texts = [c["text"] for c in CASES]
+    sig = sketch(texts, DEDUP.shingle, DEDUP.minhash)
+    for i, case in enumerate(CASES):
+        assert hexes(sig.values[i]) == case["signature_mulshift32"]
+        assert hexes(sig.doc_ids(i)) == case["shingle_ids"]
+        assert int(sig.fingerprints[i]) == (int(case["fingerprint"], 16) if case["fingerprint"] else 0)
+
+
+def test_what_a_new_index_stores(tmp_path):
+    db = str(tmp_path / "seen.db")
+    with SeenIndex(db) as index:
+        index.add_many([(str(i), c["text"]) for i, c in enumerate(CASES)])
+    with sqlite3.connect(db) as conn:
+        docs = {int(i): (fp, sig, sh) for i, fp, sig, sh in
+                conn.execute("SELECT id, fingerprint, signature, simhash FROM docs")}
+        samples = {}
+        for doc_id, value in conn.execute("SELECT d.id, s.value FROM samples s JOIN docs d ON d.num = s.doc"):
+            samples.setdefault(int(doc_id), []).append(value & ((1 << 64) - 1))
+        bands = {}
+        for doc_id, band, key in conn.execute("SELECT d.id, b.band, b.key FROM bands b JOIN docs d ON d.num = b.doc"):
+            bands.setdefault(int(doc_id), {})[band] = key & ((1 << 64) - 1)
+    for i, case in enumerate(CASES):
+        fp, sig, sh = docs[i]
+        assert (None if fp is None else f"{fp & ((1 << 64) - 1):016x}") == case["fingerprint"]
+        assert hexes(np.frombuffer(sig, dtype="<u8")) == case["signature_mulshift32"]
+        assert hexes(sorted(samples.get(i, []))) == case["mod_8_sample"]
+        if case["shingle_ids"]:
+            assert (sh is not None) and f"{sh & ((1 << 64) - 1):016x}" == case["simhash"]
+            assert hexes([bands[i][b] for b in sorted(bands[i])]) == case["band_keys"]
