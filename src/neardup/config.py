@@ -20,7 +20,7 @@ from .stages.survivors import KEEP_POLICIES
 __all__ = ["DedupConfig", "METHODS", "MEASURES", "KEEP_POLICIES", "DEFAULT_FAMILY", "INPUT_FORMATS", "CONTENTS",
            "HTML_MODES", "MAX_BYTES"]
 
-METHODS = ("minhash", "simhash", "exact")
+METHODS = ("minhash", "simhash", "exact", "broder")
 INPUT_FORMATS = ("auto", "jsonl", "parquet", "warc", "html", "text")
 CONTENTS = ("text", "html")
 HTML_MODES = ("main", "whole", "article")
@@ -66,6 +66,11 @@ class DedupConfig:
     content: str = "text"
     html: str = "main"
     max_bytes: int | None = MAX_BYTES
+    #: ``method="broder"`` (Broder et al. 1997, :mod:`neardup.cluster.broder`): keep the shingle
+    #: ids divisible by ``sample_mod`` (the experiment kept 1 in 25), and give no pairs from a
+    #: sample that more than ``sample_cap`` documents share.
+    sample_mod: int = 25
+    sample_cap: int = 1000
     #: The HTML extraction (:func:`neardup.text.html.extractor_id`) when the inputs are web pages:
     #: another extractor (or version) gives other texts, so it is part of the fingerprint.
     extraction: str | None = None
@@ -81,6 +86,8 @@ class DedupConfig:
         if self.max_bytes is not None:
             check_int("max_bytes", self.max_bytes, 1, None, owner="DedupConfig")
         check_choice("method", self.method, METHODS, owner="DedupConfig")
+        check_int("sample_mod", self.sample_mod, 1, None, owner="DedupConfig")
+        check_int("sample_cap", self.sample_cap, 2, None, owner="DedupConfig")
         check_choice("measure", self.measure, MEASURES, owner="DedupConfig")
         check_choice("keep", self.keep, KEEP_POLICIES + ("field",), owner="DedupConfig")
         check_float("threshold", self.threshold, 0.0, 1.0, owner="DedupConfig", closed="right")
@@ -114,6 +121,8 @@ class DedupConfig:
             "keep_field": self.keep_field,
             "verify": self.verify,
             "read": self.read_options(),
+            # Only for the method that uses them, so that other fingerprints stay as they were.
+            **({"sample_mod": self.sample_mod, "sample_cap": self.sample_cap} if self.method == "broder" else {}),
             # Only when set, so that the fingerprints of runs on plain text do not name a parser.
             **({"extraction": self.extraction} if self.extraction is not None else {}),
         }

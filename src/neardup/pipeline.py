@@ -42,7 +42,7 @@ from .params import IN_MEMORY_MB
 from .stages import candidates as candidate_stage
 from .stages import sketch as sketch_stage
 from .stages.exact import first_holders
-from .stages.survivors import (Outcome, choose_survivors, components, keep_value, kept_mask, outcomes,
+from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
                                similarity_to_survivors)
 from .stages.verify import Edges, verify_pairs
 
@@ -231,7 +231,7 @@ class Deduplicator:
         stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0}
 
         t = time.perf_counter()
-        ci, cj, est = self._candidates(got, sk.size, stats)
+        ci, cj, est = self._candidates(got, sk.size, stats, shingle_ids, offsets)
         self.seconds["candidates"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -239,7 +239,7 @@ class Deduplicator:
         if cfg.method == "exact":
             edges = Edges.empty()
         else:
-            threshold = cfg.threshold if cfg.verify and cfg.method == "minhash" else None
+            threshold = cfg.threshold if cfg.verify and cfg.method in ("minhash", "broder") else None
             edges = verify_pairs(shingle_ids, offsets, counts, ci, cj, est, measure=cfg.measure, threshold=threshold,
                                  jobs=self.jobs)
         stats["verified_pairs"] = len(edges)
@@ -364,9 +364,19 @@ class Deduplicator:
             texts = [t for t, keep in zip(batch_texts(parts), new.tolist()) if keep]
             got.simhashes.append(sketch_stage.simhashes(texts, cfg.shingle.normalize))
 
-    def _candidates(self, got: _Sketched, n: int, stats: dict):
+    def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets):
         """Candidate pairs (local indices) with their estimates, after the estimate filter."""
         cfg = self.config
+        if cfg.method == "broder" and n:
+            got.sig_pieces.finish()
+            values, sample_offsets = candidate_stage.mod_m_sample(shingle_ids, offsets, cfg.sample_mod)
+            ci, cj, est, bstats = candidate_stage.sampled_candidates(values, sample_offsets, cfg.threshold,
+                                                                     measure=cfg.measure, cap=cfg.sample_cap)
+            stats["samples"] = {"mod": cfg.sample_mod, "cap": cfg.sample_cap, "values": int(values.size),
+                                **{k: v for k, v in bstats.items() if k not in ("sample_pairs_kept",)}}
+            stats["candidate_pairs"] = bstats["sample_pairs"]
+            stats["estimate_filtered"] = bstats["sample_pairs"] - bstats["sample_pairs_kept"]
+            return ci, cj, est
         if cfg.method == "minhash" and n:
             signatures = got.sig_pieces.finish(cfg.minhash.num_perm)
             keys = np.concatenate(got.band_parts)
@@ -401,7 +411,7 @@ class Deduplicator:
                                                        jobs=self.jobs)
         outcome, cluster_sizes, chained = outcomes(
             got.ids, got.reason, sk, survivor_local, kept, members, member_sims, got.exact_of,
-            chain_below=cfg.threshold if cfg.method == "minhash" else None)
+            chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None)
         stats["chained"] = len(chained)
         stats["chained_examples"] = chained[:20]
         stats["cluster_sizes"] = cluster_sizes
@@ -455,6 +465,8 @@ class Deduplicator:
                 "documents_in_clusters": sum(multi.values()),
                 "size_distribution": {str(k): v for k, v in sorted(dist.items())},
                 "largest": [{"survivor": c, "size": s} for c, s in largest],
+                # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
+                "kinds": cluster_kinds(outcome, sizes),
             },
             "candidate_pairs": stats["candidate_pairs"],
             "estimate_filtered_pairs": stats["estimate_filtered"],
@@ -463,6 +475,8 @@ class Deduplicator:
             "chained_examples": stats["chained_examples"],
             "largest_bucket": stats.get("largest_bucket", 0),
             "buckets_over_window": stats.get("buckets_over_window", 0),
+            # method broder: the sample, the shared-sample pairs and what the cap left out
+            **({"samples": stats["samples"]} if "samples" in stats else {}),
             "duplicate_ids": stats["duplicate_ids"],
             "shingles_total": stats["n_shingles_total"],
             "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),

@@ -18,8 +18,13 @@ def register(sub) -> None:
                     "(verified edges), kept.jsonl or kept.parquet (the deduplicated corpus) and summary.json.")
     p.add_argument("inputs", nargs="+", metavar="INPUT")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
-    p.add_argument("--method", choices=["minhash", "simhash", "exact"], default="minhash",
-                   help="minhash + LSH (default), simhash with a Hamming-distance index, or exact fingerprints only")
+    p.add_argument("--method", choices=["minhash", "simhash", "exact", "broder"], default="minhash",
+                   help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
+                        "or broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts")
+    p.add_argument("--sample-mod", type=positive_int("--sample-mod"), default=25, metavar="M",
+                   help="broder: keep the shingle ids divisible by M (default 25, as in the 1997 experiment)")
+    p.add_argument("--sample-cap", type=positive_int("--sample-cap", minimum=2), default=1000, metavar="N",
+                   help="broder: a sample held by more than N documents gives no pairs (boilerplate; default 1000)")
     p.add_argument("--threshold", type=unit_float("--threshold"), default=0.8,
                    help="similarity at which two documents are duplicates (default 0.8)")
     p.add_argument("--measure", choices=["jaccard", "containment"], default="jaccard",
@@ -73,7 +78,8 @@ def config_from(args):
                        threshold=args.threshold, measure=args.measure, bands=args.bands, rows=args.rows,
                        max_distance=args.max_distance, keep=keep, keep_field=keep_field, verify=not args.no_verify,
                        format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
-                       html=args.html, max_bytes=args.max_bytes, extraction=extraction_of(args))
+                       html=args.html, max_bytes=args.max_bytes, extraction=extraction_of(args),
+                       sample_mod=args.sample_mod, sample_cap=args.sample_cap)
 
 
 def extraction_of(args) -> str | None:

@@ -41,14 +41,19 @@ def _doc_of(offsets: np.ndarray) -> np.ndarray:
 
 def mod_m_sample(ids: np.ndarray, offsets: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     """The ids divisible by ``m`` of each document: ``(values, offsets)`` in the same layout
-    (document ``d``'s values are ``values[offsets[d]:offsets[d+1]]``, in the input's order)."""
+    (document ``d``'s values are ``values[offsets[d]:offsets[d+1]]``, in the input's order);
+    ``ids`` is one array or a list of arrays taken as their concatenation."""
     if m < 1:
         raise ValueError(f"m must be at least 1, got {m}")
-    ids = np.asarray(ids, dtype=np.uint64)
     offsets = np.asarray(offsets, dtype=np.int64)
-    keep = ids % np.uint64(m) == 0
+    # ids may be a list of arrays read as their concatenation (the engine's held or spilled
+    # pieces): each is sampled in place, and only the one-byte mask is joined
+    pieces = [np.asarray(p, dtype=np.uint64) for p in ids] if isinstance(ids, list) else [np.asarray(ids, np.uint64)]
+    masks = [p % np.uint64(m) == 0 for p in pieces]
+    values = np.concatenate([p[k] for p, k in zip(pieces, masks)]) if pieces else np.empty(0, np.uint64)
+    keep = np.concatenate(masks) if masks else np.empty(0, bool)
     kept_before = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
-    return ids[keep], kept_before[offsets]
+    return values, kept_before[offsets]
 
 
 def min_s_sample(ids: np.ndarray, offsets: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:

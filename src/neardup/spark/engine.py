@@ -778,8 +778,9 @@ def _jvm_peak_mb() -> float | None:
 def _check_config(config: DedupConfig) -> None:
     if not isinstance(config, DedupConfig):
         raise ConfigError(f"config must be a neardup.DedupConfig, got {type(config).__name__}")
-    if config.method == "simhash":
-        raise ConfigError("the Spark engine runs method='minhash' or 'exact'; use --engine local for simhash")
+    if config.method in ("simhash", "broder"):
+        raise ConfigError(f"--method {config.method} is not supported by the Spark engine (--engine spark): it runs "
+                          "minhash or exact; use --engine local")
     # Spark reads JSONL and Parquet text fields with the local reader's rules, but has no HTML
     # extraction on its executors: refused rather than read as plain text.
     if config.content != "text":

@@ -10,12 +10,14 @@ import math
 
 import numpy as np
 
+from ..cluster.broder import mod_m_sample, sampled_candidates
 from ..cluster.candidates import BUCKET_WINDOW, candidate_pairs, estimate_similarity
 from ..lsh.banding import band_keys
 from ..lsh.params import Banding, banding as banding_of_bands, recall_banding
 
 __all__ = ["RECALL_AT_THRESHOLD", "BUCKET_WINDOW", "band_keys", "resemblance_target", "default_banding", "banding_for",
-           "estimate_floor", "band_candidates", "estimate_filter", "simhash_candidates"]
+           "estimate_floor", "band_candidates", "estimate_filter", "simhash_candidates", "mod_m_sample",
+           "sampled_candidates"]
 
 #: The default banding: the most rows whose candidate probability at the threshold is at least
 #: this (18 bands x 7 rows at 0.8 with 128 permutations: 0.985 at 0.8, 0.998 at 0.85, 0.13 at

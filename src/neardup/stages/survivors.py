@@ -17,7 +17,7 @@ import numpy as np
 from ..cluster.unionfind import UnionFind
 from .verify import pair_similarities, score_of
 
-__all__ = ["KEEP_POLICIES", "Outcome", "keep_value", "components", "choose_survivors", "kept_mask",
+__all__ = ["KEEP_POLICIES", "Outcome", "cluster_kinds", "keep_value", "components", "choose_survivors", "kept_mask",
            "similarity_to_survivors", "outcomes"]
 
 KEEP_POLICIES = ("first", "longest", "shortest")
@@ -160,3 +160,16 @@ def outcomes(ids: list[str], reason: list[str], sk: np.ndarray, survivor_local: 
     outcome = Outcome(ids=ids, reason=reason, cluster=cluster, duplicate_of=duplicate_of, similarity=similarity,
                       kept=kept)
     return outcome, cluster_sizes, chained
+
+
+def cluster_kinds(outcome: Outcome, sizes: dict) -> dict:
+    """The table of Broder et al.'s 1997 experiment for a run: clusters of two or more records,
+    and the documents they hold, split into clusters of identical documents (every member an
+    exact copy of its survivor) and clusters of identical or similar ones (at least one near)."""
+    with_near = {c for c, r in zip(outcome.cluster, outcome.reason) if r == "near"}
+    multi = {c: s for c, s in sizes.items() if s > 1}
+    identical = [s for c, s in multi.items() if c not in with_near]
+    similar = [s for c, s in multi.items() if c in with_near]
+    return {"clusters": len(multi), "documents_in_clusters": sum(multi.values()),
+            "identical": {"clusters": len(identical), "documents": sum(identical)},
+            "identical_or_similar": {"clusters": len(similar), "documents": sum(similar)}}
