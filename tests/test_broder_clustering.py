@@ -164,3 +164,26 @@ def test_dedup_method_broder_finds_the_exact_pairs_and_reports_the_experiment_ta
     # the same records through minhash: the clusters agree on these clear-cut copies
     other = neardup.dedup(records, threshold=0.8)
     assert other.outcomes.column("cluster").to_pylist() == result.outcomes.column("cluster").to_pylist()
+
+
+def test_dedup_method_greedy_is_the_one_pass_clustering_and_depends_on_order():
+    import neardup
+
+    # 0 and 2 share the first half of their words, 1 and 2 the second half; 0 and 1 nothing
+    words = [f"w{n}" for n in range(400)]
+    a, b = " ".join(words[:200]), " ".join(words[200:])
+    records = [{"id": "a", "text": a}, {"id": "b", "text": b}, {"id": "ab", "text": a + " " + b}]
+    k3 = neardup.ShingleParams(k=3)
+    result = neardup.dedup(records, method="greedy", sample_mod=3, shingle=k3)
+    # in this order the bridge joins one of the two clusters (that of its smallest sample already
+    # in the table), and a and b stay apart
+    got = result.outcomes.column("cluster").to_pylist()
+    assert got[:2] == ["a", "b"] and got[2] in ("a", "b")
+    # bridge first: a and b both join its cluster
+    order = [records[2], records[0], records[1]]
+    result = neardup.dedup(order, method="greedy", sample_mod=3, shingle=k3)
+    assert result.outcomes.column("cluster").to_pylist() == ["ab", "ab", "ab"]
+    assert result.summary["config"]["method"] == "greedy" and result.summary["samples"]["mod"] == 3
+    # union-find over verified resemblance joins none of them at 0.8
+    assert neardup.dedup(records, method="broder", sample_mod=3, shingle=k3).outcomes.column("reason").to_pylist() == \
+        ["unique"] * 3

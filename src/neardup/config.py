@@ -20,7 +20,7 @@ from .stages.survivors import KEEP_POLICIES
 __all__ = ["DedupConfig", "METHODS", "MEASURES", "KEEP_POLICIES", "DEFAULT_FAMILY", "INPUT_FORMATS", "CONTENTS",
            "HTML_MODES", "MAX_BYTES"]
 
-METHODS = ("minhash", "simhash", "exact", "broder")
+METHODS = ("minhash", "simhash", "exact", "broder", "greedy")
 INPUT_FORMATS = ("auto", "jsonl", "parquet", "warc", "html", "text")
 CONTENTS = ("text", "html")
 HTML_MODES = ("main", "whole", "article")
@@ -68,7 +68,8 @@ class DedupConfig:
     max_bytes: int | None = MAX_BYTES
     #: ``method="broder"`` (Broder et al. 1997, :mod:`neardup.cluster.broder`): keep the shingle
     #: ids divisible by ``sample_mod`` (the experiment kept 1 in 25), and give no pairs from a
-    #: sample that more than ``sample_cap`` documents share.
+    #: sample that more than ``sample_cap`` documents share. ``method="greedy"`` uses the same
+    #: samples for the experiment's one-pass clustering (order-dependent, unverified).
     sample_mod: int = 25
     sample_cap: int = 1000
     #: The HTML extraction (:func:`neardup.text.html.extractor_id`) when the inputs are web pages:
@@ -122,7 +123,8 @@ class DedupConfig:
             "verify": self.verify,
             "read": self.read_options(),
             # Only for the method that uses them, so that other fingerprints stay as they were.
-            **({"sample_mod": self.sample_mod, "sample_cap": self.sample_cap} if self.method == "broder" else {}),
+            **({"sample_mod": self.sample_mod, "sample_cap": self.sample_cap}
+               if self.method in ("broder", "greedy") else {}),
             # Only when set, so that the fingerprints of runs on plain text do not name a parser.
             **({"extraction": self.extraction} if self.extraction is not None else {}),
         }

@@ -377,6 +377,13 @@ class Deduplicator:
             stats["candidate_pairs"] = bstats["sample_pairs"]
             stats["estimate_filtered"] = bstats["sample_pairs"] - bstats["sample_pairs_kept"]
             return ci, cj, est
+        if cfg.method == "greedy" and n:
+            got.sig_pieces.finish()
+            values, sample_offsets = candidate_stage.mod_m_sample(shingle_ids, offsets, cfg.sample_mod)
+            ci, cj = candidate_stage.greedy_pairs(values, sample_offsets)
+            stats["samples"] = {"mod": cfg.sample_mod, "values": int(values.size)}
+            stats["candidate_pairs"] = int(ci.size)
+            return ci, cj, np.full(ci.size, np.nan)
         if cfg.method == "minhash" and n:
             signatures = got.sig_pieces.finish(cfg.minhash.num_perm)
             keys = np.concatenate(got.band_parts)

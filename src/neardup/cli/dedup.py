@@ -18,9 +18,11 @@ def register(sub) -> None:
                     "(verified edges), kept.jsonl or kept.parquet (the deduplicated corpus) and summary.json.")
     p.add_argument("inputs", nargs="+", metavar="INPUT")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
-    p.add_argument("--method", choices=["minhash", "simhash", "exact", "broder"], default="minhash",
+    p.add_argument("--method", choices=["minhash", "simhash", "exact", "broder", "greedy"], default="minhash",
                    help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
-                        "or broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts")
+                        "broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts, or "
+                        "greedy: their one-pass clustering on the same samples (depends on the input order, "
+                        "not verified)")
     p.add_argument("--sample-mod", type=positive_int("--sample-mod"), default=25, metavar="M",
                    help="broder: keep the shingle ids divisible by M (default 25, as in the 1997 experiment)")
     p.add_argument("--sample-cap", type=positive_int("--sample-cap", minimum=2), default=1000, metavar="N",

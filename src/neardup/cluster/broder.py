@@ -125,7 +125,8 @@ def containment(count: np.ndarray, size_i: np.ndarray) -> np.ndarray:
 
 def greedy_clusters(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Streaming clusters (see the module): for each document in input order, the cluster of the
-    first of its samples already in the table, else a new cluster named by the document's index;
+    first of its samples (in its values' order: increasing, for shingle ids) already in the table,
+    else a new cluster named by the document's index;
     then every sample of the document not yet in the table points to that cluster. Documents
     with no sample are clusters of their own. Returns the cluster index of every document."""
     values = np.asarray(values, dtype=np.uint64)

@@ -778,7 +778,7 @@ def _jvm_peak_mb() -> float | None:
 def _check_config(config: DedupConfig) -> None:
     if not isinstance(config, DedupConfig):
         raise ConfigError(f"config must be a neardup.DedupConfig, got {type(config).__name__}")
-    if config.method in ("simhash", "broder"):
+    if config.method in ("simhash", "broder", "greedy"):
         raise ConfigError(f"--method {config.method} is not supported by the Spark engine (--engine spark): it runs "
                           "minhash or exact; use --engine local")
     # Spark reads JSONL and Parquet text fields with the local reader's rules, but has no HTML

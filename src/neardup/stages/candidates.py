@@ -10,14 +10,14 @@ import math
 
 import numpy as np
 
-from ..cluster.broder import mod_m_sample, sampled_candidates
+from ..cluster.broder import greedy_clusters, mod_m_sample, sampled_candidates
 from ..cluster.candidates import BUCKET_WINDOW, candidate_pairs, estimate_similarity
 from ..lsh.banding import band_keys
 from ..lsh.params import Banding, banding as banding_of_bands, recall_banding
 
 __all__ = ["RECALL_AT_THRESHOLD", "BUCKET_WINDOW", "band_keys", "resemblance_target", "default_banding", "banding_for",
            "estimate_floor", "band_candidates", "estimate_filter", "simhash_candidates", "mod_m_sample",
-           "sampled_candidates"]
+           "sampled_candidates", "greedy_pairs"]
 
 #: The default banding: the most rows whose candidate probability at the threshold is at least
 #: this (18 bands x 7 rows at 0.8 with 128 permutations: 0.985 at 0.8, 0.998 at 0.85, 0.13 at
@@ -91,3 +91,12 @@ def simhash_candidates(simhashes: np.ndarray, max_distance: int) -> tuple[np.nda
     dist = np.array([d for _, _, d in pairs], dtype=np.float64)
     order = np.lexsort((cj, ci))
     return ci[order], cj[order], 1.0 - dist[order] / 64.0
+
+
+def greedy_pairs(values: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The edges of the greedy one-pass clustering (:func:`neardup.cluster.broder.greedy_clusters`)
+    on samples: ``(founder, member)`` for every document that joined an earlier one's cluster.
+    They are measured exactly for the outputs but not filtered: greedy clusters are what they are."""
+    cluster = greedy_clusters(values, offsets)
+    member = np.flatnonzero(cluster != np.arange(cluster.size))
+    return cluster[member], member
