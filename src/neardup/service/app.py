@@ -873,7 +873,7 @@ def _over_budget(text: str, where: str, budget: tuple) -> str | None:
     if not text.isascii() and not _nfkc_length_within(text, max_chars):
         return f"{where} grows past the limit of {max_chars} characters under NFKC normalization"
     if len(text) > max_tokens:  # a shorter text cannot hold more tokens
-        from ..store.sqlite import words_of_folded
+        from ..text.tokenize import words_of_folded
         from ..text.normalize import fold
 
         n = len(words_of_folded(fold(text, norm), norm.remove_punctuation))
