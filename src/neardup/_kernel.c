@@ -2315,7 +2315,9 @@ static PyObject *py_band_pairs(PyObject *self, PyObject *args) {
     Py_buffer kb;
     if (PyObject_GetBuffer(keys_obj, &kb, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     PyObject *result = NULL;
-    if (bands < 1 || window < 2 || kb.len % (8 * bands) || (size_t)kb.len / 8 / (size_t)bands >= UINT32_MAX) {
+    /* whole uint64 first, then rows of bands: 8 * bands would overflow (to 0, then % 0) */
+    if (bands < 1 || window < 2 || kb.len % 8 || (kb.len / 8) % bands ||
+        (size_t)kb.len / 8 / (size_t)bands >= UINT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "keys must be (n, bands) uint64 with n < 2**32, and window >= 2");
         PyBuffer_Release(&kb);
         return NULL;
@@ -2412,7 +2414,9 @@ static PyObject *py_band_keys(PyObject *self, PyObject *args) {
     Py_buffer vb;
     if (PyObject_GetBuffer(values_obj, &vb, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     PyObject *result = NULL;
-    if (m < 1 || bands < 1 || rows < 1 || bands * rows > m || vb.len % (8 * m)) {
+    /* rows > m / bands rather than bands * rows > m, and whole uint64 first: for huge
+     * arguments both products overflow (8 * m to 0, then % 0) */
+    if (m < 1 || bands < 1 || rows < 1 || bands > m || rows > m / bands || vb.len % 8 || (vb.len / 8) % m) {
         PyErr_SetString(PyExc_ValueError, "values must be (n, m) uint64 with bands * rows <= m");
         goto done;
     }
