@@ -36,6 +36,51 @@ def expect_ok(proc: subprocess.CompletedProcess, last_line: str) -> None:
     assert proc.stdout.strip().splitlines()[-1:] == [last_line], detail
 
 
+# --- utf8_join keeps the texts it encodes alive ------------------------------------------
+
+def test_utf8_join_survives_items_replaced_while_it_encodes():
+    # Large strs (mmapped, so that freeing one unmaps it: MALLOC_MMAP_THRESHOLD_ fixes glibc's
+    # threshold) in a list whose items another thread replaces, from the end, while the kernel
+    # encodes from the start. Before the fix the kernel read the freed strs: SEGV, or segments
+    # of the new content torn into the old. Each segment must be one whole str, old or new.
+    code = """
+        import threading
+        from neardup._kernel import utf8_join
+
+        L, N = 1 << 20, 48
+        old, new = "\\u0100" * L, "\\u0101" * L
+        enc = {old.encode(): "old", new.encode(): "new"}
+        replaced = 0
+        for rnd in range(6):
+            texts = [("\\u0100" * L)[:] for _ in range(N)]  # distinct objects, held by the list only
+            go, stop = threading.Event(), threading.Event()
+
+            def replace():
+                global replaced
+                go.wait()
+                while not stop.is_set():
+                    for i in reversed(range(N)):
+                        texts[i] = "\\u0101" * L
+                        replaced += 1
+                        if stop.is_set():
+                            break
+
+            t = threading.Thread(target=replace)
+            t.start()
+            go.set()
+            data, offsets, _ = utf8_join(texts, 0, N)
+            stop.set()
+            t.join()
+            seg = 2 * L  # U+0100 and U+0101 are two bytes in UTF-8
+            assert len(data) == N * seg, len(data)
+            for i in range(N):
+                assert data[i * seg:(i + 1) * seg] in enc, f"round {rnd}: text {i} torn"
+        assert replaced > 0
+        print("ok")
+    """
+    expect_ok(run_child(code, {"MALLOC_MMAP_THRESHOLD_": "65536"}), "ok")
+
+
 # --- band_keys and band_pairs check sizes without overflowing ----------------------------
 
 def test_band_functions_refuse_sizes_whose_byte_counts_overflow():

@@ -2211,6 +2211,16 @@ static PyObject *py_utf8_join(PyObject *self, PyObject *args) {
         }
     }
     Py_ssize_t n = stop - start;
+    /* The texts are read with the GIL released: a reference of our own to each keeps it alive
+     * (the caller's list alone does not: another thread may replace an item meanwhile, which
+     * frees the str being encoded). str objects are immutable, so the data stays as read. */
+    PyObject *held = PySequence_GetSlice(seq, start, stop);
+    Py_DECREF(seq);
+    if (!held) {
+        if (have_table) PyBuffer_Release(&table);
+        return NULL;
+    }
+    seq = held;
     PyObject **items = PySequence_Fast_ITEMS(seq);
     strview_t *views = (strview_t *)malloc(sizeof(strview_t) * (size_t)(n ? n : 1));
     int64_t *offsets = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -2223,7 +2233,7 @@ static PyObject *py_utf8_join(PyObject *self, PyObject *args) {
     }
     size_t cap = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *s = items[start + i];
+        PyObject *s = items[i];
         if (!PyUnicode_Check(s)) {
             PyErr_Format(PyExc_TypeError, "a document's text must be a str, got %.100s (item %zd)",
                          Py_TYPE(s)->tp_name, start + i);
