@@ -81,6 +81,85 @@ def test_utf8_join_survives_items_replaced_while_it_encodes():
     expect_ok(run_child(code, {"MALLOC_MMAP_THRESHOLD_": "65536"}), "ok")
 
 
+# --- intersections and agreements read only what they validated --------------------------
+
+_PAIRS_RACE = """
+    import threading
+    import numpy as np
+    from neardup import _kernel
+
+    rng = np.random.default_rng(19)
+    n, per, npairs = 2000, 8, 1_500_000
+    # runs share values, so that the counts are not all 0
+    ids = np.concatenate([np.sort(rng.choice(64, size=per, replace=False)).astype(np.uint64) for _ in range(n)])
+    offsets = np.arange(0, n * per + 1, per, dtype=np.int64)
+    values = rng.integers(0, 4, size=(n, 16), dtype=np.uint64)
+    late = np.arange(npairs - 1, npairs // 2, -997)  # written last to first: the kernel reads them last
+    BAD = 1 << 40
+
+    def expected(kind, i, j):
+        if kind == "intersections":
+            return np.array([np.intersect1d(ids[offsets[a]:offsets[a + 1]], ids[offsets[b]:offsets[b + 1]]).size
+                             for a, b in zip(i.tolist(), j.tolist())], dtype=np.int64)
+        return (values[i] == values[j]).sum(axis=1).astype(np.int64)
+
+    def call(kind, i, j):
+        if kind == "intersections":
+            return _kernel.intersections(ids, offsets, i, j)
+        return _kernel.agreements(values, 16, i, j)
+
+    refused = 0
+    for kind in ("intersections", "agreements"):
+        for rnd in range(3):
+            i = rng.integers(0, n, size=npairs, dtype=np.int64)
+            j = rng.integers(0, n, size=npairs, dtype=np.int64)
+            want = expected(kind, i[late], j[late])
+            go = threading.Event()
+
+            def spoil():
+                go.wait()
+                for q in late.tolist():
+                    i[q] = BAD
+
+            t = threading.Thread(target=spoil)
+            t.start()
+            go.set()
+            try:
+                out = np.frombuffer(call(kind, i, j), dtype=np.int64)
+            except ValueError:
+                refused += 1  # the writer was first: the copy the kernel checked had BAD in it
+            else:
+                assert np.array_equal(out[late], want), f"{kind} round {rnd}"
+            t.join()
+    print("ok")
+"""
+
+
+def test_intersections_and_agreements_survive_pairs_rewritten_while_they_run():
+    # Before the fix the kernel validated i and j, released the GIL and read them again:
+    # the BAD row index written meanwhile was used (SEGV reading offsets[BAD], or a NULL row).
+    expect_ok(run_child(_PAIRS_RACE), "ok")
+
+
+def test_agreements_and_intersections_refuse_pieces_not_in_whole_rows():
+    import numpy as np
+
+    from neardup import _kernel
+
+    v = np.arange(12, dtype=np.uint64)
+    i = np.array([0, 1], dtype=np.int64)
+    with pytest.raises(ValueError):
+        _kernel.agreements([v[:5], v[5:]], 4, i, i)
+    with pytest.raises(ValueError):
+        _kernel.intersections([v[:5], v[5:]], np.array([0, 4, 8], dtype=np.int64), i, i)
+    with pytest.raises(ValueError):
+        _kernel.intersections(v, np.zeros(0, dtype=np.int64), i, i)
+    with pytest.raises(ValueError):
+        _kernel.intersections(v, np.array([0, 4], dtype=np.int64), i, i[:1])
+    with pytest.raises(ValueError):
+        _kernel.agreements(v, 4, i.astype(np.int32), i.astype(np.int32))
+
+
 # --- band_keys and band_pairs check sizes without overflowing ----------------------------
 
 def test_band_functions_refuse_sizes_whose_byte_counts_overflow():

@@ -1490,8 +1490,11 @@ static void pieces_release(pieces_t *p) {
 /* 1 on success; 0 with an exception set when obj is not uint64 buffers. */
 static int pieces_get(PyObject *obj, pieces_t *p) {
     const int many = PyList_Check(obj) || PyTuple_Check(obj);
-    PyObject *seq = many ? PySequence_Fast(obj, "pieces") : NULL;
-    const Py_ssize_t n = many ? PySequence_Fast_GET_SIZE(seq) : 1;
+    /* a tuple of the list's items: each piece is held by its export, and the list may change
+     * size or items meanwhile without affecting what is read */
+    PyObject *seq = many ? PySequence_Tuple(obj) : NULL;
+    if (many && !seq) return 0;
+    const Py_ssize_t n = many ? PyTuple_GET_SIZE(seq) : 1;
     p->n = 0;
     p->views = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_buffer));
     p->start = PyMem_Calloc((size_t)n + 1, sizeof(size_t));
@@ -1502,7 +1505,7 @@ static int pieces_get(PyObject *obj, pieces_t *p) {
         return 0;
     }
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *item = many ? PySequence_Fast_GET_ITEM(seq, k) : obj;
+        PyObject *item = many ? PyTuple_GET_ITEM(seq, k) : obj;
         if (PyObject_GetBuffer(item, &p->views[k], PyBUF_C_CONTIGUOUS) < 0) break;
         p->n = k + 1;
         if (p->views[k].itemsize != 8 || p->views[k].len % 8) {
@@ -1627,26 +1630,48 @@ static int pairs_in_range(const int64_t *pi, const int64_t *pj, size_t np, size_
     return 1;
 }
 
+/* A private copy of a C-contiguous buffer of int64 taken under the GIL (NULL with an exception
+ * set when obj is not one): what the kernel validates and then reads with the GIL released must
+ * be memory no other thread can write meanwhile, or a value could change between the check
+ * and its use (an index past the end). *n is the number of values. */
+static int64_t *int64_copy(PyObject *obj, size_t *n, const char *what) {
+    Py_buffer v;
+    if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (v.itemsize != 8 || v.len % 8) {
+        PyBuffer_Release(&v);
+        PyErr_Format(PyExc_ValueError, "%s must be an int64 buffer", what);
+        return NULL;
+    }
+    int64_t *out = malloc(v.len ? (size_t)v.len : 8);
+    if (!out) {
+        PyBuffer_Release(&v);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(out, v.buf, (size_t)v.len);
+    *n = (size_t)v.len / 8;
+    PyBuffer_Release(&v);
+    return out;
+}
+
 static PyObject *py_intersections(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *ids_obj, *offs_obj, *i_obj, *j_obj;
     if (!PyArg_ParseTuple(args, "OOOO", &ids_obj, &offs_obj, &i_obj, &j_obj)) return NULL;
     pieces_t ids;
     if (!pieces_get(ids_obj, &ids)) return NULL;
-    Py_buffer vb[3];
-    PyObject *objs[3] = {offs_obj, i_obj, j_obj};
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < 3; got++)
-        if (PyObject_GetBuffer(objs[got], &vb[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
-    if (vb[0].len % 8 || vb[0].len < 8 || vb[1].len % 8 || vb[1].len != vb[2].len || vb[0].itemsize != 8 ||
-        vb[1].itemsize != 8 || vb[2].itemsize != 8) {
+    size_t noff = 0, np = 0, npj = 0;
+    /* offsets and pairs copied: the ids are read through held buffer exports, and any values
+     * they hold are safe to read; only the copied offsets and pairs index memory */
+    int64_t *off = int64_copy(offs_obj, &noff, "offsets"), *pi = off ? int64_copy(i_obj, &np, "i") : NULL,
+            *pj = pi ? int64_copy(j_obj, &npj, "j") : NULL;
+    if (!pj) goto done;
+    if (noff < 1 || np != npj) {
         PyErr_SetString(PyExc_ValueError, "ids: uint64; offsets: n+1 int64; i, j: int64 of equal length");
         goto done;
     }
-    const int64_t *off = (const int64_t *)vb[0].buf, *pi = (const int64_t *)vb[1].buf,
-                  *pj = (const int64_t *)vb[2].buf;
-    const size_t nid = ids.start[ids.n], n = (size_t)vb[0].len / 8 - 1, np = (size_t)vb[1].len / 8;
+    const size_t nid = ids.start[ids.n], n = noff - 1;
     int bad = off[0] < 0 || off[n] > (int64_t)nid;
     for (size_t q = 0; q < n && !bad; q++) bad = off[q + 1] < off[q];
     if (!bad) bad = !pairs_in_range(pi, pj, np, n);
@@ -1676,7 +1701,9 @@ static PyObject *py_intersections(PyObject *self, PyObject *args) {
         Py_CLEAR(result);
     }
 done:
-    while (got > 0) PyBuffer_Release(&vb[--got]);
+    free(off);
+    free(pi);
+    free(pj);
     pieces_release(&ids);
     return result;
 }
@@ -1694,20 +1721,18 @@ static PyObject *py_agreements(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OnOO", &v_obj, &m, &i_obj, &j_obj)) return NULL;
     pieces_t val;
     if (!pieces_get(v_obj, &val)) return NULL;
-    Py_buffer vb[2];
-    PyObject *objs[2] = {i_obj, j_obj};
-    int got = 0;
     PyObject *result = NULL;
-    for (; got < 2; got++)
-        if (PyObject_GetBuffer(objs[got], &vb[got], PyBUF_C_CONTIGUOUS) < 0) goto done;
+    size_t np = 0, npj = 0;
+    /* the pairs copied under the GIL (see int64_copy); the values are read through held exports */
+    int64_t *pi = int64_copy(i_obj, &np, "i"), *pj = pi ? int64_copy(j_obj, &npj, "j") : NULL;
+    if (!pj) goto done;
     int ragged = m <= 0;
     for (Py_ssize_t k = 0; k < val.n && !ragged; k++) ragged = (val.start[k + 1] - val.start[k]) % (size_t)m != 0;
-    if (ragged || vb[0].itemsize != 8 || vb[1].itemsize != 8 || vb[0].len != vb[1].len) {
+    if (ragged || np != npj) {
         PyErr_SetString(PyExc_ValueError, "values: (n, m) uint64 in whole rows; i, j: int64 of equal length");
         goto done;
     }
-    const int64_t *pi = (const int64_t *)vb[0].buf, *pj = (const int64_t *)vb[1].buf;
-    const size_t n = val.start[val.n] / (size_t)m, np = (size_t)vb[0].len / 8;
+    const size_t n = val.start[val.n] / (size_t)m;
     if (!pairs_in_range(pi, pj, np, n)) {
         PyErr_SetString(PyExc_ValueError, "pairs must index rows of values");
         goto done;
@@ -1715,18 +1740,29 @@ static PyObject *py_agreements(PyObject *self, PyObject *args) {
     result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(np * 8));
     if (!result) goto done;
     int64_t *out = (int64_t *)PyByteArray_AS_STRING(result);
+    int straddles = 0;
     Py_BEGIN_ALLOW_THREADS
     for (size_t q = 0; q < np; q++) {
-        /* rows never straddle: every piece holds whole rows (checked above) */
+        /* every piece holds whole rows (checked above), so a row lies in one piece; the NULL
+         * check keeps that an invariant checked here rather than a promise */
         const uint64_t *a = pieces_at(&val, (size_t)pi[q] * (size_t)m, (size_t)m),
                        *b = pieces_at(&val, (size_t)pj[q] * (size_t)m, (size_t)m);
+        if (!a || !b) {
+            straddles = 1;
+            break;
+        }
         int64_t c = 0;
         for (Py_ssize_t p = 0; p < m; p++) c += a[p] == b[p];
         out[q] = c;
     }
     Py_END_ALLOW_THREADS
+    if (straddles) {
+        PyErr_SetString(PyExc_ValueError, "a row of values crosses from one buffer to the next");
+        Py_CLEAR(result);
+    }
 done:
-    while (got > 0) PyBuffer_Release(&vb[--got]);
+    free(pi);
+    free(pj);
     pieces_release(&val);
     return result;
 }
