@@ -10,7 +10,10 @@ writes, and the checks are on what the kernel returns.
 
 from __future__ import annotations
 
+import json
 import os
+import platform
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -206,3 +209,76 @@ def test_band_functions_still_take_empty_and_exact_inputs():
         _kernel.band_keys(keys, 5, 1, 5)  # 24 values are not rows of 5
     with pytest.raises(ValueError):
         _kernel.band_pairs(keys, 5, 2)
+
+
+# --- the AVX2 code runs only where every instruction it uses is there ---------------------
+
+def _cpuinfo_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+@pytest.mark.skipif(not _cpuinfo_flags(), reason="no /proc/cpuinfo flags to compare with")
+def test_cpu_features_agree_with_the_kernel_of_this_machine():
+    from neardup import _kernel
+
+    flags = _cpuinfo_flags()
+    got = _kernel.cpu_features()
+    # the Linux kernel lists avx2 only when it saves the YMM state (os_avx)
+    assert got == {"avx2": "avx2" in flags, "bmi1": "bmi1" in flags, "bmi2": "bmi2" in flags,
+                   "popcnt": "popcnt" in flags, "os_avx": "avx" in flags}
+    prev = _kernel.set_simd(True)
+    try:
+        assert (_kernel.simd() == "avx2") == all(got.values())
+    finally:
+        _kernel.set_simd(prev)
+
+
+QEMU = shutil.which("qemu-x86_64")
+_needs_qemu = pytest.mark.skipif(
+    QEMU is None and os.environ.get("NEARDUP_REQUIRE_QEMU") != "1",
+    reason="qemu-x86_64 (Debian: qemu-user) is not installed; NEARDUP_REQUIRE_QEMU=1 makes this a failure")
+
+_DISPATCH = """
+    import json
+    import numpy as np
+    from neardup import _kernel, _native
+    from neardup.hashing import hash64
+    from neardup.params import ShingleParams
+    from neardup.shingle import shingles
+
+    # ASCII runs of 64 bytes and more: the AVX2 splitter's path, when it is chosen
+    text = "Hello World, this is the splitter's ASCII path; and some caf\\u00e9 " * 8
+    # (getattr: so that the builds before cpu_features() existed run this too)
+    out = {"simd": _kernel.simd(), "features": getattr(_kernel, "cpu_features", dict)()}
+    for unit in ("word", "line", "char"):
+        sp = ShingleParams(k=3, unit=unit)
+        want = np.unique(np.fromiter((hash64(s, "xxh3") for s in shingles(text, sp)), dtype=np.uint64))
+        out[unit] = bool(np.array_equal(_native.shingle_ids(text, sp), want))
+    print(json.dumps(out, sort_keys=True))
+"""
+
+
+@_needs_qemu
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the dispatch under test is x86-64's")
+@pytest.mark.parametrize("cpu, simd", [
+    ("Haswell", "avx2"),                # everything the AVX2 code uses
+    ("Haswell,-bmi1,-bmi2", "scalar"),  # AVX2 without BMI: SIGILL in split_words_avx2 before the fix
+    # AVX2 and BMI1 without BMI2: qemu 7.2 traps BMI2 instructions only when BMI1 is off, so
+    # this one shows the choice (simd) rather than a SIGILL; real CPUs trap
+    ("Haswell,-bmi2", "scalar"),
+    ("Nehalem", "scalar"),              # no AVX at all
+])
+def test_dispatch_under_emulated_cpus(cpu, simd):
+    proc = subprocess.run([QEMU, "-cpu", cpu, sys.executable, "-c", textwrap.dedent(_DISPATCH)],
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-3000:]}"
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["simd"] == simd, got
+    assert got["word"] and got["line"] and got["char"], got

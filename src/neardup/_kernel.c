@@ -44,6 +44,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ND_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define ND_X86 0
@@ -58,6 +59,10 @@ enum { F_AFFINE61 = 0, F_MULSHIFT64 = 1, F_MULSHIFT32 = 2 };
 #define P61 ((uint64_t)0x1FFFFFFFFFFFFFFFULL) /* 2**61 - 1 */
 #define SIGN64 ((uint64_t)0x8000000000000000ULL)
 #define BAD_CP 0xFFFFFFFFu
+
+/* CPU features (cpu_features()); the AVX2 paths need all of CPU_AVX2_PATH. */
+enum { CPU_AVX2 = 1, CPU_BMI1 = 2, CPU_BMI2 = 4, CPU_POPCNT = 8, CPU_OS_AVX = 16 };
+#define CPU_AVX2_PATH (CPU_AVX2 | CPU_BMI1 | CPU_BMI2 | CPU_POPCNT | CPU_OS_AVX)
 
 /* 0 = pick the fastest available; 1 = force the portable scalar code (tests). */
 static int g_force_scalar = 0;
@@ -1164,12 +1169,35 @@ minhash_mulshift32_avx2(coeffs_t *c, const uint64_t *ids, size_t n, uint64_t *mi
     for (size_t j = 0; j < m; j++) mins_out[j] = mins[j];
 }
 
+/*
+ * Whether every instruction set the AVX2 paths are compiled for is usable: AVX2 (MinHash,
+ * blake2b, the splitter), BMI1 and BMI2 (the splitter's tzcnt, andn, bzhi, shlx, shrx), POPCNT
+ * (the intersections' block counts), and the OS saving the YMM registers (OSXSAVE and XCR0
+ * bits 1-2). __builtin_cpu_supports("avx2") alone is not enough: hypervisors and emulators
+ * report AVX2 without BMI2 (SIGILL in split_words_avx2), and a kernel may leave AVX state off.
+ * Read from CPUID directly, so that the test is the same under gcc and clang.
+ */
+static unsigned cpu_features(void) {
+    unsigned f = 0, eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+    if (ecx & bit_POPCNT) f |= CPU_POPCNT;
+    if ((ecx & bit_OSXSAVE) && (ecx & bit_AVX)) {
+        uint32_t lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        if ((lo & 6) == 6) f |= CPU_OS_AVX; /* XMM and YMM state enabled */
+    }
+    if (__get_cpuid_max(0, NULL) >= 7) {
+        __cpuid_count(7, 0, eax, ebx, ecx, edx);
+        if (ebx & bit_AVX2) f |= CPU_AVX2;
+        if (ebx & bit_BMI) f |= CPU_BMI1;
+        if (ebx & bit_BMI2) f |= CPU_BMI2;
+    }
+    return f;
+}
+
 static int have_avx2(void) {
     static int cached = -1;
-    if (cached < 0) {
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") ? 1 : 0;
-    }
+    if (cached < 0) cached = (cpu_features() & CPU_AVX2_PATH) == CPU_AVX2_PATH;
     return cached;
 }
 #endif
@@ -2155,6 +2183,25 @@ static PyObject *py_simd(PyObject *self, PyObject *unused) {
     return PyUnicode_FromString(simd_enabled() ? "avx2" : "scalar");
 }
 
+PyDoc_STRVAR(cpu_features_doc,
+"cpu_features() -> dict[str, bool]\n\n"
+"What CPUID and XGETBV report of what the AVX2 code needs (avx2, bmi1, bmi2, popcnt, os_avx:\n"
+"the OS saves the YMM registers); the AVX2 code runs only when all are true. All false off x86-64.");
+
+static PyObject *py_cpu_features(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+#if ND_X86
+    const unsigned f = cpu_features();
+#else
+    const unsigned f = 0;
+#endif
+    return Py_BuildValue("{sOsOsOsOsO}", "avx2", f & CPU_AVX2 ? Py_True : Py_False, "bmi1",
+                         f & CPU_BMI1 ? Py_True : Py_False, "bmi2", f & CPU_BMI2 ? Py_True : Py_False,
+                         "popcnt", f & CPU_POPCNT ? Py_True : Py_False, "os_avx",
+                         f & CPU_OS_AVX ? Py_True : Py_False);
+}
+
 PyDoc_STRVAR(xxh3_doc, "xxh3_64(data) -> int\n\nXXH3-64 of the bytes, seed 0 (to check the header).");
 
 static PyObject *py_xxh3(PyObject *self, PyObject *arg) {
@@ -2499,6 +2546,7 @@ static PyMethodDef methods[] = {
     {"band_pairs", py_band_pairs, METH_VARARGS, band_pairs_doc},
     {"set_simd", py_set_simd, METH_O, set_simd_doc},
     {"simd", py_simd, METH_NOARGS, simd_doc},
+    {"cpu_features", py_cpu_features, METH_NOARGS, cpu_features_doc},
     {"xxh3_64", py_xxh3, METH_O, xxh3_doc},
     {"utf8_join", py_utf8_join, METH_VARARGS, utf8_join_doc},
     {NULL, NULL, 0, NULL},
