@@ -1299,10 +1299,14 @@ static int init_classes(classes_t *cl, const Py_buffer *table, int unit, int kee
 /* Documents are addressed with 32-bit positions in a buffer of up to 2*len + 1 bytes. */
 #define MAX_DOC_BYTES ((size_t)0x30000000) /* 5 * len + slack < 2**32 */
 
+/* The limit in force: MAX_DOC_BYTES, or lower for tests (set_max_doc_bytes), so that what a
+ * caller does with a document over the limit can be tested without a 768 MiB document. */
+static size_t g_max_doc_bytes = MAX_DOC_BYTES;
+
 static int check_doc_len(size_t len) {
-    if (len > MAX_DOC_BYTES) {
+    if (len > g_max_doc_bytes) {
         PyErr_Format(PyExc_ValueError, "a document of %zu bytes is larger than the kernel's limit (%zu)",
-                     len, MAX_DOC_BYTES);
+                     len, g_max_doc_bytes);
         return 0;
     }
     return 1;
@@ -1461,7 +1465,7 @@ static PyObject *py_fingerprints(PyObject *self, PyObject *args) {
     memcpy(off, offs.buf, (size_t)offs.len);
     int bad = off[0] < 0 || off[n] > (int64_t)data.len;
     for (size_t i = 0; i < n && !bad; i++)
-        bad = off[i + 1] < off[i] || (size_t)(off[i + 1] - off[i]) > MAX_DOC_BYTES;
+        bad = off[i + 1] < off[i] || (size_t)(off[i + 1] - off[i]) > g_max_doc_bytes;
     if (bad) {
         PyErr_SetString(PyExc_ValueError,
                         "offsets must be non-decreasing, within the data, and documents under 768 MiB");
@@ -1850,7 +1854,7 @@ static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int uni
     memcpy(a, abuf.buf, m * sizeof(uint64_t));
     memcpy(b, bbuf.buf, m * sizeof(uint64_t));
     int bad = 0;
-    for (size_t i = 0; i < n && !bad; i++) bad = docs->len[i] > MAX_DOC_BYTES;
+    for (size_t i = 0; i < n && !bad; i++) bad = docs->len[i] > g_max_doc_bytes;
     if (bad) PyErr_SetString(PyExc_ValueError, "documents must be under 768 MiB");
     if (!bad && family == F_AFFINE61) {
         for (size_t j = 0; j < m && !bad; j++) bad = a[j] >= P61 || b[j] >= P61;
@@ -2202,6 +2206,35 @@ static PyObject *py_cpu_features(PyObject *self, PyObject *unused) {
                          f & CPU_OS_AVX ? Py_True : Py_False);
 }
 
+PyDoc_STRVAR(max_doc_bytes_doc,
+"max_doc_bytes() -> int\n\n"
+"The largest document (in UTF-8 bytes, after NFKC) the kernel takes; a larger one is a ValueError\n"
+"for its whole call.");
+
+static PyObject *py_max_doc_bytes(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromSize_t(g_max_doc_bytes);
+}
+
+PyDoc_STRVAR(set_max_doc_bytes_doc,
+"set_max_doc_bytes(n) -> int\n\n"
+"For tests: lower the document limit to n bytes (1 <= n <= the built-in 768 MiB); returns the\n"
+"previous limit.");
+
+static PyObject *py_set_max_doc_bytes(PyObject *self, PyObject *arg) {
+    (void)self;
+    const Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1 || (size_t)n > MAX_DOC_BYTES) {
+        PyErr_Format(PyExc_ValueError, "the document limit must be in [1, %zu], got %zd", MAX_DOC_BYTES, n);
+        return NULL;
+    }
+    const size_t prev = g_max_doc_bytes;
+    g_max_doc_bytes = (size_t)n;
+    return PyLong_FromSize_t(prev);
+}
+
 PyDoc_STRVAR(xxh3_doc, "xxh3_64(data) -> int\n\nXXH3-64 of the bytes, seed 0 (to check the header).");
 
 static PyObject *py_xxh3(PyObject *self, PyObject *arg) {
@@ -2547,6 +2580,8 @@ static PyMethodDef methods[] = {
     {"set_simd", py_set_simd, METH_O, set_simd_doc},
     {"simd", py_simd, METH_NOARGS, simd_doc},
     {"cpu_features", py_cpu_features, METH_NOARGS, cpu_features_doc},
+    {"max_doc_bytes", py_max_doc_bytes, METH_NOARGS, max_doc_bytes_doc},
+    {"set_max_doc_bytes", py_set_max_doc_bytes, METH_O, set_max_doc_bytes_doc},
     {"xxh3_64", py_xxh3, METH_O, xxh3_doc},
     {"utf8_join", py_utf8_join, METH_VARARGS, utf8_join_doc},
     {NULL, NULL, 0, NULL},
