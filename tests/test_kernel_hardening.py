@@ -282,3 +282,32 @@ def test_dispatch_under_emulated_cpus(cpu, simd):
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["simd"] == simd, got
     assert got["word"] and got["line"] and got["char"], got
+
+
+# --- one record over the kernel's limit is skipped, not the run lost ----------------------
+
+def test_dedup_skips_a_record_whose_nfkc_outgrows_the_kernel_limit(tmp_path):
+    # U+FDFA is 3 bytes that NFKC makes 33: the record is small as read (under --max-bytes)
+    # and over the kernel's limit once normalized. The limit is lowered so that the record
+    # can be small; before the fix the kernel's ValueError for its batch ended the run.
+    import orjson
+
+    from neardup import _kernel
+    from neardup.pipeline import DedupConfig, Deduplicator
+
+    words = " ".join(f"word{i}" for i in range(300))
+    records = [{"id": "a", "text": words}, {"id": "big", "text": "\ufdfa " * 400},
+               {"id": "b", "text": words + " more"}, {"id": "c", "text": "another text entirely, short"}]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    assert len(records[1]["text"].encode()) < 4096 < len(__import__("unicodedata").normalize("NFKC", records[1]["text"]).encode())
+    prev = _kernel.set_max_doc_bytes(4096)
+    try:
+        summary = Deduplicator(DedupConfig(), jobs=1).run([str(path)], str(tmp_path / "out"))
+    finally:
+        _kernel.set_max_doc_bytes(prev)
+    rows = {r["id"]: r for r in map(orjson.loads, (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines())}
+    assert rows["big"]["reason"] == "skipped:too_large_nfkc"
+    assert summary["skipped_by_reason"] == {"too_large_nfkc": 1}
+    assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] == 4
+    assert rows["a"]["cluster"] == rows["b"]["cluster"]  # the rest of the batch was deduplicated

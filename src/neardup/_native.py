@@ -80,6 +80,11 @@ def _check(params: ShingleParams) -> None:
 
 
 @lru_cache(maxsize=1)
+def max_doc_bytes() -> int:
+    """The largest text (UTF-8 bytes, after NFKC) the kernel takes in one call."""
+    return _kernel.max_doc_bytes()
+
+
 def _table() -> np.ndarray:
     from .text.charclass import class_table
 

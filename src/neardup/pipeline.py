@@ -306,12 +306,16 @@ class Deduplicator:
 
         def collect():
             nonlocal t_sketch
-            batch, parts, ords, nbytes = pending.pop(0)
+            batch, parts, ords, nbytes, too_large = pending.pop(0)
             ts = time.perf_counter()
             sig = batch.result()
             fps = sig.fingerprints
             new = np.zeros(len(ords), dtype=bool)
             for k, (o, fp, ns) in enumerate(zip(ords, fps.tolist(), sig.n_shingles.tolist())):
+                if k in too_large:
+                    reason[o] = "skipped:too_large_nfkc"
+                    skipped["too_large_nfkc"] += 1
+                    continue
                 if ns == 0:
                     reason[o] = "skipped:empty"
                     skipped["empty"] += 1
@@ -345,14 +349,16 @@ class Deduplicator:
         def flush():
             nonlocal batch_parts, batch_ords, batch_bytes
             if batch_parts:
+                too_large = frozenset()
                 if native:
                     # NFKC'd here, so that the sketching threads only run the kernel
+                    segments, too_large = _without_too_large(_encode_parts(batch_parts, cfg.shingle.normalize))
                     batch = _native.submit_signatures_encoded(
-                        sketcher, _encode_parts(batch_parts, cfg.shingle.normalize), cfg.shingle, cfg.minhash,
+                        sketcher, segments, cfg.shingle, cfg.minhash,
                         jobs=self.jobs, with_ids=True, with_fingerprints=True)
                 else:
                     batch = sketcher.submit(self._sketch_python, _texts(batch_parts))
-                pending.append((batch, batch_parts, batch_ords, batch_bytes))
+                pending.append((batch, batch_parts, batch_ords, batch_bytes, too_large))
                 batch_parts, batch_ords, batch_bytes = [], [], 0
             while len(pending) > 1:  # at most one batch sketching while the next is read
                 collect()
@@ -741,6 +747,34 @@ def _encode_parts(parts: list, norm) -> list[tuple]:
         if first < offsets.size - 1:
             segments.append((data, offsets[first:]))
     return segments
+
+
+def _without_too_large(segments: list[tuple]) -> tuple[list[tuple], frozenset]:
+    """``segments`` with each text over the kernel's limit (NFKC can make a record under
+    ``max_bytes`` grow past it) replaced by an empty one, and the positions of those texts in
+    the batch: the kernel refuses a whole call for one such text, and the record is skipped
+    with its reason instead."""
+    from . import _native
+
+    limit = _native.max_doc_bytes()
+    out: list[tuple] = []
+    dropped: list[int] = []
+    base = 0
+    for data, offsets in segments:
+        offsets = np.asarray(offsets, dtype=np.int64)
+        first = 0
+        for i in np.flatnonzero(np.diff(offsets) > limit).tolist():
+            if i > first:
+                out.append((data, offsets[first : i + 1]))
+            out.append((b"", np.zeros(2, dtype=np.int64)))
+            dropped.append(base + i)
+            first = i + 1
+        if first == 0:
+            out.append((data, offsets))
+        elif first < offsets.size - 1:
+            out.append((data, offsets[first:]))
+        base += offsets.size - 1
+    return out, frozenset(dropped)
 
 
 def _python_signatures(texts, shingle_params, minhash_params):
