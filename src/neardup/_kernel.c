@@ -830,7 +830,8 @@ static int cmp_u64(const void *a, const void *b) {
  * is finished on its own (qsort for large ones). Returns 0 when memory runs out. */
 static int bucket_sort(scratch_t *s, const uint64_t *src, uint64_t *dst, size_t n, int skip) {
     if (n <= 48) {
-        memmove(dst, src, n * sizeof(uint64_t));
+        /* n == 0 comes with src NULL (an empty scratch buffer): memmove must not see it */
+        if (n) memmove(dst, src, n * sizeof(uint64_t));
         insertion_sort(dst, n);
         return 1;
     }
