@@ -141,14 +141,17 @@ def test_jsonl_target_catches_a_wrong_text(monkeypatch):
 
 
 def test_kernel_target_catches_a_wrong_signature(monkeypatch):
-    real = _native.signatures
+    from neardup import _kernel
 
-    def lying(*args, **kwargs):
-        sig = real(*args, **kwargs)
-        sig.values[0, 0] ^= np.uint64(1)
-        return sig
+    real = _kernel.signatures_segments
 
-    monkeypatch.setattr(_native, "signatures", lying)
+    def lying(*args):
+        values, *rest = real(*args)
+        values = bytearray(values)
+        values[0] ^= 1
+        return (values, *rest)
+
+    monkeypatch.setattr(_kernel, "signatures_segments", lying)
     with pytest.raises(AssertionError):
         targets.kernel(seeds("kernel")[0])
 
