@@ -2253,7 +2253,7 @@ PyDoc_STRVAR(utf8_join_doc,
 "offsets (stop - start + 1, as bytes) and, when an NFKC table is given (uint8 per code point,\n"
 "nonzero = unsafe), the list of positions (from start) of the texts holding an unsafe code\n"
 "point: only those may change under NFKC. The encoding runs with the GIL released (str\n"
-"objects are immutable and kept alive by the sequence), so threads encode in parallel.");
+"objects are immutable, and the call holds a reference to each), so threads encode in parallel.");
 
 typedef struct {
     const void *data;
