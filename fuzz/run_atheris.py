@@ -4,10 +4,11 @@
 
 TARGET is jsonl, kernel, hamming or kernel_args. With the extensions of fuzz/build_sanitized.sh
 (built with -fsanitize=fuzzer-no-link), libFuzzer sees the coverage of the C code; with an
-ordinary build it sees none unless --py-coverage instruments neardup's Python code. The seeds of
-fuzz/seeds/TARGET (and the working corpus fuzz/corpus/TARGET, where new inputs go) and, for jsonl, the dictionary fuzz/jsonl.dict are added to the options
-unless given. A mismatch with the oracle is an uncaught AssertionError: libFuzzer stops and
-writes the input to crash-<sha1> (replay it with fuzz/replay.py).
+ordinary build it sees none unless --py-coverage instruments neardup's Python code. Unless
+given, the corpus folders are the working corpus fuzz/corpus/TARGET (where new inputs go) and
+the seeds fuzz/seeds/TARGET, and for jsonl the dictionary fuzz/jsonl.dict is added. A mismatch
+with the oracle is an uncaught AssertionError: libFuzzer stops and writes the input to
+crash-<sha1> (replay it with fuzz/replay.py).
 """
 
 import os
