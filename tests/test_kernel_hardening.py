@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import unicodedata
 
 import pytest
 
@@ -28,9 +29,9 @@ pytestmark = pytest.mark.skipif(not _native.available(), reason="neardup._kernel
 HANG_GUARD_S = 300
 
 
-def run_child(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_child(code: str, env: dict | None = None, timeout: float = HANG_GUARD_S) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=HANG_GUARD_S, env={**os.environ, **(env or {})})
+                          timeout=timeout, env={**os.environ, **(env or {})})
 
 
 def expect_ok(proc: subprocess.CompletedProcess, last_line: str) -> None:
@@ -300,7 +301,7 @@ def test_dedup_skips_a_record_whose_nfkc_outgrows_the_kernel_limit(tmp_path):
                {"id": "b", "text": words + " more"}, {"id": "c", "text": "another text entirely, short"}]
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
-    assert len(records[1]["text"].encode()) < 4096 < len(__import__("unicodedata").normalize("NFKC", records[1]["text"]).encode())
+    assert len(records[1]["text"].encode()) < 4096 < len(unicodedata.normalize("NFKC", records[1]["text"]).encode())
     prev = _kernel.set_max_doc_bytes(4096)
     try:
         summary = Deduplicator(DedupConfig(), jobs=1).run([str(path)], str(tmp_path / "out"))
@@ -311,3 +312,22 @@ def test_dedup_skips_a_record_whose_nfkc_outgrows_the_kernel_limit(tmp_path):
     assert summary["skipped_by_reason"] == {"too_large_nfkc": 1}
     assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] == 4
     assert rows["a"]["cluster"] == rows["b"]["cluster"]  # the rest of the batch was deduplicated
+
+
+def test_band_pairs_of_no_rows_returns_at_once_whatever_bands():
+    # Found by the kernel_args fuzzer: with no keys every bands passes the size check, and the
+    # loop over bands ran 2**62 times (a call that never returned). The timeout is a hang guard.
+    code = """
+        import numpy as np
+        from neardup import _kernel
+        empty = np.zeros(0, dtype=np.uint64)
+        for bands in (1, 1 << 40, 1 << 62, (1 << 63) - 1):
+            pairs, shared, largest, capped = _kernel.band_pairs(empty, bands, 2)
+            assert (len(pairs), shared, largest, capped) == (0, 0, 0, 0)
+        print("ok")
+    """
+    try:
+        proc = run_child(code, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("band_pairs of no rows did not return (hang guard: 120 s)")
+    expect_ok(proc, "ok")

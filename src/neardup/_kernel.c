@@ -2464,7 +2464,9 @@ static PyObject *py_band_pairs(PyObject *self, PyObject *args) {
     size_t largest = 0;
     int oom = !slot_key || !head || !tail || !size || !next || !members;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t band = 0; band < bands && !oom; band++) {
+    /* n == 0 has no pairs in any band: stop before the loop over bands, which for a huge bands
+     * (any is allowed when keys is empty) would run for years */
+    for (Py_ssize_t band = 0; n && band < bands && !oom; band++) {
         memset(size, 0, cap * sizeof(uint32_t));
         for (size_t i = 0; i < n; i++) {
             const uint64_t k = keys[i * (size_t)bands + (size_t)band];
