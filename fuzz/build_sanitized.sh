@@ -28,19 +28,25 @@ SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fram
 if is_clang; then SAN="$SAN -fsanitize=fuzzer-no-link"; fi
 
 build() {
-  mkdir -p "$OUT"
+  # built beside the old build and swapped in, so that a campaign running on the old one keeps
+  # its files until it restarts
+  local new="$OUT.new"
+  rm -rf "$new"
+  mkdir -p "$new"
   # the Python package without the ordinary build's extensions
-  rm -rf "$OUT/neardup"
-  (cd "$ROOT/src" && tar --exclude='*.so' --exclude='__pycache__' -cf - neardup) | tar -xf - -C "$OUT"
+  (cd "$ROOT/src" && tar --exclude='*.so' --exclude='__pycache__' -cf - neardup) | tar -xf - -C "$new"
   say "compiling with $CC: $SAN"
   (cd "$ROOT" && NEARDUP_REQUIRE_EXTENSIONS=1 CC="$CC" LDSHARED="$CC -shared" CFLAGS="$SAN" LDFLAGS="$SAN" \
-     "$PY" setup.py -q build_ext --force --build-lib "$OUT" --build-temp "$OUT/tmp" 2>&1 \
+     "$PY" setup.py -q build_ext --force --build-lib "$new" --build-temp "$new/tmp" 2>&1 \
      | grep -v -e SetuptoolsDeprecationWarning -e '^!!' -e '^ *\*\*\*' -e 'project.license' -e 'By 2027' \
                -e 'See https://packaging' -e 'corresp(dist' -e '^ *$' || true)
   for ext in _kernel _hamming _jsonl; do
-    ls "$OUT"/neardup/"$ext".*.so >/dev/null 2>&1 || { say "neardup.$ext was not built"; exit 1; }
+    ls "$new"/neardup/"$ext".*.so >/dev/null 2>&1 || { say "neardup.$ext was not built"; exit 1; }
   done
-  echo "$CC" > "$OUT/CC"
+  echo "$CC" > "$new/CC"
+  rm -rf "$OUT.old"
+  if [ -d "$OUT" ]; then mv "$OUT" "$OUT.old"; fi
+  mv "$new" "$OUT"
   say "built into $OUT"
 }
 
