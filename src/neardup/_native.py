@@ -191,7 +191,8 @@ def _fold_entries(mapping: dict[int, str], casefold: bool) -> np.ndarray:
     """uint32 quadruples (cp, f1, f2, f3) of the code points of ``mapping`` replaced by their
     value (case folded when ``casefold``), for those whose entry the kernel's buffers hold: at
     most 3 code points, at most 5 output bytes per byte of the code point (a separator before
-    each code point included) and 2 units per byte, as ``classes_init`` in ``_kernel.c`` checks."""
+    each code point included) and 2 units per byte, as ``classes_init`` in
+    ``kernel/tokenize.c`` checks."""
     cps = np.fromiter(mapping.keys(), dtype=np.int64, count=len(mapping))
     targets = list(mapping.values())
     if casefold:  # case folding maps code points one by one, and NUL to itself
