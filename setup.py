@@ -1,8 +1,8 @@
 """Build of the compiled extensions (``neardup._kernel``, ``_hamming``, ``_jsonl``); everything else is in
 pyproject.toml.
 
-The kernel includes xxHash's single header from the tree (``src/neardup/_vendor/xxhash``), so a C
-compiler and the Python headers are all a build needs. Without a working compiler the package
+The kernel (``src/neardup/kernel/*.c``) includes xxHash's single header from the tree
+(``src/neardup/_vendor/xxhash``), so a C compiler and the Python headers are all a build needs. Without a working compiler the package
 still installs: each extension that does not build is left out with a warning, and neardup runs
 its pure-Python paths instead (correct, much slower; ``neardup._native.available()`` says which).
 ``NEARDUP_REQUIRE_EXTENSIONS=1`` turns a failed build into an error instead.
@@ -66,8 +66,11 @@ class BuildExt(build_ext):
 
 setup(
     ext_modules=[
-        Extension("neardup._kernel", sources=["src/neardup/_kernel.c"],
-                  depends=["src/neardup/_vendor/xxhash/xxhash.h"]),
+        # one extension from the files of src/neardup/kernel (one concern each; kernel.h has the overview)
+        Extension("neardup._kernel",
+                  sources=[f"src/neardup/kernel/{name}.c"
+                           for name in ("module", "tokenize", "hash", "rabin", "distinct", "minhash", "pairs")],
+                  depends=["src/neardup/kernel/kernel.h", "src/neardup/_vendor/xxhash/xxhash.h"]),
         # the SimhashIndex query probe (neardup.lsh.hamming); no external header
         Extension("neardup._hamming", sources=["src/neardup/_hamming.c"]),
         # the JSONL reader's fast path (neardup.io.readers); no external header

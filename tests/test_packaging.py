@@ -89,7 +89,9 @@ def test_sdist_and_wheel_install_into_an_empty_venv(tmp_path):
     (wheel,) = dist.glob("neardup-*.whl")
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    assert {"src/neardup/_kernel.c", "src/neardup/_vendor/xxhash/xxhash.h", "src/neardup/_vendor/xxhash/LICENSE",
+    kernel = {f"src/neardup/kernel/{n}" for n in ("kernel.h", "module.c", "tokenize.c", "hash.c", "distinct.c",
+                                                  "minhash.c", "pairs.c")}
+    assert kernel | {"src/neardup/_vendor/xxhash/xxhash.h", "src/neardup/_vendor/xxhash/LICENSE",
             "src/neardup/text/casefold.bin", "setup.py", "pyproject.toml"} <= names
     with zipfile.ZipFile(wheel) as zf:
         inside = set(zf.namelist())

@@ -81,6 +81,12 @@ def _check(params: ShingleParams) -> None:
         )
 
 
+def max_doc_bytes() -> int:
+    """The largest text (UTF-8 bytes, after NFKC) the kernel takes in one call (asked each time:
+    a test lowers it with ``_kernel.set_max_doc_bytes``)."""
+    return _kernel.max_doc_bytes()
+
+
 @lru_cache(maxsize=1)
 def _table() -> np.ndarray:
     from .text.charclass import class_table
@@ -188,7 +194,8 @@ def _fold_entries(mapping: dict[int, str], casefold: bool) -> np.ndarray:
     """uint32 quadruples (cp, f1, f2, f3) of the code points of ``mapping`` replaced by their
     value (case folded when ``casefold``), for those whose entry the kernel's buffers hold: at
     most 3 code points, at most 5 output bytes per byte of the code point (a separator before
-    each code point included) and 2 units per byte, as ``classes_init`` in ``_kernel.c`` checks."""
+    each code point included) and 2 units per byte, as ``classes_init`` in
+    ``kernel/tokenize.c`` checks."""
     cps = np.fromiter(mapping.keys(), dtype=np.int64, count=len(mapping))
     targets = list(mapping.values())
     if casefold:  # case folding maps code points one by one, and NUL to itself

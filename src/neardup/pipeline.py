@@ -279,7 +279,7 @@ class Deduplicator:
         def collect():
             batch, parts, ords, nbytes = pending.pop(0)
             ts = time.perf_counter()
-            self._take_batch(got, batch.result(), parts, ords, first_by_fp, band)
+            self._take_batch(got, batch.result(), parts, ords, first_by_fp, band, batch.too_large)
             wait[0] += time.perf_counter() - ts
             if self.progress:
                 self.progress.update(len(ords), nbytes)
@@ -335,15 +335,17 @@ class Deduplicator:
         self.seconds["sketch_wait_and_collect"] = wait[0]
         return got
 
-    def _take_batch(self, got: _Sketched, sig, parts, ords, first_by_fp: dict, band) -> None:
+    def _take_batch(self, got: _Sketched, sig, parts, ords, first_by_fp: dict, band, too_large=frozenset()) -> None:
         """Keep what the later stages need of a sketched batch: the exact pass first, then the
-        shingle ids, signatures and band keys (or simhashes) of the first holders."""
+        shingle ids, signatures and band keys (or simhashes) of the first holders. ``too_large``:
+        positions in the batch of texts the kernel could not take (sketched as empty)."""
         cfg = self.config
         new, empty, copies = first_holders(ords, sig.fingerprints, sig.n_shingles, first_by_fp)
+        oversized = {ords[k] for k in too_large}
         for o in empty:
-            got.reason[o] = "skipped:empty"
-        if empty:
-            got.skipped["empty"] += len(empty)
+            why = "too_large_nfkc" if o in oversized else "empty"
+            got.reason[o] = f"skipped:{why}"
+            got.skipped[why] += 1
         for o, first in copies:
             got.exact_of[o] = first
             got.reason[o] = "exact"

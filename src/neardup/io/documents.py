@@ -24,6 +24,7 @@ SKIP_REASONS = {
     "http_status": "a WARC response whose HTTP status is not 200 (redirects, errors)",
     "extraction_failed": "HTML that the parser could not read at all",
     "too_large": "a record bigger than max_bytes (measured on the raw record; not loaded)",
+    "too_large_nfkc": "a record that NFKC makes bigger than the kernel's limit (768 MiB of UTF-8)",
     "unreadable_file": "a file, folder or stream that cannot be opened or read to its end",
 }
 

@@ -20,6 +20,7 @@ from ..params import MinHashParams, NormalizeParams, ShingleParams
 from .encode import batch_texts, encode_batch
 
 __all__ = ["Signatures", "DocumentSketches", "kernel_handles", "flag_table", "sketch_texts", "submit_batch",
+           "SubmittedBatch", "without_too_large",
            "sketch_folded", "sketch_documents", "mod_m_samples", "shingle_runs", "simhashes", "signature_matrix",
            "python_signatures"]
 
@@ -83,9 +84,50 @@ def submit_batch(pool, parts: list, shingle: ShingleParams, minhash: MinHashPara
     one's result keeps every thread busy across batches.
     """
     if kernel_handles(shingle):
-        return _native.submit_signatures_encoded(pool, encode_batch(parts, shingle.normalize), shingle, minhash,
-                                                 jobs=jobs, with_ids=True, with_fingerprints=True)
-    return pool.submit(python_signatures, batch_texts(parts), shingle, minhash)
+        segments, too_large = without_too_large(encode_batch(parts, shingle.normalize))
+        return SubmittedBatch(_native.submit_signatures_encoded(pool, segments, shingle, minhash, jobs=jobs,
+                                                                with_ids=True, with_fingerprints=True), too_large)
+    return SubmittedBatch(pool.submit(python_signatures, batch_texts(parts), shingle, minhash), frozenset())
+
+
+class SubmittedBatch:
+    """A batch being sketched: ``result()`` waits for its signatures; ``too_large`` holds the
+    positions of texts the kernel cannot take (:func:`without_too_large`), sketched as empty."""
+
+    __slots__ = ("_pending", "too_large")
+
+    def __init__(self, pending, too_large: frozenset):
+        self._pending = pending
+        self.too_large = too_large
+
+    def result(self):
+        return self._pending.result()
+
+
+def without_too_large(segments: list[tuple]) -> tuple[list[tuple], frozenset]:
+    """``segments`` with each text over the kernel's limit (NFKC can make a record under
+    ``max_bytes`` grow past it) replaced by an empty one, and the positions of those texts in
+    the batch: the kernel refuses a whole call for one such text, and the record is skipped
+    with its reason (``too_large_nfkc``) instead."""
+    limit = _native.max_doc_bytes()
+    out: list[tuple] = []
+    dropped: list[int] = []
+    base = 0
+    for data, offsets in segments:
+        offsets = np.asarray(offsets, dtype=np.int64)
+        first = 0
+        for i in np.flatnonzero(np.diff(offsets) > limit).tolist():
+            if i > first:
+                out.append((data, offsets[first : i + 1]))
+            out.append((b"", np.zeros(2, dtype=np.int64)))
+            dropped.append(base + i)
+            first = i + 1
+        if first == 0:
+            out.append((data, offsets))
+        elif first < offsets.size - 1:
+            out.append((data, offsets[first:]))
+        base += offsets.size - 1
+    return out, frozenset(dropped)
 
 
 def sketch_folded(texts: Sequence[str], folded: Sequence[str], shingle: ShingleParams, minhash: MinHashParams,

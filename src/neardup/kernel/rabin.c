@@ -1,5 +1,6 @@
 /*
- * Rabin fingerprints of shingle bytes, for the kernel (included once by _kernel.c).
+ * Rabin fingerprints of shingle bytes (shingle hashes rabin40 and rabin64).
+ * Part of neardup._kernel; the overview is in kernel.h.
  *
  * neardup.rabin is the definition: a shingle's id is S(x) * x^64 mod P(x) over GF(2), S the
  * shingle's bytes read as a polynomial (first byte's high bit highest), P the fixed irreducible
@@ -14,17 +15,11 @@
  * otherwise) with a table-driven reduction. F is only kept at unit boundaries.
  */
 
-#ifndef ND_RABIN_H
-#define ND_RABIN_H
-
-#include <stdint.h>
-#include <stdlib.h>
+#include "kernel.h"
 
 #if ND_X86
 #include <wmmintrin.h>
 #endif
-
-enum { H_XXH3 = 0, H_RABIN40 = 1, H_RABIN64 = 2 };
 
 /* Powers x^(8L) mod P kept for L below this; longer shingles step on from the last one. */
 #define RABIN_POW_CACHE 4096
@@ -90,7 +85,7 @@ static void rabin_init_one(rabin_t *r, int degree, uint64_t low) {
     for (size_t L = 1; L < RABIN_POW_CACHE; L++) r->pow[L] = rabin_step(r, r->pow[L - 1]);
 }
 
-static void rabin_init(void) {
+ND_HIDDEN void rabin_init(void) {
     /* neardup.rabin.POLYNOMIALS without their leading terms */
     rabin_init_one(&g_rabin[0], 40, 0x0B0CA19113ULL);
     rabin_init_one(&g_rabin[1], 64, 0xD6967248FBE68CEDULL);
@@ -196,15 +191,23 @@ __attribute__((target("pclmul,sse2"))) static inline uint64_t rabin_mulmod_pclmu
 RABIN_IDS(rabin_ids_pclmul, __attribute__((target("pclmul,sse2"))), rabin_mulmod_pclmul)
 #endif
 
-static size_t rabin_shingle_ids(const rabin_t *r, const uint8_t *buf, size_t out_len, const uint32_t *pos,
-                                size_t nu, size_t k, uint32_t gap, uint8_t joiner, uint64_t *starts,
-                                uint64_t *units, uint64_t *ids, int use_pclmul) {
+ND_HIDDEN size_t rabin_doc_ids(const classes_t *cl, const uint8_t *buf, size_t out_len, const uint32_t *pos,
+                               size_t nu, size_t k, uint64_t *ids, int use_simd) {
+    const rabin_t *r = &g_rabin[cl->hash == H_RABIN64];
+    /* the joiners of neardup.shingle.JOINERS: a space between words, a newline between lines,
+     * nothing between characters */
+    const uint32_t gap = cl->unit == U_CHAR ? 0 : 1;
+    const uint8_t joiner = cl->unit == U_CHAR ? 0 : cl->unit == U_LINE ? '\n' : ' ';
+    uint64_t *bounds = malloc((2 * nu + 1) * sizeof(uint64_t));
+    if (!bounds) return (size_t)-1;
+    size_t got;
 #if ND_X86
-    if (use_pclmul) return rabin_ids_pclmul(r, buf, out_len, pos, nu, k, gap, joiner, starts, units, ids);
-#else
-    (void)use_pclmul;
+    if (use_simd && g_have_pclmul > 0)
+        got = rabin_ids_pclmul(r, buf, out_len, pos, nu, k, gap, joiner, bounds, bounds + nu + 1, ids);
+    else
 #endif
-    return rabin_ids_portable(r, buf, out_len, pos, nu, k, gap, joiner, starts, units, ids);
+        got = rabin_ids_portable(r, buf, out_len, pos, nu, k, gap, joiner, bounds, bounds + nu + 1, ids);
+    (void)use_simd;
+    free(bounds);
+    return got;
 }
-
-#endif

@@ -1,0 +1,85 @@
+"""Writes the seed inputs of each target to fuzz/seeds/TARGET/ (deterministic: fixed texts and
+a seeded random.Random; run again after changing a target's input format)."""
+
+import os
+import random
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+JSONL_LINES = [
+    b'{"id": "a", "text": "plain ascii text"}',
+    b'{"text": "no id at all"}',
+    b'{"id": null, "text": "null id"}',
+    b'{"id": "", "text": "empty id"}',
+    b'{"id": 17, "text": "integer id"}',
+    b'{"id": -0, "text": "minus zero id"}',
+    b'{"id": 1234567890123456789012, "text": "huge id"}',
+    b'{"id": 1.5, "text": "float id"}',
+    b'{"id": ["x"], "text": "list id"}',
+    b'{"id": "caf\\u00e9 \\ud83d\\ude00", "text": "escaped id"}',
+    '{"id": "naïve ✓", "text": "utf-8 id"}'.encode(),
+    b'{"id": "esc", "text": "line\\nbreak \\"quoted\\" back\\\\slash \\/ \\b\\f\\r\\t tab \\u0000 nul"}',
+    b'{"id": "lone-hi", "text": "bad \\ud83d alone"}',
+    b'{"id": "overlong", "text": "\xc0\xaf"}',
+    b'{"id": "surrogate-utf8", "text": "\xed\xa0\x80"}',
+    b'\xef\xbb\xbf{"id": "bom", "text": "byte order mark"}',
+    b'{"id": "crlf", "text": "windows line"}\r',
+    b'  {"id": "ws", "text": "surrounding white space"}  \t',
+    b'[1, 2, 3]',
+    b'{"id": "space-text", "text": "  \\n\\t "}',
+    '{"id": "unicode-space", "text": "\u3000\u00a0\u2003x"}'.encode(),
+    b'{"id": "dup-text", "text": "first", "text": "second"}',
+    b'{"id": "esc-key", "t\\u0065xt": "escaped key"}',
+    b'{"id": "other", "text": "fields", "n": -1.5e-7, "b": [true, false, null, {"x": [1, {}, []]}]}',
+    b'{"id": "deep", "text": "nested", "d": ' + b"[" * 70 + b"]" * 70 + b"}",
+    b'{"id": "inf", "text": "big exponent", "x": 1e400}',
+    b'{"id": "longnum", "text": "long", "x": 123456789012345678901234567890}',
+    '{"id": "nfkc", "text": "the ﬁle ﬂow: ½ and Ⅻ, fullwidth ＡＢＣ"}'.encode(),
+    '{"id": "nfkc-escaped", "text": "escaped \\ufb01 ligature \\u00bd"}'.encode(),
+]
+
+KERNEL_TEXTS = [
+    "Hello World, this is the splitter's ASCII path; and some café " * 3,
+    "Ünïcödé Straße ǅemal ﬁne ＡＢＣ café cafe\u0301 Ⅻ ½ x²\r\n中文字符串，日本語のテキスト。",
+    "tab\there\x0bvt\x0cff\x1cfs\x1dgs\x1ers\x1fus\u2029para\u00a0nbsp\u3000ideo\u200bzw\r",
+    "emoji 😀👍🏽 math 𝐀𝐁 ∑∫ ₿ € ¥ \x00nul \x7f del end",
+    "dots... em—dash «quotes» (paren) [brackets] {braces} #hash @at $5.00 100% a_b a-b",
+    "ΐ" * 70 + " ſ İ ı ﬃ ǰ",
+]
+
+
+def write(target: str, items: list[bytes]) -> None:
+    d = os.path.join(HERE, "seeds", target)
+    os.makedirs(d, exist_ok=True)
+    for old in os.listdir(d):
+        os.remove(os.path.join(d, old))
+    for i, data in enumerate(items):
+        with open(os.path.join(d, f"seed-{i:03d}"), "wb") as fh:
+            fh.write(data)
+
+
+def main() -> None:
+    rng = random.Random(19)
+    jsonl = [bytes([0, 0, 1]) + b"\n".join(JSONL_LINES) + b"\n", bytes([0, 200, 0]) + b"\n".join(JSONL_LINES)]
+    for line in JSONL_LINES:
+        jsonl.append(bytes([rng.randrange(6), rng.randrange(192), 1]) + line)
+    write("jsonl", jsonl)
+    kernel = []
+    for i, text in enumerate(KERNEL_TEXTS):
+        for unit in range(3):
+            head = bytes([unit, 1 + i % 5, 7 if i % 2 else 3, i % 3, 4, 0, 42, 17])
+            kernel.append(head + text.encode("utf-8", "surrogatepass"))
+    kernel.append(bytes([0, 2, 7, 1, 4, 0, 1, 5]) + bytes(rng.randrange(256) for _ in range(200)))
+    write("kernel", kernel)
+    hamming = []
+    for k in range(8):
+        hamming.append(bytes([k, 0, 3, 2]) + struct.pack("<QQ", rng.getrandbits(64), rng.getrandbits(64))
+                       + bytes([30]) + bytes(rng.randrange(256) for _ in range(120)))
+    write("hamming", hamming)
+    args = [bytes([w, m]) + bytes(rng.randrange(256) for _ in range(160)) for w in range(12) for m in range(3)]
+    write("kernel_args", args)
+
+
+if __name__ == "__main__":
+    main()

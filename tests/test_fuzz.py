@@ -1,0 +1,225 @@
+"""CI-sized runs of the fuzz targets of fuzz/targets.py (the long campaign: fuzz/README.md).
+
+- every committed seed through every target;
+- hypothesis drives each target with structured inputs (JSON lines, texts, fingerprints);
+- each target catches a planted wrong answer (so that a target cannot pass vacuously);
+- a short atheris (libFuzzer) run of each target, when atheris is installed;
+- with clang and atheris: the sanitized build (fuzz/build_sanitized.sh) replays the seeds and
+  fuzzes each target briefly under ASan and UBSan.
+
+Input counts only, no timing: the runs are a few hundred inputs each.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neardup import _native
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FUZZ = os.path.join(ROOT, "fuzz")
+sys.path.insert(0, FUZZ)
+
+import targets  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not _native.available(), reason="neardup._kernel is not built")
+
+NAMES = sorted(targets.TARGETS)
+HANG_GUARD_S = 600
+HAVE_ATHERIS = importlib.util.find_spec("atheris") is not None
+_needs_atheris = pytest.mark.skipif(
+    not HAVE_ATHERIS and os.environ.get("NEARDUP_REQUIRE_ATHERIS") != "1",
+    reason="atheris is not installed (pip install atheris); NEARDUP_REQUIRE_ATHERIS=1 makes this a failure")
+_needs_clang = pytest.mark.skipif(
+    (shutil.which("clang") is None or not HAVE_ATHERIS) and os.environ.get("NEARDUP_REQUIRE_SANITIZERS") != "1",
+    reason="clang and atheris are needed for the sanitized build; NEARDUP_REQUIRE_SANITIZERS=1 makes this a failure")
+
+FAST = settings(max_examples=120, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def seeds(name: str) -> list[bytes]:
+    d = os.path.join(FUZZ, "seeds", name)
+    return [open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_seed_passes(name):
+    items = seeds(name)
+    assert len(items) >= 8
+    for data in items:
+        targets.TARGETS[name](data)
+
+
+# --- hypothesis ----------------------------------------------------------------------------
+
+JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                         st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
+JSON_VALUES = st.recursive(JSON_SCALARS, lambda kids: st.lists(kids, max_size=3)
+                           | st.dictionaries(st.text(max_size=4), kids, max_size=3), max_leaves=6)
+TEXTS = st.text(st.one_of(st.sampled_from(list("ab Z9_.,'\"\\\n\t\r\x00é߷ﬁ½Ⅻ\u3000\u00a0日本ǅſİ")),
+                          st.characters()), max_size=40)
+
+
+@st.composite
+def jsonl_blocks(draw):
+    lines = []
+    for _ in range(draw(st.integers(1, 5))):
+        rec = {}
+        if draw(st.booleans()):
+            rec["id"] = draw(st.one_of(st.text(max_size=6), st.integers(-10**20, 10**20), st.none(), JSON_VALUES))
+        if draw(st.integers(0, 9)):
+            rec["text"] = draw(st.one_of(TEXTS, JSON_VALUES))
+        for key in draw(st.lists(st.text(max_size=4), max_size=2)):
+            rec[key] = draw(JSON_VALUES)
+        # json, not orjson: integers past 64 bits, lone surrogates (escaped, or as invalid UTF-8)
+        line = json.dumps(rec, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
+        if draw(st.integers(0, 3)) == 0:  # one byte changed: broken JSON, escapes, UTF-8
+            b = bytearray(line)
+            b[draw(st.integers(0, len(b) - 1))] = draw(st.integers(0, 255))
+            line = bytes(b)
+        lines.append(line)
+    head = bytes([draw(st.integers(0, 255)) for _ in range(3)])
+    return head + b"\n".join(lines) + draw(st.sampled_from([b"", b"\n", b"\r\n"]))
+
+
+@FAST
+@given(jsonl_blocks())
+def test_hypothesis_jsonl(data):
+    targets.jsonl(data)
+
+
+@FAST
+@given(st.binary(min_size=8, max_size=8), TEXTS)
+def test_hypothesis_kernel(head, text):
+    targets.kernel(head + text.encode("utf-8", "surrogatepass"))
+
+
+@FAST
+@given(st.binary(max_size=400))
+def test_hypothesis_hamming(data):
+    targets.hamming(data)
+
+
+@FAST
+@given(st.binary(max_size=400))
+def test_hypothesis_kernel_args(data):
+    targets.kernel_args(data)
+
+
+# --- each target notices a wrong answer ------------------------------------------------------
+
+def test_jsonl_target_catches_a_wrong_text(monkeypatch):
+    from neardup.io import readers
+
+    real = readers._jsonl
+
+    class Lying:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @staticmethod
+        def scan(*args):
+            out = list(real.scan(*args))
+            out[2] = bytes(out[2]).replace(b"plain", b"plane")
+            return tuple(out)
+
+    monkeypatch.setattr(readers, "_jsonl", Lying())
+    with pytest.raises(AssertionError):
+        targets.jsonl(bytes([0, 0, 0]) + b'{"id": "a", "text": "plain ascii text"}\n')
+
+
+def test_kernel_target_catches_a_wrong_signature(monkeypatch):
+    from neardup import _kernel
+
+    real = _kernel.signatures_segments
+
+    def lying(*args):
+        values, *rest = real(*args)
+        values = bytearray(values)
+        values[0] ^= 1
+        return (values, *rest)
+
+    monkeypatch.setattr(_kernel, "signatures_segments", lying)
+    with pytest.raises(AssertionError):
+        targets.kernel(seeds("kernel")[0])
+
+
+def test_hamming_target_catches_a_missed_neighbour(monkeypatch):
+    from neardup.lsh.hamming import SimhashIndex
+
+    real = SimhashIndex.query
+    monkeypatch.setattr(SimhashIndex, "query", lambda self, fp: real(self, fp)[1:])
+    with pytest.raises(AssertionError):
+        for data in seeds("hamming"):
+            targets.hamming(data)
+
+
+def test_kernel_args_target_lets_a_crash_through(monkeypatch):
+    # only the exceptions of argument checking are expected; anything else escapes
+    from neardup import _kernel
+
+    def broken(*args):
+        raise RuntimeError("not an argument check")
+
+    monkeypatch.setattr(_kernel, "band_keys", broken)
+    with pytest.raises(RuntimeError):
+        targets.kernel_args(bytes([2, 0]) + bytes(40))
+
+
+# --- atheris, and the sanitized build --------------------------------------------------------
+
+def _libfuzzer_ok(proc, runs: int) -> None:
+    detail = f"exit {proc.returncode}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, detail
+    assert f"Done {runs} runs" in proc.stderr, detail
+
+
+@_needs_atheris
+@pytest.mark.parametrize("name", NAMES)
+def test_atheris_short_run(name, tmp_path):
+    runs = 300
+    # a corpus folder of the test's own first, so that nothing is added to fuzz/corpus
+    proc = subprocess.run([sys.executable, os.path.join(FUZZ, "run_atheris.py"), name, f"-runs={runs}", "-seed=1",
+                           "-max_len=1024", str(tmp_path), os.path.join(FUZZ, "seeds", name)],
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
+    _libfuzzer_ok(proc, runs)
+
+
+@pytest.fixture(scope="module")
+def sanitized(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sanitized")
+    env = {**os.environ, "NEARDUP_SAN_DIR": str(out), "PYTHON": sys.executable}
+    proc = subprocess.run(["bash", os.path.join(FUZZ, "build_sanitized.sh"), "build"], capture_output=True,
+                          text=True, timeout=HANG_GUARD_S, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return env
+
+
+@_needs_clang
+@pytest.mark.parametrize("name", NAMES)
+def test_sanitized_seeds_and_short_run(name, sanitized, tmp_path):
+    script = os.path.join(FUZZ, "build_sanitized.sh")
+    proc = subprocess.run(["bash", script, "replay", name, os.path.join(FUZZ, "seeds", name)],
+                          capture_output=True, text=True, timeout=HANG_GUARD_S, env=sanitized)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "no failure" in proc.stdout
+    runs = 100
+    proc = subprocess.run(["bash", script, "fuzz", name, f"-runs={runs}", "-seed=1", "-max_len=1024",
+                           str(tmp_path), os.path.join(FUZZ, "seeds", name)],
+                          capture_output=True, text=True, timeout=HANG_GUARD_S, env=sanitized)
+    _libfuzzer_ok(proc, runs)
+    # the sanitized extensions were the ones loaded: only they carry coverage counters
+    assert re.search(r"INFO: Loaded [1-9][0-9]* modules? +\(\d+ inline 8-bit counters\)", proc.stderr), \
+        proc.stderr[-2000:]

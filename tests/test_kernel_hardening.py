@@ -1,0 +1,333 @@
+"""The kernel against hostile callers: other threads changing its arguments while it runs with
+the GIL released, sizes whose byte counts overflow, and CPUs with AVX2 but not BMI2.
+
+Each check runs in a child process: the failure these tests guard against is a crash (SEGV,
+SIGFPE, SIGILL, or an ASan report), which must fail the test rather than end the test run.
+The races are set up so that the other thread writes while the kernel is reading (it waits
+for the GIL, which the kernel releases), not timed: every run of a child makes the same
+writes, and the checks are on what the kernel returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import textwrap
+import unicodedata
+
+import pytest
+
+from neardup import _native
+
+pytestmark = pytest.mark.skipif(not _native.available(), reason="neardup._kernel is not built")
+
+#: A hang guard for each child, not a speed limit.
+HANG_GUARD_S = 300
+
+
+def run_child(code: str, env: dict | None = None, timeout: float = HANG_GUARD_S) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def expect_ok(proc: subprocess.CompletedProcess, last_line: str) -> None:
+    detail = f"exit {proc.returncode}\nstdout: {proc.stdout[-2000:]}\nstderr: {proc.stderr[-4000:]}"
+    assert proc.returncode == 0, detail
+    assert proc.stdout.strip().splitlines()[-1:] == [last_line], detail
+
+
+# --- utf8_join keeps the texts it encodes alive ------------------------------------------
+
+def test_utf8_join_survives_items_replaced_while_it_encodes():
+    # Large strs (mmapped, so that freeing one unmaps it: MALLOC_MMAP_THRESHOLD_ fixes glibc's
+    # threshold) in a list whose items another thread replaces, from the end, while the kernel
+    # encodes from the start. Before the fix the kernel read the freed strs: SEGV, or segments
+    # of the new content torn into the old. Each segment must be one whole str, old or new.
+    code = """
+        import threading
+        from neardup._kernel import utf8_join
+
+        L, N = 1 << 20, 48
+        old, new = "\\u0100" * L, "\\u0101" * L
+        enc = {old.encode(): "old", new.encode(): "new"}
+        replaced = 0
+        for rnd in range(6):
+            texts = [("\\u0100" * L)[:] for _ in range(N)]  # distinct objects, held by the list only
+            go, stop = threading.Event(), threading.Event()
+
+            def replace():
+                global replaced
+                go.wait()
+                while not stop.is_set():
+                    for i in reversed(range(N)):
+                        texts[i] = "\\u0101" * L
+                        replaced += 1
+                        if stop.is_set():
+                            break
+
+            t = threading.Thread(target=replace)
+            t.start()
+            go.set()
+            data, offsets, _ = utf8_join(texts, 0, N)
+            stop.set()
+            t.join()
+            seg = 2 * L  # U+0100 and U+0101 are two bytes in UTF-8
+            assert len(data) == N * seg, len(data)
+            for i in range(N):
+                assert data[i * seg:(i + 1) * seg] in enc, f"round {rnd}: text {i} torn"
+        assert replaced > 0
+        print("ok")
+    """
+    expect_ok(run_child(code, {"MALLOC_MMAP_THRESHOLD_": "65536"}), "ok")
+
+
+# --- intersections and agreements read only what they validated --------------------------
+
+_PAIRS_RACE = """
+    import threading
+    import numpy as np
+    from neardup import _kernel
+
+    rng = np.random.default_rng(19)
+    n, per, npairs = 2000, 8, 1_500_000
+    # runs share values, so that the counts are not all 0
+    ids = np.concatenate([np.sort(rng.choice(64, size=per, replace=False)).astype(np.uint64) for _ in range(n)])
+    offsets = np.arange(0, n * per + 1, per, dtype=np.int64)
+    values = rng.integers(0, 4, size=(n, 16), dtype=np.uint64)
+    late = np.arange(npairs - 1, npairs // 2, -997)  # written last to first: the kernel reads them last
+    BAD = 1 << 40
+
+    def expected(kind, i, j):
+        if kind == "intersections":
+            return np.array([np.intersect1d(ids[offsets[a]:offsets[a + 1]], ids[offsets[b]:offsets[b + 1]]).size
+                             for a, b in zip(i.tolist(), j.tolist())], dtype=np.int64)
+        return (values[i] == values[j]).sum(axis=1).astype(np.int64)
+
+    def call(kind, i, j):
+        if kind == "intersections":
+            return _kernel.intersections(ids, offsets, i, j)
+        return _kernel.agreements(values, 16, i, j)
+
+    refused = 0
+    for kind in ("intersections", "agreements"):
+        for rnd in range(3):
+            i = rng.integers(0, n, size=npairs, dtype=np.int64)
+            j = rng.integers(0, n, size=npairs, dtype=np.int64)
+            want = expected(kind, i[late], j[late])
+            go = threading.Event()
+
+            def spoil():
+                go.wait()
+                for q in late.tolist():
+                    i[q] = BAD
+
+            t = threading.Thread(target=spoil)
+            t.start()
+            go.set()
+            try:
+                out = np.frombuffer(call(kind, i, j), dtype=np.int64)
+            except ValueError:
+                refused += 1  # the writer was first: the copy the kernel checked had BAD in it
+            else:
+                assert np.array_equal(out[late], want), f"{kind} round {rnd}"
+            t.join()
+    print("ok")
+"""
+
+
+def test_intersections_and_agreements_survive_pairs_rewritten_while_they_run():
+    # Before the fix the kernel validated i and j, released the GIL and read them again:
+    # the BAD row index written meanwhile was used (SEGV reading offsets[BAD], or a NULL row).
+    expect_ok(run_child(_PAIRS_RACE), "ok")
+
+
+def test_agreements_and_intersections_refuse_pieces_not_in_whole_rows():
+    import numpy as np
+
+    from neardup import _kernel
+
+    v = np.arange(12, dtype=np.uint64)
+    i = np.array([0, 1], dtype=np.int64)
+    with pytest.raises(ValueError):
+        _kernel.agreements([v[:5], v[5:]], 4, i, i)
+    with pytest.raises(ValueError):
+        _kernel.intersections([v[:5], v[5:]], np.array([0, 4, 8], dtype=np.int64), i, i)
+    with pytest.raises(ValueError):
+        _kernel.intersections(v, np.zeros(0, dtype=np.int64), i, i)
+    with pytest.raises(ValueError):
+        _kernel.intersections(v, np.array([0, 4], dtype=np.int64), i, i[:1])
+    with pytest.raises(ValueError):
+        _kernel.agreements(v, 4, i.astype(np.int32), i.astype(np.int32))
+
+
+# --- band_keys and band_pairs check sizes without overflowing ----------------------------
+
+def test_band_functions_refuse_sizes_whose_byte_counts_overflow():
+    # 8 * m and 8 * bands wrapped to 0 (SIGFPE in % 0); bands * rows wrapped below m (reads
+    # past the row). Each call must raise ValueError.
+    code = """
+        import numpy as np
+        from neardup import _kernel
+        keys = np.zeros(8, dtype=np.uint64)
+        calls = [
+            lambda: _kernel.band_keys(keys, 1 << 61, 1, 1),
+            lambda: _kernel.band_keys(keys, 1 << 62, 2, 2),
+            lambda: _kernel.band_keys(keys, (1 << 63) - 1, 1, 1),
+            lambda: _kernel.band_keys(keys, 8, 1 << 32, 1 << 32),
+            lambda: _kernel.band_keys(keys, 8, 2, (1 << 62) + 1),
+            lambda: _kernel.band_pairs(keys, 1 << 61, 2),
+            lambda: _kernel.band_pairs(keys, 1 << 62, 2),
+            lambda: _kernel.band_pairs(keys, (1 << 63) - 1, 2),
+        ]
+        for k, c in enumerate(calls):
+            try:
+                c()
+            except ValueError:
+                print("ValueError", k, flush=True)
+            else:
+                raise SystemExit(f"call {k} returned")
+        print("ok")
+    """
+    expect_ok(run_child(code), "ok")
+
+
+def test_band_functions_still_take_empty_and_exact_inputs():
+    import numpy as np
+
+    from neardup import _kernel
+
+    empty = np.zeros(0, dtype=np.uint64)
+    assert len(_kernel.band_keys(empty, 8, 2, 4)) == 0
+    assert len(_kernel.band_pairs(empty, 20, 2)[0]) == 0
+    keys = np.arange(24, dtype=np.uint64)
+    assert len(_kernel.band_keys(keys, 8, 2, 4)) == 3 * 2 * 8
+    assert len(_kernel.band_keys(keys, 24, 24, 1)) == 24 * 8
+    with pytest.raises(ValueError):
+        _kernel.band_keys(keys, 5, 1, 5)  # 24 values are not rows of 5
+    with pytest.raises(ValueError):
+        _kernel.band_pairs(keys, 5, 2)
+
+
+# --- the AVX2 code runs only where every instruction it uses is there ---------------------
+
+def _cpuinfo_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+@pytest.mark.skipif(not _cpuinfo_flags(), reason="no /proc/cpuinfo flags to compare with")
+def test_cpu_features_agree_with_the_kernel_of_this_machine():
+    from neardup import _kernel
+
+    flags = _cpuinfo_flags()
+    got = _kernel.cpu_features()
+    # the Linux kernel lists avx2 only when it saves the YMM state (os_avx)
+    assert got == {"avx2": "avx2" in flags, "bmi1": "bmi1" in flags, "bmi2": "bmi2" in flags,
+                   "popcnt": "popcnt" in flags, "os_avx": "avx" in flags}
+    prev = _kernel.set_simd(True)
+    try:
+        assert (_kernel.simd() == "avx2") == all(got.values())
+    finally:
+        _kernel.set_simd(prev)
+
+
+QEMU = shutil.which("qemu-x86_64")
+_needs_qemu = pytest.mark.skipif(
+    QEMU is None and os.environ.get("NEARDUP_REQUIRE_QEMU") != "1",
+    reason="qemu-x86_64 (Debian: qemu-user) is not installed; NEARDUP_REQUIRE_QEMU=1 makes this a failure")
+
+_DISPATCH = """
+    import json
+    import numpy as np
+    from neardup import _kernel, _native
+    from neardup.hashing import hash64
+    from neardup.params import ShingleParams
+    from neardup.shingle import shingles
+
+    # ASCII runs of 64 bytes and more: the AVX2 splitter's path, when it is chosen
+    text = "Hello World, this is the splitter's ASCII path; and some caf\\u00e9 " * 8
+    # (getattr: so that the builds before cpu_features() existed run this too)
+    out = {"simd": _kernel.simd(), "features": getattr(_kernel, "cpu_features", dict)()}
+    for unit in ("word", "line", "char"):
+        sp = ShingleParams(k=3, unit=unit)
+        want = np.unique(np.fromiter((hash64(s, "xxh3") for s in shingles(text, sp)), dtype=np.uint64))
+        out[unit] = bool(np.array_equal(_native.shingle_ids(text, sp), want))
+    print(json.dumps(out, sort_keys=True))
+"""
+
+
+@_needs_qemu
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the dispatch under test is x86-64's")
+@pytest.mark.parametrize("cpu, simd", [
+    ("Haswell", "avx2"),                # everything the AVX2 code uses
+    ("Haswell,-bmi1,-bmi2", "scalar"),  # AVX2 without BMI: SIGILL in split_words_avx2 before the fix
+    # AVX2 and BMI1 without BMI2: qemu 7.2 traps BMI2 instructions only when BMI1 is off, so
+    # this one shows the choice (simd) rather than a SIGILL; real CPUs trap
+    ("Haswell,-bmi2", "scalar"),
+    ("Nehalem", "scalar"),              # no AVX at all
+])
+def test_dispatch_under_emulated_cpus(cpu, simd):
+    proc = subprocess.run([QEMU, "-cpu", cpu, sys.executable, "-c", textwrap.dedent(_DISPATCH)],
+                          capture_output=True, text=True, timeout=HANG_GUARD_S)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-3000:]}"
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["simd"] == simd, got
+    assert got["word"] and got["line"] and got["char"], got
+
+
+# --- one record over the kernel's limit is skipped, not the run lost ----------------------
+
+def test_dedup_skips_a_record_whose_nfkc_outgrows_the_kernel_limit(tmp_path):
+    # U+FDFA is 3 bytes that NFKC makes 33: the record is small as read (under --max-bytes)
+    # and over the kernel's limit once normalized. The limit is lowered so that the record
+    # can be small; before the fix the kernel's ValueError for its batch ended the run.
+    import orjson
+
+    from neardup import _kernel
+    from neardup.pipeline import DedupConfig, Deduplicator
+
+    words = " ".join(f"word{i}" for i in range(300))
+    records = [{"id": "a", "text": words}, {"id": "big", "text": "\ufdfa " * 400},
+               {"id": "b", "text": words + " more"}, {"id": "c", "text": "another text entirely, short"}]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    assert len(records[1]["text"].encode()) < 4096 < len(unicodedata.normalize("NFKC", records[1]["text"]).encode())
+    prev = _kernel.set_max_doc_bytes(4096)
+    try:
+        summary = Deduplicator(DedupConfig(), jobs=1).run([str(path)], str(tmp_path / "out"))
+    finally:
+        _kernel.set_max_doc_bytes(prev)
+    rows = {r["id"]: r for r in map(orjson.loads, (tmp_path / "out" / "clusters.jsonl").read_bytes().splitlines())}
+    assert rows["big"]["reason"] == "skipped:too_large_nfkc"
+    assert summary["skipped_by_reason"] == {"too_large_nfkc": 1}
+    assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] == 4
+    assert rows["a"]["cluster"] == rows["b"]["cluster"]  # the rest of the batch was deduplicated
+
+
+def test_band_pairs_of_no_rows_returns_at_once_whatever_bands():
+    # Found by the kernel_args fuzzer: with no keys every bands passes the size check, and the
+    # loop over bands ran 2**62 times (a call that never returned). The timeout is a hang guard.
+    code = """
+        import numpy as np
+        from neardup import _kernel
+        empty = np.zeros(0, dtype=np.uint64)
+        for bands in (1, 1 << 40, 1 << 62, (1 << 63) - 1):
+            pairs, shared, largest, capped = _kernel.band_pairs(empty, bands, 2)
+            assert (len(pairs), shared, largest, capped) == (0, 0, 0, 0)
+        print("ok")
+    """
+    try:
+        proc = run_child(code, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("band_pairs of no rows did not return (hang guard: 120 s)")
+    expect_ok(proc, "ok")
