@@ -96,7 +96,7 @@ def jsonl(data: bytes) -> None:
     max_line = -1 if choice < 192 else choice % 64
     table = unsafe_table() if inp.flag() else None
     block = inp.rest()
-    jl = readers._jsonl
+    jl = readers._jsonl  # the scanner the reader uses (a test swaps it for a lying one)
     kinds, ends, text, toffs, ids, ioffs, lengths, spans = jl.scan(block, idf, tf, table, max_line)
     kinds = bytes(kinds)
     ends = np.frombuffer(ends, dtype=np.int64).tolist()
@@ -140,7 +140,7 @@ def jsonl(data: bytes) -> None:
         assert bool(kind & jl.NO_ID) == no_id, (body, kind)
         got_id = ids[ioffs[i] : ioffs[i + 1]].decode("utf-8")
         if not no_id:
-            assert got_id == readers._id_str(ident, "?"), (body, got_id)
+            assert got_id == readers.id_string(ident, "?"), (body, got_id)
         if table is not None:
             flagged = [k for k, c in enumerate(t) if table[ord(c)]]
             assert bool(kind & jl.FLAGGED) == bool(flagged), body
