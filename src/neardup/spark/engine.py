@@ -50,7 +50,7 @@ from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
 from ..pipeline import peak_memory_mb
 from ..stages.candidates import estimate_floor
-from ..stages.survivors import keep_value
+from ..stages.survivors import keep_value, kinds_table
 from ..stages.verify import score_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -713,6 +713,11 @@ def _summary(spark, clusters, stats: dict, config: DedupConfig, st: _Stages, kep
     sizes = clusters.where(F.col("cluster").isNotNull()).groupBy("cluster").count().where(F.col("count") > 1)
     dist = {int(r["count"]): int(r["n"]) for r in sizes.groupBy("count").agg(F.count("*").alias("n")).collect()}
     largest = sizes.orderBy(F.col("count").desc(), F.col("cluster").asc()).limit(10).collect()
+    # the 1997 experiment's table: clusters with a near member are "identical or similar"
+    near = clusters.where(F.col("reason") == "near").select("cluster").distinct().withColumn("has_near", F.lit(True))
+    kinds = {bool(r["has_near"]): (int(r["n"]), int(r["docs"])) for r in
+             sizes.join(near, "cluster", "left").groupBy(F.coalesce(F.col("has_near"), F.lit(False)).alias("has_near"))
+             .agg(F.count("*").alias("n"), F.sum("count").alias("docs")).collect()}
     n_input = sum(reasons.values())
     summary = {
         "engine": "spark",
@@ -728,6 +733,7 @@ def _summary(spark, clusters, stats: dict, config: DedupConfig, st: _Stages, kep
             "documents_in_clusters": sum(k * v for k, v in dist.items()),
             "size_distribution": {str(k): v for k, v in sorted(dist.items())},
             "largest": [{"survivor": r["cluster"], "size": int(r["count"])} for r in largest],
+            "kinds": kinds_table(*kinds.get(False, (0, 0)), *kinds.get(True, (0, 0))),
         },
         "candidate_pairs": int(stats["candidate_pairs"]),
         "estimate_filtered_pairs": int(stats["estimate_filtered"]),

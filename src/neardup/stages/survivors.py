@@ -17,7 +17,7 @@ import numpy as np
 from ..cluster.unionfind import UnionFind
 from .verify import pair_similarities, score_of
 
-__all__ = ["KEEP_POLICIES", "Outcome", "cluster_kinds", "keep_value", "components", "choose_survivors", "kept_mask",
+__all__ = ["KEEP_POLICIES", "Outcome", "cluster_kinds", "kinds_table", "keep_value", "components", "choose_survivors", "kept_mask",
            "similarity_to_survivors", "outcomes"]
 
 KEEP_POLICIES = ("first", "longest", "shortest")
@@ -170,6 +170,14 @@ def cluster_kinds(outcome: Outcome, sizes: dict) -> dict:
     multi = {c: s for c, s in sizes.items() if s > 1}
     identical = [s for c, s in multi.items() if c not in with_near]
     similar = [s for c, s in multi.items() if c in with_near]
-    return {"clusters": len(multi), "documents_in_clusters": sum(multi.values()),
-            "identical": {"clusters": len(identical), "documents": sum(identical)},
-            "identical_or_similar": {"clusters": len(similar), "documents": sum(similar)}}
+    return kinds_table(len(identical), sum(identical), len(similar), sum(similar))
+
+
+def kinds_table(identical_clusters: int, identical_documents: int, similar_clusters: int,
+                similar_documents: int) -> dict:
+    """The shape of :func:`cluster_kinds`'s table, from its four counts (the Spark engine
+    aggregates them on the cluster)."""
+    return {"clusters": identical_clusters + similar_clusters,
+            "documents_in_clusters": identical_documents + similar_documents,
+            "identical": {"clusters": identical_clusters, "documents": identical_documents},
+            "identical_or_similar": {"clusters": similar_clusters, "documents": similar_documents}}
