@@ -128,6 +128,27 @@ def _start_server(db: str, port: int) -> subprocess.Popen:
     raise RuntimeError("server did not start")
 
 
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (Linux /proc)."""
+    out = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                out += [int(c) for c in fh.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """False once ``pid`` has exited (a zombie, reparented to init, counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @pytest.mark.service
 def test_sigkill_during_a_stream_of_service_adds(tmp_path):
     httpx = pytest.importorskip("httpx")
@@ -165,11 +186,19 @@ def test_sigkill_during_a_stream_of_service_adds(tmp_path):
     while len(acknowledged) < 600:
         assert time.monotonic() < deadline and proc.poll() is None, "the service stopped acknowledging adds"
         time.sleep(0.05)
+    # The server's writer and batch processes outlive it: each commits the groups already in
+    # its pipe, then sees the pipe closed and exits. The file is read once they are gone, so
+    # that what is checked below is final.
+    children = _children(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     stop.set()
     for t in threads:
         t.join(timeout=60)
+    deadline = time.monotonic() + 120  # a hang guard
+    while any(os.path.exists(f"/proc/{c}") and _alive(c) for c in children):
+        assert time.monotonic() < deadline, "the writer process outlived its server by 120 s"
+        time.sleep(0.05)
     assert proc.returncode == -signal.SIGKILL
     assert len(acknowledged) >= 600
     _check_file(db)

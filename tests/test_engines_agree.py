@@ -72,7 +72,7 @@ def test_a_dedup_run_and_an_index_of_the_same_corpus_report_the_same_pairs(tmp_p
     # verified: the dedup run's pairs.jsonl and the index's exactly verified near answers
     with open(os.path.join(out, "pairs.jsonl")) as fh:
         verified = {tuple(sorted((p["a"], p["b"]))) for p in map(json.loads, fh)}
-    assert verified == near and len(verified) >= 12
+    assert verified == near and len(verified) >= 5  # copies made below at 0.5 % and 2 % edits, on any machine
 
 
 @pytest.mark.parametrize("option", [["--content", "html"], ["--html", "whole"], ["--jobs", "2"],

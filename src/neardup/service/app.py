@@ -992,11 +992,29 @@ def _batch_process_init(path: str, synchronous: str) -> None:
     from ..store import SeenIndex
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server stops this process itself
+    _exit_with_parent()
     try:
         os.nice(BATCH_NICE)
     except (AttributeError, OSError):
         pass
     _BATCH_INDEX = SeenIndex(path, create=False, synchronous=synchronous)
+
+
+def _exit_with_parent() -> None:
+    """End this child process when the server that started it dies, even by SIGKILL: a pool
+    worker waits on a queue whose other end it holds itself, so it would never see EOF and
+    would live on, one more orphan per crash. A thread watches the parent's pid (portable)."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="neardup-parent-watch", daemon=True).start()
 
 
 def _batch_process_run(op, docs, limit, html_mode, budget):
