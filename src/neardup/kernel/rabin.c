@@ -193,6 +193,7 @@ RABIN_IDS(rabin_ids_pclmul, __attribute__((target("pclmul,sse2"))), rabin_mulmod
 
 ND_HIDDEN size_t rabin_doc_ids(const classes_t *cl, const uint8_t *buf, size_t out_len, const uint32_t *pos,
                                size_t nu, size_t k, uint64_t *ids, int use_simd) {
+    (void)use_simd; /* read only where PCLMULQDQ can exist */
     const rabin_t *r = &g_rabin[cl->hash == H_RABIN64];
     /* the joiners of neardup.shingle.JOINERS: a space between words, a newline between lines,
      * nothing between characters */
@@ -207,7 +208,6 @@ ND_HIDDEN size_t rabin_doc_ids(const classes_t *cl, const uint8_t *buf, size_t o
     else
 #endif
         got = rabin_ids_portable(r, buf, out_len, pos, nu, k, gap, joiner, bounds, bounds + nu + 1, ids);
-    (void)use_simd;
     free(bounds);
     return got;
 }
