@@ -1,0 +1,686 @@
+"""Predict a dedup run from a sample of its input: documents, pairs, memory, spill disk and time.
+
+    from neardup.plan import plan
+    p = plan(["crawl.jsonl"], DedupConfig(), sample_records=100_000)
+    p["documents"], p["candidate_pairs"], p["peak_memory_mb"], p["spill_bytes"], p["seconds"]
+
+How (nothing here is a per-document constant: every cost is measured on this machine, with the
+engine as it is installed, so the prediction follows the engine when it changes):
+
+1. **Sample.** Records spread over each input, in proportion to its size: an uncompressed JSONL
+   file is read at evenly spaced offsets (each read resynchronised to the next line), a
+   compressed one (gzip, zstd) as a prefix of its stream (it cannot be entered in the middle;
+   the rest is assumed to look like its beginning), a Parquet file as evenly spaced row slices.
+   The total record count is estimated from bytes: the sample's records per byte, times the
+   file's bytes (for a compressed file, per compressed byte consumed), exact for Parquet (its
+   footer) and for a file read whole.
+2. **Measure.** The local engine (:class:`neardup.pipeline.Deduplicator`, the one ``neardup
+   dedup`` runs) runs in this process on two nested samples (the whole sample, and every other
+   piece of it: half the size, spread the same way), each with the same configuration and with
+   ``in_memory_mb`` scaled by its fraction of the corpus, so that the share of the sketches that
+   spills is the full run's. Each run's resident-memory growth (the kernel's high-water mark,
+   reset before the run), its work folder's largest size on disk (the spill), its seconds and
+   its candidate and verified pairs are recorded. A third run of the half sample with nothing
+   held in memory (``in_memory_mb=0``) gives the bytes each record would hold, for the advice on
+   ``--in-memory-mb``.
+3. **Scale.** Documents and bytes linearly; memory growth, spill and time by a line through the
+   two runs (time: per document, plus the verification per candidate pair); pairs by
+   ``pairs(f) = a*f + b*f**2`` fitted to the two runs, ``f`` being the sampled fraction: copies
+   next to each other in the input (both in the same sampled piece) are found in proportion to
+   ``f``, copies spread over the corpus in proportion to ``f**2``; the fit says which, and the
+   effective exponent is reported. Ranges come from the counts' Poisson error (two standard
+   deviations) and, for memory, spill and time, from the two ways to scale (the line, and
+   proportion to the larger run).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import io
+import math
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .config import DedupConfig
+from .errors import ConfigError, InputError, require
+from .params import IN_MEMORY_MB
+
+__all__ = ["plan", "sample_inputs", "Sample", "machine_facts", "process_age_seconds", "DEFAULT_SAMPLE_RECORDS"]
+
+#: Records sampled by default: about two seconds of the engine on two cores, and enough pairs
+#: on corpora with a few per cent of copies for their count to be known within some per cent.
+DEFAULT_SAMPLE_RECORDS = 100_000
+#: Pieces an uncompressed file is sampled in: enough for spread, few enough that copies next to
+#: each other are rarely cut apart at a piece's ends.
+PIECES = 64
+#: Smallest sampled piece, in bytes (the read at a random offset loses the part line before it).
+MIN_PIECE_BYTES = 64 << 10
+#: Records of the warm-up run (the engine's first run in a process loads modules and pools that
+#: stay: they belong to the process's baseline, not to the growth of a run).
+WARM_RECORDS = 2_000
+#: Share of the available memory a plan may use before it advises a smaller --in-memory-mb.
+MEMORY_HEADROOM = 0.8
+MIB = 1 << 20
+
+_GZIP = b"\x1f\x8b"
+_ZSTD = b"\x28\xb5\x2f\xfd"
+
+
+# --------------------------------------------------------------------------- the sample
+
+
+@dataclass
+class InputSample:
+    """What was read of one input: its pieces (JSONL: bytes of whole lines; Parquet: tables),
+    the records of each, and the estimate of the input's records."""
+
+    path: str
+    format: str
+    how: str  # "spread", "prefix" or "whole"
+    codec: str | None  # "gzip", "zstd" or None
+    input_bytes: int
+    pieces: list = field(default_factory=list)
+    piece_records: list[int] = field(default_factory=list)
+    piece_bytes: list[int] = field(default_factory=list)  # bytes of the input each piece stands for
+    records_estimated: float = 0.0
+    records_low: float = 0.0
+    records_high: float = 0.0
+
+    @property
+    def records(self) -> int:
+        return sum(self.piece_records)
+
+
+@dataclass
+class Sample:
+    inputs: list[InputSample]
+
+    @property
+    def records(self) -> int:
+        return sum(s.records for s in self.inputs)
+
+    @property
+    def documents(self) -> float:
+        return sum(s.records_estimated for s in self.inputs)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(s.input_bytes for s in self.inputs)
+
+    def write(self, folder: str, *, every: int = 1, limit: int | None = None) -> tuple[list[str], int]:
+        """Write the sample's pieces (every ``every``-th one, or the first ``limit`` records) as
+        files of each input's format and compression; returns the paths and the records written."""
+        os.makedirs(folder, exist_ok=True)
+        paths, total = [], 0
+        for k, s in enumerate(self.inputs):
+            chosen, n = [], 0
+            for j, (piece, count) in enumerate(zip(s.pieces, s.piece_records)):
+                if j % every:
+                    continue
+                if limit is not None and total + n >= limit:
+                    break
+                chosen.append(piece)
+                n += count
+            if not chosen:
+                continue
+            base = os.path.basename(s.path)
+            path = os.path.join(folder, f"{k:04d}-{base}")
+            if s.format == "parquet":
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+
+                pq.write_table(pa.concat_tables(chosen), path)
+            else:
+                with _open_for_writing(path, s.codec) as fh:
+                    for piece in chosen:
+                        fh.write(piece)
+            paths.append(path)
+            total += n
+        return paths, total
+
+
+def _codec_of(path: str) -> str | None:
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic[:2] == _GZIP:
+        return "gzip"
+    if magic == _ZSTD:
+        return "zstd"
+    return None
+
+
+def _open_for_writing(path: str, codec: str | None):
+    if codec == "gzip":
+        import gzip
+
+        return gzip.open(path, "wb", compresslevel=6)
+    if codec == "zstd":
+        zstd = require("zstandard", "io")
+        return zstd.ZstdCompressor(level=3).stream_writer(open(path, "wb"), closefd=True)
+    return open(path, "wb")
+
+
+def _decompressing(raw, codec: str):
+    if codec == "gzip":
+        import gzip
+
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    zstd = require("zstandard", "io")
+    return io.BufferedReader(zstd.ZstdDecompressor(max_window_size=2**31).stream_reader(raw, read_across_frames=True),
+                             1 << 20)
+
+
+def _density_range(counts: list[int], nbytes: list[int], total_bytes: int) -> tuple[float, float, float]:
+    """Records in ``total_bytes`` from pieces of ``counts`` records in ``nbytes`` bytes: the
+    estimate and two standard errors either side (the pieces' spread of records per byte)."""
+    n, b = sum(counts), sum(nbytes)
+    if not b:
+        return 0.0, 0.0, 0.0
+    est = total_bytes * n / b
+    if len(counts) < 2:
+        return est, est * 0.5, est * 1.5
+    dens = [c / x for c, x in zip(counts, nbytes) if x]
+    mean = sum(dens) / len(dens)
+    sd = math.sqrt(sum((d - mean) ** 2 for d in dens) / (len(dens) - 1))
+    se = 2 * sd / math.sqrt(len(dens)) / mean if mean else 0.0
+    return est, est * (1 - se), est * (1 + se)
+
+
+def _sample_jsonl(path: str, size: int, target: int) -> InputSample:
+    codec = _codec_of(path)
+    s = InputSample(path=path, format="jsonl", how="", codec=codec, input_bytes=size)
+    if codec is not None:
+        return _sample_stream_prefix(s, target)
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 20)
+        per_record = len(head) / max(1, head.count(b"\n")) if head else 1.0
+        want = target * per_record
+        if want >= size * 0.7 or size <= PIECES * MIN_PIECE_BYTES:
+            fh.seek(0)
+            data = fh.read()
+            s.how = "whole"
+            s.pieces = [data]
+            s.piece_records = [_lines(data)]
+            s.piece_bytes = [size]
+            s.records_estimated = s.records_low = s.records_high = float(s.records)
+            return s
+        s.how = "spread"
+        piece = max(MIN_PIECE_BYTES, int(want / PIECES))
+        stride = size / PIECES
+        for j in range(PIECES):
+            at = int(j * stride)
+            fh.seek(at)
+            if at:
+                fh.readline()  # the part of a line before the next record boundary
+            start = fh.tell()
+            data = fh.read(piece)
+            if data and not data.endswith(b"\n"):
+                data += fh.readline()  # to the end of the last record
+            if not data:
+                continue
+            if not data.endswith(b"\n"):
+                data += b"\n"
+            s.pieces.append(data)
+            s.piece_records.append(_lines(data))
+            s.piece_bytes.append(fh.tell() - start)
+    s.records_estimated, s.records_low, s.records_high = _density_range(s.piece_records, s.piece_bytes, size)
+    return s
+
+
+def _lines(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _sample_stream_prefix(s: InputSample, target: int) -> InputSample:
+    """The first ``target`` records of a compressed file, in 16 pieces; the file's records are
+    estimated by the compressed bytes the sample consumed."""
+    per_piece = max(1, math.ceil(target / 16))
+    with open(s.path, "rb") as raw:
+        stream = _decompressing(raw, s.codec)
+        ended = False
+        consumed = 0
+        while len(s.pieces) < 16:
+            lines = []
+            for _ in range(per_piece):
+                line = stream.readline()
+                if not line:
+                    ended = True
+                    break
+                lines.append(line if line.endswith(b"\n") else line + b"\n")
+            if lines:
+                s.pieces.append(b"".join(lines))
+                s.piece_records.append(len(lines))
+                now = s.input_bytes if ended else raw.tell()
+                s.piece_bytes.append(max(1, now - consumed))
+                consumed = now
+            if ended:
+                break
+    if ended:
+        s.how = "whole"
+        s.records_estimated = s.records_low = s.records_high = float(s.records)
+    else:
+        # the decompressor reads ahead of what it gave: at most its buffer, small against the sample
+        s.how = "prefix"
+        s.records_estimated, s.records_low, s.records_high = _density_range(s.piece_records, s.piece_bytes,
+                                                                            s.input_bytes)
+    return s
+
+
+def _sample_parquet(path: str, size: int, target: int) -> InputSample:
+    from .io.readers import open_parquet
+
+    pf, rows = open_parquet(path)
+    if pf is None:
+        raise InputError(f"{path}: {rows}")
+    s = InputSample(path=path, format="parquet", how="", codec=None, input_bytes=size)
+    s.records_estimated = s.records_low = s.records_high = float(rows)
+    groups = pf.metadata.num_row_groups
+    if rows <= target or groups == 0:
+        s.how = "whole"
+        chosen = list(range(groups))
+    else:
+        s.how = "spread"
+        want = min(groups, PIECES)
+        chosen = sorted({int(j * groups / want) for j in range(want)})
+    left = target
+    for g in chosen:
+        table = pf.read_row_group(g)
+        if s.how == "spread":
+            # a slice from the middle of the group, of its share of the sample
+            take = max(1, min(table.num_rows, math.ceil(target / len(chosen))))
+            table = table.slice((table.num_rows - take) // 2, take)
+        s.pieces.append(table)
+        s.piece_records.append(table.num_rows)
+        s.piece_bytes.append(0)
+        left -= table.num_rows
+    return s
+
+
+def sample_inputs(paths: list[str], config: DedupConfig, records: int = DEFAULT_SAMPLE_RECORDS) -> Sample:
+    """A sample of about ``records`` records spread over ``paths``, each input's share in
+    proportion to its bytes. JSONL (plain, gzip, zstd) and Parquet files are sampled; other
+    inputs are refused with the reason."""
+    from .io.readers import input_leaves, plan_inputs
+
+    leaves = []
+    for path, fmt, why in input_leaves(plan_inputs(paths, config.format)):
+        if why is not None:
+            raise InputError(f"{path}: {why}")
+        if fmt not in ("jsonl", "parquet"):
+            raise ConfigError(f"{path}: neardup plan samples JSONL and Parquet inputs; this one is read as {fmt} "
+                              f"(run neardup dedup on a part of it instead)")
+        leaves.append((path, fmt, os.path.getsize(path)))
+    if not leaves:
+        raise InputError("no input files to plan for (the folders are empty)")
+    total = sum(size for _, _, size in leaves) or 1
+    out = []
+    for path, fmt, size in leaves:
+        share = max(1, math.ceil(records * size / total))
+        out.append(_sample_parquet(path, size, share) if fmt == "parquet" else _sample_jsonl(path, size, share))
+    return Sample(out)
+
+
+# --------------------------------------------------------------------------- measuring a run
+
+
+def _status_kb(key: str) -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _reset_high_water() -> bool:
+    """Reset this process's peak resident size (Linux 4.0+: ``/proc/self/clear_refs``)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _return_freed_memory() -> None:
+    """Collect garbage and hand freed heap back to the system, so that the next run's growth is
+    its own and not hidden by memory the allocator kept from the last one."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _disk_bytes(top: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(top):
+        for name in files:
+            try:
+                st = os.stat(os.path.join(dirpath, name))
+            except OSError:
+                continue  # removed while we looked
+            total += max(st.st_size, getattr(st, "st_blocks", 0) * 512)
+    return total
+
+
+class _Watch:
+    """While a run lasts: the largest size of its work folder, and (where the high-water mark
+    cannot be reset) the largest resident size seen, every few milliseconds."""
+
+    def __init__(self, folder: str, sample_rss: bool):
+        self.folder = folder
+        self.sample_rss = sample_rss
+        self.peak_disk = 0
+        self.peak_rss_kb = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="neardup-plan-watch", daemon=True)
+
+    def _loop(self) -> None:
+        while True:
+            self.peak_disk = max(self.peak_disk, _disk_bytes(self.folder))
+            if self.sample_rss:
+                self.peak_rss_kb = max(self.peak_rss_kb, _status_kb("VmRSS"))
+            if self.stop.wait(0.02):
+                break
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+def _measure(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: float, write_kept: bool,
+             scratch: str) -> dict:
+    """Run the engine on ``paths`` in this process; what it cost."""
+    from .pipeline import Deduplicator
+
+    out = tempfile.mkdtemp(prefix="out-", dir=scratch)
+    work = tempfile.mkdtemp(prefix="work-", dir=scratch)
+    try:
+        _return_freed_memory()
+        base_kb = _status_kb("VmRSS")
+        can_reset = _reset_high_water()
+        start = time.perf_counter()
+        with _Watch(work, sample_rss=not can_reset) as watch:
+            summary = Deduplicator(config, jobs=jobs, in_memory_mb=in_memory_mb, work_dir=work).run(
+                paths, out, write_kept=write_kept)
+        seconds = time.perf_counter() - start
+        peak_kb = _status_kb("VmHWM") if can_reset else watch.peak_rss_kb
+        spill = max(watch.peak_disk, int(summary.get("spilled_mb", 0) * MIB))
+        output_bytes = _disk_bytes(out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+    stages = summary.get("seconds", {})
+    return {"records": summary["input"], "seconds": seconds, "stages": stages,
+            "verify_seconds": float(stages.get("verify", 0.0)),
+            "candidate_pairs": summary["candidate_pairs"], "verified_pairs": summary["verified_pairs"],
+            "exact_duplicates": summary["exact_duplicates"], "near_duplicates": summary["near_duplicates"],
+            "growth_bytes": max(0, peak_kb - base_kb) * 1024, "base_bytes": base_kb * 1024,
+            "spill_bytes": spill, "output_bytes": output_bytes, "in_memory_mb": in_memory_mb,
+            "high_water": "reset" if can_reset else "sampled every 20 ms"}
+
+
+# --------------------------------------------------------------------------- scaling
+
+
+def _line(n1: float, y1: float, n2: float, y2: float, n: float) -> tuple[float, float, float]:
+    """``y`` at ``n`` by the line through the two runs (intercept and slope kept at 0 or more),
+    and the range between it and plain proportion to the larger run."""
+    proportional = y2 * n / n2 if n2 else 0.0
+    if n2 > n1 and y2 >= y1:
+        slope = (y2 - y1) / (n2 - n1)
+        intercept = max(0.0, y1 - slope * n1)
+        fitted = intercept + slope * n
+    else:  # noise made the larger run cheaper: no trend to trust beyond proportion
+        fitted = proportional
+    return fitted, min(fitted, proportional), max(fitted, proportional)
+
+
+def _pair_fit(f1: float, p1: int, f2: float, p2: int) -> tuple[float, float]:
+    """``(a, b)`` of ``pairs(f) = a*f + b*f**2`` through the two runs, both 0 or more."""
+    if p2 <= 0:
+        return 0.0, 0.0
+    if f2 <= f1:
+        return p2 / f2, 0.0
+    b = (p2 * f1 - p1 * f2) / (f1 * f2 * (f2 - f1))
+    a = (p1 - b * f1 * f1) / f1
+    if b < 0:
+        return p2 / f2, 0.0
+    if a < 0:
+        return 0.0, p2 / (f2 * f2)
+    return a, b
+
+
+def _pairs(f1: float, p1: int, f2: float, p2: int) -> dict:
+    a, b = _pair_fit(f1, p1, f2, p2)
+    predicted = a + b
+    # the counts' Poisson error, two standard deviations (and 3 for a count of 0, the "rule of three")
+    spread = []
+    for q1 in (max(0.0, p1 - 2 * math.sqrt(p1)), p1 + 2 * math.sqrt(p1) + (3 if p1 == 0 else 0)):
+        for q2 in (max(0.0, p2 - 2 * math.sqrt(p2)), p2 + 2 * math.sqrt(p2) + (3 if p2 == 0 else 0)):
+            x, y = _pair_fit(f1, q1, f2, q2)
+            spread.append(x + y)
+    exponent = (math.log(p2 / p1) / math.log(f2 / f1)) if p1 > 0 and p2 > 0 and f2 > f1 else None
+    return {"predicted": predicted, "low": min(spread + [predicted]), "high": max(spread + [predicted]),
+            "local": a, "spread": b, "exponent": exponent,
+            "local_share": (a / predicted) if predicted else None}
+
+
+# --------------------------------------------------------------------------- the machine
+
+
+def machine_facts(folder: str | None = None) -> dict:
+    """Available memory (``MemAvailable``) and the free disk of the spill folder (``$TMPDIR``)."""
+    from .cpus import available_cpus
+
+    tmp = folder or tempfile.gettempdir()
+    avail = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            avail = None
+    return {"memory_available_mb": round(avail / MIB, 1) if avail else None, "tmpdir": tmp,
+            "tmpdir_free_bytes": shutil.disk_usage(tmp).free, "cpus": available_cpus()}
+
+
+def process_age_seconds() -> float | None:
+    """Seconds since this process started (its interpreter start and imports, when asked early)."""
+    try:
+        with open("/proc/self/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        start_ticks = int(fields[19])
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | None = None,
+         in_memory_mb: float | None = None, sample_records: int = DEFAULT_SAMPLE_RECORDS, write_kept: bool = True,
+         startup_seconds: float = 0.0) -> dict:
+    """Predict the ``neardup dedup`` run of ``paths`` with ``config`` (see the module).
+
+    Returns one dict: ``documents``, ``input_bytes``, ``candidate_pairs``, ``verified_pairs``,
+    ``peak_memory_mb``, ``spill_bytes``, ``output_bytes``, ``seconds`` (predictions), ``ranges``
+    (low and high of each), ``basis`` (how each was found), ``model`` (the pair model fitted),
+    ``sample`` (what was read and run), ``runs`` (what the sample runs measured), ``machine``,
+    ``warnings`` (spill over the free disk, memory over the available memory, with the
+    ``--in-memory-mb`` to use: also in ``suggested_in_memory_mb``) and ``assumptions``.
+    ``startup_seconds``: the interpreter start and imports of a ``neardup dedup`` process, added
+    to the predicted time (the command line measures its own).
+    """
+    from .cpus import available_cpus
+
+    if sample_records < 2 * WARM_RECORDS:
+        raise ConfigError(f"--sample-records must be at least {2 * WARM_RECORDS}, got {sample_records}")
+    budget_mb = IN_MEMORY_MB if in_memory_mb is None else in_memory_mb
+    jobs = max(1, jobs or available_cpus())
+    machine = machine_facts()  # before the sample takes its own room in $TMPDIR
+    sample = sample_inputs(paths, config, sample_records)
+    documents = sample.documents
+    n_sample = sample.records
+    if not n_sample or documents <= 0:
+        raise InputError("the inputs hold no records")
+    scratch = tempfile.mkdtemp(prefix="neardup-plan-")
+    try:
+        whole, n2 = sample.write(os.path.join(scratch, "sample"))
+        half, n1 = sample.write(os.path.join(scratch, "half"), every=2)
+        if n1 >= n2 or n1 == 0:  # one piece: its first records instead of every other piece
+            half, n1 = sample.write(os.path.join(scratch, "half"), limit=max(1, n2 // 2))
+            half_how = "the first half of the sample"
+        else:
+            half_how = "every other sampled piece"
+        warm, _ = sample.write(os.path.join(scratch, "warm"), limit=WARM_RECORDS)
+        f1, f2 = min(1.0, n1 / documents), min(1.0, n2 / documents)
+        _measure(warm, config, jobs=jobs, in_memory_mb=budget_mb, write_kept=write_kept, scratch=scratch)
+        small = _measure(half, config, jobs=jobs, in_memory_mb=budget_mb * f1, write_kept=write_kept,
+                         scratch=scratch)
+        large = _measure(whole, config, jobs=jobs, in_memory_mb=budget_mb * f2, write_kept=write_kept,
+                         scratch=scratch)
+        unheld = _measure(half, config, jobs=jobs, in_memory_mb=0, write_kept=write_kept, scratch=scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    n1, n2 = small["records"], large["records"]
+    n = documents
+
+    base = min(small["base_bytes"], large["base_bytes"])
+    growth, growth_lo, growth_hi = _line(n1, small["growth_bytes"], n2, large["growth_bytes"], n)
+    spill, spill_lo, spill_hi = _line(n1, small["spill_bytes"], n2, large["spill_bytes"], n)
+    output, _, _ = _line(n1, small["output_bytes"], n2, large["output_bytes"], n)
+    cand = _pairs(f1, small["candidate_pairs"], f2, large["candidate_pairs"])
+    ver = _pairs(f1, small["verified_pairs"], f2, large["verified_pairs"])
+    # time: per document (everything but verification), plus verification per candidate pair
+    t_docs, t_docs_lo, t_docs_hi = _line(n1, small["seconds"] - small["verify_seconds"],
+                                         n2, large["seconds"] - large["verify_seconds"], n)
+    per_pair = large["verify_seconds"] / large["candidate_pairs"] if large["candidate_pairs"] else 0.0
+    seconds = startup_seconds + t_docs + per_pair * cand["predicted"]
+    seconds_lo = startup_seconds + t_docs_lo + per_pair * cand["low"]
+    seconds_hi = startup_seconds + t_docs_hi + per_pair * cand["high"]
+
+    peak = (base + growth) / MIB
+    peak_lo, peak_hi = (base + growth_lo) / MIB, (base + growth_hi) / MIB
+    # what each record holds when nothing is held (it spills), and what stays besides
+    held_per_record = unheld["spill_bytes"] / unheld["records"] if unheld["records"] else 0.0
+    fixed = max(0.0, small["growth_bytes"] - (large["growth_bytes"] - small["growth_bytes"]) / max(1, n2 - n1) * n1)
+    unheld_per_record = max(0.0, unheld["growth_bytes"] - fixed) / unheld["records"] if unheld["records"] else 0.0
+    minimum_mb = (base + fixed + unheld_per_record * n) / MIB
+    warnings, suggested = [], None
+    avail = machine["memory_available_mb"]
+    if avail is not None and peak > avail * MEMORY_HEADROOM:
+        room = avail * MEMORY_HEADROOM - minimum_mb
+        if room >= 1:
+            suggested = int(room)
+            warnings.append(f"predicted peak memory {peak:,.0f} MB is over {MEMORY_HEADROOM:.0%} of the "
+                            f"{avail:,.0f} MB available: use --in-memory-mb {suggested} (predicted peak then about "
+                            f"{minimum_mb + min(suggested, held_per_record * n / MIB):,.0f} MB, the rest spilled)")
+        else:
+            suggested = 0
+            warnings.append(f"predicted peak memory {peak:,.0f} MB is over the {avail:,.0f} MB available, and even "
+                            f"--in-memory-mb 0 needs about {minimum_mb:,.0f} MB: split the input")
+    spill_with_suggestion = spill
+    if suggested is not None:
+        spill_with_suggestion = max(spill, held_per_record * n - suggested * MIB)
+    free = machine["tmpdir_free_bytes"]
+    if spill_with_suggestion > free:
+        need = spill_with_suggestion - free
+        warnings.append(f"predicted spill {spill_with_suggestion / 1e9:,.2f} GB is over the {free / 1e9:,.2f} GB free "
+                        f"in {machine['tmpdir']}: set TMPDIR to a disk with more room"
+                        + (f", or raise --in-memory-mb by {math.ceil(need / MIB)} if memory allows"
+                           if suggested is None else ""))
+
+    how = {s.how for s in sample.inputs}
+    assumptions = [
+        f"documents and input bytes scale with the input's bytes from the sample's records per byte"
+        + ("; compressed inputs were sampled as a prefix of their stream (the rest assumed alike)"
+           if "prefix" in how else ""),
+        f"the engine ran in this process on {n1:,} and {n2:,} records ({half_how}, and the whole sample), "
+        f"with --in-memory-mb scaled to each one's share of the corpus ({budget_mb * f1:.2f} and {budget_mb * f2:.2f} "
+        f"MB for {budget_mb} MB), on {jobs} threads",
+        "peak memory = this process's resident size before the runs (the interpreter and the engine loaded) "
+        "+ the resident growth, by a line through the two runs; spill and time (less verification) by the same line",
+        "pairs(f) = a*f + b*f^2 fitted to the two runs (f: the sampled fraction): a for copies next to each "
+        "other in the input, b for copies spread over it; verification time per candidate pair",
+        "ranges: two standard deviations of the pair counts (Poisson) and of the pieces' records per byte; "
+        "for memory, spill and time the line against proportion to the larger run",
+        "the machine as loaded now: time is for its present load",
+    ]
+    r = lambda x: int(round(x))  # noqa: E731
+    return {
+        "documents": r(n),
+        "input_bytes": sample.input_bytes,
+        "candidate_pairs": r(cand["predicted"]),
+        "verified_pairs": r(ver["predicted"]),
+        "peak_memory_mb": round(peak, 1),
+        "spill_bytes": r(spill),
+        "output_bytes": r(output),
+        "seconds": round(seconds, 2),
+        "ranges": {
+            "documents": [r(sum(s.records_low for s in sample.inputs)), r(sum(s.records_high for s in sample.inputs))],
+            "candidate_pairs": [r(cand["low"]), r(cand["high"])],
+            "verified_pairs": [r(ver["low"]), r(ver["high"])],
+            "peak_memory_mb": [round(peak_lo, 1), round(peak_hi, 1)],
+            "spill_bytes": [r(spill_lo), r(spill_hi)],
+            "seconds": [round(seconds_lo, 2), round(seconds_hi, 2)],
+        },
+        "basis": {
+            "documents": "sampled records per byte x input bytes" if how != {"whole"} else "counted (read whole)",
+            "input_bytes": "file sizes",
+            "candidate_pairs": _pair_basis(cand),
+            "verified_pairs": _pair_basis(ver),
+            "peak_memory_mb": f"{base / MIB:.0f} MB baseline + {(growth / n) if n else 0:,.0f} bytes/record growth "
+                              f"(line through {n1:,} and {n2:,} records)",
+            "spill_bytes": (f"{spill / n if n else 0:,.0f} bytes/record past the {budget_mb} MB budget"
+                            if spill else f"none: the sketches fit in --in-memory-mb {budget_mb} "
+                                          f"(held {held_per_record:,.0f} bytes/record, so about "
+                                          f"{budget_mb * MIB / held_per_record if held_per_record else 0:,.0f} records fit)"),
+            "seconds": f"{startup_seconds:.2f} s start + {t_docs / n * 1e6 if n else 0:.1f} us/record + "
+                       f"{per_pair * 1e6:.1f} us/candidate pair, at today's load",
+        },
+        "model": {"candidate_pairs": cand, "verified_pairs": ver, "held_bytes_per_record": round(held_per_record, 1),
+                  "memory_floor_mb": round(minimum_mb, 1), "baseline_mb": round(base / MIB, 1),
+                  "growth_bytes_per_record": round(growth / n, 1) if n else 0.0, "startup_seconds": startup_seconds},
+        "sample": {"records": n_sample, "fraction": round(f2, 6), "half_records": n1,
+                   "inputs": [{"path": s.path, "format": s.format, "how": s.how, "codec": s.codec,
+                               "input_bytes": s.input_bytes, "records": s.records, "pieces": len(s.pieces),
+                               "records_estimated": r(s.records_estimated)} for s in sample.inputs]},
+        "runs": {"half": small, "whole": large, "nothing_held": unheld},
+        "machine": machine,
+        "in_memory_mb": budget_mb,
+        "jobs": jobs,
+        "suggested_in_memory_mb": suggested,
+        "warnings": warnings,
+        "assumptions": assumptions,
+        "config_fingerprint": config.fingerprint(),
+    }
+
+
+def _pair_basis(p: dict) -> str:
+    if p["predicted"] == 0:
+        return "none found in the sample"
+    share = p["local_share"] or 0.0
+    exp = f", exponent {p['exponent']:.2f}" if p["exponent"] is not None else ""
+    return f"a*f + b*f^2 fit: {share:.0%} from copies next to each other (1/f), {1 - share:.0%} spread (1/f^2){exp}"
