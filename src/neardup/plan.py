@@ -25,10 +25,10 @@ engine as it is installed, so the prediction follows the engine when it changes)
    ``--in-memory-mb``.
 3. **Scale.** Documents and bytes linearly; memory growth, spill and time by a line through the
    two runs (time: per document, plus the verification per candidate pair); pairs by
-   ``pairs(f) = a*f + b*f**2`` fitted to the two runs, ``f`` being the sampled fraction: copies
-   next to each other in the input (both in the same sampled piece) are found in proportion to
-   ``f``, copies spread over the corpus in proportion to ``f**2``; the fit says which, and the
-   effective exponent is reported. Ranges come from the counts' Poisson error (two standard
+   ``pairs(f) ~ f**e``, ``f`` being the sampled fraction: copies next to each other in the input
+   (both in the same sampled piece) are found in proportion to ``f``, copies spread over the
+   corpus in proportion to ``f**2``; the ratio of the two runs' counts gives ``e`` (within
+   [1, 2]), which is reported (:func:`scale_pairs`). Ranges come from the counts' Poisson error (two standard
    deviations) and, for memory, spill and time, from the two ways to scale (the line, and
    proportion to the larger run).
 """
@@ -50,7 +50,8 @@ from .config import DedupConfig
 from .errors import ConfigError, InputError, require
 from .params import IN_MEMORY_MB
 
-__all__ = ["plan", "sample_inputs", "Sample", "machine_facts", "process_age_seconds", "DEFAULT_SAMPLE_RECORDS"]
+__all__ = ["plan", "sample_inputs", "scale_pairs", "fresh_baseline", "Sample", "machine_facts", "process_age_seconds",
+           "DEFAULT_SAMPLE_RECORDS"]
 
 #: Records sampled by default: about two seconds of the engine on two cores, and enough pairs
 #: on corpora with a few per cent of copies for their count to be known within some per cent.
@@ -200,7 +201,7 @@ def _sample_jsonl(path: str, size: int, target: int) -> InputSample:
         head = fh.read(1 << 20)
         per_record = len(head) / max(1, head.count(b"\n")) if head else 1.0
         want = target * per_record
-        if want >= size * 0.7 or size <= PIECES * MIN_PIECE_BYTES:
+        if want >= size * 0.7:
             fh.seek(0)
             data = fh.read()
             s.how = "whole"
@@ -210,9 +211,11 @@ def _sample_jsonl(path: str, size: int, target: int) -> InputSample:
             s.records_estimated = s.records_low = s.records_high = float(s.records)
             return s
         s.how = "spread"
-        piece = max(MIN_PIECE_BYTES, int(want / PIECES))
-        stride = size / PIECES
-        for j in range(PIECES):
+        # fewer pieces for a small share rather than pieces too small to hold their copies
+        count = int(min(PIECES, max(1, want // MIN_PIECE_BYTES)))
+        piece = int(want / count)
+        stride = size / count
+        for j in range(count):
             at = int(j * stride)
             fh.seek(at)
             if at:
@@ -328,15 +331,18 @@ def sample_inputs(paths: list[str], config: DedupConfig, records: int = DEFAULT_
 # --------------------------------------------------------------------------- measuring a run
 
 
-def _status_kb(key: str) -> int:
+def _status_kb(*keys: str) -> dict[str, int]:
+    """Fields of ``/proc/self/status`` in kB (0 where the platform has none)."""
+    out = dict.fromkeys(keys, 0)
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
+                key, _, value = line.partition(":")
+                if key in out:
+                    out[key] = int(value.split()[0])
     except OSError:
         pass
-    return 0
+    return out
 
 
 def _reset_high_water() -> bool:
@@ -372,22 +378,24 @@ def _disk_bytes(top: str) -> int:
 
 
 class _Watch:
-    """While a run lasts: the largest size of its work folder, and (where the high-water mark
-    cannot be reset) the largest resident size seen, every few milliseconds."""
+    """While a run lasts, every few milliseconds: the largest size of its work folder, the
+    largest anonymous resident memory (the process's own; no high-water mark exists for it),
+    and, where the high-water mark cannot be reset, the largest resident size."""
 
-    def __init__(self, folder: str, sample_rss: bool):
+    def __init__(self, folder: str):
         self.folder = folder
-        self.sample_rss = sample_rss
         self.peak_disk = 0
         self.peak_rss_kb = 0
+        self.peak_anon_kb = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="neardup-plan-watch", daemon=True)
 
     def _loop(self) -> None:
         while True:
             self.peak_disk = max(self.peak_disk, _disk_bytes(self.folder))
-            if self.sample_rss:
-                self.peak_rss_kb = max(self.peak_rss_kb, _status_kb("VmRSS"))
+            status = _status_kb("VmRSS", "RssAnon")
+            self.peak_rss_kb = max(self.peak_rss_kb, status["VmRSS"])
+            self.peak_anon_kb = max(self.peak_anon_kb, status["RssAnon"])
             if self.stop.wait(0.02):
                 break
 
@@ -409,14 +417,14 @@ def _measure(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: float
     work = tempfile.mkdtemp(prefix="work-", dir=scratch)
     try:
         _return_freed_memory()
-        base_kb = _status_kb("VmRSS")
+        base = _status_kb("VmRSS", "RssAnon")
         can_reset = _reset_high_water()
         start = time.perf_counter()
-        with _Watch(work, sample_rss=not can_reset) as watch:
+        with _Watch(work) as watch:
             summary = Deduplicator(config, jobs=jobs, in_memory_mb=in_memory_mb, work_dir=work).run(
                 paths, out, write_kept=write_kept)
         seconds = time.perf_counter() - start
-        peak_kb = _status_kb("VmHWM") if can_reset else watch.peak_rss_kb
+        peak_kb = max(_status_kb("VmHWM")["VmHWM"], watch.peak_rss_kb) if can_reset else watch.peak_rss_kb
         spill = max(watch.peak_disk, int(summary.get("spilled_mb", 0) * MIB))
         output_bytes = _disk_bytes(out)
     finally:
@@ -427,9 +435,55 @@ def _measure(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: float
             "verify_seconds": float(stages.get("verify", 0.0)),
             "candidate_pairs": summary["candidate_pairs"], "verified_pairs": summary["verified_pairs"],
             "exact_duplicates": summary["exact_duplicates"], "near_duplicates": summary["near_duplicates"],
-            "growth_bytes": max(0, peak_kb - base_kb) * 1024, "base_bytes": base_kb * 1024,
+            "growth_bytes": max(0, peak_kb - base["VmRSS"]) * 1024,
+            # sampled, it can miss the peak by a little either way; it cannot exceed the resident growth
+            "anonymous_growth_bytes": min(max(0, peak_kb - base["VmRSS"]), max(0, watch.peak_anon_kb - base["RssAnon"]))
+            * 1024,
             "spill_bytes": spill, "output_bytes": output_bytes, "in_memory_mb": in_memory_mb,
             "high_water": "reset" if can_reset else "sampled every 20 ms"}
+
+
+_BASELINE_CODE = """
+import os, pickle, shutil, sys, tempfile
+import neardup.cli
+from neardup.pipeline import Deduplicator
+config, paths, jobs, write_kept = pickle.load(sys.stdin.buffer)
+out = tempfile.mkdtemp(prefix="neardup-plan-base-")
+try:
+    Deduplicator(config, jobs=jobs).run(paths, out, write_kept=write_kept)
+finally:
+    shutil.rmtree(out, ignore_errors=True)
+sys.stdout.write(open("/proc/self/status").read())
+"""
+
+
+def fresh_baseline(paths: list[str], config: DedupConfig, *, jobs, write_kept: bool, scratch: str) -> dict:
+    """The resident and anonymous memory of a new process that has run the engine on a few
+    records: what a ``neardup dedup`` process holds before its corpus counts (the interpreter,
+    the modules, the kernel, the thread pools), whatever process the plan runs in. Falls back to
+    this process's own (``how`` says which)."""
+    import pickle
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TMPDIR=scratch)
+    try:
+        done = subprocess.run([sys.executable, "-c", _BASELINE_CODE], input=pickle.dumps((config, paths, jobs, write_kept)),
+                              capture_output=True, env=env, timeout=600)
+        fields = {}
+        for line in done.stdout.decode("utf-8", "replace").splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon"):
+                fields[key] = int(value.split()[0]) * 1024
+        if done.returncode == 0 and "VmRSS" in fields:
+            return {"resident_bytes": fields["VmRSS"], "anonymous_bytes": fields.get("RssAnon", fields["VmRSS"]),
+                    "how": "a new process after a run of the warm-up records"}
+    except (OSError, subprocess.SubprocessError):
+        pass
+    _return_freed_memory()
+    own = _status_kb("VmRSS", "RssAnon")
+    return {"resident_bytes": own["VmRSS"] * 1024, "anonymous_bytes": own["RssAnon"] * 1024,
+            "how": "this process (a new one could not be started)"}
 
 
 # --------------------------------------------------------------------------- scaling
@@ -448,34 +502,38 @@ def _line(n1: float, y1: float, n2: float, y2: float, n: float) -> tuple[float, 
     return fitted, min(fitted, proportional), max(fitted, proportional)
 
 
-def _pair_fit(f1: float, p1: int, f2: float, p2: int) -> tuple[float, float]:
-    """``(a, b)`` of ``pairs(f) = a*f + b*f**2`` through the two runs, both 0 or more."""
-    if p2 <= 0:
-        return 0.0, 0.0
-    if f2 <= f1:
-        return p2 / f2, 0.0
-    b = (p2 * f1 - p1 * f2) / (f1 * f2 * (f2 - f1))
-    a = (p1 - b * f1 * f1) / f1
-    if b < 0:
-        return p2 / f2, 0.0
-    if a < 0:
-        return 0.0, p2 / (f2 * f2)
-    return a, b
+def _exponent(f1: float, p1: float, f2: float, p2: float) -> float:
+    """The exponent ``e`` of ``pairs(f) ~ f**e`` through the two runs, kept within [1, 2]."""
+    if p2 <= 0 or f2 <= f1:
+        return 1.0
+    if p1 <= 0:
+        return 2.0
+    return min(2.0, max(1.0, math.log(p2 / p1) / math.log(f2 / f1)))
 
 
-def _pairs(f1: float, p1: int, f2: float, p2: int) -> dict:
-    a, b = _pair_fit(f1, p1, f2, p2)
-    predicted = a + b
-    # the counts' Poisson error, two standard deviations (and 3 for a count of 0, the "rule of three")
-    spread = []
-    for q1 in (max(0.0, p1 - 2 * math.sqrt(p1)), p1 + 2 * math.sqrt(p1) + (3 if p1 == 0 else 0)):
-        for q2 in (max(0.0, p2 - 2 * math.sqrt(p2)), p2 + 2 * math.sqrt(p2) + (3 if p2 == 0 else 0)):
-            x, y = _pair_fit(f1, q1, f2, q2)
-            spread.append(x + y)
-    exponent = (math.log(p2 / p1) / math.log(f2 / f1)) if p1 > 0 and p2 > 0 and f2 > f1 else None
-    return {"predicted": predicted, "low": min(spread + [predicted]), "high": max(spread + [predicted]),
-            "local": a, "spread": b, "exponent": exponent,
-            "local_share": (a / predicted) if predicted else None}
+def scale_pairs(f1: float, p1: int, f2: float, p2: int) -> dict:
+    """Pairs of the whole corpus from ``p1`` and ``p2`` found in nested samples of fractions
+    ``f1 < f2`` of it.
+
+    Copies next to each other in the input (both in one sampled piece) are found in proportion
+    to ``f``; copies spread over the corpus in proportion to ``f**2``. The exponent ``e`` of
+    ``pairs(f) ~ f**e`` is read from the two counts (``log(p2/p1) / log(f2/f1)``, kept within
+    [1, 2]) and the larger count scaled by ``(1/f2)**e``. A mix of both kinds scales between the
+    two; the single exponent then under-predicts somewhat (it fits the mix at ``f2``), which the
+    range covers when the counts are small. Returns ``predicted``, ``low`` and ``high`` (the
+    counts' Poisson error, two standard deviations, carried through the exponent; a count of 0
+    stands for up to 3, the "rule of three"), ``exponent`` and ``exponent_sd``.
+    """
+    if f2 >= 1.0:
+        return {"predicted": float(p2), "low": float(p2), "high": float(p2), "exponent": None, "exponent_sd": None}
+    e = _exponent(f1, p1, f2, p2)
+    sd = (math.sqrt(1 / p1 + 1 / p2) / math.log(f2 / f1)) if p1 > 0 and p2 > 0 and f2 > f1 else 0.5
+    up = 1 / f2
+    low = max(0.0, p2 - 2 * math.sqrt(p2)) * up ** max(1.0, e - 2 * sd)
+    high = (p2 + 2 * math.sqrt(p2) + (3 if p2 == 0 else 0)) * up ** min(2.0, e + 2 * sd if p2 else 2.0)
+    predicted = p2 * up**e
+    return {"predicted": predicted, "low": min(low, predicted), "high": max(high, predicted), "exponent": e,
+            "exponent_sd": sd}
 
 
 # --------------------------------------------------------------------------- the machine
@@ -521,7 +579,7 @@ def process_age_seconds() -> float | None:
 
 def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | None = None,
          in_memory_mb: float | None = None, sample_records: int = DEFAULT_SAMPLE_RECORDS, write_kept: bool = True,
-         startup_seconds: float = 0.0) -> dict:
+         startup_seconds: float = 0.0, machine: dict | None = None) -> dict:
     """Predict the ``neardup dedup`` run of ``paths`` with ``config`` (see the module).
 
     Returns one dict: ``documents``, ``input_bytes``, ``candidate_pairs``, ``verified_pairs``,
@@ -531,7 +589,9 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
     ``warnings`` (spill over the free disk, memory over the available memory, with the
     ``--in-memory-mb`` to use: also in ``suggested_in_memory_mb``) and ``assumptions``.
     ``startup_seconds``: the interpreter start and imports of a ``neardup dedup`` process, added
-    to the predicted time (the command line measures its own).
+    to the predicted time (the command line measures its own). ``machine``: the facts of
+    :func:`machine_facts` to plan for (default: this machine's, now), for a machine with less
+    memory or disk than this one.
     """
     from .cpus import available_cpus
 
@@ -539,7 +599,8 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
         raise ConfigError(f"--sample-records must be at least {2 * WARM_RECORDS}, got {sample_records}")
     budget_mb = IN_MEMORY_MB if in_memory_mb is None else in_memory_mb
     jobs = max(1, jobs or available_cpus())
-    machine = machine_facts()  # before the sample takes its own room in $TMPDIR
+    # before the sample takes its own room in $TMPDIR
+    machine = dict(machine_facts(), **(machine or {}))
     sample = sample_inputs(paths, config, sample_records)
     documents = sample.documents
     n_sample = sample.records
@@ -556,6 +617,7 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
             half_how = "every other sampled piece"
         warm, _ = sample.write(os.path.join(scratch, "warm"), limit=WARM_RECORDS)
         f1, f2 = min(1.0, n1 / documents), min(1.0, n2 / documents)
+        baseline = fresh_baseline(warm, config, jobs=jobs, write_kept=write_kept, scratch=scratch)
         _measure(warm, config, jobs=jobs, in_memory_mb=budget_mb, write_kept=write_kept, scratch=scratch)
         small = _measure(half, config, jobs=jobs, in_memory_mb=budget_mb * f1, write_kept=write_kept,
                          scratch=scratch)
@@ -567,12 +629,13 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
     n1, n2 = small["records"], large["records"]
     n = documents
 
-    base = min(small["base_bytes"], large["base_bytes"])
+    base, base_anon = baseline["resident_bytes"], baseline["anonymous_bytes"]
     growth, growth_lo, growth_hi = _line(n1, small["growth_bytes"], n2, large["growth_bytes"], n)
+    anon, _, _ = _line(n1, small["anonymous_growth_bytes"], n2, large["anonymous_growth_bytes"], n)
     spill, spill_lo, spill_hi = _line(n1, small["spill_bytes"], n2, large["spill_bytes"], n)
     output, _, _ = _line(n1, small["output_bytes"], n2, large["output_bytes"], n)
-    cand = _pairs(f1, small["candidate_pairs"], f2, large["candidate_pairs"])
-    ver = _pairs(f1, small["verified_pairs"], f2, large["verified_pairs"])
+    cand = scale_pairs(f1, small["candidate_pairs"], f2, large["candidate_pairs"])
+    ver = scale_pairs(f1, small["verified_pairs"], f2, large["verified_pairs"])
     # time: per document (everything but verification), plus verification per candidate pair
     t_docs, t_docs_lo, t_docs_hi = _line(n1, small["seconds"] - small["verify_seconds"],
                                          n2, large["seconds"] - large["verify_seconds"], n)
@@ -583,24 +646,34 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
 
     peak = (base + growth) / MIB
     peak_lo, peak_hi = (base + growth_lo) / MIB, (base + growth_hi) / MIB
-    # what each record holds when nothing is held (it spills), and what stays besides
+    peak_anon = (base_anon + anon) / MIB
+    # The advice on --in-memory-mb is about anonymous memory: the budget holds sketches there,
+    # and what spills comes back as file-backed pages the kernel may drop under pressure.
+    # What each record holds (it all spills with nothing held), and the anonymous memory that
+    # stays whatever the budget: the half sample's run with nothing held, less the line's intercept.
     held_per_record = unheld["spill_bytes"] / unheld["records"] if unheld["records"] else 0.0
-    fixed = max(0.0, small["growth_bytes"] - (large["growth_bytes"] - small["growth_bytes"]) / max(1, n2 - n1) * n1)
-    unheld_per_record = max(0.0, unheld["growth_bytes"] - fixed) / unheld["records"] if unheld["records"] else 0.0
-    minimum_mb = (base + fixed + unheld_per_record * n) / MIB
+    anon_slope = (large["anonymous_growth_bytes"] - small["anonymous_growth_bytes"]) / max(1, n2 - n1)
+    anon_fixed = max(0.0, small["anonymous_growth_bytes"] - anon_slope * n1)
+    unheld_anon = max(0.0, unheld["anonymous_growth_bytes"] - anon_fixed) / unheld["records"] if unheld["records"] else 0.0
+    floor_anon = (base_anon + anon_fixed + unheld_anon * n) / MIB
     warnings, suggested = [], None
     avail = machine["memory_available_mb"]
-    if avail is not None and peak > avail * MEMORY_HEADROOM:
-        room = avail * MEMORY_HEADROOM - minimum_mb
+    if avail is not None and peak_anon > avail * MEMORY_HEADROOM:
+        room = avail * MEMORY_HEADROOM - floor_anon
         if room >= 1:
             suggested = int(room)
-            warnings.append(f"predicted peak memory {peak:,.0f} MB is over {MEMORY_HEADROOM:.0%} of the "
-                            f"{avail:,.0f} MB available: use --in-memory-mb {suggested} (predicted peak then about "
-                            f"{minimum_mb + min(suggested, held_per_record * n / MIB):,.0f} MB, the rest spilled)")
+            warnings.append(f"predicted peak memory {peak_anon:,.0f} MB anonymous ({peak:,.0f} MB resident) is over "
+                            f"{MEMORY_HEADROOM:.0%} of the {avail:,.0f} MB available: use --in-memory-mb {suggested} "
+                            f"(anonymous then about {floor_anon + min(suggested, held_per_record * n / MIB):,.0f} MB, "
+                            f"the rest spilled to {machine['tmpdir']})")
         else:
             suggested = 0
-            warnings.append(f"predicted peak memory {peak:,.0f} MB is over the {avail:,.0f} MB available, and even "
-                            f"--in-memory-mb 0 needs about {minimum_mb:,.0f} MB: split the input")
+            warnings.append(f"predicted peak memory {peak_anon:,.0f} MB anonymous is over the {avail:,.0f} MB "
+                            f"available, and even --in-memory-mb 0 needs about {floor_anon:,.0f} MB: split the input")
+    elif avail is not None and peak > avail:
+        warnings.append(f"predicted peak resident memory {peak:,.0f} MB is over the {avail:,.0f} MB available, but "
+                        f"{peak - peak_anon:,.0f} MB of it are file-backed pages (input and spill) the kernel can "
+                        f"drop: the run fits, slower if pages are read again")
     spill_with_suggestion = spill
     if suggested is not None:
         spill_with_suggestion = max(spill, held_per_record * n - suggested * MIB)
@@ -620,10 +693,11 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
         f"the engine ran in this process on {n1:,} and {n2:,} records ({half_how}, and the whole sample), "
         f"with --in-memory-mb scaled to each one's share of the corpus ({budget_mb * f1:.2f} and {budget_mb * f2:.2f} "
         f"MB for {budget_mb} MB), on {jobs} threads",
-        "peak memory = this process's resident size before the runs (the interpreter and the engine loaded) "
-        "+ the resident growth, by a line through the two runs; spill and time (less verification) by the same line",
-        "pairs(f) = a*f + b*f^2 fitted to the two runs (f: the sampled fraction): a for copies next to each "
-        "other in the input, b for copies spread over it; verification time per candidate pair",
+        "peak memory = a new neardup process's resident size after a run of a few records (the interpreter and "
+        "the engine loaded) + the resident growth of the runs here, by a line through the two; the same for "
+        "anonymous memory (sampled every 20 ms); spill and time (less verification) by the same line",
+        "pairs(f) ~ f^e, e from the two runs' counts kept within [1, 2] (f: the sampled fraction; 1 for copies "
+        "next to each other in the input, 2 for copies spread over it); verification time per candidate pair",
         "ranges: two standard deviations of the pair counts (Poisson) and of the pieces' records per byte; "
         "for memory, spill and time the line against proportion to the larger run",
         "the machine as loaded now: time is for its present load",
@@ -635,6 +709,7 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
         "candidate_pairs": r(cand["predicted"]),
         "verified_pairs": r(ver["predicted"]),
         "peak_memory_mb": round(peak, 1),
+        "peak_anonymous_mb": round(peak_anon, 1),
         "spill_bytes": r(spill),
         "output_bytes": r(output),
         "seconds": round(seconds, 2),
@@ -653,6 +728,8 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
             "verified_pairs": _pair_basis(ver),
             "peak_memory_mb": f"{base / MIB:.0f} MB baseline + {(growth / n) if n else 0:,.0f} bytes/record growth "
                               f"(line through {n1:,} and {n2:,} records)",
+            "peak_anonymous_mb": f"{base_anon / MIB:.0f} MB baseline + {(anon / n) if n else 0:,.0f} bytes/record "
+                                 f"(sampled every 20 ms; the rest of the resident memory is file-backed pages)",
             "spill_bytes": (f"{spill / n if n else 0:,.0f} bytes/record past the {budget_mb} MB budget"
                             if spill else f"none: the sketches fit in --in-memory-mb {budget_mb} "
                                           f"(held {held_per_record:,.0f} bytes/record, so about "
@@ -661,7 +738,8 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
                        f"{per_pair * 1e6:.1f} us/candidate pair, at today's load",
         },
         "model": {"candidate_pairs": cand, "verified_pairs": ver, "held_bytes_per_record": round(held_per_record, 1),
-                  "memory_floor_mb": round(minimum_mb, 1), "baseline_mb": round(base / MIB, 1),
+                  "anonymous_floor_mb": round(floor_anon, 1), "baseline_mb": round(base / MIB, 1),
+                  "baseline_anonymous_mb": round(base_anon / MIB, 1), "baseline_how": baseline["how"],
                   "growth_bytes_per_record": round(growth / n, 1) if n else 0.0, "startup_seconds": startup_seconds},
         "sample": {"records": n_sample, "fraction": round(f2, 6), "half_records": n1,
                    "inputs": [{"path": s.path, "format": s.format, "how": s.how, "codec": s.codec,
@@ -679,8 +757,10 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
 
 
 def _pair_basis(p: dict) -> str:
+    if p["exponent"] is None:
+        return "counted (the sample is the whole input)"
     if p["predicted"] == 0:
-        return "none found in the sample"
-    share = p["local_share"] or 0.0
-    exp = f", exponent {p['exponent']:.2f}" if p["exponent"] is not None else ""
-    return f"a*f + b*f^2 fit: {share:.0%} from copies next to each other (1/f), {1 - share:.0%} spread (1/f^2){exp}"
+        return "none found in the sample (range: up to 3 there)"
+    e = p["exponent"]
+    kind = "copies next to each other" if e < 1.25 else "copies spread over the input" if e > 1.75 else "a mix"
+    return f"sample's pairs x (1/f)^{e:.2f} (+-{p['exponent_sd']:.2f}; {kind}: 1 local, 2 spread)"

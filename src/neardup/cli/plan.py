@@ -70,10 +70,12 @@ def describe(p: dict) -> str:
         ("verified pairs", f"{p['verified_pairs']:,}", f"{rg['verified_pairs'][0]:,} - {rg['verified_pairs'][1]:,}"),
         ("peak memory", f"{p['peak_memory_mb']:,.0f} MB",
          f"{rg['peak_memory_mb'][0]:,.0f} - {rg['peak_memory_mb'][1]:,.0f} MB"),
+        ("anonymous part", f"{p['peak_anonymous_mb']:,.0f} MB", ""),
         ("spill disk", _size(p["spill_bytes"]), f"{_size(rg['spill_bytes'][0])} - {_size(rg['spill_bytes'][1])}"),
         ("wall time", f"{p['seconds']:,.1f} s", f"{rg['seconds'][0]:,.1f} - {rg['seconds'][1]:,.1f} s"),
     ]
-    keys = ["documents", "input_bytes", "candidate_pairs", "verified_pairs", "peak_memory_mb", "spill_bytes", "seconds"]
+    keys = ["documents", "input_bytes", "candidate_pairs", "verified_pairs", "peak_memory_mb", "peak_anonymous_mb",
+            "spill_bytes", "seconds"]
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
     w2 = max(len(r[2]) for r in rows)
