@@ -15,28 +15,27 @@ engine as it is installed, so the prediction follows the engine when it changes)
    file's bytes (for a compressed file, per compressed byte consumed), exact for Parquet (its
    footer) and for a file read whole.
 2. **Measure.** The local engine (:class:`neardup.pipeline.Deduplicator`, the one ``neardup
-   dedup`` runs) runs in this process on two nested samples (the whole sample, and every other
-   piece of it: half the size, spread the same way), each with the same configuration and with
+   dedup`` runs) runs on two nested samples (the whole sample, and every other piece of it:
+   half the size, spread the same way), each with the same configuration and with
    ``in_memory_mb`` scaled by its fraction of the corpus, so that the share of the sketches that
-   spills is the full run's. Each run's resident-memory growth (the kernel's high-water mark,
-   reset before the run), its work folder's largest size on disk (the spill), its seconds and
-   its candidate and verified pairs are recorded. A third run of the half sample with nothing
-   held in memory (``in_memory_mb=0``) gives the bytes each record would hold, for the advice on
+   spills is the full run's. Each run is a new process (``python -m neardup.plan``, as ``neardup
+   dedup`` is one): its peak resident memory (high-water mark), peak anonymous memory
+   (sampled), its work folder's largest size on disk (the spill), its seconds and its candidate
+   and verified pairs are recorded. A third run of the half sample with nothing held in memory
+   (``in_memory_mb=0``) gives the bytes each record would hold, for the advice on
    ``--in-memory-mb``.
-3. **Scale.** Documents and bytes linearly; memory growth, spill and time by a line through the
+3. **Scale.** Documents and bytes linearly; memory, spill and time by a line through the
    two runs (time: per document, plus the verification per candidate pair); pairs by
    ``pairs(f) ~ f**e``, ``f`` being the sampled fraction: copies next to each other in the input
    (both in the same sampled piece) are found in proportion to ``f``, copies spread over the
    corpus in proportion to ``f**2``; the ratio of the two runs' counts gives ``e`` (within
-   [1, 2]), which is reported (:func:`scale_pairs`). Ranges come from the counts' Poisson error (two standard
-   deviations) and, for memory, spill and time, from the two ways to scale (the line, and
-   proportion to the larger run).
+   [1, 2]), which is reported (:func:`scale_pairs`). Ranges come from the counts' Poisson error
+   (two standard deviations) and, for memory, spill and time, from the two ways to scale (the
+   line, and proportion to the larger run).
 """
 
 from __future__ import annotations
 
-import ctypes
-import gc
 import io
 import math
 import os
@@ -50,7 +49,7 @@ from .config import DedupConfig
 from .errors import ConfigError, InputError, require
 from .params import IN_MEMORY_MB
 
-__all__ = ["plan", "sample_inputs", "scale_pairs", "fresh_baseline", "Sample", "machine_facts", "process_age_seconds",
+__all__ = ["plan", "sample_inputs", "scale_pairs", "measure", "measure_run", "Sample", "machine_facts", "process_age_seconds",
            "DEFAULT_SAMPLE_RECORDS"]
 
 #: Records sampled by default: about two seconds of the engine on two cores, and enough pairs
@@ -61,9 +60,8 @@ DEFAULT_SAMPLE_RECORDS = 100_000
 PIECES = 64
 #: Smallest sampled piece, in bytes (the read at a random offset loses the part line before it).
 MIN_PIECE_BYTES = 64 << 10
-#: Records of the warm-up run (the engine's first run in a process loads modules and pools that
-#: stay: they belong to the process's baseline, not to the growth of a run).
-WARM_RECORDS = 2_000
+#: Fewest records a plan samples: below a few of the engine's 8 MB batches its memory is lumpy.
+MIN_SAMPLE_RECORDS = 4_000
 #: Share of the available memory a plan may use before it advises a smaller --in-memory-mb.
 MEMORY_HEADROOM = 0.8
 MIB = 1 << 20
@@ -345,26 +343,6 @@ def _status_kb(*keys: str) -> dict[str, int]:
     return out
 
 
-def _reset_high_water() -> bool:
-    """Reset this process's peak resident size (Linux 4.0+: ``/proc/self/clear_refs``)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _return_freed_memory() -> None:
-    """Collect garbage and hand freed heap back to the system, so that the next run's growth is
-    its own and not hidden by memory the allocator kept from the last one."""
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def _disk_bytes(top: str) -> int:
     total = 0
     for dirpath, _dirs, files in os.walk(top):
@@ -408,23 +386,26 @@ class _Watch:
         self.thread.join()
 
 
-def _measure(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: float, write_kept: bool,
-             scratch: str) -> dict:
-    """Run the engine on ``paths`` in this process; what it cost."""
+def measure_run(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: float, write_kept: bool,
+                scratch: str) -> dict:
+    """Run the engine on ``paths`` in this process and say what it cost: its seconds, pairs, the
+    process's peak resident memory (its high-water mark: meant for a process that does nothing
+    else, as the one :func:`measure` starts), its peak anonymous memory (sampled every 20 ms),
+    the largest size of its work folder on disk (the spill) and of its outputs."""
+    import neardup.cli  # noqa: F401 - what a neardup dedup process has loaded besides the engine
+
     from .pipeline import Deduplicator
 
     out = tempfile.mkdtemp(prefix="out-", dir=scratch)
     work = tempfile.mkdtemp(prefix="work-", dir=scratch)
     try:
-        _return_freed_memory()
-        base = _status_kb("VmRSS", "RssAnon")
-        can_reset = _reset_high_water()
+        before = _status_kb("VmRSS", "RssAnon")
         start = time.perf_counter()
         with _Watch(work) as watch:
             summary = Deduplicator(config, jobs=jobs, in_memory_mb=in_memory_mb, work_dir=work).run(
                 paths, out, write_kept=write_kept)
         seconds = time.perf_counter() - start
-        peak_kb = max(_status_kb("VmHWM")["VmHWM"], watch.peak_rss_kb) if can_reset else watch.peak_rss_kb
+        peak_kb = max(_status_kb("VmHWM")["VmHWM"], watch.peak_rss_kb)
         spill = max(watch.peak_disk, int(summary.get("spilled_mb", 0) * MIB))
         output_bytes = _disk_bytes(out)
     finally:
@@ -435,70 +416,55 @@ def _measure(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: float
             "verify_seconds": float(stages.get("verify", 0.0)),
             "candidate_pairs": summary["candidate_pairs"], "verified_pairs": summary["verified_pairs"],
             "exact_duplicates": summary["exact_duplicates"], "near_duplicates": summary["near_duplicates"],
-            "growth_bytes": max(0, peak_kb - base["VmRSS"]) * 1024,
-            # sampled, it can miss the peak by a little either way; it cannot exceed the resident growth
-            "anonymous_growth_bytes": min(max(0, peak_kb - base["VmRSS"]), max(0, watch.peak_anon_kb - base["RssAnon"]))
-            * 1024,
-            "spill_bytes": spill, "output_bytes": output_bytes, "in_memory_mb": in_memory_mb,
-            "high_water": "reset" if can_reset else "sampled every 20 ms"}
+            "peak_bytes": peak_kb * 1024,
+            # sampled, it can miss the peak by a little; it cannot exceed the resident peak
+            "peak_anonymous_bytes": min(peak_kb, watch.peak_anon_kb) * 1024,
+            "before_run_bytes": before["VmRSS"] * 1024, "before_run_anonymous_bytes": before["RssAnon"] * 1024,
+            "spill_bytes": spill, "output_bytes": output_bytes, "in_memory_mb": in_memory_mb}
 
 
-_BASELINE_CODE = """
-import os, pickle, shutil, sys, tempfile
-import neardup.cli
-from neardup.pipeline import Deduplicator
-config, paths, jobs, write_kept = pickle.load(sys.stdin.buffer)
-out = tempfile.mkdtemp(prefix="neardup-plan-base-")
-try:
-    Deduplicator(config, jobs=jobs).run(paths, out, write_kept=write_kept)
-finally:
-    shutil.rmtree(out, ignore_errors=True)
-sys.stdout.write(open("/proc/self/status").read())
-"""
-
-
-def fresh_baseline(paths: list[str], config: DedupConfig, *, jobs, write_kept: bool, scratch: str) -> dict:
-    """The resident and anonymous memory of a new process that has run the engine on a few
-    records: what a ``neardup dedup`` process holds before its corpus counts (the interpreter,
-    the modules, the kernel, the thread pools), whatever process the plan runs in. Falls back to
-    this process's own (``how`` says which)."""
+def measure(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: float, write_kept: bool,
+            scratch: str) -> dict:
+    """:func:`measure_run` in a new process (``python -m neardup.plan``), so that its memory is a
+    ``neardup dedup`` process's: measured in a process that has run the engine before (this
+    one, on another sample), the growth of a run came out about a third above a new process's on
+    the same records (the allocator's state), and a new process's peak includes its start."""
     import pickle
     import subprocess
     import sys
 
-    env = dict(os.environ, TMPDIR=scratch)
-    try:
-        done = subprocess.run([sys.executable, "-c", _BASELINE_CODE], input=pickle.dumps((config, paths, jobs, write_kept)),
-                              capture_output=True, env=env, timeout=600)
-        fields = {}
-        for line in done.stdout.decode("utf-8", "replace").splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "RssAnon"):
-                fields[key] = int(value.split()[0]) * 1024
-        if done.returncode == 0 and "VmRSS" in fields:
-            return {"resident_bytes": fields["VmRSS"], "anonymous_bytes": fields.get("RssAnon", fields["VmRSS"]),
-                    "how": "a new process after a run of the warm-up records"}
-    except (OSError, subprocess.SubprocessError):
-        pass
-    _return_freed_memory()
-    own = _status_kb("VmRSS", "RssAnon")
-    return {"resident_bytes": own["VmRSS"] * 1024, "anonymous_bytes": own["RssAnon"] * 1024,
-            "how": "this process (a new one could not be started)"}
+    job = {"paths": paths, "config": config, "jobs": jobs, "in_memory_mb": in_memory_mb, "write_kept": write_kept,
+           "scratch": scratch}
+    done = subprocess.run([sys.executable, "-m", "neardup.plan"], input=pickle.dumps(job), capture_output=True,
+                          env=dict(os.environ, TMPDIR=scratch))
+    if done.returncode:
+        last = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["(no message)"])[-1]
+        raise InputError(f"the sample run failed: {last}")
+    import json
+
+    return json.loads(done.stdout)
 
 
 # --------------------------------------------------------------------------- scaling
 
 
-def _line(n1: float, y1: float, n2: float, y2: float, n: float) -> tuple[float, float, float]:
-    """``y`` at ``n`` by the line through the two runs (intercept and slope kept at 0 or more),
-    and the range between it and plain proportion to the larger run."""
-    proportional = y2 * n / n2 if n2 else 0.0
+def _fit(n1: float, y1: float, n2: float, y2: float) -> tuple[float, float]:
+    """``(intercept, slope)`` of the line through the two runs, both 0 or more (where noise made
+    the larger run cheaper, no trend to trust: proportion to the larger run)."""
     if n2 > n1 and y2 >= y1:
         slope = (y2 - y1) / (n2 - n1)
-        intercept = max(0.0, y1 - slope * n1)
-        fitted = intercept + slope * n
-    else:  # noise made the larger run cheaper: no trend to trust beyond proportion
-        fitted = proportional
+        intercept = y1 - slope * n1
+        if intercept >= 0:
+            return intercept, slope
+    return 0.0, (y2 / n2 if n2 else 0.0)
+
+
+def _line(n1: float, y1: float, n2: float, y2: float, n: float) -> tuple[float, float, float]:
+    """``y`` at ``n`` by the line through the two runs, and the range between it and plain
+    proportion to the larger run."""
+    intercept, slope = _fit(n1, y1, n2, y2)
+    fitted = intercept + slope * n
+    proportional = y2 * n / n2 if n2 else 0.0
     return fitted, min(fitted, proportional), max(fitted, proportional)
 
 
@@ -595,8 +561,8 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
     """
     from .cpus import available_cpus
 
-    if sample_records < 2 * WARM_RECORDS:
-        raise ConfigError(f"--sample-records must be at least {2 * WARM_RECORDS}, got {sample_records}")
+    if sample_records < MIN_SAMPLE_RECORDS:
+        raise ConfigError(f"--sample-records must be at least {MIN_SAMPLE_RECORDS}, got {sample_records}")
     budget_mb = IN_MEMORY_MB if in_memory_mb is None else in_memory_mb
     jobs = max(1, jobs or available_cpus())
     # before the sample takes its own room in $TMPDIR
@@ -615,23 +581,21 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
             half_how = "the first half of the sample"
         else:
             half_how = "every other sampled piece"
-        warm, _ = sample.write(os.path.join(scratch, "warm"), limit=WARM_RECORDS)
         f1, f2 = min(1.0, n1 / documents), min(1.0, n2 / documents)
-        baseline = fresh_baseline(warm, config, jobs=jobs, write_kept=write_kept, scratch=scratch)
-        _measure(warm, config, jobs=jobs, in_memory_mb=budget_mb, write_kept=write_kept, scratch=scratch)
-        small = _measure(half, config, jobs=jobs, in_memory_mb=budget_mb * f1, write_kept=write_kept,
+        small = measure(half, config, jobs=jobs, in_memory_mb=budget_mb * f1, write_kept=write_kept,
                          scratch=scratch)
-        large = _measure(whole, config, jobs=jobs, in_memory_mb=budget_mb * f2, write_kept=write_kept,
+        large = measure(whole, config, jobs=jobs, in_memory_mb=budget_mb * f2, write_kept=write_kept,
                          scratch=scratch)
-        unheld = _measure(half, config, jobs=jobs, in_memory_mb=0, write_kept=write_kept, scratch=scratch)
+        unheld = measure(half, config, jobs=jobs, in_memory_mb=0, write_kept=write_kept, scratch=scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     n1, n2 = small["records"], large["records"]
     n = documents
 
-    base, base_anon = baseline["resident_bytes"], baseline["anonymous_bytes"]
-    growth, growth_lo, growth_hi = _line(n1, small["growth_bytes"], n2, large["growth_bytes"], n)
-    anon, _, _ = _line(n1, small["anonymous_growth_bytes"], n2, large["anonymous_growth_bytes"], n)
+    peak, peak_lo, peak_hi = (x / MIB for x in _line(n1, small["peak_bytes"], n2, large["peak_bytes"], n))
+    mem_fit = _fit(n1, small["peak_bytes"], n2, large["peak_bytes"])
+    anon_fit = _fit(n1, small["peak_anonymous_bytes"], n2, large["peak_anonymous_bytes"])
+    peak_anon = min(peak, (anon_fit[0] + anon_fit[1] * n) / MIB)
     spill, spill_lo, spill_hi = _line(n1, small["spill_bytes"], n2, large["spill_bytes"], n)
     output, _, _ = _line(n1, small["output_bytes"], n2, large["output_bytes"], n)
     cand = scale_pairs(f1, small["candidate_pairs"], f2, large["candidate_pairs"])
@@ -644,30 +608,27 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
     seconds_lo = startup_seconds + t_docs_lo + per_pair * cand["low"]
     seconds_hi = startup_seconds + t_docs_hi + per_pair * cand["high"]
 
-    peak = (base + growth) / MIB
-    peak_lo, peak_hi = (base + growth_lo) / MIB, (base + growth_hi) / MIB
-    peak_anon = (base_anon + anon) / MIB
     # The advice on --in-memory-mb is about anonymous memory: the budget holds sketches there,
     # and what spills comes back as file-backed pages the kernel may drop under pressure.
-    # What each record holds (it all spills with nothing held), and the anonymous memory that
-    # stays whatever the budget: the half sample's run with nothing held, less the line's intercept.
+    # What each record holds (all of it spills when nothing is held), and the anonymous memory
+    # that stays whatever the budget: the half sample's run with nothing held, its intercept
+    # (the process's start and fixed costs) the line's.
     held_per_record = unheld["spill_bytes"] / unheld["records"] if unheld["records"] else 0.0
-    anon_slope = (large["anonymous_growth_bytes"] - small["anonymous_growth_bytes"]) / max(1, n2 - n1)
-    anon_fixed = max(0.0, small["anonymous_growth_bytes"] - anon_slope * n1)
-    unheld_anon = max(0.0, unheld["anonymous_growth_bytes"] - anon_fixed) / unheld["records"] if unheld["records"] else 0.0
-    floor_anon = (base_anon + anon_fixed + unheld_anon * n) / MIB
-    warnings, suggested = [], None
+    unheld_anon = max(0.0, unheld["peak_anonymous_bytes"] - anon_fit[0]) / max(1, unheld["records"])
+    floor_anon = (anon_fit[0] + unheld_anon * n) / MIB
+    warnings, suggested, with_suggestion = [], None, None
     avail = machine["memory_available_mb"]
     if avail is not None and peak_anon > avail * MEMORY_HEADROOM:
         room = avail * MEMORY_HEADROOM - floor_anon
         if room >= 1:
             suggested = int(room)
+            with_suggestion = floor_anon + min(suggested, held_per_record * n / MIB)
             warnings.append(f"predicted peak memory {peak_anon:,.0f} MB anonymous ({peak:,.0f} MB resident) is over "
                             f"{MEMORY_HEADROOM:.0%} of the {avail:,.0f} MB available: use --in-memory-mb {suggested} "
-                            f"(anonymous then about {floor_anon + min(suggested, held_per_record * n / MIB):,.0f} MB, "
+                            f"(anonymous then about {with_suggestion:,.0f} MB, "
                             f"the rest spilled to {machine['tmpdir']})")
         else:
-            suggested = 0
+            suggested, with_suggestion = 0, floor_anon
             warnings.append(f"predicted peak memory {peak_anon:,.0f} MB anonymous is over the {avail:,.0f} MB "
                             f"available, and even --in-memory-mb 0 needs about {floor_anon:,.0f} MB: split the input")
     elif avail is not None and peak > avail:
@@ -690,12 +651,12 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
         f"documents and input bytes scale with the input's bytes from the sample's records per byte"
         + ("; compressed inputs were sampled as a prefix of their stream (the rest assumed alike)"
            if "prefix" in how else ""),
-        f"the engine ran in this process on {n1:,} and {n2:,} records ({half_how}, and the whole sample), "
+        f"the engine ran on {n1:,} and {n2:,} records ({half_how}, and the whole sample), "
         f"with --in-memory-mb scaled to each one's share of the corpus ({budget_mb * f1:.2f} and {budget_mb * f2:.2f} "
         f"MB for {budget_mb} MB), on {jobs} threads",
-        "peak memory = a new neardup process's resident size after a run of a few records (the interpreter and "
-        "the engine loaded) + the resident growth of the runs here, by a line through the two; the same for "
-        "anonymous memory (sampled every 20 ms); spill and time (less verification) by the same line",
+        "peak memory: a line through the peak resident memory of the two runs, each in a new process as neardup "
+        "dedup runs (its intercept: the interpreter and the engine loaded); the same for anonymous memory "
+        "(sampled every 20 ms); spill and time (less verification) by the same line",
         "pairs(f) ~ f^e, e from the two runs' counts kept within [1, 2] (f: the sampled fraction; 1 for copies "
         "next to each other in the input, 2 for copies spread over it); verification time per candidate pair",
         "ranges: two standard deviations of the pair counts (Poisson) and of the pieces' records per byte; "
@@ -726,10 +687,10 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
             "input_bytes": "file sizes",
             "candidate_pairs": _pair_basis(cand),
             "verified_pairs": _pair_basis(ver),
-            "peak_memory_mb": f"{base / MIB:.0f} MB baseline + {(growth / n) if n else 0:,.0f} bytes/record growth "
-                              f"(line through {n1:,} and {n2:,} records)",
-            "peak_anonymous_mb": f"{base_anon / MIB:.0f} MB baseline + {(anon / n) if n else 0:,.0f} bytes/record "
-                                 f"(sampled every 20 ms; the rest of the resident memory is file-backed pages)",
+            "peak_memory_mb": f"line through the peaks of new processes on {n1:,} and {n2:,} records: "
+                              f"{mem_fit[0] / MIB:.0f} MB + {mem_fit[1]:,.0f} bytes/record",
+            "peak_anonymous_mb": f"the same for anonymous memory (sampled every 20 ms): {anon_fit[0] / MIB:.0f} MB + "
+                                 f"{anon_fit[1]:,.0f} bytes/record; the rest is file-backed pages",
             "spill_bytes": (f"{spill / n if n else 0:,.0f} bytes/record past the {budget_mb} MB budget"
                             if spill else f"none: the sketches fit in --in-memory-mb {budget_mb} "
                                           f"(held {held_per_record:,.0f} bytes/record, so about "
@@ -738,9 +699,10 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
                        f"{per_pair * 1e6:.1f} us/candidate pair, at today's load",
         },
         "model": {"candidate_pairs": cand, "verified_pairs": ver, "held_bytes_per_record": round(held_per_record, 1),
-                  "anonymous_floor_mb": round(floor_anon, 1), "baseline_mb": round(base / MIB, 1),
-                  "baseline_anonymous_mb": round(base_anon / MIB, 1), "baseline_how": baseline["how"],
-                  "growth_bytes_per_record": round(growth / n, 1) if n else 0.0, "startup_seconds": startup_seconds},
+                  "anonymous_floor_mb": round(floor_anon, 1),
+                  "memory_mb_at_0": round(mem_fit[0] / MIB, 1), "memory_bytes_per_record": round(mem_fit[1], 1),
+                  "anonymous_mb_at_0": round(anon_fit[0] / MIB, 1), "anonymous_bytes_per_record": round(anon_fit[1], 1),
+                  "startup_seconds": startup_seconds},
         "sample": {"records": n_sample, "fraction": round(f2, 6), "half_records": n1,
                    "inputs": [{"path": s.path, "format": s.format, "how": s.how, "codec": s.codec,
                                "input_bytes": s.input_bytes, "records": s.records, "pieces": len(s.pieces),
@@ -750,6 +712,7 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
         "in_memory_mb": budget_mb,
         "jobs": jobs,
         "suggested_in_memory_mb": suggested,
+        "anonymous_mb_with_suggestion": round(with_suggestion, 1) if with_suggestion is not None else None,
         "warnings": warnings,
         "assumptions": assumptions,
         "config_fingerprint": config.fingerprint(),
@@ -764,3 +727,19 @@ def _pair_basis(p: dict) -> str:
     e = p["exponent"]
     kind = "copies next to each other" if e < 1.25 else "copies spread over the input" if e > 1.75 else "a mix"
     return f"sample's pairs x (1/f)^{e:.2f} (+-{p['exponent_sd']:.2f}; {kind}: 1 local, 2 spread)"
+
+
+def _main() -> None:
+    """``python -m neardup.plan``: one :func:`measure_run` of the job pickled on standard input
+    (written by :func:`measure`, in this same program), its result as JSON on standard output."""
+    import json
+    import pickle
+    import sys
+
+    job = pickle.load(sys.stdin.buffer)
+    result = measure_run(job.pop("paths"), job.pop("config"), **job)
+    sys.stdout.write(json.dumps(result))
+
+
+if __name__ == "__main__":
+    _main()
