@@ -15,8 +15,9 @@ engine as it is installed, so the prediction follows the engine when it changes)
    file's bytes (for a compressed file, per compressed byte consumed), exact for Parquet (its
    footer) and for a file read whole.
 2. **Measure.** The local engine (:class:`neardup.pipeline.Deduplicator`, the one ``neardup
-   dedup`` runs) runs on two nested samples (the whole sample, and every other piece of it:
-   half the size, spread the same way), each with the same configuration and with
+   dedup`` runs) runs on nested samples (the whole sample; every other piece of it, half the
+   size and spread the same way; and its first thousand records, for what a run costs before
+   its records count), each with the same configuration and with
    ``in_memory_mb`` scaled by its fraction of the corpus, so that the share of the sketches that
    spills is the full run's. Each run is a new process (``python -m neardup.plan``, as ``neardup
    dedup`` is one): its peak resident memory (high-water mark), peak anonymous memory
@@ -25,13 +26,13 @@ engine as it is installed, so the prediction follows the engine when it changes)
    (``in_memory_mb=0``) gives the bytes each record would hold, for the advice on
    ``--in-memory-mb``.
 3. **Scale.** Documents and bytes linearly; memory, spill and time by a line through the
-   two runs (time: per document, plus the verification per candidate pair); pairs by
+   smallest and the whole sample's runs (time: per document, plus the verification per
+   candidate pair; the line through the half and the whole sample's runs gives the range); pairs by
    ``pairs(f) ~ f**e``, ``f`` being the sampled fraction: copies next to each other in the input
    (both in the same sampled piece) are found in proportion to ``f``, copies spread over the
    corpus in proportion to ``f**2``; the ratio of the two runs' counts gives ``e`` (within
    [1, 2]), which is reported (:func:`scale_pairs`). Ranges come from the counts' Poisson error
-   (two standard deviations) and, for memory, spill and time, from the two ways to scale (the
-   line, and proportion to the larger run).
+   (two standard deviations) and, for memory, spill and time, from the two lines.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ PIECES = 64
 MIN_PIECE_BYTES = 64 << 10
 #: Fewest records a plan samples: below a few of the engine's 8 MB batches its memory is lumpy.
 MIN_SAMPLE_RECORDS = 4_000
+#: Records of the smallest run: what a run costs before its records count (the interpreter, the
+#: modules, the kernel and its thread pool, a batch in flight) is its cost.
+TINY_RECORDS = 1_000
 #: Share of the available memory a plan may use before it advises a smaller --in-memory-mb.
 MEMORY_HEADROOM = 0.8
 MIB = 1 << 20
@@ -392,9 +396,11 @@ def measure_run(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: fl
     process's peak resident memory (its high-water mark: meant for a process that does nothing
     else, as the one :func:`measure` starts), its peak anonymous memory (sampled every 20 ms),
     the largest size of its work folder on disk (the spill) and of its outputs."""
-    import neardup.cli  # noqa: F401 - what a neardup dedup process has loaded besides the engine
+    import importlib
 
     from .pipeline import Deduplicator
+
+    importlib.import_module("neardup.cli")  # what a neardup dedup process has loaded besides the engine
 
     out = tempfile.mkdtemp(prefix="out-", dir=scratch)
     work = tempfile.mkdtemp(prefix="work-", dir=scratch)
@@ -457,15 +463,6 @@ def _fit(n1: float, y1: float, n2: float, y2: float) -> tuple[float, float]:
         if intercept >= 0:
             return intercept, slope
     return 0.0, (y2 / n2 if n2 else 0.0)
-
-
-def _line(n1: float, y1: float, n2: float, y2: float, n: float) -> tuple[float, float, float]:
-    """``y`` at ``n`` by the line through the two runs, and the range between it and plain
-    proportion to the larger run."""
-    intercept, slope = _fit(n1, y1, n2, y2)
-    fitted = intercept + slope * n
-    proportional = y2 * n / n2 if n2 else 0.0
-    return fitted, min(fitted, proportional), max(fitted, proportional)
 
 
 def _exponent(f1: float, p1: float, f2: float, p2: float) -> float:
@@ -581,7 +578,10 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
             half_how = "the first half of the sample"
         else:
             half_how = "every other sampled piece"
-        f1, f2 = min(1.0, n1 / documents), min(1.0, n2 / documents)
+        tiny, n0 = sample.write(os.path.join(scratch, "tiny"), limit=min(TINY_RECORDS, max(1, n2 // 10)))
+        f0, f1, f2 = min(1.0, n0 / documents), min(1.0, n1 / documents), min(1.0, n2 / documents)
+        start = measure(tiny, config, jobs=jobs, in_memory_mb=budget_mb * f0, write_kept=write_kept,
+                        scratch=scratch)
         small = measure(half, config, jobs=jobs, in_memory_mb=budget_mb * f1, write_kept=write_kept,
                          scratch=scratch)
         large = measure(whole, config, jobs=jobs, in_memory_mb=budget_mb * f2, write_kept=write_kept,
@@ -589,20 +589,32 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
         unheld = measure(half, config, jobs=jobs, in_memory_mb=0, write_kept=write_kept, scratch=scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    n1, n2 = small["records"], large["records"]
+    n0, n1, n2 = start["records"], small["records"], large["records"]
     n = documents
 
-    peak, peak_lo, peak_hi = (x / MIB for x in _line(n1, small["peak_bytes"], n2, large["peak_bytes"], n))
-    mem_fit = _fit(n1, small["peak_bytes"], n2, large["peak_bytes"])
-    anon_fit = _fit(n1, small["peak_anonymous_bytes"], n2, large["peak_anonymous_bytes"])
-    peak_anon = min(peak, (anon_fit[0] + anon_fit[1] * n) / MIB)
-    spill, spill_lo, spill_hi = _line(n1, small["spill_bytes"], n2, large["spill_bytes"], n)
-    output, _, _ = _line(n1, small["output_bytes"], n2, large["output_bytes"], n)
+    def scaled(key: str, less: str | None = None) -> tuple[float, float, float, tuple[float, float]]:
+        """``key`` of the full run, its range and the fit used: the line through the half and the
+        whole sample's runs, unless it starts below what the smallest run cost (a sample of a few
+        of the engine's batches is lumpy: two are in flight at once), then the line through the
+        smallest and the whole sample's runs; the range spans both lines."""
+        y = {name: run[key] - (run[less] if less else 0) for name, run in (("0", start), ("1", small), ("2", large))}
+        fit = _fit(n1, y["1"], n2, y["2"])
+        other = _fit(n0, y["0"], n2, y["2"])
+        if fit[0] < y["0"]:
+            fit, other = other, fit
+        a, b = fit[0] + fit[1] * n, other[0] + other[1] * n
+        return a, min(a, b), max(a, b), fit
+
+    peak, peak_lo, peak_hi, mem_fit = scaled("peak_bytes")
+    peak, peak_lo, peak_hi = peak / MIB, peak_lo / MIB, peak_hi / MIB
+    anon, _, _, anon_fit = scaled("peak_anonymous_bytes")
+    peak_anon = min(peak, anon / MIB)
+    spill, spill_lo, spill_hi, _ = scaled("spill_bytes")
+    output, _, _, _ = scaled("output_bytes")
     cand = scale_pairs(f1, small["candidate_pairs"], f2, large["candidate_pairs"])
     ver = scale_pairs(f1, small["verified_pairs"], f2, large["verified_pairs"])
     # time: per document (everything but verification), plus verification per candidate pair
-    t_docs, t_docs_lo, t_docs_hi = _line(n1, small["seconds"] - small["verify_seconds"],
-                                         n2, large["seconds"] - large["verify_seconds"], n)
+    t_docs, t_docs_lo, t_docs_hi, _ = scaled("seconds", less="verify_seconds")
     per_pair = large["verify_seconds"] / large["candidate_pairs"] if large["candidate_pairs"] else 0.0
     seconds = startup_seconds + t_docs + per_pair * cand["predicted"]
     seconds_lo = startup_seconds + t_docs_lo + per_pair * cand["low"]
@@ -648,15 +660,16 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
 
     how = {s.how for s in sample.inputs}
     assumptions = [
-        f"documents and input bytes scale with the input's bytes from the sample's records per byte"
+        "documents and input bytes scale with the input's bytes from the sample's records per byte"
         + ("; compressed inputs were sampled as a prefix of their stream (the rest assumed alike)"
            if "prefix" in how else ""),
-        f"the engine ran on {n1:,} and {n2:,} records ({half_how}, and the whole sample), "
+        f"the engine ran on {n0:,}, {n1:,} and {n2:,} records (the first ones, {half_how}, and the whole sample), "
         f"with --in-memory-mb scaled to each one's share of the corpus ({budget_mb * f1:.2f} and {budget_mb * f2:.2f} "
         f"MB for {budget_mb} MB), on {jobs} threads",
-        "peak memory: a line through the peak resident memory of the two runs, each in a new process as neardup "
-        "dedup runs (its intercept: the interpreter and the engine loaded); the same for anonymous memory "
-        "(sampled every 20 ms); spill and time (less verification) by the same line",
+        "peak memory: a line through the peak resident memory of the half and the whole sample's runs, each in "
+        "a new process as neardup dedup runs (through the smallest and the whole sample's where the first starts "
+        "below what the smallest cost: the interpreter, the engine and a batch in flight); the same for "
+        "anonymous memory (sampled every 20 ms), spill and time (less verification); ranges span both lines",
         "pairs(f) ~ f^e, e from the two runs' counts kept within [1, 2] (f: the sampled fraction; 1 for copies "
         "next to each other in the input, 2 for copies spread over it); verification time per candidate pair",
         "ranges: two standard deviations of the pair counts (Poisson) and of the pieces' records per byte; "
@@ -687,7 +700,7 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
             "input_bytes": "file sizes",
             "candidate_pairs": _pair_basis(cand),
             "verified_pairs": _pair_basis(ver),
-            "peak_memory_mb": f"line through the peaks of new processes on {n1:,} and {n2:,} records: "
+            "peak_memory_mb": f"line through the peaks of new processes on {n0:,}, {n1:,} and {n2:,} records: "
                               f"{mem_fit[0] / MIB:.0f} MB + {mem_fit[1]:,.0f} bytes/record",
             "peak_anonymous_mb": f"the same for anonymous memory (sampled every 20 ms): {anon_fit[0] / MIB:.0f} MB + "
                                  f"{anon_fit[1]:,.0f} bytes/record; the rest is file-backed pages",
@@ -707,7 +720,7 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
                    "inputs": [{"path": s.path, "format": s.format, "how": s.how, "codec": s.codec,
                                "input_bytes": s.input_bytes, "records": s.records, "pieces": len(s.pieces),
                                "records_estimated": r(s.records_estimated)} for s in sample.inputs]},
-        "runs": {"half": small, "whole": large, "nothing_held": unheld},
+        "runs": {"smallest": start, "half": small, "whole": large, "nothing_held": unheld},
         "machine": machine,
         "in_memory_mb": budget_mb,
         "jobs": jobs,
