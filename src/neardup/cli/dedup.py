@@ -48,7 +48,9 @@ def register(sub) -> None:
                         "(the largest value of a numeric field)")
     io = p.add_argument_group("input")
     add_input_list_options(io)
-    io.add_argument("--format", choices=["auto", "jsonl", "parquet", "arrow", "csv", "tsv", "warc", "html", "text"],
+    from ..io.readers import FORMATS
+
+    io.add_argument("--format", choices=["auto", *FORMATS],
                     default="auto", help="how to read every input (default auto: each file by its content, its "
                                          "name as a hint)")
     io.add_argument("--id-field", default="id", help="JSONL/CSV/Parquet/Arrow field with the record id (default id)")
@@ -136,9 +138,12 @@ def dedup_command(args) -> int:
         from ..spark.engine import dedup_paths
 
         refuse_local_only(args)
-        if args.on_error != "error":
-            from ..errors import ConfigError
+        from ..errors import ConfigError
+        from ..io.sources import STDIN_NAMES
 
+        if any(p in STDIN_NAMES for p in args.inputs):
+            raise ConfigError("the Spark engine cannot read standard input: save it to a file, or use --engine local")
+        if args.on_error != "error":
             raise ConfigError("--on-error skip is not supported by the Spark engine (--engine spark): it stops at a "
                               "file it cannot read; use --engine local")
         summary = dedup_paths(args.inputs, args.output, config, master=args.spark_master,
