@@ -1,6 +1,10 @@
 """Streaming readers: every input record comes out once, as a Document or as a Skipped record.
 
-Formats (``detect_format`` picks one from the name when ``format="auto"``):
+Inputs are local paths, ``-`` (standard input, read once), or fsspec URLs, all opened through
+:mod:`neardup.io.sources`. With ``format="auto"`` each file's format is found by its content
+(:func:`sniff_format`: compression by magic number, gzip, zstd, bzip2 or xz; then Parquet, Arrow
+IPC, WARC and ARC magic; then the name; then a JSON object or an HTML page), the name being only
+a hint. Formats:
 
 ``jsonl``
     ``.jsonl``, ``.json``, ``.ndjson``, optionally ``.gz`` / ``.zst`` (the compression is recognised
@@ -16,8 +20,15 @@ Formats (``detect_format`` picks one from the name when ``format="auto"``):
     text column is decoded as UTF-8 (``errors`` applies). If the file cannot be read from some row
     on, each remaining row is Skipped as ``unreadable_file``, so a file always yields as many
     records as its footer says it has.
+``csv`` / ``tsv``
+    ``.csv`` / ``.tsv`` (optionally compressed): a header row, then one record per row, with
+    ``id_field`` and ``text_field`` naming columns; ``source`` is ``<file>:<row>``, rows counted
+    from 1 after the header.
+``arrow``
+    An Arrow IPC file (``.arrow``, Feather v2) or stream (``.arrows``), read batch by batch like
+    Parquet; ``source`` is ``<file>:<row>`` with 0-based rows.
 ``warc``
-    ``.warc`` / ``.warc.gz``, read with warcio. **Only ``response`` records are input records**:
+    ``.warc`` / ``.warc.gz`` (and ARC, by its ``filedesc://`` magic), read with warcio. **Only ``response`` records are input records**:
     ``warcinfo``, ``request``, ``metadata``, ``revisit``, ``resource`` and ``conversion`` records are
     not documents and take no ordinal. Of the responses, those with an HTTP status other than 200
     are Skipped as ``http_status``, those whose Content-Type is not ``text/html`` or
@@ -36,12 +47,19 @@ Formats (``detect_format`` picks one from the name when ``format="auto"``):
     order mark is honoured); a file holding NUL bytes is Skipped as ``binary``; invalid UTF-8 is
     replaced (``errors="replace"``, the default) or Skipped as ``undecodable`` (``errors="strict"``).
 
-A folder given with ``format="auto"`` is ``html`` if it holds an HTML file, else ``jsonl``,
-``parquet`` or ``warc`` if all its files are of that one kind (a folder of shards), else ``text``.
-Folders are walked in sorted order; names starting with a dot are ignored and symlinked folders are
-not followed; a file that is not a regular file (a broken link, a pipe) or a folder that cannot be
-listed is one ``unreadable_file`` record. Paths that do not exist raise :class:`InputError` when
-:func:`read_documents` is called; everything found later is reported, never raised.
+Folders are walked in sorted order (:func:`neardup.io.sources.walk`) without the names Spark
+leaves out (``_SUCCESS``, ``_*``, ``.*``, ``*.crc``: :func:`neardup.io.sources.is_hidden_name`);
+symlinked folders are not followed. With ``format="auto"``, a folder holding data files (JSONL,
+CSV, TSV, Parquet, Arrow, WARC) is a dataset: those are read, each in its format, and its other
+files are ignored (``InputReport.ignored_files``); else a folder holding an HTML file is ``html``;
+else ``text``. A file that is not a regular file (a broken link, a pipe) or a folder that cannot
+be listed is one ``unreadable_file`` record. Paths that do not exist raise :class:`InputError`
+when :func:`read_documents` is called.
+
+A file that cannot be opened or read to its end is, with ``on_error="skip"`` (the library's
+default), one ``unreadable_file`` record (the records before the break are kept) and an entry of
+``report.skipped_files``; with ``on_error="error"`` (the command's default) it raises
+:class:`UnreadableInput` naming it. Bad records are always Skipped, never raised.
 
 ``content="html"`` runs JSONL, Parquet and text-file texts through HTML extraction as well. The
 reasons a record is Skipped are the keys of :data:`neardup.io.documents.SKIP_REASONS`.
@@ -1211,7 +1229,9 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     """Every record of ``paths`` (files or folders, in the order given), as a Document or a Skipped.
 
     Options and paths are checked when this is called (ConfigError, InputError); reading is lazy
-    and never raises for bad data. ``ordinal`` runs from 0 across all the paths, skipped records
+    and never raises for bad data, nor for a file that cannot be read unless ``on_error="error"``
+    (then :class:`UnreadableInput`); ``report`` (an :class:`InputReport`) collects the files
+    skipped and the files of dataset folders ignored. ``ordinal`` runs from 0 across all the paths, skipped records
     included. ``keep_fields`` (JSONL, Parquet) are copied into ``meta`` when present and not null.
     ``max_bytes`` bounds one record's raw size (a JSONL line, a file, a WARC HTTP body, a Parquet
     text value). ``errors`` is what to do with invalid UTF-8 in files and Parquet binary columns
