@@ -10,7 +10,8 @@ from ..errors import ConfigError, InputError
 
 
 def read_text(path: str, *, stdin_used: list[bool] | None = None) -> str:
-    """The text of a file, or of standard input for ``-``; undecodable bytes are an InputError."""
+    """The text of a file, or of standard input for ``-``; a missing or unreadable file and
+    undecodable bytes are an InputError (exit status 3)."""
     if path == "-":
         if stdin_used is not None:
             if stdin_used[0]:
@@ -19,8 +20,13 @@ def read_text(path: str, *, stdin_used: list[bool] | None = None) -> str:
         data = sys.stdin.buffer.read()
         name = "standard input"
     else:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            raise InputError(f"no such file: {path} (check the path)") from None
+        except OSError as exc:  # a folder, no permission, an I/O error: an input that cannot be read
+            raise InputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
         name = path
     try:
         return data.decode("utf-8")
