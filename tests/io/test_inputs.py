@@ -112,6 +112,22 @@ def test_stdin_through_a_pipe_is_read_once(tmp_path, reference, name, compress):
     assert not [p for p in os.listdir(spool) if p.startswith("neardup-stdin-")]  # the copy is removed
 
 
+def test_named_pipe_is_read_once(tmp_path, reference):
+    """A FIFO given by name (as bash's ``<(zcat a.gz)`` gives /dev/fd/63) can be read once only."""
+    fifo = tmp_path / "feed"
+    os.mkfifo(fifo)
+    data = gzip.compress(JSONL)
+
+    def feed():
+        with open(fifo, "wb") as fh:  # blocks until the command opens the pipe
+            fh.write(data)
+
+    threading.Thread(target=feed, daemon=True).start()
+    code, _, err = run_cli(["dedup", str(fifo), "-o", str(tmp_path / "out"), "-q"])
+    assert code == 0, err
+    assert_same(reference, tmp_path / "out")
+
+
 def test_stdin_named_twice_is_a_usage_error(tmp_path):
     code, _, err = run_cli(["dedup", "-", "/dev/stdin", "-o", str(tmp_path / "out")], stdin=JSONL)
     assert code == 2 and "only once" in err

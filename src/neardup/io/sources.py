@@ -6,7 +6,8 @@ names, and a record's ``source`` names it as the user wrote it:
 ``-`` and ``/dev/stdin``
     Standard input, read ONCE per process into a temporary file in ``$TMPDIR`` (so that the
     second pass that writes the kept corpus reads the same bytes); removed at exit
-    (:func:`remove_stdin_copy`). Records name it ``-:<line>`` (or ``/dev/stdin:<line>``).
+    (:func:`remove_stdin_copy`). Records name it ``-:<line>`` (or ``/dev/stdin:<line>``). A named
+    pipe or ``/dev/fd/N`` (``<(zcat a.gz)``) is copied once the same way.
 a URL (``s3://``, ``gs://``, ``hf://``, ``https://``, ``http://``, ``file://``, any fsspec protocol)
     Opened with fsspec; the protocol's client is an extra (:data:`EXTRAS`): a missing one is a
     :class:`~neardup.errors.MissingDependencyError` naming ``pip install 'neardup[EXTRA]'``.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import glob as globlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from typing import Iterator
@@ -41,7 +43,8 @@ STDIN_NAMES = ("-", "/dev/stdin")
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "hf": "hf", "http": "http", "https": "http"}
 
 _GLOB_CHARS = frozenset("*?[")
-_stdin_copy: str | None = None
+#: The temporary copies of standard input ("-") and of pipes given by name, made once per process.
+_copies: dict[str, str] = {}
 
 
 def is_url(path: str) -> bool:
@@ -93,41 +96,58 @@ def is_hidden_name(name: str) -> bool:
             or name.endswith((".crc", "._COPYING_")))
 
 
-# --------------------------------------------------------------------------- standard input
+# --------------------------------------------------------------------------- standard input and pipes
 
 
 def stdin_copy() -> str:
     """The path of this process's copy of standard input, made on first use (read once)."""
-    global _stdin_copy
-    if _stdin_copy is None:
-        fd, path = tempfile.mkstemp(prefix="neardup-stdin-")
+    return _copy_once("-", sys.stdin.buffer)
+
+
+def _copy_once(key: str, stream) -> str:
+    """A temporary file holding ``stream``'s bytes, made the first time ``key`` is asked for:
+    a stream that cannot be read twice (standard input, a pipe) is read once, and every pass
+    reads the copy."""
+    path = _copies.get(key)
+    if path is None:
+        fd, path = tempfile.mkstemp(prefix="neardup-stdin-" if key == "-" else "neardup-pipe-")
         try:
             with os.fdopen(fd, "wb") as out:
-                shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+                shutil.copyfileobj(stream, out, 1 << 20)
         except BaseException:
             os.unlink(path)
             raise
-        import atexit
+        if not _copies:
+            import atexit
 
-        atexit.register(remove_stdin_copy)
-        _stdin_copy = path
-    return _stdin_copy
+            atexit.register(remove_stdin_copy)
+        _copies[key] = path
+    return path
 
 
 def remove_stdin_copy() -> None:
-    """Remove the copy of standard input, if one was made (the command calls this before it exits)."""
-    global _stdin_copy
-    if _stdin_copy is not None:
+    """Remove the copies of standard input and pipes, if any were made (the command calls this
+    before it exits)."""
+    while _copies:
+        _, path = _copies.popitem()
         try:
-            os.unlink(_stdin_copy)
+            os.unlink(path)
         except FileNotFoundError:
             pass
-        _stdin_copy = None
 
 
 def _local(path: str) -> str:
     if path in STDIN_NAMES:
         return stdin_copy()
+    if path in _copies:
+        return _copies[path]
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return path  # the open reports it
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):  # <(zcat a.gz), /dev/fd/3: readable once
+        with open(path, "rb", buffering=0) as stream:
+            return _copy_once(path, stream)
     return path
 
 
