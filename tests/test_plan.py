@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup import DedupConfig
+from neardup import DedupConfig, exitcodes
 from neardup.plan import plan, sample_inputs, scale_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,18 +192,18 @@ def test_pair_model_reads_the_exponent_from_the_two_counts():
     assert whole["predicted"] == whole["low"] == whole["high"] == 12
 
 
-@pytest.mark.parametrize("args, says", [
-    (["missing.jsonl"], "missing.jsonl"),
-    (["{corpus}", "--engine", "spark"], "local engine"),
-    (["-"], "standard input"),
-    (["{folder}"], "samples JSONL and Parquet"),
+@pytest.mark.parametrize("args, says, status", [
+    (["missing.jsonl"], "missing.jsonl", exitcodes.INPUT_ERROR),  # as neardup dedup says it
+    (["{corpus}", "--engine", "spark"], "local engine", exitcodes.USAGE),
+    (["-"], "standard input", exitcodes.USAGE),
+    (["{folder}"], "samples JSONL and Parquet", exitcodes.USAGE),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, says, corpus, tmp_path):
+def test_bad_input_is_one_line_and_its_status(args, says, status, corpus, tmp_path):
     folder = tmp_path / "pages"
     folder.mkdir()
     (folder / "a.txt").write_text("some text of a page")
     done = neardup("plan", *[a.format(corpus=corpus, folder=folder) for a in args], check=False)
-    assert done.returncode == 2
+    assert done.returncode == status, done.stderr
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("neardup: error:") and says in lines[0], done.stderr

@@ -9,7 +9,7 @@ engine as it is installed, so the prediction follows the engine when it changes)
 
 1. **Sample.** Records spread over each input, in proportion to its size: an uncompressed JSONL
    file is read at evenly spaced offsets (each read resynchronised to the next line), a
-   compressed one (gzip, zstd) as a prefix of its stream (it cannot be entered in the middle;
+   compressed one (gzip, zstd, bzip2, xz) as a prefix of its stream (it cannot be entered in the middle;
    the rest is assumed to look like its beginning), a Parquet file as evenly spaced row slices.
    The total record count is estimated from bytes: the sample's records per byte, times the
    file's bytes (for a compressed file, per compressed byte consumed), exact for Parquet (its
@@ -70,8 +70,6 @@ TINY_RECORDS = 1_000
 MEMORY_HEADROOM = 0.8
 MIB = 1 << 20
 
-_GZIP = b"\x1f\x8b"
-_ZSTD = b"\x28\xb5\x2f\xfd"
 
 
 # --------------------------------------------------------------------------- the sample
@@ -85,7 +83,7 @@ class InputSample:
     path: str
     format: str
     how: str  # "spread", "prefix" or "whole"
-    codec: str | None  # "gzip", "zstd" or None
+    codec: str | None  # "gzip", "zstd", "bz2", "xz" or None
     input_bytes: int
     pieces: list = field(default_factory=list)
     piece_records: list[int] = field(default_factory=list)
@@ -148,20 +146,26 @@ class Sample:
 
 
 def _codec_of(path: str) -> str | None:
+    from .io.readers import compression_of
+
     with open(path, "rb") as fh:
-        magic = fh.read(4)
-    if magic[:2] == _GZIP:
-        return "gzip"
-    if magic == _ZSTD:
-        return "zstd"
-    return None
+        return compression_of(fh.read(6))
 
 
 def _open_for_writing(path: str, codec: str | None):
+    """A file written in ``codec``, so that the sample is read (and decompressed) as the input is."""
     if codec == "gzip":
         import gzip
 
         return gzip.open(path, "wb", compresslevel=6)
+    if codec == "bz2":
+        import bz2
+
+        return bz2.open(path, "wb")
+    if codec == "xz":
+        import lzma
+
+        return lzma.open(path, "wb")
     if codec == "zstd":
         zstd = require("zstandard", "io")
         return zstd.ZstdCompressor(level=3).stream_writer(open(path, "wb"), closefd=True)
@@ -169,10 +173,19 @@ def _open_for_writing(path: str, codec: str | None):
 
 
 def _decompressing(raw, codec: str):
+    """A stream of the decompressed bytes of ``raw``; ``raw.tell()`` says how much it consumed."""
     if codec == "gzip":
         import gzip
 
         return gzip.GzipFile(fileobj=raw, mode="rb")
+    if codec == "bz2":
+        import bz2
+
+        return bz2.BZ2File(raw, "rb")
+    if codec == "xz":
+        import lzma
+
+        return lzma.LZMAFile(raw, "rb")
     zstd = require("zstandard", "io")
     return io.BufferedReader(zstd.ZstdDecompressor(max_window_size=2**31).stream_reader(raw, read_across_frames=True),
                              1 << 20)
@@ -311,7 +324,13 @@ def sample_inputs(paths: list[str], config: DedupConfig, records: int = DEFAULT_
     proportion to its bytes. JSONL (plain, gzip, zstd) and Parquet files are sampled; other
     inputs are refused with the reason."""
     from .io.readers import input_leaves, plan_inputs
+    from .io.sources import STDIN_NAMES
 
+    for path in paths:
+        if path in STDIN_NAMES:
+            raise ConfigError("neardup plan samples files, not standard input: save it to a file first")
+        if "://" in path and not path.startswith("file://"):
+            raise ConfigError(f"{path}: neardup plan samples local files; copy a part of it here and plan that")
     leaves = []
     for path, fmt, why in input_leaves(plan_inputs(paths, config.format)):
         if why is not None:

@@ -13,13 +13,14 @@ def register(sub) -> None:
 
     p = sub.add_parser(
         "plan", help="predict a dedup run: documents, pairs, memory, spill disk and time on this machine",
-        description="Sample INPUT (JSONL, JSONL.gz/.zst, Parquet) and run the local engine on the sample with the "
+        description="Sample INPUT (JSONL, plain or compressed with gzip, zstd, bzip2 or xz, and Parquet) and run the local engine on the sample with the "
                     "options given (the options of neardup dedup) to predict the full run: documents, input "
                     "bytes, candidate and verified pairs, peak resident memory, spill disk in $TMPDIR and wall "
                     "time on this machine, with the basis and a range for each. Says when the spill exceeds the "
                     "free disk of $TMPDIR or the memory the machine's available memory, with the --in-memory-mb "
-                    "to use.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT")
+                    "to use. Exit status as neardup dedup's: 2 usage, 3 an input that cannot be read.")
+    p.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="a file, a folder or a glob, as neardup dedup takes them (local files: they are sampled)")
     p.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.add_argument("--sample-records", type=positive_int("--sample-records", minimum=4000),
                    default=DEFAULT_SAMPLE_RECORDS, metavar="N",
@@ -39,8 +40,9 @@ def plan_command(args) -> int:
         raise ConfigError("neardup plan predicts the local engine; drop --engine spark")
     if args.spark_master is not None:
         raise ConfigError("--spark-master is not supported by the local engine: neardup plan predicts the local engine")
-    if "-" in args.inputs:
-        raise ConfigError("neardup plan reads files, not standard input ('-'): neardup dedup reads files too")
+    from ._common import expanded_inputs
+
+    args.inputs = expanded_inputs(args)
     config = config_from(args)
     result = plan(args.inputs, config, jobs=args.jobs, in_memory_mb=args.in_memory_mb,
                   sample_records=args.sample_records, write_kept=not args.no_kept, startup_seconds=startup)
