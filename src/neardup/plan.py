@@ -678,6 +678,7 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
                            if suggested is None else ""))
 
     how = {s.how for s in sample.inputs}
+    whole_input = how == {"whole"} and n2 >= n
     assumptions = [
         "documents and input bytes scale with the input's bytes from the sample's records per byte"
         + ("; compressed inputs were sampled as a prefix of their stream (the rest assumed alike)"
@@ -714,7 +715,9 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
             "spill_bytes": [r(spill_lo), r(spill_hi)],
             "seconds": [round(seconds_lo, 2), round(seconds_hi, 2)],
         },
-        "basis": {
+        "basis": ({key: "measured: the sample is the whole input" for key in
+                   ("documents", "candidate_pairs", "verified_pairs", "peak_memory_mb", "peak_anonymous_mb",
+                    "spill_bytes", "seconds")} | {"input_bytes": "file sizes"}) if whole_input else {
             "documents": "sampled records per byte x input bytes" if how != {"whole"} else "counted (read whole)",
             "input_bytes": "file sizes",
             "candidate_pairs": _pair_basis(cand),
@@ -731,6 +734,7 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
                        f"{per_pair * 1e6:.1f} us/candidate pair, at today's load",
         },
         "model": {"candidate_pairs": cand, "verified_pairs": ver, "held_bytes_per_record": round(held_per_record, 1),
+                  "sample_is_whole_input": whole_input,
                   "anonymous_floor_mb": round(floor_anon, 1),
                   "memory_mb_at_0": round(mem_fit[0] / MIB, 1), "memory_bytes_per_record": round(mem_fit[1], 1),
                   "anonymous_mb_at_0": round(anon_fit[0] / MIB, 1), "anonymous_bytes_per_record": round(anon_fit[1], 1),
