@@ -7,7 +7,7 @@ memory sampled as scale.py does), and prints predicted against measured for each
 candidate pairs, verified pairs, peak memory, spill disk, wall time.
 
 Usage: python benchmarks/plan_check.py [--docs 1000000 2000000] [--sample-records 100000] [--keep-data]
-Writes benchmarks/results/plan-check-<date>.json. Run it under ``flock /work/bench.lock``.
+Writes benchmarks/results/plan-check-<docs>-<date>.json. Run it under ``flock /work/bench.lock``.
 """
 
 from __future__ import annotations
@@ -76,6 +76,7 @@ def check(docs: int, sample_records: int, data: Path, extra: list[str]) -> dict:
             "dedup_command": " ".join(cmd), "figures": figures,
             "dedup_summary_peak_memory_mb": summary["peak_memory_mb"], "dedup_memory_sampled": memory,
             "dedup_stages": summary["seconds"], "plan_sample": plan["sample"], "plan_model": plan["model"],
+            "plan_runs": plan["runs"], "plan_ranges": plan["ranges"],
             "plan_warnings": plan["warnings"], "plan_machine": plan["machine"], "load_average_before_dedup": load_before,
             "load_average_end": os.getloadavg()}
 
@@ -100,9 +101,12 @@ def main() -> None:
         for key, f in run["figures"].items():
             print(f"  {key:<16} {f['predicted']:>14,} {f['measured']:>14,} {f['ratio'] if f['ratio'] is not None else '-':>7}")
         sys.stdout.flush()
-    result = {"date": str(dt.datetime.now()), "neardup": __version__, "machine": machine(), "note": args.note,
+    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    result = {"date": str(dt.datetime.now()), "neardup": __version__, "commit": commit, "machine": machine(),
+              "note": args.note,
               "runs": runs}
-    dest = HERE / "results" / f"plan-check-{dt.date.today()}.json"
+    dest = HERE / "results" / f"plan-check-{'-'.join(map(str, args.docs))}-{dt.date.today()}.json"
     dest.parent.mkdir(exist_ok=True)
     dest.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {dest}")
