@@ -718,7 +718,7 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
         "basis": ({key: "measured: the sample is the whole input" for key in
                    ("documents", "candidate_pairs", "verified_pairs", "peak_memory_mb", "peak_anonymous_mb",
                     "spill_bytes", "seconds")} | {"input_bytes": "file sizes"}) if whole_input else {
-            "documents": "sampled records per byte x input bytes" if how != {"whole"} else "counted (read whole)",
+            "documents": _documents_basis(sample),
             "input_bytes": "file sizes",
             "candidate_pairs": _pair_basis(cand),
             "verified_pairs": _pair_basis(ver),
@@ -753,6 +753,17 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
         "assumptions": assumptions,
         "config_fingerprint": config.fingerprint(),
     }
+
+
+def _documents_basis(sample: Sample) -> str:
+    kinds = []
+    for s in sample.inputs:
+        kind = ("counted (read whole)" if s.how == "whole" else "counted (Parquet footer)" if s.format == "parquet"
+                else "sampled records per compressed byte x bytes" if s.how == "prefix"
+                else "sampled records per byte x input bytes")
+        if kind not in kinds:
+            kinds.append(kind)
+    return "; ".join(kinds)
 
 
 def _pair_basis(p: dict) -> str:
