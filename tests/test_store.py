@@ -410,7 +410,7 @@ def test_older_schema_is_refused_clearly(tmp_path, texts):
                        "PRAGMA user_version = 1;")
     conn.close()
     for create in (True, False):
-        with pytest.raises(StoreError, match=r"schema version 1, older than this neardup writes \(2\): rebuild"):
+        with pytest.raises(StoreError, match=rf"schema version 1, older than this neardup writes \({SCHEMA_VERSION}\): rebuild"):
             SeenIndex(old, create=create)
 
 

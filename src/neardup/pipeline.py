@@ -129,6 +129,14 @@ class _Sketched:
     skipped: Counter = field(default_factory=Counter)
     id_pieces: _Pieces | None = None
     sig_pieces: _Pieces | None = None
+    #: per record (by ordinal) its source, when the run has sources (several inputs, a source
+    #: field, an index); None otherwise
+    sources: list | None = None
+    #: fingerprint -> ordinal of its first holder (negative: a holder in the index)
+    first_by_fp: dict = field(default_factory=dict)
+    #: kept for a run against an index (or saving one): the signature pieces and band keys
+    signatures: list | None = None
+    band_keys: np.ndarray | None = None
 
 
 class Deduplicator:
@@ -142,8 +150,16 @@ class Deduplicator:
     BATCH_BYTES = 8 << 20
 
     def __init__(self, config: DedupConfig = DedupConfig(), *, jobs: int | None = None, progress=None,
-                 work_dir: str | None = None, in_memory_mb: float = IN_MEMORY_MB):
+                 work_dir: str | None = None, in_memory_mb: float = IN_MEMORY_MB, against=None, save_index=None):
+        """``against``: a :class:`neardup.store.incremental.Against` (deduplicate against an
+        index: only the new records are removed); ``save_index``: a :class:`neardup.SeenIndex`
+        that receives the run's sketched records (``--save-index``)."""
         self.config = config
+        self.against = against
+        self.save_index = save_index
+        #: labels of the inputs when records carry a source (set by :meth:`run`)
+        self.source_labels: list[str] | None = None
+        self.current_source: str | None = None
         self.jobs = max(1, jobs or available_cpus())
         self.progress = progress
         self.work_dir = work_dir
@@ -162,14 +178,24 @@ class Deduplicator:
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
         read_options = dict(self.config.read_options(), jobs=self.jobs)
-        if sketch_stage.kernel_handles(self.config.shingle):
-            # JSONL records come as UTF-8 straight from a compiled scanner: their text never
-            # becomes a Python str. Texts holding a code point that NFKC may change, and that
-            # the kernel does not map itself, are flagged.
-            table = sketch_stage.flag_table(self.config.shingle.normalize)
-            docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options)
+        if self.config.source_field is not None:
+            keep_fields += (self.config.source_field,)
+        if self.source_labels is None and self.has_sources(paths):
+            self.source_labels = list(paths)
+
+        def read(paths):
+            if sketch_stage.kernel_handles(self.config.shingle):
+                # JSONL records come as UTF-8 straight from a compiled scanner: their text never
+                # becomes a Python str. Texts holding a code point that NFKC may change, and that
+                # the kernel does not map itself, are flagged.
+                table = sketch_stage.flag_table(self.config.shingle.normalize)
+                return read_encoded(paths, table=table, keep_fields=keep_fields, **read_options)
+            return read_documents(paths, keep_fields=keep_fields, **read_options)
+
+        if self.source_labels is not None and self.config.source_field is None:
+            docs = _labelled(self, [(label, read([path])) for label, path in zip(self.source_labels, paths)])
         else:
-            docs = read_documents(paths, keep_fields=keep_fields, **read_options)
+            docs = read(paths)
         work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
 
         # The kept corpus (mostly I/O, off the GIL) is written on its own thread as soon as the
@@ -197,6 +223,11 @@ class Deduplicator:
             json.dump(summary, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
         return summary
+
+    def has_sources(self, paths) -> bool:
+        """Whether records carry a source: several inputs, a source field, an index to read or write."""
+        return (len(paths) > 1 or self.config.source_field is not None or self.against is not None
+                or self.save_index is not None)
 
     def dedup_records(self, records) -> tuple[Outcome, list[tuple], dict]:
         """``(outcome, pairs, summary)`` of records given in input order (Documents and Skipped
@@ -246,13 +277,39 @@ class Deduplicator:
         self.seconds["verify"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        outcome = self._cluster(got, sk, shingle_ids, offsets, counts, edges, stats, kept_known)
+        pairs = VerifiedPairs(edges, sk)
+        write = None
+        if self.against is not None:
+            outcome, survivor_sources, (all_edges, all_sk, names), sizes, chained, write = self.against.resolve(
+                ids=got.ids, sources=got.sources, reason=got.reason, lengths=np.array(got.lengths, dtype=np.int64),
+                keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
+                exact_of=got.exact_of, sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
+                keys=got.band_keys, edges=edges, config=self._survivor_config(), jobs=self.jobs)
+            if kept_known is not None:
+                kept_known(outcome.kept)
+            pairs = VerifiedPairs(all_edges, all_sk, names)
+            outcome.source, outcome.duplicate_of_source = got.sources, survivor_sources
+            stats.update(self.against.stats)
+            stats["chained"], stats["chained_examples"], stats["cluster_sizes"] = len(chained), chained[:20], sizes
+        else:
+            outcome, survivor_local = self._cluster(got, sk, shingle_ids, offsets, counts, edges, stats, kept_known)
+            if got.sources is not None:
+                outcome.source = got.sources
+                outcome.duplicate_of_source = survivor_sources_of(got, sk, survivor_local, outcome)
+            if self.save_index is not None:
+                from .store.incremental import save_run
+
+                stats["index_documents_saved"] = save_run(
+                    self.save_index, self._run_records(got, sk, counts, offsets, shingle_ids), survivor_local)
+        if write is not None:  # --update-index: the new records, in one transaction
+            stats["index_documents_added"] = self.against.index._run_write(write)
         self.seconds["cluster"] = time.perf_counter() - t
         stats["skipped"] = dict(sorted(got.skipped.items()))
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
-        stats["duplicate_ids"] = len(got.ids) - len(set(got.ids))
-        return outcome, VerifiedPairs(edges, sk), stats
+        named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
+        stats["duplicate_ids"] = len(named) - len(set(named))
+        return outcome, pairs, stats
 
     def _read_and_sketch(self, docs, work: str) -> _Sketched:
         """Read every record, sketch the batches on ``self.jobs`` threads, and run the exact pass.
@@ -272,7 +329,8 @@ class Deduplicator:
         got.sig_pieces = _Pieces(os.path.join(work, "signatures.u64"), budget)
         got.id_pieces = _Pieces(os.path.join(work, "shingles.u64"), budget)
         band = cfg.banding() if cfg.method == "minhash" else None
-        first_by_fp: dict[int, int] = {}
+        first_by_fp: dict[int, int] = got.first_by_fp
+        sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
         pending: list = []
         wait = [0.0]
 
@@ -299,6 +357,13 @@ class Deduplicator:
                     collect()
 
             for rec in docs:
+                if sources is not None:
+                    if cfg.source_field is not None:
+                        value = rec.meta.get(cfg.source_field) if hasattr(rec, "meta") else None
+                        sources.append("" if value is None else str(value))
+                    else:
+                        label = self.current_source
+                        sources.extend([label] * (len(rec) if type(rec) is EncodedDocuments else 1))
                 if type(rec) is EncodedDocuments:
                     k = len(rec)
                     ords.extend(range(len(got.ids), len(got.ids) + k))
@@ -340,6 +405,8 @@ class Deduplicator:
         shingle ids, signatures and band keys (or simhashes) of the first holders. ``too_large``:
         positions in the batch of texts the kernel could not take (sketched as empty)."""
         cfg = self.config
+        if self.against is not None:
+            self.against.seed_exact(sig.fingerprints, sig.n_shingles, first_by_fp)
         new, empty, copies = first_holders(ords, sig.fingerprints, sig.n_shingles, first_by_fp)
         oversized = {ords[k] for k in too_large}
         for o in empty:
@@ -390,6 +457,8 @@ class Deduplicator:
             signatures = got.sig_pieces.finish(cfg.minhash.num_perm)
             keys = np.concatenate(got.band_parts)
             ci, cj, cstats = candidate_stage.band_candidates(keys)
+            if self.against is not None or self.save_index is not None:
+                got.signatures, got.band_keys = signatures, keys
             del keys
             stats.update(cstats)
             stats["candidate_pairs"] = int(ci.size)
@@ -412,7 +481,12 @@ class Deduplicator:
         cfg = self.config
         comp = components(sk.size, edges.i, edges.j)
         keyvals = np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None
-        survivor_local = choose_survivors(comp, sk, cfg.keep, np.array(got.lengths, dtype=np.int64), keyvals)
+        priority = None
+        if cfg.keep == "source":  # the preferred sources first, then the first record
+            rank = {s: r for r, s in reversed(list(enumerate(cfg.keep_sources)))}
+            priority = np.array([rank.get(got.sources[o], len(rank)) for o in sk.tolist()], dtype=np.int64)
+        survivor_local = choose_survivors(comp, sk, "first" if cfg.keep == "source" else cfg.keep,
+                                          np.array(got.lengths, dtype=np.int64), keyvals, priority=priority)
         kept = kept_mask(len(got.ids), sk, survivor_local)
         if kept_known is not None:
             kept_known(kept)
@@ -424,7 +498,27 @@ class Deduplicator:
         stats["chained"] = len(chained)
         stats["chained_examples"] = chained[:20]
         stats["cluster_sizes"] = cluster_sizes
-        return outcome
+        return outcome, survivor_local
+
+    def _survivor_config(self):
+        """The configuration the survivors are chosen with against an index (indexed documents
+        come first whatever the policy; ``keep="source"`` is ``"first"`` among the new records)."""
+        import dataclasses
+
+        cfg = self.config
+        return dataclasses.replace(cfg, keep="first", keep_sources=()) if cfg.keep == "source" else cfg
+
+    def _run_records(self, got: _Sketched, sk: np.ndarray, counts, offsets, shingle_ids):
+        """The sketched records as the index stores them (:class:`neardup.store.incremental.RunRecords`)."""
+        from .store.incremental import RunRecords
+
+        fingerprint_of = {o: fp for fp, o in got.first_by_fp.items() if o >= 0}
+        sources = got.sources or [""] * len(got.ids)
+        ords = sk.tolist()
+        return RunRecords(ids=[got.ids[o] for o in ords], sources=[sources[o] for o in ords],
+                          fingerprints=np.array([fingerprint_of[o] for o in ords], dtype=np.uint64),
+                          lengths=np.array(got.lengths, dtype=np.int64)[sk], counts=counts, offsets=offsets,
+                          shingle_ids=shingle_ids, signatures=got.signatures or [])
 
     # ------------------------------------------------------------------------------------------
     def _write_clusters(self, outcome: Outcome, output: str) -> None:
@@ -432,15 +526,29 @@ class Deduplicator:
 
         with open(os.path.join(output, "clusters.jsonl"), "wb") as fh:
             buf = []
+            sources = outcome.source
             for o, doc_id in enumerate(outcome.ids):
-                buf.append(orjson.dumps({
-                    "id": doc_id,
-                    "cluster": outcome.cluster[o],
-                    "kept": bool(outcome.kept[o]),
-                    "duplicate_of": outcome.duplicate_of[o],
-                    "similarity": outcome.similarity[o],
-                    "reason": outcome.reason[o],
-                }))
+                if sources is None:
+                    line = {
+                        "id": doc_id,
+                        "cluster": outcome.cluster[o],
+                        "kept": bool(outcome.kept[o]),
+                        "duplicate_of": outcome.duplicate_of[o],
+                        "similarity": outcome.similarity[o],
+                        "reason": outcome.reason[o],
+                    }
+                else:  # records with sources: each line names its own and its survivor's
+                    line = {
+                        "id": doc_id,
+                        "source": sources[o],
+                        "cluster": outcome.cluster[o],
+                        "kept": bool(outcome.kept[o]),
+                        "duplicate_of": outcome.duplicate_of[o],
+                        "duplicate_of_source": outcome.duplicate_of_source[o],
+                        "similarity": outcome.similarity[o],
+                        "reason": outcome.reason[o],
+                    }
+                buf.append(orjson.dumps(line))
                 if len(buf) >= 4096:
                     fh.write(b"\n".join(buf) + b"\n")
                     buf = []
@@ -503,17 +611,38 @@ class Deduplicator:
 
 @dataclass(frozen=True)
 class VerifiedPairs:
-    """The verified edges of a run (local indices) and the ordinal of each sketched record."""
+    """The verified edges of a run (local indices) and the ordinal of each sketched record;
+    ``names``: the ids by ordinal when they are not the run's own (against an index, where the
+    indexed documents come first)."""
 
     edges: Edges
     sketched: np.ndarray
+    names: list | None = None
 
     def rows(self, ids: list[str]):
         """``(a, b, jaccard, estimate)`` of every pair by record id, rounded to 6 places as
         ``pairs.jsonl`` gives them."""
         sk, e = self.sketched, self.edges
+        ids = self.names if self.names is not None else ids
         for a, b, j, est in zip(sk[e.i].tolist(), sk[e.j].tolist(), e.jaccard.tolist(), e.estimate.tolist()):
             yield ids[a], ids[b], round(j, 6), round(est, 6)
+
+
+def _labelled(engine: Deduplicator, inputs):
+    """The records of each ``(label, records)`` in turn, with ``engine.current_source`` set to
+    the label of the input being read."""
+    for label, records in inputs:
+        engine.current_source = label
+        yield from records
+
+
+def survivor_sources_of(got: _Sketched, sk: np.ndarray, survivor_local: np.ndarray, outcome: Outcome) -> list:
+    """The source of each record's survivor (None where the record has no ``duplicate_of``)."""
+    survivor = np.full(len(got.ids), -1, dtype=np.int64)
+    survivor[sk] = sk[survivor_local]
+    for o, first in got.exact_of.items():
+        survivor[o] = survivor[first]
+    return [None if d is None else got.sources[int(s)] for d, s in zip(outcome.duplicate_of, survivor.tolist())]
 
 
 def _kept_ids(sig, new: np.ndarray):

@@ -72,7 +72,9 @@ from ..stages.candidates import band_keys, banding_for
 
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
 #: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
-SCHEMA_VERSION = 2
+#: 3: ``docs.source`` (ids are unique within a source) and ``docs.cluster`` (the document number of
+#: the survivor of the dedup cluster a document joined; NULL: itself), for ``dedup --against``.
+SCHEMA_VERSION = 3
 #: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
 APPLICATION_ID = 0x4E445550
 MASK64 = (1 << 64) - 1
@@ -103,7 +105,8 @@ CREATE TABLE meta (
 ) WITHOUT ROWID;
 CREATE TABLE docs (
     num         INTEGER PRIMARY KEY,
-    id          TEXT NOT NULL UNIQUE,
+    source      TEXT NOT NULL DEFAULT '',
+    id          TEXT NOT NULL,
     fingerprint INTEGER,
     length      INTEGER NOT NULL,
     n_shingles  INTEGER NOT NULL,
@@ -113,7 +116,9 @@ CREATE TABLE docs (
     sample      BLOB NOT NULL,
     shingles    BLOB,
     meta        TEXT,
-    added_at    REAL NOT NULL
+    added_at    REAL NOT NULL,
+    cluster     INTEGER,
+    UNIQUE (id, source)
 );
 CREATE INDEX docs_fingerprint ON docs (fingerprint);
 CREATE TABLE bands (
@@ -889,31 +894,52 @@ class SeenIndex:
         """Insert documents whose ids are not in the index (the caller removed them)."""
         if not items:
             return
+        sks = [sk for _, sk, _ in items]
+        self._insert_columns(conn, [doc_id for doc_id, _, _ in items], [sk.fingerprint for sk in sks],
+                             [sk.length for sk in sks], [sk.n_shingles for sk in sks],
+                             np.stack([sk.signature for sk in sks]), [sk.sample for sk in sks],
+                             [sk.simhash for sk in sks], [sk.shingles for sk in sks], [m for _, _, m in items],
+                             band_keys=np.stack([sk.bands for sk in sks]))
+
+    def _insert_columns(self, conn, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples,
+                        simhashes, shingles, metas, *, band_keys: np.ndarray | None = None, source: str = "",
+                        clusters=None) -> int:
+        """Insert documents (not in the index: the caller removed them) given column by column;
+        returns the number of the first one (the others follow). ``clusters`` holds, for each
+        document, the number of its cluster's survivor (None: itself)."""
+        n = len(ids)
+        if not n:
+            return 0
         first = conn.execute("SELECT coalesce(max(num), 0) FROM docs").fetchone()[0] + 1
         now = time.time()
+        clusters = [None] * n if clusters is None else [None if c == first + k else c for k, c in enumerate(clusters)]
+        sig_bytes = np.ascontiguousarray(signatures, dtype="<u8")
         docs = []
-        for num, (doc_id, sk, meta) in enumerate(items, first):
-            docs.append((num, doc_id, None if sk.fingerprint is None else _signed(sk.fingerprint), sk.length,
-                         sk.n_shingles, int(sk.sample.size), None if sk.simhash is None else _signed(sk.simhash),
-                         sk.signature.astype("<u8", copy=False).tobytes(),
-                         sk.sample.astype("<u8", copy=False).tobytes(),
-                         None if sk.shingles is None else sk.shingles.astype("<u8", copy=False).tobytes(),
-                         meta, now))
-        conn.executemany("INSERT INTO docs (num, id, fingerprint, length, n_shingles, n_sample, simhash, signature, "
-                         "sample, shingles, meta, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
-        nums = np.arange(first, first + len(items), dtype=np.int64)
-        banded = np.array([sk.n_shingles > 0 for _, sk, _ in items], dtype=bool)
+        for k in range(n):
+            fp, sh, sample, ids_k = fingerprints[k], simhashes[k], samples[k], shingles[k]
+            docs.append((first + k, source, ids[k], None if fp is None else _signed(int(fp)), int(lengths[k]),
+                         int(n_shingles[k]), int(sample.size), None if sh is None else _signed(int(sh)),
+                         sig_bytes[k].tobytes(), sample.astype("<u8", copy=False).tobytes(),
+                         None if ids_k is None else ids_k.astype("<u8", copy=False).tobytes(),
+                         metas[k], now, clusters[k]))
+        conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
+                         "signature, sample, shingles, meta, added_at, cluster) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
+        nums = np.arange(first, first + n, dtype=np.int64)
+        banded = np.asarray(n_shingles, dtype=np.int64) > 0
         if banded.any():
-            keys = np.stack([sk.bands for (_, sk, _), b in zip(items, banded) if b]).view(np.int64)
+            if band_keys is None:
+                band_keys = band_keys(signatures, self._bands, self._rows)
+            keys = np.ascontiguousarray(band_keys[banded], dtype=np.uint64).view(np.int64)
             d, b = keys.shape
             conn.executemany("INSERT INTO bands (band, key, doc) VALUES (?, ?, ?)", _sorted_rows(
                 np.tile(np.arange(b, dtype=np.int64), d), keys.ravel(), np.repeat(nums[banded], b)))
-            sizes = np.array([sk.sample.size for _, sk, _ in items], dtype=np.int64)
+            sizes = np.array([s.size for s in samples], dtype=np.int64)
             if sizes.sum():
-                values = np.concatenate([sk.sample for _, sk, _ in items]).view(np.int64)
+                values = np.concatenate(samples).astype(np.uint64, copy=False).view(np.int64)
                 conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)",
                                  _sorted_rows(values, np.repeat(nums, sizes)))
-        hashed = [(num, sk.simhash) for num, (_, sk, _) in zip(nums.tolist(), items) if sk.simhash is not None]
+        hashed = [(num, h) for num, h in zip(nums.tolist(), simhashes) if h is not None]
         if hashed:
             values = np.array([h for _, h in hashed], dtype=np.uint64)
             cols = [(values >> np.uint64(shift)) & np.uint64(mask) for shift, mask in self._blocks]
@@ -925,19 +951,20 @@ class SeenIndex:
                 np.stack(cols, axis=1).astype(np.int64).ravel(),
                 np.repeat(np.array([n for n, _ in hashed], dtype=np.int64), n_blocks),
                 np.repeat(values.view(np.int64), n_blocks)))
-        self._count(conn, len(items))
+        self._count(conn, n)
+        return first
 
     def _count(self, conn, delta: int) -> None:
         conn.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = 'documents'",
                      (delta,))
 
-    def _delete(self, conn, doc_ids) -> set:
-        """Remove the documents with these ids; returns the ids that were found."""
+    def _delete(self, conn, doc_ids, source: str = "") -> set:
+        """Remove the documents with these ids (of ``source``); returns the ids that were found."""
         found = []
         for start in range(0, len(doc_ids), _MAX_VARS):
             chunk = doc_ids[start:start + _MAX_VARS]
-            found += conn.execute("SELECT num, id, n_shingles, signature, sample, simhash FROM docs WHERE id IN "
-                                  f"({','.join('?' * len(chunk))})", chunk).fetchall()
+            found += conn.execute("SELECT num, id, n_shingles, signature, sample, simhash FROM docs WHERE source = ? "
+                                  f"AND id IN ({','.join('?' * len(chunk))})", [source, *chunk]).fetchall()
         if not found:
             return set()
         banded = [r for r in found if r[2]]
@@ -1259,7 +1286,7 @@ class SeenIndex:
         """What is stored for a document: id, fingerprint and simhash (hex), length, counts, meta."""
         with self._read() as conn:
             row = conn.execute("SELECT id, fingerprint, length, n_shingles, n_sample, simhash, meta, added_at "
-                               "FROM docs WHERE id = ?", (doc_id,)).fetchone()
+                               "FROM docs WHERE source = '' AND id = ?", (doc_id,)).fetchone()
         if row is None:
             return None
         return {"id": row[0], "fingerprint": None if row[1] is None else f"{_unsigned(row[1]):016x}",
@@ -1269,7 +1296,7 @@ class SeenIndex:
 
     def __contains__(self, doc_id) -> bool:
         with self._read() as conn:
-            return conn.execute("SELECT 1 FROM docs WHERE id = ?", (doc_id,)).fetchone() is not None
+            return conn.execute("SELECT 1 FROM docs WHERE source = '' AND id = ?", (doc_id,)).fetchone() is not None
 
     def ids(self) -> list[str]:
         """Every stored id, in the order the documents were added."""
