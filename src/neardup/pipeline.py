@@ -43,7 +43,7 @@ from .stages import candidates as candidate_stage
 from .stages import sketch as sketch_stage
 from .stages.exact import first_holders
 from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
-                               similarity_to_survivors)
+                               similarity_to_survivors, split_sources)
 from .stages.verify import Edges, verify_pairs
 
 __all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "peak_memory_mb"]
@@ -137,6 +137,8 @@ class _Sketched:
     #: kept for a run against an index (or saving one): the signature pieces and band keys
     signatures: list | None = None
     band_keys: np.ndarray | None = None
+    #: keep="source": ordinal -> local index of the sketched records (built when first needed)
+    local_of: dict | None = None
 
 
 class Deduplicator:
@@ -253,6 +255,11 @@ class Deduplicator:
         t0 = time.perf_counter()
         got = self._read_and_sketch(docs, work)
         self.seconds["read_and_sketch"] = time.perf_counter() - t0
+        if got.local_of is not None:  # keep="source" moved holders: copies point at the final one
+            for o, first in got.exact_of.items():
+                while first in got.exact_of:
+                    first = got.exact_of[first]
+                got.exact_of[o] = first
 
         sk = np.array(got.sketched, dtype=np.int64)
         counts = np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)
@@ -280,7 +287,7 @@ class Deduplicator:
         pairs = VerifiedPairs(edges, sk)
         write = None
         if self.against is not None:
-            outcome, survivor_sources, (all_edges, all_sk, names), sizes, chained, write = self.against.resolve(
+            outcome, (all_edges, all_sk, names), sizes, kinds, chained, write = self.against.resolve(
                 ids=got.ids, sources=got.sources, reason=got.reason, lengths=np.array(got.lengths, dtype=np.int64),
                 keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
                 exact_of=got.exact_of, sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
@@ -288,14 +295,11 @@ class Deduplicator:
             if kept_known is not None:
                 kept_known(outcome.kept)
             pairs = VerifiedPairs(all_edges, all_sk, names)
-            outcome.source, outcome.duplicate_of_source = got.sources, survivor_sources
             stats.update(self.against.stats)
+            stats["kinds"] = kinds
             stats["chained"], stats["chained_examples"], stats["cluster_sizes"] = len(chained), chained[:20], sizes
         else:
             outcome, survivor_local = self._cluster(got, sk, shingle_ids, offsets, counts, edges, stats, kept_known)
-            if got.sources is not None:
-                outcome.source = got.sources
-                outcome.duplicate_of_source = survivor_sources_of(got, sk, survivor_local, outcome)
             if self.save_index is not None:
                 from .store.incremental import save_run
 
@@ -416,9 +420,12 @@ class Deduplicator:
         for o, first in copies:
             got.exact_of[o] = first
             got.reason[o] = "exact"
+        if new.any():
+            got.sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
+        if cfg.keep == "source" and copies:
+            self._prefer_sources(got, copies, dict(zip(ords, sig.fingerprints.tolist())))
         if not new.any():
             return
-        got.sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
         got.n_shingles.append(sig.n_shingles[new])
         if cfg.method != "exact":
             for piece in _kept_ids(sig, new):
@@ -432,6 +439,25 @@ class Deduplicator:
 
             texts = [t for t, keep in zip(batch_texts(parts), new.tolist()) if keep]
             got.simhashes.append(sketch_stage.simhashes(texts, cfg.shingle.normalize))
+
+    def _prefer_sources(self, got: _Sketched, copies, fp_of: dict) -> None:
+        """``keep="source"``: an exact copy from a preferred source takes its first holder's place
+        as the sketched record (the same content has the same sketch), and the holder becomes its
+        copy. Copies of the old holder are pointed at the new one before clustering."""
+        rank = {s: r for r, s in reversed(list(enumerate(self.config.keep_sources)))}
+        if got.local_of is None:
+            got.local_of = {}
+        for o, first in copies:
+            if first < 0 or rank.get(got.sources[o], len(rank)) >= rank.get(got.sources[first], len(rank)):
+                continue  # an indexed holder, or not a better source
+            if not got.local_of or got.sketched[got.local_of.get(first, 0)] != first:
+                got.local_of.update((x, k) for k, x in enumerate(got.sketched))
+            pos = got.local_of.pop(first)
+            got.sketched[pos], got.local_of[o] = o, pos
+            del got.exact_of[o]
+            got.exact_of[first] = o
+            got.reason[o], got.reason[first] = "", "exact"
+            got.first_by_fp[fp_of[o]] = o
 
     def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets):
         """Candidate pairs (local indices) with their estimates, after the estimate filter."""
@@ -492,9 +518,14 @@ class Deduplicator:
             kept_known(kept)
         members, member_sims = similarity_to_survivors(shingle_ids, offsets, counts, survivor_local, cfg.measure,
                                                        jobs=self.jobs)
+        # with sources, records are named (source, id): ids need only be unique within a source
+        names = got.ids if got.sources is None else list(zip(got.sources, got.ids))
         outcome, cluster_sizes, chained = outcomes(
-            got.ids, got.reason, sk, survivor_local, kept, members, member_sims, got.exact_of,
+            names, got.reason, sk, survivor_local, kept, members, member_sims, got.exact_of,
             chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None)
+        if got.sources is not None:
+            stats["kinds"] = cluster_kinds(outcome, cluster_sizes)
+            outcome, chained = split_sources(outcome), [i for _, i in chained]
         stats["chained"] = len(chained)
         stats["chained_examples"] = chained[:20]
         stats["cluster_sizes"] = cluster_sizes
@@ -568,7 +599,7 @@ class Deduplicator:
         sizes = stats["cluster_sizes"]
         multi = {c: s for c, s in sizes.items() if s > 1}
         dist = Counter(multi.values())
-        largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+        largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0] if isinstance(kv[0], tuple) else ("", kv[0])))[:10]
         summary = {
             "input": len(outcome.ids),
             "kept": int(outcome.kept.sum()),
@@ -581,9 +612,10 @@ class Deduplicator:
                 "count": len(multi),
                 "documents_in_clusters": sum(multi.values()),
                 "size_distribution": {str(k): v for k, v in sorted(dist.items())},
-                "largest": [{"survivor": c, "size": s} for c, s in largest],
+                "largest": [{"survivor": c, "size": s} if not isinstance(c, tuple)
+                            else {"survivor": c[1], "source": c[0], "size": s} for c, s in largest],
                 # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
-                "kinds": cluster_kinds(outcome, sizes),
+                "kinds": stats["kinds"] if "kinds" in stats else cluster_kinds(outcome, sizes),
             },
             "candidate_pairs": stats["candidate_pairs"],
             "estimate_filtered_pairs": stats["estimate_filtered"],
@@ -595,6 +627,9 @@ class Deduplicator:
             # method broder: the sample, the shared-sample pairs and what the cap left out
             **({"samples": stats["samples"]} if "samples" in stats else {}),
             "duplicate_ids": stats["duplicate_ids"],
+            # against an index, or saving one: what was read from it and written to it
+            **({"index": {k[len("index_"):] if k.startswith("index_") else k: stats[k] for k in INDEX_STATS
+                          if k in stats}} if any(k in stats for k in INDEX_STATS) else {}),
             "shingles_total": stats["n_shingles_total"],
             "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
             "kept_output": kept_info,
@@ -607,6 +642,11 @@ class Deduplicator:
         assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
             == summary["input"], "internal error: counts do not add up"
         return summary
+
+
+#: The run's statistics about an index, in summary.json's ``index``.
+INDEX_STATS = ("index_documents_saved", "index_documents_added", "against_candidate_pairs",
+               "against_estimate_filtered", "against_verified_pairs", "indexed_documents_read")
 
 
 @dataclass(frozen=True)
@@ -634,15 +674,6 @@ def _labelled(engine: Deduplicator, inputs):
     for label, records in inputs:
         engine.current_source = label
         yield from records
-
-
-def survivor_sources_of(got: _Sketched, sk: np.ndarray, survivor_local: np.ndarray, outcome: Outcome) -> list:
-    """The source of each record's survivor (None where the record has no ``duplicate_of``)."""
-    survivor = np.full(len(got.ids), -1, dtype=np.int64)
-    survivor[sk] = sk[survivor_local]
-    for o, first in got.exact_of.items():
-        survivor[o] = survivor[first]
-    return [None if d is None else got.sources[int(s)] for d, s in zip(outcome.duplicate_of, survivor.tolist())]
 
 
 def _kept_ids(sig, new: np.ndarray):

@@ -18,7 +18,7 @@ from ..cluster.unionfind import UnionFind
 from .verify import pair_similarities, score_of
 
 __all__ = ["KEEP_POLICIES", "Outcome", "cluster_kinds", "kinds_table", "keep_value", "components", "choose_survivors", "kept_mask",
-           "similarity_to_survivors", "outcomes"]
+           "similarity_to_survivors", "outcomes", "split_sources"]
 
 KEEP_POLICIES = ("first", "longest", "shortest")
 
@@ -168,6 +168,17 @@ def outcomes(ids: list[str], reason: list[str], sk: np.ndarray, survivor_local: 
     outcome = Outcome(ids=ids, reason=reason, cluster=cluster, duplicate_of=duplicate_of, similarity=similarity,
                       kept=kept)
     return outcome, cluster_sizes, chained
+
+
+def split_sources(outcome: Outcome) -> Outcome:
+    """The outcome of records named ``(source, id)`` (ids unique only within a source, as
+    :func:`outcomes` was given them) with plain ids and the sources in their own columns."""
+    def part(names, k):
+        return [None if x is None else x[k] for x in names]
+
+    return Outcome(ids=part(outcome.ids, 1), reason=outcome.reason, cluster=part(outcome.cluster, 1),
+                   duplicate_of=part(outcome.duplicate_of, 1), similarity=outcome.similarity, kept=outcome.kept,
+                   source=part(outcome.ids, 0), duplicate_of_source=part(outcome.duplicate_of, 0))
 
 
 def cluster_kinds(outcome: Outcome, sizes: dict) -> dict:

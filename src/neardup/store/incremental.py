@@ -29,7 +29,8 @@ import numpy as np
 from ..errors import ConfigError
 from ..stages.candidates import band_keys, estimate_filter, estimate_floor
 from ..stages.sketch import mod_m_samples
-from ..stages.survivors import choose_survivors, components, kept_mask, outcomes, similarity_to_survivors
+from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
+                                similarity_to_survivors, split_sources)
 from ..stages.verify import Edges, verify_pairs
 from .sqlite import _MAX_VARS as MAX_VARS
 from .sqlite import SeenIndex
@@ -209,12 +210,12 @@ class Against:
                 edges: Edges, config, jobs: int):
         """The new records' outcomes over the indexed documents they touch.
 
-        Returns ``(outcome, survivor_sources, pairs, cluster_sizes, chained, write)``: the
-        outcome of the new records (by their ordinals), the source of each one's survivor (None
-        for a survivor), the verified pairs as ``(edges, sketched ordinals, names)`` of the
-        combined run, the cluster sizes, the chained members, and ``write`` (None, or a function
-        of a connection that adds the new records: for ``--update-index``, run by the caller in
-        the same transaction as nothing else).
+        Returns ``(outcome, pairs, cluster_sizes, kinds, chained, write)``: the outcome of the
+        new records (by their ordinals, with their sources and their survivors'), the verified
+        pairs as ``(edges, sketched ordinals, names)`` of the combined run, the cluster sizes
+        (by ``(source, id)``) and kinds as the new records see them, the chained members, and
+        ``write`` (None, or a function of a connection that adds the new records, for
+        ``--update-index``: the caller runs it as one transaction).
         """
         index = self.index
         m = index.config.minhash.num_perm
@@ -277,32 +278,23 @@ class Against:
         exact_all = {}
         for o, first in exact_of.items():
             exact_all[o + n_a] = first + n_a if first >= 0 else local_of_num[self.holder_nums[-1 - first]]
-        outcome, sizes, chained = outcomes(a_ids + list(ids), [""] * n_a + list(reason), sk_all, survivor_local, kept,
+        names = list(zip(a_sources, a_ids)) + list(zip(sources, ids))
+        outcome, sizes, chained = outcomes(names, [""] * n_a + list(reason), sk_all, survivor_local, kept,
                                            members, sims, exact_all,
                                            chain_below=config.threshold if config.verify else None)
-        # the survivor (by combined ordinal) of every new record that has one
-        survivor_ord = np.full(n_a + n_records, -1, dtype=np.int64)
-        survivor_ord[sk_all] = sk_all[survivor_local]
-        for o, h in exact_all.items():
-            survivor_ord[o] = survivor_ord[h]
-        all_sources = a_sources + list(sources)
-        survivor_sources = [None if outcome.duplicate_of[o] is None else all_sources[int(survivor_ord[o])]
-                            for o in range(n_a, n_a + n_records)]
         new = slice(n_a, None)
-        from ..stages.survivors import Outcome
-
-        mine = Outcome(ids=list(ids), reason=outcome.reason[new], cluster=outcome.cluster[new],
+        mine = Outcome(ids=outcome.ids[new], reason=outcome.reason[new], cluster=outcome.cluster[new],
                        duplicate_of=outcome.duplicate_of[new], similarity=outcome.similarity[new], kept=kept[new])
-        # clusters as the new records see them: their members and the survivor
+        # clusters as the new records see them: their members, and the survivor
         clusters = Counter(c for c in mine.cluster if c is not None)
-        indexed_survivors = {outcome.cluster[o] for o in range(n_a, n_a + n_records)
-                             if outcome.cluster[o] is not None and survivor_ord[o] >= 0 and survivor_ord[o] < n_a}
-        for c in indexed_survivors:
-            clusters[c] += 1
+        for c in {c for c in mine.cluster if c is not None and c not in set(mine.ids)}:
+            clusters[c] += 1  # an indexed survivor
+        kinds = cluster_kinds(mine, clusters)
+        mine = split_sources(mine)
         write = None
         if self.update:
             write = self._update_write(records, survivor_local, n_a, nums, cluster_of)
-        return mine, survivor_sources, (joined, sk_all, a_ids + list(ids)), clusters, chained, write
+        return mine, (joined, sk_all, a_ids + list(ids)), clusters, kinds, [i for _, i in chained], write
 
     def _update_write(self, records: RunRecords, survivor_local: np.ndarray, n_a: int, nums: list, cluster_of):
         """The write of ``--update-index``: the new sketched records with their survivors, and
