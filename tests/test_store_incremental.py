@@ -207,3 +207,18 @@ def test_source_field_and_single_input_lines(tmp_path, monkeypatch):
     got = lines("sited/clusters.jsonl")
     assert [(r["source"], r["kept"], r["duplicate_of_source"]) for r in got] == [("s1", False, "s2"),
                                                                                    ("s2", True, None)]
+
+
+def test_api_result_carries_sources_as_the_cli_does(tmp_path, monkeypatch):
+    import neardup
+
+    monkeypatch.chdir(tmp_path)
+    docs = corpus(60, seed=5)
+    records = [dict(d, site="a" if i % 2 else "b") for i, d in enumerate(docs)]
+    write("sited.jsonl", records)
+    assert run("sited.jsonl", "-o", "out", "--source-field", "site", "--keep", "source:a") == 0
+    result = neardup.dedup(records, source_field="site", keep="source", keep_sources=("a",))
+    assert result.outcomes.column_names == ["id", "source", "cluster", "kept", "duplicate_of", "duplicate_of_source",
+                                            "similarity", "reason"]
+    assert result.outcomes.to_pylist() == lines("out/clusters.jsonl")
+    assert any(r["duplicate_of_source"] == "a" for r in result.outcomes.to_pylist())
