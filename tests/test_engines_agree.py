@@ -15,6 +15,7 @@ from neardup.pipeline import Deduplicator
 from neardup.stages.candidates import band_candidates
 from neardup.stages.sketch import sketch_texts
 from neardup.store import SeenIndex
+from neardup.store.sqlite import DOC_BITS
 
 from conftest import real_texts
 
@@ -42,8 +43,10 @@ def index_band_pairs(db: str) -> set:
     """Pairs of stored documents that share a band key, read from the index file itself."""
     with sqlite3.connect(db) as conn:
         ids = dict(conn.execute("SELECT num, id FROM docs"))
-        rows = conn.execute("SELECT DISTINCT a.doc, b.doc FROM bands a JOIN bands b "
-                            "ON a.band = b.band AND a.key = b.key AND a.doc < b.doc").fetchall()
+        # a posting is band_bucket(band, key) << DOC_BITS | the document's number
+        mask = (1 << DOC_BITS) - 1
+        rows = conn.execute(f"SELECT DISTINCT a.posting & {mask}, b.posting & {mask} FROM bands a JOIN bands b "
+                            f"ON a.posting >> {DOC_BITS} = b.posting >> {DOC_BITS} AND a.posting < b.posting").fetchall()
     return {tuple(sorted((ids[a], ids[b]))) for a, b in rows}
 
 

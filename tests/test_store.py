@@ -37,7 +37,7 @@ from neardup import (
 from neardup.cli import main
 from neardup.store import SeenIndex
 from neardup.sketch.simhash import simhashes_of_words
-from neardup.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, simhash_blocks
+from neardup.store.sqlite import APPLICATION_ID, DOC_BITS, SCHEMA_VERSION, simhash_blocks
 from neardup.text.charclass import PUNCT, SOLO, WORD, regex_sources
 from neardup.text.normalize import fold
 from neardup.text.tokenize import words, words_of_folded
@@ -120,7 +120,7 @@ def test_answers_match_library_measures(db, texts):
     docs = {f"doc{i}": t for i, t in enumerate(base)}
     docs["near0"] = mutate(rng, base[0], 0.02)
     docs["half1"] = " ".join(base[1].split()[: len(base[1].split()) // 2])
-    with SeenIndex(db, threshold=0.5, containment_threshold=0.5, simhash_max_distance=6) as index:
+    with SeenIndex(db, threshold=0.5, containment_threshold=0.5, simhash_max_distance=6, profile="full") as index:
         index.add_many(list(docs.items()))
         sp, mp = index.config.shingle, index.config.minhash
         mins = {i: MinHash.from_text(t, sp, mp) for i, t in docs.items()}
@@ -201,7 +201,7 @@ def test_candidates_per_bucket_are_bounded(db):
     storing copies under many ids cannot make later queries load them all."""
     rng = random.Random(12)
     base = synthetic(rng, 300)
-    with SeenIndex(db) as index:
+    with SeenIndex(db, containment=True) as index:
         index.CANDIDATES_PER_BUCKET = 5
         index.add_many([(f"copy{i:02d}", base) for i in range(20)])
         answer = index.query(base, limit=None)
@@ -291,8 +291,9 @@ def test_documents_without_words(db):
         assert index.remove("p1") and index.remove("p2") and len(index) == 0
 
 
-def test_remove_cleans_every_table(db, texts):
-    with SeenIndex(db) as index:
+@pytest.mark.parametrize("profile", ["default", "full"])
+def test_remove_cleans_every_table(db, texts, profile):
+    with SeenIndex(db, profile=profile) as index:
         index.add_many([(f"d{i}", t) for i, t in enumerate(texts[:5])])
         index.add("d1", texts[7])  # replace: the old entry's rows go
         assert index.remove("d0") is True
@@ -302,8 +303,9 @@ def test_remove_cleans_every_table(db, texts):
         assert index.query(texts[0])["near"] == [] and index.query(texts[1])["near"] == []
         conn = index._conn()
         nums = {r[0] for r in conn.execute("SELECT num FROM docs")}
-        for table in ("bands", "samples", "simhash_blocks"):
-            assert {r[0] for r in conn.execute(f"SELECT DISTINCT doc FROM {table}")} <= nums
+        mask = (1 << DOC_BITS) - 1
+        for table, doc in (("bands", f"posting & {mask}"), ("samples", "doc"), ("simhash_blocks", "doc")):
+            assert {r[0] for r in conn.execute(f"SELECT DISTINCT {doc} FROM {table}")} <= nums
         banded = conn.execute("SELECT count(*) FROM docs WHERE n_shingles > 0").fetchone()[0]
         expected_bands = index.config.bands * banded
         assert conn.execute("SELECT count(*) FROM bands").fetchone()[0] == expected_bands
@@ -754,3 +756,35 @@ def test_an_index_made_with_other_parameters_than_a_dedup_run_is_refused(tmp_pat
     msg = str(err.value)
     assert "index 0.8, dedup run 0.7" in msg and "minhash.seed: index 1, dedup run 2" in msg
     assert "bands: index 18, dedup run 25" in msg
+
+
+def test_profiles_store_what_they_say(tmp_path, texts):
+    """lean: no signatures, near answers estimated from the shared bands; default: signatures
+    as wide as the family's values (4 bytes for mulshift32), no MOD_m samples; full: samples."""
+    rng = random.Random(3)
+    docs = [(f"d{i}", t) for i, t in enumerate(texts[:30])] + [("copy", mutate(rng, texts[0], 0.01))]
+    sizes = {}
+    for profile in ("lean", "default", "full"):
+        path = tmp_path / f"{profile}.db"
+        with SeenIndex(path, profile=profile) as index:
+            index.add_many(docs)
+            assert index.config.profile == profile and index.stats()["config"]["signatures"]["stored"] == (
+                profile != "lean")
+            answer = index.query(texts[0], limit=None)
+            assert answer["exact"] == ["d0"]
+            near = {e["id"]: e["jaccard"] for e in answer["near"]}
+            assert near["d0"] == 1.0 and "copy" in near
+            assert bool(answer["contains"]) == (profile == "full")
+            conn = index._conn()
+            widths = {len(r[0]) for r in conn.execute("SELECT signature FROM docs WHERE signature IS NOT NULL")}
+            assert widths == (set() if profile == "lean" else {4 * index.config.minhash.num_perm})
+            assert (conn.execute("SELECT count(*) FROM samples").fetchone()[0] > 0) == (profile == "full")
+            # lean leaves the postings of a replaced document (its number is never given again)
+            index.add("d1", texts[39])
+            assert index.query(texts[1])["near"] == []
+        sizes[profile] = os.path.getsize(path)
+    assert sizes["lean"] < sizes["default"] < sizes["full"]
+    with pytest.raises(IncompatibleSketchError, match="signatures.stored stored False, given True"):
+        SeenIndex(tmp_path / "lean.db", profile="default")
+    with pytest.raises(ConfigError, match="profile"):
+        SeenIndex(tmp_path / "x.db", profile="tiny")

@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
 
-import numpy as np
 import pytest
 
 from neardup import DedupConfig
 from neardup.cli import main
-from neardup.stages.candidates import band_candidates, band_keys
-from neardup.stages.sketch import sketch_texts
 from neardup.store import SeenIndex
 from neardup.store import incremental
 
@@ -156,26 +152,6 @@ def test_against_refuses_an_index_without_shingle_ids(tmp_path, halves, capsys):
         index.add_many([(d["id"], d["text"]) for d in docs[:50]])
     assert run(b, "-o", "outB", "--against", "plain.db") == 2
     assert "holds no shingle ids" in capsys.readouterr().err
-
-
-def test_dedup_and_index_report_the_same_candidate_pairs(tmp_path):
-    # issue 14: the index bands as dedup does, so that both see the same candidates
-    config = DedupConfig()
-    texts = list(dict.fromkeys(d["text"].lower() for d in corpus(300, seed=3)))  # no exact copies
-    sig = sketch_texts(texts, config.shingle, config.minhash)
-    band = config.banding()
-    ci, cj, stats = band_candidates(band_keys(sig.values, band.bands, band.rows))
-    assert stats["largest_bucket"] <= 64  # under the bucket window, where both are complete
-    with SeenIndex.for_dedup(tmp_path / "seen.db", config) as index:
-        index.add_many([(f"t{i}", t) for i, t in enumerate(texts)])
-    conn = sqlite3.connect(tmp_path / "seen.db")
-    rows = conn.execute("SELECT DISTINCT a.doc, b.doc FROM bands a JOIN bands b ON a.band = b.band AND "
-                        "a.key = b.key AND a.doc < b.doc").fetchall()
-    names = dict(conn.execute("SELECT num, id FROM docs"))
-    conn.close()
-    from_index = sorted((int(names[x][1:]), int(names[y][1:])) for x, y in rows)
-    from_dedup = sorted(zip(ci.tolist(), cj.tolist()))
-    assert len(from_dedup) > 100 and from_index == from_dedup
 
 
 def test_sources_two_inputs_with_the_same_ids(tmp_path, monkeypatch):

@@ -33,7 +33,7 @@ from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, compon
                                 similarity_to_survivors, split_sources)
 from ..stages.verify import Edges, verify_pairs
 from .sqlite import _MAX_VARS as MAX_VARS
-from .sqlite import SeenIndex
+from .sqlite import DOC_BITS, SeenIndex, band_buckets
 from .sqlite import _signed as signed
 from .sqlite import _unsigned as unsigned
 
@@ -87,7 +87,7 @@ def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) 
     for source, ids in by_source.items():
         index._delete(conn, ids, source)
     # One writer inside one transaction: the records get consecutive numbers from `base`.
-    base = conn.execute("SELECT coalesce(max(num), 0) FROM docs").fetchone()[0] + 1
+    base = index._next_number(conn)
     absolute = [None if c is None else (base + (-1 - c) if c < 0 else c) for c in clusters]
     for lo in range(0, n, WRITE_CHUNK):
         hi = min(lo + WRITE_CHUNK, n)
@@ -95,7 +95,8 @@ def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) 
         off = records.offsets[lo : hi + 1]
         ids = _rows(records.shingle_ids, int(off[0]), int(off[-1]))
         local = off - off[0]
-        samples = mod_m_samples(ids, local, cfg.minhash.seed, cfg.mod_m)
+        samples = (mod_m_samples(ids, local, cfg.minhash.seed, cfg.mod_m) if cfg.containment
+                   else [np.empty(0, dtype=np.uint64)] * (hi - lo))
         keys = band_keys(sigs, cfg.bands, cfg.rows)
         k = lo
         while k < hi:  # runs of one source, in order
@@ -155,36 +156,40 @@ class Against:
 
     # -- candidates --------------------------------------------------------------------------
     def _band_matches(self, conn, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct ``(new local, index number)`` pairs sharing a band key; each bucket gives its
-        oldest :attr:`SeenIndex.CANDIDATES_PER_BUCKET` documents."""
+        """Distinct ``(new local, index number)`` pairs sharing a band bucket; each bucket gives
+        its oldest :attr:`SeenIndex.CANDIDATES_PER_BUCKET` documents."""
         cap = self.index.CANDIDATES_PER_BUCKET
+        mask = (1 << DOC_BITS) - 1
+        buckets = band_buckets(keys).ravel()
+        distinct = np.unique(buckets)
         found = []
-        for b in range(keys.shape[1]):
-            column = keys[:, b].view(np.int64)
-            order = np.argsort(column, kind="stable")
-            sorted_keys = column[order]
-            distinct = np.unique(sorted_keys).tolist()
-            for lo in range(0, len(distinct), MAX_VARS):
-                chunk = distinct[lo : lo + MAX_VARS]
-                rows = conn.execute(f"SELECT key, doc FROM bands WHERE band = ? AND key IN "
-                                    f"({','.join('?' * len(chunk))}) ORDER BY key, doc", [b, *chunk]).fetchall()
-                if not rows:
-                    continue
-                got = np.array(rows, dtype=np.int64)
-                # the first `cap` documents of each bucket
-                starts = np.concatenate(([0], np.flatnonzero(got[1:, 0] != got[:-1, 0]) + 1))
-                rank = np.arange(got.shape[0]) - np.repeat(starts, np.diff(np.append(starts, got.shape[0])))
-                got = got[rank < cap]
-                left = np.searchsorted(sorted_keys, got[:, 0], side="left")
-                right = np.searchsorted(sorted_keys, got[:, 0], side="right")
-                reps = right - left
-                new_pos = np.repeat(left, reps) + (np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps))
-                found.append(np.stack([order[new_pos], np.repeat(got[:, 1], reps)], axis=1))
+        # one query of many buckets: each is a range of the postings' key
+        sql = ("SELECT posting FROM bands WHERE " + " OR ".join(["posting BETWEEN ? AND ?"] * 256))
+        for lo in range(0, distinct.size, 256):
+            chunk = distinct[lo : lo + 256].tolist()
+            chunk += [chunk[-1]] * (256 - len(chunk))
+            params = [x for b in chunk for x in (b << DOC_BITS, b << DOC_BITS | mask)]
+            rows = conn.execute(sql, params).fetchall()
+            if rows:
+                found.append(np.array(rows, dtype=np.int64).ravel())
         if not found:
             none = np.empty(0, dtype=np.int64)
             return none, none
-        allp = np.unique(np.concatenate(found), axis=0)
-        return allp[:, 0], allp[:, 1]
+        postings = np.unique(np.concatenate(found))
+        bucket, doc = postings >> DOC_BITS, postings & mask
+        # the first `cap` documents of each bucket (postings are sorted by bucket, then number)
+        starts = np.concatenate(([0], np.flatnonzero(bucket[1:] != bucket[:-1]) + 1))
+        rank = np.arange(bucket.size) - np.repeat(starts, np.diff(np.append(starts, bucket.size)))
+        bucket, doc = bucket[rank < cap], doc[rank < cap]
+        # every new record in each matched bucket
+        order = np.argsort(buckets, kind="stable")
+        sorted_buckets = buckets[order]
+        left = np.searchsorted(sorted_buckets, bucket, side="left")
+        reps = np.searchsorted(sorted_buckets, bucket, side="right") - left
+        pos = np.repeat(left, reps) + (np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps))
+        new_local = order[pos] // keys.shape[1]
+        pairs = np.unique(np.stack([new_local, np.repeat(doc, reps)], axis=1), axis=0)
+        return pairs[:, 0], pairs[:, 1]
 
     def _load(self, conn, nums) -> dict:
         """``num -> (id, source, length, cluster, signature, shingle ids)`` of these documents and of
@@ -235,7 +240,7 @@ class Against:
         a_offsets = np.zeros(n_a + 1, dtype=np.int64)
         np.cumsum(a_counts, out=a_offsets[1:])
         a_shingles = np.frombuffer(b"".join(r[5] for r in a_rows), dtype="<u8").astype(np.uint64, copy=False)
-        a_sigs = np.frombuffer(b"".join(r[4] for r in a_rows), dtype="<u8").astype(np.uint64).reshape(n_a, m)
+        a_sigs = index._signature_matrix([r[4] for r in a_rows])
 
         n_b = sk.size
         shingles = ([a_shingles] if n_a else []) + list(records.shingle_ids)

@@ -73,8 +73,21 @@ from ..stages.candidates import band_keys, banding_for
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
 #: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
 #: 3: ``docs.source`` (ids are unique within a source) and ``docs.cluster`` (the document number of
-#: the survivor of the dedup cluster a document joined; NULL: itself), for ``dedup --against``.
+#: the survivor of the dedup cluster a document joined; NULL: itself), for ``dedup --against``;
+#: band postings packed into one integer key (:func:`band_posting`); signatures as narrow as
+#: their family's values (4 bytes for ``mulshift32``) or not stored (profile ``lean``); MOD_m
+#: samples only with ``containment``.
 SCHEMA_VERSION = 3
+#: Band postings hold a document number in their low bits: at most this many documents per index.
+DOC_BITS = 28
+MAX_DOCUMENTS = (1 << DOC_BITS) - 1
+#: The storage profiles (``neardup index add --profile``): what is stored beside the band
+#: postings, the simhash blocks and the content fingerprints.
+PROFILES = {
+    "lean": {"signatures": False, "containment": False},   # near answers estimated from shared bands
+    "default": {"signatures": True, "containment": False},  # + signatures: MinHash estimates
+    "full": {"signatures": True, "containment": True},      # + MOD_m samples: containment answers
+}
 #: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
 APPLICATION_ID = 0x4E445550
 MASK64 = (1 << 64) - 1
@@ -96,6 +109,8 @@ DEFAULTS = {
     "store_shingles": False,
     "bands": None,
     "rows": None,
+    "signatures": True,
+    "containment": False,
 }
 
 SCHEMA = """
@@ -112,8 +127,8 @@ CREATE TABLE docs (
     n_shingles  INTEGER NOT NULL,
     n_sample    INTEGER NOT NULL,
     simhash     INTEGER,
-    signature   BLOB NOT NULL,
-    sample      BLOB NOT NULL,
+    signature   BLOB,
+    sample      BLOB,
     shingles    BLOB,
     meta        TEXT,
     added_at    REAL NOT NULL,
@@ -122,10 +137,7 @@ CREATE TABLE docs (
 );
 CREATE INDEX docs_fingerprint ON docs (fingerprint);
 CREATE TABLE bands (
-    band INTEGER NOT NULL,
-    key  INTEGER NOT NULL,
-    doc  INTEGER NOT NULL,
-    PRIMARY KEY (band, key, doc)
+    posting INTEGER PRIMARY KEY
 ) WITHOUT ROWID;
 CREATE TABLE samples (
     value INTEGER NOT NULL,
@@ -140,6 +152,32 @@ CREATE TABLE simhash_blocks (
     PRIMARY KEY (block, key, doc)
 ) WITHOUT ROWID;
 """
+
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX = 0xBF58476D1CE4E5B9
+
+
+def band_bucket(band: int, key: int) -> int:
+    """The 35-bit bucket of band ``band``'s key ``key`` (uint64) in the postings table: the key
+    mixed with the band number (one table holds every band). Two keys share a bucket by chance
+    with probability 2**-35 per band: a stray candidate, which the signature estimate drops."""
+    return ((((key ^ ((band + 1) * _GOLDEN)) & MASK64) * _MIX) & MASK64) >> (64 - 35)
+
+
+def band_buckets(keys: np.ndarray) -> np.ndarray:
+    """:func:`band_bucket` of a (documents, bands) uint64 key matrix, as int64."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    bands = (np.arange(1, keys.shape[1] + 1, dtype=np.uint64) * np.uint64(_GOLDEN))
+    with np.errstate(over="ignore"):
+        return (((keys ^ bands) * np.uint64(_MIX)) >> np.uint64(64 - 35)).astype(np.int64)
+
+
+def band_posting(band: int, key: int, doc: int) -> int:
+    """The row of the ``bands`` table for document ``doc`` (its number) in band ``band``'s bucket
+    of ``key``: ``bucket << DOC_BITS | doc``, one integer, so that a posting costs one B-tree cell
+    of about 12 bytes and a bucket is a range of the key."""
+    return band_bucket(band, key) << DOC_BITS | doc
 
 
 def _signed(x: int) -> int:
@@ -177,9 +215,17 @@ class IndexConfig:
     #: None: the banding policy of every engine for ``threshold`` (:func:`default_banding`)
     bands: int | None = None
     rows: int | None = None
+    #: store MinHash signatures (near answers estimated from them; without: from shared bands)
+    signatures: bool = True
+    #: store MOD_m samples (containment answers)
+    containment: bool = False
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
+        for name in ("signatures", "containment"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"The '{name}' parameter of {owner} must be a bool. "
+                                  f"Got {getattr(self, name)!r} instead.")
         for name, kind in (("shingle", ShingleParams), ("minhash", MinHashParams)):
             if not isinstance(getattr(self, name), kind):
                 raise ConfigError(f"The '{name}' parameter of {owner} must be a {kind.__name__}. "
@@ -209,12 +255,27 @@ class IndexConfig:
             "minhash": self.minhash.as_dict(),
             "lsh": {"threshold": self.threshold, "bands": self.bands, "rows": self.rows},
             "containment": {"threshold": self.containment_threshold, "sketch": "mod_m", "mod_m": self.mod_m,
-                            "seed": self.minhash.seed},
+                            "seed": self.minhash.seed, "stored": self.containment},
+            "signatures": {"stored": self.signatures, "bytes_per_value": self.signature_width},
+            "band_postings": {"bucket_bits": 35, "doc_bits": DOC_BITS},
             "simhash": {"max_distance": self.simhash_max_distance, "blocks": simhash_blocks(self.simhash_max_distance),
                         "features": "word counts", "feature_hash": self.shingle.hash},
             "fingerprint": {"hash": "blake2b-64", "of": "normalized text"},
             "store_shingles": self.store_shingles,
         }
+
+    @property
+    def signature_width(self) -> int:
+        """Bytes a stored signature value takes: 4 where the family's values fit 32 bits."""
+        return 4 if self.minhash.family == "mulshift32" else 8
+
+    @property
+    def profile(self) -> str:
+        """The name of the profile this configuration stores (``custom`` if none)."""
+        for name, fields in PROFILES.items():
+            if all(getattr(self, k) == v for k, v in fields.items()):
+                return name
+        return "custom"
 
     def fingerprint(self) -> int:
         import xxhash
@@ -229,7 +290,8 @@ class IndexConfig:
         return cls(shingle=ShingleParams(**s), minhash=MinHashParams(**d["minhash"]),
                    threshold=d["lsh"]["threshold"], containment_threshold=d["containment"]["threshold"],
                    mod_m=d["containment"]["mod_m"], simhash_max_distance=d["simhash"]["max_distance"],
-                   store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"])
+                   store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"],
+                   signatures=d["signatures"]["stored"], containment=d["containment"]["stored"])
 
 
 def _flatten(d: dict, prefix: str = "") -> dict:
@@ -313,6 +375,10 @@ class SeenIndex:
             None is taken from the file when it exists, else from the defaults; a value given
             for an existing file must equal the recorded one, or :class:`IncompatibleSketchError`
             names every difference.
+        profile: what is stored (:data:`PROFILES`): ``"default"`` (signatures, band postings,
+            simhash blocks, fingerprints), ``"lean"`` (no signatures: near answers estimated
+            from the number of shared bands) or ``"full"`` (also MOD_m samples for containment
+            answers); ``signatures`` and ``containment`` set one part alone.
         create: create a missing file (else :class:`StoreError`).
         synchronous: ``"normal"`` (durable when the process dies) or ``"full"`` (also when the
             machine does; one fsync per commit).
@@ -351,6 +417,7 @@ class SeenIndex:
                  threshold: float | None = None, containment_threshold: float | None = None,
                  mod_m: int | None = None, simhash_max_distance: int | None = None,
                  store_shingles: bool | None = None, bands: int | None = None, rows: int | None = None,
+                 profile: str | None = None, signatures: bool | None = None, containment: bool | None = None,
                  create: bool = True, synchronous: str = "normal",
                  jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False):
         if synchronous not in ("normal", "full"):
@@ -378,8 +445,14 @@ class SeenIndex:
         given = {k: v for k, v in dict(shingle=shingle, minhash=minhash, threshold=threshold,
                                         containment_threshold=containment_threshold, mod_m=mod_m,
                                         simhash_max_distance=simhash_max_distance,
-                                        store_shingles=store_shingles, bands=bands, rows=rows).items()
+                                        store_shingles=store_shingles, bands=bands, rows=rows,
+                                        signatures=signatures, containment=containment).items()
                  if v is not None}
+        if profile is not None:
+            if profile not in PROFILES:
+                raise ConfigError(f"The 'profile' parameter of SeenIndex must be one of {', '.join(PROFILES)}. "
+                                  f"Got {profile!r} instead.")
+            given = {**PROFILES[profile], **given}
         if os.path.isdir(self.path):
             raise StoreError(f"{self.path} is a folder; give the path of an index file")
         if not create and not os.path.exists(self.path):
@@ -638,10 +711,13 @@ class SeenIndex:
         # Each bucket gives at most CANDIDATES_PER_BUCKET documents (the oldest: the primary
         # key orders a bucket by doc number), so that a flood of copies of one text cannot make
         # every similar query load all of them before ``limit`` applies.
-        self._near_sql = ("SELECT id, signature" + (", shingles" if cfg.store_shingles else "")
-                          + " FROM docs WHERE num IN ("
-                          + " UNION ".join("SELECT doc FROM (SELECT doc FROM bands WHERE band = ? AND key = ? "
-                                           "ORDER BY doc LIMIT ?)" for _ in range(self._bands)) + ")")
+        mask = (1 << DOC_BITS) - 1
+        self._near_sql = ("SELECT d.id, d.signature" + (", d.shingles" if cfg.store_shingles else "")
+                          + ", c.shared FROM (SELECT doc, count(*) AS shared FROM ("
+                          + " UNION ALL ".join(f"SELECT doc FROM (SELECT posting & {mask} AS doc FROM bands WHERE "
+                                               f"posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)"
+                                               for _ in range(self._bands))
+                          + ") GROUP BY doc) c JOIN docs d ON d.num = c.doc")
         self._simhash_sql = " UNION ALL ".join(
             "SELECT doc, simhash FROM (SELECT doc, simhash FROM simhash_blocks WHERE block = ? AND key = ? "
             "ORDER BY doc LIMIT ?)" for _ in self._blocks)
@@ -910,16 +986,28 @@ class SeenIndex:
         n = len(ids)
         if not n:
             return 0
-        first = conn.execute("SELECT coalesce(max(num), 0) FROM docs").fetchone()[0] + 1
+        first = self._next_number(conn)
         now = time.time()
+        if first + n - 1 > MAX_DOCUMENTS:
+            raise StoreError(f"index {self.path} is full: its band postings number documents in {DOC_BITS} bits "
+                             f"({MAX_DOCUMENTS:,} documents); start another index file")
         clusters = [None] * n if clusters is None else [None if c == first + k else c for k, c in enumerate(clusters)]
-        sig_bytes = np.ascontiguousarray(signatures, dtype="<u8")
+        cfg = self.config
+        sig_bytes = None
+        if cfg.signatures:
+            values = np.asarray(signatures, dtype=np.uint64)
+            sig_bytes = (values.astype("<u4") if cfg.signature_width == 4 else values.astype("<u8"))
+        contained = cfg.containment
         docs = []
         for k in range(n):
             fp, sh, sample, ids_k = fingerprints[k], simhashes[k], samples[k], shingles[k]
             docs.append((first + k, source, ids[k], None if fp is None else _signed(int(fp)), int(lengths[k]),
-                         int(n_shingles[k]), int(sample.size), None if sh is None else _signed(int(sh)),
-                         sig_bytes[k].tobytes(), sample.astype("<u8", copy=False).tobytes(),
+                         int(n_shingles[k]), int(sample.size) if contained else 0,
+                         None if sh is None else _signed(int(sh)),
+                         # a text without shingles has no signature (its values are all the
+                         # "empty" marker, 2**64 - 1, which 4 bytes cannot hold) and no band postings
+                         None if sig_bytes is None or not n_shingles[k] else sig_bytes[k].tobytes(),
+                         sample.astype("<u8", copy=False).tobytes() if contained else None,
                          None if ids_k is None else ids_k.astype("<u8", copy=False).tobytes(),
                          metas[k], now, clusters[k]))
         conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
@@ -930,11 +1018,10 @@ class SeenIndex:
         if banded.any():
             if band_keys is None:
                 band_keys = band_keys(signatures, self._bands, self._rows)
-            keys = np.ascontiguousarray(band_keys[banded], dtype=np.uint64).view(np.int64)
-            d, b = keys.shape
-            conn.executemany("INSERT INTO bands (band, key, doc) VALUES (?, ?, ?)", _sorted_rows(
-                np.tile(np.arange(b, dtype=np.int64), d), keys.ravel(), np.repeat(nums[banded], b)))
-            sizes = np.array([s.size for s in samples], dtype=np.int64)
+            buckets = band_buckets(band_keys[banded])
+            postings = np.sort(((buckets << DOC_BITS) | nums[banded][:, None]).ravel())
+            conn.executemany("INSERT OR IGNORE INTO bands (posting) VALUES (?)", ((p,) for p in postings.tolist()))
+            sizes = np.array([s.size for s in samples], dtype=np.int64) if contained else np.zeros(1, np.int64)
             if sizes.sum():
                 values = np.concatenate(samples).astype(np.uint64, copy=False).view(np.int64)
                 conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)",
@@ -952,7 +1039,20 @@ class SeenIndex:
                 np.repeat(np.array([n for n, _ in hashed], dtype=np.int64), n_blocks),
                 np.repeat(values.view(np.int64), n_blocks)))
         self._count(conn, n)
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_num', ?)", (str(first + n - 1),))
         return first
+
+    def _next_number(self, conn) -> int:
+        """The number of the next document: one past every number ever given (the largest is in
+        ``meta``), so that a stale posting never points at a newer document."""
+        row = conn.execute("SELECT value FROM meta WHERE key = 'last_num'").fetchone()
+        last = max(int(row[0]) if row else 0, conn.execute("SELECT coalesce(max(num), 0) FROM docs").fetchone()[0])
+        return last + 1
+
+    def _signature_matrix(self, blobs: list) -> np.ndarray:
+        """The (len(blobs), num_perm) uint64 signatures of stored signature blobs."""
+        dtype = "<u4" if self.config.signature_width == 4 else "<u8"
+        return np.frombuffer(b"".join(blobs), dtype=dtype).astype(np.uint64).reshape(len(blobs), self._m)
 
     def _count(self, conn, delta: int) -> None:
         conn.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = 'documents'",
@@ -968,11 +1068,14 @@ class SeenIndex:
         if not found:
             return set()
         banded = [r for r in found if r[2]]
-        if banded:
-            sigs = np.frombuffer(b"".join(r[3] for r in banded), dtype="<u8").reshape(len(banded), self._m)
-            keys = band_keys(sigs, self._bands, self._rows).view(np.int64).tolist()
-            conn.executemany("DELETE FROM bands WHERE band = ? AND key = ? AND doc = ?",
-                             [(b, k, r[0]) for r, ks in zip(banded, keys) for b, k in enumerate(ks)])
+        if banded and self.config.signatures:
+            # (lean: the postings of a removed document stay, pointing at a number that is never
+            # given again; queries find no document behind them)
+            sigs = self._signature_matrix([r[3] for r in banded])
+            nums = np.array([r[0] for r in banded], dtype=np.int64)
+            postings = (band_buckets(band_keys(sigs, self._bands, self._rows)) << DOC_BITS) | nums[:, None]
+            conn.executemany("DELETE FROM bands WHERE posting = ?", ((p,) for p in postings.ravel().tolist()))
+        if banded and self.config.containment:
             conn.executemany("DELETE FROM samples WHERE value = ? AND doc = ?",
                              [(v, r[0]) for r in banded for v in np.frombuffer(r[4], dtype="<i8").tolist()])
         conn.executemany("DELETE FROM simhash_blocks WHERE block = ? AND key = ? AND doc = ?",
@@ -1101,7 +1204,7 @@ class SeenIndex:
                 (_signed(sk.fingerprint), -1 if limit is None else limit))]
         if sk.n_shingles:
             answer["near"] = self._near(conn, sk, limit)
-            if sk.sample.size:
+            if sk.sample.size and self.config.containment:
                 answer["contains"], answer["contained_in"] = self._containment(conn, sk, limit)
         if sk.simhash is not None:
             answer["simhash"] = self._simhash_neighbours(conn, sk, limit)
@@ -1111,16 +1214,24 @@ class SeenIndex:
         cfg = self.config
         params = []
         cap = self.CANDIDATES_PER_BUCKET
-        for b, k in enumerate(sk.bands.view(np.int64).tolist()):
-            params += (b, k, cap)
+        mask = (1 << DOC_BITS) - 1
+        for bucket in band_buckets(sk.bands[None, :])[0].tolist():
+            params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
         rows = conn.execute(self._near_sql, params).fetchall()
         if not rows:
             return []
-        sigs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<u8").reshape(len(rows), self._m)
-        agree = np.count_nonzero(sigs == sk.signature, axis=1)
+        if cfg.signatures:
+            sigs = self._signature_matrix([r[1] for r in rows])
+            estimates = np.count_nonzero(sigs == sk.signature, axis=1) / self._m
+        else:
+            # lean: b bands of r rows share a key with probability s**r each, so the shared
+            # fraction estimates s**r (a coarse estimate: b values instead of num_perm)
+            shared = np.array([r[-1] for r in rows], dtype=np.float64)
+            estimates = np.minimum(shared / self._bands, 1.0) ** (1.0 / self._rows)
         out = []
         for i, row in enumerate(rows):
-            entry = {"id": row[0], "jaccard": int(agree[i]) / self._m}
+            entry = {"id": row[0], "jaccard": round(float(estimates[i]), 6) if not cfg.signatures
+                     else float(estimates[i])}
             if cfg.store_shingles:
                 other = np.frombuffer(row[2], dtype="<u8") if row[2] is not None else np.empty(0, np.uint64)
                 entry["exact_jaccard"] = _jaccard(sk.shingles, other)
