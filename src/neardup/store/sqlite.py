@@ -145,11 +145,7 @@ CREATE TABLE samples (
     PRIMARY KEY (value, doc)
 ) WITHOUT ROWID;
 CREATE TABLE simhash_blocks (
-    block   INTEGER NOT NULL,
-    key     INTEGER NOT NULL,
-    doc     INTEGER NOT NULL,
-    simhash INTEGER NOT NULL,
-    PRIMARY KEY (block, key, doc)
+    posting INTEGER PRIMARY KEY
 ) WITHOUT ROWID;
 """
 
@@ -171,6 +167,15 @@ def band_buckets(keys: np.ndarray) -> np.ndarray:
     bands = (np.arange(1, keys.shape[1] + 1, dtype=np.uint64) * np.uint64(_GOLDEN))
     with np.errstate(over="ignore"):
         return (((keys ^ bands) * np.uint64(_MIX)) >> np.uint64(64 - 35)).astype(np.int64)
+
+
+def block_bucket(block: int, key: int, width: int) -> int:
+    """The 35-bit bucket of simhash block ``block`` holding ``key`` (``width`` bits): the block
+    number, then the key itself when it fits 30 bits, else 30 bits of it mixed (a stray
+    candidate is dropped when its distance is checked on the stored simhash)."""
+    if width > 30:
+        key = (((key * _MIX) & MASK64) >> 34) & ((1 << 30) - 1)
+    return block << 30 | key
 
 
 def band_posting(band: int, key: int, doc: int) -> int:
@@ -266,8 +271,18 @@ class IndexConfig:
 
     @property
     def signature_width(self) -> int:
-        """Bytes a stored signature value takes: 4 where the family's values fit 32 bits."""
+        """Bytes a stored signature value takes: 2 (the low 16 bits, Li and Konig's b-bit MinHash)
+        when the index stores neither shingle ids nor samples (profile ``default``: estimates
+        only, which two unequal values raise by 2**-16 each); else the whole value, 4 bytes
+        where the family's values fit 32 bits."""
+        if not self.store_shingles and not self.containment:
+            return 2
         return 4 if self.minhash.family == "mulshift32" else 8
+
+    @property
+    def exact_signatures(self) -> bool:
+        """Whether stored signatures hold whole values (band keys can be computed from them)."""
+        return self.signatures and self.signature_width > 2
 
     @property
     def profile(self) -> str:
@@ -705,6 +720,7 @@ class SeenIndex:
         widths = simhash_blocks(cfg.simhash_max_distance)
         self._blocks = []
         pos = 0
+        self._block_widths = widths
         for w in widths:
             self._blocks.append((64 - pos - w, (1 << w) - 1))
             pos += w
@@ -718,9 +734,11 @@ class SeenIndex:
                                                f"posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)"
                                                for _ in range(self._bands))
                           + ") GROUP BY doc) c JOIN docs d ON d.num = c.doc")
-        self._simhash_sql = " UNION ALL ".join(
-            "SELECT doc, simhash FROM (SELECT doc, simhash FROM simhash_blocks WHERE block = ? AND key = ? "
-            "ORDER BY doc LIMIT ?)" for _ in self._blocks)
+        self._simhash_sql = ("SELECT DISTINCT d.num, d.simhash FROM ("
+                             + " UNION ALL ".join(f"SELECT doc FROM (SELECT posting & {mask} AS doc FROM simhash_blocks "
+                                                  f"WHERE posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)"
+                                                  for _ in self._blocks)
+                             + ") c JOIN docs d ON d.num = c.doc")
 
     def _store_error(self, exc: sqlite3.Error) -> StoreError:
         msg = str(exc)
@@ -966,6 +984,10 @@ class SeenIndex:
     def _block_keys(self, simhash: int) -> list[tuple[int, int]]:
         return [(i, (simhash >> shift) & mask) for i, (shift, mask) in enumerate(self._blocks)]
 
+    def _block_postings(self, simhash: int, num: int) -> list[int]:
+        return [block_bucket(i, k, w) << DOC_BITS | num
+                for (i, k), w in zip(self._block_keys(simhash), self._block_widths)]
+
     def _insert(self, conn, items: list[tuple[str, _Sketch, str | None]]) -> None:
         """Insert documents whose ids are not in the index (the caller removed them)."""
         if not items:
@@ -996,7 +1018,7 @@ class SeenIndex:
         sig_bytes = None
         if cfg.signatures:
             values = np.asarray(signatures, dtype=np.uint64)
-            sig_bytes = (values.astype("<u4") if cfg.signature_width == 4 else values.astype("<u8"))
+            sig_bytes = values.astype({2: "<u2", 4: "<u4", 8: "<u8"}[cfg.signature_width])
         contained = cfg.containment
         docs = []
         for k in range(n):
@@ -1026,18 +1048,10 @@ class SeenIndex:
                 values = np.concatenate(samples).astype(np.uint64, copy=False).view(np.int64)
                 conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)",
                                  _sorted_rows(values, np.repeat(nums, sizes)))
-        hashed = [(num, h) for num, h in zip(nums.tolist(), simhashes) if h is not None]
+        hashed = [(num, int(h)) for num, h in zip(nums.tolist(), simhashes) if h is not None]
         if hashed:
-            values = np.array([h for _, h in hashed], dtype=np.uint64)
-            cols = [(values >> np.uint64(shift)) & np.uint64(mask) for shift, mask in self._blocks]
-            n_blocks = len(cols)
-            # The fingerprint rides along in the block row: a candidate is checked without a visit
-            # to its (large) docs row.
-            conn.executemany("INSERT INTO simhash_blocks (block, key, doc, simhash) VALUES (?, ?, ?, ?)", _sorted_rows(
-                np.tile(np.arange(n_blocks, dtype=np.int64), len(hashed)),
-                np.stack(cols, axis=1).astype(np.int64).ravel(),
-                np.repeat(np.array([n for n, _ in hashed], dtype=np.int64), n_blocks),
-                np.repeat(values.view(np.int64), n_blocks)))
+            postings = sorted(p for num, h in hashed for p in self._block_postings(h, num))
+            conn.executemany("INSERT OR IGNORE INTO simhash_blocks (posting) VALUES (?)", ((p,) for p in postings))
         self._count(conn, n)
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_num', ?)", (str(first + n - 1),))
         return first
@@ -1051,7 +1065,7 @@ class SeenIndex:
 
     def _signature_matrix(self, blobs: list) -> np.ndarray:
         """The (len(blobs), num_perm) uint64 signatures of stored signature blobs."""
-        dtype = "<u4" if self.config.signature_width == 4 else "<u8"
+        dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[self.config.signature_width]
         return np.frombuffer(b"".join(blobs), dtype=dtype).astype(np.uint64).reshape(len(blobs), self._m)
 
     def _count(self, conn, delta: int) -> None:
@@ -1068,9 +1082,10 @@ class SeenIndex:
         if not found:
             return set()
         banded = [r for r in found if r[2]]
-        if banded and self.config.signatures:
-            # (lean: the postings of a removed document stay, pointing at a number that is never
-            # given again; queries find no document behind them)
+        if banded and self.config.exact_signatures:
+            # (without whole signatures, profiles lean and default: the postings of a removed
+            # document stay, pointing at a number that is never given again; queries find no
+            # document behind them)
             sigs = self._signature_matrix([r[3] for r in banded])
             nums = np.array([r[0] for r in banded], dtype=np.int64)
             postings = (band_buckets(band_keys(sigs, self._bands, self._rows)) << DOC_BITS) | nums[:, None]
@@ -1078,9 +1093,8 @@ class SeenIndex:
         if banded and self.config.containment:
             conn.executemany("DELETE FROM samples WHERE value = ? AND doc = ?",
                              [(v, r[0]) for r in banded for v in np.frombuffer(r[4], dtype="<i8").tolist()])
-        conn.executemany("DELETE FROM simhash_blocks WHERE block = ? AND key = ? AND doc = ?",
-                         [(b, k, r[0]) for r in found if r[5] is not None
-                          for b, k in self._block_keys(_unsigned(r[5]))])
+        conn.executemany("DELETE FROM simhash_blocks WHERE posting = ?",
+                         [(p,) for r in found if r[5] is not None for p in self._block_postings(_unsigned(r[5]), r[0])])
         conn.executemany("DELETE FROM docs WHERE num = ?", [(r[0],) for r in found])
         self._count(conn, -len(found))
         return {r[1] for r in found}
@@ -1222,7 +1236,8 @@ class SeenIndex:
             return []
         if cfg.signatures:
             sigs = self._signature_matrix([r[1] for r in rows])
-            estimates = np.count_nonzero(sigs == sk.signature, axis=1) / self._m
+            ours = sk.signature & np.uint64(0xFFFF) if cfg.signature_width == 2 else sk.signature
+            estimates = np.count_nonzero(sigs == ours, axis=1) / self._m
         else:
             # lean: b bands of r rows share a key with probability s**r each, so the shared
             # fraction estimates s**r (a coarse estimate: b values instead of num_perm)
@@ -1307,8 +1322,10 @@ class SeenIndex:
     def _simhash_neighbours(self, conn, sk: _Sketch, limit):
         params = []
         cap = self.CANDIDATES_PER_BUCKET
-        for b, k in self._block_keys(sk.simhash):
-            params += (b, k, cap)
+        mask = (1 << DOC_BITS) - 1
+        for (b, key), w in zip(self._block_keys(sk.simhash), self._block_widths):
+            bucket = block_bucket(b, key, w)
+            params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
         rows = conn.execute(self._simhash_sql, params).fetchall()
         if not rows:
             return []
