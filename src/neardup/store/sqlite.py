@@ -456,6 +456,8 @@ class SeenIndex:
         self._write_conn: sqlite3.Connection | None = None
         self._stop = threading.Event()
         self._written = False
+        #: how many times the background checkpoint cut the write-ahead log back (``stats()``)
+        self.truncations = 0
         self._resident = None
         given = {k: v for k, v in dict(shingle=shingle, minhash=minhash, threshold=threshold,
                                         containment_threshold=containment_threshold, mod_m=mod_m,
@@ -579,6 +581,8 @@ class SeenIndex:
             # every other writer's lock while the pages are copied and fsynced (a second at
             # 1M documents). A background thread checkpoints instead (_checkpoint_loop).
             conn.execute("PRAGMA wal_autocheckpoint=0")
+            # After a checkpoint that reset the log, the file is cut back to this size.
+            conn.execute(f"PRAGMA journal_size_limit={self.WAL_LIMIT_BYTES}")
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise StoreError(f"{self.path} is not a neardup index ({exc})") from None
@@ -808,6 +812,11 @@ class SeenIndex:
 
     #: Seconds between the background checkpoints (when something was written in between).
     CHECKPOINT_SECONDS = 1.0
+    #: A write-ahead log past this size is checkpointed with ``TRUNCATE`` (which waits, up to a
+    #: second, for the readers of older snapshots to move on, then starts the log again from the
+    #: beginning of the file): under uninterrupted writes a ``PASSIVE`` checkpoint copies what it
+    #: can but the log only grows, since a reader always holds some frame.
+    WAL_LIMIT_BYTES = 64 << 20
 
     def _start_checkpointer(self) -> None:
         with self._conns_lock:
@@ -828,11 +837,17 @@ class SeenIndex:
             return
         try:
             conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
+            wal = self.path + "-wal"
             while not self._stop.wait(self.CHECKPOINT_SECONDS):
                 if self._written:
                     self._written = False
                     try:
                         conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                        if os.path.exists(wal) and os.path.getsize(wal) > self.WAL_LIMIT_BYTES:
+                            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                            self.truncations += 0 if busy else 1
+                            if busy:
+                                self._written = True  # readers held on: try again next time
                     except sqlite3.Error:
                         self._written = True  # busy (another process checkpoints): next time
         finally:
@@ -1366,33 +1381,39 @@ class SeenIndex:
             return [self._query(conn, sk, doc_id, limit) for (doc_id, _, _), sk in zip(records, sketches)]
 
     def check_and_add(self, doc_id: str | None, text: str, meta: dict | None = None, *,
-                      limit: int | None = DEFAULT_LIMIT) -> dict:
-        """Query and, unless an exact copy is present, store, as one atomic step.
+                      limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> dict:
+        """Query and, unless a copy is present, store, as one atomic step.
 
-        Returns the answer plus ``"added"``: True when no document had the same content
-        fingerprint (the document is now stored; ``id`` is the id it was stored under), False
-        when one did (nothing stored; the copies are in ``exact``).
+        ``policy``: what counts as a copy: ``"exact"`` (the same content fingerprint) or
+        ``"near"`` (that, or a near answer: an estimated, or with stored shingles exact,
+        Jaccard of at least the threshold). Either way the check and the add happen under the
+        write lock, so of two near-copies posted at once under ``"near"`` exactly one is added.
+
+        Returns the answer plus ``"added"``: True when no copy was found (the document is now
+        stored; ``id`` is the id it was stored under), False when one was (nothing stored; the
+        copies are in ``exact`` and ``near``).
         """
-        return self.check_and_add_many([(doc_id, text, meta)], limit=limit)[0]
+        return self.check_and_add_many([(doc_id, text, meta)], limit=limit, policy=policy)[0]
 
-    def check_and_add_many(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> list[dict]:
+    def check_and_add_many(self, docs, *, limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> list[dict]:
         """:meth:`check_and_add` for many documents in one transaction, in order.
 
         Each document is checked against the index and the documents before it in ``docs``.
         """
-        return self._run_write(self.prepare_check_and_add(docs, limit=limit).work)
+        return self._run_write(self.prepare_check_and_add(docs, limit=limit, policy=policy).work)
 
-    def prepare_check_and_add(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> "_Prepared":
+    def prepare_check_and_add(self, docs, *, limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> "_Prepared":
         """:meth:`check_and_add_many`'s sketching and checks, without reading or writing the
         index: for :meth:`run_prepared`, which does the check and the add under the write lock.
 
         Raises what :meth:`check_and_add_many` raises for a bad document.
         """
         _check_limit(limit)
+        _check_policy(policy)
         records = [_as_record(d) for d in docs]
-        return self._check_and_add_work(records, self._sketch_many([r[1] for r in records]), limit)
+        return self._check_and_add_work(records, self._sketch_many([r[1] for r in records]), limit, policy)
 
-    def _check_and_add_work(self, records, sketches, limit) -> "_Prepared":
+    def _check_and_add_work(self, records, sketches, limit, policy: str = "exact") -> "_Prepared":
         prepared = [(self._check_id(doc_id, sk), sk, self._meta_json(meta))
                     for (doc_id, _, meta), sk in zip(records, sketches)]
 
@@ -1400,7 +1421,7 @@ class SeenIndex:
             answers = []
             for doc_id, sk, meta in prepared:
                 answer = self._query(conn, sk, doc_id, limit)
-                answer["added"] = not answer["exact"]
+                answer["added"] = not answer["exact"] and (policy == "exact" or not answer["near"])
                 if answer["added"]:
                     self._delete(conn, [doc_id])
                     self._insert(conn, [(doc_id, sk, meta)])
@@ -1452,6 +1473,7 @@ class SeenIndex:
             "config": json.loads(meta["config"]),
             "database_bytes": pages * page_size,
             "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
+            "wal_truncations": self.truncations,
             "resident": self.resident_info(),
         }
 
@@ -1521,6 +1543,16 @@ def _config_fingerprint(config: dict) -> int:
     import xxhash
 
     return xxhash.xxh3_64_intdigest(json.dumps(config, sort_keys=True).encode())
+
+
+#: What ``check_and_add`` counts as a copy already stored.
+POLICIES = ("exact", "near")
+
+
+def _check_policy(policy) -> None:
+    if policy not in POLICIES:
+        raise ConfigError(f"The 'policy' parameter of SeenIndex.check_and_add must be one of 'exact', 'near'. "
+                          f"Got {policy!r} instead.")
 
 
 def _check_limit(limit) -> None:
