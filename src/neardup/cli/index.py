@@ -37,12 +37,13 @@ def register(sub) -> None:
     a.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (jsonl, parquet, warc, html, text)")
     _input_options(a)
     _index_options(a)
-    a.add_argument("--batch-size", type=positive_int("--batch-size"), default=25000,
-                   help="documents per transaction (default 25000). Large transactions write each index page "
+    a.add_argument("--batch-size", type=positive_int("--batch-size"), default=5000,
+                   help="documents per transaction (default 5000; the memory of a run is bounded by one batch's "
+                        "texts and sketches, not by the input). Large transactions write each index page "
                         "once for many documents; a server writing to the same index waits for each one, so "
                         "use fewer (1000) while it runs")
-    a.add_argument("--cache-mb", type=positive_int("--cache-mb"), default=1024,
-                   help="SQLite page cache in MB (default 1024; holds a transaction's changed pages)")
+    a.add_argument("--cache-mb", type=positive_int("--cache-mb"), default=256,
+                   help="SQLite page cache in MB (default 256; holds a transaction's changed pages)")
     a.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
                    help="threads for sketching (default: the CPUs this process may use, from its affinity and cgroup quota)")
     a.add_argument("--fsync", action="store_true",

@@ -32,10 +32,8 @@ from ..stages.sketch import mod_m_samples
 from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
                                 similarity_to_survivors, split_sources)
 from ..stages.verify import Edges, verify_pairs
-from .sqlite import _MAX_VARS as MAX_VARS
-from .sqlite import DOC_BITS, SeenIndex, band_buckets
-from .sqlite import _signed as signed
-from .sqlite import _unsigned as unsigned
+from .schema import DOC_BITS, MAX_VARS, band_buckets, signed, unsigned
+from .sqlite import SeenIndex
 
 __all__ = ["RunRecords", "Against", "save_run"]
 
