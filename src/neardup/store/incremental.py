@@ -21,6 +21,7 @@ joined are merged in the index, so that the next run finds what a joint run of a
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 
@@ -160,20 +161,20 @@ class Against:
         mask = (1 << DOC_BITS) - 1
         buckets = band_buckets(keys).ravel()
         distinct = np.unique(buckets)
-        found = []
-        # one query of many buckets: each is a range of the postings' key
-        sql = ("SELECT posting FROM bands WHERE " + " OR ".join(["posting BETWEEN ? AND ?"] * 256))
-        for lo in range(0, distinct.size, 256):
-            chunk = distinct[lo : lo + 256].tolist()
-            chunk += [chunk[-1]] * (256 - len(chunk))
-            params = [x for b in chunk for x in (b << DOC_BITS, b << DOC_BITS | mask)]
-            rows = conn.execute(sql, params).fetchall()
-            if rows:
-                found.append(np.array(rows, dtype=np.int64).ravel())
-        if not found:
+        # the buckets in a temporary table, and one join: each bucket is a range of the postings' key
+        # (handed over as one JSON array: 3 times faster than an insert per bucket; sorted, so
+        # the join walks the postings' B-tree in order)
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS against_buckets (lo INTEGER NOT NULL)")
+        conn.execute("DELETE FROM temp.against_buckets")
+        conn.execute("INSERT INTO temp.against_buckets (lo) SELECT value FROM json_each(?)",
+                     (json.dumps((distinct << DOC_BITS).tolist()),))
+        rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
+                            f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
+        conn.execute("DELETE FROM temp.against_buckets")
+        if not rows:
             none = np.empty(0, dtype=np.int64)
             return none, none
-        postings = np.unique(np.concatenate(found))
+        postings = np.unique(np.array(rows, dtype=np.int64).ravel())
         bucket, doc = postings >> DOC_BITS, postings & mask
         # the first `cap` documents of each bucket (postings are sorted by bucket, then number)
         starts = np.concatenate(([0], np.flatnonzero(bucket[1:] != bucket[:-1]) + 1))
@@ -290,7 +291,8 @@ class Against:
                        duplicate_of=outcome.duplicate_of[new], similarity=outcome.similarity[new], kept=kept[new])
         # clusters as the new records see them: their members, and the survivor
         clusters = Counter(c for c in mine.cluster if c is not None)
-        for c in {c for c in mine.cluster if c is not None and c not in set(mine.ids)}:
+        new_names = set(mine.ids)
+        for c in {c for c in mine.cluster if c is not None and c not in new_names}:
             clusters[c] += 1  # an indexed survivor
         kinds = cluster_kinds(mine, clusters)
         mine = split_sources(mine)
