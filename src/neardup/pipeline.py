@@ -169,12 +169,14 @@ class Deduplicator:
         self.seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------
-    def run(self, paths: list[str], output: str, *, write_kept: bool = True) -> dict:
+    def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip") -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into the folder
-        ``output``; returns the summary."""
+        ``output``; returns the summary. ``on_error="error"`` stops at the first file that cannot
+        be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
+        ``unreadable_file`` record, its path in the summary's ``skipped_files``)."""
         from .io import read_documents
         from .io import write_kept as write_kept_records
-        from .io.readers import read_encoded
+        from .io.readers import InputPlan, InputReport, plan_inputs, read_encoded
 
         os.makedirs(output, exist_ok=True)
         start = time.perf_counter()
@@ -182,20 +184,34 @@ class Deduplicator:
         read_options = dict(self.config.read_options(), jobs=self.jobs)
         if self.config.source_field is not None:
             keep_fields += (self.config.source_field,)
-        if self.source_labels is None and self.has_sources(paths):
-            self.source_labels = list(paths)
+        inputs = list(paths) if not isinstance(paths, (str, bytes, os.PathLike)) else [paths]
+        if self.source_labels is None and self.has_sources(inputs):
+            self.source_labels = [os.fsdecode(p) for p in inputs]
+        labelled = self.source_labels is not None and self.config.source_field is None
+        # the files are listed and their formats sniffed once; both passes read this plan (with
+        # sources from the inputs, one plan per input, read in turn, and their union for the kept corpus)
+        plans = [plan_inputs([p], self.config.format) for p in inputs] if labelled else None
+        if plans is not None:
+            paths = InputPlan()
+            for plan in plans:
+                paths.leaves += plan.leaves
+                paths.ignored += plan.ignored
+        else:
+            paths = plan_inputs(paths, self.config.format)
+        report = InputReport()
+        first_pass = dict(on_error=on_error, report=report)
 
-        def read(paths):
+        def read(plan):
             if sketch_stage.kernel_handles(self.config.shingle):
                 # JSONL records come as UTF-8 straight from a compiled scanner: their text never
                 # becomes a Python str. Texts holding a code point that NFKC may change, and that
                 # the kernel does not map itself, are flagged.
                 table = sketch_stage.flag_table(self.config.shingle.normalize)
-                return read_encoded(paths, table=table, keep_fields=keep_fields, **read_options)
-            return read_documents(paths, keep_fields=keep_fields, **read_options)
+                return read_encoded(plan, table=table, keep_fields=keep_fields, **read_options, **first_pass)
+            return read_documents(plan, keep_fields=keep_fields, **read_options, **first_pass)
 
-        if self.source_labels is not None and self.config.source_field is None:
-            docs = _labelled(self, [(label, read([path])) for label, path in zip(self.source_labels, paths)])
+        if labelled:
+            docs = _labelled(self, [(label, read(plan)) for label, plan in zip(self.source_labels, plans)])
         else:
             docs = read(paths)
         work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
@@ -221,6 +237,7 @@ class Deduplicator:
             shutil.rmtree(work, ignore_errors=True)
         self.seconds["total"] = time.perf_counter() - start
         summary = self._summary(outcome, stats, kept_info)
+        summary.update(report.as_dict())
         with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as fh:
             json.dump(summary, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
