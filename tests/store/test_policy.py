@@ -66,7 +66,14 @@ def test_near_policy_is_atomic_across_threads(tmp_path):
 def test_near_policy_is_atomic_through_the_service(tmp_path):
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("fastapi")
-    from test_service import Server
+    # the service tests' server (a real `python -m neardup serve` process), loaded by path
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "service_test_app", os.path.join(os.path.dirname(__file__), "..", "service", "test_app.py"))
+    service_tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(service_tests)
+    Server = service_tests.Server
 
     rng = random.Random(3)
     pairs = [(t, near_copy(rng, t)) for t in (page(rng) for _ in range(24))]
