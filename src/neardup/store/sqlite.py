@@ -1,10 +1,13 @@
 """SeenIndex: a crawler's persistent "have I seen this page?" index on one SQLite file.
 
-For every document the index keeps its content fingerprint (exact copies), its MinHash signature
-and band keys (near-copies), its MOD_m sample (containment, Broder 1997) and its 64-bit simhash
-(Hamming neighbours), all computed with the library's own functions, so the index answers what
-:func:`neardup.fingerprint`, :class:`neardup.MinHash`, :class:`neardup.ModM` and
-:class:`neardup.SimHash` would answer for the same two texts.
+For every document the index keeps its content fingerprint (exact copies), its band postings
+and MinHash signature (near-copies), its MOD_m sample (containment, Broder 1997) and its 64-bit
+simhash (Hamming neighbours), all computed with the library's own functions, so the index answers
+what :func:`neardup.fingerprint`, :class:`neardup.MinHash`, :class:`neardup.ModM` and
+:class:`neardup.SimHash` would answer for the same two texts. What is stored is a profile
+(:data:`PROFILES`): ``default`` keeps the signatures' low 16 bits and no samples (so no
+containment answers), ``lean`` no signatures (near answers estimated from the shared bands),
+``full`` everything.
 
 Answer shape (the same from the library, ``neardup index query`` and the HTTP service)::
 
