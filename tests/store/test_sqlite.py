@@ -786,3 +786,17 @@ def test_profiles_store_what_they_say(tmp_path, texts):
         SeenIndex(tmp_path / "lean.db", profile="default")
     with pytest.raises(ConfigError, match="profile"):
         SeenIndex(tmp_path / "x.db", profile="tiny")
+
+
+def test_cli_profile_and_stats(tmp_path, capsys):
+    rng = random.Random(9)
+    corpus = _jsonl(tmp_path / "in.jsonl", [{"id": f"d{i}", "text": synthetic(rng, 120)} for i in range(10)])
+    db = str(tmp_path / "lean.db")
+    assert main(["index", "add", "--db", db, corpus, "--profile", "lean"]) == 0
+    capsys.readouterr()
+    assert main(["index", "stats", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "signatures not stored (profile lean" in out and "(not stored: no containment answers)" in out
+    # the recorded profile is checked like every other option
+    assert main(["index", "add", "--db", db, corpus, "--profile", "full"]) == 2
+    assert "signatures.stored stored False, given True" in capsys.readouterr().err
