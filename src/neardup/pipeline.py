@@ -451,6 +451,8 @@ class Deduplicator:
             values = sig.values if new.all() else sig.values[new]
             got.sig_pieces.append(values)
             got.band_parts.append(candidate_stage.band_keys(values, band.bands, band.rows))
+            if self.against is not None:  # looked up in the index while the next batch is sketched
+                self.against.look_up(got.band_parts[-1], first_local=len(got.sketched) - int(new.sum()))
         elif cfg.method == "simhash":
             from .stages.encode import batch_texts
 

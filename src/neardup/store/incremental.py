@@ -134,6 +134,8 @@ class Against:
         self.measure = measure
         self.verify = verify
         self.holder_nums: list[int] = []  # k -> the index number of exact holder k (pseudo ordinal -1 - k)
+        self._pool = None
+        self._lookups: list = []  # futures of look_up, in batch order
         self.stats: dict = {}
 
     # -- the exact pass ----------------------------------------------------------------------
@@ -154,6 +156,22 @@ class Against:
                     self.holder_nums.append(num)
 
     # -- candidates --------------------------------------------------------------------------
+    def look_up(self, keys: np.ndarray, *, first_local: int) -> None:
+        """Start looking up a batch's band keys (its records are the sketched ones from
+        ``first_local`` on) on a thread of this object's, with its own connection: SQLite
+        releases the GIL, so the lookups overlap with the sketching of the next batch."""
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-against")
+
+        def run():
+            with self.index._read() as conn:
+                bi, bn = self._band_matches(conn, keys)
+            return bi + first_local, bn
+
+        self._lookups.append(self._pool.submit(run))
+
     def _band_matches(self, conn, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Distinct ``(new local, index number)`` pairs sharing a band bucket; each bucket gives
         its oldest :attr:`SeenIndex.CANDIDATES_PER_BUCKET` documents."""
@@ -223,11 +241,18 @@ class Against:
         """
         index = self.index
         m = index.config.minhash.num_perm
-        with index._read() as conn:
-            if keys is not None and keys.size:
+        if self._lookups:
+            found = [f.result() for f in self._lookups]
+            self._lookups = []
+            self._pool.shutdown()
+            bi = np.concatenate([f[0] for f in found])
+            bn = np.concatenate([f[1] for f in found])
+        elif keys is not None and keys.size:
+            with index._read() as conn:
                 bi, bn = self._band_matches(conn, keys)
-            else:
-                bi = bn = np.empty(0, dtype=np.int64)
+        else:
+            bi = bn = np.empty(0, dtype=np.int64)
+        with index._read() as conn:
             loaded = self._load(conn, bn.tolist() + self.holder_nums)
         nums = sorted(loaded)
         n_a = len(nums)
