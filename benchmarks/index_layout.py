@@ -76,7 +76,8 @@ def components(db: str) -> dict:
             "bytes_per_document": {k: round(v / n, 1) for k, v in {**parts, "total": total}.items()}}
 
 
-def run_layout(name: str, pythonpath: str | None, corpus: str, work: str, profile: str | None) -> dict:
+def run_layout(name: str, pythonpath: str | None, corpus: str, work: str, profile: str | None,
+               sizes_only: bool = False) -> dict:
     db = os.path.join(work, f"{name}.db")
     env = dict(os.environ)
     if pythonpath:
@@ -94,10 +95,14 @@ def run_layout(name: str, pythonpath: str | None, corpus: str, work: str, profil
         os.environ.update(old)
     seconds = time.perf_counter() - t
     parts = components(db)
-    q = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, db, corpus, "1000"], env=env, capture_output=True,
-                       text=True, check=True)
-    out = {"layout": name, "profile": profile, "add_seconds": round(seconds, 2),
-           "add_docs_per_s": round(parts["documents"] / seconds), **memory, **parts, "query": json.loads(q.stdout)}
+    if sizes_only:  # (timings and memory measured outside the bench lock mean nothing)
+        out = {"layout": name, "profile": profile, **parts}
+    else:
+        q = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, db, corpus, "1000"], env=env, capture_output=True,
+                           text=True, check=True)
+        out = {"layout": name, "profile": profile, "add_seconds": round(seconds, 2),
+               "add_docs_per_s": round(parts["documents"] / seconds), **memory, **parts,
+               "query": json.loads(q.stdout)}
     for f in (db, db + "-wal", db + "-shm", db + "-lock"):
         if os.path.exists(f):
             os.remove(f)
@@ -120,6 +125,8 @@ def main() -> None:
     ap.add_argument("--corpus", default=str(HERE / "data" / "corpus.jsonl"))
     ap.add_argument("--docs", type=int, nargs="*", default=[100_000])
     ap.add_argument("--layouts", nargs="*", default=["today", "default", "lean"])
+    ap.add_argument("--sizes-only", action="store_true",
+                    help="bytes per document only (deterministic): no timings, memory or queries")
     args = ap.parse_args()
     inputs = []
     work = tempfile.mkdtemp(prefix="neardup-layout-")
@@ -131,12 +138,14 @@ def main() -> None:
         inputs.append((f"generated {n:,}", path))
     results = []
     for label, path in inputs:
-        entry = {"input": label, "bytes": os.path.getsize(path), "dedup": dedup_rate(path, work), "layouts": []}
+        entry = {"input": label, "bytes": os.path.getsize(path), "layouts": []}
+        if not args.sizes_only:
+            entry["dedup"] = dedup_rate(path, work)
         for layout in args.layouts:
             if layout == "today":
-                entry["layouts"].append(run_layout("today", args.today_src, path, work, None))
+                entry["layouts"].append(run_layout("today", args.today_src, path, work, None, args.sizes_only))
             else:
-                entry["layouts"].append(run_layout(layout, None, path, work, layout))
+                entry["layouts"].append(run_layout(layout, None, path, work, layout, args.sizes_only))
             print(json.dumps(entry["layouts"][-1]), flush=True)
         results.append(entry)
     today = (Path(args.today_src) / "COMMIT").read_text().strip() if (Path(args.today_src) / "COMMIT").exists() else None
@@ -147,7 +156,8 @@ def main() -> None:
                                                              "sqlite": sqlite3.sqlite_version,
                                                              "load_before": os.getloadavg()},
            "neardup": neardup.__version__, "today_commit": today, "results": results}
-    dest = HERE / "results" / f"index-layout-{out['date']}.json"
+    out["sizes_only"] = args.sizes_only
+    dest = HERE / "results" / f"index-layout{'-sizes' if args.sizes_only else ''}-{out['date']}.json"
     dest.write_text(json.dumps(out, indent=2) + "\n")
     print(dest)
 
