@@ -157,6 +157,7 @@ class SeenIndex(GroupCommit, Queries):
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()
         self._queue_lock = threading.Lock()
         self._queue: list[_Pending] = []
         self._flock_fd: int | None = None

@@ -143,15 +143,17 @@ class GroupCommit:
             while not self._stop.wait(self.CHECKPOINT_SECONDS):
                 if self._written:
                     self._written = False
-                    try:
-                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                        if os.path.exists(wal) and os.path.getsize(wal) > self.WAL_LIMIT_BYTES:
-                            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-                            self.truncations += 0 if busy else 1
-                            if busy:
-                                self._written = True  # readers held on: try again next time
-                    except sqlite3.Error:
-                        self._written = True  # busy (another process checkpoints): next time
+                    # (one checkpoint at a time in this process: SQLite refuses a second one, -1)
+                    with self._checkpoint_lock:
+                        try:
+                            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                            if os.path.exists(wal) and os.path.getsize(wal) > self.WAL_LIMIT_BYTES:
+                                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                                self.truncations += 0 if busy else 1
+                                if busy:
+                                    self._written = True  # readers held on: try again next time
+                        except sqlite3.Error:
+                            self._written = True  # busy (another process checkpoints): next time
         finally:
             conn.close()
 
@@ -251,7 +253,7 @@ class GroupCommit:
         the file alone). Returns (frames in the WAL, frames copied); frames that a reader still
         needs stay for the next checkpoint.
         """
-        with self._write_lock:
+        with self._write_lock, self._checkpoint_lock:
             try:
                 busy, log, done = self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             except sqlite3.Error as exc:
