@@ -59,6 +59,8 @@ import orjson
 from ..errors import ConfigError, InputError, require
 from ..text.html import HTML_MODES, _extract, decode_html
 from .documents import Document, EncodedDocuments, Skipped
+from .warc import WARC_EXTENSIONS
+from .warc import input_records as warc_input_records
 
 try:
     from .. import _jsonl
@@ -74,7 +76,6 @@ ERRORS = ("replace", "strict")
 _JSONL_EXT = (".jsonl", ".json", ".ndjson")
 _COMPRESSED_EXT = (".gz", ".zst", ".zstd")
 _HTML_EXT = (".html", ".htm", ".xhtml")
-_HTML_MIMES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 PARQUET_BATCH_ROWS = 1024
@@ -113,7 +114,7 @@ def kind_of(name: str) -> str | None:
         return "jsonl"
     if n.endswith((".parquet", ".pq")):
         return "parquet"
-    if n.endswith((".warc", ".warc.gz")):
+    if n.endswith(WARC_EXTENSIONS):
         return "warc"
     if n.endswith(_HTML_EXT):
         return "html"
@@ -349,74 +350,9 @@ def _cp_offsets(utf8: bytes | bytearray, offsets) -> list[int]:
     return cum[offsets].tolist()
 
 
-def _parse_content_type(value: str) -> tuple[str, str | None]:
-    parts = value.split(";")
-    mime = parts[0].strip().lower()
-    charset = None
-    for part in parts[1:]:
-        key, _, val = part.partition("=")
-        if key.strip().lower() == "charset":
-            charset = val.strip().strip("\"'") or None
-    return mime, charset
-
-
-def _looks_like_html(body: bytes) -> bool:
-    head = body[:1024].lstrip().lower()
-    if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:].lstrip()
-    return head.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or b"<html" in head
-
-
 def _warc(path: str, max_bytes: int | None) -> Iterator[tuple[int, str, tuple]]:
-    """The response records of a WARC file, read with warcio:
-
-    ``(n, "doc", (id, url, body, charset))`` for an HTML response with status 200,
-    ``(n, "skip", (id, reason, detail))`` for another response, and ``(n, "error", (why,))`` when
-    the file cannot be read on (which ends it). ``n`` is the 1-based record number in the file.
-    """
-    ArchiveIterator = require("warcio.archiveiterator", "io").ArchiveIterator
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        yield 1, "error", (f"cannot open the file: {_oserror(exc)}",)
-        return
-    recno = 0
-    with fh:
-        try:
-            for rec in ArchiveIterator(fh):
-                recno += 1
-                if rec.rec_type != "response":
-                    continue
-                url = (rec.rec_headers.get_header("WARC-Target-URI") or "").strip().strip("<>")
-                ident = url or f"{path}:{recno}"
-                http = rec.http_headers
-                if http is None:
-                    wct = rec.rec_headers.get_header("Content-Type") or "none"
-                    yield recno, "skip", (ident, "not_html", f"response record without HTTP headers (Content-Type {wct})")
-                    continue
-                status = http.get_statuscode()
-                if status != "200":
-                    yield recno, "skip", (ident, "http_status", f"HTTP status {status} ({http.statusline})")
-                    continue
-                mime, charset = _parse_content_type(http.get_header("Content-Type") or "")
-                if mime and mime not in _HTML_MIMES:
-                    yield recno, "skip", (ident, "not_html", f"Content-Type {mime}")
-                    continue
-                try:
-                    stream = rec.content_stream()
-                    body = stream.read() if max_bytes is None else stream.read(max_bytes + 1)
-                except Exception as exc:  # noqa: BLE001 - bad chunking or content encoding
-                    yield recno, "skip", (ident, "undecodable", f"cannot decode the HTTP body: {_oserror(exc)}")
-                    continue
-                if max_bytes is not None and len(body) > max_bytes:
-                    yield recno, "skip", (ident, "too_large", f"HTTP body over the {max_bytes} byte limit")
-                    continue
-                if not mime and not _looks_like_html(body):
-                    yield recno, "skip", (ident, "not_html", "no Content-Type and the body does not look like HTML")
-                    continue
-                yield recno, "doc", (ident, url, body, charset)
-        except Exception as exc:  # noqa: BLE001 - truncated or corrupt archive
-            yield recno + 1, "error", (f"cannot read the WARC file after record {recno}: {_oserror(exc)}",)
+    """The input records of a WARC or ARC file: :func:`neardup.io.warc.input_records`."""
+    return warc_input_records(path, max_bytes)
 
 
 def open_parquet(path: str):
@@ -753,13 +689,19 @@ class RecordReader:
             if want is not None and not want(n):
                 n += 1
                 continue
-            if kind == "doc":
-                ident, url, body, charset = payload
-                html = decode_html(body, charset, errors=self.errors)
-                if html is None:
+            if kind == "doc" or kind == "text":  # an HTML response, a WET conversion record
+                ident, url, body, charset, record_id = payload
+                meta = {"url": url} if url else {}
+                if record_id:
+                    meta["record_id"] = record_id
+                if kind == "doc":
+                    text = decode_html(body, charset, errors=self.errors)
+                else:
+                    text = _decode_text(body, self.errors) if charset is None else decode_html(body, charset, errors=self.errors)
+                if text is None:
                     yield Skipped(ident, n, src, "undecodable", f"the body is not valid {charset or 'UTF-8'}")
                 else:
-                    yield self.finish_record(ident, html, n, src, {"url": url}, is_html=True, url=url or None)
+                    yield self.finish_record(ident, text, n, src, meta, is_html=kind == "doc", url=url)
             elif kind == "skip":
                 ident, reason, detail = payload
                 yield Skipped(ident, n, src, reason, detail)
@@ -982,7 +924,8 @@ def iter_raw_records(paths, *, format: str = "auto", max_bytes: int | None = Non
 
     Yields ``(ordinal, record)`` with record: the line's bytes as read (line ending included) for
     JSONL; a dict of the row's columns for Parquet; ``{"id", "url", "body", "charset"}`` for a
-    WARC HTML response (``body`` is the decoded HTTP payload); the file's path (``str``) for text
+    WARC HTML response or WET conversion record (``body`` is the decoded HTTP payload or the
+    record's block; also ``record_id`` and ``is_html``); the file's path (``str``) for text
     and HTML files. Records that can never be documents (unreadable files, non-HTML WARC
     responses, JSONL lines over ``max_bytes``) take their ordinal but are not yielded.
     """
@@ -1016,9 +959,10 @@ def _raw(plan, max_bytes):
             n += max(row, nrows)
         elif fmt == "warc":
             for _, kind, payload in _warc(path, max_bytes):
-                if kind == "doc":
-                    ident, url, body, charset = payload
-                    yield n, {"id": ident, "url": url, "body": body, "charset": charset}
+                if kind == "doc" or kind == "text":
+                    ident, url, body, charset, record_id = payload
+                    yield n, {"id": ident, "url": url, "body": body, "charset": charset, "record_id": record_id,
+                              "is_html": kind == "doc"}
                 n += 1
         else:
             yield n, path
