@@ -127,6 +127,7 @@ class _Sketched:
     band_parts: list[np.ndarray] = field(default_factory=list)
     simhashes: list[np.ndarray] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
+    urls: dict[int, str] = field(default_factory=dict)  # ordinal -> the page's URL (web archives)
     id_pieces: _Pieces | None = None
     sig_pieces: _Pieces | None = None
 
@@ -185,7 +186,7 @@ class Deduplicator:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
                 outcome, pairs, stats = self._dedup(docs, work, kept_known=write_kept_from)
                 t = time.perf_counter()
-                self._write_clusters(outcome, output)
+                self._write_clusters(outcome, output, stats.pop("urls", None))
                 self._write_pairs(output, pairs, outcome.ids)
                 kept_info = kept_writing[0].result() if kept_writing else None
                 self.seconds["write"] = time.perf_counter() - t
@@ -252,6 +253,7 @@ class Deduplicator:
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
         stats["duplicate_ids"] = len(got.ids) - len(set(got.ids))
+        stats["urls"] = got.urls
         return outcome, VerifiedPairs(edges, sk), stats
 
     def _read_and_sketch(self, docs, work: str) -> _Sketched:
@@ -316,6 +318,8 @@ class Deduplicator:
                     continue
                 else:
                     ords.append(len(got.ids))
+                    if rec.meta and rec.meta.get("url"):
+                        got.urls[len(got.ids)] = rec.meta["url"]
                     got.ids.append(rec.id)
                     text = rec.text
                     got.lengths.append(len(text))
@@ -427,20 +431,24 @@ class Deduplicator:
         return outcome
 
     # ------------------------------------------------------------------------------------------
-    def _write_clusters(self, outcome: Outcome, output: str) -> None:
+    def _write_clusters(self, outcome: Outcome, output: str, urls: dict[int, str] | None = None) -> None:
         import orjson
 
+        urls = urls or {}
         with open(os.path.join(output, "clusters.jsonl"), "wb") as fh:
             buf = []
             for o, doc_id in enumerate(outcome.ids):
-                buf.append(orjson.dumps({
+                row = {
                     "id": doc_id,
                     "cluster": outcome.cluster[o],
                     "kept": bool(outcome.kept[o]),
                     "duplicate_of": outcome.duplicate_of[o],
                     "similarity": outcome.similarity[o],
                     "reason": outcome.reason[o],
-                }))
+                }
+                if o in urls:  # web pages: where the page was (WARC-Target-URI, a JSONL "url")
+                    row["url"] = urls[o]
+                buf.append(orjson.dumps(row))
                 if len(buf) >= 4096:
                     fh.write(b"\n".join(buf) + b"\n")
                     buf = []

@@ -46,6 +46,7 @@ HTML_MIMES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.w
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _COPY_CHUNK = 1 << 20
+_SNIFF_MAX = 1 << 18  # a zstd block (at most 128 KiB) and its frame header
 
 
 def _head_plain(head: bytes) -> bytes:
@@ -68,7 +69,7 @@ def _head_plain(head: bytes) -> bytes:
 def archive_kind(head: bytes) -> str | None:
     """``"warc"``, ``"arc"`` or None for the first bytes of a file (a few hundred are enough;
     gzip and zstd are looked through)."""
-    data = _head_plain(bytes(head[:4096]))
+    data = _head_plain(bytes(head[:_SNIFF_MAX]))
     if data.startswith(b"WARC/"):
         return "warc"
     if data.startswith(b"filedesc://"):
@@ -159,6 +160,8 @@ def read_warc_records(source, *, max_bytes: int | None = None, bodies: bool = Tr
     try:
         start = fh.tell() if fh.seekable() else 0
         head = fh.read(4096)
+        if archive_kind(head) is None and head[:4] == _ZSTD_MAGIC:
+            head += fh.read(_SNIFF_MAX - len(head))  # one zstd frame for the whole file: a block in
         if fh.seekable():
             fh.seek(start)
         else:  # a pipe: the bytes read to sniff go first
@@ -181,8 +184,14 @@ class _Prefixed:
     def __init__(self, head: bytes, fh):
         self._head = head
         self._fh = fh
+        self._pos = 0
 
     def read(self, n: int = -1) -> bytes:
+        out = self._read(n)
+        self._pos += len(out)
+        return out
+
+    def _read(self, n: int) -> bytes:
         if self._head:
             if n is None or n < 0:
                 out, self._head = self._head + self._fh.read(), b""
@@ -192,6 +201,9 @@ class _Prefixed:
                 out += self._fh.read(n - len(out))
             return out
         return self._fh.read(n)
+
+    def tell(self) -> int:
+        return self._pos
 
     def readable(self) -> bool:
         return True
@@ -216,34 +228,59 @@ def _read_fastwarc(fh, max_bytes: int | None, bodies: bool) -> Iterator[ArchiveR
             rid = _uri(headers.get("WARC-Record-ID"))
             status = status_line = body = error = None
             mime, charset = parse_content_type(headers.get("Content-Type"))
-            if rtype == "response":
-                if rec.is_http:
-                    rec.parse_http()
-                    http = rec.http_headers
-                    status = http.status_code
-                    status_line = http.status_line
-                    mime, charset = parse_content_type(http.get("Content-Type"))
+            is_http = rtype == "response" and mime.startswith("application/http")
+            if rtype in ("response", "conversion", "resource") and (bodies or is_http):
+                # The block is read whole and measured: FastWARC ends a cut-off gzip member or
+                # file quietly, and a record shorter than its Content-Length is a broken file.
+                block = rec.reader.read()
+                want = rec.content_length
+                if want is not None and len(block) < want:
+                    raise ArchiveError(number, f"record {number} is cut short ({len(block)} of its {want} bytes): "
+                                               "the file is truncated")
+                if is_http:
+                    status, status_line, http = _parse_http(block)
+                    mime, charset = parse_content_type(http.get("content-type"))
                     if status == 200 and bodies:
-                        body, error = _http_body(rec, http, max_bytes)
-            elif rtype in ("conversion", "resource") and bodies:
-                body = _limit(rec.reader, max_bytes)
+                        body, error = _http_body(http, block[http["\0body"]:], max_bytes)
+                elif rtype != "response":
+                    body = block if max_bytes is None else block[: max_bytes + 1]
             yield ArchiveRecord(number, rtype, rid, url, rec.stream_pos, status, status_line, mime or None,
                                 charset, body, error)
     except ArchiveError:
         raise
-    except Exception as exc:  # noqa: BLE001 - truncated gzip, bad header, bad chunked encoding
+    except Exception as exc:  # noqa: BLE001 - truncated gzip, bad header
         raise ArchiveError(number + 1, f"cannot read the WARC file after record {number}: {exc}") from exc
 
 
-def _http_body(rec, http, max_bytes: int | None) -> tuple[bytes | None, str | None]:
+def _parse_http(block: bytes) -> tuple[int | None, str | None, dict]:
+    """``(status, status line, headers)`` of an HTTP response block; the headers' names are
+    lower-cased, and ``headers["\\0body"]`` is where the payload starts."""
+    end = block.find(b"\r\n\r\n")
+    sep = 4
+    if end < 0:
+        end, sep = block.find(b"\n\n"), 2
+        if end < 0:
+            end, sep = len(block), 0
+    lines = block[:end].decode("latin-1").splitlines()
+    headers: dict = {"\0body": end + sep}
+    status_line = lines[0].strip() if lines else ""
+    parts = status_line.split(None, 2)
+    status = int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else None
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if colon:
+            headers.setdefault(name.strip().lower(), value.strip())
+    return status, status_line or None, headers
+
+
+def _http_body(http: dict, data: bytes, max_bytes: int | None) -> tuple[bytes | None, str | None]:
     """The payload of an HTTP response, its transfer and content encodings undone (chunked, gzip,
     deflate, br), or ``(None, why)``."""
-    data = rec.reader.read()
     try:
-        te = (http.get("Transfer-Encoding") or "").lower()
+        te = (http.get("transfer-encoding") or "").lower()
         if "chunked" in te:
             data = _dechunk(data)
-        ce = (http.get("Content-Encoding") or "").strip().lower()
+        ce = (http.get("content-encoding") or "").strip().lower()
         if ce in ("gzip", "x-gzip"):
             data = zlib.decompressobj(47).decompress(data)
         elif ce == "deflate":
@@ -289,7 +326,6 @@ def _read_arc(fh, max_bytes: int | None, bodies: bool) -> Iterator[ArchiveRecord
         it = ArchiveIterator(fh, arc2warc=True)
         for rec in it:
             number += 1
-            offset = it.get_record_offset()
             rtype = rec.rec_type
             url = _uri(rec.rec_headers.get_header("WARC-Target-URI"))
             rid = _uri(rec.rec_headers.get_header("WARC-Record-ID"))
@@ -303,6 +339,8 @@ def _read_arc(fh, max_bytes: int | None, bodies: bool) -> Iterator[ArchiveRecord
                 mime, charset = parse_content_type(http.get_header("Content-Type"))
                 if bodies:
                     body = _limit(rec.content_stream(), max_bytes)
+            # asked before the payload is read, warcio reads the payload away (uncompressed ARC)
+            offset = it.get_record_offset()
             yield ArchiveRecord(number, rtype, rid, url, offset, status, status_line, mime or None, charset, body)
     except Exception as exc:  # noqa: BLE001 - truncated or corrupt archive
         raise ArchiveError(number + 1, f"cannot read the ARC file after record {number}: {exc}") from exc
