@@ -50,8 +50,11 @@ def _corpus(tmp_path):
     return html, texts, str(jsonl), str(folder), str(warc)
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_readers_give_extract_text(tmp_path, jobs):
+@pytest.mark.parametrize("jobs,workers", [(1, "processes"), (2, "processes"), (2, "threads")])
+def test_readers_give_extract_text(tmp_path, monkeypatch, jobs, workers):
+    from neardup.io import readers
+
+    monkeypatch.setattr(readers, "EXTRACT_WORKERS", workers)
     html, texts, jsonl, folder, warc = _corpus(tmp_path)
     want = list(texts.values())
     got = [d.text for d in read_documents([jsonl], content="html", jobs=jobs)]

@@ -295,8 +295,13 @@ static void spans_add(spans *l, const unsigned char *base, size_t off, size_t n)
 static inline int is_html_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
 static inline int is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-/* Text copied as it is, but for the page's own form feeds, \x01 and \x02 (the marks). */
-static void copy_text(buf *out, const unsigned char *s, size_t from, size_t to) {
+/* Text copied as it is, but for the page's own form feeds, \x01 and \x02 (the marks), when
+ * it has any (``clean``: it has none, as almost every page). */
+static void copy_text(buf *out, const unsigned char *s, size_t from, size_t to, int clean) {
+    if (clean) {
+        buf_put(out, s + from, to - from);
+        return;
+    }
     size_t run = from;
     for (size_t i = from; i < to; i++) {
         unsigned char c = s[i];
@@ -465,12 +470,13 @@ typedef struct {
 
 static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title) {
     size_t i = 0;
+    int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);
     title->title_at = SIZE_MAX;
     title->title_len = 0;
     while (i < n) {
         const unsigned char *lt = memchr(s + i, '<', n - i);
         size_t at = lt ? (size_t)(lt - s) : n;
-        copy_text(out, s, i, at);
+        copy_text(out, s, i, at, clean);
         if (at >= n)
             break;
         i = at;
@@ -709,6 +715,18 @@ static PyObject *py_lines(PyObject *self, PyObject *arg) {
     const unsigned char *s = (const unsigned char *)data;
     int pending = 0;  /* 0: nothing, 1: a space, 2: a line break */
     for (size_t i = 0; i < (size_t)n;) {
+        if (s[i] > 0x20 && s[i] < 0x7f) {  /* a run of printable ASCII: copied at once */
+            size_t j = i + 1;
+            while (j < (size_t)n && s[j] > 0x20 && s[j] < 0x7f)
+                j++;
+            if (o && pending)
+                out[o++] = pending == 2 ? '\n' : ' ';
+            pending = 0;
+            memcpy(out + o, s + i, j - i);
+            o += j - i;
+            i = j;
+            continue;
+        }
         size_t l;
         int k = char_class(s, (size_t)n, i, &l);
         if (k == C_SPACE) {

@@ -803,6 +803,9 @@ def _extract_many(mode: str, pages: list[tuple[str, str | None]]) -> list[str | 
 
 
 _CHUNK_PAGES = 8
+#: Where ``jobs > 1`` extracts HTML: "processes" (scale with the cores; a second to start) or
+#: "threads" (lexbor's parse and the markup scan release the GIL, the CSS queries do not).
+EXTRACT_WORKERS = os.environ.get("NEARDUP_EXTRACT_WORKERS", "processes")
 _CHUNK_BYTES = 8 << 20
 _CHUNK_ITEMS = 4096
 
@@ -829,9 +832,15 @@ def _parallel(items, mode: str, jobs: int):
             else:
                 yield item
 
-    ctx = multiprocessing.get_context("forkserver")  # no fork of a process that may run threads
-    ctx.set_forkserver_preload(["neardup.text.html", "selectolax.lexbor"])  # import once, not per worker
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    if EXTRACT_WORKERS == "threads":
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool_cm = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-extract")
+    else:
+        ctx = multiprocessing.get_context("forkserver")  # no fork of a process that may run threads
+        ctx.set_forkserver_preload(["neardup.text.html", "selectolax.lexbor"])  # import once, not per worker
+        pool_cm = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    with pool_cm as pool:
         buf: list = []
         pend: list = []
         size = 0
