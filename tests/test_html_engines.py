@@ -94,7 +94,10 @@ def test_service_html_requests_use_the_same_text(tmp_path):
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
-    from test_service import Server
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "service"))
+    from test_app import Server  # tests/service/test_app.py: a real `neardup serve` process
 
     html, texts, jsonl, folder, warc = _corpus(tmp_path)
     token = tmp_path / "token"

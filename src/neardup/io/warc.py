@@ -350,18 +350,19 @@ def _oserror(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
-def input_records(path: str, max_bytes: int | None) -> Iterator[tuple[int, str, tuple]]:
+def input_records(path: str, max_bytes: int | None, source=None) -> Iterator[tuple[int, str, tuple]]:
     """The input records of a web archive, for the readers:
 
     ``(n, "doc", (id, url, body, charset, record_id))`` for an HTML response (status 200),
     ``(n, "text", (id, url, body, charset, record_id))`` for a conversion record (WET text),
     ``(n, "skip", (id, reason, detail))`` for another response, and ``(n, "error", (why,))``
     when the file cannot be read on (which ends it). ``n`` is the record's number in the file;
-    ``id`` is its WARC-Target-URI, else ``<path>:<n>``.
+    ``id`` is its WARC-Target-URI, else ``<path>:<n>``. ``source``: an open binary file of
+    ``path`` to read instead of opening it.
     """
     number = 0
     try:
-        for rec in read_warc_records(path, max_bytes=max_bytes):
+        for rec in read_warc_records(path if source is None else source, max_bytes=max_bytes):
             number = rec.number
             kind = _input_kind(rec)
             if kind is None:

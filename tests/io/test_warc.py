@@ -17,7 +17,6 @@ from neardup.io import Document, Skipped, read_documents  # noqa: E402
 from neardup.io.warc import archive_kind, is_warc_magic, read_warc_records  # noqa: E402
 from neardup.pipeline import DedupConfig, Deduplicator  # noqa: E402
 
-PAGES = sorted((Path(__file__).parent / "data" / "html" / "debian").glob("*.html"))
 
 STORY = "<p>" + " ".join(f"word{i} of the story told here" for i in range(60)) + "</p>"
 

@@ -10,7 +10,7 @@ from neardup.text import html_scan
 
 _htmlscan = pytest.importorskip("neardup._htmlscan")
 
-DATA = Path(__file__).parent / "data" / "html"
+DATA = Path(__file__).parent.parent / "data" / "html"
 
 CASES = [
     "",
