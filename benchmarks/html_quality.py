@@ -25,7 +25,7 @@ a shared machine) and by elapsed time (``pages_per_s_wall``). Run it under
 Usage::
 
     python benchmarks/html_quality.py [--set benchmarks/data/html_set] [--extractors neardup,trafilatura,resiliparse]
-        [--json results/html_quality.json] [--no-speed] [--overall-only]
+        [--json results/html_quality.json] [--no-speed] [--rounds 3] [--overall-only]
 """
 
 from __future__ import annotations
@@ -137,20 +137,29 @@ def dedup(ids: list[str], texts: list[str], threshold: float = 0.8):
     return edges, cluster
 
 
-def agreement(labels, root: Path, htmls: list[str], texts: list[str]) -> dict[str, float]:
-    """Mean page agreement per group (see the module docstring)."""
+def truth_shingles(labels, root: Path) -> list:
+    """The 5-shingle ids of each page's true main text (computed once for all the extractors)."""
     sys.path.insert(0, str(HERE))
     from build_html_set import truth_views
 
+    from neardup.params import ShingleParams
+    from neardup.shingle import shingle_ids
+
+    sp5 = ShingleParams(k=5)
+    return [shingle_ids(truth_views(page_path(root, rec).read_bytes(), rec["truth_select"], rec["truth_drop"])[0], sp5)
+            for rec in labels]
+
+
+def agreement(labels, truths: list, texts: list[str]) -> dict[str, float]:
+    """Mean page agreement per group (see the module docstring)."""
     from neardup.exact.similarity import jaccard_sorted
     from neardup.params import ShingleParams
     from neardup.shingle import shingle_ids
 
     sp5 = ShingleParams(k=5)
     sums: dict[str, list[float]] = defaultdict(list)
-    for rec, html, text in zip(labels, htmls, texts):
-        truth = truth_views(page_path(root, rec).read_bytes(), rec["truth_select"], rec["truth_drop"])[0]
-        j = jaccard_sorted(shingle_ids(truth, sp5), shingle_ids(text, sp5))[0]
+    for rec, truth, text in zip(labels, truths, texts):
+        j = jaccard_sorted(truth, shingle_ids(text, sp5))[0]
         for g in ("overall", "held-out" if rec["held_out"] else "developed", rec["generator"]):
             sums[g].append(j)
     return {g: round(sum(v) / len(v), 4) for g, v in sums.items()}
@@ -223,6 +232,8 @@ def main(argv=None) -> int:
     ap.add_argument("--extractors", default="neardup,trafilatura,resiliparse")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--no-speed", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="timed passes per extractor (0: time the quality pass itself, one pass)")
     ap.add_argument("--overall-only", action="store_true", help="print the overall rows only, not each generator's")
     args = ap.parse_args(argv)
 
@@ -237,18 +248,25 @@ def main(argv=None) -> int:
     result = {"set": str(root), "pages": len(labels), "bytes": sum(r["bytes"] for r in labels),
               "python": platform.python_version(), "machine": platform.machine(), "extractors": {}}
     fns = {name: EXTRACTORS[name]() for name in args.extractors.split(",")}
+    truths = truth_shingles(labels, root)
+    first_pass = {}
     for name, fn in fns.items():
+        start, start_cpu = time.perf_counter(), time.process_time()
         texts = [fn(h) for h in htmls]
+        first_pass[name] = {"wall": round(len(htmls) / (time.perf_counter() - start), 1),
+                            "cpu": round(len(htmls) / max(time.process_time() - start_cpu, 1e-9), 1)}
         edges, cluster = dedup(ids, texts)
         counts = score(labels, pairs, edges, cluster)
         res = {"version": _version(name), "groups": {g: rates(counts[g]) for g in
                                                    ["overall", "developed", "held-out", *gens]}}
-        for g, v in agreement(labels, root, htmls, texts).items():
+        for g, v in agreement(labels, truths, texts).items():
             res["groups"][g]["agreement"] = v
         result["extractors"][name] = res
     if not args.no_speed:
         result["load_before"] = os.getloadavg()
-        for name, v in speeds(fns, htmls).items():
+        measured = speeds(fns, htmls, args.rounds) if args.rounds > 0 else first_pass
+        result["speed_rounds"] = args.rounds if args.rounds > 0 else "the quality pass"
+        for name, v in measured.items():
             result["extractors"][name]["pages_per_s"] = v["cpu"]
             result["extractors"][name]["pages_per_s_wall"] = v["wall"]
         result["load_after"] = os.getloadavg()

@@ -6,8 +6,11 @@ are written three ways: a JSONL of HTML (``{"id", "html"}``, read with ``--conte
 record, as crawlers write them). Then, in one run, taking turns:
 
 - ``neardup dedup`` of each, whole command (a child process, ``--jobs`` = all the cores this
-  process may use, kept corpus written), wall time, and where the time goes (``summary.json``'s
-  ``seconds``: read and sketch, cluster, write...);
+  process may use, kept corpus written), with the extraction in worker processes (the default)
+  and in threads (``NEARDUP_EXTRACT_WORKERS=threads``): wall time, CPU time (threads only: the
+  forkserver's workers are not the command's children, so their time cannot be read), the pages/s
+  that CPU time gives on free cores (CPU time / cores), and where the time goes
+  (``summary.json``'s ``seconds``: read and sketch, cluster, write...);
 - resiliparse 2.0's ``extract_plain_text(HTMLTree.parse(html), main_content=True)`` alone on one
   core, over the same pages, decoded beforehand (the least it takes to get the text);
 - neardup's extraction alone on one core (``extract_text`` on the raw bytes, decoding included);
@@ -64,17 +67,24 @@ def write_inputs(root: Path, labels, out: Path) -> dict[str, str]:
     return {"jsonl": str(jsonl), "folder": str(folder), "warc.gz": str(warc)}
 
 
-def dedup(path: str, kind: str, out: str, jobs: int) -> dict:
+def dedup(path: str, kind: str, out: str, jobs: int, workers: str) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "neardup", "dedup", path, "-o", out, "--jobs", str(jobs), "--quiet"]
     if kind == "jsonl":
         cmd += ["--content", "html", "--text-field", "html"]
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, env={**os.environ, "NEARDUP_EXTRACT_WORKERS": workers})
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # all of its CPU time with threads; with processes the forkserver's workers are not its
+    # children, so their time would be missing: not reported
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) if workers == "threads" else None
     summary = json.loads(Path(out, "summary.json").read_text())
-    return {"wall_s": wall, "seconds": summary.get("seconds", {}), "input": summary["input"], "kept": summary["kept"],
-            "kept_output": summary.get("kept_output", {}).get("path", "")}
+    return {"wall_s": wall, "cpu_s": cpu, "seconds": summary.get("seconds", {}), "input": summary["input"],
+            "kept": summary["kept"], "kept_output": summary.get("kept_output", {}).get("path", "")}
 
 
 def median(v):
@@ -106,20 +116,27 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="html-speed-") as tmp:
         inputs = write_inputs(root, labels, Path(tmp))
-        runs: dict[str, list] = {k: [] for k in ("resiliparse", "neardup_extract", "fastwarc", "warcio", *inputs)}
+        runs: dict[str, list] = {k: [] for k in ("resiliparse", "resiliparse_cpu", "neardup_extract",
+                                                 "neardup_extract_cpu", "fastwarc", "warcio")}
+        for kind in inputs:
+            runs[f"{kind} (processes)"] = []
+            runs[f"{kind} (threads)"] = []
         for _ in range(args.rounds):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for h in htmls:
                 extract_plain_text(HTMLTree.parse(h), main_content=True)
             runs["resiliparse"].append(len(htmls) / (time.perf_counter() - start))
-            start = time.perf_counter()
+            runs["resiliparse_cpu"].append(len(htmls) / (time.process_time() - cpu))
+            start, cpu = time.perf_counter(), time.process_time()
             for b in raw:
                 extract_text(b)
             runs["neardup_extract"].append(len(raw) / (time.perf_counter() - start))
+            runs["neardup_extract_cpu"].append(len(raw) / (time.process_time() - cpu))
             for kind, path in inputs.items():
-                r = dedup(path, kind, os.path.join(tmp, "out-" + kind.replace(".", "-")), jobs)
-                r["pages_per_s"] = len(labels) / r["wall_s"]
-                runs[kind].append(r)
+                for workers in ("processes", "threads"):
+                    r = dedup(path, kind, os.path.join(tmp, "out-" + kind.replace(".", "-")), jobs, workers)
+                    r["pages_per_s"] = len(labels) / r["wall_s"]
+                    runs[f"{kind} ({workers})"].append(r)
             from fastwarc.warc import ArchiveIterator as FastIterator
             from warcio.archiveiterator import ArchiveIterator as WarcioIterator
 
@@ -137,6 +154,9 @@ def main(argv=None) -> int:
     res = round(median(runs["resiliparse"]), 1)
     result["resiliparse_pages_per_s_1core"] = res
     result["neardup_extract_pages_per_s_1core"] = round(median(runs["neardup_extract"]), 1)
+    res_cpu = round(median(runs["resiliparse_cpu"]), 1)
+    result["resiliparse_pages_per_cpu_s"] = res_cpu
+    result["neardup_extract_pages_per_cpu_s"] = round(median(runs["neardup_extract_cpu"]), 1)
     result["fastwarc_records_per_s"] = round(median(runs["fastwarc"]), 1)
     result["warcio_records_per_s"] = round(median(runs["warcio"]), 1)
     result["dedup"] = {}
@@ -146,17 +166,26 @@ def main(argv=None) -> int:
           f"{result['neardup_extract_pages_per_s_1core']:,.0f} pages/s")
     print(f"reading the .warc.gz: FastWARC {result['fastwarc_records_per_s']:,.0f} records/s, "
           f"warcio {result['warcio_records_per_s']:,.0f} records/s")
-    print("| input | neardup dedup, whole command (pages/s) | ratio to resiliparse extraction alone | read+sketch s | cluster s | write s | total s |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for kind in inputs:
+    print(f"by CPU time (per core): resiliparse {res_cpu:,.0f} pages per CPU-second, neardup extraction "
+          f"{result['neardup_extract_pages_per_cpu_s']:,.0f}")
+    print("| input | neardup dedup, whole command (pages/s) | ratio to resiliparse extraction alone | CPU s (all processes) | "
+          "pages/s if its CPU time ran on 2 free cores | ratio | read+sketch s | cluster s | write s | total s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for kind in [k for k in runs if k.endswith(("(processes)", "(threads)"))]:
         best = sorted(runs[kind], key=lambda r: r["pages_per_s"])[len(runs[kind]) // 2]
         sec = best["seconds"]
+        # its CPU time spread over the cores: what the command would do on free cores
+        ideal = len(labels) / max(best["cpu_s"] / jobs, 1e-9) if best["cpu_s"] is not None else None
         result["dedup"][kind] = {"pages_per_s": round(best["pages_per_s"], 1), "wall_s": round(best["wall_s"], 3),
+                                 "cpu_s": None if ideal is None else round(best["cpu_s"], 3),
+                                 "pages_per_s_cpu_on_free_cores": None if ideal is None else round(ideal, 1),
+                                 "ratio_cpu_to_resiliparse_cpu": None if ideal is None else round(ideal / res_cpu, 2),
                                  "ratio_to_resiliparse": round(best["pages_per_s"] / res, 2), "seconds": sec,
                                  "kept": best["kept"], "kept_output": os.path.basename(best["kept_output"]),
                                  "all_rounds_pages_per_s": [round(r["pages_per_s"], 1) for r in runs[kind]]}
         fmt = lambda k: f"{sec[k]:.2f}" if k in sec else "-"  # noqa: E731
-        print(f"| {kind} | {best['pages_per_s']:,.0f} | {best['pages_per_s'] / res:.2f} | {fmt('read_and_sketch')} | "
+        cpu_cols = "- | - | -" if ideal is None else f"{best['cpu_s']:.2f} | {ideal:,.0f} | {ideal / res_cpu:.2f}"
+        print(f"| {kind} | {best['pages_per_s']:,.0f} | {best['pages_per_s'] / res:.2f} | {cpu_cols} | {fmt('read_and_sketch')} | "
               f"{fmt('cluster')} | {fmt('write')} | {fmt('total')} |")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
