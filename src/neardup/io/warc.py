@@ -46,6 +46,7 @@ HTML_MIMES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.w
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _COPY_CHUNK = 1 << 20
+_HTTP_HEAD = 1 << 16  # bytes of a response read for its status and headers alone
 _SNIFF_MAX = 1 << 18  # a zstd block (at most 128 KiB) and its frame header
 
 
@@ -232,9 +233,10 @@ def _read_fastwarc(fh, max_bytes: int | None, bodies: bool) -> Iterator[ArchiveR
             if rtype in ("response", "conversion", "resource") and (bodies or is_http):
                 # The block is read whole and measured: FastWARC ends a cut-off gzip member or
                 # file quietly, and a record shorter than its Content-Length is a broken file.
-                block = rec.reader.read()
+                # Without the bodies, the HTTP headers are all that is wanted.
+                block = rec.reader.read() if bodies else rec.reader.read(_HTTP_HEAD)
                 want = rec.content_length
-                if want is not None and len(block) < want:
+                if bodies and want is not None and len(block) < want:
                     raise ArchiveError(number, f"record {number} is cut short ({len(block)} of its {want} bytes): "
                                                "the file is truncated")
                 if is_http:
