@@ -28,14 +28,16 @@ a hint. Formats:
     An Arrow IPC file (``.arrow``, Feather v2) or stream (``.arrows``), read batch by batch like
     Parquet; ``source`` is ``<file>:<row>`` with 0-based rows.
 ``warc``
-    ``.warc`` / ``.warc.gz`` (and ARC, by its ``filedesc://`` magic), read with warcio. **Only ``response`` records are input records**:
-    ``warcinfo``, ``request``, ``metadata``, ``revisit``, ``resource`` and ``conversion`` records are
-    not documents and take no ordinal. Of the responses, those with an HTTP status other than 200
+    ``.warc`` / ``.warc.gz`` / ``.warc.zst`` (and ARC, by its ``filedesc://`` magic), read by
+    :mod:`neardup.io.warc` (FastWARC; ARC with warcio). **Input records are ``response`` records
+    and ``conversion`` records** (WET text, taken as plain text); ``warcinfo``, ``request``,
+    ``metadata``, ``revisit`` and ``resource`` records are not documents and take no ordinal.
+    Of the responses, those with an HTTP status other than 200
     are Skipped as ``http_status``, those whose Content-Type is not ``text/html`` or
     ``application/xhtml+xml`` (or, with no Content-Type, whose body does not start like HTML) as
     ``not_html``; the rest are decoded (HTTP charset, else ``<meta charset>``, else UTF-8) and go
     through :func:`neardup.text.html.extract_text`. ``id`` is the WARC-Target-URI (also in
-    ``meta["url"]``); ``source`` is ``<file>:<n>``, n the 1-based number of the record among all the
+    ``meta["url"]``; the WARC-Record-ID is ``meta["record_id"]``); ``source`` is ``<file>:<n>``, n the 1-based number of the record among all the
     records of the file.
 ``html``
     A ``.html`` / ``.htm`` / ``.xhtml`` file, or a folder holding at least one. Each file is a
