@@ -78,8 +78,7 @@ def test_a_dedup_run_and_an_index_of_the_same_corpus_report_the_same_pairs(tmp_p
     assert verified == near and len(verified) >= 5  # copies made below at 0.5 % and 2 % edits, on any machine
 
 
-@pytest.mark.parametrize("option", [["--content", "html"], ["--html", "whole"], ["--jobs", "2"],
-                                    ["--in-memory-mb", "10"]])
+@pytest.mark.parametrize("option", [["--jobs", "2"], ["--in-memory-mb", "10"]])
 def test_an_option_the_spark_engine_cannot_honour_is_refused_in_one_line(option, tmp_path, capsys):
     from neardup.cli import main
 

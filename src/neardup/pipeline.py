@@ -127,6 +127,7 @@ class _Sketched:
     band_parts: list[np.ndarray] = field(default_factory=list)
     simhashes: list[np.ndarray] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
+    urls: dict[int, str] = field(default_factory=dict)  # ordinal -> the page's URL (web archives)
     id_pieces: _Pieces | None = None
     sig_pieces: _Pieces | None = None
     #: per record (by ordinal) its source, when the run has sources (several inputs, a source
@@ -229,7 +230,7 @@ class Deduplicator:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
                 outcome, pairs, stats = self._dedup(docs, work, kept_known=write_kept_from)
                 t = time.perf_counter()
-                self._write_clusters(outcome, output)
+                self._write_clusters(outcome, output, stats.pop("urls", None))
                 self._write_pairs(output, pairs, outcome.ids)
                 kept_info = kept_writing[0].result() if kept_writing else None
                 self.seconds["write"] = time.perf_counter() - t
@@ -330,6 +331,7 @@ class Deduplicator:
         stats["spilled_bytes"] = got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
         named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
         stats["duplicate_ids"] = len(named) - len(set(named))
+        stats["urls"] = got.urls
         return outcome, pairs, stats
 
     def _read_and_sketch(self, docs, work: str) -> _Sketched:
@@ -402,6 +404,8 @@ class Deduplicator:
                     continue
                 else:
                     ords.append(len(got.ids))
+                    if rec.meta and rec.meta.get("url"):
+                        got.urls[len(got.ids)] = rec.meta["url"]
                     got.ids.append(rec.id)
                     text = rec.text
                     got.lengths.append(len(text))
@@ -571,9 +575,10 @@ class Deduplicator:
                           shingle_ids=shingle_ids, signatures=got.signatures or [])
 
     # ------------------------------------------------------------------------------------------
-    def _write_clusters(self, outcome: Outcome, output: str) -> None:
+    def _write_clusters(self, outcome: Outcome, output: str, urls: dict[int, str] | None = None) -> None:
         import orjson
 
+        urls = urls or {}
         with open(os.path.join(output, "clusters.jsonl"), "wb") as fh:
             buf = []
             sources = outcome.source
@@ -598,6 +603,8 @@ class Deduplicator:
                         "similarity": outcome.similarity[o],
                         "reason": outcome.reason[o],
                     }
+                if o in urls:  # web pages: where the page was (WARC-Target-URI, a JSONL "url")
+                    line["url"] = urls[o]
                 buf.append(orjson.dumps(line))
                 if len(buf) >= 4096:
                     fh.write(b"\n".join(buf) + b"\n")
