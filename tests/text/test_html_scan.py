@@ -46,8 +46,8 @@ def _pages():
 
 @pytest.mark.parametrize("case", CASES)
 def test_scan_matches_python(case):
-    assert _htmlscan.scan(case) == html_scan._scan_py(case)
-    assert _htmlscan.scan(case.encode("utf-8")) == html_scan._scan_py(case.encode("utf-8"))
+    assert _htmlscan.scan(case) == html_scan.scan_python(case)
+    assert _htmlscan.scan(case.encode("utf-8")) == html_scan.scan_python(case.encode("utf-8"))
 
 
 def test_scan_matches_python_on_real_pages():
@@ -55,7 +55,7 @@ def test_scan_matches_python_on_real_pages():
     assert pages, "the sample pages of tests/data/html are missing"
     for p in pages:
         data = p.read_bytes()
-        assert _htmlscan.scan(data) == html_scan._scan_py(data), p
+        assert _htmlscan.scan(data) == html_scan.scan_python(data), p
 
 
 def test_scan_on_random_bytes():
@@ -69,14 +69,14 @@ def test_scan_on_random_bytes():
             parts.append(rng.choice(words) if rng.random() < 0.4 else bytes(rng.choice(alphabet)
                                                                              for _ in range(rng.randrange(1, 6))))
         data = b"".join(parts)
-        assert _htmlscan.scan(data) == html_scan._scan_py(data), data
+        assert _htmlscan.scan(data) == html_scan.scan_python(data), data
 
 
 @pytest.mark.parametrize("text", ["", " ", "\x0c", "a", " a  b \x0c\x0c c\x01d\x02 e ", "x\u2028y\u3000z\x85w\xa0v",
                                   "\x01\x02", "a\x0c \x01 \x0c b", "\U0001f600 \u00e9\t\n\r\x0b\x1c\x1f end"])
 def test_lines_and_stats_match_python(text):
-    assert _htmlscan.lines(text) == html_scan._lines_py(text)
-    assert _htmlscan.stats(text) == html_scan._stats_py(text)
+    assert _htmlscan.lines(text) == html_scan.lines_python(text)
+    assert _htmlscan.stats(text) == html_scan.stats_python(text)
 
 
 def test_lines_and_stats_on_random_text():
@@ -84,8 +84,8 @@ def test_lines_and_stats_on_random_text():
     chars = "ab\u00e9\u4e2d \t\n\x0c\x01\x02\u2000\u200a\u200b\u3000\xa0\x85\x1c\U0001f600"
     for _ in range(3000):
         t = "".join(rng.choice(chars) for _ in range(rng.randrange(0, 40)))
-        assert _htmlscan.lines(t) == html_scan._lines_py(t), repr(t)
-        assert _htmlscan.stats(t) == html_scan._stats_py(t), repr(t)
+        assert _htmlscan.lines(t) == html_scan.lines_python(t), repr(t)
+        assert _htmlscan.stats(t) == html_scan.stats_python(t), repr(t)
 
 
 def test_scan_marks():
@@ -113,7 +113,7 @@ def test_extraction_same_without_the_compiled_scan(monkeypatch):
 
     pages = [p.read_bytes() for p in _pages()[:15]]
     fast = [H.extract_text(p) for p in pages]
-    monkeypatch.setattr(H, "_scan", html_scan._scan_py)
-    monkeypatch.setattr(H, "_lines", html_scan._lines_py)
-    monkeypatch.setattr(H, "_stats", html_scan._stats_py)
+    monkeypatch.setattr(H, "_scan", html_scan.scan_python)
+    monkeypatch.setattr(H, "_lines", html_scan.lines_python)
+    monkeypatch.setattr(H, "_stats", html_scan.stats_python)
     assert [H.extract_text(p) for p in pages] == fast

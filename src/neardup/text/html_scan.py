@@ -179,7 +179,7 @@ def _unique(values: list[bytes]) -> list[str]:
     return out
 
 
-def _scan_py(html: str | bytes):
+def scan_python(html: str | bytes):
     s = html if isinstance(html, bytes) else html.encode("utf-8")
     n = len(s)
     out = bytearray()
@@ -273,7 +273,7 @@ _BREAKS = frozenset({MARK})
 _LINK_MARKS = frozenset({LINK_OPEN, LINK_CLOSE})
 
 
-def _lines_py(text: str) -> str:
+def lines_python(text: str) -> str:
     out = []
     pending = 0
     for ch in text:
@@ -291,7 +291,7 @@ def _lines_py(text: str) -> str:
     return "".join(out)
 
 
-def _stats_py(text: str) -> tuple[int, int]:
+def stats_python(text: str) -> tuple[int, int]:
     chars = links = 0
     pending = in_link = any_ = False
     for ch in text:
@@ -316,6 +316,6 @@ if _htmlscan is not None:
     lines = _htmlscan.lines
     stats = _htmlscan.stats
 else:  # pragma: no cover - the compiled module is built wherever there is a compiler
-    scan = _scan_py
-    lines = _lines_py
-    stats = _stats_py
+    scan = scan_python
+    lines = lines_python
+    stats = stats_python
