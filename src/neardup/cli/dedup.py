@@ -125,6 +125,9 @@ def extraction_of(args) -> str | None:
 
     if getattr(args, "content", "text") == "html":
         return extractor_id(args.html)
+    plan = getattr(args, "plan", None)
+    if plan is not None:  # the local engine's inputs, listed and sniffed once
+        return extractor_id(args.html) if plan.formats() & {"html", "warc"} else None
     fmt = getattr(args, "format", "auto")
     kinds = set()
     for path in getattr(args, "inputs", ()):
@@ -154,6 +157,11 @@ def dedup_command(args) -> int:
     from ..progress import Progress
 
     args.inputs = expanded_inputs(args)
+    if args.engine == "local":
+        from ..io.readers import plan_inputs
+
+        # every file listed and its format sniffed once, for the config and both passes
+        args.plan = plan_inputs(args.inputs, args.format)
     config = config_from(args)
     if args.engine == "spark":
         from ..errors import ConfigError
@@ -186,7 +194,7 @@ def dedup_command(args) -> int:
             in_memory_mb = IN_MEMORY_MB if args.in_memory_mb is None else args.in_memory_mb
             summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb,
                                    against=against, save_index=save_index).run(
-                args.inputs, args.output, write_kept=not args.no_kept, on_error=args.on_error)
+                args.plan, args.output, write_kept=not args.no_kept, on_error=args.on_error)
         finally:
             progress.close()
             for index in (against.index if against is not None else None, save_index):

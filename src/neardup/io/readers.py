@@ -227,11 +227,20 @@ class InputPlan:
 
     ``leaves``: ``(path, format, why)`` in reading order, ``why`` not None for a file that
     cannot be read (one ``unreadable_file`` record). ``ignored``: ``{"path", "reason"}`` of the
-    files left out of a folder of data files (a README.md beside Parquet shards)."""
+    files left out of a folder of data files (a README.md beside Parquet shards). ``paths``: the
+    inputs as given, which iterating the plan yields, so that a plan stands where a list of paths
+    is expected."""
 
-    def __init__(self):
+    def __init__(self, paths=()):
+        self.paths: list[str] = list(paths)
         self.leaves: list[tuple[str, str, str | None]] = []
         self.ignored: list[dict] = []
+
+    def __iter__(self):
+        return iter(self.paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
 
     def formats(self) -> set[str]:
         return {fmt for _, fmt, why in self.leaves if why is None}
@@ -295,7 +304,7 @@ def plan_inputs(paths, format: str) -> InputPlan:
         if not exists(p):
             hint = (" (a quoted glob? it matches nothing)" if any(c in p for c in "*?[") else "")
             raise InputError(f"{p}: {missing(p)}{hint}")
-    plan = InputPlan()
+    plan = InputPlan(paths)
     for p in paths:
         if is_folder(p):
             _plan_folder(plan, p, format)
