@@ -55,12 +55,16 @@ def run() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..errors import NeardupError
+    from ..errors import NeardupError, OutputError, RunMemoryError
+    from ..exitcodes import OUTPUT_ERROR
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
+    except (OutputError, RunMemoryError) as exc:
+        print(f"neardup: error: {exc}", file=sys.stderr)
+        return OUTPUT_ERROR
     except NeardupError as exc:
         print(f"neardup: error: {exc}", file=sys.stderr)
         return 2

@@ -15,9 +15,12 @@ def register(sub) -> None:
         "dedup", help="find exact and near duplicates in a corpus and write the deduplicated corpus",
         description="Deduplicate INPUT files or folders (JSONL, JSONL.gz/.zst, Parquet, WARC, a folder of text or "
                     "HTML files) into --output DIR: clusters.jsonl (one line per input record), pairs.jsonl "
-                    "(verified edges), kept.jsonl or kept.parquet (the deduplicated corpus) and summary.json.")
+                    "(verified edges), kept.jsonl or kept.parquet (the deduplicated corpus; sharded and compressed "
+                    "as asked) and summary.json, written last. An interrupted run resumes when run again.")
     p.add_argument("inputs", nargs="+", metavar="INPUT")
-    p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--output", "-o", required=True, metavar="DIR",
+                   help="output folder (created if missing) or fsspec URL (s3://bucket/dedup/, gs://..., with "
+                        "pip install 'neardup[cloud]'); summary.json is written last, once everything else is in place")
     p.add_argument("--method", choices=["minhash", "simhash", "exact", "broder", "greedy"], default="minhash",
                    help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
                         "broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts, or "
@@ -57,9 +60,23 @@ def register(sub) -> None:
     run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: the CPUs this process may use, from its affinity and cgroup quota)")
     run.add_argument("--no-kept", action="store_true", help="do not write the kept corpus")
     run.add_argument("--in-memory-mb", type=positive_int("--in-memory-mb", minimum=0), default=None, metavar="MB",
-                     help="shingle ids and signatures held in memory up to this many MB; the rest spill to a "
-                          f"temporary file (in $TMPDIR), memory-mapped (default {IN_MEMORY_MB})")
+                     help="shingle ids and signatures held in memory up to this many MB; the rest spill to the "
+                          f"run's work folder, memory-mapped (default {IN_MEMORY_MB})")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress or summary on standard error")
+    out = p.add_argument_group("output")
+    out.add_argument("--output-shards", type=positive_int("--output-shards"), default=None, metavar="N",
+                     help="write the kept corpus as N shards, kept-00000-of-0000N.jsonl[.gz|.zst] (or .parquet)")
+    out.add_argument("--shard-size", default=None, metavar="SIZE",
+                     help="write the kept corpus in shards of about SIZE each (256MB, 1GB; uncompressed records)")
+    out.add_argument("--compression", choices=["auto", "zstd", "gzip", "none"], default="auto",
+                     help="the kept corpus's compression: auto (default) is the input's (.jsonl.gz in, .jsonl.gz "
+                          "out); Parquet keeps its codec unless one is named")
+    out.add_argument("--resume", action="store_true",
+                     help="continue an interrupted run on the same output (the same command again does too); "
+                          "refused when the options differ from the interrupted run's")
+    out.add_argument("--work-dir", default=None, metavar="DIR",
+                     help="where the work folder of a URL output lives (default $TMPDIR); a local output keeps "
+                          "it in OUTPUT/.neardup-work")
     p.set_defaults(handler=dedup_command)
 
 
@@ -104,7 +121,19 @@ def extraction_of(args) -> str | None:
 #: Options of the local engine's run that the Spark engine has no use for, with where Spark
 #: takes the same decision instead.
 _LOCAL_ONLY = {"jobs": ("--jobs", "set the parallelism with --spark-master local[N] or the cluster's executors"),
-               "in_memory_mb": ("--in-memory-mb", "Spark spills by its own memory settings (spark.executor.memory)")}
+               "in_memory_mb": ("--in-memory-mb", "Spark spills by its own memory settings (spark.executor.memory)"),
+               "output_shards": ("--output-shards", "the Spark engine writes one part file per partition"),
+               "shard_size": ("--shard-size", "the Spark engine writes one part file per partition"),
+               "work_dir": ("--work-dir", "Spark keeps its work in spark.local.dir")}
+
+
+def layout_from(args):
+    """The kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`)."""
+    from ..io.shards import KeptLayout, parse_size
+
+    return KeptLayout(shards=args.output_shards,
+                      shard_bytes=parse_size(args.shard_size) if args.shard_size is not None else None,
+                      compression=args.compression)
 
 
 def refuse_local_only(args) -> None:
@@ -112,7 +141,7 @@ def refuse_local_only(args) -> None:
     from ..errors import ConfigError
 
     for name, (flag, instead) in _LOCAL_ONLY.items():
-        if getattr(args, name) is not None:
+        if getattr(args, name, None) is not None:
             raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): {instead}")
 
 
@@ -124,6 +153,11 @@ def dedup_command(args) -> int:
         from ..spark.engine import dedup_paths
 
         refuse_local_only(args)
+        if args.resume or args.compression != "auto":
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{'--resume' if args.resume else '--compression'} is not supported by the Spark "
+                              "engine (--engine spark): Spark retries failed tasks itself")
         summary = dedup_paths(args.inputs, args.output, config, master=args.spark_master,
                               write_kept=not args.no_kept)
     else:
@@ -136,8 +170,9 @@ def dedup_command(args) -> int:
         progress = Progress("dedup", enabled=None if not args.quiet else False)
         try:
             in_memory_mb = IN_MEMORY_MB if args.in_memory_mb is None else args.in_memory_mb
-            summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb).run(
-                args.inputs, args.output, write_kept=not args.no_kept)
+            summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb,
+                                   work_dir=args.work_dir).run(
+                args.inputs, args.output, write_kept=not args.no_kept, resume=args.resume, layout=layout_from(args))
         finally:
             progress.close()
         from .. import cli

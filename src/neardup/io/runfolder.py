@@ -1,0 +1,276 @@
+"""The work folder of a ``neardup dedup`` run: what it has done so far, so that it can resume.
+
+    OUTPUT/.neardup-work/           (for a URL output: $TMPDIR/neardup-work-<hash of the URL>/)
+        run.json                    what decides the outputs: configuration and its fingerprint,
+                                    the inputs (path, size, mtime), the output layout
+        sketch/ candidates/ verify/ cluster/
+                                    one folder per completed stage: numpy arrays (.npy, raw
+                                    .u64) and meta.json; a stage's folder is written as
+                                    <stage>.partial/ and renamed when complete
+        partial/                    output files being written
+        staged/                     output files complete under their final names
+        kept.json                   the kept corpus's completed shards
+
+A run that finds a ``run.json`` equal to its own continues after the last completed stage
+(and, in the writing stage, after the last completed file or kept shard); one whose
+``run.json`` differs is refused with one line naming the differing options. The folder is
+removed when the run has published its outputs, and kept when it fails or is killed.
+
+Every stage's result depends only on ``run.json`` (the stages are deterministic whatever
+``--jobs`` and ``--in-memory-mb``), so a resumed run's outputs are byte-identical to an
+uninterrupted one's.
+
+Test hooks: ``NEARDUP_TEST_KILL_AT=POINT`` makes the process SIGKILL itself when it reaches
+``POINT`` (a stage name, ``kept-shard-N``, ``publish``); ``NEARDUP_TEST_FAULT=memory@POINT``
+raises MemoryError there. Both are for the fault tests (tests/test_resume.py, test_faults.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+
+import numpy as np
+import orjson
+
+from ..errors import ConfigError
+from .outputs import OutputTarget, fsync_dir, write_atomic
+
+__all__ = ["RunFolder", "STAGES", "run_identity", "reached", "WORK_FOLDER"]
+
+#: The stages whose results are kept, in order; ``write`` is resumed file by file.
+STAGES = ("sketch", "candidates", "verify", "cluster")
+WORK_FOLDER = ".neardup-work"
+
+_KILL_ENV = "NEARDUP_TEST_KILL_AT"
+_FAULT_ENV = "NEARDUP_TEST_FAULT"
+
+_JSON = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+
+def reached(point: str) -> None:
+    """A named point of the run (test hooks only; nothing happens unless their variables are set)."""
+    kill = os.environ.get(_KILL_ENV)
+    if kill and point in kill.split(","):
+        os.kill(os.getpid(), signal.SIGKILL)
+    fault = os.environ.get(_FAULT_ENV)
+    if fault and fault == f"memory@{point}":
+        raise MemoryError(f"test fault at {point}")
+
+
+def input_facts(paths) -> list[dict]:
+    """Each input as given, with its size and modification time when it is a local file (a folder:
+    its files'), so that a resume over changed inputs is refused."""
+    facts = []
+    for p in paths:
+        p = os.fsdecode(p) if not isinstance(p, str) else p
+        fact: dict = {"path": p}
+        try:
+            if os.path.isdir(p):
+                total, newest, count = 0, 0, 0
+                for dirpath, dirnames, filenames in os.walk(p):
+                    dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                    for name in filenames:
+                        st = os.stat(os.path.join(dirpath, name))
+                        total, newest, count = total + st.st_size, max(newest, st.st_mtime_ns), count + 1
+                fact.update(files=count, size=total, mtime_ns=newest)
+            elif os.path.isfile(p):
+                st = os.stat(p)
+                fact.update(size=st.st_size, mtime_ns=st.st_mtime_ns)
+        except OSError:
+            pass
+        facts.append(fact)
+    return facts
+
+
+def run_identity(config, paths, layout: dict) -> dict:
+    """What ``run.json`` holds: everything that decides the outputs."""
+    from .._version import __version__
+
+    return {"neardup": __version__, "config_fingerprint": config.fingerprint(), "config": config.as_dict(),
+            "inputs": input_facts(paths), "output": layout}
+
+
+def _flatten(d, prefix=""):
+    out = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out.update(_flatten(v, f"{prefix}{k}."))
+    elif isinstance(d, list) and prefix.startswith("inputs."):
+        out[prefix[:-1]] = d
+    else:
+        out[prefix[:-1]] = d
+    return out
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    """``name old -> new`` for every setting that differs between two identities."""
+    a, b = _flatten(old), _flatten(new)
+    names = []
+    for key in sorted(set(a) | set(b)):
+        if key in ("config_fingerprint",):
+            continue
+        if a.get(key) != b.get(key):
+            label = key.removeprefix("config.").removeprefix("read.")
+            if key.startswith("inputs"):
+                label = "inputs"
+                if label in (n.split(" ", 1)[0] for n in names):
+                    continue
+                names.append("inputs (paths, sizes or modification times changed)")
+                continue
+            names.append(f"{label} {a.get(key)!r} -> {b.get(key)!r}")
+    return names
+
+
+class RunFolder:
+    """The work folder at ``path`` (see the module's docstring)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.staged = os.path.join(path, "staged")
+        self.partial = os.path.join(path, "partial")
+        self.resumed_from: str | None = None
+
+    @classmethod
+    def for_target(cls, target: OutputTarget, work_root: str | None = None) -> "RunFolder":
+        if target.is_local:
+            return cls(os.path.join(target.url, WORK_FOLDER))
+        import xxhash
+
+        root = work_root or tempfile.gettempdir()
+        return cls(os.path.join(root, f"neardup-work-{xxhash.xxh3_64_hexdigest(target.url.encode())}"))
+
+    # --------------------------------------------------------------------------- the run's identity
+    def exists(self) -> bool:
+        return os.path.exists(os.path.join(self.path, "run.json"))
+
+    def identity(self) -> dict | None:
+        try:
+            with open(os.path.join(self.path, "run.json"), "rb") as fh:
+                return orjson.loads(fh.read())
+        except (OSError, ValueError):
+            return None
+
+    def begin(self, identity: dict, output: str) -> bool:
+        """Start or continue the run ``identity``; True when continuing. Raises ConfigError (one line
+        naming the differing options) when the folder holds another run."""
+        old = self.identity()
+        if old is not None:
+            diff = differences(old, identity)
+            if diff:
+                raise ConfigError(
+                    f"{output} holds an interrupted run with other options ({'; '.join(diff)}): rerun it with "
+                    f"its options to resume, or remove {self.path} to start over")
+            for name in (self.partial,):
+                shutil.rmtree(name, ignore_errors=True)
+            for stage in STAGES:
+                shutil.rmtree(os.path.join(self.path, f"{stage}.partial"), ignore_errors=True)
+            done = [s for s in STAGES if self.done(s)]
+            self.resumed_from = done[-1] if done else "start"
+            os.makedirs(self.partial, exist_ok=True)
+            os.makedirs(self.staged, exist_ok=True)
+            return True
+        if os.path.exists(self.path):  # pieces of a run killed before it wrote run.json
+            shutil.rmtree(self.path)
+        os.makedirs(self.partial)
+        os.makedirs(self.staged)
+        write_atomic(os.path.join(self.path, "run.json"), orjson.dumps(identity, option=orjson.OPT_INDENT_2))
+        return False
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    # --------------------------------------------------------------------------- stages
+    def done(self, stage: str) -> bool:
+        return os.path.isfile(os.path.join(self.path, stage, "meta.json"))
+
+    def stage_partial(self, stage: str) -> str:
+        """The folder a stage writes its pieces into while it runs (renamed by :meth:`save`)."""
+        path = os.path.join(self.path, f"{stage}.partial")
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def save(self, stage: str, arrays: dict, meta: dict) -> None:
+        """Record a completed stage: ``arrays`` (numpy arrays; lists of uint64 arrays are written as
+        one raw ``.u64`` file) and ``meta`` (JSON), all flushed to disk, then the folder renamed."""
+        part = self.stage_partial(stage)
+        for name, value in arrays.items():
+            if isinstance(value, list):  # uint64 pieces, concatenated into one raw file
+                path = os.path.join(part, f"{name}.u64")
+                with open(path, "wb") as fh:
+                    for piece in value:
+                        fh.write(memoryview(np.ascontiguousarray(piece, dtype=np.uint64)).cast("B"))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            else:
+                path = os.path.join(part, f"{name}.npy")
+                with open(path, "wb") as fh:
+                    np.save(fh, np.ascontiguousarray(value), allow_pickle=False)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        for name in os.listdir(part):  # spill files the stage wrote itself
+            if name.endswith(".u64") and name.removesuffix(".u64") not in arrays:
+                with open(os.path.join(part, name), "rb+") as fh:
+                    os.fsync(fh.fileno())
+        with open(os.path.join(part, "meta.json"), "wb") as fh:
+            fh.write(orjson.dumps(meta, option=_JSON, default=_plain))
+            fh.flush()
+            os.fsync(fh.fileno())
+        final = os.path.join(self.path, stage)
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(part, final)
+        fsync_dir(self.path)
+
+    def load(self, stage: str) -> tuple[dict, dict]:
+        """``(arrays, meta)`` of a completed stage; ``.u64`` files come memory-mapped (empty ones as
+        empty arrays), ``.npy`` files read into memory."""
+        folder = os.path.join(self.path, stage)
+        with open(os.path.join(folder, "meta.json"), "rb") as fh:
+            meta = orjson.loads(fh.read())
+        arrays = {}
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if name.endswith(".u64"):
+                arrays[name[:-4]] = (np.memmap(path, dtype=np.uint64, mode="r") if os.path.getsize(path)
+                                     else np.zeros(0, dtype=np.uint64))
+            elif name.endswith(".npy"):
+                arrays[name[:-4]] = np.load(path, allow_pickle=False)
+        return arrays, meta
+
+    # --------------------------------------------------------------------------- output files
+    def staged_file(self, name: str) -> str:
+        return os.path.join(self.staged, name)
+
+    def is_staged(self, name: str) -> bool:
+        return os.path.isfile(self.staged_file(name))
+
+    def partial_file(self, name: str) -> str:
+        return os.path.join(self.partial, name)
+
+    def stage_file(self, name: str) -> None:
+        """Move the complete file ``partial/name`` to ``staged/name`` (after flushing it)."""
+        src = self.partial_file(name)
+        with open(src, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(src, self.staged_file(name))
+        fsync_dir(self.staged)
+
+    def read_json(self, name: str):
+        try:
+            with open(os.path.join(self.path, name), "rb") as fh:
+                return orjson.loads(fh.read())
+        except (OSError, ValueError):
+            return None
+
+    def write_json(self, name: str, value) -> None:
+        write_atomic(os.path.join(self.path, name), orjson.dumps(value, option=_JSON, default=_plain))
+
+
+def _plain(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    raise TypeError(type(obj).__name__)
