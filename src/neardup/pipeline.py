@@ -258,6 +258,7 @@ class Deduplicator:
         self._stage_name = "publish"
         reached("publish")
         target.publish(run.staged, names, summary, obsolete=[n for n in target.listing() if _KEPT_NAME.fullmatch(n)])
+        reached("published")
         return summary
 
     def _output_failure(self, exc: OSError, run, target):

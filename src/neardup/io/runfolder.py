@@ -22,7 +22,8 @@ uninterrupted one's.
 
 Test hooks: ``NEARDUP_TEST_KILL_AT=POINT`` makes the process SIGKILL itself when it reaches
 ``POINT`` (a stage name, ``kept-shard-N``, ``publish``); ``NEARDUP_TEST_FAULT=memory@POINT``
-raises MemoryError there. Both are for the fault tests (tests/test_resume.py, test_faults.py).
+raises MemoryError there; ``NEARDUP_TEST_TRACE=FILE`` appends ``POINT <unix time>`` to FILE at
+each point (benchmarks/resume.py places its kills by it). For the fault tests and benchmarks only.
 """
 
 from __future__ import annotations
@@ -46,12 +47,19 @@ WORK_FOLDER = ".neardup-work"
 
 _KILL_ENV = "NEARDUP_TEST_KILL_AT"
 _FAULT_ENV = "NEARDUP_TEST_FAULT"
+_TRACE_ENV = "NEARDUP_TEST_TRACE"
 
 _JSON = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 
 
 def reached(point: str) -> None:
     """A named point of the run (test hooks only; nothing happens unless their variables are set)."""
+    trace = os.environ.get(_TRACE_ENV)
+    if trace:
+        import time
+
+        with open(trace, "a", encoding="utf-8") as fh:
+            fh.write(f"{point} {time.time():.6f}\n")
     kill = os.environ.get(_KILL_ENV)
     if kill and point in kill.split(","):
         os.kill(os.getpid(), signal.SIGKILL)
