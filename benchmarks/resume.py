@@ -94,6 +94,9 @@ def main() -> None:
     ap.add_argument("--shards", type=int, default=8, help="--output-shards of the runs")
     ap.add_argument("--data", default=str(HERE / "data"))
     ap.add_argument("--keep-data", action="store_true")
+    ap.add_argument("--before-src", default=None, metavar="DIR",
+                    help="also time one plain run (no shards) by the code in DIR (a src/ folder with its built "
+                         "extensions), beside the same run by this branch: the cost of saving the stages")
     args = ap.parse_args()
     from scale import generate
 
@@ -121,6 +124,24 @@ def main() -> None:
     win = windows(trace, t0)
     print(f"reference: {ref_wall:.1f} s; windows {json.dumps({k: [round(a, 2), round(b, 2)] for k, (a, b) in win.items()})}",
           flush=True)
+
+    before = None
+    if args.before_src:  # the same run by the code before the work folder (no stages saved, no resume)
+        other = data / "resume-before"
+        shutil.rmtree(other, ignore_errors=True)
+        cmd = [sys.executable, "-m", "neardup", "dedup", str(corpus), "-o", str(other), "--quiet"]
+        t = time.time()
+        subprocess.run(cmd, check=True, env=dict(os.environ, PYTHONPATH=args.before_src))
+        mine = data / "resume-after-single"
+        shutil.rmtree(mine, ignore_errors=True)
+        t1 = time.time()
+        subprocess.run([sys.executable, "-m", "neardup", "dedup", str(corpus), "-o", str(mine), "--quiet"], check=True)
+        before = {"src": args.before_src, "wall_s": round(t1 - t, 3), "this_branch_wall_s": round(time.time() - t1, 3),
+                  "same_clusters_and_pairs": all((other / n).read_bytes() == (mine / n).read_bytes()
+                                                 for n in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl"))}
+        print(f"before: {before}", flush=True)
+        shutil.rmtree(other, ignore_errors=True)
+        shutil.rmtree(mine, ignore_errors=True)
 
     rng = np.random.default_rng(args.seed)
     order = list(win)
@@ -185,7 +206,7 @@ def main() -> None:
         "nproc": os.cpu_count(), "load_average_end": load,
         "docs": args.docs, "corpus_mb": round(corpus.stat().st_size / 1e6, 1), "seed": args.seed,
         "command": " ".join(command(Path("OUT"))),
-        "reference_wall_s": round(ref_wall, 3), "windows_s": {k: [round(a, 3), round(b, 3)] for k, (a, b) in win.items()},
+        "reference_wall_s": round(ref_wall, 3), "before_work_folder": before, "windows_s": {k: [round(a, 3), round(b, 3)] for k, (a, b) in win.items()},
         "kills": len(trials), "identical": sum(t["identical"] for t in trials),
         "all_identical": all(t["identical"] for t in trials),
         "input_unchanged": True,
