@@ -111,12 +111,10 @@ class OutputTarget:
         """Create the folder (local) and check that it can be written: fails early, before the run's
         work, with the folder's path."""
         if self.is_local:
-            try:
+            try:  # (a folder that cannot be written fails when the work folder is made in it, with its errno)
                 os.makedirs(self.url, exist_ok=True)
             except OSError as exc:
                 raise output_error(exc, self.url) from exc
-            if not os.access(self.url, os.W_OK):
-                raise output_error(OSError(errno.EACCES, "Permission denied", self.url), self.url)
         else:
             try:
                 self.fs.makedirs(self.root, exist_ok=True)

@@ -305,6 +305,7 @@ class JsonlShards(ShardedOutput):
     def write_raw_lines(self, data, lines: int) -> None:
         """``lines`` whole lines, each ending in a newline, split where a shard closes."""
         while lines:
+            self._rotate_if_full()  # past empty shards (more shards than records)
             self._ensure_open()
             recs, size = self.room()
             n = len(data)
@@ -351,6 +352,7 @@ class ParquetShards(ShardedOutput):
 
     def write_batch(self, batch) -> None:
         while batch.num_rows:
+            self._rotate_if_full()
             self._ensure_open()
             recs, size = self.room()
             take = batch.num_rows if batch.num_rows <= recs else int(recs)
