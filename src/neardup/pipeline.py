@@ -76,6 +76,7 @@ class _Pieces:
         self.held: list[np.ndarray] = []
         self.fh = None
         self.count = 0
+        self.digest = None  # XXH3 of the spill file, for the saved stage's record (io.runfolder)
 
     def append(self, arr: np.ndarray) -> None:
         arr = np.ascontiguousarray(arr, dtype=np.uint64)
@@ -84,8 +85,13 @@ class _Pieces:
             self.held.append(arr)
         else:
             if self.fh is None:
+                import xxhash
+
                 self.fh = open(self.path, "wb")
-            self.fh.write(memoryview(arr).cast("B"))
+                self.digest = xxhash.xxh3_64()
+            view = memoryview(arr).cast("B")
+            self.fh.write(view)
+            self.digest.update(view)
             self.count += arr.size
 
     def finish(self, width: int = 0) -> list[np.ndarray]:
@@ -414,7 +420,8 @@ class Deduplicator:
             "ids": got.ids, "reason": got.reason, "skipped": dict(got.skipped),
             "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
             "seconds": {k: self.seconds[k] for k in ("read_and_sketch", "sketch_wait_and_collect") if k in self.seconds},
-        })
+        }, digests={os.path.basename(p.path): p.digest.hexdigest() for p in (got.id_pieces, got.sig_pieces)
+                    if p.digest is not None})
 
     def _load_sketch(self, run) -> _Sketched:
         arrays, meta = run.load("sketch")

@@ -5,8 +5,9 @@
                                     the inputs (path, size, mtime), the output layout
         sketch/ candidates/ verify/ cluster/
                                     one folder per completed stage: numpy arrays (.npy, raw
-                                    .u64) and meta.json; a stage's folder is written as
-                                    <stage>.partial/ and renamed when complete
+                                    .u64) and meta.json (with each file's size and checksum); a
+                                    stage's folder is written as <stage>.partial/ and renamed
+                                    when complete
         partial/                    output files being written
         staged/                     output files complete under their final names
         kept.json                   the kept corpus's completed shards
@@ -175,6 +176,11 @@ class RunFolder:
                 shutil.rmtree(name, ignore_errors=True)
             for stage in STAGES:
                 shutil.rmtree(os.path.join(self.path, f"{stage}.partial"), ignore_errors=True)
+            for k, stage in enumerate(STAGES):  # a stage damaged by a machine crash is run again
+                if self.done(stage) and not self.intact(stage):
+                    for later in STAGES[k:]:
+                        shutil.rmtree(os.path.join(self.path, later), ignore_errors=True)
+                    break
             done = [s for s in STAGES if self.done(s)]
             self.resumed_from = done[-1] if done else "start"
             os.makedirs(self.partial, exist_ok=True)
@@ -200,36 +206,59 @@ class RunFolder:
         os.makedirs(path, exist_ok=True)
         return path
 
-    def save(self, stage: str, arrays: dict, meta: dict) -> None:
+    def save(self, stage: str, arrays: dict, meta: dict, digests: dict | None = None) -> None:
         """Record a completed stage: ``arrays`` (numpy arrays; lists of uint64 arrays are written as
-        one raw ``.u64`` file) and ``meta`` (JSON), all flushed to disk, then the folder renamed."""
+        one raw ``.u64`` file) and ``meta`` (JSON), then the folder renamed into place.
+
+        The data files are not flushed to disk one by one (for a large corpus that is gigabytes,
+        most of a stage's time again): ``meta.json`` records each file's size and XXH3 checksum,
+        and is flushed, and a resumed run checks the files against it (:meth:`intact`), so a
+        stage whose data did not reach the disk before a machine crash is run again rather than
+        read back wrong. ``digests``: the checksums of spill files the stage wrote itself, by name.
+        """
+        import xxhash
+
         part = self.stage_partial(stage)
+        files = {}
         for name, value in arrays.items():
+            h = xxhash.xxh3_64()
             if isinstance(value, list):  # uint64 pieces, concatenated into one raw file
                 path = os.path.join(part, f"{name}.u64")
                 with open(path, "wb") as fh:
                     for piece in value:
-                        fh.write(memoryview(np.ascontiguousarray(piece, dtype=np.uint64)).cast("B"))
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                        view = memoryview(np.ascontiguousarray(piece, dtype=np.uint64)).cast("B")
+                        fh.write(view)
+                        h.update(view)
+                files[f"{name}.u64"] = {"size": os.path.getsize(path), "xxh3": h.hexdigest()}
             else:
                 path = os.path.join(part, f"{name}.npy")
                 with open(path, "wb") as fh:
                     np.save(fh, np.ascontiguousarray(value), allow_pickle=False)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                files[f"{name}.npy"] = {"size": os.path.getsize(path), "xxh3": _file_digest(path)}
         for name in os.listdir(part):  # spill files the stage wrote itself
-            if name.endswith(".u64") and name.removesuffix(".u64") not in arrays:
-                with open(os.path.join(part, name), "rb+") as fh:
-                    os.fsync(fh.fileno())
+            if name not in files:
+                path = os.path.join(part, name)
+                digest = (digests or {}).get(name) or _file_digest(path)
+                files[name] = {"size": os.path.getsize(path), "xxh3": digest}
         with open(os.path.join(part, "meta.json"), "wb") as fh:
-            fh.write(orjson.dumps(meta, option=_JSON, default=_plain))
+            fh.write(orjson.dumps(dict(meta, _files=files), option=_JSON, default=_plain))
             fh.flush()
             os.fsync(fh.fileno())
         final = os.path.join(self.path, stage)
         shutil.rmtree(final, ignore_errors=True)
         os.replace(part, final)
         fsync_dir(self.path)
+
+    def intact(self, stage: str) -> bool:
+        """Whether a saved stage's files are all there with the sizes and checksums it recorded."""
+        folder = os.path.join(self.path, stage)
+        try:
+            with open(os.path.join(folder, "meta.json"), "rb") as fh:
+                files = orjson.loads(fh.read())["_files"]
+            return all(os.path.getsize(os.path.join(folder, name)) == f["size"]
+                       and _file_digest(os.path.join(folder, name)) == f["xxh3"] for name, f in files.items())
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
 
     def load(self, stage: str) -> tuple[dict, dict]:
         """``(arrays, meta)`` of a completed stage; ``.u64`` files come memory-mapped (empty ones as
@@ -274,6 +303,18 @@ class RunFolder:
 
     def write_json(self, name: str, value) -> None:
         write_atomic(os.path.join(self.path, name), orjson.dumps(value, option=_JSON, default=_plain))
+
+
+def _file_digest(path: str) -> str:
+    import xxhash
+
+    h = xxhash.xxh3_64()
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(16 << 20)
+            if not block:
+                return h.hexdigest()
+            h.update(block)
 
 
 def _plain(obj):
