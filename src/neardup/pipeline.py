@@ -84,13 +84,16 @@ class _Pieces:
             self.budget.left -= arr.nbytes
             self.held.append(arr)
         else:
-            if self.fh is None:
-                import xxhash
+            from .io.outputs import naming
 
-                self.fh = open(self.path, "wb")
-                self.digest = xxhash.xxh3_64()
-            view = memoryview(arr).cast("B")
-            self.fh.write(view)
+            with naming(self.path):
+                if self.fh is None:
+                    import xxhash
+
+                    self.fh = open(self.path, "wb")
+                    self.digest = xxhash.xxh3_64()
+                view = memoryview(arr).cast("B")
+                self.fh.write(view)
             self.digest.update(view)
             self.count += arr.size
 
@@ -111,8 +114,11 @@ class _Pieces:
 
     def close_file(self) -> None:
         """Close the spill file (before the stage's folder is saved)."""
+        from .io.outputs import naming
+
         if self.fh is not None:
-            self.fh.close()
+            with naming(self.path):
+                self.fh.close()
 
     @classmethod
     def restored(cls, pieces: list[np.ndarray], spilled_bytes: int) -> "_Pieces":
@@ -215,6 +221,7 @@ class Deduplicator:
         """The stages in the work folder ``run``, then the outputs published to ``target``."""
         from .io import read_documents
         from .io import write_kept as write_kept_records
+        from .io.outputs import naming
         from .io.readers import read_encoded
         from .io.runfolder import reached
 
@@ -246,11 +253,13 @@ class Deduplicator:
             self._stage_name = "write"
             reached("write")
             if not run.is_staged("clusters.jsonl"):
-                self._write_clusters(outcome, run.partial_file("clusters.jsonl"))
+                with naming(run.partial_file("clusters.jsonl")):
+                    self._write_clusters(outcome, run.partial_file("clusters.jsonl"))
                 run.stage_file("clusters.jsonl")
             reached("write-pairs")
             if not run.is_staged("pairs.jsonl"):
-                self._write_pairs(run.partial_file("pairs.jsonl"), pairs, outcome.ids)
+                with naming(run.partial_file("pairs.jsonl")):
+                    self._write_pairs(run.partial_file("pairs.jsonl"), pairs, outcome.ids)
                 run.stage_file("pairs.jsonl")
             kept_info = kept_writing[0].result() if kept_writing else None
             self.seconds["write"] = time.perf_counter() - t
@@ -272,14 +281,14 @@ class Deduplicator:
         ``exc`` itself when it is not one (an input's, or a bug)."""
         import errno
 
-        from .io.outputs import output_error
+        from .io.outputs import folder_bytes, output_error
 
         name = os.path.abspath(exc.filename) if isinstance(getattr(exc, "filename", None), str) else ""
         ours = not name or name.startswith(os.path.abspath(run.path)) or (
             target.is_local and name.startswith(os.path.abspath(target.url)))
         if exc.errno in (errno.EACCES, errno.EPERM) and not ours:
             return exc  # an input that cannot be read: not an output's fault
-        return output_error(exc, exc.filename or run.path, needed=self._space_needed())
+        return output_error(exc, exc.filename or run.path, needed=self._space_needed(), used=folder_bytes(run.path))
 
     def _space_needed(self) -> int:
         """About what a run needs on its output's filesystem: the work folder's shingle ids and

@@ -24,12 +24,13 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+from contextlib import contextmanager
 
 import orjson
 
 from ..errors import MissingDependencyError, OutputError
 
-__all__ = ["OutputTarget", "open_target", "output_error", "is_url", "fsync_dir", "write_atomic",
+__all__ = ["OutputTarget", "open_target", "output_error", "is_url", "fsync_dir", "write_atomic", "naming",
            "SUMMARY", "DISK_ERRNOS"]
 
 SUMMARY = "summary.json"
@@ -50,6 +51,18 @@ def is_url(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
+@contextmanager
+def naming(path: str):
+    """Give an OSError raised inside (a write to an open file carries no file name) the name of
+    the file being written, so that the error message can name it."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = path
+        raise
+
+
 def fsync_dir(path: str) -> None:
     """Make the renames inside folder ``path`` durable (a no-op where folders cannot be opened)."""
     try:
@@ -68,7 +81,7 @@ def write_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary name, flushed to disk, then renamed."""
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
-        with open(tmp, "wb") as fh:
+        with naming(tmp), open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -216,6 +229,18 @@ def open_target(output: str) -> OutputTarget:
     return OutputTarget(output, fs, root)
 
 
+def folder_bytes(path: str) -> int:
+    """Bytes held by the files under ``path`` (0 if it is gone)."""
+    total = 0
+    for dirpath, _, filenames in os.walk(path):
+        for name in filenames:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
 def _mb(nbytes: float) -> str:
     return f"{nbytes / (1 << 20):,.1f} MB"
 
@@ -234,18 +259,19 @@ def free_bytes(path: str) -> int | None:
         return None
 
 
-def output_error(exc: OSError, path: str, *, needed: int | None = None) -> OSError | OutputError:
+def output_error(exc: OSError, path: str, *, needed: int | None = None, used: int = 0) -> OSError | OutputError:
     """The one-line :class:`OutputError` for a write the machine refused, or ``exc`` itself when it
-    is another kind of error. ``needed``: the bytes the run needs on that filesystem, if known."""
+    is another kind of error. ``needed``: the bytes the run needs on that filesystem, if known;
+    ``used``: what the run's own files hold there now (so the room it had is free + used)."""
     if not isinstance(exc, OSError) or exc.errno not in DISK_ERRNOS:
         return exc
     where = exc.filename or path
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         free = free_bytes(where)
-        need = f"; the run needs about {_mb(needed)} there" if needed else ""
-        have = f" ({_mb(free)} free)" if free is not None else ""
+        need = f": the run needs about {_mb(needed)} there" if needed else ""
+        have = f" and had {_mb(free + used)}" if free is not None and needed else ""
         what = "no space left on the device" if exc.errno == errno.ENOSPC else "disk quota exceeded"
-        msg = f"{what} writing {where}{have}{need}: free some space or choose another -o/--work-dir"
+        msg = f"{what} writing {where}{need}{have}; free some space or choose another output (-o, --work-dir)"
     elif exc.errno == errno.EFBIG:
         need = f" (the run needs about {_mb(needed)})" if needed else ""
         msg = f"file too large writing {where}: the file-size limit (ulimit -f) was reached{need}"

@@ -38,7 +38,7 @@ import numpy as np
 import orjson
 
 from ..errors import ConfigError
-from .outputs import OutputTarget, fsync_dir, write_atomic
+from .outputs import OutputTarget, fsync_dir, naming, write_atomic
 
 __all__ = ["RunFolder", "STAGES", "run_identity", "reached", "WORK_FOLDER"]
 
@@ -224,7 +224,7 @@ class RunFolder:
             h = xxhash.xxh3_64()
             if isinstance(value, list):  # uint64 pieces, concatenated into one raw file
                 path = os.path.join(part, f"{name}.u64")
-                with open(path, "wb") as fh:
+                with naming(path), open(path, "wb") as fh:
                     for piece in value:
                         view = memoryview(np.ascontiguousarray(piece, dtype=np.uint64)).cast("B")
                         fh.write(view)
@@ -232,7 +232,7 @@ class RunFolder:
                 files[f"{name}.u64"] = {"size": os.path.getsize(path), "xxh3": h.hexdigest()}
             else:
                 path = os.path.join(part, f"{name}.npy")
-                with open(path, "wb") as fh:
+                with naming(path), open(path, "wb") as fh:
                     np.save(fh, np.ascontiguousarray(value), allow_pickle=False)
                 files[f"{name}.npy"] = {"size": os.path.getsize(path), "xxh3": _file_digest(path)}
         for name in os.listdir(part):  # spill files the stage wrote itself
@@ -240,7 +240,7 @@ class RunFolder:
                 path = os.path.join(part, name)
                 digest = (digests or {}).get(name) or _file_digest(path)
                 files[name] = {"size": os.path.getsize(path), "xxh3": digest}
-        with open(os.path.join(part, "meta.json"), "wb") as fh:
+        with naming(os.path.join(part, "meta.json")), open(os.path.join(part, "meta.json"), "wb") as fh:
             fh.write(orjson.dumps(dict(meta, _files=files), option=_JSON, default=_plain))
             fh.flush()
             os.fsync(fh.fileno())
@@ -289,7 +289,7 @@ class RunFolder:
     def stage_file(self, name: str) -> None:
         """Move the complete file ``partial/name`` to ``staged/name`` (after flushing it)."""
         src = self.partial_file(name)
-        with open(src, "rb+") as fh:
+        with naming(src), open(src, "rb+") as fh:
             os.fsync(fh.fileno())
         os.replace(src, self.staged_file(name))
         fsync_dir(self.staged)

@@ -178,6 +178,11 @@ class ShardedOutput:
         size = float("inf") if self.layout.shard_bytes is None else self.layout.shard_bytes - self.nbytes
         return recs, size
 
+    @property
+    def current_path(self) -> str:
+        """The file being written now (named by an error's message)."""
+        return self.places.partial(self.names.writing(self.i))
+
     def _ensure_open(self):
         if self.fh is None:
             self.fh = self.open_shard(self.places.partial(self.names.writing(self.i)))

@@ -227,6 +227,11 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
                 "Were the input files changed during the run?"
             )
         files = sink.finish()
+    except OSError as exc:
+        if exc.filename is None:  # a write to the open shard: name it
+            exc.filename = sink.current_path
+        sink.abort()
+        raise
     except BaseException:
         sink.abort()
         raise
