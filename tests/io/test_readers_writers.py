@@ -36,7 +36,7 @@ needs_warc = pytest.mark.skipif(_optional("warcio") is None, reason="WARC needs 
 needs_html = pytest.mark.skipif(_optional("trafilatura") is None or _optional("lxml") is None,
                                 reason="HTML extraction needs trafilatura and lxml: pip install 'neardup[io]'")
 
-HTML_PAGE = os.path.join(os.path.dirname(__file__), "data", "html", "article_with_nav.html")
+HTML_PAGE = os.path.join(os.path.dirname(__file__), "..", "data", "html", "article_with_nav.html")
 
 RECORDS = [
     {"id": "a", "text": "the crawler fetches each page and follows its links", "n": 3},
