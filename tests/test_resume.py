@@ -166,6 +166,10 @@ def test_resume_of_a_complete_output_does_nothing(corpus, tmp_path):
     before = {n: os.stat(out / n).st_mtime_ns for n in os.listdir(out)}
     assert dedup(corpus, "-o", out, "--resume").returncode == 0
     assert {n: os.stat(out / n).st_mtime_ns for n in os.listdir(out)} == before
+    other = dedup(corpus, "-o", out, "--resume", "--threshold", 0.9)
+    assert other.returncode == 2 and "is complete, made with other options (" in other.stderr
+    assert "threshold 0.8 -> 0.9)" in other.stderr
+    assert {n: os.stat(out / n).st_mtime_ns for n in os.listdir(out)} == before
 
 
 def test_work_folder_kept_on_failure_removed_on_success(corpus, refs, tmp_path):

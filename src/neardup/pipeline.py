@@ -204,6 +204,13 @@ class Deduplicator:
             done = target.summary()
             if done is not None and done.get("config_fingerprint") == identity["config_fingerprint"]:
                 return done  # nothing left to do: the output is complete
+            if done is not None:
+                from .errors import ConfigError
+                from .io.runfolder import differences
+
+                diff = differences({"config": done.get("config", {})}, {"config": identity["config"]})
+                raise ConfigError(f"--resume: {output} is complete, made with other options ({'; '.join(diff)}); "
+                                  "drop --resume to run again over it")
         self._stage_name = "start"
         try:
             target.prepare()
