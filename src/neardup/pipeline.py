@@ -298,13 +298,16 @@ class Deduplicator:
         return output_error(exc, exc.filename or run.path, needed=self._space_needed(), used=folder_bytes(run.path))
 
     def _space_needed(self) -> int:
-        """About what a run needs on its output's filesystem: the work folder's shingle ids and
-        signatures (measured once sketched; before, about 2.5 times the input's size), and the
-        outputs (at most the input's size again, plus about 150 bytes a record)."""
-        known = getattr(self, "_work_bytes", None)
+        """About what a run needs on its output's filesystem. Once the sketch stage is saved: its
+        folder as measured, about 200 bytes a record for the later stages and clusters.jsonl, and
+        the input's size again for the kept corpus. Before: four times the input's size (3.7
+        times, measured, on benchmarks/scale.py's 2M documents; more for very short records,
+        whose 128 signature values outweigh their text)."""
+        sketch = getattr(self, "_sketch_bytes", None)
         inputs = getattr(self, "_inputs_bytes", 0)
-        records = getattr(self, "_records", 0)
-        return int((known if known is not None else 2.5 * inputs) + inputs + 150 * records)
+        if sketch is None:
+            return int(4 * inputs)
+        return int(sketch + 200 * getattr(self, "_records", 0) + inputs)
 
     def _memory_failure(self):
         from .errors import RunMemoryError
@@ -364,7 +367,10 @@ class Deduplicator:
         np.cumsum(counts, out=offsets[1:])
         shingle_ids = got.id_pieces.finish()
         self._records = len(got.ids)
-        self._work_bytes = got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes + 8 * int(counts.sum())
+        if run is not None:
+            from .io.outputs import folder_bytes
+
+            self._sketch_bytes = folder_bytes(os.path.join(run.path, "sketch"))
         stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0}
 
         t = time.perf_counter()
