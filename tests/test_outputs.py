@@ -255,4 +255,4 @@ def test_missing_client_names_the_extra(corpus, tmp_path):
 def test_file_url_is_a_local_folder(corpus, plain_run, tmp_path):
     out = tmp_path / "viaurl"
     dedup(corpus, "-o", f"file://{out}", check=True)
-    assert folder_digest(out) == folder_digest(plain_run) | {}
+    assert folder_digest(out) == folder_digest(plain_run)
