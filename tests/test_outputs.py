@@ -184,7 +184,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def s3_server():
-    pytest.importorskip("s3fs", reason="s3:// outputs need s3fs (pip install 'neardup[cloud]')")
+    pytest.importorskip("s3fs", reason="s3:// outputs need s3fs (pip install 'neardup[s3]')")
     server_mod = pytest.importorskip("moto.server", reason="the S3 test server is moto[server] (the test extra)")
     port = _free_port()
     server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
@@ -248,7 +248,7 @@ def test_missing_client_names_the_extra(corpus, tmp_path):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
-        "neardup: error: s3:// outputs need s3fs: pip install 'neardup[cloud]'"]
+        "neardup: error: s3:// outputs need s3fs: pip install 'neardup[s3]'"]
     assert os.listdir(tmp_path) == []
 
 

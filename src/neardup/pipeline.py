@@ -180,10 +180,12 @@ class Deduplicator:
         self.seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------
-    def run(self, paths: list[str], output: str, *, write_kept: bool = True, resume: bool = False,
-            layout: "KeptLayout | None" = None) -> dict:
+    def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip",
+            resume: bool = False, layout: "KeptLayout | None" = None) -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into ``output`` (a
-        folder or an fsspec URL); returns the summary.
+        folder or an fsspec URL); returns the summary. ``on_error="error"`` stops at the first file
+        that cannot be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
+        ``unreadable_file`` record, its path in the summary's ``skipped_files``).
 
         The run keeps its work folder (:mod:`neardup.io.runfolder`) until its outputs are published
         (:mod:`neardup.io.outputs`: ``summary.json`` last): a run of the same configuration on the
@@ -192,13 +194,18 @@ class Deduplicator:
         ``layout``: the kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`).
         """
         from .io.outputs import open_target
+        from .io.readers import plan_inputs
         from .io.runfolder import RunFolder, run_identity
         from .io.shards import KeptLayout
 
         layout = layout or KeptLayout()
         target = open_target(output)
         run = RunFolder.for_target(target, self.work_dir)
-        identity = run_identity(self.config, paths, {"kept": write_kept, **layout.as_dict()})
+        given = list(getattr(paths, "paths", paths)) if not isinstance(paths, (str, os.PathLike)) else [paths]
+        identity = run_identity(self.config, given, {"kept": write_kept, **layout.as_dict()})
+        # the files are listed and their formats sniffed once, before anything is written (a missing
+        # input is an InputError with nothing left behind); both passes read this plan
+        plan = plan_inputs(paths, self.config.format)
         self._inputs_bytes = sum(f.get("size", 0) for f in identity["inputs"])
         if resume and not run.exists():
             done = target.summary()
@@ -216,7 +223,7 @@ class Deduplicator:
             target.prepare()
             run.begin(identity, output)
             target.unpublish()
-            summary = self._run_in(run, target, paths, write_kept, layout)
+            summary = self._run_in(run, target, plan, write_kept, layout, on_error)
         except OSError as exc:
             raise self._output_failure(exc, run, target) from exc
         except MemoryError as exc:
@@ -224,25 +231,28 @@ class Deduplicator:
         run.remove()
         return summary
 
-    def _run_in(self, run, target, paths, write_kept: bool, layout) -> dict:
+    def _run_in(self, run, target, paths, write_kept: bool, layout, on_error: str) -> dict:
         """The stages in the work folder ``run``, then the outputs published to ``target``."""
         from .io import read_documents
         from .io import write_kept as write_kept_records
         from .io.outputs import naming
-        from .io.readers import read_encoded
+        from .io.readers import InputReport, read_encoded
         from .io.runfolder import reached
 
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
         read_options = dict(self.config.read_options(), jobs=self.jobs)
+        # the files are listed and their formats sniffed once; both passes read this plan
+        report = self._input_report = InputReport()  # saved with the sketch stage (_save_sketch)
+        first_pass = dict(on_error=on_error, report=report)
         if sketch_stage.kernel_handles(self.config.shingle):
             # JSONL records come as UTF-8 straight from a compiled scanner: their text never
             # becomes a Python str. Texts holding a code point that NFKC may change, and that
             # the kernel does not map itself, are flagged.
             table = sketch_stage.flag_table(self.config.shingle.normalize)
-            docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options)
+            docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options, **first_pass)
         else:
-            docs = read_documents(paths, keep_fields=keep_fields, **read_options)
+            docs = read_documents(paths, keep_fields=keep_fields, **read_options, **first_pass)
 
         # The kept corpus (mostly I/O, off the GIL) is written on its own thread as soon as the
         # survivors are known, beside the rest of the clustering and the writing of clusters
@@ -276,6 +286,7 @@ class Deduplicator:
             kept_info = dict(kept_info, path=target.join(kept_info["files"][0]))
         self.seconds["total"] = time.perf_counter() - start
         summary = self._summary(outcome, stats, kept_info)
+        summary.update(report.as_dict())
         summary["resumed_from"] = run.resumed_from
         self._stage_name = "publish"
         reached("publish")
@@ -441,6 +452,7 @@ class Deduplicator:
         run.save("sketch", arrays, {
             "ids": got.ids, "reason": got.reason, "skipped": dict(got.skipped),
             "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
+            "input_report": self._input_report.as_dict() if getattr(self, "_input_report", None) else None,
             "seconds": {k: self.seconds[k] for k in ("read_and_sketch", "sketch_wait_and_collect") if k in self.seconds},
         }, digests={os.path.basename(p.path): p.digest.hexdigest() for p in (got.id_pieces, got.sig_pieces)
                     if p.digest is not None})
@@ -454,6 +466,10 @@ class Deduplicator:
         got.band_parts = [arrays["band_keys"]] if "band_keys" in arrays else []
         got.simhashes = [arrays["simhashes"]] if "simhashes" in arrays else []
         ids_spilled, sig_spilled = meta["spilled_bytes"]
+        report = getattr(self, "_input_report", None)
+        if report is not None and meta.get("input_report"):  # what the first pass left out, as it saw it
+            report.skipped_files[:] = meta["input_report"]["skipped_files"]
+            report.ignored_files[:] = meta["input_report"]["ignored_files"]
         got.id_pieces = _Pieces.restored([arrays["shingles-0"], arrays.get("shingles-1", arrays["shingles-0"][:0])],
                                          ids_spilled)
         got.sig_pieces = _Pieces.restored([arrays["signatures-0"],

@@ -106,7 +106,7 @@ def test_detect_format(tmp_path):
 def test_bad_options(tmp_path):
     p = _write(tmp_path / "a.jsonl", _jsonl_bytes(RECORDS))
     with pytest.raises(ConfigError):
-        read_documents([p], format="csv")
+        read_documents([p], format="xml")
     with pytest.raises(ConfigError):
         read_documents([p], content="markdown")
     with pytest.raises(ConfigError):

@@ -7,7 +7,8 @@ them only when all are complete (:meth:`OutputTarget.publish`):
 - a local folder: each file is renamed into place (same filesystem, so each rename is atomic),
   then ``summary.json`` is written to a temporary name, flushed to disk and renamed: a folder
   holding ``summary.json`` is complete;
-- an fsspec URL (``s3://bucket/dedup/``, ``gs://``, ``memory://``...): each file is uploaded,
+- an fsspec URL (``s3://bucket/dedup/``, ``gs://``, ``memory://``...; the client's extra as for
+  inputs, :data:`neardup.io.sources.EXTRAS`): each file is uploaded,
   ``summary.json`` last (an object store has no rename; one object's upload is atomic, so the
   summary's presence again means the rest is there).
 
@@ -39,10 +40,9 @@ SUMMARY = "summary.json"
 #: quota, a read-only filesystem, a file-size limit (RLIMIT_FSIZE), permission.
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM}
 
-#: The client each URL scheme needs, with the extra that installs it.
+#: The client each URL scheme needs (the extra that installs it: :data:`neardup.io.sources.EXTRAS`).
 _CLIENTS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "hf": "huggingface_hub",
             "http": "aiohttp", "https": "aiohttp", "az": "adlfs", "abfs": "adlfs"}
-CLOUD_EXTRA = "cloud"
 
 
 def is_url(path: str) -> bool:
@@ -204,26 +204,29 @@ class OutputTarget:
 
 
 def open_target(output: str) -> OutputTarget:
-    """The target of ``-o OUTPUT``: a local folder, ``file://`` path, or fsspec URL (the URL's client,
-    such as s3fs, comes with ``pip install 'neardup[cloud]'``)."""
+    """The target of ``-o OUTPUT``: a local folder, ``file://`` path, or fsspec URL (the URL's client
+    comes with its extra: ``pip install 'neardup[s3]'``, ``[gcs]``, ``[hf]``, ``[http]``, ``[remote]``)."""
+    from .sources import EXTRAS
+
     output = os.fspath(output)
     if output.startswith("file://"):
         return OutputTarget(output[len("file://"):])
     if not is_url(output):
         return OutputTarget(output)
     scheme = output.split("://", 1)[0].lower()
+    extra = EXTRAS.get(scheme, "remote")
     try:
         import fsspec
     except ImportError as exc:
         raise MissingDependencyError(
             f"{scheme}:// outputs need fsspec and {_CLIENTS.get(scheme, 'its client')}: "
-            f"pip install 'neardup[{CLOUD_EXTRA}]'") from exc
+            f"pip install 'neardup[{extra}]'") from exc
     try:
         fs, root = fsspec.core.url_to_fs(output)
     except ImportError as exc:
         raise MissingDependencyError(
             f"{scheme}:// outputs need {_CLIENTS.get(scheme, 'the fsspec client of ' + scheme)}: "
-            f"pip install 'neardup[{CLOUD_EXTRA}]'") from exc
+            f"pip install 'neardup[{extra}]'") from exc
     except ValueError as exc:  # an unknown protocol
         raise OutputError(f"{output}: {exc}") from exc
     return OutputTarget(output, fs, root)

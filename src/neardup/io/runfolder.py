@@ -71,11 +71,25 @@ def reached(point: str) -> None:
 
 def input_facts(paths) -> list[dict]:
     """Each input as given, with its size and modification time when it is a local file (a folder:
-    its files'), so that a resume over changed inputs is refused."""
+    its files'), so that a resume over changed inputs is refused. Standard input and pipes cannot
+    be read again: their fact is new on every run (the time it was taken), so a run over them
+    never resumes another."""
+    import stat
+    import time
+
+    from .sources import STDIN_NAMES
+
     facts = []
     for p in paths:
         p = os.fsdecode(p) if not isinstance(p, str) else p
         fact: dict = {"path": p}
+        try:
+            if p in STDIN_NAMES or stat.S_ISFIFO(os.stat(p).st_mode):
+                fact["stream_read_at_ns"] = time.time_ns()
+                facts.append(fact)
+                continue
+        except OSError:
+            pass
         try:
             if os.path.isdir(p):
                 total, newest, count = 0, 0, 0
@@ -124,10 +138,11 @@ def differences(old: dict, new: dict) -> list[str]:
         if a.get(key) != b.get(key):
             label = key.removeprefix("config.").removeprefix("read.")
             if key.startswith("inputs"):
-                label = "inputs"
-                if label in (n.split(" ", 1)[0] for n in names):
+                if any(n.startswith("inputs") for n in names):
                     continue
-                names.append("inputs (paths, sizes or modification times changed)")
+                streams = any("stream_read_at_ns" in f for f in old.get("inputs", []) + new.get("inputs", []))
+                names.append("inputs (standard input or a pipe: it cannot be read again)" if streams
+                             else "inputs (paths, sizes or modification times changed)")
                 continue
             names.append(f"{label} {a.get(key)!r} -> {b.get(key)!r}")
     return names
