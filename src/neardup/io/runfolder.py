@@ -84,7 +84,7 @@ def input_facts(paths) -> list[dict]:
         p = os.fsdecode(p) if not isinstance(p, str) else p
         fact: dict = {"path": p}
         try:
-            if p in STDIN_NAMES or stat.S_ISFIFO(os.stat(p).st_mode):
+            if p in STDIN_NAMES or stat.S_ISFIFO(os.stat(p).st_mode) or stat.S_ISCHR(os.stat(p).st_mode):
                 fact["stream_read_at_ns"] = time.time_ns()
                 facts.append(fact)
                 continue

@@ -73,13 +73,15 @@ class KeptLayout:
 
 def sniff_compression(paths) -> str:
     """``gzip``, ``zstd`` or ``none``: the compression all of ``paths`` share (by magic number),
-    ``none`` when they differ or cannot be opened here."""
+    ``none`` when they differ or cannot be opened."""
+    from .sources import open_binary  # standard input and pipes: their one copy; URLs: fsspec
+
     kinds = set()
     for path in paths:
         try:
-            with open(path, "rb") as fh:
+            with open_binary(path, buffering=0) as fh:
                 magic = fh.read(4)
-        except OSError:
+        except (OSError, ImportError, ValueError):
             return "none"
         kinds.add("gzip" if magic[:2] == _GZIP_MAGIC else "zstd" if magic == _ZSTD_MAGIC else "none")
     return kinds.pop() if len(kinds) == 1 else "none"
