@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A full disk at several points of a ``neardup dedup`` run: its output on a small tmpfs.
 
-The output folder (and so the run's work folder) is on a tmpfs of --size; a filler file leaves
+The output folder (and so the run's work folder) is on a tmpfs; a filler file leaves
 less and less of it free, so that the disk fills while the run writes its work folder, its
 stages' results, its output files or while it publishes them. For each fill level: the exit
 status, the one-line message and the file it names, whether anything looks complete
@@ -33,7 +33,8 @@ from dedup_runs import dedup, file_sha, folder_digest, write_corpus  # noqa: E40
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=20000)
-    ap.add_argument("--size-mb", type=int, default=8, help="the tmpfs's size")
+    ap.add_argument("--size-mb", type=int, default=8, help="the tmpfs's smallest size (it is made 1.25 times "
+                    "what the run holds at its peak when that is more)")
     ap.add_argument("--levels", type=int, default=10, help="fill levels, evenly from 0 to the run's need")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -61,7 +62,10 @@ def main() -> None:
             st = os.statvfs(mnt)
             peak = max(peak, (st.f_blocks - st.f_bfree) * st.f_frsize)
         shutil.rmtree(probe)
-        subprocess.run(["mount", "-o", f"remount,size={args.size_mb}M", str(mnt)], check=True)
+        # the disk itself: room for the whole run and a little more, so that every level below is a
+        # disk holding that much free space
+        size_kb = max(args.size_mb * 1024, int(peak * 1.25) // 1024 + 1024)
+        subprocess.run(["mount", "-o", f"remount,size={size_kb}k", str(mnt)], check=True)
         for k in range(args.levels):
             free = int(peak * k / args.levels)
             out = mnt / "out"
@@ -80,13 +84,13 @@ def main() -> None:
                      "summary_json_present": (out / "summary.json").exists(),
                      "input_unchanged": file_sha(corpus) == sha}
             # room again: the same command resumes
-            subprocess.run(["mount", "-o", f"remount,size={args.size_mb * 8}M", str(mnt)], check=True)
+            subprocess.run(["mount", "-o", f"remount,size={size_kb * 4}k", str(mnt)], check=True)
             filler.unlink()
             again = dedup(corpus, "-o", out, *options)
             s = json.loads((out / "summary.json").read_text()) if again.returncode == 0 else {}
             trial.update(resume_exit_status=again.returncode, resumed_from=s.get("resumed_from"),
                          resumed_identical=again.returncode == 0 and folder_digest(out) == want)
-            subprocess.run(["mount", "-o", f"remount,size={args.size_mb}M", str(mnt)], check=True)
+            subprocess.run(["mount", "-o", f"remount,size={size_kb}k", str(mnt)], check=True)
             trial["message"] = trial["message"].replace(str(mnt), "MNT")
             trials.append(trial)
             print(json.dumps(trial), flush=True)
@@ -94,7 +98,7 @@ def main() -> None:
         subprocess.run(["umount", "-l", str(mnt)])
     result = {
         "date": str(dt.datetime.now()), "docs": args.docs, "corpus_bytes": os.path.getsize(corpus),
-        "tmpfs_mb": args.size_mb, "peak_bytes_on_disk": peak, "options": list(map(str, options)),
+        "tmpfs_kb": size_kb, "peak_bytes_on_disk": peak, "options": list(map(str, options)),
         "python": sys.version.split()[0], "load_average_end": os.getloadavg(),
         "all_failed_cleanly": all(t["exit_status"] == 4 and t["stderr_lines"] == 1 and not t["summary_json_present"]
                                   and t["input_unchanged"] for t in trials if t["free_bytes"] < peak),

@@ -266,9 +266,14 @@ def output_error(exc: OSError, path: str, *, needed: int | None = None, used: in
     """The one-line :class:`OutputError` for a write the machine refused, or ``exc`` itself when it
     is another kind of error. ``needed``: the bytes the run needs on that filesystem, if known;
     ``used``: what the run's own files hold there now (so the room it had is free + used)."""
-    if not isinstance(exc, OSError) or exc.errno not in DISK_ERRNOS:
+    if not isinstance(exc, OSError):
         return exc
     where = exc.filename or path
+    if exc.errno is None and exc.filename and (free_bytes(where) or 0) < (64 << 10):
+        # a library's write error without errno (Arrow's, numpy's tofile) on a disk left with no room
+        exc = OSError(errno.ENOSPC, f"No space left on device ({exc})", exc.filename)
+    if exc.errno not in DISK_ERRNOS:
+        return exc
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         free = free_bytes(where)
         need = f": the run needs about {_mb(needed)} there" if needed else ""

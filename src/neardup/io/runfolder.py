@@ -248,7 +248,7 @@ class RunFolder:
             else:
                 path = os.path.join(part, f"{name}.npy")
                 with naming(path), open(path, "wb") as fh:
-                    np.save(fh, np.ascontiguousarray(value), allow_pickle=False)
+                    _write_npy(fh, value)
                 files[f"{name}.npy"] = {"size": os.path.getsize(path), "xxh3": _file_digest(path)}
         for name in os.listdir(part):  # spill files the stage wrote itself
             if name not in files:
@@ -318,6 +318,15 @@ class RunFolder:
 
     def write_json(self, name: str, value) -> None:
         write_atomic(os.path.join(self.path, name), orjson.dumps(value, option=_JSON, default=_plain))
+
+
+def _write_npy(fh, value) -> None:
+    """``np.save`` through the file's own ``write``: numpy's ``tofile`` reports a full disk as an
+    OSError without errno or file name, which could not be told apart from any other."""
+    arr = np.ascontiguousarray(value)
+    np.lib.format.write_array_header_1_0(fh, np.lib.format.header_data_from_array_1_0(arr))
+    if arr.size:
+        fh.write(memoryview(arr.reshape(-1)).cast("B"))
 
 
 def _file_digest(path: str) -> str:
