@@ -211,3 +211,14 @@ def test_killed_at_random_moments(tmp_path, refs):
         assert folder_digest(out) == want
     assert file_sha(src) == sha
     assert -9 in reached  # at least one of the moments fell inside the run
+
+
+def test_a_summary_killed_while_written_leaves_no_stray_file(corpus, refs, tmp_path):
+    # found by benchmarks/resume.py: a kill between writing summary.json's temporary file and its
+    # rename left summary.json.tmp-PID beside the resumed run's outputs
+    want = _reference(corpus, refs, "--output-shards", 3)
+    out = tmp_path / "out"
+    assert dedup(corpus, "-o", out, "--output-shards", 3, env={"NEARDUP_TEST_KILL_AT": "publish-moved"}).returncode == -9
+    (out / "summary.json.tmp-99999").write_bytes(b'{"input": ')  # as the killed write left it
+    assert dedup(corpus, "-o", out, "--output-shards", 3).returncode == 0
+    assert folder_digest(out) == want  # every file of the folder: no stray one

@@ -149,8 +149,13 @@ class OutputTarget:
         try:
             if self.is_local:
                 path = self.join(SUMMARY)
-                if os.path.lexists(path):
-                    os.remove(path)
+                # and the temporary file of a summary whose writing was killed before its rename
+                stale = [n for n in os.listdir(self.url) if n.startswith(f"{SUMMARY}.tmp-")]
+                for name in stale:
+                    os.remove(self.join(name))
+                if os.path.lexists(path) or stale:
+                    if os.path.lexists(path):
+                        os.remove(path)
                     fsync_dir(self.url)
             elif self.fs.exists(self._remote(SUMMARY)):
                 self.fs.rm_file(self._remote(SUMMARY))
