@@ -32,8 +32,14 @@ def _build(out: Path, *what: str, env: dict | None = None) -> subprocess.Complet
     # the test needs no network; the tree is copied so that the checkout's own build/ and .so
     # files cannot leak into what is built.
     tree = out / "tree"
-    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "dist", "*.egg-info", "*.so", "__pycache__", "out*", "data", "results"))
+    anywhere = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "*.so", "__pycache__", "data",
+                                      "results")
+
+    def ignore(folder, names):  # out*/ run folders only at the top (src/neardup/io/outputs.py is a module)
+        left = anywhere(folder, names)
+        return left | {n for n in names if n.startswith("out")} if Path(folder) == ROOT else left
+
+    shutil.copytree(ROOT, tree, ignore=ignore)
     r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", *what, "--outdir", str(out / "dist"), str(tree)],
                        capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

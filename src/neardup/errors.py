@@ -6,6 +6,8 @@
     ├── FormatError(ValueError)             a truncated, corrupt or foreign binary/file
     ├── InputError(ValueError)              a document or file that cannot be read
     ├── StoreError                          the persistent index cannot do what was asked
+    ├── OutputError(OSError)                the output cannot be written (full disk, read-only, size limit)
+    ├── RunMemoryError(MemoryError)         the run reached the memory limit; names the --in-memory-mb to use
     └── MissingDependencyError(ImportError) an optional extra is not installed
 
 Each subclasses the builtin where one fits, so ``except ValueError`` still works.
@@ -36,6 +38,15 @@ class InputError(NeardupError, ValueError):
 
 class StoreError(NeardupError):
     """The persistent index cannot carry out the request."""
+
+
+class OutputError(NeardupError, OSError):
+    """An output (or the run's work folder) cannot be written: a full disk, a read-only filesystem,
+    a file-size limit. The message names the path; no output looks complete."""
+
+
+class RunMemoryError(NeardupError, MemoryError):
+    """A run reached the memory limit; the message names the ``--in-memory-mb`` to use instead."""
 
 
 class MissingDependencyError(NeardupError, ImportError):

@@ -23,9 +23,9 @@ duplicate of a named kept record, or skipped with a reason. ``summary.json`` cou
 
 from __future__ import annotations
 
-import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -45,6 +45,10 @@ from .stages.exact import first_holders
 from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
                                similarity_to_survivors, split_sources)
 from .stages.verify import Edges, verify_pairs
+
+#: The kept corpus's file names (:mod:`neardup.io.shards`): an older run's that this one does not
+#: write again are removed when it publishes.
+_KEPT_NAME = re.compile(r"kept(-\d{5}(-of-\d{5})?)?\.(jsonl(\.gz|\.zst)?|parquet|warc\.gz|arc\.gz)")
 
 __all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "peak_memory_mb"]
 
@@ -72,6 +76,7 @@ class _Pieces:
         self.held: list[np.ndarray] = []
         self.fh = None
         self.count = 0
+        self.digest = None  # XXH3 of the spill file, for the saved stage's record (io.runfolder)
 
     def append(self, arr: np.ndarray) -> None:
         arr = np.ascontiguousarray(arr, dtype=np.uint64)
@@ -79,9 +84,17 @@ class _Pieces:
             self.budget.left -= arr.nbytes
             self.held.append(arr)
         else:
-            if self.fh is None:
-                self.fh = open(self.path, "wb")
-            self.fh.write(memoryview(arr).cast("B"))
+            from .io.outputs import naming
+
+            with naming(self.path):
+                if self.fh is None:
+                    import xxhash
+
+                    self.fh = open(self.path, "wb")
+                    self.digest = xxhash.xxh3_64()
+                view = memoryview(arr).cast("B")
+                self.fh.write(view)
+            self.digest.update(view)
             self.count += arr.size
 
     def finish(self, width: int = 0) -> list[np.ndarray]:
@@ -98,6 +111,22 @@ class _Pieces:
     @property
     def spilled_bytes(self) -> int:
         return self.count * 8
+
+    def close_file(self) -> None:
+        """Close the spill file (before the stage's folder is saved)."""
+        from .io.outputs import naming
+
+        if self.fh is not None:
+            with naming(self.path):
+                self.fh.close()
+
+    @classmethod
+    def restored(cls, pieces: list[np.ndarray], spilled_bytes: int) -> "_Pieces":
+        """Pieces read back from a saved stage (memory-mapped); ``finish`` gives them as they are."""
+        obj = cls("", _Budget(0))
+        obj.held = [p for p in pieces if p.size]
+        obj.count = spilled_bytes // 8
+        return obj
 
 
 def peak_memory_mb() -> float:
@@ -181,16 +210,86 @@ class Deduplicator:
         self.seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------
-    def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip") -> dict:
-        """Deduplicate ``paths`` (read as the configuration's read options say) into the folder
-        ``output``; returns the summary. ``on_error="error"`` stops at the first file that cannot
-        be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
-        ``unreadable_file`` record, its path in the summary's ``skipped_files``)."""
+    def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip",
+            resume: bool = False, layout: "KeptLayout | None" = None) -> dict:
+        """Deduplicate ``paths`` (read as the configuration's read options say) into ``output`` (a
+        folder or an fsspec URL); returns the summary. ``on_error="error"`` stops at the first file
+        that cannot be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
+        ``unreadable_file`` record, its path in the summary's ``skipped_files``).
+
+        The run keeps its work folder (:mod:`neardup.io.runfolder`) until its outputs are published
+        (:mod:`neardup.io.outputs`: ``summary.json`` last): a run of the same configuration on the
+        same output continues after the last completed stage, with or without ``resume``. With
+        ``resume`` and an output already complete for this configuration, its summary is returned.
+        ``layout``: the kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`).
+        """
+        from .io.outputs import open_target
+        from .io.readers import plan_inputs
+        from .io.runfolder import RunFolder, run_identity
+        from .io.shards import KeptLayout
+
+        layout = layout or KeptLayout()
+        target = open_target(output)
+        run = RunFolder.for_target(target, self.work_dir)
+        given = list(getattr(paths, "paths", paths)) if not isinstance(paths, (str, os.PathLike)) else [paths]
+        identity = run_identity(self.config, given, {"kept": write_kept, **layout.as_dict()})
+        # the files are listed and their formats sniffed once, before anything is written (a missing
+        # input is an InputError with nothing left behind); both passes read this plan
+        plan = plan_inputs(paths, self.config.format)
+        self._inputs_bytes = sum(f.get("size", 0) for f in identity["inputs"])
+        if resume and not run.exists():
+            done = target.summary()
+            if done is not None and done.get("config_fingerprint") == identity["config_fingerprint"]:
+                return done  # nothing left to do: the output is complete
+            if done is not None:
+                from .errors import ConfigError
+                from .io.runfolder import differences
+
+                diff = differences({"config": done.get("config", {})}, {"config": identity["config"]})
+                raise ConfigError(f"--resume: {output} is complete, made with other options ({'; '.join(diff)}); "
+                                  "drop --resume to run again over it")
+        # A run whose records carry sources or that reads or writes an index saves no stage and
+        # keeps no work folder: the saved sketch stage does not hold the sources and band keys, and
+        # a resumed --save-index/--update-index would write the index twice.
+        self._unresumable = self.source_labels is not None or self.has_sources(given)
+        if resume and self._unresumable:
+            from .errors import ConfigError
+
+            raise ConfigError("--resume is not supported for a run with record sources (several inputs, "
+                              "--source-field) or an index (--against, --save-index, --update-index): run the "
+                              "command again without --resume")
+        self._stage_name = "start"
+        try:
+            target.prepare()
+            if run.begin(identity, output) and self._unresumable:
+                run.remove()  # an earlier attempt's staged files: this run starts over
+                run.begin(identity, output)
+            target.unpublish()
+            summary = self._run_in(run, target, plan, write_kept, layout, on_error)
+        except OSError as exc:
+            failure = self._output_failure(exc, run, target)
+            if self._unresumable:
+                run.remove()
+            raise failure from exc
+        except MemoryError as exc:
+            if self._unresumable:
+                run.remove()
+            raise self._memory_failure() from exc
+        except BaseException:
+            if self._unresumable:
+                run.remove()
+            raise
+        run.remove()
+        return summary
+
+    def _run_in(self, run, target, paths, write_kept: bool, layout, on_error: str) -> dict:
+        """The stages in the work folder ``run``, then the outputs published to ``target``."""
         from .io import read_documents
         from .io import write_kept as write_kept_records
+        from .io.outputs import naming
         from .io.readers import InputPlan, InputReport, plan_inputs, read_encoded
+        from .io.runfolder import reached
 
-        os.makedirs(output, exist_ok=True)
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
         read_options = dict(self.config.read_options(), jobs=self.jobs)
@@ -210,7 +309,7 @@ class Deduplicator:
                 paths.ignored += plan.ignored
         else:
             paths = plan_inputs(paths, self.config.format)
-        report = InputReport()
+        report = self._input_report = InputReport()  # saved with the sketch stage (_save_sketch)
         first_pass = dict(on_error=on_error, report=report)
 
         def read(plan):
@@ -226,7 +325,6 @@ class Deduplicator:
             docs = _labelled(self, [(label, read(plan)) for label, plan in zip(self.source_labels, plans)])
         else:
             docs = read(paths)
-        work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
 
         # The kept corpus (mostly I/O, off the GIL) is written on its own thread as soon as the
         # survivors are known, beside the rest of the clustering and the writing of clusters
@@ -235,30 +333,82 @@ class Deduplicator:
 
         def write_kept_from(kept: np.ndarray) -> None:
             if write_kept:
-                kept_writing.append(writer.submit(write_kept_records, paths, kept, output, **read_options))
+                kept_writing.append(writer.submit(write_kept_records, paths, kept, run.staged, layout=layout,
+                                                  run=run, **read_options))
 
-        try:
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
-                outcome, pairs, stats = self._dedup(docs, work, kept_known=write_kept_from)
-                t = time.perf_counter()
-                self._write_clusters(outcome, output, stats.pop("urls", None))
-                self._write_pairs(output, pairs, outcome.ids)
-                kept_info = kept_writing[0].result() if kept_writing else None
-                self.seconds["write"] = time.perf_counter() - t
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
+            # a run with sources or an index saves no stage (it is never resumed: see run())
+            outcome, pairs, stats = self._dedup(docs, run.path, kept_known=write_kept_from,
+                                                run=None if self._unresumable else run)
+            urls = stats.pop("urls", None)
+            t = time.perf_counter()
+            self._stage_name = "write"
+            reached("write")
+            if not run.is_staged("clusters.jsonl"):
+                with naming(run.partial_file("clusters.jsonl")):
+                    self._write_clusters(outcome, run.partial_file("clusters.jsonl"), urls)
+                run.stage_file("clusters.jsonl")
+            reached("write-pairs")
+            if not run.is_staged("pairs.jsonl"):
+                with naming(run.partial_file("pairs.jsonl")):
+                    self._write_pairs(run.partial_file("pairs.jsonl"), pairs, outcome.ids)
+                run.stage_file("pairs.jsonl")
+            kept_info = kept_writing[0].result() if kept_writing else None
+            self.seconds["write"] = time.perf_counter() - t
+        names = ["clusters.jsonl", "pairs.jsonl"]
+        if kept_info is not None:
+            names += kept_info["files"]
+            kept_info = dict(kept_info, path=target.join(kept_info["files"][0]))
         self.seconds["total"] = time.perf_counter() - start
         summary = self._summary(outcome, stats, kept_info)
         summary.update(report.as_dict())
-        with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as fh:
-            json.dump(summary, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
+        summary["resumed_from"] = run.resumed_from
+        self._stage_name = "publish"
+        reached("publish")
+        target.publish(run.staged, names, summary, obsolete=[n for n in target.listing() if _KEPT_NAME.fullmatch(n)])
+        reached("published")
         return summary
 
     def has_sources(self, paths) -> bool:
         """Whether records carry a source: several inputs, a source field, an index to read or write."""
         return (len(paths) > 1 or self.config.source_field is not None or self.against is not None
                 or self.save_index is not None)
+
+    def _output_failure(self, exc: OSError, run, target):
+        """The one-line error of a write the machine refused (with the space the run needs), or
+        ``exc`` itself when it is not one (an input's, or a bug)."""
+        import errno
+
+        from .io.outputs import folder_bytes, output_error
+
+        name = os.path.abspath(exc.filename) if isinstance(getattr(exc, "filename", None), str) else ""
+        ours = not name or name.startswith(os.path.abspath(run.path)) or (
+            target.is_local and name.startswith(os.path.abspath(target.url)))
+        if exc.errno in (errno.EACCES, errno.EPERM) and not ours:
+            return exc  # an input that cannot be read: not an output's fault
+        return output_error(exc, exc.filename or run.path, needed=self._space_needed(), used=folder_bytes(run.path))
+
+    def _space_needed(self) -> int:
+        """About what a run needs on its output's filesystem. Once the sketch stage is saved: its
+        folder as measured, about 200 bytes a record for the later stages and clusters.jsonl, and
+        the input's size again for the kept corpus. Before: four times the input's size (3.7
+        times, measured, on benchmarks/scale.py's 2M documents; more for very short records,
+        whose 128 signature values outweigh their text)."""
+        sketch = getattr(self, "_sketch_bytes", None)
+        inputs = getattr(self, "_inputs_bytes", 0)
+        if sketch is None:
+            return int(4 * inputs)
+        return int(sketch + 200 * getattr(self, "_records", 0) + inputs)
+
+    def _memory_failure(self):
+        from .errors import RunMemoryError
+
+        now = self.in_memory_mb
+        advice = (f"rerun the same command with --in-memory-mb {max(0, int(now // 4))} (now {now:g}) to hold less "
+                  "in memory and spill more to the work folder; it resumes after the last completed stage"
+                  if now > 0 else "--in-memory-mb is already 0: give the process more memory, or split the input")
+        return RunMemoryError(f"out of memory in the {self._stage_name} stage (peak {peak_memory_mb():,.0f} MB): "
+                              f"{advice}")
 
     def dedup_records(self, records) -> tuple[Outcome, list[tuple], dict]:
         """``(outcome, pairs, summary)`` of records given in input order (Documents and Skipped
@@ -278,12 +428,29 @@ class Deduplicator:
         return outcome, pairs, summary
 
     # ------------------------------------------------------------------------------------------
-    def _dedup(self, docs, work: str, kept_known=None):
+    def _dedup(self, docs, work: str, kept_known=None, run=None):
         """The outcome of every record, the verified pairs and the statistics; ``kept_known(kept)``
-        is called with the final boolean mask of kept records (by ordinal) as soon as it is known."""
+        is called with the final boolean mask of kept records (by ordinal) as soon as it is known.
+
+        With ``run`` (a :class:`~neardup.io.runfolder.RunFolder`), each stage's result is saved in
+        the work folder as it completes, and a stage saved by an earlier, interrupted run is read
+        back instead of being run again (the ``_load_*``/``_save_*`` methods below)."""
+        from .io.runfolder import reached
+
+        def stage(name: str):
+            self._stage_name = name
+            reached(name)
+            return run is not None and run.done(name)
+
         t0 = time.perf_counter()
-        got = self._read_and_sketch(docs, work)
-        self.seconds["read_and_sketch"] = time.perf_counter() - t0
+        if stage("sketch"):
+            got = self._load_sketch(run)
+        else:
+            got = self._read_and_sketch(docs, run.stage_partial("sketch") if run else work)
+            self.seconds["read_and_sketch"] = time.perf_counter() - t0
+            if run is not None:
+                self._save_sketch(run, got)
+                got = self._load_sketch(run)
         if got.local_of is not None:  # keep="source" moved holders: copies point at the final one
             for o, first in got.exact_of.items():
                 while first in got.exact_of:
@@ -295,22 +462,45 @@ class Deduplicator:
         offsets = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         shingle_ids = got.id_pieces.finish()
+        self._records = len(got.ids)
+        if run is not None:
+            from .io.outputs import folder_bytes
+
+            self._sketch_bytes = folder_bytes(os.path.join(run.path, "sketch"))
         stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0}
 
         t = time.perf_counter()
-        ci, cj, est = self._candidates(got, sk.size, stats, shingle_ids, offsets)
-        self.seconds["candidates"] = time.perf_counter() - t
+        if stage("candidates"):
+            arrays, meta = run.load("candidates")
+            ci, cj, est = arrays["ci"], arrays["cj"], arrays["est"]
+            stats.update(meta["stats"])
+            got.sig_pieces.finish()
+            self.seconds["candidates"] = meta["seconds"]
+        else:
+            ci, cj, est = self._candidates(got, sk.size, stats, shingle_ids, offsets)
+            self.seconds["candidates"] = time.perf_counter() - t
+            if run is not None:
+                run.save("candidates", {"ci": ci, "cj": cj, "est": est},
+                         {"stats": stats, "seconds": self.seconds["candidates"]})
 
         t = time.perf_counter()
         cfg = self.config
-        if cfg.method == "exact":
-            edges = Edges.empty()
+        if stage("verify"):
+            arrays, meta = run.load("verify")
+            edges = Edges(arrays["i"], arrays["j"], arrays["jaccard"], arrays["estimate"], arrays["score"])
+            self.seconds["verify"] = meta["seconds"]
         else:
-            threshold = cfg.threshold if cfg.verify and cfg.method in ("minhash", "broder") else None
-            edges = verify_pairs(shingle_ids, offsets, counts, ci, cj, est, measure=cfg.measure, threshold=threshold,
-                                 jobs=self.jobs)
+            if cfg.method == "exact":
+                edges = Edges.empty()
+            else:
+                threshold = cfg.threshold if cfg.verify and cfg.method in ("minhash", "broder") else None
+                edges = verify_pairs(shingle_ids, offsets, counts, ci, cj, est, measure=cfg.measure,
+                                     threshold=threshold, jobs=self.jobs)
+            self.seconds["verify"] = time.perf_counter() - t
+            if run is not None:
+                run.save("verify", {"i": edges.i, "j": edges.j, "jaccard": edges.jaccard, "estimate": edges.estimate,
+                                    "score": edges.score}, {"seconds": self.seconds["verify"]})
         stats["verified_pairs"] = len(edges)
-        self.seconds["verify"] = time.perf_counter() - t
 
         t = time.perf_counter()
         pairs = VerifiedPairs(edges, sk)
@@ -327,6 +517,10 @@ class Deduplicator:
             stats.update(self.against.stats)
             stats["kinds"] = kinds
             stats["chained"], stats["chained_examples"], stats["cluster_sizes"] = len(chained), chained[:20], sizes
+        elif stage("cluster"):
+            outcome = self._load_cluster(run, got, stats)
+            if kept_known is not None:
+                kept_known(outcome.kept)
         else:
             outcome, survivor_local = self._cluster(got, sk, shingle_ids, offsets, counts, edges, stats, kept_known)
             if self.save_index is not None:
@@ -334,9 +528,13 @@ class Deduplicator:
 
                 stats["index_documents_saved"] = save_run(
                     self.save_index, self._run_records(got, sk, counts, offsets, shingle_ids), survivor_local)
+            self.seconds["cluster"] = time.perf_counter() - t
+            if run is not None:
+                self._save_cluster(run, outcome, stats)
         if write is not None:  # --update-index: the new records, in one transaction
             stats["index_documents_added"] = self.against.index._run_write(write)
-        self.seconds["cluster"] = time.perf_counter() - t
+        if self.against is not None:
+            self.seconds["cluster"] = time.perf_counter() - t
         stats["skipped"] = dict(sorted(got.skipped.items()))
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
@@ -344,6 +542,67 @@ class Deduplicator:
         stats["duplicate_ids"] = len(named) - len(set(named))
         stats["urls"] = got.urls
         return outcome, pairs, stats
+
+    # the stages' results in the work folder --------------------------------------------------
+    def _save_sketch(self, run, got: _Sketched) -> None:
+        got.id_pieces.close_file()
+        got.sig_pieces.close_file()
+        arrays = {
+            "shingles-0": got.id_pieces.held, "signatures-0": got.sig_pieces.held,  # -1: the spill files
+            "lengths": np.array(got.lengths, dtype=np.int64),
+            "keyvals": np.array(got.keyvals, dtype=np.float64),
+            "exact_of": np.array(sorted(got.exact_of.items()), dtype=np.int64).reshape(-1, 2),
+            "sketched": np.array(got.sketched, dtype=np.int64),
+            "n_shingles": (np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)),
+        }
+        if got.band_parts:
+            arrays["band_keys"] = np.concatenate(got.band_parts)
+        if got.simhashes:
+            arrays["simhashes"] = np.concatenate(got.simhashes)
+        run.save("sketch", arrays, {
+            "ids": got.ids, "reason": got.reason, "skipped": dict(got.skipped),
+            "urls": sorted(got.urls.items()),  # web archives' pages: clusters.jsonl's url key
+            "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
+            "input_report": self._input_report.as_dict() if getattr(self, "_input_report", None) else None,
+            "seconds": {k: self.seconds[k] for k in ("read_and_sketch", "sketch_wait_and_collect") if k in self.seconds},
+        }, digests={os.path.basename(p.path): p.digest.hexdigest() for p in (got.id_pieces, got.sig_pieces)
+                    if p.digest is not None})
+
+    def _load_sketch(self, run) -> _Sketched:
+        arrays, meta = run.load("sketch")
+        got = _Sketched(ids=meta["ids"], reason=meta["reason"], lengths=arrays["lengths"],
+                        keyvals=arrays["keyvals"].tolist(), skipped=Counter(meta["skipped"]),
+                        exact_of=dict(arrays["exact_of"].tolist()), sketched=arrays["sketched"],
+                        n_shingles=[arrays["n_shingles"]])
+        got.urls = {int(o): url for o, url in meta.get("urls", [])}
+        got.band_parts = [arrays["band_keys"]] if "band_keys" in arrays else []
+        got.simhashes = [arrays["simhashes"]] if "simhashes" in arrays else []
+        ids_spilled, sig_spilled = meta["spilled_bytes"]
+        report = getattr(self, "_input_report", None)
+        if report is not None and meta.get("input_report"):  # what the first pass left out, as it saw it
+            report.skipped_files[:] = meta["input_report"]["skipped_files"]
+            report.ignored_files[:] = meta["input_report"]["ignored_files"]
+        got.id_pieces = _Pieces.restored([arrays["shingles-0"], arrays.get("shingles-1", arrays["shingles-0"][:0])],
+                                         ids_spilled)
+        got.sig_pieces = _Pieces.restored([arrays["signatures-0"],
+                                           arrays.get("signatures-1", arrays["signatures-0"][:0])], sig_spilled)
+        self.seconds.update(meta["seconds"])
+        return got
+
+    def _save_cluster(self, run, outcome: Outcome, stats: dict) -> None:
+        run.save("cluster", {"kept": outcome.kept}, {
+            "reason": outcome.reason, "cluster": outcome.cluster, "duplicate_of": outcome.duplicate_of,
+            "similarity": outcome.similarity, "seconds": self.seconds["cluster"],
+            "stats": {k: stats[k] for k in ("chained", "chained_examples")},
+            "cluster_sizes": list(stats["cluster_sizes"].items())})
+
+    def _load_cluster(self, run, got: _Sketched, stats: dict) -> Outcome:
+        arrays, meta = run.load("cluster")
+        stats.update(meta["stats"])
+        stats["cluster_sizes"] = Counter(dict(meta["cluster_sizes"]))
+        self.seconds["cluster"] = meta["seconds"]
+        return Outcome(ids=got.ids, reason=meta["reason"], cluster=meta["cluster"], duplicate_of=meta["duplicate_of"],
+                       similarity=meta["similarity"], kept=arrays["kept"])
 
     def _read_and_sketch(self, docs, work: str) -> _Sketched:
         """Read every record, sketch the batches on ``self.jobs`` threads, and run the exact pass.
@@ -360,8 +619,9 @@ class Deduplicator:
         got = _Sketched()
         # shingle ids (for verification) and signatures (for estimates) in memory up to the budget
         budget = _Budget(int(self.in_memory_mb * (1 << 20)))
-        got.sig_pieces = _Pieces(os.path.join(work, "signatures.u64"), budget)
-        got.id_pieces = _Pieces(os.path.join(work, "shingles.u64"), budget)
+        # (named as the sketch stage's saved folder has them: -0 what was held, -1 the spill)
+        got.sig_pieces = _Pieces(os.path.join(work, "signatures-1.u64"), budget)
+        got.id_pieces = _Pieces(os.path.join(work, "shingles-1.u64"), budget)
         band = cfg.banding() if cfg.method == "minhash" else None
         first_by_fp: dict[int, int] = got.first_by_fp
         sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
@@ -586,11 +846,11 @@ class Deduplicator:
                           shingle_ids=shingle_ids, signatures=got.signatures or [])
 
     # ------------------------------------------------------------------------------------------
-    def _write_clusters(self, outcome: Outcome, output: str, urls: dict[int, str] | None = None) -> None:
+    def _write_clusters(self, outcome: Outcome, path: str, urls: dict[int, str] | None = None) -> None:
         import orjson
 
         urls = urls or {}
-        with open(os.path.join(output, "clusters.jsonl"), "wb") as fh:
+        with open(path, "wb") as fh:
             buf = []
             sources = outcome.source
             for o, doc_id in enumerate(outcome.ids):
@@ -623,10 +883,10 @@ class Deduplicator:
             if buf:
                 fh.write(b"\n".join(buf) + b"\n")
 
-    def _write_pairs(self, output: str, pairs: "VerifiedPairs", ids: list[str]) -> None:
+    def _write_pairs(self, path: str, pairs: "VerifiedPairs", ids: list[str]) -> None:
         import orjson
 
-        with open(os.path.join(output, "pairs.jsonl"), "wb") as fh:
+        with open(path, "wb") as fh:
             for a, b, j, e in pairs.rows(ids):
                 fh.write(orjson.dumps({"a": a, "b": b, "jaccard": j, "estimate": e}))
                 fh.write(b"\n")

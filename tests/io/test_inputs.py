@@ -75,8 +75,16 @@ def outcome(out_dir):
     if kept_path.endswith(".parquet"):
         kept = sorted((r["id"], r["text"]) for r in pq.read_table(kept_path).to_pylist())
     else:
+        # the kept corpus is compressed like the input (kept.jsonl.gz for gzip input: docs/formats.md)
         with open(kept_path, "rb") as fh:
-            kept = sorted((r["id"], r["text"]) for r in map(json.loads, fh))
+            data = fh.read()
+        if kept_path.endswith(".gz"):
+            data = gzip.decompress(data)
+        elif kept_path.endswith(".zst"):
+            import zstandard
+
+            data = zstandard.ZstdDecompressor().stream_reader(data).read()
+        kept = sorted((r["id"], r["text"]) for r in map(json.loads, data.splitlines()))
     return clusters, kept, summary
 
 
@@ -112,7 +120,8 @@ def test_stdin_through_a_pipe_is_read_once(tmp_path, reference, name, compress):
     code, _, err = run_cli(["dedup", name, "-o", str(tmp_path / "out"), "-q"], stdin=data, env=env)
     assert code == 0, err
     assert_same(reference, tmp_path / "out")
-    with open(tmp_path / "out" / "kept.jsonl", "rb") as fh:
+    kept = tmp_path / "out" / ("kept.jsonl.gz" if compress else "kept.jsonl")  # compressed like the input
+    with (gzip.open(kept, "rb") if compress else open(kept, "rb")) as fh:
         assert all(line in JSONL.splitlines(keepends=True) for line in fh)  # the record bytes as they came in
     assert not [p for p in os.listdir(spool) if p.startswith("neardup-stdin-")]  # the copy is removed
 

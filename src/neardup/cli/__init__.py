@@ -60,13 +60,16 @@ def run() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..errors import InputError, NeardupError
-    from ..exitcodes import INPUT_ERROR, USAGE
+    from ..errors import InputError, NeardupError, OutputError, RunMemoryError
+    from ..exitcodes import INPUT_ERROR, OUTPUT_ERROR, USAGE
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
+    except (OutputError, RunMemoryError) as exc:
+        print(f"neardup: error: {exc}", file=sys.stderr)
+        return OUTPUT_ERROR
     except InputError as exc:
         print(f"neardup: error: {exc}", file=sys.stderr)
         return INPUT_ERROR

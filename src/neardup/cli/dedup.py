@@ -18,20 +18,32 @@ def register(sub) -> None:
         description="Deduplicate INPUT files, folders, globs or URLs (JSONL, CSV/TSV, Parquet, Arrow, WARC, text or "
                     "HTML files, compressed with gzip, zstd, bzip2 or xz; '-' for standard input) into --output "
                     "DIR: clusters.jsonl (one line per input record), pairs.jsonl (verified edges), kept.jsonl or "
-                    "kept.parquet (the deduplicated corpus) and summary.json. Exit status: 0 done, 1 done with "
+                    "kept.parquet (the deduplicated corpus; sharded and compressed as asked) and summary.json, "
+                    "written last. An interrupted run resumes when run again. Exit status: 0 done, 1 done with "
                     "more skips than --max-skipped (or any, with --strict), 2 usage, 3 an input that cannot be "
                     "read, 4 an output that cannot be written.")
     p.add_argument("inputs", nargs="*", metavar="INPUT",
                    help="a file, a folder (a dataset: Spark/Hive output, shards), a glob ('crawl/*.jsonl.gz', "
                         "'data/**/*.parquet'), '-' or /dev/stdin, or a URL (s3://, gs://, hf://, https://, file://)")
-    p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--output", "-o", required=True, metavar="DIR",
+                   help="output folder (created if missing) or fsspec URL (s3://bucket/dedup/, gs://..., with "
+                        "pip install 'neardup[s3]' and the like); summary.json is written last, once everything "
+                        "else is in place")
     add_dedup_options(p)
+    resume = p.add_argument_group("resume")
+    resume.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run on the same output (the same command again does too); "
+                             "refused when the options differ from the interrupted run's, and for runs with "
+                             "record sources or an index (--source-field, several inputs, --against, --save-index)")
+    resume.add_argument("--work-dir", default=None, metavar="DIR",
+                        help="where the work folder of a URL output lives (default $TMPDIR); a local output keeps "
+                             "it in OUTPUT/.neardup-work")
     p.set_defaults(handler=dedup_command)
 
 
 def add_dedup_options(p) -> None:
-    """The options of a dedup run (all but its inputs and --output): ``neardup plan`` takes the
-    same ones, so that what it predicts is the run these options make."""
+    """The options of a dedup run (all but its inputs, --output, --resume and --work-dir): ``neardup
+    plan`` takes the same ones, so that what it predicts is the run these options make."""
     p.add_argument("--method", choices=["minhash", "simhash", "exact", "broder", "greedy"], default="minhash",
                    help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
                         "broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts, or "
@@ -91,9 +103,17 @@ def add_dedup_options(p) -> None:
     run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: the CPUs this process may use, from its affinity and cgroup quota)")
     run.add_argument("--no-kept", action="store_true", help="do not write the kept corpus")
     run.add_argument("--in-memory-mb", type=positive_int("--in-memory-mb", minimum=0), default=None, metavar="MB",
-                     help="shingle ids and signatures held in memory up to this many MB; the rest spill to a "
-                          f"temporary file (in $TMPDIR), memory-mapped (default {IN_MEMORY_MB})")
+                     help="shingle ids and signatures held in memory up to this many MB; the rest spill to the "
+                          f"run's work folder, memory-mapped (default {IN_MEMORY_MB})")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress or summary on standard error")
+    out = p.add_argument_group("output")
+    out.add_argument("--output-shards", type=positive_int("--output-shards"), default=None, metavar="N",
+                     help="write the kept corpus as N shards, kept-00000-of-0000N.jsonl[.gz|.zst] (or .parquet)")
+    out.add_argument("--shard-size", default=None, metavar="SIZE",
+                     help="write the kept corpus in shards of about SIZE each (256MB, 1GB; uncompressed records)")
+    out.add_argument("--compression", choices=["auto", "zstd", "gzip", "none"], default="auto",
+                     help="the kept corpus's compression: auto (default) is the input's (.jsonl.gz in, .jsonl.gz "
+                          "out); Parquet keeps its codec unless one is named")
 
 
 def config_from(args):
@@ -147,7 +167,19 @@ def extraction_of(args) -> str | None:
 #: Options of the local engine's run that the Spark engine has no use for, with where Spark
 #: takes the same decision instead.
 _LOCAL_ONLY = {"jobs": ("--jobs", "set the parallelism with --spark-master local[N] or the cluster's executors"),
-               "in_memory_mb": ("--in-memory-mb", "Spark spills by its own memory settings (spark.executor.memory)")}
+               "in_memory_mb": ("--in-memory-mb", "Spark spills by its own memory settings (spark.executor.memory)"),
+               "output_shards": ("--output-shards", "the Spark engine writes one part file per partition"),
+               "shard_size": ("--shard-size", "the Spark engine writes one part file per partition"),
+               "work_dir": ("--work-dir", "Spark keeps its work in spark.local.dir")}
+
+
+def layout_from(args):
+    """The kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`)."""
+    from ..io.shards import KeptLayout, parse_size
+
+    return KeptLayout(shards=args.output_shards,
+                      shard_bytes=parse_size(args.shard_size) if args.shard_size is not None else None,
+                      compression=args.compression)
 
 
 def refuse_local_only(args) -> None:
@@ -155,7 +187,7 @@ def refuse_local_only(args) -> None:
     from ..errors import ConfigError
 
     for name, (flag, instead) in _LOCAL_ONLY.items():
-        if getattr(args, name) is not None:
+        if getattr(args, name, None) is not None:
             raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): {instead}")
 
 
@@ -185,6 +217,12 @@ def dedup_command(args) -> int:
                             ("--source-field", args.source_field), ("--keep source:", config.keep == "source" or None)):
             if given is not None:
                 raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): use the local engine")
+        if args.resume:
+            raise ConfigError("--resume is not supported by the Spark engine (--engine spark): Spark retries failed "
+                              "tasks itself")
+        if args.compression != "auto":
+            raise ConfigError("--compression is not supported by the Spark engine (--engine spark): it writes its "
+                              "part files with Spark's codec (spark.sql.parquet.compression.codec)")
         summary = dedup_paths(args.inputs, args.output, config, master=args.spark_master,
                               write_kept=not args.no_kept)
     else:
@@ -194,13 +232,20 @@ def dedup_command(args) -> int:
         if args.spark_master is not None:
             raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
 
+        if args.resume:  # before an index is opened (--save-index creates its file)
+            for flag, given in (("--against", args.against), ("--save-index", args.save_index),
+                                ("--update-index", args.update_index or None), ("--source-field", args.source_field)):
+                if given is not None:
+                    raise ConfigError(f"--resume is not supported with {flag}: a run with an index or record sources "
+                                      "keeps no work folder; run the command again without --resume")
         against, save_index = open_indexes(args, config)
         progress = Progress("dedup", enabled=None if not args.quiet else False)
         try:
             in_memory_mb = IN_MEMORY_MB if args.in_memory_mb is None else args.in_memory_mb
             summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb,
-                                   against=against, save_index=save_index).run(
-                args.plan, args.output, write_kept=not args.no_kept, on_error=args.on_error)
+                                   work_dir=args.work_dir, against=against, save_index=save_index).run(
+                args.plan, args.output, write_kept=not args.no_kept, on_error=args.on_error, resume=args.resume,
+                layout=layout_from(args))
         finally:
             progress.close()
             for index in (against.index if against is not None else None, save_index):

@@ -12,11 +12,12 @@ import orjson
 from ..errors import ConfigError, InputError, require
 from .documents import Document
 from . import warc
+from .shards import JsonlShards, KeptLayout, ParquetShards, Places, ShardNames, extension_of, sniff_compression
 from .readers import (JSONL_BLOCK_BYTES, PARQUET_BATCH_ROWS, BrokenInput, RecordReader, extract_in_parallel,
                       has_line_scanner, input_leaves, jsonl_blocks, jsonl_line_ends, line_or_size, open_parquet,
                       plan_inputs, read_lines)
 
-__all__ = ["JsonlWriter", "write_kept"]
+__all__ = ["JsonlWriter", "write_kept", "KeptLayout"]
 
 _DUMP_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 _FLUSH_BYTES = 64 << 20
@@ -153,7 +154,7 @@ def _compression(pf) -> str:
 
 
 def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *, format: str = "auto",
-               **read_options) -> dict:
+               layout: KeptLayout | None = None, run=None, **read_options) -> dict:
     """Write the records whose ordinal ``keep`` selects to ``out_dir``, in input order.
 
     - JSONL input: ``kept.jsonl``, the original lines byte for byte (a newline is added to a last
@@ -170,64 +171,120 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
       :func:`~neardup.io.read_documents`; records not kept are not extracted, and ``jobs``
       extracts in worker processes.
 
+    ``layout`` (:class:`~neardup.io.shards.KeptLayout`) shards and compresses the corpus (names in
+    :mod:`neardup.io.shards`); by default one file, compressed as the inputs all are (``.gz``,
+    ``.zst``) or not. ``run`` (a :class:`~neardup.io.runfolder.RunFolder`): shards are staged in
+    the work folder, and a resumed run continues after the last completed JSONL shard
+    (Parquet shards are written again from the first: their row groups follow Arrow's batches).
+
     ``keep`` is a predicate on ordinals or a boolean array indexed by ordinal (as long as the
-    input). The file is written under a temporary name and renamed when complete. Returns
-    ``{"path", "records", "format", "input_records"}``; raises InputError when the inputs no longer
-    have the number of records the array was made for.
+    input). Each file is written under a temporary name and renamed when complete. Returns
+    ``{"path", "files", "records", "format", "compression", "input_records"}``; raises InputError
+    when the inputs no longer have the number of records the array was made for.
     """
+    layout = layout or KeptLayout()
     plan = plan_inputs(paths, format)
     read_options.pop("keep_fields", None)
     reader = RecordReader(**read_options)
     keeper = _Keep(keep)
-    reader.want = keeper.fn
     os.makedirs(out_dir, exist_ok=True)
+    places = Places(out_dir, run)
+    manifest = places.manifest()
+    if manifest.get("info"):
+        return manifest["info"]  # written completely before the run was interrupted
 
-    leaf_formats = {fmt for _, fmt, why in input_leaves(plan) if why is None and fmt != "not_html"}
+    leaves = [(path, fmt) for path, fmt, why in input_leaves(plan) if why is None and fmt != "not_html"]
+    leaf_formats = {fmt for _, fmt in leaves}
     schema = first = None
     if leaf_formats == {"parquet"}:
         schema, first = _parquet_schemas(plan)
     out_format = "parquet" if schema is not None else "warc" if leaf_formats == {"warc"} else "jsonl"
+    if out_format == "warc":  # web archives in, the kept records out, byte for byte (one file, not sharded)
+        return _write_warc_file(plan, keeper, places, manifest)
+    if out_format == "parquet":
+        compression = _compression(first) if layout.compression == "auto" else layout.compression
+        if manifest["done"]:
+            manifest = {"done": [], "kept_index": 0}  # Parquet shards: written again from the first
+            places.record(manifest)
+    else:
+        compression = sniff_compression([p for p, _ in leaves]) if layout.compression == "auto" else layout.compression
     if not (leaf_formats & {"html", "warc"} or (reader.content == "html" and "text" in leaf_formats)):
         reader.jobs = 1  # nothing to extract: no worker processes
-    if out_format == "warc":  # web archives in, the kept records out, byte for byte
-        path = os.path.join(out_dir, warc.kept_name([p for p, f, why in input_leaves(plan) if why is None]))
+    total = int(keeper.arr.sum()) if keeper.arr is not None else None
+    done = manifest["kept_index"]
+    if done and keeper.arr is not None:  # the kept records of the completed shards are not read again
+        cut = int(np.flatnonzero(keeper.arr)[done - 1]) + 1
+        keeper = _Keep(np.concatenate((np.zeros(cut, dtype=bool), keeper.arr[cut:])))
+    reader.want = keeper.fn
+    names = ShardNames(layout, extension_of(out_format, compression))
+    if out_format == "parquet":
+        sink = ParquetShards(layout, names, places, total, schema, compression, _FLUSH_BYTES)
     else:
-        path = os.path.join(out_dir, f"kept.{out_format}")
-    tmp = path + ".tmp"
-    written = 0
+        sink = JsonlShards(layout, names, places, total, compression)
+    sink.manifest = manifest
     try:
         if out_format == "parquet":
-            n, written = _write_parquet(plan, keeper, tmp, schema, _compression(first))
-        elif out_format == "warc":
-            n, written = _write_warc(plan, keeper, tmp)
+            n = _write_parquet(plan, keeper, sink)
         else:
-            n, written = _write_jsonl(plan, keeper, reader, tmp)
+            n = _write_jsonl(plan, keeper, reader, sink)
         if keeper.arr is not None and n != len(keeper.arr):
             raise InputError(
                 f"the inputs now hold {n} records but the keep array has {len(keeper.arr)}. "
                 "Were the input files changed during the run?"
             )
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        files = sink.finish()
+    except OSError as exc:
+        if exc.filename is None:  # a write to the open shard: name it
+            exc.filename = sink.current_path
+        sink.abort()
         raise
-    return {"path": path, "records": written, "format": out_format, "input_records": n}
+    except BaseException:
+        sink.abort()
+        raise
+    written = sum(entry["records"] for entry in sink.manifest["done"])
+    info = {"path": os.path.join(out_dir, files[0]), "files": files, "records": written, "format": out_format,
+            "compression": compression, "input_records": n}
+    sink.manifest["info"] = info
+    places.record(sink.manifest)
+    return info
 
 
-def _write_warc(plan, keeper: _Keep, tmp: str) -> tuple[int, int]:
+def _write_warc_file(plan, keeper: _Keep, places: Places, manifest: dict) -> dict:
+    """The kept records of web archives, copied byte for byte into one ``kept.warc.gz`` (or
+    ``kept.arc.gz``), written under its temporary name and committed like a shard."""
+    name = warc.kept_name([p for p, f, why in input_leaves(plan) if why is None])
+    partial = places.partial(name)
     n = written = 0
-    with open(tmp, "wb") as out:
-        for path, fmt, why in input_leaves(plan):
-            if why is not None:
-                n += 1
-            else:
-                n, k = warc.write_kept_warc(path, keeper.fn, out, n)
-                written += k
-    return n, written
+    try:
+        with open(partial, "wb") as out:
+            for path, fmt, why in input_leaves(plan):
+                if why is not None:
+                    n += 1
+                else:
+                    n, k = warc.write_kept_warc(path, keeper.fn, out, n)
+                    written += k
+        if keeper.arr is not None and n != len(keeper.arr):
+            raise InputError(
+                f"the inputs now hold {n} records but the keep array has {len(keeper.arr)}. "
+                "Were the input files changed during the run?"
+            )
+        places.commit(name)
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = partial
+        places.discard(name)
+        raise
+    except BaseException:
+        places.discard(name)
+        raise
+    info = {"path": places.committed(name), "files": [name], "records": written, "format": "warc",
+            "compression": "gzip", "input_records": n}
+    manifest = dict(manifest, done=[{"name": name, "records": written}], info=info)
+    places.record(manifest)
+    return info
 
 
-def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, tmp: str) -> tuple[int, int]:
+def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, out: JsonlShards) -> int:
     total = [0]
 
     def records():
@@ -239,7 +296,7 @@ def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, tmp: str) -> tuple[i
             elif fmt == "jsonl":
                 # blocks written in place only when no item read before waits for extraction
                 n = yield from _kept_lines(path, reader.max_bytes, keeper, n,
-                                           out.write_raw_lines if reader.jobs == 1 else None)
+                                           out if reader.jobs == 1 else None)
             elif fmt == "parquet":
                 pf, nrows = open_parquet(path)
                 if pf is None:
@@ -263,30 +320,30 @@ def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, tmp: str) -> tuple[i
                 n = yield from reader.read_leaf(path, fmt, n)
         total[0] = n
 
-    with JsonlWriter(tmp) as out:
-        for item in extract_in_parallel(reader, records()):
-            t = type(item)
-            if t is bytes:
-                out.write_raw(item)
-            elif t is dict:
-                out.write(item)
-            elif t is Document:
-                out.write({"id": item.id, "source": item.source, "text": item.text})
-        written = out.count
-    return total[0], written
+    dumps = orjson.dumps
+    for item in extract_in_parallel(reader, records()):
+        t = type(item)
+        if t is bytes:
+            out.write_raw(item)
+        elif t is dict:
+            out.write_raw(dumps(item, default=_default, option=_DUMP_OPTIONS))
+        elif t is Document:
+            out.write_raw(dumps({"id": item.id, "source": item.source, "text": item.text}, default=_default,
+                                option=_DUMP_OPTIONS))
+    return total[0]
 
 
-def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, write_lines=None):
+def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, out=None):
     """The kept lines of one JSONL file (records n, n+1, ...), as the reader numbered them;
     returns the ordinal after its last record.
 
-    With ``write_lines`` (``JsonlWriter.write_raw_lines``), the file is read in blocks of whole
+    With ``out`` (a :class:`~neardup.io.shards.JsonlShards`), the file is read in blocks of whole
     lines and each run of consecutive kept lines is written with one call, straight from the
     block: for a caller that has written everything yielded before. Otherwise (and after a
     stream breaks) the kept lines are yielded one by one, as bytes.
     """
     lineno = 0
-    if write_lines is not None and has_line_scanner():
+    if out is not None and has_line_scanner():
         try:
             for item in jsonl_blocks(path, max_bytes, JSONL_BLOCK_BYTES):
                 if type(item) is int:  # a line over max_bytes: never kept
@@ -301,11 +358,16 @@ def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, write_l
                         for i in np.flatnonzero(keep & (ends - starts > max_bytes)).tolist():
                             keep[i] = type(line_or_size(bytes(block[starts[i] : ends[i]]), max_bytes)) is bytes
                     edges = np.flatnonzero(np.diff(np.concatenate(([0], keep.view(np.int8), [0]))))
+                    unended = bool(ends.size) and buf[length - 1] != 0x0A  # the file's last line
                     for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist()):  # kept lines a..b-1
+                        if unended and b == ends.size:  # written with the newline it lacks
+                            if b - 1 > a:
+                                with block[int(starts[a]) : int(ends[b - 2])] as run:
+                                    out.write_raw_lines(run, b - 1 - a)
+                            out.write_raw(bytes(block[int(starts[b - 1]) : int(ends[b - 1])]))
+                            continue
                         with block[int(starts[a]) : int(ends[b - 1])] as run:
-                            write_lines(run, b - a)
-                    if ends.size and buf[length - 1] != 0x0A and keep[-1]:
-                        write_lines(b"\n", 0)  # the file's last line, which has no newline
+                            out.write_raw_lines(run, b - a)
                 lineno, n = lineno + int(ends.size), n + int(ends.size)
             return n
         except BrokenInput:
@@ -319,43 +381,35 @@ def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, write_l
     return n
 
 
-def _write_parquet(plan, keeper: _Keep, tmp: str, schema, compression: str) -> tuple[int, int]:
+class _WriteFailed(Exception):
+    """An error of the output (its cause), told apart from the reading errors skipped around it."""
+
+
+def _write_parquet(plan, keeper: _Keep, out: ParquetShards) -> int:
     pa = require("pyarrow", "io")
-    pq = require("pyarrow.parquet", "io")
-    n = written = 0
-    pending: list = []
-    pending_bytes = 0
-    with pq.ParquetWriter(tmp, schema, compression=compression) as writer:
-
-        def flush():
-            nonlocal pending, pending_bytes
-            if pending:
-                writer.write_table(pa.Table.from_batches(pending))
-                pending, pending_bytes = [], 0
-
-        for path, fmt, why in input_leaves(plan):
-            pf, nrows = (None, None) if why is not None else open_parquet(path)
-            if pf is None:
-                n += 1
-                continue
-            row = 0
-            try:
-                for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
-                    mask = keeper.mask(n + row, batch.num_rows)
-                    row += batch.num_rows
-                    if not mask.any():
-                        continue
-                    kept = batch if mask.all() else batch.filter(pa.array(mask))
-                    kept = pa.RecordBatch.from_arrays(kept.columns, schema=schema)
-                    pending.append(kept)
-                    pending_bytes += kept.nbytes
-                    written += kept.num_rows
-                    if pending_bytes >= _FLUSH_BYTES:
-                        flush()
-            except InputError:
-                raise
-            except Exception:  # noqa: BLE001 - unreadable rows were skipped in the first pass
-                pass
-            n += max(row, nrows)
-        flush()
-    return n, written
+    n = 0
+    for path, fmt, why in input_leaves(plan):
+        pf, nrows = (None, None) if why is not None else open_parquet(path)
+        if pf is None:
+            n += 1
+            continue
+        row = 0
+        try:
+            for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
+                mask = keeper.mask(n + row, batch.num_rows)
+                row += batch.num_rows
+                if not mask.any():
+                    continue
+                kept = batch if mask.all() else batch.filter(pa.array(mask))
+                try:
+                    out.write_batch(pa.RecordBatch.from_arrays(kept.columns, schema=out.schema))
+                except Exception as exc:  # not a reading error: raised past the handler below
+                    raise _WriteFailed(exc) from exc
+        except _WriteFailed as failed:
+            raise failed.__cause__
+        except InputError:
+            raise
+        except Exception:  # noqa: BLE001 - unreadable rows were skipped in the first pass
+            pass
+        n += max(row, nrows)
+    return n
