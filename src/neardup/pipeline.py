@@ -264,6 +264,7 @@ class Deduplicator:
             if run.begin(identity, output) and self._unresumable:
                 run.remove()  # an earlier attempt's staged files: this run starts over
                 run.begin(identity, output)
+                run.resumed_from = None
             target.unpublish()
             summary = self._run_in(run, target, plan, write_kept, layout, on_error)
         except OSError as exc:

@@ -1,0 +1,112 @@
+"""Resume beside the features that record more per record than the saved stages hold: web
+archives (their kept ``kept.warc.gz`` and the ``url`` key), and runs with sources or an index
+(several inputs, ``--source-field``, ``--against``, ``--save-index``, ``--update-index``), which
+keep no resumable work folder and refuse ``--resume`` in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+
+import orjson
+import pytest
+
+from dedup_runs import dedup, folder_digest, write_corpus
+
+WORK = ".neardup-work"
+
+
+def _write_warc(path) -> str:
+    pytest.importorskip("warcio")
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    story = "<p>" + " ".join(f"word{i} of the story told here" for i in range(60)) + "</p>"
+    other = "<p>" + " ".join(f"unrelated{i} sentence about something else" for i in range(60)) + "</p>"
+    pages = [("http://a.example/story", story), ("http://b.example/copy", story),
+             ("http://a.example/near", story.replace("word59 of", "word59 from")),
+             ("http://a.example/other", other)]
+    with open(path, "wb") as fh:
+        w = WARCWriter(fh, gzip=True)
+        for url, body in pages:
+            html = f"<html><body><main>{body}</main></body></html>".encode()
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            w.write_record(w.create_warc_record(url, "response", payload=io.BytesIO(html), http_headers=http))
+    return str(path)
+
+
+@pytest.mark.parametrize("point", ["cluster", "write", "publish"])
+def test_a_web_archive_run_killed_then_resumed(tmp_path, point):
+    src = _write_warc(tmp_path / "crawl.warc.gz")
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    dedup(src, "-o", ref, check=True)
+    assert sorted(os.listdir(ref)) == ["clusters.jsonl", "kept.warc.gz", "pairs.jsonl", "summary.json"]
+    rows = [orjson.loads(line) for line in open(ref / "clusters.jsonl", "rb")]
+    assert [r["url"] for r in rows] == ["http://a.example/story", "http://b.example/copy",
+                                        "http://a.example/near", "http://a.example/other"]
+    assert sum(r["kept"] for r in rows) == 2
+
+    killed = dedup(src, "-o", out, env={"NEARDUP_TEST_KILL_AT": point})
+    assert killed.returncode == -signal.SIGKILL
+    assert not (out / "summary.json").exists()
+    dedup(src, "-o", out, "--resume", check=True)
+    assert folder_digest(out) == folder_digest(ref)  # the url key and kept.warc.gz's bytes included
+    assert not (out / WORK).exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resumed_from"] is not None
+
+
+def _index_docs(db) -> int:
+    with sqlite3.connect(db) as con:
+        return con.execute("SELECT count(*) FROM docs").fetchone()[0]
+
+
+def test_resume_with_an_index_or_sources_is_refused_in_one_line(tmp_path):
+    a = write_corpus(tmp_path / "a.jsonl", docs=200)
+    b = write_corpus(tmp_path / "b.jsonl", docs=100, seed=4)
+    db = tmp_path / "seen.db"
+    for args, flag in (([a, "--save-index", db], "--save-index"), ([a, "--against", db], "--against"),
+                       ([a, "--source-field", "n"], "--source-field"), ([a, b], "record sources")):
+        proc = dedup(*args, "-o", tmp_path / "out", "--resume")
+        assert proc.returncode == 2, proc.stderr
+        assert flag in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert not db.exists()  # refused before the index was created
+        assert not (tmp_path / "out" / "summary.json").exists()
+
+
+@pytest.mark.parametrize("point", ["write", "publish"])
+def test_a_save_index_run_killed_after_writing_the_index_starts_over(tmp_path, point):
+    src = write_corpus(tmp_path / "c.jsonl", docs=300)
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    ref_db, db = tmp_path / "ref.db", tmp_path / "seen.db"
+    dedup(src, "-o", ref, "--save-index", ref_db, check=True)
+    saved = json.loads((ref / "summary.json").read_text())["index"]["documents_saved"]
+    assert saved == _index_docs(ref_db) > 0
+
+    assert dedup(src, "-o", out, "--save-index", db, env={"NEARDUP_TEST_KILL_AT": point}).returncode == -9
+    assert _index_docs(db) == saved  # the index was written before the kill
+    assert not os.path.exists(out / WORK / "sketch")  # no stage saved: nothing to resume from
+    dedup(src, "-o", out, "--save-index", db, check=True)
+    assert _index_docs(db) == saved  # written again in full, not twice
+    got, want = folder_digest(out), folder_digest(ref)
+    assert got.pop("summary.json") and want.pop("summary.json")  # it names the index files, which differ
+    assert got == want
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["index"]["documents_saved"] == saved and summary["resumed_from"] is None
+    assert not (out / WORK).exists()
+
+
+def test_a_failed_run_with_sources_keeps_no_work_folder(tmp_path):
+    a = write_corpus(tmp_path / "a.jsonl", docs=200)
+    b = write_corpus(tmp_path / "b.jsonl", docs=100, seed=4)
+    out = tmp_path / "out"
+    failed = dedup(a, b, "-o", out, env={"NEARDUP_TEST_FAULT": "memory@cluster"})
+    assert failed.returncode == 4, failed.stderr
+    assert not (out / WORK).exists() and not (out / "summary.json").exists()
+    dedup(a, b, "-o", out, check=True)
+    rows = [orjson.loads(line) for line in open(out / "clusters.jsonl", "rb")]
+    assert {r["source"] for r in rows} == {a, b}
