@@ -32,6 +32,7 @@ typedef struct {
     uint64_t red[8][256];     /* v * x^(8j + degree) mod P: a product's high part, byte j */
     uint64_t pow[RABIN_POW_CACHE];
     uint64_t pow_big[64];     /* x^(8 RABIN_POW_CACHE 2^j) mod P: longer powers by squaring */
+    uint64_t mu;              /* Barrett: x^(2 degree) div P (degree 64: without its x^64 term) */
 } rabin_t;
 
 static rabin_t g_rabin[2]; /* degree 40, degree 64; built once at import, read-only after */
@@ -95,6 +96,18 @@ static void rabin_init_one(rabin_t *r, int degree, uint64_t low) {
     }
     r->pow[0] = 1;
     for (size_t L = 1; L < RABIN_POW_CACHE; L++) r->pow[L] = rabin_step(r, r->pow[L - 1]);
+    /* mu = x^(2d) div P by long division; the remainder in three words (bit 128 for d = 64) */
+    uint64_t rem[3] = {0, 0, 0}, q[2] = {0, 0};
+    rem[(2 * degree) / 64] = (uint64_t)1 << ((2 * degree) % 64);
+    for (int bit = 2 * degree; bit >= degree; bit--) {
+        if (!((rem[bit / 64] >> (bit % 64)) & 1)) continue;
+        const int sh = bit - degree;
+        q[sh / 64] |= (uint64_t)1 << (sh % 64);
+        rem[bit / 64] ^= (uint64_t)1 << (bit % 64); /* the x^degree term of P << sh */
+        for (int b = 0; b < degree; b++) /* its other terms */
+            if ((low >> b) & 1) rem[(b + sh) / 64] ^= (uint64_t)1 << ((b + sh) % 64);
+    }
+    r->mu = q[0]; /* degree 64: q[1] = 1, the x^64 term, implied */
     r->pow_big[0] = rabin_step(r, r->pow[RABIN_POW_CACHE - 1]);
     for (int j = 1; j < 64; j++) r->pow_big[j] = rabin_mulmod_slow(r, r->pow_big[j - 1], r->pow_big[j - 1]);
 }
@@ -203,7 +216,7 @@ static inline uint64_t rabin_append(const rabin_t *r, const int D, uint64_t f, u
 #define RABIN_CHAINS_FROM 16
 
 /*
- * RABIN_IDS(name, pow, degree, attributes, clmul, append): the ids of every shingle of k units of buf
+ * RABIN_IDS(name, pow, degree, attributes, mul2, append): the ids of every shingle of k units of buf
  * (units start at pos[0..nu-1], pos[nu] the sentinel one joiner past the end; gap = the joiner's
  * length, 0 or 1, joiner its byte; buf readable up to buf_cap) into ids[0..ns-1],
  * ns = nu - k + 1, or one id of the whole buffer when nu < k (the caller handles nu == 0).
@@ -224,17 +237,14 @@ static inline uint64_t rabin_append(const rabin_t *r, const int D, uint64_t f, u
  * four runs, each with its own base, whose chains of steps are independent: the CPU overlaps
  * them (one chain is bound by the latency of its steps). Each run's chain goes k units past it.
  */
-#define RABIN_IDS(NAME, POW, DEG, ATTR, CLMUL, APPEND)                                                        \
+#define RABIN_IDS(NAME, POW, DEG, ATTR, MUL2, APPEND)                                                        \
     ATTR static uint64_t POW(const rabin_t *r, size_t L) { /* x^(8L) mod P */                               \
         const int D = DEG;                                                                                  \
         if (L < RABIN_POW_CACHE) return r->pow[L];                                                          \
-        uint64_t f = r->pow[L % RABIN_POW_CACHE], hi, lo;                                                   \
+        uint64_t f = r->pow[L % RABIN_POW_CACHE];                                                           \
         size_t q = L / RABIN_POW_CACHE;                                                                     \
         for (int j = 0; q; j++, q >>= 1)                                                                    \
-            if (q & 1) {                                                                                    \
-                CLMUL(f, r->pow_big[j], &hi, &lo);                                                          \
-                f = rabin_reduce(r, D, hi, lo);                                                             \
-            }                                                                                               \
+            if (q & 1) f = MUL2(r, D, f, r->pow_big[j], 0, 0);                                              \
         return f;                                                                                           \
     }                                                                                                       \
     ATTR static size_t NAME(const rabin_t *r, const uint8_t *buf, size_t out_len, size_t buf_cap,           \
@@ -291,12 +301,9 @@ static inline uint64_t rabin_append(const rabin_t *r, const int D, uint64_t f, u
         for (int c = 0; c < chains; c++) {                                                                  \
             const size_t a = (size_t)c * run, n = c == chains - 1 ? last : run;                            \
             const uint64_t *Pc = starts + (size_t)c * stride;                                               \
-            for (size_t t = 0; t < n; t++) {                                                                \
-                uint64_t h1, l1, h2, l2;                                                                    \
-                CLMUL(Pc[t + k], xz, &h1, &l1);                                                             \
-                CLMUL(Pc[t], POW(r, pos[a + t + k] - pos[a + t] + z), &h2, &l2);                            \
-                ids[a + t] = (rabin_reduce(r, D, h1 ^ h2, l1 ^ l2) ^ jc) << (64 - D);                       \
-            }                                                                                               \
+            for (size_t t = 0; t < n; t++)                                                                  \
+                ids[a + t] = (MUL2(r, D, Pc[t + k], xz, Pc[t], POW(r, pos[a + t + k] - pos[a + t] + z)) ^ jc)  \
+                             << (64 - D);                                                                   \
         }                                                                                                   \
         return ns;                                                                                          \
     }
@@ -304,27 +311,59 @@ static inline uint64_t rabin_append(const rabin_t *r, const int D, uint64_t f, u
 /* starts' size for RABIN_IDS: the four runs' prefixes, at most ns + 4 k + 4 */
 static inline size_t rabin_scratch(size_t nu, size_t k) { return nu + 4 * k + 8; }
 
-RABIN_IDS(rabin40_ids_portable, rabin40_pow_portable, 40, , rabin_clmul_portable, rabin_append)
-RABIN_IDS(rabin64_ids_portable, rabin64_pow_portable, 64, , rabin_clmul_portable, rabin_append)
+/* a b + c d mod P: the two products added before one reduction (reduction is linear) */
+static inline uint64_t rabin_mul2_portable(const rabin_t *r, const int D, uint64_t a, uint64_t b, uint64_t c,
+                                           uint64_t d) {
+    uint64_t h1, l1, h2, l2;
+    rabin_clmul_portable(a, b, &h1, &l1);
+    rabin_clmul_portable(c, d, &h2, &l2);
+    return rabin_reduce(r, D, h1 ^ h2, l1 ^ l2);
+}
+
+RABIN_IDS(rabin40_ids_portable, rabin40_pow_portable, 40, , rabin_mul2_portable, rabin_append)
+RABIN_IDS(rabin64_ids_portable, rabin64_pow_portable, 64, , rabin_mul2_portable, rabin_append)
 
 #if ND_X86
-__attribute__((target("pclmul,sse2"))) static inline void rabin_clmul_pclmul(uint64_t a, uint64_t b, uint64_t *hi,
-                                                                             uint64_t *lo) {
-    __m128i p = _mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)a), _mm_cvtsi64_si128((long long)b), 0);
-    *lo = (uint64_t)_mm_cvtsi128_si64(p);
-    *hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(p, p));
+/*
+ * Barrett reduction of a carry-less product V (degree < 2D) in the vector registers: with
+ * mu = x^(2D) div P, V div P = ((V div x^D) mu) div x^D exactly (over GF(2) there is no
+ * correction step), and V mod P = V + (V div P) P: two more products instead of five or eight
+ * table lookups. For D = 40 the shifts by D are whole bytes (five). For D = 64, mu has an
+ * x^64 term, kept apart: (q mu) div x^64 = q + (q mu_low) div x^64.
+ */
+__attribute__((target("pclmul,sse2"))) static inline uint64_t rabin_barrett(const rabin_t *r, const int D, __m128i v) {
+    const __m128i mu = _mm_cvtsi64_si128((long long)r->mu), p = _mm_cvtsi64_si128((long long)r->low);
+    if (D == 64) {
+        __m128i t = _mm_clmulepi64_si128(v, mu, 0x01);                  /* q mu_low, q = V's high word */
+        __m128i q2 = _mm_xor_si128(_mm_srli_si128(v, 8), _mm_srli_si128(t, 8));
+        return (uint64_t)_mm_cvtsi128_si64(_mm_xor_si128(v, _mm_clmulepi64_si128(q2, p, 0x00)));
+    }
+    /* D = 40: P's x^40 term with its others */
+    const __m128i pf = _mm_cvtsi64_si128((long long)(r->low | ((uint64_t)1 << 40)));
+    __m128i t = _mm_clmulepi64_si128(_mm_srli_si128(v, 5), mu, 0x00);
+    return (uint64_t)_mm_cvtsi128_si64(_mm_xor_si128(v, _mm_clmulepi64_si128(_mm_srli_si128(t, 5), pf, 0x00)));
 }
 
-/* rabin_append by one product: f x^(8n) + w, reduced; for degree 40 five lookups, not eight. */
+__attribute__((target("pclmul,sse2"))) static inline __m128i rabin_product(uint64_t a, uint64_t b) {
+    return _mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)a), _mm_cvtsi64_si128((long long)b), 0);
+}
+
+/* rabin_append by one product: f x^(8n) + w, reduced by Barrett */
 __attribute__((target("pclmul,sse2"))) static inline uint64_t rabin_append_pclmul(const rabin_t *r, const int D,
                                                                                   uint64_t f, uint64_t w, unsigned n) {
-    uint64_t hi, lo;
-    rabin_clmul_pclmul(f, r->pow[n], &hi, &lo);
-    return rabin_reduce(r, D, hi, lo ^ w);
+    return rabin_barrett(r, D, _mm_xor_si128(rabin_product(f, r->pow[n]), _mm_cvtsi64_si128((long long)w)));
 }
+
+/* a b + c d mod P */
+__attribute__((target("pclmul,sse2"))) static inline uint64_t rabin_mul2_pclmul(const rabin_t *r, const int D,
+                                                                                uint64_t a, uint64_t b, uint64_t c,
+                                                                                uint64_t d) {
+    return rabin_barrett(r, D, _mm_xor_si128(rabin_product(a, b), rabin_product(c, d)));
+}
+
 #define PCLMUL_TARGET __attribute__((target("pclmul,sse2")))
-RABIN_IDS(rabin40_ids_pclmul, rabin40_pow_pclmul, 40, PCLMUL_TARGET, rabin_clmul_pclmul, rabin_append_pclmul)
-RABIN_IDS(rabin64_ids_pclmul, rabin64_pow_pclmul, 64, PCLMUL_TARGET, rabin_clmul_pclmul, rabin_append_pclmul)
+RABIN_IDS(rabin40_ids_pclmul, rabin40_pow_pclmul, 40, PCLMUL_TARGET, rabin_mul2_pclmul, rabin_append_pclmul)
+RABIN_IDS(rabin64_ids_pclmul, rabin64_pow_pclmul, 64, PCLMUL_TARGET, rabin_mul2_pclmul, rabin_append_pclmul)
 #endif
 
 ND_HIDDEN size_t rabin_doc_ids(scratch_t *s, const classes_t *cl, size_t out_len, size_t nu, size_t k,
