@@ -231,7 +231,7 @@ class Deduplicator:
         stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0}
 
         t = time.perf_counter()
-        ci, cj, est = self._candidates(got, sk.size, stats, shingle_ids, offsets)
+        ci, cj, est = self._candidates(got, sk.size, stats, shingle_ids, offsets, work)
         self.seconds["candidates"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -366,26 +366,37 @@ class Deduplicator:
             texts = [t for t, keep in zip(batch_texts(parts), new.tolist()) if keep]
             got.simhashes.append(sketch_stage.simhashes(texts, cfg.shingle.normalize))
 
-    def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets):
-        """Candidate pairs (local indices) with their estimates, after the estimate filter."""
+    #: The grouping of method broder spills past this budget at the least (``in_memory_mb`` 0
+    #: spills the held ids; grouping by one record at a time would only be slow).
+    GROUPING_MIN_MB = 4
+
+    def _sampled_candidates(self, shingle_ids, offsets, stats: dict, work: str):
+        """Methods broder and greedy: candidate pairs from each document's sample of its ids."""
         cfg = self.config
-        if cfg.method == "broder" and n:
-            got.sig_pieces.finish()
-            values, sample_offsets = candidate_stage.mod_m_sample(shingle_ids, offsets, cfg.sample_mod)
-            ci, cj, est, bstats = candidate_stage.sampled_candidates(values, sample_offsets, cfg.threshold,
-                                                                     measure=cfg.measure, cap=cfg.sample_cap)
-            stats["samples"] = {"mod": cfg.sample_mod, "cap": cfg.sample_cap, "values": int(values.size),
-                                **{k: v for k, v in bstats.items() if k not in ("sample_pairs_kept",)}}
-            stats["candidate_pairs"] = bstats["sample_pairs"]
-            stats["estimate_filtered"] = bstats["sample_pairs"] - bstats["sample_pairs_kept"]
-            return ci, cj, est
-        if cfg.method == "greedy" and n:
-            got.sig_pieces.finish()
-            values, sample_offsets = candidate_stage.mod_m_sample(shingle_ids, offsets, cfg.sample_mod)
+        size = cfg.sample_mod if cfg.sample == "mod_m" else cfg.sample_size
+        values, sample_offsets = candidate_stage.sample_ids(shingle_ids, offsets, cfg.sample, size)
+        sample = {"kind": cfg.sample, **({"mod": cfg.sample_mod} if cfg.sample == "mod_m" else {"size": size})}
+        if cfg.method == "greedy":
             ci, cj = candidate_stage.greedy_pairs(values, sample_offsets)
-            stats["samples"] = {"mod": cfg.sample_mod, "values": int(values.size)}
+            stats["samples"] = {**sample, "values": int(values.size)}
             stats["candidate_pairs"] = int(ci.size)
             return ci, cj, np.full(ci.size, np.nan)
+        budget = int(max(self.in_memory_mb, self.GROUPING_MIN_MB) * (1 << 20))
+        ci, cj, est, bstats = candidate_stage.sampled_candidates(values, sample_offsets, cfg.threshold,
+                                                                 measure=cfg.measure, cap=cfg.sample_cap,
+                                                                 budget_bytes=budget, folder=work)
+        stats["samples"] = {**sample, "cap": cfg.sample_cap, "values": int(values.size),
+                            **{k: v for k, v in bstats.items() if k not in ("sample_pairs_kept",)}}
+        stats["candidate_pairs"] = bstats["sample_pairs"]
+        stats["estimate_filtered"] = bstats["sample_pairs"] - bstats["sample_pairs_kept"]
+        return ci, cj, est
+
+    def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets, work: str):
+        """Candidate pairs (local indices) with their estimates, after the estimate filter."""
+        cfg = self.config
+        if cfg.method in ("broder", "greedy") and n:
+            got.sig_pieces.finish()
+            return self._sampled_candidates(shingle_ids, offsets, stats, work)
         if cfg.method == "minhash" and n:
             signatures = got.sig_pieces.finish(cfg.minhash.num_perm)
             keys = np.concatenate(got.band_parts)

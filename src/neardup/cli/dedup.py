@@ -25,6 +25,11 @@ def register(sub) -> None:
                         "not verified)")
     p.add_argument("--sample-mod", type=positive_int("--sample-mod"), default=25, metavar="M",
                    help="broder: keep the shingle ids divisible by M (default 25, as in the 1997 experiment)")
+    p.add_argument("--sample", choices=["mod_m", "min_s"], default="mod_m",
+                   help="broder, greedy: the sample of each document's shingle ids: mod_m, those divisible by "
+                        "--sample-mod (default), or min_s, its --sample-size smallest")
+    p.add_argument("--sample-size", type=positive_int("--sample-size"), default=100, metavar="S",
+                   help="broder, greedy with --sample min_s: ids kept per document (default 100)")
     p.add_argument("--sample-cap", type=positive_int("--sample-cap", minimum=2), default=1000, metavar="N",
                    help="broder: a sample held by more than N documents gives no pairs (boilerplate; default 1000)")
     p.add_argument("--threshold", type=unit_float("--threshold"), default=0.8,
@@ -81,7 +86,8 @@ def config_from(args):
                        max_distance=args.max_distance, keep=keep, keep_field=keep_field, verify=not args.no_verify,
                        format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
                        html=args.html, max_bytes=args.max_bytes, extraction=extraction_of(args),
-                       sample_mod=args.sample_mod, sample_cap=args.sample_cap)
+                       sample_mod=args.sample_mod, sample_cap=args.sample_cap, sample=args.sample,
+                       sample_size=args.sample_size)
 
 
 def extraction_of(args) -> str | None:
