@@ -77,3 +77,30 @@ def test_out_of_core_sampled_candidates_equal_the_in_memory_ones(tmp_path):
         if budget is not None:
             assert stats["grouping"]["pairs"]["partitions_read"] > 50
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("window", [3, 64])
+def test_band_keys_past_the_budget_give_the_in_memory_candidates(tmp_path, window):
+    # band keys with buckets of every size (some past the window), added in batches; a budget of
+    # a few thousand keys sends them through the grouping, against the kernel's hashing
+    from neardup.stages.candidates import BandKeys
+
+    rng = np.random.default_rng(5)
+    n, bands = 6_000, 9
+    keys = rng.integers(0, 400, (n, bands)).astype(np.uint64) * np.uint64(0x100000001B3)
+    keys[: n // 2, 0] = rng.integers(0, 2**63, n // 2, dtype=np.uint64)  # mostly singletons in band 0
+    keys[:, 1] = keys[:, 2]  # the same values in two bands: separate buckets all the same
+    keys[:100, 3] = 7  # one bucket of 100 rows
+    whole, small = BandKeys(None, window=window), BandKeys(16 * 2_000, str(tmp_path), window=window)
+    for a in range(0, n, 500):
+        whole.add(keys[a:a + 500])
+        small.add(keys[a:a + 500])
+    assert small.spilled and not whole.spilled
+    wi, wj, ws = whole.candidates()
+    si, sj, ss = small.candidates()
+    assert wi.size > 10_000 and np.array_equal(wi, si) and np.array_equal(wj, sj)
+    assert {k: v for k, v in ws.items() if k != "grouping"} == {k: v for k, v in ss.items() if k != "grouping"}
+    assert ss["grouping"]["bands"]["spilled_bytes"] > 0 and ss["grouping"]["pairs"]["partitions_read"] > 1
+    assert ws["buckets_over_window"] > 0
+    small.close()
+    assert os.listdir(tmp_path) == []
