@@ -124,7 +124,7 @@ class _Sketched:
     exact_of: dict[int, int] = field(default_factory=dict)  # ordinal -> ordinal of its first holder
     sketched: list[int] = field(default_factory=list)
     n_shingles: list[np.ndarray] = field(default_factory=list)
-    band_parts: list[np.ndarray] = field(default_factory=list)
+    band_keys: candidate_stage.BandKeys | None = None  # method minhash
     simhashes: list[np.ndarray] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     id_pieces: _Pieces | None = None
@@ -250,7 +250,8 @@ class Deduplicator:
         self.seconds["cluster"] = time.perf_counter() - t
         stats["skipped"] = dict(sorted(got.skipped.items()))
         stats["n_shingles_total"] = int(counts.sum())
-        stats["spilled_bytes"] = got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
+        stats["spilled_bytes"] = (got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
+                                  + stats.get("grouping_spilled_bytes", 0))
         stats["duplicate_ids"] = len(got.ids) - len(set(got.ids))
         return outcome, VerifiedPairs(edges, sk), stats
 
@@ -271,6 +272,8 @@ class Deduplicator:
         budget = _Budget(int(self.in_memory_mb * (1 << 20)))
         got.sig_pieces = _Pieces(os.path.join(work, "signatures.u64"), budget)
         got.id_pieces = _Pieces(os.path.join(work, "shingles.u64"), budget)
+        # band keys: a budget of their own, past which they are grouped through partition files
+        got.band_keys = candidate_stage.BandKeys(self._grouping_budget(), work)
         band = cfg.banding() if cfg.method == "minhash" else None
         first_by_fp: dict[int, int] = {}
         pending: list = []
@@ -359,16 +362,20 @@ class Deduplicator:
         if cfg.method == "minhash":
             values = sig.values if new.all() else sig.values[new]
             got.sig_pieces.append(values)
-            got.band_parts.append(candidate_stage.band_keys(values, band.bands, band.rows))
+            got.band_keys.add(candidate_stage.band_keys(values, band.bands, band.rows))
         elif cfg.method == "simhash":
             from .stages.encode import batch_texts
 
             texts = [t for t, keep in zip(batch_texts(parts), new.tolist()) if keep]
             got.simhashes.append(sketch_stage.simhashes(texts, cfg.shingle.normalize))
 
-    #: The grouping of method broder spills past this budget at the least (``in_memory_mb`` 0
+    #: The groupings (band keys, method broder's samples) spill past this budget at the least (``in_memory_mb`` 0
     #: spills the held ids; grouping by one record at a time would only be slow).
     GROUPING_MIN_MB = 4
+
+    def _grouping_budget(self) -> int:
+        """Bytes each grouping (band keys, samples) may hold before it spills."""
+        return int(max(self.in_memory_mb, self.GROUPING_MIN_MB) * (1 << 20))
 
     def _sampled_candidates(self, shingle_ids, offsets, stats: dict, work: str):
         """Methods broder and greedy: candidate pairs from each document's sample of its ids."""
@@ -381,10 +388,10 @@ class Deduplicator:
             stats["samples"] = {**sample, "values": int(values.size)}
             stats["candidate_pairs"] = int(ci.size)
             return ci, cj, np.full(ci.size, np.nan)
-        budget = int(max(self.in_memory_mb, self.GROUPING_MIN_MB) * (1 << 20))
         ci, cj, est, bstats = candidate_stage.sampled_candidates(values, sample_offsets, cfg.threshold,
                                                                  measure=cfg.measure, cap=cfg.sample_cap,
-                                                                 budget_bytes=budget, folder=work)
+                                                                 budget_bytes=self._grouping_budget(), folder=work)
+        stats["grouping_spilled_bytes"] = sum(g["spilled_bytes"] for g in bstats["grouping"].values())
         stats["samples"] = {**sample, "cap": cfg.sample_cap, "values": int(values.size),
                             **{k: v for k, v in bstats.items() if k not in ("sample_pairs_kept",)}}
         stats["candidate_pairs"] = bstats["sample_pairs"]
@@ -399,9 +406,11 @@ class Deduplicator:
             return self._sampled_candidates(shingle_ids, offsets, stats, work)
         if cfg.method == "minhash" and n:
             signatures = got.sig_pieces.finish(cfg.minhash.num_perm)
-            keys = np.concatenate(got.band_parts)
-            ci, cj, cstats = candidate_stage.band_candidates(keys)
-            del keys
+            ci, cj, cstats = got.band_keys.candidates()
+            grouping = cstats.pop("grouping")
+            if grouping is not None:
+                stats["band_grouping"] = grouping
+                stats["grouping_spilled_bytes"] = sum(g["spilled_bytes"] for g in grouping.values())
             stats.update(cstats)
             stats["candidate_pairs"] = int(ci.size)
             floor = (candidate_stage.estimate_floor(cfg.threshold, cfg.minhash.num_perm, cfg.measure)
@@ -497,6 +506,8 @@ class Deduplicator:
             "buckets_over_window": stats.get("buckets_over_window", 0),
             # method broder: the sample, the shared-sample pairs and what the cap left out
             **({"samples": stats["samples"]} if "samples" in stats else {}),
+            # method minhash past the grouping budget: the band keys' partition files
+            **({"band_grouping": stats["band_grouping"]} if "band_grouping" in stats else {}),
             "duplicate_ids": stats["duplicate_ids"],
             "shingles_total": stats["n_shingles_total"],
             "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
