@@ -151,25 +151,31 @@ class Deduplicator:
         self.seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------
-    def run(self, paths: list[str], output: str, *, write_kept: bool = True) -> dict:
+    def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip") -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into the folder
-        ``output``; returns the summary."""
+        ``output``; returns the summary. ``on_error="error"`` stops at the first file that cannot
+        be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
+        ``unreadable_file`` record, its path in the summary's ``skipped_files``)."""
         from .io import read_documents
         from .io import write_kept as write_kept_records
-        from .io.readers import read_encoded
+        from .io.readers import InputReport, plan_inputs, read_encoded
 
         os.makedirs(output, exist_ok=True)
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
         read_options = dict(self.config.read_options(), jobs=self.jobs)
+        # the files are listed and their formats sniffed once; both passes read this plan
+        paths = plan_inputs(paths, self.config.format)
+        report = InputReport()
+        first_pass = dict(on_error=on_error, report=report)
         if sketch_stage.kernel_handles(self.config.shingle):
             # JSONL records come as UTF-8 straight from a compiled scanner: their text never
             # becomes a Python str. Texts holding a code point that NFKC may change, and that
             # the kernel does not map itself, are flagged.
             table = sketch_stage.flag_table(self.config.shingle.normalize)
-            docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options)
+            docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options, **first_pass)
         else:
-            docs = read_documents(paths, keep_fields=keep_fields, **read_options)
+            docs = read_documents(paths, keep_fields=keep_fields, **read_options, **first_pass)
         work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
 
         # The kept corpus (mostly I/O, off the GIL) is written on its own thread as soon as the
@@ -193,6 +199,7 @@ class Deduplicator:
             shutil.rmtree(work, ignore_errors=True)
         self.seconds["total"] = time.perf_counter() - start
         summary = self._summary(outcome, stats, kept_info)
+        summary.update(report.as_dict())
         with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as fh:
             json.dump(summary, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
