@@ -8,7 +8,9 @@ million pages in four passes, which these functions are, each a plain function o
    ids must already be a random-looking permutation of the shingles (Rabin fingerprints
    premultiplied by ``x^64``, or xxh3), so sampling them directly is sampling shingles uniformly.
 2. **Group** the ``<sample, ID>`` list by sample (a sort) and, for every two documents that share
-   a sample, emit ``<ID, ID>`` (:func:`shared_sample_pairs`).
+   a sample, emit ``<ID, ID>`` (:func:`pairs_in_groups` on each group; :func:`shared_sample_pairs`
+   in memory, :func:`neardup.stages.candidates.sampled_candidates` past memory through the
+   partitioned spill of :mod:`neardup.stages.grouping`).
 3. **Count** the pairs: ``<ID, ID, count>``, the size of the intersection of the two samples.
 4. **Estimate** resemblance from the counts and the sample sizes,
    ``|S(A) ∩ S(B)| / (|S(A)| + |S(B)| - |S(A) ∩ S(B)|)`` (:func:`resemblance`), keep the pairs at the
