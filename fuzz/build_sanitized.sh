@@ -40,7 +40,7 @@ build() {
      "$PY" setup.py -q build_ext --force --build-lib "$new" --build-temp "$new/tmp" 2>&1 \
      | grep -v -e SetuptoolsDeprecationWarning -e '^!!' -e '^ *\*\*\*' -e 'project.license' -e 'By 2027' \
                -e 'See https://packaging' -e 'corresp(dist' -e '^ *$' || true)
-  for ext in _kernel _hamming _jsonl; do
+  for ext in _kernel _hamming _jsonl _htmlscan; do
     ls "$new"/neardup/"$ext".*.so >/dev/null 2>&1 || { say "neardup.$ext was not built"; exit 1; }
   done
   echo "$CC" > "$new/CC"

@@ -79,6 +79,21 @@ def main() -> None:
     write("hamming", hamming)
     args = [bytes([w, m]) + bytes(rng.randrange(256) for _ in range(160)) for w in range(12) for m in range(3)]
     write("kernel_args", args)
+    pages = [
+        b"<!doctype html><html><head><title>T &amp; x</title><style>p{}</style></head><body><nav>menu</nav>"
+        b"<main><h1>Head</h1><p>Text <a href=x>link</a> more.</p></main><footer>foot</footer></body></html>",
+        b"<div class='sidebar toc' id=menu hidden>n</div><article role=main><p>a<br>b</p><table><tr><td>c<td>d"
+        b"</table></article><script>if (a<b) {x='</div>'}</script><!-- comment <p> -->",
+        b"<p unclosed <a href='x>y'>q</a><template><p>t</p></template><div style='display:none'>h</div>",
+        "<html><body><p>caf\u00e9 \u4e2d\u6587 \U0001f600</p><p aria-hidden=true>x</p></body></html>".encode(),
+        b"<title>one<title>two</title><noscript>n</noscript><iframe>i</iframe><svg><p>s</p></svg>",
+        b"\xff\xfe<\x00p\x00>\x00 \xc0\xaf \xed\xa0\x80 <p>invalid utf-8</p>",
+        b"<" * 40 + b">" * 40 + b"<a><a><a>" + b"</a>" * 5 + b"<!--" + b"-" * 20,
+        b"<DIV CLASS=NAV-BAR><LI><A HREF=#>Home</A></LI></DIV><SECTION ROLE=navigation>s</SECTION>",
+    ]
+    htmlscan = [bytes([m]) + page for page in pages for m in range(3)]
+    htmlscan.append(bytes([0]) + bytes(rng.randrange(256) for _ in range(300)))
+    write("htmlscan", htmlscan)
 
 
 if __name__ == "__main__":

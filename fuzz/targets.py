@@ -17,6 +17,8 @@ kernel         neardup._kernel units / signatures /        the pure-Python token
 hamming        neardup._hamming.Prober (SimhashIndex)      brute force over the live rows
 kernel_args    every function of neardup._kernel, with     a Python exception or an answer,
                hostile offsets, pairs, pieces and sizes    never a crash
+htmlscan       neardup._htmlscan scan / lines / stats      their Python twins in
+               (the markup pre-scan of web pages)          neardup.text.html_scan
 =============  ==========================================  =====================================
 
 The input is read by :class:`Input`, a deterministic byte reader (no randomness of its own):
@@ -400,3 +402,28 @@ def _hostile_prober(inp: Input, vals: np.ndarray, mode: int) -> None:
     q = int(inp.u64s(1)[0])
     p.query(q)
     p.query_many(np.array([q, q ^ 1], dtype=np.uint64), inp.flag())
+
+
+# --- the markup scan of web pages against its Python twin ---------------------------------
+
+
+@target
+def htmlscan(data: bytes) -> None:
+    """The compiled scan of raw markup (bytes or str), its line breaking and its link statistics
+    equal the Python versions in neardup.text.html_scan, for any bytes a crawler may fetch."""
+    from neardup import _htmlscan
+    from neardup.text import html_scan
+
+    inp = Input(data)
+    mode = inp.byte() % 3
+    raw = inp.rest()
+    if mode == 0:
+        assert _htmlscan.scan(raw) == html_scan.scan_python(raw)
+        return
+    text = raw.decode("utf-8", "replace")
+    if mode == 1:
+        assert _htmlscan.scan(text) == html_scan.scan_python(text)
+        # what the scan marks is what lines() and stats() read next
+        text = _htmlscan.scan(text)[0].decode("utf-8", "replace")
+    assert _htmlscan.lines(text) == html_scan.lines_python(text)
+    assert _htmlscan.stats(text) == html_scan.stats_python(text)

@@ -118,7 +118,37 @@ def test_hypothesis_kernel_args(data):
     targets.kernel_args(data)
 
 
+@FAST
+@given(st.binary(max_size=600))
+def test_hypothesis_htmlscan(data):
+    targets.htmlscan(data)
+
+
+@FAST
+@given(st.sampled_from([0, 1, 2]), st.lists(st.sampled_from(
+    ["<", ">", "</", "<a href=x>", "</a>", "<p>", "<div class='nav menu'>", "<script>", "</script>", "<!--", "-->",
+     "<title>", "</title>", "<br>", " ", "text", "é", "\u4e2d", "&amp;", "'", '"', "=", "hidden", "role=main"]),
+    max_size=60))
+def test_hypothesis_htmlscan_markup(mode, parts):
+    targets.htmlscan(bytes([mode]) + "".join(parts).encode("utf-8"))
+
+
 # --- each target notices a wrong answer ------------------------------------------------------
+
+def test_htmlscan_target_catches_a_wrong_scan(monkeypatch):
+    from neardup.text import html_scan
+
+    real = html_scan.scan_python
+
+    def lying(html):
+        marked, *rest = real(html)
+        return (marked.replace(b"Text", b"Test"), *rest)
+
+    monkeypatch.setattr(html_scan, "scan_python", lying)
+    with pytest.raises(AssertionError):
+        for data in seeds("htmlscan"):
+            targets.htmlscan(data)
+
 
 def test_jsonl_target_catches_a_wrong_text(monkeypatch):
     from neardup.io import readers

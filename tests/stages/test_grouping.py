@@ -105,30 +105,3 @@ def test_band_keys_past_the_budget_give_the_in_memory_candidates(tmp_path, windo
     small.close()
     assert os.listdir(tmp_path) == []
 
-
-def test_dedup_minhash_with_band_keys_past_the_budget_gives_the_same_outcomes(monkeypatch, tmp_path):
-    # the local engine with a ~50 KB grouping budget: its band keys go through partition files,
-    # and every output equals the run that held them in memory
-    import json
-
-    import neardup
-    from neardup.pipeline import Deduplicator
-
-    rng = np.random.default_rng(2)
-    words = [f"w{n}" for n in range(3000)]
-    base = [" ".join(rng.choice(words, 120)) for _ in range(400)]
-    records = []
-    for n, text in enumerate(base):
-        records.append({"id": f"d{n}", "text": text})
-        if n % 2 == 0:
-            toks = text.split()
-            toks[int(rng.integers(0, len(toks)))] = "changed"
-            records.append({"id": f"d{n}b", "text": " ".join(toks)})
-    want = neardup.dedup(records, threshold=0.7)
-    monkeypatch.setattr(Deduplicator, "GROUPING_MIN_MB", 0)
-    got = neardup.dedup(records, threshold=0.7, in_memory_mb=0.05)
-    assert got.summary["band_grouping"]["bands"]["spilled_bytes"] > 0 and "band_grouping" not in want.summary
-    assert got.outcomes.to_pylist() == want.outcomes.to_pylist()
-    assert got.pairs.to_pylist() == want.pairs.to_pylist() and got.pairs.num_rows >= 150
-    assert got.summary["clusters"] == want.summary["clusters"]
-    assert got.summary["candidate_pairs"] == want.summary["candidate_pairs"]

@@ -11,6 +11,7 @@ import orjson
 
 from ..errors import ConfigError, InputError, require
 from .documents import Document
+from . import warc
 from .readers import (JSONL_BLOCK_BYTES, PARQUET_BATCH_ROWS, BrokenInput, RecordReader, extract_in_parallel,
                       has_line_scanner, input_leaves, jsonl_blocks, jsonl_line_ends, line_or_size, open_parquet,
                       plan_inputs, read_lines)
@@ -160,7 +161,10 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
     - Parquet input (all of it, one schema): ``kept.parquet``, the original rows with the same
       schema and the input's compression. Parquet files of different schemas, or mixed with other
       formats, are written into ``kept.jsonl`` as one JSON object per row.
-    - Text, HTML and WARC input: ``kept.jsonl`` with ``{"id", "source", "text"}`` per kept
+    - WARC (and ARC) input, all of it: ``kept.warc.gz`` (``kept.arc.gz``), the kept records'
+      original bytes (:func:`neardup.io.warc.write_kept_warc`: a ``.warc.gz``'s gzip members
+      byte for byte).
+    - Text, HTML and WARC mixed with others: ``kept.jsonl`` with ``{"id", "source", "text"}`` per kept
       document. The text is extracted again, so pass the same ``read_options`` (``content``,
       ``html``, ``id_field``, ``text_field``, ``errors``, ``max_bytes``) as to
       :func:`~neardup.io.read_documents`; records not kept are not extracted, and ``jobs``
@@ -182,15 +186,20 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
     schema = first = None
     if leaf_formats == {"parquet"}:
         schema, first = _parquet_schemas(plan)
-    out_format = "parquet" if schema is not None else "jsonl"
+    out_format = "parquet" if schema is not None else "warc" if leaf_formats == {"warc"} else "jsonl"
     if not (leaf_formats & {"html", "warc"} or (reader.content == "html" and "text" in leaf_formats)):
         reader.jobs = 1  # nothing to extract: no worker processes
-    path = os.path.join(out_dir, f"kept.{out_format}")
+    if out_format == "warc":  # web archives in, the kept records out, byte for byte
+        path = os.path.join(out_dir, warc.kept_name([p for p, f, why in input_leaves(plan) if why is None]))
+    else:
+        path = os.path.join(out_dir, f"kept.{out_format}")
     tmp = path + ".tmp"
     written = 0
     try:
         if out_format == "parquet":
             n, written = _write_parquet(plan, keeper, tmp, schema, _compression(first))
+        elif out_format == "warc":
+            n, written = _write_warc(plan, keeper, tmp)
         else:
             n, written = _write_jsonl(plan, keeper, reader, tmp)
         if keeper.arr is not None and n != len(keeper.arr):
@@ -204,6 +213,18 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
             os.remove(tmp)
         raise
     return {"path": path, "records": written, "format": out_format, "input_records": n}
+
+
+def _write_warc(plan, keeper: _Keep, tmp: str) -> tuple[int, int]:
+    n = written = 0
+    with open(tmp, "wb") as out:
+        for path, fmt, why in input_leaves(plan):
+            if why is not None:
+                n += 1
+            else:
+                n, k = warc.write_kept_warc(path, keeper.fn, out, n)
+                written += k
+    return n, written
 
 
 def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, tmp: str) -> tuple[int, int]:

@@ -128,14 +128,16 @@ def _local_reader(ctx: dict):
     from ..io.readers import RecordReader
 
     keep = (ctx["keep_field"],) if ctx.get("keep_field") else ()
+    # content="html": the executors extract the text with the local reader's extraction
+    # (neardup.text.html), so both engines see the same text of a page.
     return RecordReader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
-                   max_bytes=ctx["max_bytes"])
+                   max_bytes=ctx["max_bytes"], content=ctx.get("content", "text"), html=ctx.get("html", "main"))
 
 
 def _jsonl_record(reader, line: bytes, n: int, src: str):
     """One JSONL line (without its ``\\n``, as Spark splits them) as the local reader makes it:
     ``RecordReader.jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
-    reader counts it. Only ``content="text"``."""
+    reader counts it (HTML extracted when the reader's ``content`` is ``html``)."""
     from ..io.readers import line_or_size
 
     if reader.max_bytes is not None and len(line) > reader.max_bytes:
@@ -177,7 +179,7 @@ def _row_record(reader, ident, text, keyval, n: int, src: str | None):
     meta = {}
     if keyval is not None and reader.keep_fields:
         meta[reader.keep_fields[0]] = keyval
-    return reader.finish_record(ident, text, n, src, meta, is_html=False)
+    return reader.finish_record(ident, text, n, src, meta, is_html=reader.content == "html")
 
 
 def _parse_jsonl(batches, ctx: dict) -> Iterator[_Recs]:
@@ -787,14 +789,8 @@ def _check_config(config: DedupConfig) -> None:
     if config.method in ("simhash", "broder", "greedy"):
         raise ConfigError(f"--method {config.method} is not supported by the Spark engine (--engine spark): it runs "
                           "minhash or exact; use --engine local")
-    # Spark reads JSONL and Parquet text fields with the local reader's rules, but has no HTML
-    # extraction on its executors: refused rather than read as plain text.
-    if config.content != "text":
-        raise ConfigError(f"--content {config.content} is not supported by the Spark engine (--engine spark): "
-                          "extract the text first, or use --engine local")
-    if config.html != "main":
-        raise ConfigError(f"--html {config.html} is not supported by the Spark engine (--engine spark): "
-                          "it reads no HTML; use --engine local")
+    # Spark reads JSONL and Parquet text fields with the local reader's rules, HTML included
+    # (content="html": the same extraction on the executors).
 
 
 # --------------------------------------------------------------------------------------------- DataFrame API
@@ -855,7 +851,8 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
     if order_col is None:
         extra_fields.append(T.StructField("_h", T.BinaryType()))
     ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": config.max_bytes,
-           "extras": tuple(extras), "text_hash": order_col is None, "need_kernel": _need_kernel(config)}
+           "content": config.content, "html": config.html, "extras": tuple(extras), "text_hash": order_col is None,
+           "need_kernel": _need_kernel(config)}
     sk = base.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config),
                                       _sketch_schema(extra_fields))
     sk = st.checkpoint(sk)
@@ -1046,7 +1043,7 @@ def _read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, tex
     readable = [(u, leaf) for u, leaf, why in leaves if why is None]
     uris = [u for u, _ in readable]
     ctx = {"id_field": id_field, "text_field": text_field, "keep_field": kf, "max_bytes": max_bytes,
-           "need_kernel": _need_kernel(config)}
+           "content": config.content, "html": config.html, "need_kernel": _need_kernel(config)}
     counts: dict = {}
     if fmt == "jsonl":
         frame = _jsonl_frame(spark, uris) if uris else None
