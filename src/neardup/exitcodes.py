@@ -3,7 +3,8 @@
     OK           0  done; every input record and file was read (or skips stayed within --max-skipped)
     SKIPPED      1  done, but more records or files were skipped than --max-skipped allows
                     (under --strict: any skip at all)
-    USAGE        2  a usage mistake: a bad option, a missing path, a parameter out of range
+    USAGE        2  a usage mistake: a bad option, a parameter out of range, a missing extra
+                    (a path that does not exist is an input error, 3)
     INPUT_ERROR  3  an input file or URL could not be read (the message names it); nothing was written
                     as complete. ``--on-error skip`` turns this into a counted skip instead.
     OUTPUT_ERROR 4  the output could not be written (full disk, read-only folder, a URL refused):

@@ -25,6 +25,13 @@ def register(sub) -> None:
                    help="a file, a folder (a dataset: Spark/Hive output, shards), a glob ('crawl/*.jsonl.gz', "
                         "'data/**/*.parquet'), '-' or /dev/stdin, or a URL (s3://, gs://, hf://, https://, file://)")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
+    add_dedup_options(p)
+    p.set_defaults(handler=dedup_command)
+
+
+def add_dedup_options(p) -> None:
+    """The options of a dedup run (all but its inputs and --output): ``neardup plan`` takes the
+    same ones, so that what it predicts is the run these options make."""
     p.add_argument("--method", choices=["minhash", "simhash", "exact", "broder", "greedy"], default="minhash",
                    help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
                         "broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts, or "
@@ -92,7 +99,6 @@ def register(sub) -> None:
                      help="shingle ids and signatures held in memory up to this many MB; the rest spill to a "
                           f"temporary file (in $TMPDIR), memory-mapped (default {IN_MEMORY_MB})")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress or summary on standard error")
-    p.set_defaults(handler=dedup_command)
 
 
 def config_from(args):
