@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .cpus import available_cpus
+from .errors import ConfigError
 from .config import KEEP_POLICIES, MEASURES, METHODS, DedupConfig
 from .params import IN_MEMORY_MB
 from .stages import candidates as candidate_stage
@@ -46,7 +47,10 @@ from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, compone
                                similarity_to_survivors)
 from .stages.verify import Edges, verify_pairs
 
-__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "peak_memory_mb"]
+__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "STAGES", "peak_memory_mb"]
+
+#: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
+STAGES = ("read_and_sketch", "exact_pass", "candidates", "verify", "cluster", "summary", "write")
 
 
 class _Budget:
@@ -151,10 +155,15 @@ class Deduplicator:
         self.seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------
-    def run(self, paths: list[str], output: str, *, write_kept: bool = True) -> dict:
+    def run(self, paths: list[str], output: str, *, write_kept: bool = True, output_format: str = "jsonl") -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into the folder
-        ``output``; returns the summary."""
+        ``output``: ``clusters`` and ``pairs`` as ``output_format`` (``jsonl`` or ``parquet``) says,
+        the kept corpus in the input's format, and ``summary.json``; returns the summary."""
         from .io import read_documents
+        from .io.writers import RESULT_FORMATS, write_clusters, write_pairs
+
+        if output_format not in RESULT_FORMATS:
+            raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
         from .io import write_kept as write_kept_records
         from .io.readers import read_encoded
 
@@ -185,14 +194,18 @@ class Deduplicator:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
                 outcome, pairs, stats = self._dedup(docs, work, kept_known=write_kept_from)
                 t = time.perf_counter()
-                self._write_clusters(outcome, output)
-                self._write_pairs(output, pairs, outcome.ids)
+                write_clusters(output, outcome, format=output_format)
+                write_pairs(output, pairs.rows(outcome.ids), format=output_format)
                 kept_info = kept_writing[0].result() if kept_writing else None
                 self.seconds["write"] = time.perf_counter() - t
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        self.seconds["total"] = time.perf_counter() - start
+        t = time.perf_counter()
+        self.seconds["summary"] = 0.0
         summary = self._summary(outcome, stats, kept_info)
+        self.seconds["summary"] = time.perf_counter() - t
+        self.seconds["total"] = time.perf_counter() - start
+        summary["seconds"] = self.stage_seconds()
         with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as fh:
             json.dump(summary, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
@@ -210,10 +223,20 @@ class Deduplicator:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         pairs = list(pairs.rows(outcome.ids))
-        self.seconds["total"] = time.perf_counter() - start
+        t = time.perf_counter()
         summary = self._summary(outcome, stats, None)
+        self.seconds["summary"] = time.perf_counter() - t
+        self.seconds["total"] = time.perf_counter() - start
+        summary["seconds"] = self.stage_seconds()
         summary.pop("kept_output")
         return outcome, pairs, summary
+
+    def stage_seconds(self) -> dict:
+        """Seconds per stage, the table both engines give in ``summary.json`` (:data:`STAGES`, then
+        ``total``); the local read-and-sketch stage is its own minus the exact pass run inside it."""
+        got = dict(self.seconds)
+        got["read_and_sketch"] = got.get("read_and_sketch", 0.0) - got.get("exact_pass", 0.0)
+        return {k: round(got.get(k, 0.0), 3) for k in (*STAGES, "total")}
 
     # ------------------------------------------------------------------------------------------
     def _dedup(self, docs, work: str, kept_known=None):
@@ -274,13 +297,11 @@ class Deduplicator:
         band = cfg.banding() if cfg.method == "minhash" else None
         first_by_fp: dict[int, int] = {}
         pending: list = []
-        wait = [0.0]
+        self.seconds["exact_pass"] = 0.0
 
         def collect():
             batch, parts, ords, nbytes = pending.pop(0)
-            ts = time.perf_counter()
             self._take_batch(got, batch.result(), parts, ords, first_by_fp, band, batch.too_large)
-            wait[0] += time.perf_counter() - ts
             if self.progress:
                 self.progress.update(len(ords), nbytes)
 
@@ -332,7 +353,6 @@ class Deduplicator:
             flush()
             while pending:
                 collect()
-        self.seconds["sketch_wait_and_collect"] = wait[0]
         return got
 
     def _take_batch(self, got: _Sketched, sig, parts, ords, first_by_fp: dict, band, too_large=frozenset()) -> None:
@@ -340,6 +360,7 @@ class Deduplicator:
         shingle ids, signatures and band keys (or simhashes) of the first holders. ``too_large``:
         positions in the batch of texts the kernel could not take (sketched as empty)."""
         cfg = self.config
+        t = time.perf_counter()
         new, empty, copies = first_holders(ords, sig.fingerprints, sig.n_shingles, first_by_fp)
         oversized = {ords[k] for k in too_large}
         for o in empty:
@@ -349,6 +370,7 @@ class Deduplicator:
         for o, first in copies:
             got.exact_of[o] = first
             got.reason[o] = "exact"
+        self.seconds["exact_pass"] += time.perf_counter() - t
         if not new.any():
             return
         got.sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
@@ -427,34 +449,6 @@ class Deduplicator:
         return outcome
 
     # ------------------------------------------------------------------------------------------
-    def _write_clusters(self, outcome: Outcome, output: str) -> None:
-        import orjson
-
-        with open(os.path.join(output, "clusters.jsonl"), "wb") as fh:
-            buf = []
-            for o, doc_id in enumerate(outcome.ids):
-                buf.append(orjson.dumps({
-                    "id": doc_id,
-                    "cluster": outcome.cluster[o],
-                    "kept": bool(outcome.kept[o]),
-                    "duplicate_of": outcome.duplicate_of[o],
-                    "similarity": outcome.similarity[o],
-                    "reason": outcome.reason[o],
-                }))
-                if len(buf) >= 4096:
-                    fh.write(b"\n".join(buf) + b"\n")
-                    buf = []
-            if buf:
-                fh.write(b"\n".join(buf) + b"\n")
-
-    def _write_pairs(self, output: str, pairs: "VerifiedPairs", ids: list[str]) -> None:
-        import orjson
-
-        with open(os.path.join(output, "pairs.jsonl"), "wb") as fh:
-            for a, b, j, e in pairs.rows(ids):
-                fh.write(orjson.dumps({"a": a, "b": b, "jaccard": j, "estimate": e}))
-                fh.write(b"\n")
-
     def _summary(self, outcome: Outcome, stats: dict, kept_info) -> dict:
         reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
         sizes = stats["cluster_sizes"]

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
-from ..pipeline import peak_memory_mb
+from ..pipeline import STAGES, peak_memory_mb
 from ..stages.candidates import estimate_floor
 from ..stages.survivors import keep_value, kinds_table
 from ..stages.verify import score_of
@@ -128,14 +128,16 @@ def _local_reader(ctx: dict):
     from ..io.readers import RecordReader
 
     keep = (ctx["keep_field"],) if ctx.get("keep_field") else ()
+    # content "html": the reader extracts the text with the local engine's function
+    # (neardup.text.html), in this task (jobs=1: a Spark task is one core)
     return RecordReader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
-                   max_bytes=ctx["max_bytes"])
+                        max_bytes=ctx["max_bytes"], content=ctx.get("content", "text"), html=ctx.get("html", "main"))
 
 
 def _jsonl_record(reader, line: bytes, n: int, src: str):
     """One JSONL line (without its ``\\n``, as Spark splits them) as the local reader makes it:
-    ``RecordReader.jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
-    reader counts it. Only ``content="text"``."""
+    ``RecordReader.jsonl_record`` (which extracts HTML with ``content="html"``), with the size of a
+    line over ``max_bytes`` counted as the local reader counts it."""
     from ..io.readers import line_or_size
 
     if reader.max_bytes is not None and len(line) > reader.max_bytes:
@@ -177,7 +179,7 @@ def _row_record(reader, ident, text, keyval, n: int, src: str | None):
     meta = {}
     if keyval is not None and reader.keep_fields:
         meta[reader.keep_fields[0]] = keyval
-    return reader.finish_record(ident, text, n, src, meta, is_html=False)
+    return reader.finish_record(ident, text, n, src, meta, is_html=reader.content == "html")
 
 
 def _parse_jsonl(batches, ctx: dict) -> Iterator[_Recs]:
@@ -787,14 +789,6 @@ def _check_config(config: DedupConfig) -> None:
     if config.method in ("simhash", "broder", "greedy"):
         raise ConfigError(f"--method {config.method} is not supported by the Spark engine (--engine spark): it runs "
                           "minhash or exact; use --engine local")
-    # Spark reads JSONL and Parquet text fields with the local reader's rules, but has no HTML
-    # extraction on its executors: refused rather than read as plain text.
-    if config.content != "text":
-        raise ConfigError(f"--content {config.content} is not supported by the Spark engine (--engine spark): "
-                          "extract the text first, or use --engine local")
-    if config.html != "main":
-        raise ConfigError(f"--html {config.html} is not supported by the Spark engine (--engine spark): "
-                          "it reads no HTML; use --engine local")
 
 
 # --------------------------------------------------------------------------------------------- DataFrame API
@@ -855,6 +849,7 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
     if order_col is None:
         extra_fields.append(T.StructField("_h", T.BinaryType()))
     ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": config.max_bytes,
+           "content": config.content, "html": config.html,
            "extras": tuple(extras), "text_hash": order_col is None, "need_kernel": _need_kernel(config)}
     sk = base.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config),
                                       _sketch_schema(extra_fields))
@@ -1044,7 +1039,7 @@ def _read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, tex
     readable = [(u, leaf) for u, leaf, why in leaves if why is None]
     uris = [u for u, _ in readable]
     ctx = {"id_field": id_field, "text_field": text_field, "keep_field": kf, "max_bytes": max_bytes,
-           "need_kernel": _need_kernel(config)}
+           "content": config.content, "html": config.html, "need_kernel": _need_kernel(config)}
     counts: dict = {}
     if fmt == "jsonl":
         frame = _jsonl_frame(spark, uris) if uris else None
@@ -1142,25 +1137,96 @@ def _write_text(spark, path: str, text: str) -> None:
         out.close()
 
 
+def _collect_sorted(frame, columns: list[str], order: list[str]):
+    """The rows of a (materialized) DataFrame on the driver as one Arrow table, sorted there (no
+    shuffle for a global sort: the driver holds every row anyway, to write one file)."""
+    table = frame.select(*columns, *[c for c in order if c not in columns]).toArrow()
+    return table.sort_by([(c, "ascending") for c in order])
+
+
+def _write_local(out_dir: str, inputs, leaves, clusters, pairs, locate, config: DedupConfig, write_kept: bool,
+                 output_format: str, spark):
+    """The local engine's files, written by its own writers (:mod:`neardup.io.writers`): the same
+    names, schemas and bytes. Returns the kept corpus's description (None without one)."""
+    from ..cpus import available_cpus
+    from ..io import write_kept as write_kept_records
+    from ..io.writers import write_clusters, write_pairs
+    from ..stages.survivors import Outcome
+
+    table = _collect_sorted(clusters, ["id", "cluster", "kept", "duplicate_of", "similarity", "reason"], ["ordinal"])
+    outcome = Outcome(ids=table.column("id").to_pylist(), reason=table.column("reason").to_pylist(),
+                      cluster=table.column("cluster").to_pylist(), duplicate_of=table.column("duplicate_of").to_pylist(),
+                      similarity=table.column("similarity").to_pylist(),
+                      kept=table.column("kept").to_numpy(zero_copy_only=False).astype(bool))
+    del table
+    write_clusters(out_dir, outcome, format=output_format)
+    ptable = _collect_sorted(pairs, ["a", "b", "jaccard", "estimate"], ["a_ordinal", "b_ordinal"])
+    write_pairs(out_dir, zip(*(ptable.column(c).to_pylist() for c in ("a", "b", "jaccard", "estimate"))),
+                format=output_format)
+    del ptable
+    if not write_kept:
+        return None
+    if all(not _has_scheme(leaf) for _, leaf, _ in leaves):
+        # local inputs: the local writer reads them again with the keep mask, as the local engine does
+        return write_kept_records([os.fsdecode(p) for p in ([inputs] if isinstance(inputs, (str, bytes, os.PathLike))
+                                                            else inputs)],
+                                  outcome.kept, out_dir, jobs=available_cpus(), **config.read_options())
+    # inputs on a Hadoop file system that this process cannot open: the kept rows, written by Spark
+    from pyspark.sql import functions as F
+
+    kept = _kept_frame(spark, locate, clusters.where(F.col("kept")).select("ordinal"))
+    if kept is None:
+        return None
+    path = os.path.join(out_dir, "kept")
+    kept.write.mode("overwrite").parquet(path)
+    return {"path": path, "format": "parquet", "records": int(outcome.kept.sum()),
+            "columns": "ordinal, record" if locate["format"] == "jsonl" else "the input columns, ordinal"}
+
+
+def _write_remote(spark, output: str, clusters, pairs, locate, fmt: str, summary: dict, write_kept: bool):
+    """An output on a Hadoop file system (hdfs://, s3a://, ...): the same tables as Parquet datasets
+    written by the executors (``clusters/``, ``pairs/``, ``kept/``). Returns the kept corpus's description."""
+    from pyspark.sql import functions as F
+
+    sep = "" if output.endswith("/") else "/"
+    clusters.orderBy("ordinal").write.mode("overwrite").parquet(f"{output}{sep}clusters")
+    pairs.orderBy("a_ordinal", "b_ordinal").write.mode("overwrite").parquet(f"{output}{sep}pairs")
+    if not write_kept:
+        return None
+    kept = _kept_frame(spark, locate, clusters.where(F.col("kept")).select("ordinal"))
+    if kept is None:
+        return None
+    kept.write.mode("overwrite").parquet(f"{output}{sep}kept")
+    return {"path": f"{output}{sep}kept", "format": "parquet", "records": summary["kept"],
+            "columns": "ordinal, record" if fmt == "jsonl" else "the input columns, ordinal"}
+
+
 def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, master: str | None = None,
-                write_kept: bool = True, spark=None, conf: dict | None = None) -> dict:
+                write_kept: bool = True, spark=None, conf: dict | None = None, output_format: str = "jsonl") -> dict:
     """``neardup dedup --engine spark``: deduplicate JSONL or Parquet files (local or any Hadoop
-    path) into ``output``: the Parquet datasets ``clusters/``, ``pairs/`` and ``kept/``, and
-    ``summary.json``. Returns the summary.
+    path) into ``output``; returns the summary.
+
+    A local ``output`` gets the local engine's files, written by its writers: ``clusters.jsonl``
+    and ``pairs.jsonl`` (``.parquet`` with ``output_format="parquet"``), ``kept.jsonl`` or
+    ``kept.parquet`` (the input's format, the original records byte for byte), ``summary.json``.
+    An output on a Hadoop file system gets Parquet datasets written by the executors instead:
+    ``clusters/``, ``pairs/`` and ``kept/`` (see below).
 
     Records and ordinals are exactly the local reader's (see the module docstring), so the
     clusters and pairs equal the local engine's. ``master``: the Spark master (default: the
     ``spark-submit`` environment's, else ``local[*]``); an active session is used as it is.
-    ``kept/`` holds, for JSONL input, ``ordinal`` and ``record`` (the original line; read it back
-    with ``spark.read.json(df.select("record").rdd.map(lambda r: r[0]))`` or ``from_json``), for
+    There (and for inputs on a Hadoop file system) ``kept/`` holds, for JSONL input, ``ordinal``
+    and ``record`` (the original line; read it back with
+    ``spark.read.json(df.select("record").rdd.map(lambda r: r[0]))`` or ``from_json``), for
     Parquet input the original columns and ``ordinal``.
     """
     require("pyspark", "spark")
-    from pyspark.sql import functions as F
-
+    from ..io.writers import RESULT_FORMATS
     from .session import _environment_provides_master, get_session
 
     _check_config(config)
+    if output_format not in RESULT_FORMATS:
+        raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
     st = _Stages()
     if spark is None:
         if master is None and not _environment_provides_master():
@@ -1180,22 +1246,17 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     summary = _summary(spark, clusters, stats, config, st, None)
     st.lap("summary")
     t = time.perf_counter()
-    sep = "" if output.endswith("/") else "/"
-    clusters.orderBy("ordinal").write.mode("overwrite").parquet(f"{output}{sep}clusters")
-    pairs.orderBy("a_ordinal", "b_ordinal").write.mode("overwrite").parquet(f"{output}{sep}pairs")
-    kept_info = None
-    if write_kept:
-        kept_ord = clusters.where(F.col("kept")).select("ordinal")
-        kept = _kept_frame(spark, locate, kept_ord)
-        if kept is not None:
-            kept.write.mode("overwrite").parquet(f"{output}{sep}kept")
-            kept_info = {"path": f"{output}{sep}kept", "format": "parquet",
-                         "records": summary["kept"],
-                         "columns": "ordinal, record" if fmt == "jsonl" else "the input columns, ordinal"}
+    if _is_remote(output):
+        kept_info = _write_remote(spark, output, clusters, pairs, locate, fmt, summary, write_kept)
+    else:
+        kept_info = _write_local(output[5:] if output.startswith("file:") else output, inputs, leaves, clusters, pairs,
+                                 locate, config, write_kept, output_format, spark)
     st.seconds["write"] = time.perf_counter() - t
     summary["kept_output"] = kept_info
-    summary["seconds"] = {k: round(v, 3) for k, v in st.seconds.items()}
+    # the local engine's stage table; the session (the JVM's start) apart, as it is no stage of a run
+    summary["seconds"] = {k: round(st.seconds.get(k, 0.0), 3) for k in STAGES}
     summary["seconds"]["total"] = round(sum(v for k, v in st.seconds.items() if k != "session"), 3)
+    summary["spark"]["session_seconds"] = round(st.seconds.get("session", 0.0), 3)
     summary["peak_memory_mb"] = round(peak_memory_mb(), 1)
     jvm = _jvm_peak_mb()
     if jvm is not None:
@@ -1203,6 +1264,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     summary["inputs"] = {"format": fmt, "files": len(leaves)}
     if summary["input"] != total:
         raise RuntimeError(f"internal error: {summary['input']} records in clusters, {total} counted in the inputs")
+    sep = "" if output.endswith("/") else "/"
     _write_text(spark, f"{output}{sep}summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     _release(st.held)
     return summary
