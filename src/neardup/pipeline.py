@@ -47,7 +47,7 @@ from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, compone
                                similarity_to_survivors)
 from .stages.verify import Edges, verify_pairs
 
-__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "STAGES", "peak_memory_mb"]
+__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "STAGES", "peak_memory_mb", "run_summary"]
 
 #: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
 STAGES = ("read_and_sketch", "exact_pass", "candidates", "verify", "cluster", "summary", "write")
@@ -450,49 +450,58 @@ class Deduplicator:
 
     # ------------------------------------------------------------------------------------------
     def _summary(self, outcome: Outcome, stats: dict, kept_info) -> dict:
-        reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
-        sizes = stats["cluster_sizes"]
-        multi = {c: s for c, s in sizes.items() if s > 1}
-        dist = Counter(multi.values())
-        largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
-        summary = {
-            "input": len(outcome.ids),
-            "kept": int(outcome.kept.sum()),
-            "unique": reasons.get("unique", 0),
-            "exact_duplicates": reasons.get("exact", 0),
-            "near_duplicates": reasons.get("near", 0),
-            "skipped": sum(stats["skipped"].values()),
-            "skipped_by_reason": stats["skipped"],
-            "clusters": {
-                "count": len(multi),
-                "documents_in_clusters": sum(multi.values()),
-                "size_distribution": {str(k): v for k, v in sorted(dist.items())},
-                "largest": [{"survivor": c, "size": s} for c, s in largest],
-                # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
-                "kinds": cluster_kinds(outcome, sizes),
-            },
-            "candidate_pairs": stats["candidate_pairs"],
-            "estimate_filtered_pairs": stats["estimate_filtered"],
-            "verified_pairs": stats["verified_pairs"],
-            "chained_members": stats["chained"],
-            "chained_examples": stats["chained_examples"],
-            "largest_bucket": stats.get("largest_bucket", 0),
-            "buckets_over_window": stats.get("buckets_over_window", 0),
-            # method broder: the sample, the shared-sample pairs and what the cap left out
-            **({"samples": stats["samples"]} if "samples" in stats else {}),
-            "duplicate_ids": stats["duplicate_ids"],
-            "shingles_total": stats["n_shingles_total"],
-            "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
-            "kept_output": kept_info,
-            "config": self.config.as_dict(),
-            "config_fingerprint": self.config.fingerprint(),
-            "jobs": self.jobs,
-            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-            "peak_memory_mb": round(peak_memory_mb(), 1),
-        }
-        assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
-            == summary["input"], "internal error: counts do not add up"
-        return summary
+        return run_summary(outcome, stats, self.config, kept_info=kept_info, jobs=self.jobs, seconds=self.seconds)
+
+
+def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info, jobs: int, seconds: dict) -> dict:
+    """``summary.json`` of a run (both engines): the counts from every record's ``outcome``, and
+    ``stats``, the figures of the stages (``cluster_sizes``, ``skipped``, ``candidate_pairs``,
+    ``estimate_filtered``, ``verified_pairs``, ``chained``, ``chained_examples``, ``duplicate_ids``,
+    ``n_shingles_total``, ``spilled_bytes``; optionally ``largest_bucket``, ``buckets_over_window``,
+    ``samples``)."""
+    reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
+    sizes = stats["cluster_sizes"]
+    multi = {c: s for c, s in sizes.items() if s > 1}
+    dist = Counter(multi.values())
+    largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+    summary = {
+        "input": len(outcome.ids),
+        "kept": int(outcome.kept.sum()),
+        "unique": reasons.get("unique", 0),
+        "exact_duplicates": reasons.get("exact", 0),
+        "near_duplicates": reasons.get("near", 0),
+        "skipped": sum(stats["skipped"].values()),
+        "skipped_by_reason": stats["skipped"],
+        "clusters": {
+            "count": len(multi),
+            "documents_in_clusters": sum(multi.values()),
+            "size_distribution": {str(k): v for k, v in sorted(dist.items())},
+            "largest": [{"survivor": c, "size": s} for c, s in largest],
+            # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
+            "kinds": cluster_kinds(outcome, sizes),
+        },
+        "candidate_pairs": stats["candidate_pairs"],
+        "estimate_filtered_pairs": stats["estimate_filtered"],
+        "verified_pairs": stats["verified_pairs"],
+        "chained_members": stats["chained"],
+        "chained_examples": stats["chained_examples"],
+        "largest_bucket": stats.get("largest_bucket", 0),
+        "buckets_over_window": stats.get("buckets_over_window", 0),
+        # method broder: the sample, the shared-sample pairs and what the cap left out
+        **({"samples": stats["samples"]} if "samples" in stats else {}),
+        "duplicate_ids": stats["duplicate_ids"],
+        "shingles_total": stats["n_shingles_total"],
+        "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
+        "kept_output": kept_info,
+        "config": config.as_dict(),
+        "config_fingerprint": config.fingerprint(),
+        "jobs": jobs,
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "peak_memory_mb": round(peak_memory_mb(), 1),
+    }
+    assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
+        == summary["input"], "internal error: counts do not add up"
+    return summary
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
-from ..pipeline import STAGES, peak_memory_mb
+from ..pipeline import STAGES, peak_memory_mb, run_summary
 from ..stages.candidates import estimate_floor
 from ..stages.survivors import keep_value, kinds_table
 from ..stages.verify import score_of
@@ -555,10 +555,17 @@ def _partitions(spark) -> int:
 def _core(spark, docs, config: DedupConfig, st: _Stages):
     """Everything after sketching. ``docs``: (ordinal, id, reason, length, keyval, fp, n, sig, ids),
     one row per input record, materialized. Returns (clusters, pairs, stats)."""
+    sketched, exact, edges, stats = _verified_edges(spark, docs, config, st)
+    return _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
+
+
+def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
+    """The exact pass, candidates and verification: ``(sketched, exact, edges, stats)``, the first
+    holders' (ordinal, length, keyval, n, sig, ids), the exact copies' (ordinal, rep), and the
+    verified edges (a, b, estimate, jaccard, score, jaccard_r, estimate_r), by ordinals."""
     from pyspark.sql import functions as F
 
     from ..stages.candidates import BUCKET_WINDOW
-    from .components import connected_components
 
     stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0, "largest_bucket": 0,
                    "buckets_over_window": 0, "buckets_shared": 0}
@@ -620,6 +627,90 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
     else:
         edges = empty_edges
         st.lap("candidates")
+    return sketched, exact, edges, stats
+
+
+def _raw_member_sims(batches, measure: str):
+    """(ordinal, ids_lo, ids_hi) -> (ordinal, similarity to survivor), unrounded, as the local
+    :func:`~neardup.stages.survivors.similarity_to_survivors` gives it."""
+    import pyarrow as pa
+
+    for rb in batches:
+        if rb.num_rows:
+            sims = score_of(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure)
+            yield pa.RecordBatch.from_arrays([rb.column(0), pa.array(sims, type=pa.float64())], names=["ordinal", "sim"])
+
+
+def _float_column(table, name: str) -> np.ndarray:
+    return table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
+
+
+def _cluster_on_driver(spark, docs, sketched, exact, edges, stats: dict, config: DedupConfig, st: _Stages):
+    """Clusters, survivors and outcomes by the local engine's own stages
+    (:mod:`neardup.stages.survivors`) on the driver, which writes the outputs and so holds one
+    row per record anyway: union-find over the verified edges (collected: a few numbers per edge)
+    instead of rounds of shuffles, and only the similarity of each member to its survivor
+    computed on the executors, where the shingle ids are. Returns ``(outcome, pair rows, stats)``
+    as the local engine has them."""
+    import pyarrow as pa
+    from collections import Counter
+
+    from ..stages.survivors import choose_survivors, components, kept_mask, outcomes
+
+    recs = docs.select("ordinal", "id", "reason", "length", "keyval").toArrow().sort_by("ordinal")
+    n_all = recs.num_rows
+    ordinals = recs.column("ordinal").to_numpy()
+    if n_all and not np.array_equal(ordinals, np.arange(n_all)):
+        raise RuntimeError("internal error: the records' ordinals are not 0, 1, 2, ...")
+    ids = recs.column("id").to_pylist()
+    reason = recs.column("reason").to_pylist()
+    lengths = recs.column("length").to_numpy(zero_copy_only=False).astype(np.int64)
+    keyvals = _float_column(recs, "keyval") if config.keep == "field" else None
+    del recs
+    sk = np.sort(sketched.select("ordinal").toArrow().column("ordinal").to_numpy(zero_copy_only=False))
+    ex = exact.toArrow()
+    exact_of = dict(zip(ex.column("ordinal").to_pylist(), ex.column("rep").to_pylist()))
+    for o in exact_of:
+        reason[o] = "exact"
+    et = edges.select("a", "b", "jaccard_r", "estimate_r").toArrow().sort_by([("a", "ascending"), ("b", "ascending")])
+    a = et.column("a").to_numpy(zero_copy_only=False)
+    b = et.column("b").to_numpy(zero_copy_only=False)
+    comp = components(sk.size, np.searchsorted(sk, a), np.searchsorted(sk, b))
+    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals)
+    kept = kept_mask(n_all, sk, survivor_local)
+    members = np.flatnonzero(survivor_local != np.arange(sk.size))
+    if members.size:
+        mo, so = sk[members], sk[survivor_local[members]]
+        wanted = spark.createDataFrame(pa.table({"ordinal": mo, "lo": np.minimum(mo, so), "hi": np.maximum(mo, so)}))
+        ids_of = sketched.select("ordinal", "ids")
+        joined = (wanted.join(ids_of.withColumnRenamed("ordinal", "lo").withColumnRenamed("ids", "ilo"), "lo")
+                  .join(ids_of.withColumnRenamed("ordinal", "hi").withColumnRenamed("ids", "ihi"), "hi")
+                  .select("ordinal", "ilo", "ihi"))
+        got = joined.mapInArrow(functools.partial(_raw_member_sims, measure=config.measure),
+                                "ordinal long, sim double").toArrow().sort_by("ordinal")
+        member_sims = got.column("sim").to_numpy(zero_copy_only=False)
+        if got.num_rows != members.size:
+            raise RuntimeError(f"internal error: {got.num_rows} similarities for {members.size} cluster members")
+    else:
+        member_sims = np.empty(0)
+    outcome, cluster_sizes, chained = outcomes(
+        ids, reason, sk, survivor_local, kept, members, member_sims, exact_of,
+        chain_below=config.threshold if config.method == "minhash" else None)
+    skipped = Counter(r[len("skipped:"):] for r in outcome.reason if r.startswith("skipped:"))
+    stats.update(cluster_sizes=cluster_sizes, chained=len(chained), chained_examples=chained[:20],
+                 skipped=dict(sorted(skipped.items())), duplicate_ids=n_all - len(set(ids)), spilled_bytes=0)
+    pair_rows = list(zip([ids[x] for x in a.tolist()], [ids[x] for x in b.tolist()],
+                         et.column("jaccard_r").to_pylist(), et.column("estimate_r").to_pylist()))
+    st.lap("cluster")
+    return outcome, pair_rows, stats
+
+
+def _cluster_frames(spark, docs, sketched, exact, edges, stats: dict, config: DedupConfig, st: _Stages):
+    """Clusters computed on the cluster (connected components in Spark): ``(clusters, pairs, stats)``
+    as DataFrames, for the DataFrame API and outputs on a Hadoop file system."""
+    from pyspark.sql import functions as F
+
+    from .components import connected_components
 
     # -- clusters: connected components over verified edges; survivor by the keep policy
     if stats["verified_pairs"]:
@@ -750,12 +841,7 @@ def _summary(spark, clusters, stats: dict, config: DedupConfig, st: _Stages, kep
         "config": config.as_dict(),
         "config_fingerprint": config.fingerprint(),
         "jobs": spark.sparkContext.defaultParallelism,
-        "spark": {
-            "version": spark.version,
-            "master": spark.sparkContext.master,
-            "default_parallelism": spark.sparkContext.defaultParallelism,
-            "shuffle_partitions": _partitions(spark),
-        },
+        "spark": _spark_info(spark),
         "seconds": {k: round(v, 3) for k, v in st.seconds.items()},
         "peak_memory_mb": round(peak_memory_mb(), 1),
     }
@@ -765,6 +851,11 @@ def _summary(spark, clusters, stats: dict, config: DedupConfig, st: _Stages, kep
     assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
         == summary["input"], "internal error: counts do not add up"
     return summary
+
+
+def _spark_info(spark) -> dict:
+    return {"version": spark.version, "master": spark.sparkContext.master,
+            "default_parallelism": spark.sparkContext.defaultParallelism, "shuffle_partitions": _partitions(spark)}
 
 
 def _jvm_peak_mb() -> float | None:
@@ -964,8 +1055,8 @@ def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str |
         inputs = [inputs]
     inputs = [os.fsdecode(p) for p in inputs]
     if format not in ("auto", "jsonl", "parquet"):
-        raise ConfigError(f"the Spark engine reads JSONL and Parquet (format 'auto', 'jsonl' or 'parquet'), got "
-                          f"{format!r}; use --engine local for WARC, HTML and text files")
+        raise ConfigError(f"--format {format} is not supported by the Spark engine (--engine spark): it reads JSONL "
+                          "and Parquet; use --engine local for WARC, HTML and text files")
     leaves = []
     fmts = set()
     for p in inputs:
@@ -1137,44 +1228,28 @@ def _write_text(spark, path: str, text: str) -> None:
         out.close()
 
 
-def _collect_sorted(frame, columns: list[str], order: list[str]):
-    """The rows of a (materialized) DataFrame on the driver as one Arrow table, sorted there (no
-    shuffle for a global sort: the driver holds every row anyway, to write one file)."""
-    table = frame.select(*columns, *[c for c in order if c not in columns]).toArrow()
-    return table.sort_by([(c, "ascending") for c in order])
-
-
-def _write_local(out_dir: str, inputs, leaves, clusters, pairs, locate, config: DedupConfig, write_kept: bool,
+def _write_local(out_dir: str, inputs, leaves, outcome, pair_rows, locate, config: DedupConfig, write_kept: bool,
                  output_format: str, spark):
     """The local engine's files, written by its own writers (:mod:`neardup.io.writers`): the same
     names, schemas and bytes. Returns the kept corpus's description (None without one)."""
     from ..cpus import available_cpus
     from ..io import write_kept as write_kept_records
     from ..io.writers import write_clusters, write_pairs
-    from ..stages.survivors import Outcome
 
-    table = _collect_sorted(clusters, ["id", "cluster", "kept", "duplicate_of", "similarity", "reason"], ["ordinal"])
-    outcome = Outcome(ids=table.column("id").to_pylist(), reason=table.column("reason").to_pylist(),
-                      cluster=table.column("cluster").to_pylist(), duplicate_of=table.column("duplicate_of").to_pylist(),
-                      similarity=table.column("similarity").to_pylist(),
-                      kept=table.column("kept").to_numpy(zero_copy_only=False).astype(bool))
-    del table
     write_clusters(out_dir, outcome, format=output_format)
-    ptable = _collect_sorted(pairs, ["a", "b", "jaccard", "estimate"], ["a_ordinal", "b_ordinal"])
-    write_pairs(out_dir, zip(*(ptable.column(c).to_pylist() for c in ("a", "b", "jaccard", "estimate"))),
-                format=output_format)
-    del ptable
+    write_pairs(out_dir, pair_rows, format=output_format)
     if not write_kept:
         return None
     if all(not _has_scheme(leaf) for _, leaf, _ in leaves):
         # local inputs: the local writer reads them again with the keep mask, as the local engine does
-        return write_kept_records([os.fsdecode(p) for p in ([inputs] if isinstance(inputs, (str, bytes, os.PathLike))
-                                                            else inputs)],
-                                  outcome.kept, out_dir, jobs=available_cpus(), **config.read_options())
-    # inputs on a Hadoop file system that this process cannot open: the kept rows, written by Spark
-    from pyspark.sql import functions as F
+        paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
+        return write_kept_records([os.fsdecode(p) for p in paths], outcome.kept, out_dir, jobs=available_cpus(),
+                                  **config.read_options())
+    # inputs on a Hadoop file system, which this process cannot open: the kept rows, written by Spark
+    import pyarrow as pa
 
-    kept = _kept_frame(spark, locate, clusters.where(F.col("kept")).select("ordinal"))
+    kept_ord = spark.createDataFrame(pa.table({"ordinal": np.flatnonzero(outcome.kept)}))
+    kept = _kept_frame(spark, locate, kept_ord)
     if kept is None:
         return None
     path = os.path.join(out_dir, "kept")
@@ -1241,17 +1316,26 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     sk, total, locate = _read_paths(spark, fmt, leaves, config, config.id_field, config.text_field, config.max_bytes)
     docs = st.checkpoint(sk)
     st.lap("read_and_sketch")
-    clusters, pairs, stats = _core(spark, docs, config, st)
-
-    summary = _summary(spark, clusters, stats, config, st, None)
-    st.lap("summary")
-    t = time.perf_counter()
+    sketched, exact, edges, stats = _verified_edges(spark, docs, config, st)
     if _is_remote(output):
+        clusters, pairs, stats = _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
+        summary = _summary(spark, clusters, stats, config, st, None)
+        st.lap("summary")
+        t = time.perf_counter()
         kept_info = _write_remote(spark, output, clusters, pairs, locate, fmt, summary, write_kept)
     else:
-        kept_info = _write_local(output[5:] if output.startswith("file:") else output, inputs, leaves, clusters, pairs,
-                                 locate, config, write_kept, output_format, spark)
-    st.seconds["write"] = time.perf_counter() - t
+        outcome, pair_rows, stats = _cluster_on_driver(spark, docs, sketched, exact, edges, stats, config, st)
+        t = time.perf_counter()
+        kept_info = _write_local(output[5:] if output.startswith("file:") else output, inputs, leaves, outcome,
+                                 pair_rows, locate, config, write_kept, output_format, spark)
+        st.seconds["write"] = time.perf_counter() - t
+        t = time.perf_counter()
+        summary = run_summary(outcome, stats, config, kept_info=None, jobs=spark.sparkContext.defaultParallelism,
+                              seconds={})
+        summary = {"engine": "spark", **summary, "spark": _spark_info(spark)}
+        st.seconds["summary"] = time.perf_counter() - t
+        t = time.perf_counter()
+    st.seconds["write"] = st.seconds.get("write", 0.0) + time.perf_counter() - t
     summary["kept_output"] = kept_info
     # the local engine's stage table; the session (the JVM's start) apart, as it is no stage of a run
     summary["seconds"] = {k: round(st.seconds.get(k, 0.0), 3) for k in STAGES}
