@@ -149,6 +149,10 @@ def spark_runs() -> list:
 
 CASES = spark_runs()
 
+#: The summary's figures that both engines must give alike.
+COUNTS = ("input", "kept", "exact_duplicates", "near_duplicates", "skipped_by_reason", "candidate_pairs",
+          "estimate_filtered_pairs", "verified_pairs", "largest_bucket", "config_fingerprint")
+
 
 def test_every_try_is_in_one_spark_run():
     tried = [args for args, what in CASES if what == "same"]
