@@ -559,10 +559,12 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
     return _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
 
 
-def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
+def _verified_edges(spark, docs, config: DedupConfig, st: _Stages, *, on_driver: bool = False):
     """The exact pass, candidates and verification: ``(sketched, exact, edges, stats)``, the first
     holders' (ordinal, length, keyval, n, sig, ids), the exact copies' (ordinal, rep), and the
-    verified edges (a, b, estimate, jaccard, score, jaccard_r, estimate_r), by ordinals."""
+    verified edges (a, b, estimate, jaccard, score, jaccard_r, estimate_r), by ordinals.
+    ``on_driver``: the exact pass by the local stage on the driver (which holds a row per record
+    anyway when it writes the outputs), else by a shuffle."""
     from pyspark.sql import functions as F
 
     from ..stages.candidates import BUCKET_WINDOW
@@ -572,14 +574,31 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
     parts = _partitions(spark)
 
     # -- exact pass: all but the lowest ordinal of each fingerprint are exact duplicates
-    valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
-    rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
-    with_rep = valid.join(rep, "fp").select("ordinal", "rep")
-    exact = st.keep(with_rep.where(F.col("ordinal") != F.col("rep")), count=False)
-    firsts = with_rep.where(F.col("ordinal") == F.col("rep")).select("ordinal")
-    sketched, n_sketched = st.keep(docs.join(firsts, "ordinal", "left_semi")
-                                   .select("ordinal", "length", "keyval", "n", "sig", "ids"))
-    stats["n_shingles_total"] = int(sketched.agg(F.sum("n")).first()[0] or 0)
+    columns = ("ordinal", "length", "keyval", "n", "sig", "ids")
+    if on_driver:
+        # the local stage itself over (ordinal, fingerprint, shingle count): 24 bytes a record,
+        # no shuffle; the exact copies (usually few) go back as a broadcast anti-join
+        import pyarrow as pa
+
+        from ..stages.exact import first_holders
+
+        valid = docs.where(F.col("reason") == "").select("ordinal", "fp", "n").toArrow().sort_by("ordinal")
+        ns = valid.column("n").to_numpy(zero_copy_only=False)
+        new, _, copies = first_holders(valid.column("ordinal").to_pylist(), valid.column("fp").to_numpy(), ns, {})
+        stats["n_shingles_total"] = int(ns[new].sum())
+        exact = spark.createDataFrame(pa.table({"ordinal": pa.array([o for o, _ in copies], pa.int64()),
+                                                "rep": pa.array([r for _, r in copies], pa.int64())}))
+        n_sketched = int(new.sum())
+        sketched = st.keep(docs.where(F.col("reason") == "").join(F.broadcast(exact), "ordinal", "left_anti")
+                           .select(*columns), count=False)
+    else:
+        valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
+        rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
+        with_rep = valid.join(rep, "fp").select("ordinal", "rep")
+        exact = st.keep(with_rep.where(F.col("ordinal") != F.col("rep")), count=False)
+        firsts = with_rep.where(F.col("ordinal") == F.col("rep")).select("ordinal")
+        sketched, n_sketched = st.keep(docs.join(firsts, "ordinal", "left_semi").select(*columns))
+        stats["n_shingles_total"] = int(sketched.agg(F.sum("n")).first()[0] or 0)
     st.lap("exact_pass")
 
     empty_edges = spark.createDataFrame([], "a long, b long, estimate double, jaccard double, score double, "
@@ -1316,7 +1335,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     sk, total, locate = _read_paths(spark, fmt, leaves, config, config.id_field, config.text_field, config.max_bytes)
     docs = st.checkpoint(sk)
     st.lap("read_and_sketch")
-    sketched, exact, edges, stats = _verified_edges(spark, docs, config, st)
+    sketched, exact, edges, stats = _verified_edges(spark, docs, config, st, on_driver=not _is_remote(output))
     if _is_remote(output):
         clusters, pairs, stats = _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
         summary = _summary(spark, clusters, stats, config, st, None)
