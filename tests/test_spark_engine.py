@@ -186,7 +186,7 @@ def test_window_pairs_equal_local_candidates_across_batches():
     n, bands = 3000, 4
     keys = rng.integers(0, 400, size=(n, bands)).astype(np.uint64)  # some buckets well over 64
     keys[:200, 0] = 7  # one bucket of 200
-    ci, cj, _ = candidate_pairs(keys)
+    ci, cj, local_stats = candidate_pairs(keys)
     expected = set(zip(ci.tolist(), cj.tolist()))
     rows = sorted((b, int(keys[o, b]), o) for o in range(n) for b in range(bands))
     cuts = sorted(rng.choice(np.arange(1, len(rows)), size=40, replace=False).tolist())
@@ -200,6 +200,20 @@ def test_window_pairs_equal_local_candidates_across_batches():
     for rb in _window_pairs(iter(batches), BUCKET_WINDOW):
         got.update(zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()))
     assert got == expected
+    # with the bucket statistics counted in the same pass: the local ones, buckets split anywhere
+    from neardup.spark.engine import _STAT_LARGEST, _STAT_OVER, _STAT_SHARED
+
+    got, stat = set(), {}
+    for rb in _window_pairs(iter(batches), BUCKET_WINDOW, with_stats=True):
+        for a, b in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()):
+            if a < 0:
+                stat[a] = b
+            else:
+                got.add((a, b))
+    assert got == expected
+    assert stat == {_STAT_SHARED: local_stats["buckets_shared"], _STAT_LARGEST: local_stats["largest_bucket"],
+                    _STAT_OVER: local_stats["buckets_over_window"]}
+    assert local_stats["largest_bucket"] >= 200 and local_stats["buckets_over_window"] >= 1
 
 
 # -- on Spark ----------------------------------------------------------------------------------

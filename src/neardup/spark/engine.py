@@ -374,22 +374,50 @@ def _band_rows(batches, bands: int, rows: int, num_perm: int):
         ], names=["band", "key", "ordinal"])
 
 
-def _window_pairs(batches, window: int):
+#: Markers of the bucket statistics rows that :func:`_window_pairs` adds: ``(marker, value)``.
+_STAT_SHARED, _STAT_LARGEST, _STAT_OVER = -1, -2, -3
+
+
+def _window_pairs(batches, window: int, with_stats: bool = False):
     """Rows sorted by (band, key, ordinal), each bucket whole in one partition -> pairs (a < b).
 
     Each member of a bucket is paired with the next ``window - 1`` members in ordinal order, as
     :func:`neardup.stages.candidates.band_candidates` does: a bucket no larger than the window
     gives all its pairs, a larger one a linear number. A bucket may span batches: the last
-    ``window - 1`` members of the open bucket are carried over.
+    ``window - 1`` members of the open bucket are carried over. ``with_stats``: three more rows
+    at the end, ``(_STAT_SHARED, buckets of 2 or more)``, ``(_STAT_LARGEST, largest bucket)`` and
+    ``(_STAT_OVER, buckets over the window)`` of this partition, counted in the same pass (the
+    local engine's bucket statistics without a shuffle of their own).
     """
     import pyarrow as pa
 
     tb = np.empty(0, dtype=np.int32)
     tk = np.empty(0, dtype=np.int64)
     to = np.empty(0, dtype=np.int64)
+    shared = largest = over = 0
+    open_key, open_size = None, 0
+
+    def close(size: int) -> None:
+        nonlocal shared, largest, over
+        if size >= 2:
+            shared += 1
+            largest = max(largest, size)
+            over += size > window
+
     for rb in batches:
         if rb.num_rows == 0:
             continue
+        if with_stats:  # sizes of the bucket runs of this batch, joined to the open one
+            nb, nk = rb.column(0).to_numpy(), rb.column(1).to_numpy()
+            starts = np.concatenate(([0], np.flatnonzero((nb[1:] != nb[:-1]) | (nk[1:] != nk[:-1])) + 1))
+            sizes = np.diff(np.append(starts, nb.size))
+            if open_key == (int(nb[0]), int(nk[0])):
+                sizes[0] += open_size
+            elif open_key is not None:
+                close(open_size)
+            for size in sizes[:-1].tolist():
+                close(size)
+            open_key, open_size = (int(nb[-1]), int(nk[-1])), int(sizes[-1])
         t = to.size
         b = np.concatenate([tb, rb.column(0).to_numpy().astype(np.int32)])
         k = np.concatenate([tk, rb.column(1).to_numpy()])
@@ -413,6 +441,11 @@ def _window_pairs(batches, window: int):
         if pa_:
             yield pa.RecordBatch.from_arrays([pa.array(np.concatenate(pa_)), pa.array(np.concatenate(pb_))],
                                              names=["a", "b"])
+    if with_stats:
+        if open_key is not None:
+            close(open_size)
+        yield pa.RecordBatch.from_arrays([pa.array([_STAT_SHARED, _STAT_LARGEST, _STAT_OVER], pa.int64()),
+                                          pa.array([shared, largest, over], pa.int64())], names=["a", "b"])
 
 
 def _estimates(batches, num_perm: int):
@@ -609,15 +642,16 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages, *, on_driver:
         bands = sketched.select("ordinal", "sig").mapInArrow(
             functools.partial(_band_rows, bands=band.bands, rows=band.rows, num_perm=m),
             "band int, key long, ordinal long")
-        bands = st.keep(bands, count=False)
-        b = (bands.groupBy("band", "key").count().where(F.col("count") >= 2)
-             .agg(F.count("*").alias("shared"), F.max("count").alias("largest"),
-                  F.sum((F.col("count") > BUCKET_WINDOW).cast("long")).alias("over")).first())
-        stats.update(buckets_shared=int(b["shared"] or 0), largest_bucket=int(b["largest"] or 0),
-                     buckets_over_window=int(b["over"] or 0))
+        # one shuffle of the band rows: the window's pairs and the bucket statistics in one pass
         raw = (bands.repartition(parts, "band", "key").sortWithinPartitions("band", "key", "ordinal")
-               .mapInArrow(functools.partial(_window_pairs, window=BUCKET_WINDOW), "a long, b long"))
-        cand, stats["candidate_pairs"] = st.keep(raw.distinct())
+               .mapInArrow(functools.partial(_window_pairs, window=BUCKET_WINDOW, with_stats=True), "a long, b long"))
+        raw = st.keep(raw, count=False)
+        per_part = raw.where(F.col("a") < 0).groupBy("a").agg(F.sum("b").alias("sum"), F.max("b").alias("max"))
+        got = {int(r["a"]): r for r in per_part.collect()}
+        stats.update(buckets_shared=int(got[_STAT_SHARED]["sum"]) if _STAT_SHARED in got else 0,
+                     largest_bucket=int(got[_STAT_LARGEST]["max"]) if _STAT_LARGEST in got else 0,
+                     buckets_over_window=int(got[_STAT_OVER]["sum"]) if _STAT_OVER in got else 0)
+        cand, stats["candidate_pairs"] = st.keep(raw.where(F.col("a") >= 0).distinct())
         st.lap("candidates")
 
         sig = sketched.select("ordinal", "sig")
