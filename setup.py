@@ -71,7 +71,7 @@ setup(
                   sources=[f"src/neardup/kernel/{name}.c"
                            for name in ("module", "tokenize", "hash", "rabin", "distinct", "minhash", "pairs")],
                   depends=["src/neardup/kernel/kernel.h", "src/neardup/_vendor/xxhash/xxhash.h"]),
-        # the SimhashIndex query probe (neardup.lsh.hamming); no external header
+        # the SimhashIndex query probe (neardup.index.simhash); no external header
         Extension("neardup._hamming", sources=["src/neardup/_hamming.c"]),
         # the JSONL reader's fast path (neardup.io.readers); no external header
         Extension("neardup._jsonl", sources=["src/neardup/_jsonl.c"]),

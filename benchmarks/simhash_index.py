@@ -197,7 +197,7 @@ def child_main(args: dict) -> int:
 
 
 def bench_neardup(fps, qidx, pairs: bool) -> dict:
-    from neardup.lsh import SimhashIndex
+    from neardup.index import SimhashIndex
 
     n = len(fps)
     out = {"system": "neardup", "n": n}
@@ -224,7 +224,7 @@ def bench_neardup(fps, qidx, pairs: bool) -> dict:
     out["probe"] = "compiled (neardup._hamming)" if idx._prober is not None else "numpy (neardup._hamming not built)"
     if idx._prober is not None:
         # the same index through the numpy/Python probe (the fallback), same queries, same run
-        import neardup.lsh.hamming as hmod
+        import neardup.index.simhash as hmod
 
         saved, hmod._hamming = hmod._hamming, None
         idx._prober = idx._pquery = None
@@ -444,7 +444,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.child:
         return child_main(json.loads(args.child))
-    from neardup.lsh import format_plan, plan_layout  # children (peers) do not import neardup
+    from neardup.index import format_plan, plan_layout  # children (peers) do not import neardup
 
     sizes = [100_000, 400_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     pairs_n = min(sizes)

@@ -201,7 +201,7 @@ def _check_cosine(texts, ci, cj, cval, floor: float, n_check: int) -> None:
 
 def simhash_pairs(fps: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """All pairs within ``k`` bits (packed) with ``SimhashIndex``, and their distances."""
-    from neardup.lsh.hamming import SimhashIndex
+    from neardup.index import SimhashIndex
 
     index = SimhashIndex(max_distance=k, expected_size=fps.size)
     index.add(np.arange(fps.size, dtype=np.int64), fps)

@@ -5,8 +5,8 @@
 # _hamming's popcnt clone (target_clones: popcnt or portable).
 #
 #   fuzz/qemu_dispatch.sh [MODEL ...]        default: the models below
-#   NEARDUP_QEMU_TESTS=1 fuzz/qemu_dispatch.sh   also tests/test_native.py and
-#       tests/test_kernel_hardening.py under NEARDUP_QEMU_TEST_MODELS (default "Haswell,-bmi1,-bmi2
+#   NEARDUP_QEMU_TESTS=1 fuzz/qemu_dispatch.sh   also tests/kernel/test_native.py and
+#       tests/kernel/test_hardening.py under NEARDUP_QEMU_TEST_MODELS (default "Haswell,-bmi1,-bmi2
 #       Nehalem"; slow: ~20 min each)
 #
 # For each model: calls made from bytes only (fuzz/qemu_bytes_probe.py: kernel, JSONL scanner,
@@ -85,10 +85,10 @@ if [ "${NEARDUP_QEMU_TESTS:-0}" = 1 ]; then
     # kernel code) over every code point (time); the emulated-CPU tests start qemu themselves;
     # test_cpu_features_agree_with_the_kernel_of_this_machine compares with /proc/cpuinfo,
     # which qemu-user does not emulate (it shows the host's flags).
-    res="$(cd "$ROOT" && "$QEMU" -cpu "$model" "$PY" -m pytest -p no:cacheprovider -rfE tests/test_native.py \
-           tests/test_kernel_hardening.py -k "not context_free_code_points_normalize_alone and not emulated \
+    res="$(cd "$ROOT" && "$QEMU" -cpu "$model" "$PY" -m pytest -p no:cacheprovider -rfE tests/kernel/test_native.py \
+           tests/kernel/test_hardening.py -k "not context_free_code_points_normalize_alone and not emulated \
            and not cpu_features_agree" 2>&1 | grep -v "TCG doesn't support")"
-    echo "$model: tests/test_native.py tests/test_kernel_hardening.py: $(echo "$res" | grep -E "passed|failed" | tail -1)"
+    echo "$model: tests/kernel/test_native.py tests/kernel/test_hardening.py: $(echo "$res" | grep -E "passed|failed" | tail -1)"
     echo "$res" | grep -E "^(FAILED|ERROR)" | head -5
     echo "$res" | grep -qE "^(FAILED|ERROR)" && fail=1
   done

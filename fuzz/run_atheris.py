@@ -31,7 +31,7 @@ def main() -> None:
         with atheris.instrument_imports(include=["neardup"]):
             import neardup._native  # noqa: F401
             import neardup.io.readers  # noqa: F401
-            import neardup.lsh.hamming  # noqa: F401
+            import neardup.index.simhash  # noqa: F401
             import targets
     else:
         import targets

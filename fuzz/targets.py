@@ -228,7 +228,7 @@ def kernel(data: bytes) -> None:
 @target
 def hamming(data: bytes) -> None:
     """SimhashIndex.query (the compiled probe) equals brute force over the live fingerprints."""
-    from neardup.lsh.hamming import SimhashIndex
+    from neardup.index import SimhashIndex
 
     inp = Input(data)
     k = inp.int(0, 7)

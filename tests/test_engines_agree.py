@@ -119,6 +119,12 @@ OPTIONS = {
     "--no-kept": [(["--no-kept"], "same")],
     "--output-format": [(["--output-format", "parquet"], "same")],
     "--in-memory-mb": [(["--in-memory-mb", "10"], "refused")],
+    # what a run does about records and files it cannot read: the CLI applies --strict and
+    # --max-skipped to either engine's summary (the exit status; this corpus reads whole)
+    "--on-error": [(["--on-error", "error"], "same"), (["--on-error", "skip"], "refused")],
+    "--strict": [(["--strict"], "same")],
+    "--max-skipped": [(["--max-skipped", "5"], "same")],
+    "--files-from": [(["--files-from", "{list}"], "same")],  # {list}: a file naming the corpus
 }
 
 #: The Spark runs: each refusal alone; the "same" tries joined into a few runs (a Spark run costs
@@ -130,6 +136,7 @@ GROUPS = [
     ["-k", "--keep-punctuation", "--no-casefold", "--no-nfkc", "--shingle-hash"], ["--unit"],
     ["--num-perm", "--seed", "--family", "--sample-mod", "--sample-cap", "--max-distance"],
     ["--spark-master", "--no-kept", "--output-format"], ["--jobs"],
+    ["--on-error", "--strict", "--max-skipped", "--files-from"],
 ]
 
 
@@ -212,6 +219,17 @@ def option_corpus(folder) -> str:
     return path
 
 
+def with_list(args, corpus, folder):
+    """The inputs and ``args`` of a run: the corpus, or with ``{list}`` (``--files-from``) no
+    positional input and a file naming the corpus in its place."""
+    if "{list}" not in args:
+        return [corpus, *args]
+    listed = os.path.join(folder, "inputs.txt")
+    with open(listed, "w") as fh:
+        fh.write(corpus + "\n")
+    return [listed if a == "{list}" else a for a in args]
+
+
 @pytest.fixture(scope="module")
 def spark_session():
     pytest.importorskip("pyspark")
@@ -234,16 +252,17 @@ def test_each_dedup_option_is_honoured_by_the_spark_engine_or_refused(args, what
     from neardup.cli import main
 
     local, spark = str(tmp_path / "local"), str(tmp_path / "spark")
-    code = main(["dedup", corpus, "-o", spark, "--engine", "spark", "-q", *args])
+    option, args = args[0], with_list(args, corpus, tmp_path)
+    code = main(["dedup", "-o", spark, "--engine", "spark", "-q", *args])
     err = capsys.readouterr().err.strip()
     if what == "refused":
         assert code == 2 and "\n" not in err, err
-        assert f"{args[0]} " in err and "Spark engine" in err, err
+        assert f"{option} " in err and "Spark engine" in err, err
         assert not os.path.exists(os.path.join(spark, "summary.json"))
         return
     assert code == 0, err
     local_args = [a for a in args if a not in ("--spark-master", "local[2]")]
-    assert main(["dedup", corpus, "-o", local, "-q", *local_args]) == 0
+    assert main(["dedup", "-o", local, "-q", *local_args]) == 0
     names = sorted(os.listdir(local))
     assert sorted(os.listdir(spark)) == names
     for name in names:
@@ -264,19 +283,20 @@ def test_the_options_move_the_outputs(corpus, tmp_path):
 
     def outputs(args):
         out = str(tmp_path / f"run-{next(runs)}")
-        assert main(["dedup", corpus, "-o", out, "-q", *args]) == 0
+        assert main(["dedup", "-o", out, "-q", *args]) == 0
         got = {n: open(os.path.join(out, n), "rb").read() for n in sorted(os.listdir(out)) if n != "summary.json"}
         summary = json.load(open(os.path.join(out, "summary.json")))
         return got, {k: summary[k] for k in COUNTS if k != "config_fingerprint"}
 
-    base = outputs([])
+    base = outputs([corpus])
     assert any(b'"near"' in line for line in base[0]["clusters.jsonl"].splitlines())
     assert any(b'"exact"' in line for line in base[0]["clusters.jsonl"].splitlines())
-    inert = {"--sample-mod", "--sample-cap", "--max-distance", "--format", "--spark-master", "--jobs"}
+    inert = {"--sample-mod", "--sample-cap", "--max-distance", "--format", "--spark-master", "--jobs", "--on-error",
+             "--strict", "--max-skipped", "--files-from"}
     for name, tries in OPTIONS.items():
         for args, what in tries:
             if what == "same" and name not in inert:
-                assert outputs(args) != base, args
+                assert outputs(with_list(args, corpus, tmp_path)) != base, args
 
 
 def test_spark_master_without_the_spark_engine_is_refused(tmp_path, capsys):

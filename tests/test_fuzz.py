@@ -157,7 +157,7 @@ def test_kernel_target_catches_a_wrong_signature(monkeypatch):
 
 
 def test_hamming_target_catches_a_missed_neighbour(monkeypatch):
-    from neardup.lsh.hamming import SimhashIndex
+    from neardup.index import SimhashIndex
 
     real = SimhashIndex.query
     monkeypatch.setattr(SimhashIndex, "query", lambda self, fp: real(self, fp)[1:])

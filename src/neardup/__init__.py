@@ -28,14 +28,15 @@ _EXPORTS = {
     "normalize": ".text.normalize", "tokenize": ".text.tokenize",
     "shingles": ".shingle", "shingle_ids": ".shingle", "hash64": ".hashing",
     # exact measures and fingerprints
-    "fingerprint": ".exact.fingerprint", "ExactIndex": ".exact.fingerprint",
+    "fingerprint": ".exact.fingerprint",
     "jaccard": ".exact.similarity", "containment": ".exact.similarity", "cosine": ".exact.similarity",
     # sketches and their estimates
     "MinHash": ".sketch.minhash", "BottomS": ".sketch.samples", "ModM": ".sketch.samples",
     "SimHash": ".sketch.simhash", "hamming": ".sketch.simhash", "Estimate": ".sketch.estimate",
     # banding and in-memory indexes
     "Banding": ".lsh.params", "optimal_banding": ".lsh.params", "probability": ".lsh.params",
-    "band_keys": ".lsh.banding", "MinHashLSH": ".lsh.banding", "SimhashIndex": ".lsh.hamming",
+    "band_keys": ".lsh.banding",
+    "MinHashLSH": ".index", "ExactIndex": ".index", "SimhashIndex": ".index",
     "UnionFind": ".cluster.unionfind",
     # errors
     "NeardupError": ".errors", "ConfigError": ".errors", "InputError": ".errors", "FormatError": ".errors",
@@ -80,11 +81,11 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from .config import DedupConfig
     from .errors import (ConfigError, FormatError, IncompatibleSketchError, InputError, MissingDependencyError,
                          NeardupError, StoreError)
-    from .exact.fingerprint import ExactIndex, fingerprint
+    from .exact.fingerprint import fingerprint
     from .exact.similarity import containment, cosine, jaccard
     from .hashing import hash64
-    from .lsh.banding import MinHashLSH, band_keys
-    from .lsh.hamming import SimhashIndex
+    from .index import ExactIndex, MinHashLSH, SimhashIndex
+    from .lsh.banding import band_keys
     from .lsh.params import Banding, optimal_banding, probability
     from .params import MinHashParams, NormalizeParams, ShingleParams
     from .pipeline import Deduplicator

@@ -1,5 +1,5 @@
 /*
- * neardup._hamming: the compiled query probe of neardup.lsh.hamming.SimhashIndex.
+ * neardup._hamming: the compiled query probe of neardup.index.simhash.SimhashIndex.
  *
  * A Prober is built (by the index, on demand) over the index's current arrays, read through the
  * buffer protocol without copying (so memory-mapped tables from SimhashIndex.open work):
@@ -15,7 +15,7 @@
  * entry of the bucket. The probe is staged over the tables (all directory reads prefetched, then
  * all bucket starts prefetched, then the scans), so the cache misses of the tables overlap.
  * Matches are filtered by the tombstones, sorted by (distance, row) and deduplicated (a match
- * found by several tables appears once), exactly as the numpy path of hamming.py answers.
+ * found by several tables appears once), exactly as the numpy path of index/simhash.py answers.
  *
  * The Prober holds buffer views of the arrays it reads, so they stay alive; the index drops and
  * rebuilds it whenever it changes (add, remove, merge, compact). Rows and directory entries read

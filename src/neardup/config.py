@@ -21,7 +21,7 @@ __all__ = ["DedupConfig", "METHODS", "MEASURES", "KEEP_POLICIES", "DEFAULT_FAMIL
            "HTML_MODES", "MAX_BYTES"]
 
 METHODS = ("minhash", "simhash", "exact", "broder", "greedy")
-INPUT_FORMATS = ("auto", "jsonl", "parquet", "warc", "html", "text")
+INPUT_FORMATS = ("auto", "jsonl", "parquet", "arrow", "csv", "tsv", "warc", "html", "text")
 CONTENTS = ("text", "html")
 HTML_MODES = ("main", "whole", "article")
 #: Records larger than this are skipped (``too_large``) unless ``max_bytes`` says otherwise.

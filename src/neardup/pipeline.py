@@ -155,30 +155,38 @@ class Deduplicator:
         self.seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------
-    def run(self, paths: list[str], output: str, *, write_kept: bool = True, output_format: str = "jsonl") -> dict:
+    def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip",
+            output_format: str = "jsonl") -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into the folder
         ``output``: ``clusters`` and ``pairs`` as ``output_format`` (``jsonl`` or ``parquet``) says,
-        the kept corpus in the input's format, and ``summary.json``; returns the summary."""
+        the kept corpus in the input's format, and ``summary.json``; returns the summary.
+        ``on_error="error"`` stops at the first file that cannot be read
+        (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
+        ``unreadable_file`` record, its path in the summary's ``skipped_files``)."""
         from .io import read_documents
         from .io.writers import RESULT_FORMATS, write_clusters, write_pairs
 
         if output_format not in RESULT_FORMATS:
             raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
         from .io import write_kept as write_kept_records
-        from .io.readers import read_encoded
+        from .io.readers import InputReport, plan_inputs, read_encoded
 
         os.makedirs(output, exist_ok=True)
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
         read_options = dict(self.config.read_options(), jobs=self.jobs)
+        # the files are listed and their formats sniffed once; both passes read this plan
+        paths = plan_inputs(paths, self.config.format)
+        report = InputReport()
+        first_pass = dict(on_error=on_error, report=report)
         if sketch_stage.kernel_handles(self.config.shingle):
             # JSONL records come as UTF-8 straight from a compiled scanner: their text never
             # becomes a Python str. Texts holding a code point that NFKC may change, and that
             # the kernel does not map itself, are flagged.
             table = sketch_stage.flag_table(self.config.shingle.normalize)
-            docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options)
+            docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options, **first_pass)
         else:
-            docs = read_documents(paths, keep_fields=keep_fields, **read_options)
+            docs = read_documents(paths, keep_fields=keep_fields, **read_options, **first_pass)
         work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
 
         # The kept corpus (mostly I/O, off the GIL) is written on its own thread as soon as the
@@ -203,6 +211,7 @@ class Deduplicator:
         t = time.perf_counter()
         self.seconds["summary"] = 0.0
         summary = self._summary(outcome, stats, kept_info)
+        summary.update(report.as_dict())
         self.seconds["summary"] = time.perf_counter() - t
         self.seconds["total"] = time.perf_counter() - start
         summary["seconds"] = self.stage_seconds()

@@ -1,7 +1,9 @@
 """The ``neardup`` command. Each sub-command lives in its own module with a ``register`` function.
 
-User mistakes (missing files, bad parameters, unreadable input) print one line
-``neardup: error: ...`` naming the problem and the fix, and exit with status 2; no traceback.
+User mistakes print one line ``neardup: error: ...`` naming the problem and the fix; no
+traceback. The exit statuses are those of :mod:`neardup.exitcodes`: 2 for a usage mistake (a bad
+option or parameter), 3 for an input that cannot be read (a missing path, an unreadable or corrupt
+file, a glob that matches nothing), 1 for a run that skipped more than ``--max-skipped`` allows.
 """
 
 from __future__ import annotations
@@ -46,7 +48,10 @@ def run() -> None:
     flushing its output (``os._exit``): tearing down a large run's Python objects one by one
     takes tens of milliseconds that the operating system saves by dropping the whole process.
     """
+    from ..io.sources import remove_stdin_copy
+
     code = main()
+    remove_stdin_copy()  # os._exit below skips atexit
     if nothing_left_to_close:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -55,15 +60,19 @@ def run() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..errors import NeardupError
+    from ..errors import InputError, NeardupError
+    from ..exitcodes import INPUT_ERROR, USAGE
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
+    except InputError as exc:
+        print(f"neardup: error: {exc}", file=sys.stderr)
+        return INPUT_ERROR
     except NeardupError as exc:
         print(f"neardup: error: {exc}", file=sys.stderr)
-        return 2
+        return USAGE
     except FileNotFoundError as exc:
         print(f"neardup: error: no such file: {exc.filename} (check the path)", file=sys.stderr)
         return 2

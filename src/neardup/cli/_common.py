@@ -10,7 +10,8 @@ from ..errors import ConfigError, InputError
 
 
 def read_text(path: str, *, stdin_used: list[bool] | None = None) -> str:
-    """The text of a file, or of standard input for ``-``; undecodable bytes are an InputError."""
+    """The text of a file, or of standard input for ``-``; a missing or unreadable file and
+    undecodable bytes are an InputError (exit status 3)."""
     if path == "-":
         if stdin_used is not None:
             if stdin_used[0]:
@@ -19,13 +20,90 @@ def read_text(path: str, *, stdin_used: list[bool] | None = None) -> str:
         data = sys.stdin.buffer.read()
         name = "standard input"
     else:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            raise InputError(f"no such file: {path} (check the path)") from None
+        except OSError as exc:  # a folder, no permission, an I/O error: an input that cannot be read
+            raise InputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
         name = path
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{name} is not UTF-8 text (byte {exc.start}); convert it, e.g. with iconv") from None
+
+
+def add_input_list_options(p: argparse.ArgumentParser) -> None:
+    """``--files-from``: the inputs listed in a file (with the positional INPUTs, globs allowed)."""
+    p.add_argument("--files-from", metavar="LIST", default=None,
+                   help="read the inputs from LIST as well: one path, glob or URL per line (blank lines and "
+                        "lines starting with # are ignored); '-' reads the list from standard input")
+
+
+def expanded_inputs(args, name: str = "inputs") -> list[str]:
+    """The command's inputs: globs expanded (quoted globs included), ``--files-from`` appended."""
+    from ..io.sources import expand_inputs
+
+    given = list(getattr(args, name) or [])
+    files_from = getattr(args, "files_from", None)
+    if not given and files_from is None:
+        raise ConfigError("no input: give INPUT paths, globs or URLs, or --files-from LIST")
+    return expand_inputs(given, files_from)
+
+
+def add_error_options(p: argparse.ArgumentParser) -> None:
+    """``--on-error``, ``--strict`` and ``--max-skipped``: what a run does about what it could not read."""
+    g = p.add_argument_group("errors and exit status")
+    g.add_argument("--on-error", choices=["error", "skip"], default="error",
+                   help="a file that cannot be opened or read to its end: stop with its path and exit status 3 "
+                        "(error, the default), or skip it and count it in summary.json's skipped_files (skip)")
+    g.add_argument("--strict", action="store_true",
+                   help="exit with status 1 if any record or file was skipped (same as --max-skipped 0)")
+    g.add_argument("--max-skipped", type=skipped_limit, default=None, metavar="N|FRACTION",
+                   help="exit with status 1 if more records than this were skipped: a count (100) or a fraction "
+                        "of the input records (0.01 or 1%%); default: no limit")
+
+
+def skipped_limit(value: str) -> tuple[str, float]:
+    """``--max-skipped``: ``("count", N)`` or ``("fraction", x)``."""
+    v = value.strip()
+    try:
+        if v.endswith("%"):
+            x = float(v[:-1]) / 100
+            kind = "fraction"
+        elif any(c in v for c in ".eE"):
+            x = float(v)
+            kind = "fraction"
+        else:
+            x = int(v)
+            kind = "count"
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--max-skipped must be a count (100), a fraction (0.01) or a percentage (1%), got {value!r}") from None
+    if x < 0 or (kind == "fraction" and x > 1):
+        raise argparse.ArgumentTypeError(f"--max-skipped must be a count of 0 or more or a fraction in [0, 1], got {value!r}")
+    return kind, x
+
+
+def skipped_status(args, skipped: int, total: int, what: str = "records") -> int:
+    """The exit status for ``skipped`` of ``total`` records: SKIPPED (with a line on standard
+    error saying why) when ``--strict`` or ``--max-skipped`` is exceeded, else OK."""
+    from ..exitcodes import OK, SKIPPED
+
+    limit = ("count", 0) if getattr(args, "strict", False) else getattr(args, "max_skipped", None)
+    if limit is None or skipped == 0:
+        return OK
+    kind, x = limit
+    over = skipped > x if kind == "count" else skipped > x * total
+    if not over:
+        return OK
+    share = f" ({skipped / total:.2%} of {total:,})" if total else ""
+    allowed = ("--strict allows none" if getattr(args, "strict", False)
+               else f"over --max-skipped {x:g}" if kind == "count" else f"over --max-skipped {x:.2%}")
+    print(f"neardup: {skipped:,} {what} skipped{share}, {allowed}; see skipped_by_reason and skipped_files in "
+          "summary.json", file=sys.stderr)
+    return SKIPPED
 
 
 def print_json(obj) -> None:

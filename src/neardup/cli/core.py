@@ -176,7 +176,7 @@ def lsh_command(args) -> int:
 
 def simhash_plan_command(args) -> int:
     from ..errors import ConfigError
-    from ..lsh.hamming import format_plan, plan_layout
+    from ..index.simhash_layout import format_plan, plan_layout
 
     if not 0 <= args.max_distance <= 7:
         raise ConfigError(f"--max-distance must be between 0 and 7, got {args.max_distance}")

@@ -7,16 +7,23 @@ import sys
 
 from ..config import MAX_BYTES
 from ..params import IN_MEMORY_MB
-from ._common import add_minhash_options, add_shingle_options, minhash_params_from, positive_int, shingle_params_from, unit_float
+from ._common import (add_error_options, add_input_list_options, add_minhash_options, add_shingle_options,
+                      expanded_inputs, minhash_params_from, positive_int, shingle_params_from, skipped_status,
+                      unit_float)
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "dedup", help="find exact and near duplicates in a corpus and write the deduplicated corpus",
-        description="Deduplicate INPUT files or folders (JSONL, JSONL.gz/.zst, Parquet, WARC, a folder of text or "
-                    "HTML files) into --output DIR: clusters.jsonl (one line per input record), pairs.jsonl "
-                    "(verified edges), kept.jsonl or kept.parquet (the deduplicated corpus) and summary.json.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT")
+        description="Deduplicate INPUT files, folders, globs or URLs (JSONL, CSV/TSV, Parquet, Arrow, WARC, text or "
+                    "HTML files, compressed with gzip, zstd, bzip2 or xz; '-' for standard input) into --output "
+                    "DIR: clusters.jsonl (one line per input record), pairs.jsonl (verified edges), kept.jsonl or "
+                    "kept.parquet (the deduplicated corpus) and summary.json. Exit status: 0 done, 1 done with "
+                    "more skips than --max-skipped (or any, with --strict), 2 usage, 3 an input that cannot be "
+                    "read, 4 an output that cannot be written.")
+    p.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="a file, a folder (a dataset: Spark/Hive output, shards), a glob ('crawl/*.jsonl.gz', "
+                        "'data/**/*.parquet'), '-' or /dev/stdin, or a URL (s3://, gs://, hf://, https://, file://)")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--method", choices=["minhash", "simhash", "exact", "broder", "greedy"], default="minhash",
                    help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
@@ -40,15 +47,21 @@ def register(sub) -> None:
                    help="survivor of each cluster: first (default), longest, shortest, or field:NAME "
                         "(the largest value of a numeric field)")
     io = p.add_argument_group("input")
-    io.add_argument("--format", choices=["auto", "jsonl", "parquet", "warc", "html", "text"], default="auto")
-    io.add_argument("--id-field", default="id", help="JSONL/Parquet field with the record id (default id)")
-    io.add_argument("--text-field", default="text", help="JSONL/Parquet field with the text (default text)")
+    add_input_list_options(io)
+    from ..io.readers import FORMATS
+
+    io.add_argument("--format", choices=["auto", *FORMATS],
+                    default="auto", help="how to read every input (default auto: each file by its content, its "
+                                         "name as a hint)")
+    io.add_argument("--id-field", default="id", help="JSONL/CSV/Parquet/Arrow field with the record id (default id)")
+    io.add_argument("--text-field", default="text", help="JSONL/CSV/Parquet/Arrow field with the text (default text)")
     io.add_argument("--content", choices=["text", "html"], default="text",
                     help="what the JSONL/Parquet text field holds (default text)")
     io.add_argument("--html", choices=["main", "whole", "article"], default="main",
                     help="HTML to text: main content (default), the whole page, or article (trafilatura)")
     io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=MAX_BYTES,
                     help="skip records larger than this (default 64 MiB)")
+    add_error_options(p)
     add_shingle_options(p)
     add_minhash_options(p, family="mulshift32")
     run = p.add_argument_group("run")
@@ -125,12 +138,22 @@ def spark_master_of(args) -> str | None:
 def dedup_command(args) -> int:
     from ..progress import Progress
 
+    args.inputs = expanded_inputs(args)
     config = config_from(args)
     if args.engine == "spark":
         from ..spark.engine import dedup_paths
 
-        summary = dedup_paths(args.inputs, args.output, config, master=spark_master_of(args),
-                              write_kept=not args.no_kept, output_format=args.output_format)
+        from ..errors import ConfigError
+        from ..io.sources import STDIN_NAMES
+
+        master = spark_master_of(args)
+        if any(p in STDIN_NAMES for p in args.inputs):
+            raise ConfigError("the Spark engine cannot read standard input: save it to a file, or use --engine local")
+        if args.on_error != "error":
+            raise ConfigError("--on-error skip is not supported by the Spark engine (--engine spark): it stops at a "
+                              "file it cannot read; use --engine local")
+        summary = dedup_paths(args.inputs, args.output, config, master=master, write_kept=not args.no_kept,
+                              output_format=args.output_format)
     else:
         from ..errors import ConfigError
         from ..pipeline import Deduplicator
@@ -142,7 +165,8 @@ def dedup_command(args) -> int:
         try:
             in_memory_mb = IN_MEMORY_MB if args.in_memory_mb is None else args.in_memory_mb
             summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb).run(
-                args.inputs, args.output, write_kept=not args.no_kept, output_format=args.output_format)
+                args.inputs, args.output, write_kept=not args.no_kept, on_error=args.on_error,
+                output_format=args.output_format)
         finally:
             progress.close()
         from .. import cli
@@ -150,7 +174,7 @@ def dedup_command(args) -> int:
         cli.nothing_left_to_close = True  # outputs written and closed, work folder removed
     if not args.quiet:
         print(describe(summary), file=sys.stderr)
-    return 0
+    return skipped_status(args, summary["skipped"], summary["input"])
 
 
 def describe(s: dict) -> str:
@@ -164,6 +188,12 @@ def describe(s: dict) -> str:
         f"{s['candidate_pairs']:,} candidate pairs, {s['verified_pairs']:,} verified; "
         f"{s['seconds']['total']:.2f} s, peak memory {s['peak_memory_mb']:.0f} MB",
     ]
+    for key, what in (("skipped_files", "files could not be read and were skipped"),
+                      ("ignored_files", "files are not data, in a folder of data files, and were not read")):
+        files = s.get(key) or []
+        if files:
+            shown = ", ".join(f["path"] for f in files[:3]) + (", ..." if len(files) > 3 else "")
+            lines.append(f"{len(files):,} {what}: {shown} (summary.json {key})")
     if s.get("chained_members"):
         lines.append(f"{s['chained_members']:,} members are joined to their survivor only through others "
                      f"(chained, below the threshold to the survivor itself)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..cpus import available_cpus
-from ._common import positive_int, print_json, unit_float
+from ._common import add_input_list_options, expanded_inputs, positive_int, print_json, unit_float
 
 
 def register(sub) -> None:
@@ -13,9 +13,12 @@ def register(sub) -> None:
                                    "in OUTPUT_DIR, and report pair recall by true resemblance, the precision of "
                                    "the reported edges and how far cluster members are from their survivor.")
     p.add_argument("output_dir", metavar="OUTPUT_DIR", help="the --output folder of a neardup dedup run")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="the inputs of that run")
+    p.add_argument("inputs", nargs="*", metavar="INPUT", help="the inputs of that run (paths, globs, URLs)")
+    add_input_list_options(p)
     p.add_argument("--floor", type=unit_float("--floor"), default=0.5, help="lowest resemblance of oracle pairs")
-    p.add_argument("--format", choices=["auto", "jsonl", "parquet", "warc", "html", "text"], default="auto")
+    from ..io.readers import FORMATS
+
+    p.add_argument("--format", choices=["auto", *FORMATS], default="auto")
     p.add_argument("--id-field", default="id")
     p.add_argument("--text-field", default="text")
     p.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None)
@@ -28,7 +31,7 @@ def evaluate_command(args) -> int:
 
     from ..evaluate import evaluate_run, format_report
 
-    r = evaluate_run(args.output_dir, args.inputs, floor=args.floor, jobs=args.jobs or available_cpus(),
+    r = evaluate_run(args.output_dir, expanded_inputs(args), floor=args.floor, jobs=args.jobs or available_cpus(),
                      format=args.format, id_field=args.id_field, text_field=args.text_field)
     if args.json:
         print_json(r)

@@ -34,7 +34,8 @@ def register(sub) -> None:
                            description="Add every document of the inputs to the index, in transactions of "
                                        "--batch-size documents. A document whose id is in the index replaces it.")
     _db(a)
-    a.add_argument("inputs", nargs="+", metavar="INPUT", help="files or folders (jsonl, parquet, warc, html, text)")
+    a.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="files, folders, globs, '-' or URLs (jsonl, csv, tsv, parquet, arrow, warc, html, text)")
     _input_options(a)
     _index_options(a)
     a.add_argument("--batch-size", type=positive_int("--batch-size"), default=25000,
@@ -56,7 +57,7 @@ def register(sub) -> None:
                                        "containment both ways and simhash neighbours. Exit status 1 when "
                                        "some record has an exact copy in the index.")
     _db(q)
-    q.add_argument("inputs", nargs="+", metavar="INPUT")
+    q.add_argument("inputs", nargs="*", metavar="INPUT")
     q.add_argument("--json", action="store_true", help="JSON lines: one answer object per input record")
     q.add_argument("--limit", type=positive_int("--limit"), default=100, help="entries per list (default 100)")
     _input_options(q)
@@ -124,8 +125,12 @@ def _db(p) -> None:
 
 
 def _input_options(p) -> None:
+    from ..io.readers import FORMATS
+    from ._common import add_input_list_options
+
     g = p.add_argument_group("input")
-    g.add_argument("--format", choices=["auto", "jsonl", "parquet", "warc", "html", "text"], default="auto")
+    add_input_list_options(g)
+    g.add_argument("--format", choices=["auto", *FORMATS], default="auto")
     g.add_argument("--id-field", default="id", help="JSONL/Parquet field with the record id (default id)")
     g.add_argument("--text-field", default="text", help="JSONL/Parquet field with the text (default text)")
     g.add_argument("--content", choices=["text", "html"], default="text",
@@ -134,6 +139,8 @@ def _input_options(p) -> None:
                    help="HTML to text: main content (default), the whole page, or article (trafilatura)")
     g.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
                    help="skip records larger than this (default 64 MiB)")
+    g.add_argument("--on-error", choices=["error", "skip"], default="error",
+                   help="a file that cannot be read: stop with its path and exit status 3 (default), or skip it")
 
 
 def _index_options(p) -> None:
@@ -210,8 +217,10 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
 def _records(args):
     from ..io import read_documents
 
-    return read_documents(args.inputs, format=args.format, id_field=args.id_field, text_field=args.text_field,
-                          content=args.content, html=args.html, max_bytes=args.max_bytes)
+    from ._common import expanded_inputs
+
+    return read_documents(expanded_inputs(args), format=args.format, id_field=args.id_field, text_field=args.text_field,
+                          content=args.content, html=args.html, max_bytes=args.max_bytes, on_error=args.on_error)
 
 
 def _batches(records, size: int):

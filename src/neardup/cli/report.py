@@ -30,7 +30,9 @@ def register(sub) -> None:
                    help="a folder of HTML pages, a WARC file, or a JSONL file with an \"html\" or \"text\" field")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="folder for the report (created)")
     io = p.add_argument_group("input (as for dedup)")
-    io.add_argument("--format", choices=["auto", "jsonl", "parquet", "warc", "html", "text"], default="auto",
+    from ..io.readers import FORMATS
+
+    io.add_argument("--format", choices=["auto", *FORMATS], default="auto",
                     help="input format (default: from the names)")
     io.add_argument("--id-field", default="id", help="JSONL/Parquet field with the page id (default id)")
     io.add_argument("--text-field", default=None,

@@ -1,6 +1,10 @@
 """Streaming readers: every input record comes out once, as a Document or as a Skipped record.
 
-Formats (``detect_format`` picks one from the name when ``format="auto"``):
+Inputs are local paths, ``-`` (standard input, read once), or fsspec URLs, all opened through
+:mod:`neardup.io.sources`. With ``format="auto"`` each file's format is found by its content
+(:func:`sniff_format`: compression by magic number, gzip, zstd, bzip2 or xz; then Parquet, Arrow
+IPC, WARC and ARC magic; then the name; then a JSON object or an HTML page), the name being only
+a hint. Formats:
 
 ``jsonl``
     ``.jsonl``, ``.json``, ``.ndjson``, optionally ``.gz`` / ``.zst`` (the compression is recognised
@@ -16,8 +20,15 @@ Formats (``detect_format`` picks one from the name when ``format="auto"``):
     text column is decoded as UTF-8 (``errors`` applies). If the file cannot be read from some row
     on, each remaining row is Skipped as ``unreadable_file``, so a file always yields as many
     records as its footer says it has.
+``csv`` / ``tsv``
+    ``.csv`` / ``.tsv`` (optionally compressed): a header row, then one record per row, with
+    ``id_field`` and ``text_field`` naming columns; ``source`` is ``<file>:<row>``, rows counted
+    from 1 after the header.
+``arrow``
+    An Arrow IPC file (``.arrow``, Feather v2) or stream (``.arrows``), read batch by batch like
+    Parquet; ``source`` is ``<file>:<row>`` with 0-based rows.
 ``warc``
-    ``.warc`` / ``.warc.gz``, read with warcio. **Only ``response`` records are input records**:
+    ``.warc`` / ``.warc.gz`` (and ARC, by its ``filedesc://`` magic), read with warcio. **Only ``response`` records are input records**:
     ``warcinfo``, ``request``, ``metadata``, ``revisit``, ``resource`` and ``conversion`` records are
     not documents and take no ordinal. Of the responses, those with an HTTP status other than 200
     are Skipped as ``http_status``, those whose Content-Type is not ``text/html`` or
@@ -36,12 +47,19 @@ Formats (``detect_format`` picks one from the name when ``format="auto"``):
     order mark is honoured); a file holding NUL bytes is Skipped as ``binary``; invalid UTF-8 is
     replaced (``errors="replace"``, the default) or Skipped as ``undecodable`` (``errors="strict"``).
 
-A folder given with ``format="auto"`` is ``html`` if it holds an HTML file, else ``jsonl``,
-``parquet`` or ``warc`` if all its files are of that one kind (a folder of shards), else ``text``.
-Folders are walked in sorted order; names starting with a dot are ignored and symlinked folders are
-not followed; a file that is not a regular file (a broken link, a pipe) or a folder that cannot be
-listed is one ``unreadable_file`` record. Paths that do not exist raise :class:`InputError` when
-:func:`read_documents` is called; everything found later is reported, never raised.
+Folders are walked in sorted order (:func:`neardup.io.sources.walk`) without the names Spark
+leaves out (``_SUCCESS``, ``_*``, ``.*``, ``*.crc``: :func:`neardup.io.sources.is_hidden_name`);
+symlinked folders are not followed. With ``format="auto"``, a folder holding data files (JSONL,
+CSV, TSV, Parquet, Arrow, WARC) is a dataset: those are read, each in its format, and its other
+files are ignored (``InputReport.ignored_files``); else a folder holding an HTML file is ``html``;
+else ``text``. A file that is not a regular file (a broken link, a pipe) or a folder that cannot
+be listed is one ``unreadable_file`` record. Paths that do not exist raise :class:`InputError`
+when :func:`read_documents` is called.
+
+A file that cannot be opened or read to its end is, with ``on_error="skip"`` (the library's
+default), one ``unreadable_file`` record (the records before the break are kept) and an entry of
+``report.skipped_files``; with ``on_error="error"`` (the command's default) it raises
+:class:`UnreadableInput` naming it. Bad records are always Skipped, never raised.
 
 ``content="html"`` runs JSONL, Parquet and text-file texts through HTML extraction as well. The
 reasons a record is Skipped are the keys of :data:`neardup.io.documents.SKIP_REASONS`.
@@ -59,6 +77,7 @@ import orjson
 from ..errors import ConfigError, InputError, require
 from ..text.html import HTML_MODES, _extract, decode_html
 from .documents import Document, EncodedDocuments, Skipped
+from .sources import exists, is_folder, local_path, missing, open_binary, size_of, walk
 
 try:
     from .. import _jsonl
@@ -67,12 +86,20 @@ except ImportError:  # not built: every line goes through orjson
 
 __all__ = ["FORMATS", "detect_format", "read_documents", "read_encoded", "iter_raw_records"]
 
-FORMATS = ("jsonl", "parquet", "warc", "html", "text")
+FORMATS = ("jsonl", "parquet", "arrow", "csv", "tsv", "warc", "html", "text")
 CONTENTS = ("text", "html")
 ERRORS = ("replace", "strict")
+#: What to do with a file that cannot be read: raise UnreadableInput naming it, or skip it (one
+#: ``unreadable_file`` record, and its path in the InputReport).
+ON_ERROR = ("error", "skip")
 
 _JSONL_EXT = (".jsonl", ".json", ".ndjson")
-_COMPRESSED_EXT = (".gz", ".zst", ".zstd")
+_COMPRESSED_EXT = (".gz", ".zst", ".zstd", ".bz2", ".xz")
+_ARROW_EXT = (".arrow", ".feather", ".ipc", ".arrows")
+_WARC_EXT = (".warc", ".arc", ".wet", ".warc.wet", ".warc.wat")
+_BZ2_MAGIC = b"BZh"
+_XZ_MAGIC = b"\xfd7zXZ\x00"
+_SNIFF_BYTES = 4096
 _HTML_EXT = (".html", ".htm", ".xhtml")
 _HTML_MIMES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -102,7 +129,7 @@ def jsonl_line_ends(block) -> "np.ndarray | None":
 
 
 def kind_of(name: str) -> str | None:
-    """The format a file name announces, or None."""
+    """The format a file name announces, or None (a hint only: :func:`sniff_format` decides)."""
     n = name.lower()
     base = n
     for ext in _COMPRESSED_EXT:
@@ -111,115 +138,222 @@ def kind_of(name: str) -> str | None:
             break
     if base.endswith(_JSONL_EXT):
         return "jsonl"
+    if base.endswith(".csv"):
+        return "csv"
+    if base.endswith(".tsv"):
+        return "tsv"
     if n.endswith((".parquet", ".pq")):
         return "parquet"
-    if n.endswith((".warc", ".warc.gz")):
+    if n.endswith(_ARROW_EXT):
+        return "arrow"
+    if base.endswith(_WARC_EXT) and n.endswith((".gz", *_WARC_EXT)):
         return "warc"
     if n.endswith(_HTML_EXT):
         return "html"
     return None
 
 
-def _walk(top: str) -> Iterator[tuple[str, str | None]]:
-    """The files under ``top`` in a fixed order: ``(path, None)``, or ``(path, why)`` if unreadable."""
-    errors: list[OSError] = []
-
-    def drain():
-        while errors:
-            err = errors.pop(0)
-            yield (err.filename or top), f"cannot list the folder: {err.strerror or err}"
-
-    for dirpath, dirnames, filenames in os.walk(top, onerror=errors.append):
-        yield from drain()
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            path = os.path.join(dirpath, name)
-            if os.path.isfile(path):
-                yield path, None
-            else:
-                yield path, "not a regular file (a broken link, a pipe or a socket)"
-    yield from drain()
+def compression_of(magic: bytes) -> str | None:
+    """``"gzip"``, ``"zstd"``, ``"bz2"``, ``"xz"`` or None, from a stream's first bytes."""
+    if magic[:2] == _GZIP_MAGIC:
+        return "gzip"
+    if magic[:4] == _ZSTD_MAGIC:
+        return "zstd"
+    if magic[:3] == _BZ2_MAGIC and magic[3:4].isdigit():
+        return "bz2"
+    if magic[:6] == _XZ_MAGIC:
+        return "xz"
+    return None
 
 
-def _folder_format(top: str) -> str:
-    kinds = set()
-    for path, err in _walk(top):
-        if err is None:
-            kind = kind_of(path)
-            if kind == "html":
-                return "html"
-            kinds.add(kind)
-    if len(kinds) == 1:
-        (kind,) = kinds
-        if kind in ("jsonl", "parquet", "warc"):
-            return kind
+def sniff_format(path: str, head: bytes, compressed: bool, tail: bytes = b"") -> str:
+    """The format of a file from its first (decompressed) bytes, its name as a hint.
+
+    Magic numbers win over the name: Parquet (``PAR1`` at both ends), Arrow IPC (``ARROW1``, or a
+    stream's continuation marker), WARC (``WARC/``) and ARC (``filedesc://``, read by the WARC
+    reader). Then the name (``.jsonl``, ``.csv``, ``.tsv``, ``.parquet``, ``.html``...: a
+    ``.parquet`` file without the magic is then reported as a broken Parquet file); then the
+    content: a JSON object (``{``) is JSONL, a page that starts like HTML is HTML, anything else
+    is text."""
+    if not compressed:
+        if head[:4] == b"PAR1" and (not tail or tail[-4:] == b"PAR1"):
+            return "parquet"
+        if head[:6] == b"ARROW1" or head[:4] == b"\xff\xff\xff\xff":
+            return "arrow"
+    if head[:5] == b"WARC/" or head[:11] == b"filedesc://":
+        return "warc"
+    hint = kind_of(path)
+    if hint is not None:  # a .parquet file without its magic is a broken Parquet file, not a text
+        return hint
+    body = head[3:] if head[:3] == b"\xef\xbb\xbf" else head
+    body = body.lstrip()
+    if body[:1] == b"{" and b"\x00" not in head:
+        return "jsonl"
+    if _looks_like_html(body):
+        return "html"
     return "text"
 
 
+def _probe(path: str) -> tuple[str | None, str]:
+    """``(why it cannot be read, or None; its format)`` of one file, from its first bytes."""
+    try:
+        with _open_stream(path) as fh:
+            compressed = isinstance(fh, _Decompressed)
+            try:  # straight from the decompressor: the buffer would read a MiB ahead
+                head = (fh.raw if compressed else fh).read(_SNIFF_BYTES)
+            except Exception:  # noqa: BLE001 - corrupt from the start: the reader reports where
+                head = b""
+            tail = b""
+            if not compressed and head[:4] == b"PAR1":
+                try:
+                    fh.seek(-4, os.SEEK_END)
+                    tail = fh.read(4)
+                except (OSError, ValueError):
+                    tail = b""
+    except Exception as exc:  # noqa: BLE001 - cannot open, or a corrupt compressed stream
+        return f"cannot open the file: {_oserror(exc)}", kind_of(path) or "text"
+    return None, sniff_format(path, head, compressed, tail)
+
+
+#: The formats of a file of records (a shard of a dataset), as opposed to a file that is one document.
+DATA_FORMATS = ("jsonl", "parquet", "arrow", "csv", "tsv", "warc")
+
+
+class InputPlan:
+    """The files to read, checked and classified once (:func:`plan_inputs`).
+
+    ``leaves``: ``(path, format, why)`` in reading order, ``why`` not None for a file that
+    cannot be read (one ``unreadable_file`` record). ``ignored``: ``{"path", "reason"}`` of the
+    files left out of a folder of data files (a README.md beside Parquet shards)."""
+
+    def __init__(self):
+        self.leaves: list[tuple[str, str, str | None]] = []
+        self.ignored: list[dict] = []
+
+    def formats(self) -> set[str]:
+        return {fmt for _, fmt, why in self.leaves if why is None}
+
+
+def _plan_folder(plan: InputPlan, top: str, format: str) -> None:
+    """A folder's files: with a format given, all of them in it; with ``auto``, each by its own
+    content. A folder holding data files (:data:`DATA_FORMATS`) is a dataset: those are read and
+    its other files are ignored (listed in ``plan.ignored``); else a folder holding an HTML file is
+    a folder of pages (the other files are Skipped as ``not_html``); else every file is a text."""
+    found = []
+    for leaf, err in walk(top):
+        if err is not None:
+            found.append((leaf, "text", err))
+        elif format != "auto":
+            found.append((leaf, format, None))
+        else:
+            why, fmt = _probe(leaf)
+            found.append((leaf, fmt, why))
+    if format != "auto":
+        plan.leaves.extend(found)
+        return
+    kinds = {fmt for _, fmt, why in found if why is None}
+    if kinds & set(DATA_FORMATS):
+        for leaf, fmt, why in found:
+            if why is not None or fmt in DATA_FORMATS:
+                plan.leaves.append((leaf, fmt, why))
+            else:
+                plan.ignored.append({"path": leaf, "reason": f"a {fmt} file in a folder of data files ({top})"})
+    elif "html" in kinds:
+        plan.leaves.extend((leaf, fmt if fmt == "html" or why is not None else "not_html", why)
+                           for leaf, fmt, why in found)
+    else:
+        plan.leaves.extend((leaf, "text", why) for leaf, fmt, why in found)
+
+
 def detect_format(path: str) -> str:
-    """``"jsonl"``, ``"parquet"``, ``"warc"``, ``"html"`` or ``"text"`` for a file or folder."""
+    """The format ``format="auto"`` reads a file or folder as: one of :data:`FORMATS` (for a
+    folder: its data files' format if they are of one kind, ``"html"`` or ``"text"``)."""
     path = os.fspath(path)
-    if not os.path.exists(path):
-        what = "a broken link" if os.path.lexists(path) else "no such file or folder"
-        raise InputError(f"{path}: {what}")
-    if os.path.isdir(path):
-        return _folder_format(path)
-    return kind_of(path) or "text"
+    if not exists(path):
+        raise InputError(f"{path}: {missing(path)}")
+    if is_folder(path):
+        plan = InputPlan()
+        _plan_folder(plan, path, "auto")
+        kinds = plan.formats() - {"not_html"}
+        return kinds.pop() if len(kinds) == 1 else ("text" if not kinds else "mixed")
+    return _probe(path)[1]
 
 
-def plan_inputs(paths, format: str) -> list[tuple[str, str, bool, bool]]:
-    """Check the inputs up front: ``(path, format, is_folder, auto)`` for each."""
+def plan_inputs(paths, format: str) -> InputPlan:
+    """Check the inputs up front (a missing one is an InputError) and list every file to read."""
+    if isinstance(paths, InputPlan):
+        return paths
     if isinstance(paths, (str, bytes, os.PathLike)):
         paths = [paths]
     if format != "auto" and format not in FORMATS:
         raise ConfigError(f"The 'format' parameter must be one of 'auto', {', '.join(map(repr, FORMATS))}. Got {format!r} instead.")
-    plan = []
+    paths = [os.fsdecode(p) for p in paths]
     for p in paths:
-        p = os.fsdecode(p)
-        fmt = detect_format(p) if format == "auto" else None
-        if fmt is None and not os.path.exists(p):
-            detect_format(p)  # raises the InputError
-        plan.append((p, fmt or format, os.path.isdir(p), format == "auto"))
+        if not exists(p):
+            hint = (" (a quoted glob? it matches nothing)" if any(c in p for c in "*?[") else "")
+            raise InputError(f"{p}: {missing(p)}{hint}")
+    plan = InputPlan()
+    for p in paths:
+        if is_folder(p):
+            _plan_folder(plan, p, format)
+        elif format != "auto":
+            plan.leaves.append((p, format, None))
+        else:
+            why, fmt = _probe(p)
+            plan.leaves.append((p, fmt, why))
     return plan
 
 
 def input_leaves(plan) -> Iterator[tuple[str, str, str | None]]:
     """Every file to read: ``(path, format, None)``; ``(path, format, why)`` for one unreadable
     record; format ``"not_html"`` for a non-HTML file in a folder of HTML files."""
-    for path, fmt, is_dir, auto in plan:
-        if not is_dir:
-            yield path, fmt, None
-            continue
-        for leaf, err in _walk(path):
-            if err is not None:
-                yield leaf, fmt, err
-            elif fmt == "html" and auto and kind_of(leaf) != "html":
-                yield leaf, "not_html", None
-            else:
-                yield leaf, fmt, None
+    return iter(plan_inputs(plan, "auto").leaves)
 
 
 # --------------------------------------------------------------------------- low-level record streams
 
 
-def _open_stream(path: str):
-    """A buffered binary stream of the file's bytes, gzip or zstd decompressed by magic number."""
-    with open(path, "rb") as fh:
-        magic = fh.read(4)
-    if magic[:2] == _GZIP_MAGIC:
-        return gzip.open(path, "rb")
-    if magic == _ZSTD_MAGIC:
-        zstd = require("zstandard", "io")
-        raw = open(path, "rb")
+class _Decompressed(io.BufferedReader):
+    """A buffered decompressing stream that closes the raw file under it as well."""
+
+    def __init__(self, stream, raw, compression: str):
+        super().__init__(stream, 1 << 20)
+        self._raw = raw
+        self.compression = compression
+
+    def close(self):
         try:
-            reader = zstd.ZstdDecompressor(max_window_size=2**31).stream_reader(raw, read_across_frames=True, closefd=True)
-        except Exception:
-            raw.close()
-            raise
-        return io.BufferedReader(reader, 1 << 20)
-    return open(path, "rb", buffering=1 << 20)
+            super().close()
+        finally:
+            self._raw.close()
+
+
+def _open_stream(path: str):
+    """A buffered binary stream of the file's bytes (a local path, ``-`` or a URL), decompressed
+    by magic number whatever its name (gzip, zstd, bzip2, xz). The file is opened once."""
+    raw = open_binary(path)
+    try:
+        magic = raw.read(6)
+        raw.seek(0)
+        kind = compression_of(magic)
+        if kind is None:
+            return raw
+        if kind == "gzip":
+            return _Decompressed(gzip.GzipFile(fileobj=raw, mode="rb"), raw, kind)
+        if kind == "bz2":
+            import bz2
+
+            return _Decompressed(bz2.BZ2File(raw, "rb"), raw, kind)
+        if kind == "xz":
+            import lzma
+
+            return _Decompressed(lzma.LZMAFile(raw, "rb"), raw, kind)
+        zstd = require("zstandard", "io")
+        reader = zstd.ZstdDecompressor(max_window_size=2**31).stream_reader(raw, read_across_frames=True, closefd=False)
+        return _Decompressed(reader, raw, kind)
+    except BaseException:
+        raw.close()
+        raise
 
 
 def _oserror(exc: BaseException) -> str:
@@ -376,7 +510,7 @@ def _warc(path: str, max_bytes: int | None) -> Iterator[tuple[int, str, tuple]]:
     """
     ArchiveIterator = require("warcio.archiveiterator", "io").ArchiveIterator
     try:
-        fh = open(path, "rb")
+        fh = open_binary(path)
     except OSError as exc:
         yield 1, "error", (f"cannot open the file: {_oserror(exc)}",)
         return
@@ -423,7 +557,8 @@ def open_parquet(path: str):
     """``(ParquetFile, number of rows)``, or ``(None, why)``."""
     pq = require("pyarrow.parquet", "io")
     try:
-        pf = pq.ParquetFile(path)
+        local = local_path(path)  # a local file is memory-mapped by pyarrow; a URL read through fsspec
+        pf = pq.ParquetFile(local if local is not None else open_binary(path))
         return pf, pf.metadata.num_rows
     except Exception as exc:  # noqa: BLE001 - not a parquet file, truncated footer, I/O error
         return None, f"cannot open the Parquet file: {_oserror(exc)}"
@@ -469,7 +604,7 @@ class RecordReader:
     records numbered from ``n`` and returns the next ordinal."""
 
     def __init__(self, *, id_field="id", text_field="text", content="text", html="main", keep_fields=(),
-                 max_bytes=None, errors="replace", jobs=1, want=None):
+                 max_bytes=None, errors="replace", jobs=1, want=None, on_error="skip", report=None):
         for name, value in (("id_field", id_field), ("text_field", text_field)):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"The '{name}' parameter must be a non-empty str. Got {value!r} instead.")
@@ -494,6 +629,10 @@ class RecordReader:
         self.errors = errors
         self.jobs = jobs
         self.want = want  # write_kept: an ordinal predicate; records not wanted are counted, not read
+        if on_error not in ON_ERROR:
+            raise ConfigError(f"The 'on_error' parameter must be one of 'error', 'skip'. Got {on_error!r} instead.")
+        self.on_error = on_error
+        self.report = report  # an InputReport: the files skipped (on_error="skip") and ignored
 
     # -- shared ------------------------------------------------------------------------------
 
@@ -781,12 +920,12 @@ class RecordReader:
             return Skipped(path, n, path, "not_html", "not an .html, .htm or .xhtml file, in a folder of HTML files")
         try:
             if self.max_bytes is not None:
-                size = os.stat(path).st_size
+                size = size_of(path)
                 if size > self.max_bytes:
                     return Skipped(path, n, path, "too_large", f"file of {size} bytes is over the {self.max_bytes} byte limit")
-            with open(path, "rb") as fh:
+            with _open_stream(path) as fh:  # a compressed text or page (.txt.gz) is decompressed
                 data = fh.read() if self.max_bytes is None else fh.read(self.max_bytes + 1)
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - I/O error, corrupt compressed stream
             return Skipped(path, n, path, "unreadable_file", f"cannot read the file: {_oserror(exc)}")
         if self.max_bytes is not None and len(data) > self.max_bytes:
             return Skipped(path, n, path, "too_large", f"file is over the {self.max_bytes} byte limit")
@@ -813,26 +952,174 @@ class RecordReader:
             return (yield from self._read_jsonl(path, n))
         if fmt == "parquet":
             return (yield from self._read_parquet(path, n))
+        if fmt == "arrow":
+            return (yield from self._read_arrow(path, n))
+        if fmt in ("csv", "tsv"):
+            return (yield from self._read_csv(path, fmt, n))
         if fmt == "warc":
             return (yield from self._read_warc(path, n))
         return (yield from self._read_file(path, fmt, n))
+
+    def file_failed(self, path: str, why: str) -> None:
+        """A file that cannot be read (or read to its end): raise, or note it and go on."""
+        if self.on_error == "error":
+            raise UnreadableInput(f"{path}: {why} (add --on-error skip to go on without it)", path=path)
+        if self.report is not None:
+            self.report.skipped_files.append({"path": path, "reason": why})
+
+    def _checked(self, path: str, records):
+        """The records of one file; the first ``unreadable_file`` among them goes to :meth:`file_failed`."""
+        failed = False
+        while True:
+            try:
+                rec = next(records)
+            except StopIteration as stop:
+                return stop.value
+            if not failed and type(rec) is Skipped and rec.reason == "unreadable_file":
+                failed = True
+                self.file_failed(path, rec.detail)
+            yield rec
 
     def read(self, plan, encoded_table=False) -> Iterator[Document | Skipped | EncodedDocuments]:
         """Every record of the plan. With ``encoded_table`` (None or a flag table, see
         :func:`read_encoded`), JSONL files yield their ordinary records as EncodedDocuments."""
         n = 0
         fast = encoded_table is not False and self._fast_jsonl()
-        for path, fmt, why in input_leaves(plan):
+        plan = plan_inputs(plan, "auto")
+        if self.report is not None:
+            self.report.ignored_files.extend(plan.ignored)
+        for path, fmt, why in plan.leaves:
             if why is not None:
+                self.file_failed(path, why)
                 if self.want is None or self.want(n):
                     yield Skipped(path, n, path, "unreadable_file", why)
                 n += 1
                 continue
             if fast and fmt == "jsonl":
-                n = yield from self._read_jsonl_encoded(path, n, encoded_table)
+                n = yield from self._checked(path, self._read_jsonl_encoded(path, n, encoded_table))
             else:
-                n = yield from self.read_leaf(path, fmt, n)
+                n = yield from self._checked(path, self.read_leaf(path, fmt, n))
         return n
+
+    # -- Arrow IPC ---------------------------------------------------------------------------
+
+    def _read_arrow(self, path: str, n: int):
+        start = n
+        batches, why = open_arrow(path)
+        if batches is None:
+            yield Skipped(path, n, path, "unreadable_file", why)
+            return n + 1
+        row = 0
+        tf, idf = self.text_field, self.id_field
+        try:
+            for batch in batches:
+                names = batch.schema.names
+                if tf not in names:
+                    shown = ", ".join(names[:_MAX_KEYS_SHOWN]) + (", ..." if len(names) > _MAX_KEYS_SHOWN else "")
+                    for r in range(row, row + batch.num_rows):
+                        src = f"{path}:{r}"
+                        if self.want is None or self.want(start + r):
+                            yield Skipped(src, start + r, src, "missing_text",
+                                          f"file has no '{tf}' column; columns: {shown or '(none)'} — use --text-field")
+                    row += batch.num_rows
+                    continue
+                extra = [f for f in dict.fromkeys(self.keep_fields) if f in names and f not in (tf, idf)]
+                columns = [tf] + ([idf] if idf in names and idf != tf else []) + extra
+                import pyarrow as pa
+
+                picked = pa.RecordBatch.from_arrays([batch.column(c) for c in columns], names=columns)
+                yield from self._parquet_batch(path, picked, row, start, idf in names, extra)
+                row += batch.num_rows
+        except Exception as exc:  # noqa: BLE001 - a truncated or corrupt IPC file
+            src = f"{path}:{row}"
+            yield Skipped(src, start + row, src, "unreadable_file", f"cannot read rows {row} and on: {_oserror(exc)}")
+            row += 1
+        return start + row
+
+    # -- CSV / TSV ---------------------------------------------------------------------------
+
+    def _read_csv(self, path: str, fmt: str, n: int):
+        """One record per row after the header row; ``source`` is ``<file>:<row>``, rows counted
+        from 1 after the header (a quoted field may span lines)."""
+        row = 0
+        try:
+            for row, fields in csv_rows(path, fmt, self.errors):
+                src = f"{path}:{row}"
+                if self.want is not None and not self.want(n):
+                    n += 1
+                    continue
+                yield self._row_record(fields, n, src)
+                n += 1
+        except Exception as exc:  # noqa: BLE001 - I/O error, corrupt compressed stream, bad UTF-8, bad quoting
+            src = f"{path}:{row + 1}"
+            yield Skipped(src, n, src, "unreadable_file", f"cannot read the file after row {row}: {_oserror(exc)}")
+            n += 1
+        return n
+
+    def _row_record(self, fields: dict, n: int, src: str):
+        ident = fields.get(self.id_field)
+        if not ident:
+            ident = src
+        text = fields.get(self.text_field)
+        if text is None:
+            return self._no_text(fields, ident, n, src)
+        if self.max_bytes is not None and utf8_length(text) > self.max_bytes:
+            return Skipped(ident, n, src, "too_large", f"'{self.text_field}' is over the {self.max_bytes} byte limit")
+        meta = {f: fields[f] for f in self.keep_fields if fields.get(f) is not None}
+        return self.finish_record(ident, text, n, src, meta, is_html=self.content == "html")
+
+
+class UnreadableInput(InputError):
+    """An input file that cannot be opened or read to its end (``on_error="error"``)."""
+
+    def __init__(self, message: str, *, path: str):
+        super().__init__(message)
+        self.path = path
+
+
+class InputReport:
+    """What a reading left out, for ``summary.json``: ``skipped_files`` (``{"path", "reason"}`` of
+    each file that could not be read, with ``on_error="skip"``) and ``ignored_files`` (files of a
+    folder of data files that are not data, like a README.md)."""
+
+    def __init__(self):
+        self.skipped_files: list[dict] = []
+        self.ignored_files: list[dict] = []
+
+    def as_dict(self) -> dict:
+        return {"skipped_files": list(self.skipped_files), "ignored_files": list(self.ignored_files)}
+
+
+def csv_rows(path: str, fmt: str, errors: str = "replace"):
+    """``(row number from 1, {column: value})`` for each row of a CSV or TSV file after its header."""
+    import csv
+
+    csv.field_size_limit(2**31 - 1)  # a long text is one field; max_bytes bounds it per record
+    with _open_stream(path) as raw, io.TextIOWrapper(raw, encoding="utf-8-sig", errors=errors, newline="") as fh:
+        reader = csv.DictReader(fh, delimiter="," if fmt == "csv" else "\t")
+        for row, fields in enumerate(reader, 1):
+            yield row, fields
+
+
+def open_arrow(path: str):
+    """``(iterator of the RecordBatches of an Arrow IPC file or stream, None)``, or ``(None, why)``."""
+    pa = require("pyarrow", "io")
+    ipc = require("pyarrow.ipc", "io")
+    local = local_path(path)
+    try:
+        source = pa.memory_map(local) if local is not None else pa.PythonFile(open_binary(path), mode="r")
+    except Exception as exc:  # noqa: BLE001
+        return None, f"cannot open the file: {_oserror(exc)}"
+    try:
+        f = ipc.open_file(source)
+        return (f.get_batch(i) for i in range(f.num_record_batches)), None
+    except Exception:  # noqa: BLE001 - not the file format: the stream format (.arrows)?
+        pass
+    try:
+        source.seek(0)
+        return iter(ipc.open_stream(source)), None
+    except Exception as exc:  # noqa: BLE001
+        return None, f"cannot open the Arrow IPC file: {_oserror(exc)}"
 
 
 # --------------------------------------------------------------------------- HTML extraction in parallel
@@ -937,11 +1224,14 @@ def _decode_text(data: bytes, errors: str) -> str | None:
 
 def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "id", text_field: str = "text",
                    content: str = "text", html: str = "main", keep_fields: tuple[str, ...] = (),
-                   max_bytes: int | None = None, errors: str = "replace", jobs: int = 1) -> Iterator[Document | Skipped]:
+                   max_bytes: int | None = None, errors: str = "replace", jobs: int = 1, on_error: str = "skip",
+                   report: "InputReport | None" = None) -> Iterator[Document | Skipped]:
     """Every record of ``paths`` (files or folders, in the order given), as a Document or a Skipped.
 
     Options and paths are checked when this is called (ConfigError, InputError); reading is lazy
-    and never raises for bad data. ``ordinal`` runs from 0 across all the paths, skipped records
+    and never raises for bad data, nor for a file that cannot be read unless ``on_error="error"``
+    (then :class:`UnreadableInput`); ``report`` (an :class:`InputReport`) collects the files
+    skipped and the files of dataset folders ignored. ``ordinal`` runs from 0 across all the paths, skipped records
     included. ``keep_fields`` (JSONL, Parquet) are copied into ``meta`` when present and not null.
     ``max_bytes`` bounds one record's raw size (a JSONL line, a file, a WARC HTTP body, a Parquet
     text value). ``errors`` is what to do with invalid UTF-8 in files and Parquet binary columns
@@ -950,7 +1240,8 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     is never sent to them. See the module docstring for each format.
     """
     reader = RecordReader(id_field=id_field, text_field=text_field, content=content, html=html,
-                     keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs)
+                          keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs, on_error=on_error,
+                          report=report)
     return _read(reader, plan_inputs(paths, format))
 
 
@@ -971,7 +1262,7 @@ def read_encoded(paths: list[str], *, table=None, format: str = "auto",
 def _read(reader: RecordReader, plan, encoded_table=False):
     """``reader.read(plan, encoded_table)``, HTML extracted in worker processes when the reader
     has ``jobs > 1`` and the plan has HTML to extract (plain text is never sent to them)."""
-    if reader.jobs > 1 and (reader.content == "html" or any(f in ("html", "warc") for _, f, _, _ in plan)):
+    if reader.jobs > 1 and (reader.content == "html" or plan.formats() & {"html", "warc"}):
         return _parallel(reader.read(plan, encoded_table), reader.html, reader.jobs)
     reader.jobs = 1
     return reader.read(plan, encoded_table)
@@ -1014,6 +1305,25 @@ def _raw(plan, max_bytes):
             except Exception:  # noqa: BLE001 - the first pass reported these rows
                 pass
             n += max(row, nrows)
+        elif fmt in ("csv", "tsv"):
+            try:
+                for _, fields in csv_rows(path, fmt):
+                    yield n, fields
+                    n += 1
+            except Exception:  # noqa: BLE001 - the first pass reported the rest as one record
+                n += 1
+        elif fmt == "arrow":
+            batches, _ = open_arrow(path)
+            if batches is None:
+                n += 1
+                continue
+            try:
+                for batch in batches:
+                    for rec in batch.to_pylist():
+                        yield n, rec
+                        n += 1
+            except Exception:  # noqa: BLE001 - the first pass reported the rest as one record
+                n += 1
         elif fmt == "warc":
             for _, kind, payload in _warc(path, max_bytes):
                 if kind == "doc":

@@ -1,1 +1,1 @@
-from .hamming import SimhashIndex, SimhashIndexFormatError, format_plan, plan_layout
+"""Banding theory: choosing (bands, rows), the S-curve, and band keys. The indexes are in :mod:`neardup.index`."""

@@ -1077,8 +1077,10 @@ def _file_key(uri: str) -> str:
 
 def _hadoop_leaves(spark, path: str) -> list[str]:
     """Files under a Hadoop path (hdfs://, s3a://, ..., globs allowed), walked like the local reader
-    walks folders: glob matches and folder entries in sorted order, names starting with "." or "_"
-    skipped (Spark's own convention as well)."""
+    walks folders: glob matches and folder entries in sorted order, the names the local reader leaves
+    out left out (:func:`neardup.io.sources.is_hidden_name`, Spark's own rule)."""
+    from ..io.sources import is_hidden_name
+
     jvm = spark.sparkContext._jvm
     hp = jvm.org.apache.hadoop.fs.Path(path)
     fs = hp.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
@@ -1092,7 +1094,7 @@ def _hadoop_leaves(spark, path: str) -> list[str]:
             out.append(st.getPath().toString())
             return
         for c in sorted(fs.listStatus(st.getPath()), key=lambda s: s.getPath().getName()):
-            if not c.getPath().getName().startswith((".", "_")):
+            if not is_hidden_name(c.getPath().getName()):
                 walk(c)
 
     for st in sorted(matches, key=lambda s: s.getPath().toString()):

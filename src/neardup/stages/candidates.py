@@ -80,7 +80,7 @@ def estimate_filter(signatures, ci: np.ndarray, cj: np.ndarray, floor: float | N
 
 def simhash_candidates(simhashes: np.ndarray, max_distance: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ci, cj, estimates)``: pairs within ``max_distance`` bits, with ``1 - distance / 64``."""
-    from ..lsh.hamming import SimhashIndex
+    from ..index.simhash import SimhashIndex
 
     n = simhashes.size
     index = SimhashIndex(max_distance=max_distance, expected_size=n)

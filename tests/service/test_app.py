@@ -705,7 +705,7 @@ def test_schemathesis_finds_no_failure(server, tmp_path):
            or shutil.which("st"))
     if exe is None:
         pytest.skip("schemathesis is not installed (pip install schemathesis)")
-    config = os.path.join(os.path.dirname(__file__), "schemathesis.toml")
+    config = os.path.join(os.path.dirname(__file__), "..", "schemathesis.toml")
     r = subprocess.run([exe, "--config-file", config, "run", f"{server.url}/openapi.json",
                         "-H", f"Authorization: Bearer {TOKEN}", "--checks", "all", "--max-time", "60",
                         "--seed", "1", "--workers", "1", "--phases", "examples,coverage,fuzzing,stateful",

@@ -15,7 +15,7 @@ from neardup.text.html import decode_html, declared_charset, detect_charset, ext
 
 pytest.importorskip("selectolax")
 
-DATA = os.path.join(os.path.dirname(__file__), "data", "html")
+DATA = os.path.join(os.path.dirname(__file__), "..", "data", "html")
 DEBIAN = os.path.join(DATA, "debian")
 ENCODINGS = os.path.join(DATA, "encodings")
 K5 = ShingleParams(k=5)

@@ -4,7 +4,7 @@ protocol, with a twenty-line WebSocket client so that the test needs no extra pa
 Checks that every figure loads and has a size, every table has rows, sorting a table works, the
 page makes no network request and logs no console error, and saves a screenshot.
 
-Also a tool: ``python tests/test_report_browser.py REPORT.html OUT.png [WIDTH HEIGHT]`` takes a
+Also a tool: ``python tests/report/test_report_browser.py REPORT.html OUT.png [WIDTH HEIGHT]`` takes a
 screenshot of any report (docs/report-screenshot.png was made this way).
 """
 
@@ -223,7 +223,7 @@ needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs 
 @needs_chromium
 def test_report_renders_in_chromium(tmp_path):
     pytest.importorskip("matplotlib")
-    sys.path.insert(0, os.path.dirname(__file__))
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from test_report import make_site, run_cli
 
     make_site(str(tmp_path / "site"))

@@ -12,7 +12,7 @@ from neardup.text.html import decode_html, extract_text
 pytest.importorskip("trafilatura")
 pytest.importorskip("lxml")
 
-PAGE = os.path.join(os.path.dirname(__file__), "data", "html", "article_with_nav.html")
+PAGE = os.path.join(os.path.dirname(__file__), "..", "data", "html", "article_with_nav.html")
 ARTICLE = "The river rose more than four metres overnight"
 NAV = ["Politics", "Real Estate", "Newsletters", "Privacy policy", "Cookie settings", "Most read", "cookies"]
 

@@ -44,189 +44,46 @@ index, file and answers.
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from itertools import combinations
 from numbers import Integral
-from pathlib import Path
 
 import numpy as np
 
 from ..cpus import available_cpus
-from ..errors import ConfigError, FormatError
+from ..errors import ConfigError
+from . import simhash_file
+from .simhash_file import SimhashIndexFormatError
+from .simhash_layout import (BITS, DEFAULT_MEMORY_BUDGET, MAX_DISTANCE, SMALL_BUCKET, TableLayout, dir_bits,
+                             layout_for, plan_layout)
 
 try:
     from .. import _hamming
 except ImportError:  # not built: queries use the numpy path (same answers)
     _hamming = None
 
-__all__ = [
-    "SimhashIndex",
-    "SimhashIndexFormatError",
-    "plan_layout",
-    "format_plan",
-    "layout_for",
-]
+__all__ = ["SimhashIndex", "SimhashIndexFormatError", "brute_force_pairs"]
 
-BITS = 64
 MASK64 = (1 << 64) - 1
-MAX_DISTANCE = 7
-FORMAT_VERSION = 1
-MAGIC = b"NDSIMHX\x00"
-_HEADER_FIXED = 24  # magic (8) + version u32 + header length u32 + header crc32 u32 + reserved u32
-_ALIGN = 64
-_MAX_ROWS = 2**31 - 1
-_SMALL_BUCKET = 16  # buckets up to this length are scanned in Python, longer ones with numpy
 _CHUNK = 1 << 21  # candidate pairs handled per vectorised step in query_many
 _DEFAULT_BUFFER = 4096
 _DEFAULT_MERGE_FACTOR = 4
 _THREADS = min(2, available_cpus())  # tables are sorted in parallel (numpy releases the GIL)
 _PARALLEL_QUERIES = 8192  # compiled query_many splits batches at least this large over _THREADS
 
-
-class SimhashIndexFormatError(FormatError):
-    """A saved simhash index is truncated, corrupt, of another format or of another configuration."""
-
-
-# ----------------------------------------------------------------------------------------------
-# Layout: blocks, tables and permutations
-# ----------------------------------------------------------------------------------------------
-
-
-def _block_sizes(blocks: int) -> list[int]:
-    base, extra = divmod(BITS, blocks)
-    return [base + (1 if i < extra else 0) for i in range(blocks)]
-
-
-class _Layout:
-    """Blocks, tables and the bit permutation of each table, for ``k`` and ``B`` blocks.
-
-    Block 0 holds the most significant bits. Table ``t`` has the ``B - k`` prefix blocks
-    ``tables[t]`` (in ``itertools.combinations`` order); its permutation puts those blocks first,
-    then the other blocks, each group in block order.
-    """
-
-    def __init__(self, max_distance: int, blocks: int):
-        k, b = max_distance, blocks
-        if not (0 <= k <= MAX_DISTANCE):
-            raise ConfigError(f"max_distance must be in [0, {MAX_DISTANCE}], got {k}")
-        if k == 0:
-            if b != 1:
-                raise ConfigError("with max_distance=0 the layout has 1 block (one exact-match table)")
-        elif not (k < b <= BITS):
-            raise ConfigError(f"blocks must be in [{k + 1}, {BITS}] for max_distance={k}, got {b}")
-        self.k = k
-        self.blocks = b
-        self.sizes = _block_sizes(b)
-        starts = [sum(self.sizes[:i]) for i in range(b)]  # from the MSB
-        self.tables: list[tuple[int, ...]] = list(combinations(range(b), b - k))
-        self.perms: list[list[int]] = [list(s) + [x for x in range(b) if x not in s] for s in self.tables]
-        self.prefix_bits: list[int] = [sum(self.sizes[i] for i in s) for s in self.tables]
-        self.n_tables = len(self.tables)
-
-        def block_mask(i: int) -> int:
-            return ((1 << self.sizes[i]) - 1) << (BITS - starts[i] - self.sizes[i])
-
-        # moves[t]: (src_shift, width, dst_shift), shifts counted from the LSB, adjacent blocks merged
-        self.moves: list[list[tuple[int, int, int]]] = []
-        for perm in self.perms:
-            moves: list[list[int]] = []
-            dst = 0
-            prev = None
-            for blk in perm:
-                w = self.sizes[blk]
-                src_shift = BITS - starts[blk] - w
-                dst_shift = BITS - dst - w
-                if prev is not None and prev == blk - 1 and moves:
-                    m = moves[-1]  # extend the previous move downwards
-                    m[0], m[1], m[2] = src_shift, m[1] + w, dst_shift
-                else:
-                    moves.append([src_shift, w, dst_shift])
-                dst += w
-                prev = blk
-            self.moves.append([tuple(m) for m in moves])
-        # cross[t][u]: the bits of table u's prefix, as they sit in table t's permuted word
-        orig_prefix = [sum(block_mask(i) for i in s) for s in self.tables]
-        self.cross: list[list[int]] = [[self.permute_int(t, orig_prefix[u]) for u in range(self.n_tables)]
-                                       for t in range(self.n_tables)]
-        self.prefix_mask = [self.cross[t][t] for t in range(self.n_tables)]
-        # one generated function computing every table's permuted word from a Python int
-        exprs = []
-        for t in range(self.n_tables):
-            terms = []
-            for s, w, d in self.moves[t]:
-                mask = ((1 << w) - 1) << d
-                if s == d:
-                    terms.append(f"(x & {mask})")
-                elif s > d:
-                    terms.append(f"((x >> {s - d}) & {mask})")
-                else:
-                    terms.append(f"((x << {d - s}) & {mask})")
-            exprs.append(" | ".join(terms))
-        self.exprs = exprs
-        src = "lambda x: (" + ", ".join(exprs) + ",)"
-        # the generated source contains only integer constants and the argument x
-        self.permute_all_int = eval(src, {"__builtins__": {}})  # noqa: S307
-
-    def permute_int(self, t: int, x: int) -> int:
-        out = 0
-        for s, w, d in self.moves[t]:
-            out |= ((x >> s) & ((1 << w) - 1)) << d
-        return out
-
-    def permute(self, t: int, x: np.ndarray) -> np.ndarray:
-        """Table ``t``'s permuted words of a uint64 array."""
-        out = None
-        for s, w, d in self.moves[t]:
-            mask = np.uint64(((1 << w) - 1) << d)
-            if s == d:
-                part = x & mask
-            elif s > d:
-                part = (x >> np.uint64(s - d)) & mask
-            else:
-                part = (x << np.uint64(d - s)) & mask
-            out = part if out is None else (out | part)
-        return out
-
-    def config(self) -> dict:
-        return {
-            "max_distance": self.k,
-            "blocks": self.blocks,
-            "block_sizes": list(self.sizes),
-            "tables": [list(s) for s in self.tables],
-            "permutations": [list(p) for p in self.perms],
-        }
-
-
-_LAYOUT_CACHE: dict[tuple[int, int], _Layout] = {}
-
-
-def layout_for(max_distance: int, blocks: int) -> _Layout:
-    """The (cached) layout for ``max_distance`` and ``blocks``."""
-    key = (max_distance, blocks)
-    lay = _LAYOUT_CACHE.get(key)
-    if lay is None:
-        lay = _LAYOUT_CACHE[key] = _Layout(max_distance, blocks)
-    return lay
-
-
 _PROBE_CACHE: dict[tuple, object] = {}
 
 
-def _compile_probe(lay: _Layout, stride: int, m: int, dbits: int):
+def _compile_probe(lay: TableLayout, stride: int, m: int, dbits: int):
     """A function probing every table of one segment for one fingerprint, unrolled over the tables
     with the segment's constants inlined (the Python-level cost of a query is mostly here).
 
     ``probe(x, dirs, keys, rows, k, found, big)``: for each table, reads the directory bucket of
-    the permuted ``x``; a bucket of at most ``_SMALL_BUCKET`` entries is checked in place (rows
+    the permuted ``x``; a bucket of at most ``SMALL_BUCKET`` entries is checked in place (rows
     within ``k`` go into ``found``), a larger one is appended to ``big`` as ``(t, lo, hi, pv)``.
     The source holds integer constants only.
     """
-    key = (lay.k, lay.blocks, stride, m, dbits, _SMALL_BUCKET)
+    key = (lay.k, lay.blocks, stride, m, dbits, SMALL_BUCKET)
     fn = _PROBE_CACHE.get(key)
     if fn is not None:
         return fn
@@ -238,7 +95,7 @@ def _compile_probe(lay: _Layout, stride: int, m: int, dbits: int):
         lines += [
             "    lo = dirs[b]",
             "    hi = dirs[b + 1]",
-            f"    if hi - lo > {_SMALL_BUCKET}:",
+            f"    if hi - lo > {SMALL_BUCKET}:",
             f"        big.append(({t}, lo, hi, pv))",
             "    elif hi > lo:",
             f"        for i in range({t * m} + lo, {t * m} + hi):" if t else "        for i in range(lo, hi):",
@@ -254,167 +111,6 @@ def _compile_probe(lay: _Layout, stride: int, m: int, dbits: int):
     _PROBE_CACHE[key] = fn
     return fn
 
-
-# ----------------------------------------------------------------------------------------------
-# Planning the layout
-# ----------------------------------------------------------------------------------------------
-
-# Cost model of one query() in microseconds, fitted on the development machine (2-core AMD EPYC,
-# numpy 2.4, shared and loaded, thread CPU time): a fixed cost, a cost per table probed, and per
-# table the cost of its directory bucket: 0.5 us per entry checked in Python (up to
-# _SMALL_BUCKET entries), else 8 us + 0.05 us per entry for the numpy pass. Only the ranking of
-# layouts matters. The model is of the numpy/Python probe; the compiled probe (neardup._hamming)
-# answers in about a tenth of the time and ranks the layouts it picks the same way at 8M (5 blocks:
-# 2.0 us p50 against 4.3 us for 4 blocks and 3.0 us for 6); at 1M it would prefer 4 blocks by
-# ~10 % (1.9 against 2.2 us), which the model keeps at 5 blocks (10 tables), where all pairs are
-# far cheaper (about 1e5 candidate pairs instead of 3e7). Measured with the benchmark's data, load 2-4.
-_US_PER_QUERY = 4.0
-_US_PER_TABLE = 2.1
-_US_PER_ENTRY_PY = 0.5
-_US_NUMPY_PASS = 8.0
-_US_PER_ENTRY_NP = 0.05
-
-
-def _est_query_us(n: int, lay: "_Layout") -> float:
-    db = _dir_bits(n, min(lay.prefix_bits))
-    total = _US_PER_QUERY
-    for p in lay.prefix_bits:
-        c = n / 2.0 ** min(p, db) if db else float(n)  # entries in the bucket read
-        total += _US_PER_TABLE + (c * _US_PER_ENTRY_PY if c <= _SMALL_BUCKET
-                                  else _US_NUMPY_PASS + c * _US_PER_ENTRY_NP)
-    return total
-
-
-DEFAULT_MEMORY_BUDGET = 4 * 2**30  # bytes; plan_layout(memory_budget=None) lifts the limit
-_DIR_EXTRA_BITS = 1
-
-
-def _dir_bits(m: int, prefix_bits: int) -> int:
-    """Directory width for a table of ``m`` entries: about one entry per bucket, never wider than
-    the prefix (nor than 26 bits)."""
-    if m <= 1:
-        return 0
-    return max(0, min(prefix_bits, m.bit_length() - 1 + _DIR_EXTRA_BITS, 26))
-
-
-def _memory_bytes(n: int, lay: _Layout) -> int:
-    per_row = 8 + 1  # fingerprint + tombstone flag
-    db = _dir_bits(n, min(lay.prefix_bits))
-    return per_row * n + lay.n_tables * (12 * n + 4 * ((1 << db) + 1))
-
-
-def plan_layout(n_fingerprints: int, max_distance: int, *, max_tables: int = 256,
-                memory_budget: int | None = DEFAULT_MEMORY_BUDGET) -> dict:
-    """Candidate layouts (blocks and tables) for ``n_fingerprints`` at ``max_distance``, and the chosen one.
-
-    For each number of blocks ``B`` from ``k + 1`` up (while the table count ``C(B, k)`` stays at
-    most ``max_tables``, and until more tables stop paying), the returned dict lists:
-
-    - ``blocks``, ``tables`` (``C(B, k)``), ``block_bits`` (sizes of the blocks, MSB first);
-    - ``prefix_bits`` (the smallest prefix of any table; ``prefix_bits_max`` the largest);
-    - ``memory_bytes``: fingerprints, tombstones and tables (12 bytes per entry per table plus the
-      directory); ids are not counted;
-    - ``expected_probes``: candidates checked per query for random fingerprints,
-      ``sum over tables of n / 2**prefix_bits``;
-    - ``expected_pair_candidates``: pairs compared by :meth:`SimhashIndex.pairs`,
-      ``sum over tables of n**2 / 2**(prefix_bits + 1)``;
-    - ``est_query_us``: a cost model of :meth:`SimhashIndex.query` (``cost_model`` in the result):
-      a fixed cost, a cost per table, and per table the cost of checking its directory bucket
-      (``n / 2**min(prefix_bits, dir_bits)`` entries) in Python or, when large, with numpy.
-
-    ``chosen`` is the candidate with the lowest estimated query time within ``memory_budget``
-    (bytes, 4 GiB by default, ``None`` for no limit; the one using the least memory if none fits);
-    ties go to fewer tables.
-    """
-    if isinstance(n_fingerprints, bool) or not isinstance(n_fingerprints, Integral) or n_fingerprints < 0:
-        raise ConfigError(f"n_fingerprints must be a non-negative int, got {n_fingerprints!r}")
-    if isinstance(max_distance, bool) or not isinstance(max_distance, Integral) \
-            or not 0 <= max_distance <= MAX_DISTANCE:
-        raise ConfigError(f"max_distance must be an int in [0, {MAX_DISTANCE}], got {max_distance!r}")
-    n, k = int(n_fingerprints), int(max_distance)
-    candidates = []
-    block_range = [1] if k == 0 else range(k + 1, BITS + 1)
-    for b in block_range:
-        if math.comb(b, k) > max_tables and candidates:
-            break
-        lay = layout_for(k, b)
-        probes = sum(n / 2.0**p for p in lay.prefix_bits)
-        pair_cands = sum(n * n / 2.0 ** (p + 1) for p in lay.prefix_bits)
-        cand = {
-            "blocks": b,
-            "tables": lay.n_tables,
-            "block_bits": list(lay.sizes),
-            "prefix_bits": min(lay.prefix_bits),
-            "prefix_bits_max": max(lay.prefix_bits),
-            "memory_bytes": _memory_bytes(n, lay),
-            "expected_probes": probes,
-            "expected_pair_candidates": pair_cands,
-            "est_query_us": round(_est_query_us(n, lay), 2),
-        }
-        candidates.append(cand)
-        if probes < 0.05 * lay.n_tables or len(candidates) >= 8:
-            break  # more tables cannot cut the probes any further
-    fits = [c for c in candidates if memory_budget is None or c["memory_bytes"] <= memory_budget]
-    if fits:
-        chosen = min(fits, key=lambda c: (c["est_query_us"], c["tables"]))
-    else:
-        chosen = min(candidates, key=lambda c: (c["memory_bytes"], c["tables"]))
-    return {
-        "n_fingerprints": n,
-        "max_distance": k,
-        "memory_budget": memory_budget,
-        "cost_model": {"us_per_query": _US_PER_QUERY, "us_per_table": _US_PER_TABLE,
-                       "us_per_entry_python": _US_PER_ENTRY_PY, "us_per_numpy_pass": _US_NUMPY_PASS,
-                       "us_per_entry_numpy": _US_PER_ENTRY_NP, "python_bucket_max": _SMALL_BUCKET},
-        "candidates": candidates,
-        "chosen": dict(chosen),
-        "blocks": chosen["blocks"],
-        "tables": chosen["tables"],
-    }
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
-def _num(x: float) -> str:
-    if x == 0:
-        return "0"
-    if x >= 1e6 or x < 0.01:
-        return f"{x:.2e}"
-    return f"{x:,.2f}" if x < 100 else f"{x:,.0f}"
-
-
-def format_plan(plan: dict) -> str:
-    """A human-readable table of :func:`plan_layout`'s result (the chosen row marked ``*``)."""
-    head = (f"Simhash index layouts for {plan['n_fingerprints']:,} fingerprints, "
-            f"max distance {plan['max_distance']}")
-    cols = ["", "blocks", "tables", "prefix bits", "memory", "probes/query", "pair candidates", "est. query"]
-    rows = []
-    for c in plan["candidates"]:
-        pb = str(c["prefix_bits"]) if c["prefix_bits"] == c["prefix_bits_max"] \
-            else f"{c['prefix_bits']}-{c['prefix_bits_max']}"
-        rows.append([
-            "*" if c["blocks"] == plan["chosen"]["blocks"] else "",
-            str(c["blocks"]), str(c["tables"]), pb, _human_bytes(c["memory_bytes"]),
-            _num(c["expected_probes"]), _num(c["expected_pair_candidates"]), f"{c['est_query_us']:.1f} us",
-        ])
-    widths = [max(len(cols[i]), *(len(r[i]) for r in rows)) for i in range(len(cols))]
-    lines = [head, ""]
-    lines.append("  ".join(cols[i].rjust(widths[i]) for i in range(len(cols))))
-    lines.append("  ".join("-" * widths[i] for i in range(len(cols))))
-    for r in rows:
-        lines.append("  ".join(r[i].rjust(widths[i]) for i in range(len(cols))))
-    ch = plan["chosen"]
-    lines.append("")
-    lines.append(f"* chosen: {ch['blocks']} blocks, {ch['tables']} tables (lowest estimated query time"
-                 + (f" within {_human_bytes(plan['memory_budget'])}" if plan.get("memory_budget") else "") + ").")
-    lines.append("memory excludes ids; probes are candidates checked per query for random fingerprints.")
-    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -498,6 +194,7 @@ def _normalize_ids_list(ids: list) -> tuple[str, object]:
             raise ValueError("integer ids must fit in a signed 64-bit integer")
         return "int", np.array(vals, dtype=np.int64)
     raise TypeError("ids must be all str or all int")
+
 
 
 # ----------------------------------------------------------------------------------------------
@@ -662,7 +359,7 @@ class _Segment:
         self.probe = None  # compiled on the first query
 
     @classmethod
-    def build(cls, lay: _Layout, fps_all: np.ndarray, row_lo: int, row_hi: int,
+    def build(cls, lay: TableLayout, fps_all: np.ndarray, row_lo: int, row_hi: int,
               dead: np.ndarray | None) -> "_Segment":
         if dead is not None:
             rows_in = (np.flatnonzero(~dead[row_lo:row_hi]) + row_lo).astype(np.int32)
@@ -672,7 +369,7 @@ class _Segment:
             fps = fps_all[row_lo:row_hi]
         m = len(fps)
         T = lay.n_tables
-        db = _dir_bits(m, min(lay.prefix_bits))
+        db = dir_bits(m, min(lay.prefix_bits))
         keys = np.empty((T, m), dtype=np.uint64)
         rows = np.empty((T, m), dtype=np.int32)
         dirs = np.empty((T, (1 << db) + 1), dtype=np.int32)
@@ -732,6 +429,7 @@ def _expand(lo: np.ndarray, cnt: np.ndarray, total: int) -> tuple[np.ndarray, np
     return which, pos
 
 
+
 # ----------------------------------------------------------------------------------------------
 # The index
 # ----------------------------------------------------------------------------------------------
@@ -782,7 +480,7 @@ class SimhashIndex:
         self._buffer_size = int(buffer_size)
         self._merge_factor = int(merge_factor)
         self._memory_budget = memory_budget
-        self._layout: _Layout | None = None
+        self._layout: TableLayout | None = None
         if blocks is not None:
             if isinstance(blocks, bool) or not isinstance(blocks, Integral):
                 raise ConfigError(f"blocks must be an int, got {blocks!r}")
@@ -818,7 +516,7 @@ class SimhashIndex:
     def config(self) -> dict:
         """The layout configuration, as recorded in saved files."""
         self._ensure_layout(0)
-        return {"format_version": FORMAT_VERSION, **self._layout.config()}
+        return {"format_version": simhash_file.FORMAT_VERSION, **self._layout.config()}
 
     def __len__(self) -> int:
         return self._fps.n - self._n_dead
@@ -836,7 +534,7 @@ class SimhashIndex:
             total += seg.keys.nbytes + seg.rows.nbytes + seg.dirs.nbytes
         return total
 
-    def _ensure_layout(self, n_hint: int) -> _Layout:
+    def _ensure_layout(self, n_hint: int) -> TableLayout:
         if self._layout is None:
             self._layout = layout_for(self._k, plan_layout(max(int(n_hint), 1 << 16), self._k,
                                                            memory_budget=self._memory_budget)["blocks"])
@@ -857,8 +555,8 @@ class SimhashIndex:
         n_new = len(fps)
         if n_new == 0:
             return
-        if self._fps.n + n_new > _MAX_ROWS:
-            raise ValueError(f"a SimhashIndex holds at most {_MAX_ROWS} fingerprints")
+        if self._fps.n + n_new > simhash_file.MAX_ROWS:
+            raise ValueError(f"a SimhashIndex holds at most {simhash_file.MAX_ROWS} fingerprints")
         self._ensure_layout(n_new)
         self._prober = self._pquery = None
         self._ids.append(kind, vals)
@@ -1207,21 +905,16 @@ class SimhashIndex:
                 ra, rb, dist = ra[live], rb[live], dist[live]
             yield from zip(self._ids.take(ra), self._ids.take(rb), dist.tolist())
 
-    # -- persistence ---------------------------------------------------------------------------
+    # -- persistence (the format: neardup.index.simhash_file) ----------------------------------
 
     def save(self, path) -> None:
         """Write the index to one file (compacting it first), via a temporary file renamed into place.
 
-        Layout: ``MAGIC``, then little-endian u32 format version, header length, header CRC-32 and
-        a reserved word, then a JSON header with the configuration and the offset, dtype, length
-        and CRC-32 of each array, then the arrays, 64-byte aligned: fingerprints and tombstones by
-        row, ids, and the tables (sorted permuted fingerprints, their rows, directories).
+        The format is described in :mod:`neardup.index.simhash_file`.
         """
         self._ensure_layout(self._fps.n)
         self.compact()
         lay = self._layout
-        n = self._fps.n
-        T = lay.n_tables
         arrays: dict[str, np.ndarray] = {
             "fingerprints": self._fps.view,
             "tombstones": np.packbits(self._dead.view.astype(np.uint8), bitorder="little"),
@@ -1233,56 +926,16 @@ class SimhashIndex:
         else:
             arrays["keys"] = np.empty(0, np.uint64)
             arrays["rows"] = np.empty(0, np.int32)
-            arrays["dirs"] = np.tile(np.array([0, 0], np.int32), T)
-        meta = {}
-        for name, arr in arrays.items():
-            arr = np.ascontiguousarray(arr)
-            arrays[name] = arr
-            meta[name] = {"dtype": arr.dtype.str, "length": int(arr.shape[0]),
-                          "crc32": zlib.crc32(memoryview(arr).cast("B"))}
-        header = {
-            "format": "neardup-simhash-index",
-            "format_version": FORMAT_VERSION,
-            **lay.config(),
-            "n_rows": n,
+            arrays["dirs"] = np.tile(np.array([0, 0], np.int32), lay.n_tables)
+        simhash_file.write_index_file(path, lay, arrays, {
+            "n_rows": self._fps.n,
             "n_removed": int(self._n_dead),
             "table_size": 0 if seg is None else seg.size,
             "dir_bits": 0 if seg is None else seg.dbits,
             "id_kind": self._ids.kind,
             "buffer_size": self._buffer_size,
             "merge_factor": self._merge_factor,
-        }
-        offset_guess = 4096  # offsets depend on the header's length: iterate until they fit
-        while True:
-            off = offset_guess
-            for name, arr in arrays.items():
-                meta[name]["offset"] = off
-                off = -(-(off + arr.nbytes) // _ALIGN) * _ALIGN
-            header["arrays"] = meta
-            header["file_size"] = off
-            hb = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
-            need = -(-(_HEADER_FIXED + len(hb)) // _ALIGN) * _ALIGN
-            if need <= offset_guess:
-                break
-            offset_guess = need
-        path = Path(path)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        try:
-            with open(tmp, "wb") as f:
-                f.write(MAGIC)
-                f.write(np.array([FORMAT_VERSION, len(hb), zlib.crc32(hb), 0], dtype="<u4").tobytes())
-                f.write(hb)
-                pos = _HEADER_FIXED + len(hb)
-                for name, arr in arrays.items():
-                    o = meta[name]["offset"]
-                    f.write(b"\0" * (o - pos))
-                    f.write(memoryview(arr).cast("B"))
-                    pos = o + arr.nbytes
-                f.write(b"\0" * (header["file_size"] - pos))
-            os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        })
 
     @classmethod
     def open(cls, path, *, max_distance: int | None = None, verify: bool = False,
@@ -1297,125 +950,26 @@ class SimhashIndex:
         :class:`SimhashIndexFormatError` (a ValueError). The opened index accepts adds and removals
         in memory; :meth:`save` writes them out.
         """
-        path = Path(path)
-        size = path.stat().st_size
-        name = str(path)
-
-        def bad(msg: str) -> SimhashIndexFormatError:
-            return SimhashIndexFormatError(f"{name}: {msg}")
-
-        with open(path, "rb") as f:
-            fixed = f.read(_HEADER_FIXED)
-            if len(fixed) < _HEADER_FIXED or fixed[:8] != MAGIC:
-                raise bad("not a neardup simhash index (bad magic number or truncated)")
-            version, hlen, hcrc, _ = np.frombuffer(fixed[8:], dtype="<u4").tolist()
-            if version != FORMAT_VERSION:
-                raise bad(f"format version {version}; this neardup reads version {FORMAT_VERSION}")
-            if _HEADER_FIXED + hlen > size:
-                raise bad("truncated header")
-            hb = f.read(hlen)
-        if zlib.crc32(hb) != hcrc:
-            raise bad("header checksum mismatch (corrupt file)")
-        try:
-            header = json.loads(hb.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise bad(f"unreadable header ({exc})") from None
-        if not isinstance(header, dict) or header.get("format") != "neardup-simhash-index" \
-                or header.get("format_version") != FORMAT_VERSION:
-            raise bad("header is not a neardup simhash index header of this version")
-        if header.get("file_size") != size:
-            raise bad(f"file is {size} bytes, the header says {header.get('file_size')} (truncated or extended)")
-        try:
-            k, b = header["max_distance"], header["blocks"]
-            if not (isinstance(k, int) and isinstance(b, int)):
-                raise TypeError("max_distance and blocks must be ints")
-            lay = layout_for(k, b)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise bad(f"bad configuration ({exc})") from None
-        cfg = lay.config()
-        for key in ("block_sizes", "tables", "permutations"):
-            if header.get(key) != cfg[key]:
-                raise bad(f"recorded {key} differ from the layout for max_distance={k}, blocks={b}")
-        if max_distance is not None and max_distance != k:
-            raise bad(f"the index was built with max_distance={k}, not {max_distance}")
-        n, m, db = header.get("n_rows"), header.get("table_size"), header.get("dir_bits")
-        id_kind = header.get("id_kind")
-        arrays_meta = header.get("arrays")
-        T = lay.n_tables
-        if not (isinstance(n, int) and isinstance(m, int) and 0 <= m <= n <= _MAX_ROWS
-                and isinstance(arrays_meta, dict) and id_kind in (None, "int", "str")
-                and db == (_dir_bits(m, min(lay.prefix_bits)) if m else 0)):
-            raise bad("inconsistent header")
-
-        raw = np.memmap(path, dtype=np.uint8, mode="r") if mmap else np.fromfile(path, dtype=np.uint8)
-
-        def arr(key: str, dtype: str, length: int | None):
-            am = arrays_meta.get(key)
-            if not isinstance(am, dict):
-                raise bad(f"array {key} missing")
-            if am.get("dtype") != np.dtype(dtype).str:
-                raise bad(f"array {key} has dtype {am.get('dtype')}, expected {np.dtype(dtype).str}")
-            ln, off = am.get("length"), am.get("offset")
-            if not (isinstance(ln, int) and isinstance(off, int)) or ln < 0 or (length is not None and ln != length):
-                raise bad(f"array {key} has length {ln}, expected {length}")
-            nbytes = ln * np.dtype(dtype).itemsize
-            if off < _HEADER_FIXED + hlen or off % _ALIGN or off + nbytes > size:
-                raise bad(f"array {key} lies outside the file")
-            a = raw[off:off + nbytes].view(dtype)
-            if verify and zlib.crc32(memoryview(np.ascontiguousarray(a)).cast("B")) != am.get("crc32"):
-                raise bad(f"array {key} checksum mismatch (corrupt file)")
-            return a
-
-        fps = arr("fingerprints", "<u8", n)
-        tomb = arr("tombstones", "u1", (n + 7) // 8)
-        dead = np.unpackbits(tomb, count=n, bitorder="little").astype(np.bool_) if n else np.zeros(0, np.bool_)
-        n_dead = int(dead.sum())
+        saved = simhash_file.read_index_file(path, max_distance=max_distance, verify=verify, mmap=mmap)
+        lay = saved.layout
+        n = len(saved.fingerprints)
         ids = _IdStore()
-        ids.kind = id_kind
-        if id_kind == "int":
-            ids.ints = _Grow(np.int64, arr("ids_int", "<i8", n))
-        elif id_kind == "str":
-            offs = arr("ids_offsets", "<i8", n + 1)
-            blob = arr("ids_blob", "u1", None)
-            if offs[0] != 0 or offs[-1] != len(blob):
-                raise bad("string id offsets do not match the id data")
-            ids.blob, ids.offsets, ids.n_base = blob, offs, n
-        elif n:
-            raise bad("rows without ids")
-        if m != n - n_dead:
-            raise bad(f"the tables hold {m} entries for {n - n_dead} live rows")
-        keys = arr("keys", "<u8", T * m).reshape(T, m)
-        rows = arr("rows", "<i4", T * m).reshape(T, m)
-        dirs = arr("dirs", "<i4", T * ((1 << db) + 1)).reshape(T, (1 << db) + 1)
-        if m and (np.any(dirs[:, 0] != 0) or np.any(dirs[:, -1] != m)):
-            raise bad("a table directory does not span its table (corrupt file)")
-        if verify and m:
-            live_rows = np.flatnonzero(~dead)
-            for t in range(T):
-                r = rows[t]
-                if not np.array_equal(np.sort(r), live_rows):
-                    raise bad(f"table {t}: its rows are not the live rows")
-                if not np.array_equal(keys[t], lay.permute(t, fps[r])):
-                    raise bad(f"table {t}: permuted fingerprints do not match")
-                p_bits = lay.prefix_bits[t]
-                pre = keys[t] if p_bits == BITS else keys[t] >> np.uint64(BITS - p_bits)
-                if np.any(pre[1:] < pre[:-1]):
-                    raise bad(f"table {t}: not sorted")
-                if db:
-                    cnt = np.bincount((keys[t] >> np.uint64(BITS - db)).astype(np.intp), minlength=1 << db)
-                    if not np.array_equal(np.diff(dirs[t].astype(np.int64)), cnt):
-                        raise bad(f"table {t}: directory does not match")
-        idx = cls(k, blocks=b, buffer_size=int(header.get("buffer_size", _DEFAULT_BUFFER)),
-                  merge_factor=int(header.get("merge_factor", _DEFAULT_MERGE_FACTOR)))
-        idx._fps = _Grow(np.uint64, fps)
-        idx._dead = _Grow(np.bool_, dead)
-        idx._n_dead = n_dead
+        ids.kind = saved.id_kind
+        if saved.id_kind == "int":
+            ids.ints = _Grow(np.int64, saved.ids_int)
+        elif saved.id_kind == "str":
+            ids.blob, ids.offsets, ids.n_base = saved.ids_blob, saved.ids_offsets, n
+        idx = cls(lay.k, blocks=lay.blocks, buffer_size=int(saved.buffer_size or _DEFAULT_BUFFER),
+                  merge_factor=int(saved.merge_factor or _DEFAULT_MERGE_FACTOR))
+        idx._fps = _Grow(np.uint64, saved.fingerprints)
+        idx._dead = _Grow(np.bool_, saved.dead)
+        idx._n_dead = int(saved.dead.sum())
         idx._ids = ids
-        idx._segments = [_Segment(0, n, keys, rows, dirs, db)] if m else []
+        idx._segments = ([_Segment(0, n, saved.keys, saved.rows, saved.dirs, saved.dir_bits)]
+                         if saved.table_size else [])
         idx._tail_start = n
         return idx
 
-    # -- bulk helpers ----------------------------------------------------------------------------
 
     @classmethod
     def from_fingerprints(cls, fingerprints, ids=None, max_distance: int = 3, **kwargs) -> "SimhashIndex":

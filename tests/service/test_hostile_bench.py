@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from test_service import Server  # noqa: E402
+from test_app import Server  # noqa: E402
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "hostile_service.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "hostile_service.py"
 pytestmark = pytest.mark.service
 
 

@@ -12,7 +12,7 @@ from conftest import real_texts
 
 pytest.importorskip("scipy")
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "simhash_vs_minhash.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "simhash_vs_minhash.py"
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:The copy keyword is deprecated"),
 ]
 
-SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src")
 
 
 def expected_components(edges, nodes=None):

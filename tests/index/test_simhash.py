@@ -11,10 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import neardup.lsh.hamming as hmod
+import neardup.index.simhash as hmod
 from neardup.errors import ConfigError, FormatError
-from neardup.lsh import SimhashIndex, SimhashIndexFormatError, format_plan, plan_layout
-from neardup.lsh.hamming import MAGIC, brute_force_pairs, layout_for
+from neardup.index import SimhashIndex, SimhashIndexFormatError, format_plan, plan_layout
+from neardup.index.simhash import brute_force_pairs
+from neardup.index.simhash_file import MAGIC
+from neardup.index.simhash_layout import layout_for
 
 U64 = 2**64 - 1
 
@@ -225,7 +227,7 @@ def _identical_and_low_entropy_fingerprints():
 
 
 def test_pairs_chunked_for_a_huge_run(monkeypatch):
-    import neardup.lsh.hamming as h
+    import neardup.index.simhash as h
 
     monkeypatch.setattr(h, "_CHUNK", 64)  # force the chunked paths
     fps = np.concatenate([np.zeros(150, np.uint64), np.array([1, 3, 7, 15], np.uint64)])

@@ -15,7 +15,7 @@ import pytest
 
 from neardup.pipeline import DedupConfig, Deduplicator
 
-from test_spark_engine import JUNK, build_records, same_bytes
+from test_engine import JUNK, build_records, same_bytes
 
 pytestmark = [pytest.mark.spark,
               pytest.mark.skipif(importlib.util.find_spec("pyspark") is None or shutil.which("java") is None,

@@ -36,7 +36,7 @@ needs_warc = pytest.mark.skipif(_optional("warcio") is None, reason="WARC needs 
 needs_html = pytest.mark.skipif(_optional("trafilatura") is None or _optional("lxml") is None,
                                 reason="HTML extraction needs trafilatura and lxml: pip install 'neardup[io]'")
 
-HTML_PAGE = os.path.join(os.path.dirname(__file__), "data", "html", "article_with_nav.html")
+HTML_PAGE = os.path.join(os.path.dirname(__file__), "..", "data", "html", "article_with_nav.html")
 
 RECORDS = [
     {"id": "a", "text": "the crawler fetches each page and follows its links", "n": 3},
@@ -106,7 +106,7 @@ def test_detect_format(tmp_path):
 def test_bad_options(tmp_path):
     p = _write(tmp_path / "a.jsonl", _jsonl_bytes(RECORDS))
     with pytest.raises(ConfigError):
-        read_documents([p], format="csv")
+        read_documents([p], format="xml")
     with pytest.raises(ConfigError):
         read_documents([p], content="markdown")
     with pytest.raises(ConfigError):

@@ -7,12 +7,12 @@ import sys
 import pytest
 from pathlib import Path
 
-BENCH = os.path.join(os.path.dirname(__file__), "..", "benchmarks")
+BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks")
 sys.path.insert(0, BENCH)
 
 import html_quality as Q  # noqa: E402
 
-SAMPLE = os.path.join(os.path.dirname(__file__), "data", "html", "debian")
+SAMPLE = os.path.join(os.path.dirname(__file__), "..", "data", "html", "debian")
 
 
 def _labels(*ids, held=()):
