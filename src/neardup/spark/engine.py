@@ -6,9 +6,14 @@
          ──> estimate filter ──> exact verification (shingle ids joined back)
          ──> connected components ──> survivors by the keep policy ──> similarity to survivor
 
-Every stage is a DataFrame operation; nothing about the corpus, its signatures or its edges is
-collected to the driver (only counts, the per-file/per-split line counts that give ordinals, and
-the summary's small aggregates). The Python code that runs on executors is the local engine's
+With the DataFrame API (:func:`dedup`) and outputs on a Hadoop file system, every stage is a
+DataFrame operation; nothing about the corpus, its signatures or its edges is collected to the
+driver (only counts, the per-file/per-split line counts that give ordinals, and the summary's
+small aggregates). With a local output (:func:`dedup_paths`, ``neardup dedup --engine spark``)
+the driver writes the local engine's files with its writers, one line per record, so it holds a
+row per record anyway: there the exact pass, the clusters, survivors, outcomes and summary are
+the local stages run on the driver over a few numbers per record and per verified edge, while
+signatures and shingle ids stay on the executors. The Python code that runs on executors is the local engine's
 own stages (:mod:`neardup.stages`): :func:`~neardup.stages.sketch.sketch_texts` (the compiled
 kernel + content fingerprints), :func:`~neardup.stages.candidates.band_keys`,
 :func:`~neardup.stages.candidates.estimate_filter`, :func:`~neardup.stages.verify.pair_similarities`
