@@ -1,4 +1,4 @@
-"""Build of the compiled extensions (``neardup._kernel``, ``_hamming``, ``_jsonl``); everything else is in
+"""Build of the compiled extensions (``neardup._kernel``, ``_hamming``, ``_jsonl``, ``_htmlscan``); everything else is in
 pyproject.toml.
 
 The kernel (``src/neardup/kernel/*.c``) includes xxHash's single header from the tree
@@ -20,6 +20,7 @@ _SLOWER_WITHOUT = {
     "neardup._kernel": "tokenizing, shingling and MinHash run in pure Python (tens of times slower)",
     "neardup._hamming": "simhash index queries run in numpy",
     "neardup._jsonl": "JSONL input is parsed by orjson line by line",
+    "neardup._htmlscan": "HTML main-content extraction scans the markup with regular expressions (about 3 times slower)",
 }
 
 
@@ -75,6 +76,8 @@ setup(
         Extension("neardup._hamming", sources=["src/neardup/_hamming.c"]),
         # the JSONL reader's fast path (neardup.io.readers); no external header
         Extension("neardup._jsonl", sources=["src/neardup/_jsonl.c"]),
+        # the HTML extraction's scan of the markup (neardup.text.html); no external header
+        Extension("neardup._htmlscan", sources=["src/neardup/_htmlscan.c"]),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -15,6 +15,7 @@ from neardup.pipeline import Deduplicator
 from neardup.stages.candidates import band_candidates
 from neardup.stages.sketch import sketch_texts
 from neardup.store import SeenIndex
+from neardup.store.sqlite import DOC_BITS
 
 from conftest import real_texts
 
@@ -42,8 +43,10 @@ def index_band_pairs(db: str) -> set:
     """Pairs of stored documents that share a band key, read from the index file itself."""
     with sqlite3.connect(db) as conn:
         ids = dict(conn.execute("SELECT num, id FROM docs"))
-        rows = conn.execute("SELECT DISTINCT a.doc, b.doc FROM bands a JOIN bands b "
-                            "ON a.band = b.band AND a.key = b.key AND a.doc < b.doc").fetchall()
+        # a posting is band_bucket(band, key) << DOC_BITS | the document's number
+        mask = (1 << DOC_BITS) - 1
+        rows = conn.execute(f"SELECT DISTINCT a.posting & {mask}, b.posting & {mask} FROM bands a JOIN bands b "
+                            f"ON a.posting >> {DOC_BITS} = b.posting >> {DOC_BITS} AND a.posting < b.posting").fetchall()
     return {tuple(sorted((ids[a], ids[b]))) for a, b in rows}
 
 
@@ -97,7 +100,8 @@ OPTIONS = {
     "--bands": [(["--bands", "32"], "same")],
     "--rows": [(["--rows", "4"], "same")],
     "--no-verify": [(["--no-verify"], "same")],
-    "--keep": [(["--keep", "longest"], "same"), (["--keep", "shortest"], "same"), (["--keep", "field:score"], "same")],
+    "--keep": [(["--keep", "longest"], "same"), (["--keep", "shortest"], "same"), (["--keep", "field:score"], "same"),
+               (["--keep", "source:url"], "refused")],
     "--format": [(["--format", "jsonl"], "same"), (["--format", "text"], "refused"), (["--format", "warc"], "refused"),
                  (["--format", "html"], "refused")],
     "--id-field": [(["--id-field", "url"], "same")],
@@ -125,6 +129,11 @@ OPTIONS = {
     "--strict": [(["--strict"], "same")],
     "--max-skipped": [(["--max-skipped", "5"], "same")],
     "--files-from": [(["--files-from", "{list}"], "same")],  # {list}: a file naming the corpus
+    # incremental dedup against an index, and sources: the local engine's
+    "--source-field": [(["--source-field", "url"], "refused")],
+    "--save-index": [(["--save-index", "index.db"], "refused")],
+    "--against": [(["--against", "index.db"], "refused")],
+    "--update-index": [(["--update-index"], "refused")],
 }
 
 #: The Spark runs: each refusal alone; the "same" tries joined into a few runs (a Spark run costs

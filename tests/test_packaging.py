@@ -91,12 +91,13 @@ def test_sdist_and_wheel_install_into_an_empty_venv(tmp_path):
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     kernel = {f"src/neardup/kernel/{n}" for n in ("kernel.h", "module.c", "tokenize.c", "hash.c", "distinct.c",
                                                   "minhash.c", "pairs.c")}
-    assert kernel | {"src/neardup/_vendor/xxhash/xxhash.h", "src/neardup/_vendor/xxhash/LICENSE",
+    assert kernel | {"src/neardup/_vendor/xxhash/xxhash.h", "src/neardup/_vendor/xxhash/LICENSE", "src/neardup/_htmlscan.c",
             "src/neardup/text/casefold.bin", "setup.py", "pyproject.toml"} <= names
     with zipfile.ZipFile(wheel) as zf:
         inside = set(zf.namelist())
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    assert {f"neardup/_kernel{suffix}", f"neardup/_hamming{suffix}", f"neardup/_jsonl{suffix}", "neardup/py.typed",
+    assert {f"neardup/_kernel{suffix}", f"neardup/_hamming{suffix}", f"neardup/_jsonl{suffix}",
+            f"neardup/_htmlscan{suffix}", "neardup/py.typed",
             "neardup/text/casefold.bin", "neardup/text/charclass.bin", "neardup/text/nfkc_unsafe.bin"} <= inside
 
     py = _venv_with(wheel, tmp_path / "venv")
@@ -115,7 +116,7 @@ def test_without_a_compiler_the_pure_python_paths_give_the_same_numbers(tmp_path
     # what is slower, the install succeeds, and neardup says so again when it runs.
     r = _build(tmp_path, "--wheel", env={"CC": "/bin/false", "LDSHARED": "/bin/false"})
     log = r.stdout + r.stderr
-    for name in ("neardup._kernel", "neardup._hamming", "neardup._jsonl"):
+    for name in ("neardup._kernel", "neardup._hamming", "neardup._jsonl", "neardup._htmlscan"):
         assert f"WARNING: {name} was not built" in log
     (wheel,) = (tmp_path / "dist").glob("neardup-*.whl")
     with zipfile.ZipFile(wheel) as zf:

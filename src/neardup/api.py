@@ -40,7 +40,8 @@ class DedupResult:
     """What :func:`dedup` found, aligned with the input (row n is the n-th record).
 
     - ``outcomes``: Arrow table ``id, cluster, kept, duplicate_of, similarity, reason``, as the
-      lines of ``clusters.jsonl``;
+      lines of ``clusters.jsonl``; with ``source_field``, also ``source`` and
+      ``duplicate_of_source`` (the source of the survivor), as ``clusters.jsonl`` with sources;
     - ``keep``: boolean numpy mask of the kept records (``df[result.keep]``,
       ``ds.select(np.flatnonzero(result.keep))``);
     - ``pairs``: Arrow table ``a, b, jaccard, estimate`` of the verified pairs, as ``pairs.jsonl``;
@@ -82,18 +83,25 @@ def dedup(data, config: DedupConfig | None = None, *, jobs: int | None = None, i
 
     config = _configured(config, options)
     keep_fields = (config.keep_field,) if config.keep == "field" else ()
+    if config.source_field is not None:
+        keep_fields += (config.source_field,)
     reader = RecordReader(id_field=config.id_field, text_field=config.text_field, content=config.content,
                           html=config.html, keep_fields=keep_fields, max_bytes=config.max_bytes)
     engine = Deduplicator(config, jobs=jobs, in_memory_mb=IN_MEMORY_MB if in_memory_mb is None else in_memory_mb)
     outcome, pairs, summary = engine.dedup_records(_records(data, reader, config))
-    outcomes = pa.table({
+    columns = {
         "id": pa.array(outcome.ids, type=pa.string()),
         "cluster": pa.array(outcome.cluster, type=pa.string()),
         "kept": pa.array(outcome.kept, type=pa.bool_()),
         "duplicate_of": pa.array(outcome.duplicate_of, type=pa.string()),
         "similarity": pa.array(outcome.similarity, type=pa.float64()),
         "reason": pa.array(outcome.reason, type=pa.string()),
-    })
+    }
+    if outcome.source is not None:  # source_field: the columns of clusters.jsonl with sources
+        columns = {"id": columns.pop("id"), "source": pa.array(outcome.source, type=pa.string()),
+                   **{k: columns.pop(k) for k in ("cluster", "kept", "duplicate_of")},
+                   "duplicate_of_source": pa.array(outcome.duplicate_of_source, type=pa.string()), **columns}
+    outcomes = pa.table(columns)
     a, b, jac, est = zip(*pairs) if pairs else ((), (), (), ())
     pair_table = pa.table({"a": pa.array(a, type=pa.string()), "b": pa.array(b, type=pa.string()),
                            "jaccard": pa.array(jac, type=pa.float64()), "estimate": pa.array(est, type=pa.float64())})

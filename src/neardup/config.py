@@ -75,6 +75,12 @@ class DedupConfig:
     #: The HTML extraction (:func:`neardup.text.html.extractor_id`) when the inputs are web pages:
     #: another extractor (or version) gives other texts, so it is part of the fingerprint.
     extraction: str | None = None
+    #: The field naming each record's source (ids need only be unique within a source); None:
+    #: the input (file or folder) a record came from, when there are several.
+    source_field: str | None = None
+    #: ``keep="source"``: the sources whose records survive first, in order of preference (a
+    #: source not listed comes after them), then the first record.
+    keep_sources: tuple = ()
 
     def __post_init__(self) -> None:
         check_choice("format", self.format, INPUT_FORMATS, owner="DedupConfig")
@@ -90,7 +96,13 @@ class DedupConfig:
         check_int("sample_mod", self.sample_mod, 1, None, owner="DedupConfig")
         check_int("sample_cap", self.sample_cap, 2, None, owner="DedupConfig")
         check_choice("measure", self.measure, MEASURES, owner="DedupConfig")
-        check_choice("keep", self.keep, KEEP_POLICIES + ("field",), owner="DedupConfig")
+        check_choice("keep", self.keep, KEEP_POLICIES + ("field", "source"), owner="DedupConfig")
+        if self.keep == "source" and not self.keep_sources:
+            raise ConfigError("keep='source' needs keep_sources, the sources in order of preference")
+        if self.source_field is not None and (not isinstance(self.source_field, str) or not self.source_field):
+            raise ConfigError(f"The 'source_field' parameter of DedupConfig must be a non-empty str or None. "
+                              f"Got {self.source_field!r} instead.")
+        object.__setattr__(self, "keep_sources", tuple(self.keep_sources))
         check_float("threshold", self.threshold, 0.0, 1.0, owner="DedupConfig", closed="right")
         check_int("max_distance", self.max_distance, 0, 7, owner="DedupConfig")
         if self.keep == "field" and not self.keep_field:
@@ -127,6 +139,9 @@ class DedupConfig:
                if self.method in ("broder", "greedy") else {}),
             # Only when set, so that the fingerprints of runs on plain text do not name a parser.
             **({"extraction": self.extraction} if self.extraction is not None else {}),
+            # Only when set, so that the fingerprints of runs without sources stay as they were.
+            **({"source_field": self.source_field} if self.source_field is not None else {}),
+            **({"keep_sources": list(self.keep_sources)} if self.keep == "source" else {}),
         }
 
     def read_options(self) -> dict:

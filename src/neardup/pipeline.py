@@ -44,7 +44,7 @@ from .stages import candidates as candidate_stage
 from .stages import sketch as sketch_stage
 from .stages.exact import first_holders
 from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
-                               similarity_to_survivors)
+                               similarity_to_survivors, split_sources)
 from .stages.verify import Edges, verify_pairs
 
 __all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "STAGES", "peak_memory_mb", "run_summary"]
@@ -131,8 +131,19 @@ class _Sketched:
     band_parts: list[np.ndarray] = field(default_factory=list)
     simhashes: list[np.ndarray] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
+    urls: dict[int, str] = field(default_factory=dict)  # ordinal -> the page's URL (web archives)
     id_pieces: _Pieces | None = None
     sig_pieces: _Pieces | None = None
+    #: per record (by ordinal) its source, when the run has sources (several inputs, a source
+    #: field, an index); None otherwise
+    sources: list | None = None
+    #: fingerprint -> ordinal of its first holder (negative: a holder in the index)
+    first_by_fp: dict = field(default_factory=dict)
+    #: kept for a run against an index (or saving one): the signature pieces and band keys
+    signatures: list | None = None
+    band_keys: np.ndarray | None = None
+    #: keep="source": ordinal -> local index of the sketched records (built when first needed)
+    local_of: dict | None = None
 
 
 class Deduplicator:
@@ -146,8 +157,16 @@ class Deduplicator:
     BATCH_BYTES = 8 << 20
 
     def __init__(self, config: DedupConfig = DedupConfig(), *, jobs: int | None = None, progress=None,
-                 work_dir: str | None = None, in_memory_mb: float = IN_MEMORY_MB):
+                 work_dir: str | None = None, in_memory_mb: float = IN_MEMORY_MB, against=None, save_index=None):
+        """``against``: a :class:`neardup.store.incremental.Against` (deduplicate against an
+        index: only the new records are removed); ``save_index``: a :class:`neardup.SeenIndex`
+        that receives the run's sketched records (``--save-index``)."""
         self.config = config
+        self.against = against
+        self.save_index = save_index
+        #: labels of the inputs when records carry a source (set by :meth:`run`)
+        self.source_labels: list[str] | None = None
+        self.current_source: str | None = None
         self.jobs = max(1, jobs or available_cpus())
         self.progress = progress
         self.work_dir = work_dir
@@ -169,24 +188,44 @@ class Deduplicator:
         if output_format not in RESULT_FORMATS:
             raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
         from .io import write_kept as write_kept_records
-        from .io.readers import InputReport, plan_inputs, read_encoded
+        from .io.readers import InputPlan, InputReport, plan_inputs, read_encoded
 
         os.makedirs(output, exist_ok=True)
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
         read_options = dict(self.config.read_options(), jobs=self.jobs)
-        # the files are listed and their formats sniffed once; both passes read this plan
-        paths = plan_inputs(paths, self.config.format)
+        if self.config.source_field is not None:
+            keep_fields += (self.config.source_field,)
+        inputs = list(paths) if not isinstance(paths, (str, bytes, os.PathLike)) else [paths]
+        if self.source_labels is None and self.has_sources(inputs):
+            self.source_labels = [os.fsdecode(p) for p in inputs]
+        labelled = self.source_labels is not None and self.config.source_field is None
+        # the files are listed and their formats sniffed once; both passes read this plan (with
+        # sources from the inputs, one plan per input, read in turn, and their union for the kept corpus)
+        plans = [plan_inputs([p], self.config.format) for p in inputs] if labelled else None
+        if plans is not None:
+            paths = InputPlan()
+            for plan in plans:
+                paths.leaves += plan.leaves
+                paths.ignored += plan.ignored
+        else:
+            paths = plan_inputs(paths, self.config.format)
         report = InputReport()
         first_pass = dict(on_error=on_error, report=report)
-        if sketch_stage.kernel_handles(self.config.shingle):
-            # JSONL records come as UTF-8 straight from a compiled scanner: their text never
-            # becomes a Python str. Texts holding a code point that NFKC may change, and that
-            # the kernel does not map itself, are flagged.
-            table = sketch_stage.flag_table(self.config.shingle.normalize)
-            docs = read_encoded(paths, table=table, keep_fields=keep_fields, **read_options, **first_pass)
+
+        def read(plan):
+            if sketch_stage.kernel_handles(self.config.shingle):
+                # JSONL records come as UTF-8 straight from a compiled scanner: their text never
+                # becomes a Python str. Texts holding a code point that NFKC may change, and that
+                # the kernel does not map itself, are flagged.
+                table = sketch_stage.flag_table(self.config.shingle.normalize)
+                return read_encoded(plan, table=table, keep_fields=keep_fields, **read_options, **first_pass)
+            return read_documents(plan, keep_fields=keep_fields, **read_options, **first_pass)
+
+        if labelled:
+            docs = _labelled(self, [(label, read(plan)) for label, plan in zip(self.source_labels, plans)])
         else:
-            docs = read_documents(paths, keep_fields=keep_fields, **read_options, **first_pass)
+            docs = read(paths)
         work = tempfile.mkdtemp(prefix="neardup-", dir=self.work_dir)
 
         # The kept corpus (mostly I/O, off the GIL) is written on its own thread as soon as the
@@ -202,7 +241,7 @@ class Deduplicator:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
                 outcome, pairs, stats = self._dedup(docs, work, kept_known=write_kept_from)
                 t = time.perf_counter()
-                write_clusters(output, outcome, format=output_format)
+                write_clusters(output, outcome, format=output_format, urls=stats.pop("urls", None))
                 write_pairs(output, pairs.rows(outcome.ids), format=output_format)
                 kept_info = kept_writing[0].result() if kept_writing else None
                 self.seconds["write"] = time.perf_counter() - t
@@ -219,6 +258,11 @@ class Deduplicator:
             json.dump(summary, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
         return summary
+
+    def has_sources(self, paths) -> bool:
+        """Whether records carry a source: several inputs, a source field, an index to read or write."""
+        return (len(paths) > 1 or self.config.source_field is not None or self.against is not None
+                or self.save_index is not None)
 
     def dedup_records(self, records) -> tuple[Outcome, list[tuple], dict]:
         """``(outcome, pairs, summary)`` of records given in input order (Documents and Skipped
@@ -254,6 +298,11 @@ class Deduplicator:
         t0 = time.perf_counter()
         got = self._read_and_sketch(docs, work)
         self.seconds["read_and_sketch"] = time.perf_counter() - t0
+        if got.local_of is not None:  # keep="source" moved holders: copies point at the final one
+            for o, first in got.exact_of.items():
+                while first in got.exact_of:
+                    first = got.exact_of[first]
+                got.exact_of[o] = first
 
         sk = np.array(got.sketched, dtype=np.int64)
         counts = np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)
@@ -278,13 +327,37 @@ class Deduplicator:
         self.seconds["verify"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        outcome = self._cluster(got, sk, shingle_ids, offsets, counts, edges, stats, kept_known)
+        pairs = VerifiedPairs(edges, sk)
+        write = None
+        if self.against is not None:
+            outcome, (all_edges, all_sk, names), sizes, kinds, chained, write = self.against.resolve(
+                ids=got.ids, sources=got.sources, reason=got.reason, lengths=np.array(got.lengths, dtype=np.int64),
+                keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
+                exact_of=got.exact_of, sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
+                keys=got.band_keys, edges=edges, config=self._survivor_config(), jobs=self.jobs)
+            if kept_known is not None:
+                kept_known(outcome.kept)
+            pairs = VerifiedPairs(all_edges, all_sk, names)
+            stats.update(self.against.stats)
+            stats["kinds"] = kinds
+            stats["chained"], stats["chained_examples"], stats["cluster_sizes"] = len(chained), chained[:20], sizes
+        else:
+            outcome, survivor_local = self._cluster(got, sk, shingle_ids, offsets, counts, edges, stats, kept_known)
+            if self.save_index is not None:
+                from .store.incremental import save_run
+
+                stats["index_documents_saved"] = save_run(
+                    self.save_index, self._run_records(got, sk, counts, offsets, shingle_ids), survivor_local)
+        if write is not None:  # --update-index: the new records, in one transaction
+            stats["index_documents_added"] = self.against.index._run_write(write)
         self.seconds["cluster"] = time.perf_counter() - t
         stats["skipped"] = dict(sorted(got.skipped.items()))
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
-        stats["duplicate_ids"] = len(got.ids) - len(set(got.ids))
-        return outcome, VerifiedPairs(edges, sk), stats
+        named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
+        stats["duplicate_ids"] = len(named) - len(set(named))
+        stats["urls"] = got.urls
+        return outcome, pairs, stats
 
     def _read_and_sketch(self, docs, work: str) -> _Sketched:
         """Read every record, sketch the batches on ``self.jobs`` threads, and run the exact pass.
@@ -304,7 +377,8 @@ class Deduplicator:
         got.sig_pieces = _Pieces(os.path.join(work, "signatures.u64"), budget)
         got.id_pieces = _Pieces(os.path.join(work, "shingles.u64"), budget)
         band = cfg.banding() if cfg.method == "minhash" else None
-        first_by_fp: dict[int, int] = {}
+        first_by_fp: dict[int, int] = got.first_by_fp
+        sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
         pending: list = []
         self.seconds["exact_pass"] = 0.0
 
@@ -329,6 +403,13 @@ class Deduplicator:
                     collect()
 
             for rec in docs:
+                if sources is not None:
+                    if cfg.source_field is not None:
+                        value = rec.meta.get(cfg.source_field) if hasattr(rec, "meta") else None
+                        sources.append("" if value is None else str(value))
+                    else:
+                        label = self.current_source
+                        sources.extend([label] * (len(rec) if type(rec) is EncodedDocuments else 1))
                 if type(rec) is EncodedDocuments:
                     k = len(rec)
                     ords.extend(range(len(got.ids), len(got.ids) + k))
@@ -346,6 +427,8 @@ class Deduplicator:
                     continue
                 else:
                     ords.append(len(got.ids))
+                    if rec.meta and rec.meta.get("url"):
+                        got.urls[len(got.ids)] = rec.meta["url"]
                     got.ids.append(rec.id)
                     text = rec.text
                     got.lengths.append(len(text))
@@ -370,6 +453,8 @@ class Deduplicator:
         positions in the batch of texts the kernel could not take (sketched as empty)."""
         cfg = self.config
         t = time.perf_counter()
+        if self.against is not None:
+            self.against.seed_exact(sig.fingerprints, sig.n_shingles, first_by_fp)
         new, empty, copies = first_holders(ords, sig.fingerprints, sig.n_shingles, first_by_fp)
         oversized = {ords[k] for k in too_large}
         for o in empty:
@@ -380,9 +465,12 @@ class Deduplicator:
             got.exact_of[o] = first
             got.reason[o] = "exact"
         self.seconds["exact_pass"] += time.perf_counter() - t
+        if new.any():
+            got.sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
+        if cfg.keep == "source" and copies:
+            self._prefer_sources(got, copies, dict(zip(ords, sig.fingerprints.tolist())))
         if not new.any():
             return
-        got.sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
         got.n_shingles.append(sig.n_shingles[new])
         if cfg.method != "exact":
             for piece in _kept_ids(sig, new):
@@ -391,11 +479,32 @@ class Deduplicator:
             values = sig.values if new.all() else sig.values[new]
             got.sig_pieces.append(values)
             got.band_parts.append(candidate_stage.band_keys(values, band.bands, band.rows))
+            if self.against is not None:  # looked up in the index while the next batch is sketched
+                self.against.look_up(got.band_parts[-1], first_local=len(got.sketched) - int(new.sum()))
         elif cfg.method == "simhash":
             from .stages.encode import batch_texts
 
             texts = [t for t, keep in zip(batch_texts(parts), new.tolist()) if keep]
             got.simhashes.append(sketch_stage.simhashes(texts, cfg.shingle.normalize))
+
+    def _prefer_sources(self, got: _Sketched, copies, fp_of: dict) -> None:
+        """``keep="source"``: an exact copy from a preferred source takes its first holder's place
+        as the sketched record (the same content has the same sketch), and the holder becomes its
+        copy. Copies of the old holder are pointed at the new one before clustering."""
+        rank = {s: r for r, s in reversed(list(enumerate(self.config.keep_sources)))}
+        if got.local_of is None:
+            got.local_of = {}
+        for o, first in copies:
+            if first < 0 or rank.get(got.sources[o], len(rank)) >= rank.get(got.sources[first], len(rank)):
+                continue  # an indexed holder, or not a better source
+            if not got.local_of or got.sketched[got.local_of.get(first, 0)] != first:
+                got.local_of.update((x, k) for k, x in enumerate(got.sketched))
+            pos = got.local_of.pop(first)
+            got.sketched[pos], got.local_of[o] = o, pos
+            del got.exact_of[o]
+            got.exact_of[first] = o
+            got.reason[o], got.reason[first] = "", "exact"
+            got.first_by_fp[fp_of[o]] = o
 
     def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets):
         """Candidate pairs (local indices) with their estimates, after the estimate filter."""
@@ -421,6 +530,8 @@ class Deduplicator:
             signatures = got.sig_pieces.finish(cfg.minhash.num_perm)
             keys = np.concatenate(got.band_parts)
             ci, cj, cstats = candidate_stage.band_candidates(keys)
+            if self.against is not None or self.save_index is not None:
+                got.signatures, got.band_keys = signatures, keys
             del keys
             stats.update(cstats)
             stats["candidate_pairs"] = int(ci.size)
@@ -443,19 +554,49 @@ class Deduplicator:
         cfg = self.config
         comp = components(sk.size, edges.i, edges.j)
         keyvals = np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None
-        survivor_local = choose_survivors(comp, sk, cfg.keep, np.array(got.lengths, dtype=np.int64), keyvals)
+        priority = None
+        if cfg.keep == "source":  # the preferred sources first, then the first record
+            rank = {s: r for r, s in reversed(list(enumerate(cfg.keep_sources)))}
+            priority = np.array([rank.get(got.sources[o], len(rank)) for o in sk.tolist()], dtype=np.int64)
+        survivor_local = choose_survivors(comp, sk, "first" if cfg.keep == "source" else cfg.keep,
+                                          np.array(got.lengths, dtype=np.int64), keyvals, priority=priority)
         kept = kept_mask(len(got.ids), sk, survivor_local)
         if kept_known is not None:
             kept_known(kept)
         members, member_sims = similarity_to_survivors(shingle_ids, offsets, counts, survivor_local, cfg.measure,
                                                        jobs=self.jobs)
+        # with sources, records are named (source, id): ids need only be unique within a source
+        names = got.ids if got.sources is None else list(zip(got.sources, got.ids))
         outcome, cluster_sizes, chained = outcomes(
-            got.ids, got.reason, sk, survivor_local, kept, members, member_sims, got.exact_of,
+            names, got.reason, sk, survivor_local, kept, members, member_sims, got.exact_of,
             chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None)
+        if got.sources is not None:
+            stats["kinds"] = cluster_kinds(outcome, cluster_sizes)
+            outcome, chained = split_sources(outcome), [i for _, i in chained]
         stats["chained"] = len(chained)
         stats["chained_examples"] = chained[:20]
         stats["cluster_sizes"] = cluster_sizes
-        return outcome
+        return outcome, survivor_local
+
+    def _survivor_config(self):
+        """The configuration the survivors are chosen with against an index (indexed documents
+        come first whatever the policy; ``keep="source"`` is ``"first"`` among the new records)."""
+        import dataclasses
+
+        cfg = self.config
+        return dataclasses.replace(cfg, keep="first", keep_sources=()) if cfg.keep == "source" else cfg
+
+    def _run_records(self, got: _Sketched, sk: np.ndarray, counts, offsets, shingle_ids):
+        """The sketched records as the index stores them (:class:`neardup.store.incremental.RunRecords`)."""
+        from .store.incremental import RunRecords
+
+        fingerprint_of = {o: fp for fp, o in got.first_by_fp.items() if o >= 0}
+        sources = got.sources or [""] * len(got.ids)
+        ords = sk.tolist()
+        return RunRecords(ids=[got.ids[o] for o in ords], sources=[sources[o] for o in ords],
+                          fingerprints=np.array([fingerprint_of[o] for o in ords], dtype=np.uint64),
+                          lengths=np.array(got.lengths, dtype=np.int64)[sk], counts=counts, offsets=offsets,
+                          shingle_ids=shingle_ids, signatures=got.signatures or [])
 
     # ------------------------------------------------------------------------------------------
     def _summary(self, outcome: Outcome, stats: dict, kept_info) -> dict:
@@ -467,12 +608,12 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
     ``stats``, the figures of the stages (``cluster_sizes``, ``skipped``, ``candidate_pairs``,
     ``estimate_filtered``, ``verified_pairs``, ``chained``, ``chained_examples``, ``duplicate_ids``,
     ``n_shingles_total``, ``spilled_bytes``; optionally ``largest_bucket``, ``buckets_over_window``,
-    ``samples``)."""
+    ``samples``, ``kinds`` and the index's figures)."""
     reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
     sizes = stats["cluster_sizes"]
     multi = {c: s for c, s in sizes.items() if s > 1}
     dist = Counter(multi.values())
-    largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+    largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0] if isinstance(kv[0], tuple) else ("", kv[0])))[:10]
     summary = {
         "input": len(outcome.ids),
         "kept": int(outcome.kept.sum()),
@@ -485,9 +626,10 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
             "count": len(multi),
             "documents_in_clusters": sum(multi.values()),
             "size_distribution": {str(k): v for k, v in sorted(dist.items())},
-            "largest": [{"survivor": c, "size": s} for c, s in largest],
+            "largest": [{"survivor": c, "size": s} if not isinstance(c, tuple)
+                        else {"survivor": c[1], "source": c[0], "size": s} for c, s in largest],
             # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
-            "kinds": cluster_kinds(outcome, sizes),
+            "kinds": stats["kinds"] if "kinds" in stats else cluster_kinds(outcome, sizes),
         },
         "candidate_pairs": stats["candidate_pairs"],
         "estimate_filtered_pairs": stats["estimate_filtered"],
@@ -499,6 +641,9 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
         # method broder: the sample, the shared-sample pairs and what the cap left out
         **({"samples": stats["samples"]} if "samples" in stats else {}),
         "duplicate_ids": stats["duplicate_ids"],
+        # against an index, or saving one: what was read from it and written to it
+        **({"index": {k[len("index_"):] if k.startswith("index_") else k: stats[k] for k in INDEX_STATS
+                      if k in stats}} if any(k in stats for k in INDEX_STATS) else {}),
         "shingles_total": stats["n_shingles_total"],
         "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
         "kept_output": kept_info,
@@ -513,19 +658,36 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
     return summary
 
 
+#: The run's statistics about an index, in summary.json's ``index``.
+INDEX_STATS = ("index_documents_saved", "index_documents_added", "against_candidate_pairs",
+               "against_estimate_filtered", "against_verified_pairs", "indexed_documents_read")
+
+
 @dataclass(frozen=True)
 class VerifiedPairs:
-    """The verified edges of a run (local indices) and the ordinal of each sketched record."""
+    """The verified edges of a run (local indices) and the ordinal of each sketched record;
+    ``names``: the ids by ordinal when they are not the run's own (against an index, where the
+    indexed documents come first)."""
 
     edges: Edges
     sketched: np.ndarray
+    names: list | None = None
 
     def rows(self, ids: list[str]):
         """``(a, b, jaccard, estimate)`` of every pair by record id, rounded to 6 places as
         ``pairs.jsonl`` gives them."""
         sk, e = self.sketched, self.edges
+        ids = self.names if self.names is not None else ids
         for a, b, j, est in zip(sk[e.i].tolist(), sk[e.j].tolist(), e.jaccard.tolist(), e.estimate.tolist()):
             yield ids[a], ids[b], round(j, 6), round(est, 6)
+
+
+def _labelled(engine: Deduplicator, inputs):
+    """The records of each ``(label, records)`` in turn, with ``engine.current_source`` set to
+    the label of the input being read."""
+    for label, records in inputs:
+        engine.current_source = label
+        yield from records
 
 
 def _kept_ids(sig, new: np.ndarray):

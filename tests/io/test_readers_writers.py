@@ -389,7 +389,7 @@ def test_warc_round_trip(tmp_path, name):
                                                           "too_large"]
     assert [r.source for r in out] == [f"{p}:{n}" for n in range(3, 10)]  # 1 warcinfo, 2 request
     assert "The river rose" in out[0].text and "Newsletters" not in out[0].text
-    assert out[0].meta == {"url": "http://example.org/"}
+    assert out[0].meta["url"] == "http://example.org/" and out[0].meta["record_id"].startswith("urn:uuid:")
     assert out[3].text == "Le café est ouvert tous les jours."
     assert out[4].text == "sniffed as html"
     whole = _all([p], html="whole")

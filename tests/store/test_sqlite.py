@@ -37,7 +37,7 @@ from neardup import (
 from neardup.cli import main
 from neardup.store import SeenIndex
 from neardup.sketch.simhash import simhashes_of_words
-from neardup.store.sqlite import APPLICATION_ID, SCHEMA_VERSION, simhash_blocks
+from neardup.store.sqlite import APPLICATION_ID, DOC_BITS, SCHEMA_VERSION, simhash_blocks
 from neardup.text.charclass import PUNCT, SOLO, WORD, regex_sources
 from neardup.text.normalize import fold
 from neardup.text.tokenize import words, words_of_folded
@@ -120,7 +120,7 @@ def test_answers_match_library_measures(db, texts):
     docs = {f"doc{i}": t for i, t in enumerate(base)}
     docs["near0"] = mutate(rng, base[0], 0.02)
     docs["half1"] = " ".join(base[1].split()[: len(base[1].split()) // 2])
-    with SeenIndex(db, threshold=0.5, containment_threshold=0.5, simhash_max_distance=6) as index:
+    with SeenIndex(db, threshold=0.5, containment_threshold=0.5, simhash_max_distance=6, profile="full") as index:
         index.add_many(list(docs.items()))
         sp, mp = index.config.shingle, index.config.minhash
         mins = {i: MinHash.from_text(t, sp, mp) for i, t in docs.items()}
@@ -201,7 +201,7 @@ def test_candidates_per_bucket_are_bounded(db):
     storing copies under many ids cannot make later queries load them all."""
     rng = random.Random(12)
     base = synthetic(rng, 300)
-    with SeenIndex(db) as index:
+    with SeenIndex(db, containment=True) as index:
         index.CANDIDATES_PER_BUCKET = 5
         index.add_many([(f"copy{i:02d}", base) for i in range(20)])
         answer = index.query(base, limit=None)
@@ -292,7 +292,8 @@ def test_documents_without_words(db):
 
 
 def test_remove_cleans_every_table(db, texts):
-    with SeenIndex(db) as index:
+    # (whole signatures: the band postings of a removed document can be found and removed)
+    with SeenIndex(db, profile="full") as index:
         index.add_many([(f"d{i}", t) for i, t in enumerate(texts[:5])])
         index.add("d1", texts[7])  # replace: the old entry's rows go
         assert index.remove("d0") is True
@@ -302,8 +303,9 @@ def test_remove_cleans_every_table(db, texts):
         assert index.query(texts[0])["near"] == [] and index.query(texts[1])["near"] == []
         conn = index._conn()
         nums = {r[0] for r in conn.execute("SELECT num FROM docs")}
-        for table in ("bands", "samples", "simhash_blocks"):
-            assert {r[0] for r in conn.execute(f"SELECT DISTINCT doc FROM {table}")} <= nums
+        mask = (1 << DOC_BITS) - 1
+        for table, doc in (("bands", f"posting & {mask}"), ("samples", "doc"), ("simhash_blocks", f"posting & {mask}")):
+            assert {r[0] for r in conn.execute(f"SELECT DISTINCT {doc} FROM {table}")} <= nums
         banded = conn.execute("SELECT count(*) FROM docs WHERE n_shingles > 0").fetchone()[0]
         expected_bands = index.config.bands * banded
         assert conn.execute("SELECT count(*) FROM bands").fetchone()[0] == expected_bands
@@ -399,18 +401,15 @@ def test_files_that_are_not_indexes(tmp_path):
 
 
 def test_older_schema_is_refused_clearly(tmp_path, texts):
-    # A version-1 file: simhash_blocks without its simhash column.
+    # A file that says it is version 2 (unpacked band postings, 8-byte signatures).
     old = tmp_path / "old.db"
     with SeenIndex(old) as index:
         index.add_many([(f"d{i}", t) for i, t in enumerate(texts[:5])])
     conn = sqlite3.connect(old)
-    conn.executescript("CREATE TABLE sb (block INTEGER NOT NULL, key INTEGER NOT NULL, doc INTEGER NOT NULL, "
-                       "PRIMARY KEY (block, key, doc)) WITHOUT ROWID; INSERT INTO sb SELECT block, key, doc "
-                       "FROM simhash_blocks; DROP TABLE simhash_blocks; ALTER TABLE sb RENAME TO simhash_blocks; "
-                       "PRAGMA user_version = 1;")
+    conn.execute("PRAGMA user_version = 2")
     conn.close()
     for create in (True, False):
-        with pytest.raises(StoreError, match=r"schema version 1, older than this neardup writes \(2\): rebuild"):
+        with pytest.raises(StoreError, match=rf"schema version 2, older than this neardup writes \({SCHEMA_VERSION}\): rebuild"):
             SeenIndex(old, create=create)
 
 
@@ -754,3 +753,50 @@ def test_an_index_made_with_other_parameters_than_a_dedup_run_is_refused(tmp_pat
     msg = str(err.value)
     assert "index 0.8, dedup run 0.7" in msg and "minhash.seed: index 1, dedup run 2" in msg
     assert "bands: index 18, dedup run 25" in msg
+
+
+def test_profiles_store_what_they_say(tmp_path, texts):
+    """lean: no signatures, near answers estimated from the shared bands; default: signatures
+    as wide as the family's values (4 bytes for mulshift32), no MOD_m samples; full: samples."""
+    rng = random.Random(3)
+    docs = [(f"d{i}", t) for i, t in enumerate(texts[:30])] + [("copy", mutate(rng, texts[0], 0.01))]
+    sizes = {}
+    for profile in ("lean", "default", "full"):
+        path = tmp_path / f"{profile}.db"
+        with SeenIndex(path, profile=profile) as index:
+            index.add_many(docs)
+            assert index.config.profile == profile and index.stats()["config"]["signatures"]["stored"] == (
+                profile != "lean")
+            answer = index.query(texts[0], limit=None)
+            assert answer["exact"] == ["d0"]
+            near = {e["id"]: e["jaccard"] for e in answer["near"]}
+            assert near["d0"] == 1.0 and "copy" in near
+            assert bool(answer["contains"]) == (profile == "full")
+            conn = index._conn()
+            widths = {len(r[0]) for r in conn.execute("SELECT signature FROM docs WHERE signature IS NOT NULL")}
+            # default: the low 16 bits of each value; full: the whole 32-bit value
+            assert widths == {"lean": set(), "default": {256}, "full": {512}}[profile]
+            assert (conn.execute("SELECT count(*) FROM samples").fetchone()[0] > 0) == (profile == "full")
+            # lean leaves the postings of a replaced document (its number is never given again)
+            index.add("d1", texts[39])
+            assert index.query(texts[1])["near"] == []
+        sizes[profile] = os.path.getsize(path)
+    assert sizes["lean"] < sizes["default"] < sizes["full"]
+    with pytest.raises(IncompatibleSketchError, match="signatures.stored stored False, given True"):
+        SeenIndex(tmp_path / "lean.db", profile="default")
+    with pytest.raises(ConfigError, match="profile"):
+        SeenIndex(tmp_path / "x.db", profile="tiny")
+
+
+def test_cli_profile_and_stats(tmp_path, capsys):
+    rng = random.Random(9)
+    corpus = _jsonl(tmp_path / "in.jsonl", [{"id": f"d{i}", "text": synthetic(rng, 120)} for i in range(10)])
+    db = str(tmp_path / "lean.db")
+    assert main(["index", "add", "--db", db, corpus, "--profile", "lean"]) == 0
+    capsys.readouterr()
+    assert main(["index", "stats", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert "signatures not stored (profile lean" in out and "(not stored: no containment answers)" in out
+    # the recorded profile is checked like every other option
+    assert main(["index", "add", "--db", db, corpus, "--profile", "full"]) == 2
+    assert "signatures.stored stored False, given True" in capsys.readouterr().err

@@ -44,8 +44,22 @@ def register(sub) -> None:
     p.add_argument("--no-verify", action="store_true",
                    help="trust LSH candidates without exact verification (faster, admits false pairs)")
     p.add_argument("--keep", default="first", metavar="POLICY",
-                   help="survivor of each cluster: first (default), longest, shortest, or field:NAME "
-                        "(the largest value of a numeric field)")
+                   help="survivor of each cluster: first (default), longest, shortest, field:NAME "
+                        "(the largest value of a numeric field), or source:A,B,... (records of source A first, "
+                        "then B, ..., then the first record)")
+    inc = p.add_argument_group("sources and index")
+    inc.add_argument("--source-field", default=None, metavar="NAME",
+                     help="JSONL/Parquet field naming each record's source (default: the input it came from, "
+                          "when there are several); ids need only be unique within a source")
+    inc.add_argument("--save-index", default=None, metavar="DB",
+                     help="write the run's sketched records into the index DB (created if missing), from the "
+                          "sketches the run made, for later runs --against it")
+    inc.add_argument("--against", default=None, metavar="INDEX",
+                     help="deduplicate the inputs against the documents of INDEX: only the new records are "
+                          "removed, a duplicate of an indexed document names it")
+    inc.add_argument("--update-index", action="store_true",
+                     help="with --against: add the new sketched records to the index in the same run, in one "
+                          "transaction")
     io = p.add_argument_group("input")
     add_input_list_options(io)
     from ..io.readers import FORMATS
@@ -83,13 +97,18 @@ def config_from(args):
     from ..errors import ConfigError
     from ..config import DedupConfig
 
-    keep, keep_field = args.keep, None
+    keep, keep_field, keep_sources = args.keep, None, ()
     if keep.startswith("field:"):
         keep, keep_field = "field", keep.split(":", 1)[1]
         if not keep_field:
             raise ConfigError("--keep field:NAME needs a field name")
+    elif keep.startswith("source:"):
+        keep_sources = tuple(x for x in keep.split(":", 1)[1].split(",") if x)
+        if not keep_sources:
+            raise ConfigError("--keep source:A,B,... needs at least one source")
+        keep = "source"
     elif keep not in ("first", "longest", "shortest"):
-        raise ConfigError(f"--keep must be first, longest, shortest or field:NAME, got {keep!r}")
+        raise ConfigError(f"--keep must be first, longest, shortest, field:NAME or source:A,B,..., got {keep!r}")
     if not 0 <= args.max_distance <= 7:
         raise ConfigError(f"--max-distance must be between 0 and 7, got {args.max_distance}")
     return DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args), method=args.method,
@@ -97,7 +116,9 @@ def config_from(args):
                        max_distance=args.max_distance, keep=keep, keep_field=keep_field, verify=not args.no_verify,
                        format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
                        html=args.html, max_bytes=args.max_bytes, extraction=extraction_of(args),
-                       sample_mod=args.sample_mod, sample_cap=args.sample_cap)
+                       sample_mod=args.sample_mod, sample_cap=args.sample_cap,
+                       source_field=getattr(args, "source_field", None),
+                       keep_sources=keep_sources if keep == "source" else ())
 
 
 def extraction_of(args) -> str | None:
@@ -141,6 +162,7 @@ def dedup_command(args) -> int:
     args.inputs = expanded_inputs(args)
     config = config_from(args)
     if args.engine == "spark":
+        from ..errors import ConfigError
         from ..spark.engine import dedup_paths
 
         from ..errors import ConfigError
@@ -152,6 +174,11 @@ def dedup_command(args) -> int:
         if args.on_error != "error":
             raise ConfigError("--on-error skip is not supported by the Spark engine (--engine spark): it stops at a "
                               "file it cannot read; use --engine local")
+        for flag, given in (("--against", args.against), ("--save-index", args.save_index),
+                            ("--update-index", args.update_index or None), ("--source-field", args.source_field),
+                            ("--keep source:", config.keep == "source" or None)):
+            if given is not None:
+                raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): use the local engine")
         summary = dedup_paths(args.inputs, args.output, config, master=master, write_kept=not args.no_kept,
                               output_format=args.output_format)
     else:
@@ -161,20 +188,51 @@ def dedup_command(args) -> int:
         if args.spark_master is not None:
             raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
 
+        against, save_index = open_indexes(args, config)
         progress = Progress("dedup", enabled=None if not args.quiet else False)
         try:
             in_memory_mb = IN_MEMORY_MB if args.in_memory_mb is None else args.in_memory_mb
-            summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb).run(
+            summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb,
+                                   against=against, save_index=save_index).run(
                 args.inputs, args.output, write_kept=not args.no_kept, on_error=args.on_error,
                 output_format=args.output_format)
         finally:
             progress.close()
+            for index in (against.index if against is not None else None, save_index):
+                if index is not None:
+                    index.close()
         from .. import cli
 
         cli.nothing_left_to_close = True  # outputs written and closed, work folder removed
     if not args.quiet:
         print(describe(summary), file=sys.stderr)
     return skipped_status(args, summary["skipped"], summary["input"])
+
+
+def open_indexes(args, config):
+    """``(Against or None, SeenIndex or None)`` for ``--against``/``--update-index`` and ``--save-index``."""
+    from ..errors import ConfigError
+
+    if args.update_index and args.against is None:
+        raise ConfigError("--update-index needs --against INDEX (the index to add the new records to)")
+    if args.save_index is not None and args.against is not None:
+        raise ConfigError("--save-index writes a new index from a plain run; against an index, add the new records "
+                          "with --update-index")
+    if args.against is None and args.save_index is None:
+        return None, None
+    from ..store.sqlite import SeenIndex
+
+    if args.save_index is not None:
+        # shingle ids stored: a later run --against the index verifies its pairs exactly, as a joint run does
+        return None, SeenIndex.for_dedup(args.save_index, config, store_shingles=config.verify)
+    from ..store.incremental import Against
+
+    index = SeenIndex.for_dedup(args.against, config, create=False)
+    try:
+        return Against(index, args.against, update=args.update_index), None
+    except BaseException:
+        index.close()
+        raise
 
 
 def describe(s: dict) -> str:

@@ -38,12 +38,13 @@ def register(sub) -> None:
                    help="files, folders, globs, '-' or URLs (jsonl, csv, tsv, parquet, arrow, warc, html, text)")
     _input_options(a)
     _index_options(a)
-    a.add_argument("--batch-size", type=positive_int("--batch-size"), default=25000,
-                   help="documents per transaction (default 25000). Large transactions write each index page "
+    a.add_argument("--batch-size", type=positive_int("--batch-size"), default=5000,
+                   help="documents per transaction (default 5000; the memory of a run is bounded by one batch's "
+                        "texts and sketches, not by the input). Large transactions write each index page "
                         "once for many documents; a server writing to the same index waits for each one, so "
                         "use fewer (1000) while it runs")
-    a.add_argument("--cache-mb", type=positive_int("--cache-mb"), default=1024,
-                   help="SQLite page cache in MB (default 1024; holds a transaction's changed pages)")
+    a.add_argument("--cache-mb", type=positive_int("--cache-mb"), default=256,
+                   help="SQLite page cache in MB (default 256; holds a transaction's changed pages)")
     a.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
                    help="threads for sketching (default: the CPUs this process may use, from its affinity and cgroup quota)")
     a.add_argument("--fsync", action="store_true",
@@ -167,6 +168,12 @@ def _index_options(p) -> None:
                    help="simhash neighbours within this many bits (0-31, default 3)")
     g.add_argument("--store-shingles", action="store_const", const=True, default=None,
                    help="store shingle ids, for exact Jaccard and containment in answers")
+    g.add_argument("--profile", choices=["lean", "default", "full"], default=None,
+                   help="what a new index stores: default (signatures, band postings, simhash blocks, "
+                        "fingerprints: about 1 kB a document), lean (no signatures: near answers estimated from "
+                        "the shared bands), full (also MOD_m samples for containment answers)")
+    g.add_argument("--containment", action="store_const", const=True, default=None,
+                   help="store MOD_m samples (contains/contained_in answers); part of --profile full")
 
 
 def index_params(args) -> dict:
@@ -198,7 +205,8 @@ def index_params(args) -> dict:
         out["minhash"] = dataclasses.replace(base.minhash, **minhash_changes)
     for name, value in (("threshold", args.threshold), ("containment_threshold", args.containment_threshold),
                         ("mod_m", args.mod_m), ("simhash_max_distance", args.max_distance),
-                        ("store_shingles", args.store_shingles)):
+                        ("store_shingles", args.store_shingles), ("profile", getattr(args, "profile", None)),
+                        ("containment", getattr(args, "containment", None))):
         if value is not None:
             out[name] = value
     return out
@@ -324,7 +332,10 @@ def stats_command(args) -> int:
     print(f"shingles   {sh['k']}-{sh['unit']}, hash {sh['hash']}" + (", stored" if cfg["store_shingles"] else ""))
     print(f"minhash    {mh['num_perm']} x {mh['family']}, seed {mh['seed']}; "
           f"{lsh['bands']} bands x {lsh['rows']} rows, threshold {lsh['threshold']}")
-    print(f"contains   mod {cfg['containment']['mod_m']} samples, threshold {cfg['containment']['threshold']}")
+    print(f"contains   mod {cfg['containment']['mod_m']} samples, threshold {cfg['containment']['threshold']}"
+          + ("" if cfg["containment"]["stored"] else " (not stored: no containment answers)"))
+    print(f"signatures " + (f"stored, {cfg['signatures']['bytes_per_value']} bytes a value" if cfg["signatures"]["stored"]
+                            else "not stored (profile lean: near answers estimated from the shared bands)"))
     print(f"simhash    within {cfg['simhash']['max_distance']} bits ({len(cfg['simhash']['blocks'])} blocks)")
     print(f"config     fingerprint {stats['config_fingerprint']}")
     return 0

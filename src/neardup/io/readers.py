@@ -28,14 +28,16 @@ a hint. Formats:
     An Arrow IPC file (``.arrow``, Feather v2) or stream (``.arrows``), read batch by batch like
     Parquet; ``source`` is ``<file>:<row>`` with 0-based rows.
 ``warc``
-    ``.warc`` / ``.warc.gz`` (and ARC, by its ``filedesc://`` magic), read with warcio. **Only ``response`` records are input records**:
-    ``warcinfo``, ``request``, ``metadata``, ``revisit``, ``resource`` and ``conversion`` records are
-    not documents and take no ordinal. Of the responses, those with an HTTP status other than 200
+    ``.warc`` / ``.warc.gz`` / ``.warc.zst`` (and ARC, by its ``filedesc://`` magic), read by
+    :mod:`neardup.io.warc` (FastWARC; ARC with warcio). **Input records are ``response`` records
+    and ``conversion`` records** (WET text, taken as plain text); ``warcinfo``, ``request``,
+    ``metadata``, ``revisit`` and ``resource`` records are not documents and take no ordinal.
+    Of the responses, those with an HTTP status other than 200
     are Skipped as ``http_status``, those whose Content-Type is not ``text/html`` or
     ``application/xhtml+xml`` (or, with no Content-Type, whose body does not start like HTML) as
     ``not_html``; the rest are decoded (HTTP charset, else ``<meta charset>``, else UTF-8) and go
     through :func:`neardup.text.html.extract_text`. ``id`` is the WARC-Target-URI (also in
-    ``meta["url"]``); ``source`` is ``<file>:<n>``, n the 1-based number of the record among all the
+    ``meta["url"]``; the WARC-Record-ID is ``meta["record_id"]``); ``source`` is ``<file>:<n>``, n the 1-based number of the record among all the
     records of the file.
 ``html``
     A ``.html`` / ``.htm`` / ``.xhtml`` file, or a folder holding at least one. Each file is a
@@ -78,6 +80,8 @@ from ..errors import ConfigError, InputError, require
 from ..text.html import HTML_MODES, _extract, decode_html
 from .documents import Document, EncodedDocuments, Skipped
 from .sources import exists, is_folder, local_path, missing, open_binary, size_of, walk
+from .warc import input_records as warc_input_records
+from .warc import looks_like_html as _looks_like_html
 
 try:
     from .. import _jsonl
@@ -101,7 +105,6 @@ _BZ2_MAGIC = b"BZh"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 _SNIFF_BYTES = 4096
 _HTML_EXT = (".html", ".htm", ".xhtml")
-_HTML_MIMES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 PARQUET_BATCH_ROWS = 1024
@@ -146,7 +149,7 @@ def kind_of(name: str) -> str | None:
         return "parquet"
     if n.endswith(_ARROW_EXT):
         return "arrow"
-    if base.endswith(_WARC_EXT) and n.endswith((".gz", *_WARC_EXT)):
+    if base.endswith(_WARC_EXT) and n.endswith((".gz", ".zst", ".zstd", *_WARC_EXT)):
         return "warc"
     if n.endswith(_HTML_EXT):
         return "html"
@@ -483,74 +486,15 @@ def _cp_offsets(utf8: bytes | bytearray, offsets) -> list[int]:
     return cum[offsets].tolist()
 
 
-def _parse_content_type(value: str) -> tuple[str, str | None]:
-    parts = value.split(";")
-    mime = parts[0].strip().lower()
-    charset = None
-    for part in parts[1:]:
-        key, _, val = part.partition("=")
-        if key.strip().lower() == "charset":
-            charset = val.strip().strip("\"'") or None
-    return mime, charset
-
-
-def _looks_like_html(body: bytes) -> bool:
-    head = body[:1024].lstrip().lower()
-    if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:].lstrip()
-    return head.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or b"<html" in head
-
-
 def _warc(path: str, max_bytes: int | None) -> Iterator[tuple[int, str, tuple]]:
-    """The response records of a WARC file, read with warcio:
-
-    ``(n, "doc", (id, url, body, charset))`` for an HTML response with status 200,
-    ``(n, "skip", (id, reason, detail))`` for another response, and ``(n, "error", (why,))`` when
-    the file cannot be read on (which ends it). ``n`` is the 1-based record number in the file.
-    """
-    ArchiveIterator = require("warcio.archiveiterator", "io").ArchiveIterator
+    """The input records of a WARC or ARC file: :func:`neardup.io.warc.input_records`."""
     try:
         fh = open_binary(path)
     except OSError as exc:
         yield 1, "error", (f"cannot open the file: {_oserror(exc)}",)
         return
-    recno = 0
     with fh:
-        try:
-            for rec in ArchiveIterator(fh):
-                recno += 1
-                if rec.rec_type != "response":
-                    continue
-                url = (rec.rec_headers.get_header("WARC-Target-URI") or "").strip().strip("<>")
-                ident = url or f"{path}:{recno}"
-                http = rec.http_headers
-                if http is None:
-                    wct = rec.rec_headers.get_header("Content-Type") or "none"
-                    yield recno, "skip", (ident, "not_html", f"response record without HTTP headers (Content-Type {wct})")
-                    continue
-                status = http.get_statuscode()
-                if status != "200":
-                    yield recno, "skip", (ident, "http_status", f"HTTP status {status} ({http.statusline})")
-                    continue
-                mime, charset = _parse_content_type(http.get_header("Content-Type") or "")
-                if mime and mime not in _HTML_MIMES:
-                    yield recno, "skip", (ident, "not_html", f"Content-Type {mime}")
-                    continue
-                try:
-                    stream = rec.content_stream()
-                    body = stream.read() if max_bytes is None else stream.read(max_bytes + 1)
-                except Exception as exc:  # noqa: BLE001 - bad chunking or content encoding
-                    yield recno, "skip", (ident, "undecodable", f"cannot decode the HTTP body: {_oserror(exc)}")
-                    continue
-                if max_bytes is not None and len(body) > max_bytes:
-                    yield recno, "skip", (ident, "too_large", f"HTTP body over the {max_bytes} byte limit")
-                    continue
-                if not mime and not _looks_like_html(body):
-                    yield recno, "skip", (ident, "not_html", "no Content-Type and the body does not look like HTML")
-                    continue
-                yield recno, "doc", (ident, url, body, charset)
-        except Exception as exc:  # noqa: BLE001 - truncated or corrupt archive
-            yield recno + 1, "error", (f"cannot read the WARC file after record {recno}: {_oserror(exc)}",)
+        yield from warc_input_records(path, max_bytes, fh)
 
 
 def open_parquet(path: str):
@@ -892,13 +836,19 @@ class RecordReader:
             if want is not None and not want(n):
                 n += 1
                 continue
-            if kind == "doc":
-                ident, url, body, charset = payload
-                html = decode_html(body, charset, errors=self.errors)
-                if html is None:
+            if kind == "doc" or kind == "text":  # an HTML response, a WET conversion record
+                ident, url, body, charset, record_id = payload
+                meta = {"url": url} if url else {}
+                if record_id:
+                    meta["record_id"] = record_id
+                if kind == "doc":
+                    text = decode_html(body, charset, errors=self.errors)
+                else:
+                    text = _decode_text(body, self.errors) if charset is None else decode_html(body, charset, errors=self.errors)
+                if text is None:
                     yield Skipped(ident, n, src, "undecodable", f"the body is not valid {charset or 'UTF-8'}")
                 else:
-                    yield self.finish_record(ident, html, n, src, {"url": url}, is_html=True, url=url or None)
+                    yield self.finish_record(ident, text, n, src, meta, is_html=kind == "doc", url=url)
             elif kind == "skip":
                 ident, reason, detail = payload
                 yield Skipped(ident, n, src, reason, detail)
@@ -1148,6 +1098,9 @@ def _extract_many(mode: str, pages: list[tuple[str, str | None]]) -> list[str | 
 
 
 _CHUNK_PAGES = 8
+#: Where ``jobs > 1`` extracts HTML: "processes" (scale with the cores; a second to start) or
+#: "threads" (lexbor's parse and the markup scan release the GIL, the CSS queries do not).
+EXTRACT_WORKERS = os.environ.get("NEARDUP_EXTRACT_WORKERS", "processes")
 _CHUNK_BYTES = 8 << 20
 _CHUNK_ITEMS = 4096
 
@@ -1174,9 +1127,15 @@ def _parallel(items, mode: str, jobs: int):
             else:
                 yield item
 
-    ctx = multiprocessing.get_context("forkserver")  # no fork of a process that may run threads
-    ctx.set_forkserver_preload(["neardup.text.html", "selectolax.lexbor"])  # import once, not per worker
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    if EXTRACT_WORKERS == "threads":
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool_cm = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-extract")
+    else:
+        ctx = multiprocessing.get_context("forkserver")  # no fork of a process that may run threads
+        ctx.set_forkserver_preload(["neardup.text.html", "selectolax.lexbor"])  # import once, not per worker
+        pool_cm = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    with pool_cm as pool:
         buf: list = []
         pend: list = []
         size = 0
@@ -1273,7 +1232,8 @@ def iter_raw_records(paths, *, format: str = "auto", max_bytes: int | None = Non
 
     Yields ``(ordinal, record)`` with record: the line's bytes as read (line ending included) for
     JSONL; a dict of the row's columns for Parquet; ``{"id", "url", "body", "charset"}`` for a
-    WARC HTML response (``body`` is the decoded HTTP payload); the file's path (``str``) for text
+    WARC HTML response or WET conversion record (``body`` is the decoded HTTP payload or the
+    record's block; also ``record_id`` and ``is_html``); the file's path (``str``) for text
     and HTML files. Records that can never be documents (unreadable files, non-HTML WARC
     responses, JSONL lines over ``max_bytes``) take their ordinal but are not yielded.
     """
@@ -1326,9 +1286,10 @@ def _raw(plan, max_bytes):
                 n += 1
         elif fmt == "warc":
             for _, kind, payload in _warc(path, max_bytes):
-                if kind == "doc":
-                    ident, url, body, charset = payload
-                    yield n, {"id": ident, "url": url, "body": body, "charset": charset}
+                if kind == "doc" or kind == "text":
+                    ident, url, body, charset, record_id = payload
+                    yield n, {"id": ident, "url": url, "body": body, "charset": charset, "record_id": record_id,
+                              "is_html": kind == "doc"}
                 n += 1
         else:
             yield n, path

@@ -12,6 +12,7 @@ import orjson
 
 from ..errors import ConfigError, InputError, require
 from .documents import Document
+from . import warc
 from .readers import (JSONL_BLOCK_BYTES, PARQUET_BATCH_ROWS, BrokenInput, RecordReader, extract_in_parallel,
                       has_line_scanner, input_leaves, jsonl_blocks, jsonl_line_ends, line_or_size, open_parquet,
                       plan_inputs, read_lines)
@@ -161,7 +162,10 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
     - Parquet input (all of it, one schema): ``kept.parquet``, the original rows with the same
       schema and the input's compression. Parquet files of different schemas, or mixed with other
       formats, are written into ``kept.jsonl`` as one JSON object per row.
-    - Text, HTML and WARC input: ``kept.jsonl`` with ``{"id", "source", "text"}`` per kept
+    - WARC (and ARC) input, all of it: ``kept.warc.gz`` (``kept.arc.gz``), the kept records'
+      original bytes (:func:`neardup.io.warc.write_kept_warc`: a ``.warc.gz``'s gzip members
+      byte for byte).
+    - Text, HTML and WARC mixed with others: ``kept.jsonl`` with ``{"id", "source", "text"}`` per kept
       document. The text is extracted again, so pass the same ``read_options`` (``content``,
       ``html``, ``id_field``, ``text_field``, ``errors``, ``max_bytes``) as to
       :func:`~neardup.io.read_documents`; records not kept are not extracted, and ``jobs``
@@ -183,15 +187,20 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
     schema = first = None
     if leaf_formats == {"parquet"}:
         schema, first = _parquet_schemas(plan)
-    out_format = "parquet" if schema is not None else "jsonl"
+    out_format = "parquet" if schema is not None else "warc" if leaf_formats == {"warc"} else "jsonl"
     if not (leaf_formats & {"html", "warc"} or (reader.content == "html" and "text" in leaf_formats)):
         reader.jobs = 1  # nothing to extract: no worker processes
-    path = os.path.join(out_dir, f"kept.{out_format}")
+    if out_format == "warc":  # web archives in, the kept records out, byte for byte
+        path = os.path.join(out_dir, warc.kept_name([p for p, f, why in input_leaves(plan) if why is None]))
+    else:
+        path = os.path.join(out_dir, f"kept.{out_format}")
     tmp = path + ".tmp"
     written = 0
     try:
         if out_format == "parquet":
             n, written = _write_parquet(plan, keeper, tmp, schema, _compression(first))
+        elif out_format == "warc":
+            n, written = _write_warc(plan, keeper, tmp)
         else:
             n, written = _write_jsonl(plan, keeper, reader, tmp)
         if keeper.arr is not None and n != len(keeper.arr):
@@ -205,6 +214,18 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
             os.remove(tmp)
         raise
     return {"path": path, "records": written, "format": out_format, "input_records": n}
+
+
+def _write_warc(plan, keeper: _Keep, tmp: str) -> tuple[int, int]:
+    n = written = 0
+    with open(tmp, "wb") as out:
+        for path, fmt, why in input_leaves(plan):
+            if why is not None:
+                n += 1
+            else:
+                n, k = warc.write_kept_warc(path, keeper.fn, out, n)
+                written += k
+    return n, written
 
 
 def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, tmp: str) -> tuple[int, int]:
@@ -356,28 +377,47 @@ def _result_format(format: str) -> str:
     return format
 
 
-def write_clusters(out_dir: str, outcome, *, format: str = "jsonl") -> str:
+def _cluster_rows(outcome, urls: dict):
+    """The rows of ``clusters.*`` as dicts, in input order: with ``source`` and
+    ``duplicate_of_source`` when the records carry sources, and ``url`` for web pages."""
+    sources = getattr(outcome, "source", None)
+    for o, (doc_id, cluster, kept, dup, sim, reason) in enumerate(zip(
+            outcome.ids, outcome.cluster, np.asarray(outcome.kept).tolist(), outcome.duplicate_of, outcome.similarity,
+            outcome.reason)):
+        if sources is None:
+            row = {"id": doc_id, "cluster": cluster, "kept": kept, "duplicate_of": dup, "similarity": sim,
+                   "reason": reason}
+        else:  # records with sources: each line names its own and its survivor's
+            row = {"id": doc_id, "source": sources[o], "cluster": cluster, "kept": kept, "duplicate_of": dup,
+                   "duplicate_of_source": outcome.duplicate_of_source[o], "similarity": sim, "reason": reason}
+        if o in urls:  # web pages: where the page was (WARC-Target-URI, a JSONL "url")
+            row["url"] = urls[o]
+        yield row
+
+
+def write_clusters(out_dir: str, outcome, *, format: str = "jsonl", urls: dict | None = None) -> str:
     """Write ``clusters.jsonl`` (or ``clusters.parquet``) into ``out_dir``: one row per input record, in
-    input order, ``id, cluster, kept, duplicate_of, similarity, reason``. ``outcome`` has those six as
-    attributes, sequences indexed by ordinal (:class:`neardup.stages.survivors.Outcome`). Returns the path."""
+    input order, ``id, cluster, kept, duplicate_of, similarity, reason`` (with ``source`` and
+    ``duplicate_of_source`` when the records carry sources; ``url`` by ordinal from ``urls``).
+    ``outcome`` has those as attributes, sequences indexed by ordinal
+    (:class:`neardup.stages.survivors.Outcome`). Returns the path."""
     path = os.path.join(out_dir, f"clusters.{_result_format(format)}")
+    urls = urls or {}
     if format == "parquet":
         pa = require("pyarrow", "io")
         pq = require("pyarrow.parquet", "io")
-        table = pa.table({"id": pa.array(outcome.ids, pa.string()), "cluster": pa.array(outcome.cluster, pa.string()),
-                          "kept": pa.array(np.asarray(outcome.kept, dtype=bool)),
-                          "duplicate_of": pa.array(outcome.duplicate_of, pa.string()),
-                          "similarity": pa.array(outcome.similarity, pa.float64()),
-                          "reason": pa.array(outcome.reason, pa.string())})
-        pq.write_table(table, path)
+        rows = list(_cluster_rows(outcome, urls))
+        types = {"kept": pa.bool_(), "similarity": pa.float64()}
+        names = list(rows[0]) if rows else ["id", "cluster", "kept", "duplicate_of", "similarity", "reason"]
+        names += [k for k in ("url",) if urls and k not in names]
+        schema = pa.schema([(k, types.get(k, pa.string())) for k in names])
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
         return path
     dumps = orjson.dumps
     with open(path, "wb") as fh:
         buf = []
-        for doc_id, cluster, kept, dup, sim, reason in zip(outcome.ids, outcome.cluster, outcome.kept.tolist(),
-                                                           outcome.duplicate_of, outcome.similarity, outcome.reason):
-            buf.append(dumps({"id": doc_id, "cluster": cluster, "kept": kept, "duplicate_of": dup,
-                              "similarity": sim, "reason": reason}))
+        for row in _cluster_rows(outcome, urls):
+            buf.append(dumps(row))
             if len(buf) >= _RESULT_BATCH_ROWS:
                 fh.write(b"\n".join(buf) + b"\n")
                 buf = []

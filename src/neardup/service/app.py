@@ -712,9 +712,13 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
         return _json({"results": results} if batch else results[0])
 
     @app.post("/v1/check-and-add", response_model=Answer | Results, responses=_ERRORS,
-              summary="check and, unless an exact copy is stored, add: one atomic step")
-    async def check_and_add(body: RequestBody, limit: int = Query(100, ge=1, le=100_000)):
-        answers, batch = await run_documents("check_and_add", body, limit)
+              summary="check and, unless a copy is stored, add: one atomic step")
+    async def check_and_add(body: RequestBody, limit: int = Query(100, ge=1, le=100_000),
+                            policy: str = Query("exact", pattern="^(exact|near)$",
+                                                description="a copy is an exact one (exact), or an exact or "
+                                                            "near one (near)")):
+        answers, batch = await run_documents("check_and_add" if policy == "exact" else "check_and_add_near", body,
+                                             limit)
         return _json({"results": answers} if batch else answers[0])
 
     @app.delete("/v1/documents/{doc_id:path}", response_model=Removed, responses={**_ERRORS, 404: {"model": Error}},
@@ -901,7 +905,7 @@ def _run_documents(index, op: str, docs: list[tuple], limit, html_mode: str, bud
         return index.query_many([(i, t) for i, t, _ in records], limit=limit)
     if op == "add":
         return index.add_many(records)
-    return index.check_and_add_many(records, limit=limit)
+    return index.check_and_add_many(records, limit=limit, policy="near" if op == "check_and_add_near" else "exact")
 
 
 #: Bodies larger than this go whole to a batch process when there is one (see ``precheck``).

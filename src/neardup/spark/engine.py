@@ -133,16 +133,16 @@ def _local_reader(ctx: dict):
     from ..io.readers import RecordReader
 
     keep = (ctx["keep_field"],) if ctx.get("keep_field") else ()
-    # content "html": the reader extracts the text with the local engine's function
-    # (neardup.text.html), in this task (jobs=1: a Spark task is one core)
+    # content="html": the executors extract the text with the local reader's extraction
+    # (neardup.text.html), so both engines see the same text of a page.
     return RecordReader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
-                        max_bytes=ctx["max_bytes"], content=ctx.get("content", "text"), html=ctx.get("html", "main"))
+                   max_bytes=ctx["max_bytes"], content=ctx.get("content", "text"), html=ctx.get("html", "main"))
 
 
 def _jsonl_record(reader, line: bytes, n: int, src: str):
     """One JSONL line (without its ``\\n``, as Spark splits them) as the local reader makes it:
-    ``RecordReader.jsonl_record`` (which extracts HTML with ``content="html"``), with the size of a
-    line over ``max_bytes`` counted as the local reader counts it."""
+    ``RecordReader.jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
+    reader counts it (HTML extracted when the reader's ``content`` is ``html``)."""
     from ..io.readers import line_or_size
 
     if reader.max_bytes is not None and len(line) > reader.max_bytes:
@@ -938,6 +938,8 @@ def _check_config(config: DedupConfig) -> None:
     if config.method in ("simhash", "broder", "greedy"):
         raise ConfigError(f"--method {config.method} is not supported by the Spark engine (--engine spark): it runs "
                           "minhash or exact; use --engine local")
+    # Spark reads JSONL and Parquet text fields with the local reader's rules, HTML included
+    # (content="html": the same extraction on the executors).
 
 
 # --------------------------------------------------------------------------------------------- DataFrame API
@@ -998,8 +1000,8 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
     if order_col is None:
         extra_fields.append(T.StructField("_h", T.BinaryType()))
     ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": config.max_bytes,
-           "content": config.content, "html": config.html,
-           "extras": tuple(extras), "text_hash": order_col is None, "need_kernel": _need_kernel(config)}
+           "content": config.content, "html": config.html, "extras": tuple(extras), "text_hash": order_col is None,
+           "need_kernel": _need_kernel(config)}
     sk = base.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config),
                                       _sketch_schema(extra_fields))
     sk = st.checkpoint(sk)

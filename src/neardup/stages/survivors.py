@@ -18,7 +18,7 @@ from ..cluster.unionfind import UnionFind
 from .verify import pair_similarities, score_of
 
 __all__ = ["KEEP_POLICIES", "Outcome", "cluster_kinds", "kinds_table", "keep_value", "components", "choose_survivors", "kept_mask",
-           "similarity_to_survivors", "outcomes"]
+           "similarity_to_survivors", "outcomes", "split_sources"]
 
 KEEP_POLICIES = ("first", "longest", "shortest")
 
@@ -37,6 +37,9 @@ class Outcome:
     duplicate_of: list[str | None]
     similarity: list[float | None]
     kept: np.ndarray
+    #: when the records carry sources: each record's, and its survivor's (None without a survivor)
+    source: list[str] | None = None
+    duplicate_of_source: list[str | None] | None = None
 
 
 def keep_value(value) -> float:
@@ -58,10 +61,12 @@ def components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 
 def choose_survivors(comp: np.ndarray, sk: np.ndarray, keep: str, lengths: np.ndarray,
-                     keyvals: np.ndarray | None = None) -> np.ndarray:
+                     keyvals: np.ndarray | None = None, *, priority: np.ndarray | None = None) -> np.ndarray:
     """The local index of each sketched record's survivor: per component, the first record by
     the keep policy, ties to the earlier record. ``lengths`` and ``keyvals`` (for ``'field'``:
-    the largest value survives, NaN last) are indexed by ordinal."""
+    the largest value survives, NaN last) are indexed by ordinal. ``priority`` (by local index,
+    optional) comes before the policy: the lowest value survives (a preferred source, an indexed
+    document that must stay)."""
     n = sk.size
     if keep == "first":
         primary = np.zeros(n)
@@ -72,7 +77,10 @@ def choose_survivors(comp: np.ndarray, sk: np.ndarray, keep: str, lengths: np.nd
     else:
         vals = keyvals[sk]
         primary = np.where(np.isnan(vals), np.inf, -vals)
-    order = np.lexsort((sk, primary, comp))  # by component, then policy, then input order
+    if priority is None:
+        order = np.lexsort((sk, primary, comp))  # by component, then policy, then input order
+    else:
+        order = np.lexsort((sk, primary, priority, comp))
     survivor_local = np.empty(n, dtype=np.int64)
     if n:
         comp_sorted = comp[order]
@@ -160,6 +168,17 @@ def outcomes(ids: list[str], reason: list[str], sk: np.ndarray, survivor_local: 
     outcome = Outcome(ids=ids, reason=reason, cluster=cluster, duplicate_of=duplicate_of, similarity=similarity,
                       kept=kept)
     return outcome, cluster_sizes, chained
+
+
+def split_sources(outcome: Outcome) -> Outcome:
+    """The outcome of records named ``(source, id)`` (ids unique only within a source, as
+    :func:`outcomes` was given them) with plain ids and the sources in their own columns."""
+    def part(names, k):
+        return [None if x is None else x[k] for x in names]
+
+    return Outcome(ids=part(outcome.ids, 1), reason=outcome.reason, cluster=part(outcome.cluster, 1),
+                   duplicate_of=part(outcome.duplicate_of, 1), similarity=outcome.similarity, kept=outcome.kept,
+                   source=part(outcome.ids, 0), duplicate_of_source=part(outcome.duplicate_of, 0))
 
 
 def cluster_kinds(outcome: Outcome, sizes: dict) -> dict:

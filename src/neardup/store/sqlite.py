@@ -1,10 +1,13 @@
 """SeenIndex: a crawler's persistent "have I seen this page?" index on one SQLite file.
 
-For every document the index keeps its content fingerprint (exact copies), its MinHash signature
-and band keys (near-copies), its MOD_m sample (containment, Broder 1997) and its 64-bit simhash
-(Hamming neighbours), all computed with the library's own functions, so the index answers what
-:func:`neardup.fingerprint`, :class:`neardup.MinHash`, :class:`neardup.ModM` and
-:class:`neardup.SimHash` would answer for the same two texts.
+For every document the index keeps its content fingerprint (exact copies), its band postings
+and MinHash signature (near-copies), its MOD_m sample (containment, Broder 1997) and its 64-bit
+simhash (Hamming neighbours), all computed with the library's own functions, so the index answers
+what :func:`neardup.fingerprint`, :class:`neardup.MinHash`, :class:`neardup.ModM` and
+:class:`neardup.SimHash` would answer for the same two texts. What is stored is a profile
+(:data:`PROFILES`): ``default`` keeps the signatures' low 16 bits and no samples (so no
+containment answers), ``lean`` no signatures (near answers estimated from the shared bands),
+``full`` everything.
 
 Answer shape (the same from the library, ``neardup index query`` and the HTTP service)::
 
@@ -48,7 +51,10 @@ those too, at the cost of one fsync per transaction.
 
 Uint64 values (fingerprints, band keys, samples, simhashes) are stored as signed 64-bit SQLite
 integers, two's complement (``x - 2**64`` when ``x >= 2**63``); blobs are little-endian uint64.
-The file format is documented in ``docs/store.md``.
+The file format is documented in ``docs/store.md``. The class is assembled from three modules of
+one concern each: :mod:`.schema` (the file's format and configuration), :mod:`.writer` (group
+commit, locks, checkpoints) and :mod:`.queries` (the answers); this module holds opening,
+sketching and the writes themselves.
 """
 
 from __future__ import annotations
@@ -58,244 +64,29 @@ import os
 import sqlite3
 import threading
 import time
-from collections import Counter
-from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_float, check_int
-from ..config import DedupConfig, default_minhash
+from .._validate import check_int
+from ..config import DedupConfig
 from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreError
-from ..params import TOKENIZER_VERSION, MinHashParams, NormalizeParams, ShingleParams
-from ..stages.candidates import band_keys, banding_for
+from ..params import TOKENIZER_VERSION, MinHashParams, ShingleParams
+from ..stages.candidates import band_keys
+from .queries import Queries, as_record as _as_record, check_limit as _check_limit
+from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, PROFILES,
+                     SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
+                     block_bucket, config_fingerprint, differences, flatten, signed, simhash_blocks, unsigned)
+from .writer import GroupCommit, Pending, Prepared
 
-#: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
-#: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
-SCHEMA_VERSION = 2
-#: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
-APPLICATION_ID = 0x4E445550
-MASK64 = (1 << 64) - 1
-DEFAULT_LIMIT = 100
-# More values than this in one IN (...) are queried in pieces (SQLite allows 32766 variables).
-_MAX_VARS = 10000
+__all__ = ["SeenIndex", "IndexConfig", "SCHEMA_VERSION", "APPLICATION_ID", "DEFAULTS", "PROFILES", "POLICIES",
+           "DOC_BITS", "MAX_DOCUMENTS", "band_bucket", "band_posting", "block_bucket", "simhash_blocks"]
 
-#: A new index's configuration where none is given: the shingles, permutations and banding
-#: policy of ``neardup dedup`` (:mod:`neardup.config`), so that a dedup run and an index of the
-#: same corpus hash, band and answer alike. Files made before with other defaults record their
-#: own values and open with them.
-DEFAULTS = {
-    "shingle": ShingleParams(),
-    "minhash": default_minhash(),
-    "threshold": 0.8,
-    "containment_threshold": 0.8,
-    "mod_m": 8,
-    "simhash_max_distance": 3,
-    "store_shingles": False,
-    "bands": None,
-    "rows": None,
-}
-
-SCHEMA = """
-CREATE TABLE meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE docs (
-    num         INTEGER PRIMARY KEY,
-    id          TEXT NOT NULL UNIQUE,
-    fingerprint INTEGER,
-    length      INTEGER NOT NULL,
-    n_shingles  INTEGER NOT NULL,
-    n_sample    INTEGER NOT NULL,
-    simhash     INTEGER,
-    signature   BLOB NOT NULL,
-    sample      BLOB NOT NULL,
-    shingles    BLOB,
-    meta        TEXT,
-    added_at    REAL NOT NULL
-);
-CREATE INDEX docs_fingerprint ON docs (fingerprint);
-CREATE TABLE bands (
-    band INTEGER NOT NULL,
-    key  INTEGER NOT NULL,
-    doc  INTEGER NOT NULL,
-    PRIMARY KEY (band, key, doc)
-) WITHOUT ROWID;
-CREATE TABLE samples (
-    value INTEGER NOT NULL,
-    doc   INTEGER NOT NULL,
-    PRIMARY KEY (value, doc)
-) WITHOUT ROWID;
-CREATE TABLE simhash_blocks (
-    block   INTEGER NOT NULL,
-    key     INTEGER NOT NULL,
-    doc     INTEGER NOT NULL,
-    simhash INTEGER NOT NULL,
-    PRIMARY KEY (block, key, doc)
-) WITHOUT ROWID;
-"""
+# the names this module had before the format, the writer and the queries moved out
+_signed, _unsigned, _MAX_VARS, _Sketch, _Pending, _Prepared = signed, unsigned, MAX_VARS, Sketch, Pending, Prepared
+_flatten, _differences, _config_fingerprint = flatten, differences, config_fingerprint
 
 
-def _signed(x: int) -> int:
-    return x - (1 << 64) if x >= 1 << 63 else x
-
-
-def _unsigned(x: int) -> int:
-    return x & MASK64
-
-
-# -- configuration ---------------------------------------------------------------------------
-
-def simhash_blocks(max_distance: int) -> list[int]:
-    """Widths of the ``max_distance + 1`` blocks the 64 bits are cut into (most significant first).
-
-    Two fingerprints within ``max_distance`` bits agree exactly on at least one block
-    (pigeonhole), so a block match finds every neighbour; the distance is then checked.
-    """
-    n = max_distance + 1
-    base, extra = divmod(64, n)
-    return [base + 1 if i < extra else base for i in range(n)]
-
-
-@dataclass(frozen=True)
-class IndexConfig:
-    """Everything that decides what an index stores; recorded in the file and checked on open."""
-
-    shingle: ShingleParams
-    minhash: MinHashParams
-    threshold: float
-    containment_threshold: float
-    mod_m: int
-    simhash_max_distance: int
-    store_shingles: bool
-    #: None: the banding policy of every engine for ``threshold`` (:func:`default_banding`)
-    bands: int | None = None
-    rows: int | None = None
-
-    def __post_init__(self) -> None:
-        owner = "SeenIndex"
-        for name, kind in (("shingle", ShingleParams), ("minhash", MinHashParams)):
-            if not isinstance(getattr(self, name), kind):
-                raise ConfigError(f"The '{name}' parameter of {owner} must be a {kind.__name__}. "
-                                  f"Got {getattr(self, name)!r} instead.")
-        check_float("threshold", self.threshold, 0.0, 1.0, owner=owner, closed="neither")
-        check_float("containment_threshold", self.containment_threshold, 0.0, 1.0, owner=owner, closed="right")
-        check_int("mod_m", self.mod_m, 1, 1 << 20, owner=owner)
-        check_int("simhash_max_distance", self.simhash_max_distance, 0, 31, owner=owner,
-                  hint=" Each of the k+1 simhash blocks needs at least 2 bits.")
-        if not isinstance(self.store_shingles, bool):
-            raise ConfigError(f"The 'store_shingles' parameter of {owner} must be a bool. "
-                              f"Got {self.store_shingles!r} instead.")
-        if self.bands is None or self.rows is None:
-            chosen = banding_for(self.threshold, self.minhash.num_perm, bands=self.bands, rows=self.rows)
-            object.__setattr__(self, "bands", chosen.bands)
-            object.__setattr__(self, "rows", chosen.rows)
-        check_int("bands", self.bands, 1, self.minhash.num_perm, owner=owner)
-        check_int("rows", self.rows, 1, self.minhash.num_perm, owner=owner)
-        if self.bands * self.rows > self.minhash.num_perm:
-            raise ConfigError(f"{self.bands} bands x {self.rows} rows need more than num_perm "
-                              f"{self.minhash.num_perm} values")
-
-    def as_dict(self) -> dict:
-        return {
-            "store_format": SCHEMA_VERSION,
-            "shingle": self.shingle.as_dict(),
-            "minhash": self.minhash.as_dict(),
-            "lsh": {"threshold": self.threshold, "bands": self.bands, "rows": self.rows},
-            "containment": {"threshold": self.containment_threshold, "sketch": "mod_m", "mod_m": self.mod_m,
-                            "seed": self.minhash.seed},
-            "simhash": {"max_distance": self.simhash_max_distance, "blocks": simhash_blocks(self.simhash_max_distance),
-                        "features": "word counts", "feature_hash": self.shingle.hash},
-            "fingerprint": {"hash": "blake2b-64", "of": "normalized text"},
-            "store_shingles": self.store_shingles,
-        }
-
-    def fingerprint(self) -> int:
-        import xxhash
-
-        return xxhash.xxh3_64_intdigest(json.dumps(self.as_dict(), sort_keys=True).encode())
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "IndexConfig":
-        s = dict(d["shingle"])
-        s.pop("tokenizer_version", None)
-        s["normalize"] = NormalizeParams(**s["normalize"])
-        return cls(shingle=ShingleParams(**s), minhash=MinHashParams(**d["minhash"]),
-                   threshold=d["lsh"]["threshold"], containment_threshold=d["containment"]["threshold"],
-                   mod_m=d["containment"]["mod_m"], simhash_max_distance=d["simhash"]["max_distance"],
-                   store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"])
-
-
-def _flatten(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-def _differences(stored: dict, given: dict) -> list[str]:
-    a, b = _flatten(stored), _flatten(given)
-    return [f"{k} stored {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
-# -- sketches of one document ----------------------------------------------------------------
-
-@dataclass(slots=True)
-class _Sketch:
-    fingerprint: int | None     # unsigned; None without tokens
-    length: int
-    n_shingles: int
-    signature: np.ndarray       # (num_perm,) uint64
-    bands: np.ndarray           # (bands,) uint64
-    sample: np.ndarray          # sorted uint64
-    simhash: int | None         # unsigned, None without words
-    shingles: np.ndarray | None  # sorted uint64 ids, when stored
-
-
-class _Pending:
-    """A piece of write work waiting for (or done by) a group commit."""
-
-    __slots__ = ("work", "result", "error", "done")
-
-    def __init__(self, work):
-        self.work = work
-        self.result = None
-        self.error: BaseException | None = None
-        self.done = False
-
-
-class _Prepared:
-    """Sketched documents and the write that stores them (see :meth:`SeenIndex.run_prepared`)."""
-
-    __slots__ = ("index", "work")
-
-    def __init__(self, index, work):
-        self.index = index
-        self.work = work
-
-
-def _as_record(doc) -> tuple:
-    """(id, text, meta) of a tuple, dict or Document-like object."""
-    if isinstance(doc, dict):
-        if "text" not in doc:
-            raise InputError(f"a document needs a 'text' field; got keys {sorted(doc)}")
-        return doc.get("id"), doc["text"], doc.get("meta")
-    if isinstance(doc, (tuple, list)):
-        if len(doc) == 2:
-            return doc[0], doc[1], None
-        if len(doc) == 3:
-            return tuple(doc)
-        raise InputError(f"a document tuple is (id, text) or (id, text, meta); got {len(doc)} items")
-    if hasattr(doc, "text"):
-        return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None
-    raise InputError(f"cannot read a document from {type(doc).__name__}: give (id, text), a dict or a Document")
-
-
-class SeenIndex:
+class SeenIndex(GroupCommit, Queries):
     """A persistent "seen before?" index: exact copies, near-copies, containment and simhash.
 
     Args:
@@ -308,6 +99,10 @@ class SeenIndex:
             None is taken from the file when it exists, else from the defaults; a value given
             for an existing file must equal the recorded one, or :class:`IncompatibleSketchError`
             names every difference.
+        profile: what is stored (:data:`PROFILES`): ``"default"`` (signatures, band postings,
+            simhash blocks, fingerprints), ``"lean"`` (no signatures: near answers estimated
+            from the number of shared bands) or ``"full"`` (also MOD_m samples for containment
+            answers); ``signatures`` and ``containment`` set one part alone.
         create: create a missing file (else :class:`StoreError`).
         synchronous: ``"normal"`` (durable when the process dies) or ``"full"`` (also when the
             machine does; one fsync per commit).
@@ -346,6 +141,7 @@ class SeenIndex:
                  threshold: float | None = None, containment_threshold: float | None = None,
                  mod_m: int | None = None, simhash_max_distance: int | None = None,
                  store_shingles: bool | None = None, bands: int | None = None, rows: int | None = None,
+                 profile: str | None = None, signatures: bool | None = None, containment: bool | None = None,
                  create: bool = True, synchronous: str = "normal",
                  jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False):
         if synchronous not in ("normal", "full"):
@@ -361,6 +157,7 @@ class SeenIndex:
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()
         self._queue_lock = threading.Lock()
         self._queue: list[_Pending] = []
         self._flock_fd: int | None = None
@@ -369,12 +166,20 @@ class SeenIndex:
         self._write_conn: sqlite3.Connection | None = None
         self._stop = threading.Event()
         self._written = False
+        #: how many times the background checkpoint cut the write-ahead log back (``stats()``)
+        self.truncations = 0
         self._resident = None
         given = {k: v for k, v in dict(shingle=shingle, minhash=minhash, threshold=threshold,
                                         containment_threshold=containment_threshold, mod_m=mod_m,
                                         simhash_max_distance=simhash_max_distance,
-                                        store_shingles=store_shingles, bands=bands, rows=rows).items()
+                                        store_shingles=store_shingles, bands=bands, rows=rows,
+                                        signatures=signatures, containment=containment).items()
                  if v is not None}
+        if profile is not None:
+            if profile not in PROFILES:
+                raise ConfigError(f"The 'profile' parameter of SeenIndex must be one of {', '.join(PROFILES)}. "
+                                  f"Got {profile!r} instead.")
+            given = {**PROFILES[profile], **given}
         if os.path.isdir(self.path):
             raise StoreError(f"{self.path} is a folder; give the path of an index file")
         if not create and not os.path.exists(self.path):
@@ -486,6 +291,8 @@ class SeenIndex:
             # every other writer's lock while the pages are copied and fsynced (a second at
             # 1M documents). A background thread checkpoints instead (_checkpoint_loop).
             conn.execute("PRAGMA wal_autocheckpoint=0")
+            # After a checkpoint that reset the log, the file is cut back to this size.
+            conn.execute(f"PRAGMA journal_size_limit={self.WAL_LIMIT_BYTES}")
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise StoreError(f"{self.path} is not a neardup index ({exc})") from None
@@ -627,204 +434,26 @@ class SeenIndex:
         widths = simhash_blocks(cfg.simhash_max_distance)
         self._blocks = []
         pos = 0
+        self._block_widths = widths
         for w in widths:
             self._blocks.append((64 - pos - w, (1 << w) - 1))
             pos += w
         # Each bucket gives at most CANDIDATES_PER_BUCKET documents (the oldest: the primary
         # key orders a bucket by doc number), so that a flood of copies of one text cannot make
         # every similar query load all of them before ``limit`` applies.
-        self._near_sql = ("SELECT id, signature" + (", shingles" if cfg.store_shingles else "")
-                          + " FROM docs WHERE num IN ("
-                          + " UNION ".join("SELECT doc FROM (SELECT doc FROM bands WHERE band = ? AND key = ? "
-                                           "ORDER BY doc LIMIT ?)" for _ in range(self._bands)) + ")")
-        self._simhash_sql = " UNION ALL ".join(
-            "SELECT doc, simhash FROM (SELECT doc, simhash FROM simhash_blocks WHERE block = ? AND key = ? "
-            "ORDER BY doc LIMIT ?)" for _ in self._blocks)
+        mask = (1 << DOC_BITS) - 1
+        self._near_sql = ("SELECT d.id, d.signature" + (", d.shingles" if cfg.store_shingles else "")
+                          + ", c.shared FROM (SELECT doc, count(*) AS shared FROM ("
+                          + " UNION ALL ".join(f"SELECT doc FROM (SELECT posting & {mask} AS doc FROM bands WHERE "
+                                               f"posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)"
+                                               for _ in range(self._bands))
+                          + ") GROUP BY doc) c JOIN docs d ON d.num = c.doc")
+        self._simhash_sql = ("SELECT DISTINCT d.num, d.simhash FROM ("
+                             + " UNION ALL ".join(f"SELECT doc FROM (SELECT posting & {mask} AS doc FROM simhash_blocks "
+                                                  f"WHERE posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)"
+                                                  for _ in self._blocks)
+                             + ") c JOIN docs d ON d.num = c.doc")
 
-    def _store_error(self, exc: sqlite3.Error) -> StoreError:
-        msg = str(exc)
-        if "locked" in msg or "busy" in msg:
-            return StoreError(f"index {self.path} is busy: another writer held it for more than {self.timeout:g} s")
-        if "full" in msg:
-            return StoreError(f"index {self.path}: the disk is full ({msg})")
-        if "readonly" in msg or "read-only" in msg:
-            return StoreError(f"index {self.path} is read-only ({msg}); check the file and folder permissions")
-        return StoreError(f"index {self.path}: {msg}")
-
-    # -- transactions ------------------------------------------------------------------------
-    def _run_write(self, work):
-        """``work(conn)`` in a write transaction, committed together with other threads' (group commit).
-
-        Writers in this process queue their work; whoever holds the write lock runs everything
-        queued so far in one transaction, each piece in its own savepoint (one failing does not
-        undo the others), and commits once. Under concurrent load (the service), one commit and
-        one WAL append serve many requests; alone, a call is one transaction of its own. Each
-        call returns only after the transaction holding its work has committed.
-        """
-        item = self._run_writes([work])[0]
-        if item.error is not None:
-            raise item.error
-        return item.result
-
-    def _run_writes(self, works) -> list[_Pending]:
-        """Pieces of work queued together, in order, and run as in :meth:`_run_write`; their
-        :class:`_Pending` records (result or error each) once all have committed."""
-        if self._checkpointer is None:
-            self._start_checkpointer()
-        items = [_Pending(work) for work in works]
-        if not items:
-            return items
-        with self._queue_lock:
-            self._queue.extend(items)
-        with self._write_lock:
-            if not items[-1].done:  # the queue is run in order: the last one done means all are
-                with self._queue_lock:
-                    batch, self._queue = self._queue, []
-                try:
-                    self._lock_file()
-                except StoreError as exc:
-                    for other in batch:
-                        other.error, other.done = exc, True
-                else:
-                    try:
-                        self._commit_group(batch)
-                    finally:
-                        self._unlock_file()
-        return items
-
-    def run_prepared(self, prepared: list) -> list:
-        """Run writes made by :meth:`prepare_add` and :meth:`prepare_check_and_add` in one
-        transaction (one ``COMMIT``), in order: each sees the ones before it. Returns, for each,
-        what :meth:`add_many` or :meth:`check_and_add_many` would have returned, or the exception
-        it would have raised (one failing does not undo the others).
-
-        For servers: sketch each request as it comes (``prepare_*``, no lock taken), and let one
-        thread commit whatever has gathered meanwhile. Returns after the commit.
-        """
-        for p in prepared:
-            if not isinstance(p, _Prepared) or p.index is not self:
-                raise InputError("run_prepared takes what prepare_add or prepare_check_and_add of this index returned")
-        return [item.error if item.error is not None else item.result
-                for item in self._run_writes([p.work for p in prepared])]
-
-    #: Seconds between the background checkpoints (when something was written in between).
-    CHECKPOINT_SECONDS = 1.0
-
-    def _start_checkpointer(self) -> None:
-        with self._conns_lock:
-            if self._checkpointer is None and not self._closed:
-                self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="neardup-checkpoint",
-                                                      daemon=True)
-                self._checkpointer.start()
-
-    def _checkpoint_loop(self) -> None:
-        """Copy the WAL into the database file, off the writers' path: every
-        :attr:`CHECKPOINT_SECONDS` after a write, with ``PASSIVE`` (which never waits for, nor
-        blocks, readers and writers; what a reader still needs is copied next time). A page
-        written by many transactions in between is copied once. Writers of other processes run
-        their own; the last connection to close checkpoints everything."""
-        try:
-            conn = sqlite3.connect(self.path, timeout=1.0, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error:
-            return
-        try:
-            conn.execute(f"PRAGMA synchronous={self.synchronous.upper()}")
-            while not self._stop.wait(self.CHECKPOINT_SECONDS):
-                if self._written:
-                    self._written = False
-                    try:
-                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    except sqlite3.Error:
-                        self._written = True  # busy (another process checkpoints): next time
-        finally:
-            conn.close()
-
-    def _lock_file(self) -> None:
-        """Take the writer lock shared with other processes (``<path>-lock``, flock).
-
-        SQLite would serialise writers of several processes by itself, but a writer that finds
-        the database locked sleeps 1, 2, 5, ... up to 100 ms between retries; waiting on this
-        lock instead (retried every 0.5-2 ms) keeps the latency of concurrent writers, such as
-        the workers of ``neardup serve --workers N``, low. Without fcntl, or when the lock file
-        cannot be created, SQLite's own locking does the job alone.
-        """
-        if self._flock_fd is None:
-            return
-        import fcntl
-
-        deadline = time.monotonic() + self.timeout
-        pause = 0.0005
-        while True:
-            try:
-                fcntl.flock(self._flock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise StoreError(f"index {self.path} is busy: another process held its write lock for more "
-                                     f"than {self.timeout:g} s") from None
-                time.sleep(pause)
-                pause = min(pause * 2, 0.002)
-
-    def _unlock_file(self) -> None:
-        if self._flock_fd is not None:
-            import fcntl
-
-            fcntl.flock(self._flock_fd, fcntl.LOCK_UN)
-
-    def _commit_group(self, batch: list) -> None:
-        # One connection does every write of this object, whichever thread leads the group: its
-        # page cache and memory map stay warm, where one connection per calling thread (the
-        # service's thread pool) would each fault the file in again and re-read what the
-        # others changed (measured: 1.5 times the CPU per check_and_add with 2-8 threads).
-        conn = None
-        several = len(batch) > 1
-        try:
-            if self._closed:
-                raise StoreError(f"the index {self.path} is closed")
-            conn = self._write_conn
-            if conn is None:
-                conn = self._write_conn = self._connect()
-            conn.execute("BEGIN IMMEDIATE")
-            for item in batch:
-                if several:
-                    conn.execute("SAVEPOINT work")
-                try:
-                    item.result = item.work(conn)
-                except Exception as exc:
-                    if not several:
-                        raise
-                    conn.execute("ROLLBACK TO work")
-                    item.error = self._store_error(exc) if isinstance(exc, sqlite3.Error) else exc
-                if several:
-                    conn.execute("RELEASE work")
-            conn.execute("COMMIT")
-            self._written = True
-        except BaseException as exc:
-            if conn is not None and conn.in_transaction:
-                conn.execute("ROLLBACK")
-            error = self._store_error(exc) if isinstance(exc, sqlite3.Error) else exc
-            for item in batch:
-                item.result, item.error = None, error
-            if not isinstance(exc, Exception):
-                raise
-        finally:
-            for item in batch:
-                item.done = True
-
-    @contextmanager
-    def _read(self):
-        conn = self._conn()
-        try:
-            conn.execute("BEGIN")
-        except sqlite3.Error as exc:
-            raise self._store_error(exc) from None
-        try:
-            yield conn
-        except sqlite3.Error as exc:
-            raise self._store_error(exc) from None
-        finally:
-            if conn.in_transaction:
-                conn.execute("COMMIT")
 
     # -- sketching ---------------------------------------------------------------------------
     def _sketch_many(self, texts: list[str]) -> list[_Sketch]:
@@ -885,72 +514,117 @@ class SeenIndex:
     def _block_keys(self, simhash: int) -> list[tuple[int, int]]:
         return [(i, (simhash >> shift) & mask) for i, (shift, mask) in enumerate(self._blocks)]
 
+    def _block_postings(self, simhash: int, num: int) -> list[int]:
+        return [block_bucket(i, k, w) << DOC_BITS | num
+                for (i, k), w in zip(self._block_keys(simhash), self._block_widths)]
+
     def _insert(self, conn, items: list[tuple[str, _Sketch, str | None]]) -> None:
         """Insert documents whose ids are not in the index (the caller removed them)."""
         if not items:
             return
-        first = conn.execute("SELECT coalesce(max(num), 0) FROM docs").fetchone()[0] + 1
+        sks = [sk for _, sk, _ in items]
+        self._insert_columns(conn, [doc_id for doc_id, _, _ in items], [sk.fingerprint for sk in sks],
+                             [sk.length for sk in sks], [sk.n_shingles for sk in sks],
+                             np.stack([sk.signature for sk in sks]), [sk.sample for sk in sks],
+                             [sk.simhash for sk in sks], [sk.shingles for sk in sks], [m for _, _, m in items],
+                             band_keys=np.stack([sk.bands for sk in sks]))
+
+    def _insert_columns(self, conn, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples,
+                        simhashes, shingles, metas, *, band_keys: np.ndarray | None = None, source: str = "",
+                        clusters=None) -> int:
+        """Insert documents (not in the index: the caller removed them) given column by column;
+        returns the number of the first one (the others follow). ``clusters`` holds, for each
+        document, the number of its cluster's survivor (None: itself)."""
+        n = len(ids)
+        if not n:
+            return 0
+        first = self._next_number(conn)
         now = time.time()
+        if first + n - 1 > MAX_DOCUMENTS:
+            raise StoreError(f"index {self.path} is full: its band postings number documents in {DOC_BITS} bits "
+                             f"({MAX_DOCUMENTS:,} documents); start another index file")
+        clusters = [None] * n if clusters is None else [None if c == first + k else c for k, c in enumerate(clusters)]
+        cfg = self.config
+        sig_bytes = None
+        if cfg.signatures:
+            values = np.asarray(signatures, dtype=np.uint64)
+            sig_bytes = values.astype({2: "<u2", 4: "<u4", 8: "<u8"}[cfg.signature_width])
+        contained = cfg.containment
         docs = []
-        for num, (doc_id, sk, meta) in enumerate(items, first):
-            docs.append((num, doc_id, None if sk.fingerprint is None else _signed(sk.fingerprint), sk.length,
-                         sk.n_shingles, int(sk.sample.size), None if sk.simhash is None else _signed(sk.simhash),
-                         sk.signature.astype("<u8", copy=False).tobytes(),
-                         sk.sample.astype("<u8", copy=False).tobytes(),
-                         None if sk.shingles is None else sk.shingles.astype("<u8", copy=False).tobytes(),
-                         meta, now))
-        conn.executemany("INSERT INTO docs (num, id, fingerprint, length, n_shingles, n_sample, simhash, signature, "
-                         "sample, shingles, meta, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
-        nums = np.arange(first, first + len(items), dtype=np.int64)
-        banded = np.array([sk.n_shingles > 0 for _, sk, _ in items], dtype=bool)
+        for k in range(n):
+            fp, sh, sample, ids_k = fingerprints[k], simhashes[k], samples[k], shingles[k]
+            docs.append((first + k, source, ids[k], None if fp is None else _signed(int(fp)), int(lengths[k]),
+                         int(n_shingles[k]), int(sample.size) if contained else 0,
+                         None if sh is None else _signed(int(sh)),
+                         # a text without shingles has no signature (its values are all the
+                         # "empty" marker, 2**64 - 1, which 4 bytes cannot hold) and no band postings
+                         None if sig_bytes is None or not n_shingles[k] else sig_bytes[k].tobytes(),
+                         sample.astype("<u8", copy=False).tobytes() if contained else None,
+                         None if ids_k is None else ids_k.astype("<u8", copy=False).tobytes(),
+                         metas[k], now, clusters[k]))
+        conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
+                         "signature, sample, shingles, meta, added_at, cluster) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
+        nums = np.arange(first, first + n, dtype=np.int64)
+        banded = np.asarray(n_shingles, dtype=np.int64) > 0
         if banded.any():
-            keys = np.stack([sk.bands for (_, sk, _), b in zip(items, banded) if b]).view(np.int64)
-            d, b = keys.shape
-            conn.executemany("INSERT INTO bands (band, key, doc) VALUES (?, ?, ?)", _sorted_rows(
-                np.tile(np.arange(b, dtype=np.int64), d), keys.ravel(), np.repeat(nums[banded], b)))
-            sizes = np.array([sk.sample.size for _, sk, _ in items], dtype=np.int64)
+            if band_keys is None:
+                band_keys = band_keys(signatures, self._bands, self._rows)
+            buckets = band_buckets(band_keys[banded])
+            postings = np.sort(((buckets << DOC_BITS) | nums[banded][:, None]).ravel())
+            conn.executemany("INSERT OR IGNORE INTO bands (posting) VALUES (?)", ((p,) for p in postings.tolist()))
+            sizes = np.array([s.size for s in samples], dtype=np.int64) if contained else np.zeros(1, np.int64)
             if sizes.sum():
-                values = np.concatenate([sk.sample for _, sk, _ in items]).view(np.int64)
+                values = np.concatenate(samples).astype(np.uint64, copy=False).view(np.int64)
                 conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)",
                                  _sorted_rows(values, np.repeat(nums, sizes)))
-        hashed = [(num, sk.simhash) for num, (_, sk, _) in zip(nums.tolist(), items) if sk.simhash is not None]
+        hashed = [(num, int(h)) for num, h in zip(nums.tolist(), simhashes) if h is not None]
         if hashed:
-            values = np.array([h for _, h in hashed], dtype=np.uint64)
-            cols = [(values >> np.uint64(shift)) & np.uint64(mask) for shift, mask in self._blocks]
-            n_blocks = len(cols)
-            # The fingerprint rides along in the block row: a candidate is checked without a visit
-            # to its (large) docs row.
-            conn.executemany("INSERT INTO simhash_blocks (block, key, doc, simhash) VALUES (?, ?, ?, ?)", _sorted_rows(
-                np.tile(np.arange(n_blocks, dtype=np.int64), len(hashed)),
-                np.stack(cols, axis=1).astype(np.int64).ravel(),
-                np.repeat(np.array([n for n, _ in hashed], dtype=np.int64), n_blocks),
-                np.repeat(values.view(np.int64), n_blocks)))
-        self._count(conn, len(items))
+            postings = sorted(p for num, h in hashed for p in self._block_postings(h, num))
+            conn.executemany("INSERT OR IGNORE INTO simhash_blocks (posting) VALUES (?)", ((p,) for p in postings))
+        self._count(conn, n)
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_num', ?)", (str(first + n - 1),))
+        return first
+
+    def _next_number(self, conn) -> int:
+        """The number of the next document: one past every number ever given (the largest is in
+        ``meta``), so that a stale posting never points at a newer document."""
+        row = conn.execute("SELECT value FROM meta WHERE key = 'last_num'").fetchone()
+        last = max(int(row[0]) if row else 0, conn.execute("SELECT coalesce(max(num), 0) FROM docs").fetchone()[0])
+        return last + 1
+
+    def _signature_matrix(self, blobs: list) -> np.ndarray:
+        """The (len(blobs), num_perm) uint64 signatures of stored signature blobs."""
+        dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[self.config.signature_width]
+        return np.frombuffer(b"".join(blobs), dtype=dtype).astype(np.uint64).reshape(len(blobs), self._m)
 
     def _count(self, conn, delta: int) -> None:
         conn.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = 'documents'",
                      (delta,))
 
-    def _delete(self, conn, doc_ids) -> set:
-        """Remove the documents with these ids; returns the ids that were found."""
+    def _delete(self, conn, doc_ids, source: str = "") -> set:
+        """Remove the documents with these ids (of ``source``); returns the ids that were found."""
         found = []
         for start in range(0, len(doc_ids), _MAX_VARS):
             chunk = doc_ids[start:start + _MAX_VARS]
-            found += conn.execute("SELECT num, id, n_shingles, signature, sample, simhash FROM docs WHERE id IN "
-                                  f"({','.join('?' * len(chunk))})", chunk).fetchall()
+            found += conn.execute("SELECT num, id, n_shingles, signature, sample, simhash FROM docs WHERE source = ? "
+                                  f"AND id IN ({','.join('?' * len(chunk))})", [source, *chunk]).fetchall()
         if not found:
             return set()
         banded = [r for r in found if r[2]]
-        if banded:
-            sigs = np.frombuffer(b"".join(r[3] for r in banded), dtype="<u8").reshape(len(banded), self._m)
-            keys = band_keys(sigs, self._bands, self._rows).view(np.int64).tolist()
-            conn.executemany("DELETE FROM bands WHERE band = ? AND key = ? AND doc = ?",
-                             [(b, k, r[0]) for r, ks in zip(banded, keys) for b, k in enumerate(ks)])
+        if banded and self.config.exact_signatures:
+            # (without whole signatures, profiles lean and default: the postings of a removed
+            # document stay, pointing at a number that is never given again; queries find no
+            # document behind them)
+            sigs = self._signature_matrix([r[3] for r in banded])
+            nums = np.array([r[0] for r in banded], dtype=np.int64)
+            postings = (band_buckets(band_keys(sigs, self._bands, self._rows)) << DOC_BITS) | nums[:, None]
+            conn.executemany("DELETE FROM bands WHERE posting = ?", ((p,) for p in postings.ravel().tolist()))
+        if banded and self.config.containment:
             conn.executemany("DELETE FROM samples WHERE value = ? AND doc = ?",
                              [(v, r[0]) for r in banded for v in np.frombuffer(r[4], dtype="<i8").tolist()])
-        conn.executemany("DELETE FROM simhash_blocks WHERE block = ? AND key = ? AND doc = ?",
-                         [(b, k, r[0]) for r in found if r[5] is not None
-                          for b, k in self._block_keys(_unsigned(r[5]))])
+        conn.executemany("DELETE FROM simhash_blocks WHERE posting = ?",
+                         [(p,) for r in found if r[5] is not None for p in self._block_postings(_unsigned(r[5]), r[0])])
         conn.executemany("DELETE FROM docs WHERE num = ?", [(r[0],) for r in found])
         self._count(conn, -len(found))
         return {r[1] for r in found}
@@ -1065,179 +739,41 @@ class SeenIndex:
         found = self._run_write(lambda conn: self._delete(conn, doc_ids))
         return [d for d in doc_ids if d not in found]
 
-    # -- querying ----------------------------------------------------------------------------
-    def _query(self, conn, sk: _Sketch, doc_id, limit: int | None) -> dict:
-        answer = {"id": doc_id, "exact": [], "near": [], "contains": [], "contained_in": [], "simhash": []}
-        if sk.fingerprint is not None:
-            answer["exact"] = [r[0] for r in conn.execute(
-                "SELECT id FROM docs WHERE fingerprint = ? ORDER BY id LIMIT ?",
-                (_signed(sk.fingerprint), -1 if limit is None else limit))]
-        if sk.n_shingles:
-            answer["near"] = self._near(conn, sk, limit)
-            if sk.sample.size:
-                answer["contains"], answer["contained_in"] = self._containment(conn, sk, limit)
-        if sk.simhash is not None:
-            answer["simhash"] = self._simhash_neighbours(conn, sk, limit)
-        return answer
-
-    def _near(self, conn, sk: _Sketch, limit):
-        cfg = self.config
-        params = []
-        cap = self.CANDIDATES_PER_BUCKET
-        for b, k in enumerate(sk.bands.view(np.int64).tolist()):
-            params += (b, k, cap)
-        rows = conn.execute(self._near_sql, params).fetchall()
-        if not rows:
-            return []
-        sigs = np.frombuffer(b"".join(r[1] for r in rows), dtype="<u8").reshape(len(rows), self._m)
-        agree = np.count_nonzero(sigs == sk.signature, axis=1)
-        out = []
-        for i, row in enumerate(rows):
-            entry = {"id": row[0], "jaccard": int(agree[i]) / self._m}
-            if cfg.store_shingles:
-                other = np.frombuffer(row[2], dtype="<u8") if row[2] is not None else np.empty(0, np.uint64)
-                entry["exact_jaccard"] = _jaccard(sk.shingles, other)
-                if entry["exact_jaccard"] < cfg.threshold:
-                    continue
-            elif entry["jaccard"] < cfg.threshold:
-                continue
-            out.append(entry)
-        key = "exact_jaccard" if cfg.store_shingles else "jaccard"
-        out.sort(key=lambda e: (-e[key], -e["jaccard"], e["id"]))
-        return out[:limit] if limit is not None else out
-
-    def _containment(self, conn, sk: _Sketch, limit):
-        cfg = self.config
-        t = cfg.containment_threshold
-        values = sk.sample.view(np.int64).tolist()
-        n_q = len(values)
-        exact = cfg.store_shingles
-        columns = "d.num, d.id, d.n_sample, count(*)" + (", d.shingles" if exact else "")
-        rows = []
-        # Each sample value gives at most CANDIDATES_PER_BUCKET documents, the oldest: those up
-        # to its cap-th document (a seek in the (value, doc) key), as _near does for bands.
-        capped = ("WITH q(value) AS (VALUES {}) SELECT {} FROM q JOIN samples s ON s.value = q.value "
-                  "AND s.doc <= coalesce((SELECT doc FROM samples WHERE value = q.value ORDER BY doc "
-                  "LIMIT 1 OFFSET ?), 9223372036854775807) {}")
-        skip = self.CANDIDATES_PER_BUCKET - 1
-        if n_q <= _MAX_VARS:
-            # Without stored shingles the estimate decides: let SQLite drop what cannot pass
-            # (with a little slack for rounding; the exact test is below).
-            having = "" if exact else " HAVING count(*) >= ? OR count(*) >= ? * d.n_sample"
-            sql = capped.format(",".join(["(?)"] * n_q), columns,
-                                f"JOIN docs d ON d.num = s.doc GROUP BY s.doc{having}")
-            params = values + [skip] + ([] if exact else [t * n_q - 1e-9, t - 1e-12])
-            rows = conn.execute(sql, params).fetchall()
-        else:
-            shared: Counter = Counter()
-            for start in range(0, n_q, _MAX_VARS):
-                chunk = values[start:start + _MAX_VARS]
-                sql = capped.format(",".join(["(?)"] * len(chunk)), "s.doc, count(*)", "GROUP BY s.doc")
-                for doc, count in conn.execute(sql, chunk + [skip]):
-                    shared[doc] += count
-            nums = list(shared)
-            for start in range(0, len(nums), _MAX_VARS):
-                chunk = nums[start:start + _MAX_VARS]
-                rows += [(r[0], r[1], r[2], shared[r[0]], *r[3:]) for r in conn.execute(
-                    f"SELECT {columns.replace(', count(*)', '')} FROM docs d WHERE d.num IN "
-                    f"({','.join('?' * len(chunk))})", chunk)]
-        contains, contained_in = [], []
-        for row in rows:
-            doc_id, n_d, s = row[1], row[2], row[3]
-            c_d_in_q, c_q_in_d = s / n_d, s / n_q
-            if exact:
-                other = np.frombuffer(row[4], dtype="<u8") if row[4] is not None else np.empty(0, np.uint64)
-                inter = np.intersect1d(sk.shingles, other, assume_unique=True).size
-                ex_d_in_q = inter / other.size if other.size else 0.0
-                ex_q_in_d = inter / sk.shingles.size if sk.shingles.size else 0.0
-                if ex_d_in_q >= t:
-                    contains.append({"id": doc_id, "containment": c_d_in_q, "exact_containment": ex_d_in_q})
-                if ex_q_in_d >= t:
-                    contained_in.append({"id": doc_id, "containment": c_q_in_d, "exact_containment": ex_q_in_d})
-            else:
-                if c_d_in_q >= t:
-                    contains.append({"id": doc_id, "containment": c_d_in_q})
-                if c_q_in_d >= t:
-                    contained_in.append({"id": doc_id, "containment": c_q_in_d})
-        key = "exact_containment" if exact else "containment"
-        for lst in (contains, contained_in):
-            lst.sort(key=lambda e: (-e[key], -e["containment"], e["id"]))
-        if limit is not None:
-            return contains[:limit], contained_in[:limit]
-        return contains, contained_in
-
-    def _simhash_neighbours(self, conn, sk: _Sketch, limit):
-        params = []
-        cap = self.CANDIDATES_PER_BUCKET
-        for b, k in self._block_keys(sk.simhash):
-            params += (b, k, cap)
-        rows = conn.execute(self._simhash_sql, params).fetchall()
-        if not rows:
-            return []
-        k = self.config.simhash_max_distance
-        nums = np.array([r[0] for r in rows], dtype=np.int64)
-        values = np.array([r[1] for r in rows], dtype=np.int64).view(np.uint64) ^ np.uint64(sk.simhash)
-        if hasattr(np, "bitwise_count"):
-            distance = np.bitwise_count(values)
-        else:  # numpy < 2.0
-            distance = np.array([int(v).bit_count() for v in values.tolist()], dtype=np.uint8)
-        close = distance <= k
-        if not close.any():
-            return []
-        found = dict(zip(nums[close].tolist(), distance[close].tolist()))  # a doc may match several blocks
-        out = []
-        keys = list(found)
-        for start in range(0, len(keys), _MAX_VARS):
-            chunk = keys[start:start + _MAX_VARS]
-            for num, doc_id in conn.execute(f"SELECT num, id FROM docs WHERE num IN ({','.join('?' * len(chunk))})",
-                                            chunk):
-                out.append({"id": doc_id, "distance": int(found[num])})
-        out.sort(key=lambda e: (e["distance"], e["id"]))
-        return out[:limit] if limit is not None else out
-
-    def query(self, text: str, id: str | None = None, *, limit: int | None = DEFAULT_LIMIT) -> dict:
-        """What the index holds that resembles ``text`` (answer shape in the module docstring).
-
-        ``id`` is only echoed in the answer; ``limit`` cuts each list (None: no limit).
-        """
-        return self.query_many([(id, text)], limit=limit)[0]
-
-    def query_many(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> list[dict]:
-        """Answers for many documents, sketched as one batch and read in one snapshot."""
-        _check_limit(limit)
-        records = [_as_record(d) for d in docs]
-        sketches = self._sketch_many([r[1] for r in records])
-        with self._read() as conn:
-            return [self._query(conn, sk, doc_id, limit) for (doc_id, _, _), sk in zip(records, sketches)]
 
     def check_and_add(self, doc_id: str | None, text: str, meta: dict | None = None, *,
-                      limit: int | None = DEFAULT_LIMIT) -> dict:
-        """Query and, unless an exact copy is present, store, as one atomic step.
+                      limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> dict:
+        """Query and, unless a copy is present, store, as one atomic step.
 
-        Returns the answer plus ``"added"``: True when no document had the same content
-        fingerprint (the document is now stored; ``id`` is the id it was stored under), False
-        when one did (nothing stored; the copies are in ``exact``).
+        ``policy``: what counts as a copy: ``"exact"`` (the same content fingerprint) or
+        ``"near"`` (that, or a near answer: an estimated, or with stored shingles exact,
+        Jaccard of at least the threshold). Either way the check and the add happen under the
+        write lock, so of two near-copies posted at once under ``"near"`` exactly one is added.
+
+        Returns the answer plus ``"added"``: True when no copy was found (the document is now
+        stored; ``id`` is the id it was stored under), False when one was (nothing stored; the
+        copies are in ``exact`` and ``near``).
         """
-        return self.check_and_add_many([(doc_id, text, meta)], limit=limit)[0]
+        return self.check_and_add_many([(doc_id, text, meta)], limit=limit, policy=policy)[0]
 
-    def check_and_add_many(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> list[dict]:
+    def check_and_add_many(self, docs, *, limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> list[dict]:
         """:meth:`check_and_add` for many documents in one transaction, in order.
 
         Each document is checked against the index and the documents before it in ``docs``.
         """
-        return self._run_write(self.prepare_check_and_add(docs, limit=limit).work)
+        return self._run_write(self.prepare_check_and_add(docs, limit=limit, policy=policy).work)
 
-    def prepare_check_and_add(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> "_Prepared":
+    def prepare_check_and_add(self, docs, *, limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> "_Prepared":
         """:meth:`check_and_add_many`'s sketching and checks, without reading or writing the
         index: for :meth:`run_prepared`, which does the check and the add under the write lock.
 
         Raises what :meth:`check_and_add_many` raises for a bad document.
         """
         _check_limit(limit)
+        _check_policy(policy)
         records = [_as_record(d) for d in docs]
-        return self._check_and_add_work(records, self._sketch_many([r[1] for r in records]), limit)
+        return self._check_and_add_work(records, self._sketch_many([r[1] for r in records]), limit, policy)
 
-    def _check_and_add_work(self, records, sketches, limit) -> "_Prepared":
+    def _check_and_add_work(self, records, sketches, limit, policy: str = "exact") -> "_Prepared":
         prepared = [(self._check_id(doc_id, sk), sk, self._meta_json(meta))
                     for (doc_id, _, meta), sk in zip(records, sketches)]
 
@@ -1245,7 +781,7 @@ class SeenIndex:
             answers = []
             for doc_id, sk, meta in prepared:
                 answer = self._query(conn, sk, doc_id, limit)
-                answer["added"] = not answer["exact"]
+                answer["added"] = not answer["exact"] and (policy == "exact" or not answer["near"])
                 if answer["added"]:
                     self._delete(conn, [doc_id])
                     self._insert(conn, [(doc_id, sk, meta)])
@@ -1254,71 +790,6 @@ class SeenIndex:
 
         return _Prepared(self, work)
 
-    # -- inspecting --------------------------------------------------------------------------
-    def get(self, doc_id: str) -> dict | None:
-        """What is stored for a document: id, fingerprint and simhash (hex), length, counts, meta."""
-        with self._read() as conn:
-            row = conn.execute("SELECT id, fingerprint, length, n_shingles, n_sample, simhash, meta, added_at "
-                               "FROM docs WHERE id = ?", (doc_id,)).fetchone()
-        if row is None:
-            return None
-        return {"id": row[0], "fingerprint": None if row[1] is None else f"{_unsigned(row[1]):016x}",
-                "length": row[2], "n_shingles": row[3],
-                "n_sample": row[4], "simhash": None if row[5] is None else f"{_unsigned(row[5]):016x}",
-                "meta": None if row[6] is None else json.loads(row[6]), "added_at": row[7]}
-
-    def __contains__(self, doc_id) -> bool:
-        with self._read() as conn:
-            return conn.execute("SELECT 1 FROM docs WHERE id = ?", (doc_id,)).fetchone() is not None
-
-    def ids(self) -> list[str]:
-        """Every stored id, in the order the documents were added."""
-        with self._read() as conn:
-            return [r[0] for r in conn.execute("SELECT id FROM docs ORDER BY num")]
-
-    def __len__(self) -> int:
-        with self._read() as conn:
-            return int(conn.execute("SELECT value FROM meta WHERE key = 'documents'").fetchone()[0])
-
-    def stats(self) -> dict:
-        """Documents, file sizes, schema version and the configuration (with its fingerprint)."""
-        with self._read() as conn:
-            meta = dict(conn.execute("SELECT key, value FROM meta"))
-            pages = conn.execute("PRAGMA page_count").fetchone()[0]
-            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        wal = self.path + "-wal"
-        return {
-            "path": self.path,
-            "documents": int(meta["documents"]),
-            "schema_version": SCHEMA_VERSION,
-            "created_at": meta.get("created_at"),
-            "created_by": meta.get("created_by"),
-            "config_fingerprint": meta["config_fingerprint"],
-            "config": json.loads(meta["config"]),
-            "database_bytes": pages * page_size,
-            "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
-            "resident": self.resident_info(),
-        }
-
-    def checkpoint(self) -> tuple[int, int]:
-        """Copy the WAL into the database file now (``PRAGMA wal_checkpoint(PASSIVE)``).
-
-        The background thread does this every :attr:`CHECKPOINT_SECONDS` after writes; call it
-        to pay for the copy at a moment of your choosing (after a bulk load, before a backup of
-        the file alone). Returns (frames in the WAL, frames copied); frames that a reader still
-        needs stay for the next checkpoint.
-        """
-        with self._write_lock:
-            try:
-                busy, log, done = self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            except sqlite3.Error as exc:
-                raise self._store_error(exc) from None
-        return log, done
-
-    def integrity_check(self) -> str:
-        """``PRAGMA integrity_check``: ``"ok"`` or the problems SQLite found."""
-        with self._read() as conn:
-            return "\n".join(r[0] for r in conn.execute("PRAGMA integrity_check"))
 
     # -- closing -----------------------------------------------------------------------------
     def close(self) -> None:
@@ -1362,18 +833,14 @@ def _sorted_rows(*columns: np.ndarray) -> list:
     return table[order].tolist()
 
 
-def _config_fingerprint(config: dict) -> int:
-    import xxhash
 
-    return xxhash.xxh3_64_intdigest(json.dumps(config, sort_keys=True).encode())
-
-
-def _check_limit(limit) -> None:
-    if limit is not None:
-        check_int("limit", limit, 1, None, owner="SeenIndex.query")
+#: What ``check_and_add`` counts as a copy already stored.
+POLICIES = ("exact", "near")
 
 
-def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    inter = np.intersect1d(a, b, assume_unique=True).size
-    union = a.size + b.size - inter
-    return inter / union if union else 1.0
+def _check_policy(policy) -> None:
+    if policy not in POLICIES:
+        raise ConfigError(f"The 'policy' parameter of SeenIndex.check_and_add must be one of 'exact', 'near'. "
+                          f"Got {policy!r} instead.")
+
+

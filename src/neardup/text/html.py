@@ -38,14 +38,23 @@ import codecs
 import functools
 import re
 
+from html import unescape as _unescape
+
 from ..errors import ConfigError, require
+from .html_scan import FLAGS as _FLAGS
+from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
+from .html_scan import MARK_NAME as _MARK_NAME
+from .html_scan import MARK_ROLE as _MARK_ROLE
+from .html_scan import lines as _lines
+from .html_scan import scan as _scan
+from .html_scan import stats as _stats
 
 __all__ = ["extract_text", "decode_html", "declared_charset", "detect_charset", "extractor_id", "HTML_MODES",
            "RULES_VERSION"]
 
 HTML_MODES = ("main", "whole", "article")
 #: The version of the main-content rules below; bumped whenever a rule changes an output.
-RULES_VERSION = 1
+RULES_VERSION = 2  # 2: the markup scan in C (link density from marks, scripts and comments cut)
 
 _DROP = frozenset(
     {"head", "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas", "title"}
@@ -310,83 +319,46 @@ def _article(html: str, url: str | None) -> str | None:
 # Main content on lexbor (selectolax). The rules are generic HTML semantics and vocabulary; none
 # names a site or a generator.
 #
-# Speed: every CSS query walks the whole tree in C (~0.1 ms on a 30 KB page), and every Python
-# call per node costs more than lexbor's parse of the page, so the work is done in few queries
-# and no walk in Python:
-# - block boundaries are marked in the markup *before* parsing, by a form feed in front of every
-#   block tag (a form feed is HTML white space, so the parser keeps it where it stands, tables
-#   included), and a space in front of every cell; the text is then lexbor's own text() of the
-#   kept subtree, cut at the form feeds, so inline elements never separate words;
-# - the class and id names are read from the markup by one regular expression, and only the
-#   names that match the navigation vocabulary are queried.
+# Speed: every CSS query walks the whole tree in C, and every Python call per node costs more
+# than lexbor's parse of the page, so the work is done in few queries and no walk in Python. One
+# pass of neardup._htmlscan over the markup (text/html_scan.py) does the rest before the parse:
+# - block boundaries are marked by a form feed in front of every block tag (a form feed is HTML
+#   white space, so the parser keeps it where it stands, tables included), and a space in front of
+#   every cell; the text is then lexbor's own text() of the kept subtree, cut at the form feeds,
+#   so inline elements never separate words;
+# - link text is marked (\x01 after <a ...>, \x02 before </a>), so a subtree's link density is
+#   read off its text in one C call;
+# - the start tags whose class or id names navigation, that are hidden, or that have a navigation
+#   role get an attribute (data-neardup-name, -hidden, -role), so each rule is one cheap query;
+# - scripts, styles, text areas, iframes and comments are cut out (they are dropped anyway);
+# - the class and id names of the navigation vocabulary, the elements the page has and the
+#   attributes that hide or give roles are collected, and only what the page has is queried.
 
-_FAST_DROP = ("script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas",
-              "math", "select", "button", "textarea")
+# Dropped wherever they are, when the page has them (script, style, textarea and iframe are cut
+# out by the scan already).
+_DROP_FLAGS = ("noscript", "template", "svg", "object", "embed", "canvas", "math", "select", "button")
 _STYLE_HIDDEN = '[style*="display:none"], [style*="display: none"], [style*="visibility:hidden"]'
-_DROP_TAGS = ", ".join(_FAST_DROP)
-_DROP_SELECTOR = _DROP_TAGS + ", [hidden], " + _STYLE_HIDDEN
 # Landmarks that are navigation by definition (HTML and ARIA): dropped wherever they are.
-_NAV_TAGS = "nav, dialog"
+_NAV_FLAGS = ("nav", "dialog")
 _NAV_ROLES = ('[role="navigation"], [role="banner"], [role="contentinfo"], [role="search"], '
               '[role="menu"], [role="menubar"], [role="toolbar"], [role="tablist"]')
 # Landmarks that are often navigation but sometimes content (footnotes, boxed asides), aside and
 # role=complementary, are among the landmarks below; they are dropped when mostly links.
-_LANDMARK_TAGS = "main, article, header, footer, h1, aside"
-_LANDMARKS = _LANDMARK_TAGS + ', [role="main"], [role="complementary"]'
-# Words of class and id names that mean "not the content". A name token matches when it is the
-# word, or starts or ends with it ("navlinks", "topnav", "leftsidebar"); the short words in
-# _VOCAB_EXACT must be the whole token (a "toc..." compound often lists the page's own
-# children, which is content).
-# "header" is not among them: code headers and section headers are headings of the content.
-_VOCAB_AFFIX = ("nav", "navigation", "menu", "sidebar", "breadcrumb", "breadcrumbs", "footer",
-                "banner", "masthead", "topbar", "pager", "pagination", "related", "skiplink", "cookie",
-                "share", "social", "copyright", "searchbox")
-_VOCAB_EXACT = frozenset({"toc", "bar", "crumbs", "search", "top", "bottom", "foot", "skip", "hidden",
-                          "sr-only", "visually-hidden"})
-# Each starts with a literal, which re finds by a fast search; upper-case names are rare, and
-# looked for only when the page has some.
-_RE_NAME_ATTRS = [re.compile(a + r"""\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""") for a in ("class", "id")]
-_RE_NAME_ATTRS_UPPER = [re.compile(a + r"""\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.I)
-                        for a in ("class", "id")]
+_LANDMARK_FLAGS = ("main", "article", "header", "footer", "h1", "aside")
+# The words of class and id names that mean "not the content" are in src/neardup/_htmlscan.c
+# (and html_scan.py): a name token matches when it is one of nav, navigation, menu, sidebar,
+# breadcrumb(s), footer, banner, masthead, topbar, pager, pagination, related, skiplink, cookie,
+# share, social, copyright, searchbox, or starts or ends with one ("navlinks", "topnav"), or is
+# exactly one of toc, bar, crumbs, search, top, bottom, foot, skip, hidden, sr-only,
+# visually-hidden. "header" is not among them: code headers and section headers are headings of
+# the content.
+#
 # A vocabulary match is dropped when its links make at least this share of its text, or when
 # it is short: what navigation looks like (a boxed note called "sidebar" is long, and prose).
 LINK_DENSITY = 0.3
 SHORT_CHARS = 200
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
-
-_BLOCK_NAMES = ("address article aside blockquote body br caption center dd details dialog dir div dl dt "
-                "fieldset figcaption figure footer form frameset h1 h2 h3 h4 h5 h6 header hgroup hr html "
-                "legend li listing main menu nav ol option p plaintext pre section summary table tbody "
-                "tfoot thead tr ul xmp").split()
-
-
-def _trie(names: list[str], any_case: bool = True) -> str:
-    """A regular expression for ``names`` as a trie (Python's re tries the branches of an
-    alternation one by one), of character classes for ``any_case`` (re.I makes every comparison
-    slower)."""
-    groups: dict[str, list[str]] = {}
-    end = False
-    for n in names:
-        if n:
-            groups.setdefault(n[0], []).append(n[1:])
-        else:
-            end = True
-    alts = [(f"[{c}{c.upper()}]" if c.isalpha() and any_case else re.escape(c)) + _trie(rest, any_case)
-            for c, rest in sorted(groups.items())]
-    if not alts:
-        return ""
-    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-    return f"(?:{body})?" if end else body
-
-
-_MARK = "\x0c"
-_RE_BLOCK_OPEN = re.compile("<(?=/?" + _trie(_BLOCK_NAMES) + r"[\s/>])")
-_RE_CELL_OPEN = re.compile("<(?=/?" + _trie(["td", "th"]) + r"[\s/>])")
-# Most pages write their tags in lower case, for which the scan is twice as fast.
-_RE_BLOCK_OPEN_LOWER = re.compile("<(?=/?" + _trie(_BLOCK_NAMES, False) + r"[\s/>])")
-_RE_CELL_OPEN_LOWER = re.compile(r"<(?=/?t[dh][\s/>])")
-_RE_UPPER_TAG = re.compile(r"</?[A-Z]")
 
 _lexbor = None
 
@@ -403,83 +375,52 @@ def _get_lexbor():
     return _lexbor
 
 
-def _mark_blocks(html: str) -> str:
-    if _MARK in html:
-        html = html.replace(_MARK, " ")
-    if _WORDMARK in html:  # an icon font's glyph, if anything: not a word
-        html = html.replace(_WORDMARK, " ")
-    if _RE_UPPER_TAG.search(html):
-        html = _RE_BLOCK_OPEN.sub(_MARK + "<", html)
-        return _RE_CELL_OPEN.sub(" <", html)
-    html = _RE_BLOCK_OPEN_LOWER.sub(_MARK + "<", html)
-    if "<t" in html:
-        html = _RE_CELL_OPEN_LOWER.sub(" <", html)
-    return html
-
-
-_WORDMARK = "\ue000"  # a private-use character: not white space, so split() keeps it as a token
-_RE_WORDMARKS = re.compile(_WORDMARK + "+")
-
-
-def _lines(text: str) -> str:
-    """One line per block: white space inside a block becomes one space, empty lines go.
-
-    Done in a few passes in C over the whole text rather than per line: the marks become a
-    non-space character, split() collapses the white space, and runs of marks become one break.
-    """
-    text = " ".join(text.replace(_MARK, _WORDMARK).split())
-    text = text.replace(" " + _WORDMARK, _WORDMARK).replace(_WORDMARK + " ", _WORDMARK)
-    return _RE_WORDMARKS.sub("\n", text).strip("\n")
-
-
-_RE_VOCAB = re.compile(
-    "(?:^|[^a-z0-9])(?:" + "|".join(_VOCAB_AFFIX) + ")"        # a token that starts with a word
-    + "|(?:" + "|".join(_VOCAB_AFFIX) + ")(?:$|[^a-z0-9])"      # or ends with one
-    + "|(?:^|[^a-z0-9])(?:" + "|".join(re.escape(w) for w in sorted(_VOCAB_EXACT)) + ")(?:$|[^a-z0-9])")
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _named_nav(value: str | None) -> bool:
-    """Whether a class or id name has a token of the navigation vocabulary (one regex search)."""
-    return bool(value) and _RE_VOCAB.search(value.lower()) is not None
-
-
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _named_selector(html: str) -> str:
-    """A selector for the elements whose class or id names navigation, or "" when none does."""
-    parts = set()
-    for k, attr in enumerate(("class", "id")):
-        rx = _RE_NAME_ATTRS_UPPER[k] if attr.upper() + "=" in html else _RE_NAME_ATTRS[k]
-        for value in {dq or sq or bare for dq, sq, bare in rx.findall(html)}:
-            if attr == "id":
-                if _named_nav(value):
-                    parts.add(f"[id={_css_string(value)}]")
-            else:
-                for cls in value.split():
-                    if _named_nav(cls):
-                        parts.add(f"[class~={_css_string(cls)}]")
+def _named_selector(flags: int, classes: list[str], ids: list[str]) -> str:
+    """A selector for the elements whose class or id names navigation, or "" when none does:
+    the scan's mark, or (when the page has attributes like the marks) the names themselves."""
+    if not flags & _FLAGS["OWN_MARKS"]:
+        return f"[{_MARK_NAME}]" if flags & _FLAGS["NAMED"] else ""
+    parts = {f"[class~={_css_string(c)}]" for c in classes}
+    parts.update(f"[id={_css_string(i)}]" for i in ids)
     return ", ".join(sorted(parts))
 
 
+def _present(flags: int, names) -> list[str]:
+    return [n for n in names if flags & _FLAGS[n.upper()]]
+
+
+def _drop_selector(flags: int, navigation: bool) -> str:
+    """What is dropped unconditionally, as far as the page has it ("" when nothing)."""
+    parts = _present(flags, _DROP_FLAGS + (_NAV_FLAGS if navigation else ()))
+    own = flags & _FLAGS["OWN_MARKS"]
+    if flags & (_FLAGS["HIDDEN"] | _FLAGS["STYLE_HIDDEN"]):
+        parts.append("[hidden], " + _STYLE_HIDDEN if own else f"[{_MARK_HIDDEN}]")
+    if navigation and flags & _FLAGS["ROLE_NAV"]:
+        parts.append(_NAV_ROLES if own else f"[{_MARK_ROLE}]")
+    return ", ".join(parts)
+
+
+def _landmark_selector(flags: int) -> str:
+    parts = _present(flags, _LANDMARK_FLAGS)
+    if flags & _FLAGS["ROLE_MAIN"]:
+        parts.append('[role="main"]')
+    if flags & _FLAGS["ROLE_COMPLEMENTARY"]:
+        parts.append('[role="complementary"]')
+    return ", ".join(parts)
+
+
 def _text_len(node) -> int:
-    return len(node.text(deep=True, strip=True))
+    return _stats(node.text(deep=True))[0]
 
 
-def _link_density(node, at_least: float = 1.0) -> float:
-    """The share of ``node``'s text inside links; counting stops once it reaches ``at_least``."""
-    total = _text_len(node)
-    if not total:
-        return 1.0
-    enough = at_least * total
-    links = 0
-    for a in node.css("a"):
-        links += _text_len(a)
-        if links >= enough:
-            break
-    return links / total
+def _link_density(node) -> float:
+    """The share of ``node``'s text inside links (1.0 when it has no text)."""
+    chars, links = _stats(node.text(deep=True))
+    return links / chars if chars else 1.0
 
 
 def _remove_all(root, selector: str, keep=None) -> None:
@@ -516,42 +457,45 @@ def _drop_dense_blocks(body) -> None:
     while node is not None:
         nxt = node.next
         if node.tag in ("table", "ul", "ol", "dl", "div", "p", "center", "form", "section", "span", "a"):
-            if _text_len(node) and _link_density(node, BODY_LINK_DENSITY) >= BODY_LINK_DENSITY:
+            chars, links = _stats(node.text(deep=True))
+            if chars and links >= BODY_LINK_DENSITY * chars:
                 node.remove()
         node = nxt
 
 
-def _drop_selector(html: str) -> str:
-    sel = _DROP_TAGS + ", " + _NAV_TAGS
-    if "hidden" in html or "HIDDEN" in html:
-        sel += ", [hidden]"
-    if "style" in html or "STYLE" in html:
-        sel += ", " + _STYLE_HIDDEN
-    if "role" in html or "ROLE" in html:
-        sel += ", " + _NAV_ROLES
-    return sel
+def _scanned(html: str | bytes):
+    if isinstance(html, (bytearray, memoryview)):
+        html = bytes(html)
+    try:
+        return _scan(html)
+    except UnicodeEncodeError:  # lone surrogates in a str: as lexbor would see them, replaced
+        return _scan(html.encode("utf-8", "replace"))
 
 
 def _fast(html: str | bytes, mode: str) -> str | None:
-    """Main content (``mode="main"``) or the whole body's text on lexbor."""
-    if isinstance(html, (bytes, bytearray, memoryview)):
-        html = decode_html(bytes(html))
-    tree = _get_lexbor()(_mark_blocks(html))
+    """Main content (``mode="main"``) or the whole body's text on lexbor. ``html`` is a str, or
+    UTF-8 bytes."""
+    marked, flags, raw_title, classes, ids = _scanned(html)
+    tree = _get_lexbor()(marked)
     body = tree.body
     if body is None:
         return ""
     if mode == "whole":
-        _remove_all(body, _DROP_SELECTOR)
+        drop = _drop_selector(flags, navigation=False)
+        if drop:
+            _remove_all(body, drop)
         return _lines(body.text(deep=True))
     title = ""
-    t = tree.css_first("title")
-    if t is not None:
-        title = " ".join(t.text(deep=True).split())
-    # One query for everything dropped unconditionally (each query walks the whole tree), and
-    # attribute selectors only when the markup has the attribute at all (they cost the most).
-    _remove_all(body, _drop_selector(html), keep=lambda n: n.tag == "main")
+    if raw_title:
+        title = " ".join((_unescape(raw_title) if "&" in raw_title else raw_title).split())
+    # One query for everything dropped unconditionally (each query walks the whole tree), none
+    # when the page has none of it.
+    drop = _drop_selector(flags, navigation=True)
+    if drop:
+        _remove_all(body, drop, keep=lambda n: n.tag == "main")
     mains, articles, page_parts, asides, heads = [], [], [], [], []
-    for node in body.css(_LANDMARKS if ("role" in html or "ROLE" in html) else _LANDMARK_TAGS):
+    landmarks = _landmark_selector(flags)
+    for node in body.css(landmarks) if landmarks else ():
         tag = node.tag
         if tag == "h1":
             heads.append(node)
@@ -564,7 +508,7 @@ def _fast(html: str | bytes, mode: str) -> str | None:
         else:
             asides.append(node)
     for node in asides:
-        if _link_density(node, LINK_DENSITY) >= LINK_DENSITY:
+        if _link_density(node) >= LINK_DENSITY:
             node.remove()
     root = None
     sized = [(_text_len(m), m) for m in mains]
@@ -582,12 +526,13 @@ def _fast(html: str | bytes, mode: str) -> str | None:
             if not _in_section(node, body):
                 node.remove()
         _drop_dense_blocks(body)
-    named = _named_selector(html)
+    named = _named_selector(flags, classes, ids)
     if named:
         for node in root.css(named):
             if node.tag in ("body", "html", "main"):
                 continue
-            if _text_len(node) < SHORT_CHARS or _link_density(node, LINK_DENSITY) >= LINK_DENSITY:
+            chars, links = _stats(node.text(deep=True))
+            if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
                 node.remove()
     text = _lines(root.text(deep=True))
     if not text:

@@ -1,0 +1,823 @@
+/*
+ * neardup._htmlscan: the string work of neardup.text.html's main-content extraction, in C.
+ *
+ * The page is parsed by lexbor (selectolax); every CSS query walks its whole tree and every
+ * Python call per node costs more than lexbor's parse of the page, so what can be learnt from
+ * the markup itself is learnt here, in one pass over the bytes, before the parse:
+ *
+ *   scan(html) -> (marked, flags, title, class_names, ids)
+ *       marked: the UTF-8 page to parse, with
+ *         - a form feed (HTML white space, kept by the parser where it stands) before every
+ *           start or end tag of a block element, a space before every table cell tag, so that
+ *           the text of a subtree, cut at the form feeds, has one line per block and inline
+ *           elements never separate words;
+ *         - \x01 right after every <a ...> start tag and \x02 before every </a> (control
+ *           characters, which the parser keeps in text, and which keep an ASCII page's text
+ *           ASCII), so that the share of a subtree's text inside links is read off its text
+ *           (stats) instead of a query for its links and a text() call per link;
+ *         - an attribute data-neardup-name in every start tag whose class or id names
+ *           navigation, data-neardup-hidden in those that are hidden (the hidden attribute, a
+ *           style that hides) and data-neardup-role in those with a navigation role, so that
+ *           each is one cheap query ([data-neardup-name]) instead of a list of attribute
+ *           selectors (unless the page has such attributes of its own: flag OWN_MARKS);
+ *         - <script>, <style>, <textarea> and <iframe> elements, comments and processing
+ *           instructions cut out (the extraction drops them anyway; lexbor has less to parse);
+ *         - form feeds, \x01 and \x02 of the page itself replaced by spaces.
+ *       flags: a bit per element of TAGS that has a start tag in the page, and the attribute
+ *         bits below (hidden, a style that hides, the navigation, main and complementary
+ *         roles), so that the caller queries the tree only for what the page has;
+ *       title: the raw text of the first <title> element (entities not decoded), or None;
+ *       class_names, ids: the class tokens and id values that name navigation (the vocabulary
+ *         below), each once, in the order met.
+ *   lines(text) -> str
+ *       One line per block: a form feed ends a line, other white space (str.isspace)
+ *       collapses to one space, \x01 and \x02 vanish, empty lines go.
+ *   stats(text) -> (chars, link_chars)
+ *       The length of the text with its white space collapsed (what lines would give, a line
+ *       break counted as one), and how much of it lies between \x01 and \x02.
+ *
+ * The tokenizer follows the HTML tokenizer's states that decide where a tag ends (quoted and
+ * unquoted attribute values, comments and their short forms, raw text elements that end only at
+ * their end tag); it never builds a tree. Every read is bounds-checked against the input's
+ * length; scan and lines release the GIL while they work on their own copies, so threads run
+ * them in parallel.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------------------------- */
+/* elements                                                                                    */
+
+enum {
+    F_MAIN = 1 << 0, F_ARTICLE = 1 << 1, F_HEADER = 1 << 2, F_FOOTER = 1 << 3, F_H1 = 1 << 4,
+    F_ASIDE = 1 << 5, F_NAV = 1 << 6, F_DIALOG = 1 << 7, F_NOSCRIPT = 1 << 8, F_TEMPLATE = 1 << 9,
+    F_SVG = 1 << 10, F_OBJECT = 1 << 11, F_EMBED = 1 << 12, F_CANVAS = 1 << 13, F_MATH = 1 << 14,
+    F_SELECT = 1 << 15, F_BUTTON = 1 << 16,
+    /* attributes */
+    F_HIDDEN = 1 << 20, F_STYLE_HIDDEN = 1 << 21, F_ROLE_NAV = 1 << 22, F_ROLE_MAIN = 1 << 23,
+    F_ROLE_COMPLEMENTARY = 1 << 24, F_NAMED = 1 << 25, F_OWN_MARKS = 1 << 26,
+};
+
+/* per start tag */
+enum { T_NAME = 1, T_HIDDEN = 2, T_ROLE = 4 };
+static const char MARK_NAME[] = " data-neardup-name";
+static const char MARK_HIDDEN[] = " data-neardup-hidden";
+static const char MARK_ROLE[] = " data-neardup-role";
+
+typedef struct {
+    const char *name;
+    int flag;     /* F_* when the caller wants to know the page has one */
+    char block;   /* 1: block (form feed), 2: table cell (space) */
+    char raw;     /* 1: cut with its content; 2: raw text kept as it is (to its end tag) */
+} tag_info;
+
+static const tag_info TAGS[] = {
+    {"a", 0, 0, 0}, {"address", 0, 1, 0}, {"article", F_ARTICLE, 1, 0}, {"aside", F_ASIDE, 1, 0},
+    {"blockquote", 0, 1, 0}, {"body", 0, 1, 0}, {"br", 0, 1, 0}, {"button", F_BUTTON, 0, 0},
+    {"canvas", F_CANVAS, 0, 0}, {"caption", 0, 1, 0}, {"center", 0, 1, 0}, {"dd", 0, 1, 0},
+    {"details", 0, 1, 0}, {"dialog", F_DIALOG, 1, 0}, {"dir", 0, 1, 0}, {"div", 0, 1, 0},
+    {"dl", 0, 1, 0}, {"dt", 0, 1, 0}, {"embed", F_EMBED, 0, 0}, {"fieldset", 0, 1, 0},
+    {"figcaption", 0, 1, 0}, {"figure", 0, 1, 0}, {"footer", F_FOOTER, 1, 0}, {"form", 0, 1, 0},
+    {"frameset", 0, 1, 0}, {"h1", F_H1, 1, 0}, {"h2", 0, 1, 0}, {"h3", 0, 1, 0}, {"h4", 0, 1, 0},
+    {"h5", 0, 1, 0}, {"h6", 0, 1, 0}, {"header", F_HEADER, 1, 0}, {"hgroup", 0, 1, 0},
+    {"hr", 0, 1, 0}, {"html", 0, 1, 0}, {"iframe", 0, 0, 1}, {"legend", 0, 1, 0}, {"li", 0, 1, 0},
+    {"listing", 0, 1, 0}, {"main", F_MAIN, 1, 0}, {"math", F_MATH, 0, 0}, {"menu", 0, 1, 0},
+    {"nav", F_NAV, 1, 0}, {"noembed", 0, 0, 2}, {"noframes", 0, 0, 2}, {"noscript", F_NOSCRIPT, 0, 0},
+    {"object", F_OBJECT, 0, 0}, {"ol", 0, 1, 0}, {"option", 0, 1, 0}, {"p", 0, 1, 0},
+    {"plaintext", 0, 1, 2}, {"pre", 0, 1, 0}, {"script", 0, 0, 1}, {"section", 0, 1, 0},
+    {"select", F_SELECT, 0, 0}, {"style", 0, 0, 1}, {"summary", 0, 1, 0}, {"svg", F_SVG, 0, 0},
+    {"table", 0, 1, 0}, {"tbody", 0, 1, 0}, {"td", 0, 2, 0}, {"template", F_TEMPLATE, 0, 0},
+    {"textarea", 0, 0, 1}, {"tfoot", 0, 1, 0}, {"th", 0, 2, 0}, {"thead", 0, 1, 0},
+    {"title", 0, 0, 2}, {"tr", 0, 1, 0}, {"ul", 0, 1, 0}, {"xmp", 0, 1, 2},
+};
+#define NTAGS ((int)(sizeof(TAGS) / sizeof(TAGS[0])))
+#define MAX_TAG 16
+
+/* The tags by first letter ('a'..'z'): TAGS is sorted, so each letter's tags are a run; filled
+ * once at import (index_tags). */
+static int first_at[27];
+static size_t tag_len[NTAGS];
+
+static void index_tags(void) {
+    int k = 0;
+    for (int c = 0; c < 26; c++) {
+        first_at[c] = k;
+        while (k < NTAGS && TAGS[k].name[0] == 'a' + c)
+            k++;
+    }
+    first_at[26] = NTAGS;
+    for (int t = 0; t < NTAGS; t++)
+        tag_len[t] = strlen(TAGS[t].name);
+}
+
+static const tag_info *find_tag(const unsigned char *lower, size_t len) {
+    if (len == 0 || lower[0] < 'a' || lower[0] > 'z')
+        return NULL;
+    int c = lower[0] - 'a';
+    for (int t = first_at[c]; t < first_at[c + 1]; t++)
+        if (tag_len[t] == len && memcmp(lower, TAGS[t].name, len) == 0)
+            return &TAGS[t];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* the navigation vocabulary of class and id names                                             */
+
+/* A token matches when it is one of these words, or starts or ends with one ("navlinks",
+ * "topnav", "leftsidebar"); a token is a run of [a-z0-9] in the lower-cased name. */
+typedef struct {
+    const char *w;
+    size_t len;
+} word;
+#define W(x) {x, sizeof(x) - 1}
+
+static const word AFFIX[] = {
+    W("nav"), W("navigation"), W("menu"), W("sidebar"), W("breadcrumb"), W("breadcrumbs"), W("footer"), W("banner"), W("masthead"),
+    W("topbar"), W("pager"), W("pagination"), W("related"), W("skiplink"), W("cookie"), W("share"), W("social"), W("copyright"),
+    W("searchbox"),
+};
+/* These must be the whole token (delimited by anything but [a-z0-9]): a "toc..." compound often
+ * lists the page's own children, which is content. */
+static const word EXACT[] = {
+    W("toc"), W("bar"), W("crumbs"), W("search"), W("top"), W("bottom"), W("foot"), W("skip"), W("hidden"), W("sr-only"), W("visually-hidden"),
+};
+
+static inline int is_alnum_lower(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+static inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + 32) : c; }
+
+#define NAFFIX (sizeof(AFFIX) / sizeof(AFFIX[0]))
+#define NEXACT (sizeof(EXACT) / sizeof(EXACT[0]))
+
+/* Whether a (lower-cased) name has a token of the vocabulary: the same answer as the regular
+ * expression (^|[^a-z0-9])AFFIX | AFFIX($|[^a-z0-9]) | (^|[^a-z0-9])EXACT($|[^a-z0-9]). Only the
+ * words that start with the character at hand are compared. */
+static int names_navigation(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c < 'a' || c > 'z')
+            continue;  /* every word starts with a letter */
+        int start = (i == 0) || !is_alnum_lower(s[i - 1]);
+        for (size_t w = 0; w < NAFFIX; w++) {
+            const char *word = AFFIX[w].w;
+            if ((unsigned char)word[0] != c)
+                continue;
+            size_t l = AFFIX[w].len;
+            if (i + l <= n && memcmp(s + i, word, l) == 0 && (start || i + l == n || !is_alnum_lower(s[i + l])))
+                return 1;
+        }
+        if (start) {
+            for (size_t w = 0; w < NEXACT; w++) {
+                const char *word = EXACT[w].w;
+                if ((unsigned char)word[0] != c)
+                    continue;
+                size_t l = EXACT[w].len;
+                if (i + l <= n && memcmp(s + i, word, l) == 0 && (i + l == n || !is_alnum_lower(s[i + l])))
+                    return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The answers for the names already met on this page (a page repeats its class names a lot):
+ * an open-addressing table of (offset, length, answer) keyed by a hash of the raw bytes. */
+#define NAME_CACHE 512
+typedef struct {
+    size_t off[NAME_CACHE];
+    uint32_t len[NAME_CACHE];  /* 0: empty slot */
+    unsigned char answer[NAME_CACHE];
+    size_t used;
+} name_cache;
+
+static int name_is_navigation(name_cache *cache, const unsigned char *base, size_t off, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t k = 0; k < n; k++)
+        h = (h ^ base[off + k]) * 16777619u;
+    size_t slot = h & (NAME_CACHE - 1);
+    int cacheable = n < UINT32_MAX && cache->used < NAME_CACHE / 2;
+    for (size_t probe = 0; probe < NAME_CACHE; probe++, slot = (slot + 1) & (NAME_CACHE - 1)) {
+        if (cache->len[slot] == 0)
+            break;
+        if (cache->len[slot] == n && memcmp(base + cache->off[slot], base + off, n) == 0)
+            return cache->answer[slot];
+    }
+    unsigned char low[256];
+    size_t tl = n < sizeof(low) ? n : sizeof(low);
+    for (size_t y = 0; y < tl; y++)
+        low[y] = ascii_lower(base[off + y]);
+    int answer = names_navigation(low, tl);
+    if (cacheable && n > 0 && cache->len[slot] == 0) {
+        cache->off[slot] = off;
+        cache->len[slot] = (uint32_t)n;
+        cache->answer[slot] = (unsigned char)answer;
+        cache->used++;
+    }
+    return answer;
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* buffers                                                                                     */
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int failed;
+} buf;
+
+static int buf_reserve(buf *b, size_t more) {
+    if (b->failed)
+        return 0;
+    if (b->len + more <= b->cap)
+        return 1;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more) {
+        if (cap > ((size_t)PY_SSIZE_T_MAX) / 2) {
+            b->failed = 1;
+            return 0;
+        }
+        cap *= 2;
+    }
+    char *p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = 1;
+        return 0;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+static inline void buf_put(buf *b, const void *s, size_t n) {
+    if (n && buf_reserve(b, n)) {
+        memcpy(b->p + b->len, s, n);
+        b->len += n;
+    }
+}
+
+static inline void buf_byte(buf *b, char c) { buf_put(b, &c, 1); }
+
+/* A list of (offset, length) spans of the input, each kept once (names repeat a lot). */
+typedef struct {
+    size_t (*span)[2];
+    size_t len, cap;
+    int failed;
+} spans;
+
+static void spans_add(spans *l, const unsigned char *base, size_t off, size_t n) {
+    if (l->failed)
+        return;
+    for (size_t i = 0; i < l->len; i++)  /* few names match per page: a linear check is enough */
+        if (l->span[i][1] == n && memcmp(base + l->span[i][0], base + off, n) == 0)
+            return;
+    if (l->len == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        void *p = realloc(l->span, cap * sizeof(*l->span));
+        if (!p) {
+            l->failed = 1;
+            return;
+        }
+        l->span = p;
+        l->cap = cap;
+    }
+    l->span[l->len][0] = off;
+    l->span[l->len][1] = n;
+    l->len++;
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* the scan                                                                                    */
+
+static inline int is_html_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+static inline int is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+/* Text copied as it is, but for the page's own form feeds, \x01 and \x02 (the marks), when
+ * it has any (``clean``: it has none, as almost every page). */
+static void copy_text(buf *out, const unsigned char *s, size_t from, size_t to, int clean) {
+    if (clean) {
+        buf_put(out, s + from, to - from);
+        return;
+    }
+    size_t run = from;
+    for (size_t i = from; i < to; i++) {
+        unsigned char c = s[i];
+        if (c <= 0x0c && (c == '\f' || c == 0x01 || c == 0x02)) {
+            buf_put(out, s + run, i - run);
+            buf_byte(out, ' ');
+            run = i + 1;
+        }
+    }
+    buf_put(out, s + run, to - run);
+}
+
+/* Case-insensitive search for "</name" followed by white space, '/' or '>' (or the end), from
+ * ``from``; returns its offset or n. */
+static size_t find_end_tag(const unsigned char *s, size_t n, size_t from, const char *name) {
+    size_t l = strlen(name);
+    for (size_t i = from; i + 2 + l <= n; i++) {
+        if (s[i] != '<' || s[i + 1] != '/')
+            continue;
+        size_t k = 0;
+        while (k < l && ascii_lower(s[i + 2 + k]) == (unsigned char)name[k])
+            k++;
+        if (k < l)
+            continue;
+        size_t j = i + 2 + l;
+        if (j == n || is_html_space(s[j]) || s[j] == '/' || s[j] == '>')
+            return i;
+    }
+    return n;
+}
+
+typedef struct {
+    unsigned char name[MAX_TAG];
+    size_t name_len;  /* the name's full length (may exceed MAX_TAG: then no known tag) */
+    size_t name_end;  /* just past the name */
+    size_t end;       /* just past the '>' (or n) */
+    int bits;         /* T_* of a start tag */
+} tag;
+
+static int contains(const unsigned char *s, size_t n, const char *needle) {
+    size_t l = strlen(needle);
+    for (size_t i = 0; i + l <= n; i++)
+        if (memcmp(s + i, needle, l) == 0)
+            return 1;
+    return 0;
+}
+
+typedef struct {
+    int flags;
+    spans classes, ids;
+    name_cache *names;
+} found;
+
+#define MAX_ATTR 24
+
+/* Reads a tag from s[i] == '<' (start tag: s[i+1] a letter; end tag: "</" and a letter), its
+ * attributes (recorded in ``f`` and ``t->bits`` for start tags) and where it ends. */
+static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag *t, found *f) {
+    size_t j = i + 1 + (size_t)is_end;
+    size_t start = j;
+    t->bits = 0;
+    while (j < n && !is_html_space(s[j]) && s[j] != '/' && s[j] != '>')
+        j++;
+    t->name_len = j - start;
+    t->name_end = j;
+    for (size_t k = 0; k < t->name_len && k < MAX_TAG; k++)
+        t->name[k] = ascii_lower(s[start + k]);
+    while (j < n) {
+        while (j < n && (is_html_space(s[j]) || s[j] == '/'))
+            j++;
+        if (j >= n)
+            break;
+        if (s[j] == '>') {
+            j++;
+            t->end = j;
+            return;
+        }
+        size_t an = j;
+        j++;  /* an attribute name's first character may be '=' */
+        while (j < n && !is_html_space(s[j]) && s[j] != '/' && s[j] != '>' && s[j] != '=')
+            j++;
+        size_t an_len = j - an;
+        size_t k = j;
+        while (k < n && is_html_space(s[k]))
+            k++;
+        size_t v = 0, v_len = 0;
+        int has_value = 0;
+        if (k < n && s[k] == '=') {
+            k++;
+            while (k < n && is_html_space(s[k]))
+                k++;
+            if (k < n && (s[k] == '"' || s[k] == '\'')) {
+                unsigned char q = s[k];
+                v = k + 1;
+                const unsigned char *e = memchr(s + v, q, n - v);
+                size_t ve = e ? (size_t)(e - s) : n;
+                v_len = ve - v;
+                j = ve < n ? ve + 1 : n;
+            } else {
+                v = k;
+                while (k < n && !is_html_space(s[k]) && s[k] != '>')
+                    k++;
+                v_len = k - v;
+                j = k;
+            }
+            has_value = 1;
+        }
+        if (is_end || an_len > MAX_ATTR)
+            continue;
+        unsigned char a[MAX_ATTR];
+        for (size_t x = 0; x < an_len; x++)
+            a[x] = ascii_lower(s[an + x]);
+        if (an_len == 5 && memcmp(a, "class", 5) == 0 && has_value) {
+            size_t x = v, e = v + v_len;
+            while (x < e) {  /* class tokens: runs of non-space */
+                while (x < e && is_html_space(s[x]))
+                    x++;
+                size_t ts = x;
+                while (x < e && !is_html_space(s[x]))
+                    x++;
+                if (x > ts && name_is_navigation(f->names, s, ts, x - ts)) {
+                    spans_add(&f->classes, s, ts, x - ts);
+                    t->bits |= T_NAME;
+                }
+            }
+        } else if (an_len == 2 && a[0] == 'i' && a[1] == 'd' && has_value && v_len) {
+            if (name_is_navigation(f->names, s, v, v_len)) {
+                spans_add(&f->ids, s, v, v_len);
+                t->bits |= T_NAME;
+            }
+        } else if (an_len == 6 && memcmp(a, "hidden", 6) == 0) {
+            f->flags |= F_HIDDEN;
+            t->bits |= T_HIDDEN;
+        } else if (an_len == 5 && memcmp(a, "style", 5) == 0 && has_value) {
+            /* as the CSS attribute selectors they replace match: case-sensitive substrings */
+            if (contains(s + v, v_len, "display:none") || contains(s + v, v_len, "display: none") ||
+                contains(s + v, v_len, "visibility:hidden")) {
+                f->flags |= F_STYLE_HIDDEN;
+                t->bits |= T_HIDDEN;
+            }
+        } else if (an_len == 4 && memcmp(a, "role", 4) == 0 && has_value) {
+            static const char *const nav_roles[] = {"navigation", "banner", "contentinfo", "search",
+                                                    "menu", "menubar", "toolbar", "tablist"};
+            for (size_t r = 0; r < sizeof(nav_roles) / sizeof(nav_roles[0]); r++)
+                if (v_len == strlen(nav_roles[r]) && memcmp(s + v, nav_roles[r], v_len) == 0) {
+                    f->flags |= F_ROLE_NAV;
+                    t->bits |= T_ROLE;
+                }
+            if (v_len == 4 && memcmp(s + v, "main", 4) == 0)
+                f->flags |= F_ROLE_MAIN;
+            if (v_len == 13 && memcmp(s + v, "complementary", 13) == 0)
+                f->flags |= F_ROLE_COMPLEMENTARY;
+        } else if (an_len > 13 && memcmp(a, "data-neardup-", 13) == 0) {
+            f->flags |= F_OWN_MARKS;  /* the page has attributes like the marks: they cannot be told apart */
+        }
+    }
+    t->end = n;  /* a tag cut by the end of the page */
+}
+
+static const unsigned char LINK_OPEN[1] = {0x01};
+static const unsigned char LINK_CLOSE[1] = {0x02};
+
+typedef struct {
+    size_t title_at, title_len;  /* title_at == SIZE_MAX: none */
+} title_span;
+
+static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title) {
+    size_t i = 0;
+    int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);
+    title->title_at = SIZE_MAX;
+    title->title_len = 0;
+    while (i < n) {
+        const unsigned char *lt = memchr(s + i, '<', n - i);
+        size_t at = lt ? (size_t)(lt - s) : n;
+        copy_text(out, s, i, at, clean);
+        if (at >= n)
+            break;
+        i = at;
+        unsigned char c1 = at + 1 < n ? s[at + 1] : 0;
+        if (is_alpha(c1) || (c1 == '/' && at + 2 < n && is_alpha(s[at + 2]))) {
+            int is_end = c1 == '/';
+            tag t;
+            read_tag(s, n, at, is_end, &t, f);
+            const tag_info *info = t.name_len <= MAX_TAG ? find_tag(t.name, t.name_len) : NULL;
+            if (info && !is_end && info->raw == 1) {  /* cut, with its content and end tag */
+                size_t e = find_end_tag(s, n, t.end, info->name);
+                if (e < n) {
+                    tag et;
+                    read_tag(s, n, e, 1, &et, f);  /* an end tag: records nothing */
+                    e = et.end;
+                }
+                i = e;
+                continue;
+            }
+            if (info) {
+                if (!is_end)
+                    f->flags |= info->flag;
+                if (info->block == 1)
+                    buf_byte(out, '\f');
+                else if (info->block == 2)
+                    buf_byte(out, ' ');
+                if (is_end && info->name[0] == 'a' && info->name[1] == 0)
+                    buf_put(out, LINK_CLOSE, 1);
+            }
+            if (t.bits && !is_end) {  /* the marks go right after the name */
+                buf_put(out, s + at, t.name_end - at);
+                if (t.bits & T_NAME) {
+                    buf_put(out, MARK_NAME, sizeof(MARK_NAME) - 1);
+                    f->flags |= F_NAMED;
+                }
+                if (t.bits & T_HIDDEN)
+                    buf_put(out, MARK_HIDDEN, sizeof(MARK_HIDDEN) - 1);
+                if (t.bits & T_ROLE)
+                    buf_put(out, MARK_ROLE, sizeof(MARK_ROLE) - 1);
+                buf_put(out, s + t.name_end, t.end - t.name_end);
+            } else {
+                buf_put(out, s + at, t.end - at);
+            }
+            i = t.end;
+            if (info && !is_end) {
+                if (info->name[0] == 'a' && info->name[1] == 0)
+                    buf_put(out, LINK_OPEN, 1);
+                else if (info->raw == 2) {  /* raw text kept as it is, up to its end tag */
+                    size_t e = info->name[0] == 'p' ? n : find_end_tag(s, n, i, info->name);
+                    if (info->name[0] == 't' && title->title_at == SIZE_MAX) {
+                        title->title_at = i;
+                        title->title_len = e - i;
+                    }
+                    buf_put(out, s + i, e - i);
+                    i = e;
+                }
+            }
+            continue;
+        }
+        if (c1 == '!' || c1 == '?') {
+            size_t e;
+            if (c1 == '!' && at + 3 < n && s[at + 2] == '-' && s[at + 3] == '-') {
+                /* a comment: "<!-->", "<!--->", else up to "-->" or "--!>" (or the end) */
+                size_t k = at + 4;
+                if (k < n && s[k] == '>')
+                    e = k + 1;
+                else if (k + 1 < n && s[k] == '-' && s[k + 1] == '>')
+                    e = k + 2;
+                else {
+                    e = n;
+                    for (; k + 2 < n; k++) {
+                        if (s[k] == '-' && s[k + 1] == '-') {
+                            if (s[k + 2] == '>') {
+                                e = k + 3;
+                                break;
+                            }
+                            if (k + 3 < n && s[k + 2] == '!' && s[k + 3] == '>') {
+                                e = k + 4;
+                                break;
+                            }
+                        }
+                    }
+                }
+                i = e;
+                continue;
+            }
+            const unsigned char *gt = memchr(s + at, '>', n - at);
+            e = gt ? (size_t)(gt - s) + 1 : n;
+            if (c1 == '!')  /* <!DOCTYPE ...> (it sets the parser's mode): kept */
+                buf_put(out, s + at, e - at);
+            i = e;  /* <?...>: a bogus comment, cut */
+            continue;
+        }
+        buf_byte(out, '<');  /* a '<' that opens no tag is text */
+        i = at + 1;
+    }
+}
+
+static PyObject *spans_list(spans *l, const unsigned char *s) {
+    PyObject *list = PyList_New((Py_ssize_t)l->len);
+    if (!list)
+        return NULL;
+    for (size_t k = 0; k < l->len; k++) {
+        PyObject *v = PyUnicode_DecodeUTF8((const char *)s + l->span[k][0], (Py_ssize_t)l->span[k][1], "replace");
+        if (!v) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)k, v);
+    }
+    return list;
+}
+
+static PyObject *py_scan(PyObject *self, PyObject *arg) {
+    (void)self;
+    const char *data;
+    Py_ssize_t n;
+    PyObject *keep = arg;  /* holds the buffer alive while the GIL is released */
+    if (PyUnicode_Check(arg)) {
+        data = PyUnicode_AsUTF8AndSize(arg, &n);
+        if (!data)
+            return NULL;
+    } else if (PyBytes_Check(arg)) {
+        data = PyBytes_AS_STRING(arg);
+        n = PyBytes_GET_SIZE(arg);
+    } else {
+        PyErr_SetString(PyExc_TypeError, "scan() takes a str or bytes");
+        return NULL;
+    }
+    buf out = {0};
+    found f = {0};
+    name_cache *names = calloc(1, sizeof(name_cache));
+    if (!names)
+        return PyErr_NoMemory();
+    f.names = names;
+    Py_INCREF(keep);
+    title_span title;
+    const unsigned char *s = (const unsigned char *)data;
+    Py_BEGIN_ALLOW_THREADS
+    buf_reserve(&out, (size_t)n + (size_t)n / 8 + 64);
+    scan_page(s, (size_t)n, &out, &f, &title);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL, *marked = NULL, *tt = NULL, *cl = NULL, *ids = NULL;
+    if (out.failed || f.classes.failed || f.ids.failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    marked = PyBytes_FromStringAndSize(out.p ? out.p : "", (Py_ssize_t)out.len);
+    if (!marked)
+        goto done;
+    if (title.title_at == SIZE_MAX) {
+        tt = Py_None;
+        Py_INCREF(tt);
+    } else {
+        tt = PyUnicode_DecodeUTF8(data + title.title_at, (Py_ssize_t)title.title_len, "replace");
+        if (!tt)
+            goto done;
+    }
+    cl = spans_list(&f.classes, s);
+    if (!cl)
+        goto done;
+    ids = spans_list(&f.ids, s);
+    if (!ids)
+        goto done;
+    result = Py_BuildValue("(OiOOO)", marked, f.flags, tt, cl, ids);
+done:
+    Py_XDECREF(marked);
+    Py_XDECREF(tt);
+    Py_XDECREF(cl);
+    Py_XDECREF(ids);
+    free(out.p);
+    free(f.classes.span);
+    free(f.ids.span);
+    free(names);
+    Py_DECREF(keep);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* lines and stats                                                                             */
+
+enum { C_OTHER = 0, C_SPACE, C_BREAK, C_LINK_OPEN, C_LINK_CLOSE };
+
+/* The class of the UTF-8 character at s[i] and its length in bytes: white space as str.isspace
+ * (but the form feed), the line marks, the link marks, or anything else. */
+static inline int char_class(const unsigned char *s, size_t n, size_t i, size_t *len) {
+    unsigned char c = s[i];
+    *len = 1;
+    if (c < 0x80) {
+        if (c == '\f')
+            return C_BREAK;
+        if (c == 0x01)
+            return C_LINK_OPEN;
+        if (c == 0x02)
+            return C_LINK_CLOSE;
+        if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f))
+            return C_SPACE;
+        return C_OTHER;
+    }
+    size_t l = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (i + l > n)
+        l = n - i;
+    *len = l;
+    if (l == 2 && c == 0xC2 && (s[i + 1] == 0x85 || s[i + 1] == 0xA0))
+        return C_SPACE;
+    if (l == 3) {
+        unsigned char b = s[i + 1], d = s[i + 2];
+        if (c == 0xE1 && b == 0x9A && d == 0x80)  /* U+1680 */
+            return C_SPACE;
+        if (c == 0xE2 && b == 0x80 && (d <= 0x8A || d == 0xA8 || d == 0xA9 || d == 0xAF))
+            return C_SPACE;  /* U+2000..U+200A, U+2028, U+2029, U+202F */
+        if (c == 0xE2 && b == 0x81 && d == 0x9F)  /* U+205F */
+            return C_SPACE;
+        if (c == 0xE3 && b == 0x80 && d == 0x80)  /* U+3000 */
+            return C_SPACE;
+    }
+    return C_OTHER;
+}
+
+static PyObject *py_lines(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "lines() takes a str");
+        return NULL;
+    }
+    Py_ssize_t n;
+    const char *data = PyUnicode_AsUTF8AndSize(arg, &n);
+    if (!data)
+        return NULL;
+    char *out = malloc((size_t)n + 1);
+    if (!out)
+        return PyErr_NoMemory();
+    size_t o = 0;
+    Py_INCREF(arg);
+    Py_BEGIN_ALLOW_THREADS
+    const unsigned char *s = (const unsigned char *)data;
+    int pending = 0;  /* 0: nothing, 1: a space, 2: a line break */
+    for (size_t i = 0; i < (size_t)n;) {
+        if (s[i] > 0x20 && s[i] < 0x7f) {  /* a run of printable ASCII: copied at once */
+            size_t j = i + 1;
+            while (j < (size_t)n && s[j] > 0x20 && s[j] < 0x7f)
+                j++;
+            if (o && pending)
+                out[o++] = pending == 2 ? '\n' : ' ';
+            pending = 0;
+            memcpy(out + o, s + i, j - i);
+            o += j - i;
+            i = j;
+            continue;
+        }
+        size_t l;
+        int k = char_class(s, (size_t)n, i, &l);
+        if (k == C_SPACE) {
+            if (pending < 1)
+                pending = 1;
+        } else if (k == C_BREAK) {
+            pending = 2;
+        } else if (k == C_OTHER) {
+            if (o && pending)
+                out[o++] = pending == 2 ? '\n' : ' ';
+            pending = 0;
+            memcpy(out + o, s + i, l);
+            o += l;
+        }
+        i += l;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *r = PyUnicode_DecodeUTF8(out, (Py_ssize_t)o, "replace");
+    free(out);
+    Py_DECREF(arg);
+    return r;
+}
+
+static PyObject *py_stats(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "stats() takes a str");
+        return NULL;
+    }
+    Py_ssize_t n;
+    const char *data = PyUnicode_AsUTF8AndSize(arg, &n);
+    if (!data)
+        return NULL;
+    const unsigned char *s = (const unsigned char *)data;
+    Py_ssize_t chars = 0, link = 0;
+    int pending = 0, in_link = 0, any = 0;
+    for (size_t i = 0; i < (size_t)n;) {
+        size_t l;
+        int k = char_class(s, (size_t)n, i, &l);
+        if (k == C_SPACE || k == C_BREAK) {
+            pending = 1;
+        } else if (k == C_LINK_OPEN) {
+            in_link = 1;
+        } else if (k == C_LINK_CLOSE) {
+            in_link = 0;
+        } else {
+            Py_ssize_t add = 1 + (any && pending);
+            chars += add;
+            if (in_link)
+                link += add;
+            pending = 0;
+            any = 1;
+        }
+        i += l;
+    }
+    return Py_BuildValue("(nn)", chars, link);
+}
+
+static PyMethodDef methods[] = {
+    {"scan", py_scan, METH_O, "scan(html) -> (marked UTF-8 bytes, flags, title or None, class names, ids)"},
+    {"lines", py_lines, METH_O, "lines(text) -> the text, one line per block"},
+    {"stats", py_stats, METH_O, "stats(text) -> (collapsed length, of it inside links)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "neardup._htmlscan", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__htmlscan(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    for (int t = 1; t < NTAGS; t++)
+        if (strcmp(TAGS[t - 1].name, TAGS[t].name) >= 0) {
+            PyErr_Format(PyExc_ImportError, "neardup._htmlscan: TAGS is not sorted at %s", TAGS[t].name);
+            Py_DECREF(m);
+            return NULL;
+        }
+    index_tags();
+    static const struct { const char *name; int value; } consts[] = {
+        {"MAIN", F_MAIN}, {"ARTICLE", F_ARTICLE}, {"HEADER", F_HEADER}, {"FOOTER", F_FOOTER}, {"H1", F_H1},
+        {"ASIDE", F_ASIDE}, {"NAV", F_NAV}, {"DIALOG", F_DIALOG}, {"NOSCRIPT", F_NOSCRIPT},
+        {"TEMPLATE", F_TEMPLATE}, {"SVG", F_SVG}, {"OBJECT", F_OBJECT}, {"EMBED", F_EMBED},
+        {"CANVAS", F_CANVAS}, {"MATH", F_MATH}, {"SELECT", F_SELECT}, {"BUTTON", F_BUTTON},
+        {"HIDDEN", F_HIDDEN}, {"STYLE_HIDDEN", F_STYLE_HIDDEN}, {"ROLE_NAV", F_ROLE_NAV},
+        {"ROLE_MAIN", F_ROLE_MAIN}, {"ROLE_COMPLEMENTARY", F_ROLE_COMPLEMENTARY}, {"NAMED", F_NAMED},
+        {"OWN_MARKS", F_OWN_MARKS},
+    };
+    for (size_t k = 0; k < sizeof(consts) / sizeof(consts[0]); k++)
+        if (PyModule_AddIntConstant(m, consts[k].name, consts[k].value) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    return m;
+}

@@ -1,0 +1,349 @@
+"""Dedup against an index: ``neardup dedup NEW... --against INDEX`` and ``--save-index DB``.
+
+A run with ``--save-index`` stores every record it sketched (the first holder of each content,
+near duplicates included) with what the run already computed: content fingerprint, signature,
+band keys, shingle ids (for exact verification later), the MOD_m sample (taken from the shingle
+ids, no text needed) and the number of its cluster's survivor. Exact copies are not stored: their
+first holder stands for them. Simhashes are not stored (they need the words, which a dedup run
+does not tokenize again); the index answers the other questions for these documents.
+
+A run ``--against`` an index deduplicates the new records as a run over the indexed documents
+followed by the new ones would, for the new records: the indexed documents that matter (those
+sharing a content fingerprint or a band key with a new record, and the survivors of their
+clusters) join the run as the first nodes of the graph, each joined to its recorded survivor, and
+the stages (estimate filter, verification, union-find, survivors, outcomes) run over the whole.
+Indexed documents always survive (only new records are removed): a cluster holding an indexed
+document is led by the indexed survivor that was added first, which is what ``keep="first"``
+chooses in a joint run. With ``--update-index`` the sketched new records are added in the same
+transaction (all or none), with the number of their survivor, and clusters that a new record
+joined are merged in the index, so that the next run finds what a joint run of all three would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..stages.candidates import band_keys, estimate_filter, estimate_floor
+from ..stages.sketch import mod_m_samples
+from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
+                                similarity_to_survivors, split_sources)
+from ..stages.verify import Edges, verify_pairs
+from .schema import DOC_BITS, MAX_VARS, band_buckets, signed, unsigned
+from .sqlite import SeenIndex
+
+__all__ = ["RunRecords", "Against", "save_run"]
+
+#: Documents written per insert while a run is stored (one transaction for all of them).
+WRITE_CHUNK = 8192
+
+
+@dataclass
+class RunRecords:
+    """The sketched records of a run (by local index, in input order), as the local engine holds
+    them: ids, sources, content fingerprints, lengths, shingle counts, shingle ids (pieces read as
+    their concatenation, run r at ``offsets[r]:offsets[r+1]``) and signature matrices (pieces)."""
+
+    ids: list
+    sources: list
+    fingerprints: np.ndarray
+    lengths: np.ndarray
+    counts: np.ndarray
+    offsets: np.ndarray
+    shingle_ids: list
+    signatures: list
+
+
+def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
+    """Rows (or values) ``lo:hi`` of pieces read as their concatenation."""
+    out, start = [], 0
+    for p in pieces:
+        n = p.shape[0]
+        a, b = max(lo - start, 0), min(hi - start, n)
+        if a < b:
+            out.append(np.asarray(p[a:b]))
+        start += n
+        if start >= hi:
+            break
+    if not out:
+        return np.empty((0,) + tuple(pieces[0].shape[1:]) if pieces else (0,), dtype=np.uint64)
+    return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -> None:
+    """Insert the run's records in order, replacing documents of the same source and id.
+    ``clusters[k]``: the index number of record k's survivor, ``-1 - j`` for record j of this
+    write, or None (itself)."""
+    cfg = index.config
+    n = len(records.ids)
+    by_source: dict = {}
+    for k in range(n):
+        by_source.setdefault(records.sources[k], []).append(records.ids[k])
+    for source, ids in by_source.items():
+        index._delete(conn, ids, source)
+    # One writer inside one transaction: the records get consecutive numbers from `base`.
+    base = index._next_number(conn)
+    absolute = [None if c is None else (base + (-1 - c) if c < 0 else c) for c in clusters]
+    for lo in range(0, n, WRITE_CHUNK):
+        hi = min(lo + WRITE_CHUNK, n)
+        sigs = _rows(records.signatures, lo, hi)
+        off = records.offsets[lo : hi + 1]
+        ids = _rows(records.shingle_ids, int(off[0]), int(off[-1]))
+        local = off - off[0]
+        samples = (mod_m_samples(ids, local, cfg.minhash.seed, cfg.mod_m) if cfg.containment
+                   else [np.empty(0, dtype=np.uint64)] * (hi - lo))
+        keys = band_keys(sigs, cfg.bands, cfg.rows)
+        k = lo
+        while k < hi:  # runs of one source, in order
+            e = k + 1
+            while e < hi and records.sources[e] == records.sources[k]:
+                e += 1
+            rel = slice(k - lo, e - lo)
+            index._insert_columns(
+                conn, records.ids[k:e], [int(f) for f in records.fingerprints[k:e]], records.lengths[k:e],
+                records.counts[k:e], sigs[rel], samples[rel], [None] * (e - k),
+                [ids[local[r] : local[r + 1]] for r in range(k - lo, e - lo)] if cfg.store_shingles else [None] * (e - k),
+                [None] * (e - k), band_keys=keys[rel], source=records.sources[k], clusters=absolute[k:e])
+            k = e
+
+
+def save_run(index: SeenIndex, records: RunRecords, survivor_local: np.ndarray) -> int:
+    """``--save-index``: store the run's sketched records with their clusters, in one transaction."""
+    clusters = [None if int(s) == k else -1 - int(s) for k, s in enumerate(survivor_local.tolist())]
+    index._run_write(lambda conn: _write_records(index, conn, records, clusters))
+    return len(records.ids)
+
+
+class Against:
+    """The index side of ``dedup --against``: the exact pass's lookups and the resolution of the
+    new records' clusters over the indexed documents they touch (see the module docstring)."""
+
+    def __init__(self, index: SeenIndex, label: str, *, update: bool = False, measure: str = "jaccard",
+                 verify: bool = True):
+        if not index.config.store_shingles:
+            raise ConfigError(f"index {label} holds no shingle ids (made without store_shingles): --against "
+                              f"verifies pairs exactly on them; write the index with 'neardup dedup --save-index' "
+                              f"or 'neardup index add --store-shingles'")
+        self.index = index
+        self.label = label
+        self.update = update
+        self.measure = measure
+        self.verify = verify
+        self.holder_nums: list[int] = []  # k -> the index number of exact holder k (pseudo ordinal -1 - k)
+        self._pool = None
+        self._lookups: list = []  # futures of look_up, in batch order
+        self.stats: dict = {}
+
+    # -- the exact pass ----------------------------------------------------------------------
+    def seed_exact(self, fingerprints: np.ndarray, n_shingles: np.ndarray, first_by_fp: dict) -> None:
+        """Give ``first_by_fp`` (:func:`neardup.stages.exact.first_holders`) the batch's contents
+        that the index holds, each as a pseudo ordinal ``-1 - k`` standing for indexed holder k."""
+        fps = sorted({fp for fp, ns in zip(fingerprints.tolist(), n_shingles.tolist())
+                      if ns and fp not in first_by_fp})
+        if not fps:
+            return
+        with self.index._read() as conn:
+            for lo in range(0, len(fps), MAX_VARS):
+                chunk = [signed(f) for f in fps[lo : lo + MAX_VARS]]
+                rows = conn.execute(f"SELECT fingerprint, min(num) FROM docs WHERE fingerprint IN "
+                                    f"({','.join('?' * len(chunk))}) GROUP BY fingerprint", chunk).fetchall()
+                for fp, num in rows:
+                    first_by_fp[unsigned(fp)] = -1 - len(self.holder_nums)
+                    self.holder_nums.append(num)
+
+    # -- candidates --------------------------------------------------------------------------
+    def look_up(self, keys: np.ndarray, *, first_local: int) -> None:
+        """Start looking up a batch's band keys (its records are the sketched ones from
+        ``first_local`` on) on a thread of this object's, with its own connection: SQLite
+        releases the GIL, so the lookups overlap with the sketching of the next batch."""
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-against")
+
+        def run():
+            with self.index._read() as conn:
+                bi, bn = self._band_matches(conn, keys)
+            return bi + first_local, bn
+
+        self._lookups.append(self._pool.submit(run))
+
+    def _band_matches(self, conn, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct ``(new local, index number)`` pairs sharing a band bucket; each bucket gives
+        its oldest :attr:`SeenIndex.CANDIDATES_PER_BUCKET` documents."""
+        cap = self.index.CANDIDATES_PER_BUCKET
+        mask = (1 << DOC_BITS) - 1
+        buckets = band_buckets(keys).ravel()
+        distinct = np.unique(buckets)
+        # the buckets in a temporary table, and one join: each bucket is a range of the postings' key
+        # (handed over as one JSON array: 3 times faster than an insert per bucket; sorted, so
+        # the join walks the postings' B-tree in order)
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS against_buckets (lo INTEGER NOT NULL)")
+        conn.execute("DELETE FROM temp.against_buckets")
+        conn.execute("INSERT INTO temp.against_buckets (lo) SELECT value FROM json_each(?)",
+                     (json.dumps((distinct << DOC_BITS).tolist()),))
+        rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
+                            f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
+        conn.execute("DELETE FROM temp.against_buckets")
+        if not rows:
+            none = np.empty(0, dtype=np.int64)
+            return none, none
+        postings = np.unique(np.array(rows, dtype=np.int64).ravel())
+        bucket, doc = postings >> DOC_BITS, postings & mask
+        # the first `cap` documents of each bucket (postings are sorted by bucket, then number)
+        starts = np.concatenate(([0], np.flatnonzero(bucket[1:] != bucket[:-1]) + 1))
+        rank = np.arange(bucket.size) - np.repeat(starts, np.diff(np.append(starts, bucket.size)))
+        bucket, doc = bucket[rank < cap], doc[rank < cap]
+        # every new record in each matched bucket
+        order = np.argsort(buckets, kind="stable")
+        sorted_buckets = buckets[order]
+        left = np.searchsorted(sorted_buckets, bucket, side="left")
+        reps = np.searchsorted(sorted_buckets, bucket, side="right") - left
+        pos = np.repeat(left, reps) + (np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps))
+        new_local = order[pos] // keys.shape[1]
+        pairs = np.unique(np.stack([new_local, np.repeat(doc, reps)], axis=1), axis=0)
+        return pairs[:, 0], pairs[:, 1]
+
+    def _load(self, conn, nums) -> dict:
+        """``num -> (id, source, length, cluster, signature, shingle ids)`` of these documents and of
+        the survivors of their clusters."""
+        out: dict = {}
+        want = sorted(set(nums))
+        while want:
+            for lo in range(0, len(want), MAX_VARS):
+                chunk = want[lo : lo + MAX_VARS]
+                for num, doc_id, source, length, cluster, sig, shingles in conn.execute(
+                        "SELECT num, id, source, length, cluster, signature, shingles FROM docs WHERE num IN "
+                        f"({','.join('?' * len(chunk))})", chunk):
+                    out[num] = (doc_id, source, length, cluster, sig, shingles)
+            # a survivor may have been replaced since (a re-crawled id): its members lead themselves
+            for num in want:
+                if num not in out:
+                    out[num] = None
+            want = sorted({v[3] for v in out.values() if v is not None and v[3] is not None} - set(out))
+        return {num: v for num, v in out.items() if v is not None}
+
+    # -- clusters ----------------------------------------------------------------------------
+    def resolve(self, *, ids, sources, reason, lengths, keyvals, exact_of, sk, records: RunRecords, keys,
+                edges: Edges, config, jobs: int):
+        """The new records' outcomes over the indexed documents they touch.
+
+        Returns ``(outcome, pairs, cluster_sizes, kinds, chained, write)``: the outcome of the
+        new records (by their ordinals, with their sources and their survivors'), the verified
+        pairs as ``(edges, sketched ordinals, names)`` of the combined run, the cluster sizes
+        (by ``(source, id)``) and kinds as the new records see them, the chained members, and
+        ``write`` (None, or a function of a connection that adds the new records, for
+        ``--update-index``: the caller runs it as one transaction).
+        """
+        index = self.index
+        m = index.config.minhash.num_perm
+        if self._lookups:
+            found = [f.result() for f in self._lookups]
+            self._lookups = []
+            self._pool.shutdown()
+            bi = np.concatenate([f[0] for f in found])
+            bn = np.concatenate([f[1] for f in found])
+        elif keys is not None and keys.size:
+            with index._read() as conn:
+                bi, bn = self._band_matches(conn, keys)
+        else:
+            bi = bn = np.empty(0, dtype=np.int64)
+        with index._read() as conn:
+            loaded = self._load(conn, bn.tolist() + self.holder_nums)
+        nums = sorted(loaded)
+        n_a = len(nums)
+        local_of_num = {num: k for k, num in enumerate(nums)}
+        a_rows = [loaded[num] for num in nums]
+        a_ids = [r[0] for r in a_rows]
+        a_sources = [r[1] or self.label for r in a_rows]
+        a_counts = np.array([len(r[5]) // 8 for r in a_rows], dtype=np.int64)
+        a_offsets = np.zeros(n_a + 1, dtype=np.int64)
+        np.cumsum(a_counts, out=a_offsets[1:])
+        a_shingles = np.frombuffer(b"".join(r[5] for r in a_rows), dtype="<u8").astype(np.uint64, copy=False)
+        a_sigs = index._signature_matrix([r[4] for r in a_rows])
+
+        n_b = sk.size
+        shingles = ([a_shingles] if n_a else []) + list(records.shingle_ids)
+        offsets = np.concatenate((a_offsets[:-1], records.offsets + a_offsets[-1]))
+        counts = np.concatenate((a_counts, records.counts))
+        signatures = ([a_sigs] if n_a else []) + list(records.signatures)
+
+        # candidates new x indexed, the estimate filter and exact verification, as a joint run's
+        ci = np.array([local_of_num[n] for n in bn.tolist()], dtype=np.int64)
+        cj = bi + n_a
+        order = np.lexsort((cj, ci))
+        ci, cj = ci[order], cj[order]
+        floor = estimate_floor(config.threshold, m, config.measure) if config.verify else None
+        ci, cj, est, filtered = estimate_filter(signatures, ci, cj, floor, jobs=jobs)
+        cross = verify_pairs(shingles, offsets, counts, ci, cj, est, measure=config.measure,
+                             threshold=config.threshold if config.verify else None, jobs=jobs)
+        self.stats = {"against_candidate_pairs": int(bn.size), "against_estimate_filtered": filtered,
+                      "against_verified_pairs": len(cross), "indexed_documents_read": n_a}
+        joined = Edges(*(np.concatenate((getattr(cross, f), getattr(edges, f) + (n_a if f in "ij" else 0)))
+                         for f in ("i", "j", "jaccard", "estimate", "score")))
+        order = np.lexsort((joined.j, joined.i))
+        joined = Edges(*(getattr(joined, f)[order] for f in ("i", "j", "jaccard", "estimate", "score")))
+
+        # each indexed document joined to its recorded survivor (not a pair of the outputs)
+        cluster_of = [r[3] if r[3] is not None and r[3] in local_of_num else None for r in a_rows]
+        link_a = np.array([local_of_num[c] for c in cluster_of if c is not None], dtype=np.int64)
+        link_b = np.array([k for k, c in enumerate(cluster_of) if c is not None], dtype=np.int64)
+        n = n_a + n_b
+        comp = components(n, np.concatenate((joined.i, link_a)), np.concatenate((joined.j, link_b)))
+        sk_all = np.concatenate((np.arange(n_a, dtype=np.int64), sk + n_a))
+        lengths_all = np.concatenate((np.array([r[2] for r in a_rows], dtype=np.int64), lengths))
+        keyvals_all = None if keyvals is None else np.concatenate((np.full(n_a, np.nan), keyvals))
+        # indexed survivors first, then the other indexed documents, then the new records
+        priority = np.concatenate((np.array([0 if c is None else 1 for c in cluster_of], dtype=np.int64),
+                                   np.full(n_b, 2, dtype=np.int64)))
+        survivor_local = choose_survivors(comp, sk_all, config.keep, lengths_all, keyvals_all, priority=priority)
+        n_records = len(ids)
+        kept = kept_mask(n_a + n_records, sk_all, survivor_local)
+        members, sims = similarity_to_survivors(shingles, offsets, counts, survivor_local, config.measure, jobs=jobs)
+        exact_all = {}
+        for o, first in exact_of.items():
+            exact_all[o + n_a] = first + n_a if first >= 0 else local_of_num[self.holder_nums[-1 - first]]
+        names = list(zip(a_sources, a_ids)) + list(zip(sources, ids))
+        outcome, sizes, chained = outcomes(names, [""] * n_a + list(reason), sk_all, survivor_local, kept,
+                                           members, sims, exact_all,
+                                           chain_below=config.threshold if config.verify else None)
+        new = slice(n_a, None)
+        mine = Outcome(ids=outcome.ids[new], reason=outcome.reason[new], cluster=outcome.cluster[new],
+                       duplicate_of=outcome.duplicate_of[new], similarity=outcome.similarity[new], kept=kept[new])
+        # clusters as the new records see them: their members, and the survivor
+        clusters = Counter(c for c in mine.cluster if c is not None)
+        new_names = set(mine.ids)
+        for c in {c for c in mine.cluster if c is not None and c not in new_names}:
+            clusters[c] += 1  # an indexed survivor
+        kinds = cluster_kinds(mine, clusters)
+        mine = split_sources(mine)
+        write = None
+        if self.update:
+            write = self._update_write(records, survivor_local, n_a, nums, cluster_of)
+        return mine, (joined, sk_all, a_ids + list(ids)), clusters, kinds, [i for _, i in chained], write
+
+    def _update_write(self, records: RunRecords, survivor_local: np.ndarray, n_a: int, nums: list, cluster_of):
+        """The write of ``--update-index``: the new sketched records with their survivors, and
+        the indexed clusters that a new record merged, joined under their new survivor."""
+        index = self.index
+        clusters = []
+        for k in range(n_a, survivor_local.size):
+            s = int(survivor_local[k])
+            clusters.append(nums[s] if s < n_a else (None if s == k else -1 - (s - n_a)))
+        merges = []
+        for k in range(n_a):
+            s = int(survivor_local[k])
+            if cluster_of[k] is None and s != k:  # an indexed survivor that now follows another
+                merges.append((nums[s], nums[k], nums[k]))
+
+        def work(conn):
+            if merges:
+                conn.executemany("UPDATE docs SET cluster = ? WHERE num = ? OR cluster = ?", merges)
+            _write_records(index, conn, records, clusters)
+            return len(records.ids)
+
+        return work

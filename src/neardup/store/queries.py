@@ -1,0 +1,266 @@
+"""Reading an index: the answers to a query (exact, near, containment, simhash) and inspection.
+
+:class:`Queries` is the read half of :class:`neardup.store.sqlite.SeenIndex` (a mixin over the
+index's configuration and connections). The answer shape is in :mod:`neardup.store.sqlite`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+import numpy as np
+
+from .._validate import check_int
+from ..errors import InputError
+from .schema import DEFAULT_LIMIT, DOC_BITS, SCHEMA_VERSION, band_buckets, block_bucket
+from .schema import MAX_VARS as _MAX_VARS
+from .schema import Sketch as _Sketch
+from .schema import signed as _signed
+from .schema import unsigned as _unsigned
+
+__all__ = ["Queries", "as_record", "check_limit", "jaccard"]
+
+
+def as_record(doc) -> tuple:
+    """(id, text, meta) of a tuple, dict or Document-like object."""
+    if isinstance(doc, dict):
+        if "text" not in doc:
+            raise InputError(f"a document needs a 'text' field; got keys {sorted(doc)}")
+        return doc.get("id"), doc["text"], doc.get("meta")
+    if isinstance(doc, (tuple, list)):
+        if len(doc) == 2:
+            return doc[0], doc[1], None
+        if len(doc) == 3:
+            return tuple(doc)
+        raise InputError(f"a document tuple is (id, text) or (id, text, meta); got {len(doc)} items")
+    if hasattr(doc, "text"):
+        return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None
+    raise InputError(f"cannot read a document from {type(doc).__name__}: give (id, text), a dict or a Document")
+
+
+class Queries:
+    """Queries of a :class:`~neardup.store.sqlite.SeenIndex` (see the module docstring)."""
+
+    # -- querying ----------------------------------------------------------------------------
+    def _query(self, conn, sk: _Sketch, doc_id, limit: int | None) -> dict:
+        answer = {"id": doc_id, "exact": [], "near": [], "contains": [], "contained_in": [], "simhash": []}
+        if sk.fingerprint is not None:
+            answer["exact"] = [r[0] for r in conn.execute(
+                "SELECT id FROM docs WHERE fingerprint = ? ORDER BY id LIMIT ?",
+                (_signed(sk.fingerprint), -1 if limit is None else limit))]
+        if sk.n_shingles:
+            answer["near"] = self._near(conn, sk, limit)
+            if sk.sample.size and self.config.containment:
+                answer["contains"], answer["contained_in"] = self._containment(conn, sk, limit)
+        if sk.simhash is not None:
+            answer["simhash"] = self._simhash_neighbours(conn, sk, limit)
+        return answer
+
+    def _near(self, conn, sk: _Sketch, limit):
+        cfg = self.config
+        params = []
+        cap = self.CANDIDATES_PER_BUCKET
+        mask = (1 << DOC_BITS) - 1
+        for bucket in band_buckets(sk.bands[None, :])[0].tolist():
+            params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
+        rows = conn.execute(self._near_sql, params).fetchall()
+        if not rows:
+            return []
+        if cfg.signatures:
+            sigs = self._signature_matrix([r[1] for r in rows])
+            ours = sk.signature & np.uint64(0xFFFF) if cfg.signature_width == 2 else sk.signature
+            estimates = np.count_nonzero(sigs == ours, axis=1) / self._m
+        else:
+            # lean: b bands of r rows share a key with probability s**r each, so the shared
+            # fraction estimates s**r (a coarse estimate: b values instead of num_perm)
+            shared = np.array([r[-1] for r in rows], dtype=np.float64)
+            estimates = np.minimum(shared / self._bands, 1.0) ** (1.0 / self._rows)
+        out = []
+        for i, row in enumerate(rows):
+            entry = {"id": row[0], "jaccard": round(float(estimates[i]), 6) if not cfg.signatures
+                     else float(estimates[i])}
+            if cfg.store_shingles:
+                other = np.frombuffer(row[2], dtype="<u8") if row[2] is not None else np.empty(0, np.uint64)
+                entry["exact_jaccard"] = jaccard(sk.shingles, other)
+                if entry["exact_jaccard"] < cfg.threshold:
+                    continue
+            elif entry["jaccard"] < cfg.threshold:
+                continue
+            out.append(entry)
+        key = "exact_jaccard" if cfg.store_shingles else "jaccard"
+        out.sort(key=lambda e: (-e[key], -e["jaccard"], e["id"]))
+        return out[:limit] if limit is not None else out
+
+    def _containment(self, conn, sk: _Sketch, limit):
+        cfg = self.config
+        t = cfg.containment_threshold
+        values = sk.sample.view(np.int64).tolist()
+        n_q = len(values)
+        exact = cfg.store_shingles
+        columns = "d.num, d.id, d.n_sample, count(*)" + (", d.shingles" if exact else "")
+        rows = []
+        # Each sample value gives at most CANDIDATES_PER_BUCKET documents, the oldest: those up
+        # to its cap-th document (a seek in the (value, doc) key), as _near does for bands.
+        capped = ("WITH q(value) AS (VALUES {}) SELECT {} FROM q JOIN samples s ON s.value = q.value "
+                  "AND s.doc <= coalesce((SELECT doc FROM samples WHERE value = q.value ORDER BY doc "
+                  "LIMIT 1 OFFSET ?), 9223372036854775807) {}")
+        skip = self.CANDIDATES_PER_BUCKET - 1
+        if n_q <= _MAX_VARS:
+            # Without stored shingles the estimate decides: let SQLite drop what cannot pass
+            # (with a little slack for rounding; the exact test is below).
+            having = "" if exact else " HAVING count(*) >= ? OR count(*) >= ? * d.n_sample"
+            sql = capped.format(",".join(["(?)"] * n_q), columns,
+                                f"JOIN docs d ON d.num = s.doc GROUP BY s.doc{having}")
+            params = values + [skip] + ([] if exact else [t * n_q - 1e-9, t - 1e-12])
+            rows = conn.execute(sql, params).fetchall()
+        else:
+            shared: Counter = Counter()
+            for start in range(0, n_q, _MAX_VARS):
+                chunk = values[start:start + _MAX_VARS]
+                sql = capped.format(",".join(["(?)"] * len(chunk)), "s.doc, count(*)", "GROUP BY s.doc")
+                for doc, count in conn.execute(sql, chunk + [skip]):
+                    shared[doc] += count
+            nums = list(shared)
+            for start in range(0, len(nums), _MAX_VARS):
+                chunk = nums[start:start + _MAX_VARS]
+                rows += [(r[0], r[1], r[2], shared[r[0]], *r[3:]) for r in conn.execute(
+                    f"SELECT {columns.replace(', count(*)', '')} FROM docs d WHERE d.num IN "
+                    f"({','.join('?' * len(chunk))})", chunk)]
+        contains, contained_in = [], []
+        for row in rows:
+            doc_id, n_d, s = row[1], row[2], row[3]
+            c_d_in_q, c_q_in_d = s / n_d, s / n_q
+            if exact:
+                other = np.frombuffer(row[4], dtype="<u8") if row[4] is not None else np.empty(0, np.uint64)
+                inter = np.intersect1d(sk.shingles, other, assume_unique=True).size
+                ex_d_in_q = inter / other.size if other.size else 0.0
+                ex_q_in_d = inter / sk.shingles.size if sk.shingles.size else 0.0
+                if ex_d_in_q >= t:
+                    contains.append({"id": doc_id, "containment": c_d_in_q, "exact_containment": ex_d_in_q})
+                if ex_q_in_d >= t:
+                    contained_in.append({"id": doc_id, "containment": c_q_in_d, "exact_containment": ex_q_in_d})
+            else:
+                if c_d_in_q >= t:
+                    contains.append({"id": doc_id, "containment": c_d_in_q})
+                if c_q_in_d >= t:
+                    contained_in.append({"id": doc_id, "containment": c_q_in_d})
+        key = "exact_containment" if exact else "containment"
+        for lst in (contains, contained_in):
+            lst.sort(key=lambda e: (-e[key], -e["containment"], e["id"]))
+        if limit is not None:
+            return contains[:limit], contained_in[:limit]
+        return contains, contained_in
+
+    def _simhash_neighbours(self, conn, sk: _Sketch, limit):
+        params = []
+        cap = self.CANDIDATES_PER_BUCKET
+        mask = (1 << DOC_BITS) - 1
+        for (b, key), w in zip(self._block_keys(sk.simhash), self._block_widths):
+            bucket = block_bucket(b, key, w)
+            params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
+        rows = conn.execute(self._simhash_sql, params).fetchall()
+        if not rows:
+            return []
+        k = self.config.simhash_max_distance
+        nums = np.array([r[0] for r in rows], dtype=np.int64)
+        values = np.array([r[1] for r in rows], dtype=np.int64).view(np.uint64) ^ np.uint64(sk.simhash)
+        if hasattr(np, "bitwise_count"):
+            distance = np.bitwise_count(values)
+        else:  # numpy < 2.0
+            distance = np.array([int(v).bit_count() for v in values.tolist()], dtype=np.uint8)
+        close = distance <= k
+        if not close.any():
+            return []
+        found = dict(zip(nums[close].tolist(), distance[close].tolist()))  # a doc may match several blocks
+        out = []
+        keys = list(found)
+        for start in range(0, len(keys), _MAX_VARS):
+            chunk = keys[start:start + _MAX_VARS]
+            for num, doc_id in conn.execute(f"SELECT num, id FROM docs WHERE num IN ({','.join('?' * len(chunk))})",
+                                            chunk):
+                out.append({"id": doc_id, "distance": int(found[num])})
+        out.sort(key=lambda e: (e["distance"], e["id"]))
+        return out[:limit] if limit is not None else out
+
+    def query(self, text: str, id: str | None = None, *, limit: int | None = DEFAULT_LIMIT) -> dict:
+        """What the index holds that resembles ``text`` (answer shape in the module docstring).
+
+        ``id`` is only echoed in the answer; ``limit`` cuts each list (None: no limit).
+        """
+        return self.query_many([(id, text)], limit=limit)[0]
+
+    def query_many(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> list[dict]:
+        """Answers for many documents, sketched as one batch and read in one snapshot."""
+        check_limit(limit)
+        records = [as_record(d) for d in docs]
+        sketches = self._sketch_many([r[1] for r in records])
+        with self._read() as conn:
+            return [self._query(conn, sk, doc_id, limit) for (doc_id, _, _), sk in zip(records, sketches)]
+
+
+    # -- inspecting --------------------------------------------------------------------------
+    def get(self, doc_id: str) -> dict | None:
+        """What is stored for a document: id, fingerprint and simhash (hex), length, counts, meta."""
+        with self._read() as conn:
+            row = conn.execute("SELECT id, fingerprint, length, n_shingles, n_sample, simhash, meta, added_at "
+                               "FROM docs WHERE source = '' AND id = ?", (doc_id,)).fetchone()
+        if row is None:
+            return None
+        return {"id": row[0], "fingerprint": None if row[1] is None else f"{_unsigned(row[1]):016x}",
+                "length": row[2], "n_shingles": row[3],
+                "n_sample": row[4], "simhash": None if row[5] is None else f"{_unsigned(row[5]):016x}",
+                "meta": None if row[6] is None else json.loads(row[6]), "added_at": row[7]}
+
+    def __contains__(self, doc_id) -> bool:
+        with self._read() as conn:
+            return conn.execute("SELECT 1 FROM docs WHERE source = '' AND id = ?", (doc_id,)).fetchone() is not None
+
+    def ids(self) -> list[str]:
+        """Every stored id, in the order the documents were added."""
+        with self._read() as conn:
+            return [r[0] for r in conn.execute("SELECT id FROM docs ORDER BY num")]
+
+    def __len__(self) -> int:
+        with self._read() as conn:
+            return int(conn.execute("SELECT value FROM meta WHERE key = 'documents'").fetchone()[0])
+
+    def stats(self) -> dict:
+        """Documents, file sizes, schema version and the configuration (with its fingerprint)."""
+        with self._read() as conn:
+            meta = dict(conn.execute("SELECT key, value FROM meta"))
+            pages = conn.execute("PRAGMA page_count").fetchone()[0]
+            page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        wal = self.path + "-wal"
+        return {
+            "path": self.path,
+            "documents": int(meta["documents"]),
+            "schema_version": SCHEMA_VERSION,
+            "created_at": meta.get("created_at"),
+            "created_by": meta.get("created_by"),
+            "config_fingerprint": meta["config_fingerprint"],
+            "config": json.loads(meta["config"]),
+            "database_bytes": pages * page_size,
+            "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
+            "wal_truncations": self.truncations,
+            "resident": self.resident_info(),
+        }
+
+
+    def integrity_check(self) -> str:
+        """``PRAGMA integrity_check``: ``"ok"`` or the problems SQLite found."""
+        with self._read() as conn:
+            return "\n".join(r[0] for r in conn.execute("PRAGMA integrity_check"))
+
+
+
+def check_limit(limit) -> None:
+    if limit is not None:
+        check_int("limit", limit, 1, None, owner="SeenIndex.query")
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    inter = np.intersect1d(a, b, assume_unique=True).size
+    union = a.size + b.size - inter
+    return inter / union if union else 1.0

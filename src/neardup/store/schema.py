@@ -1,0 +1,298 @@
+"""The index file's format: schema, configuration, storage profiles and the integer postings.
+
+Everything that decides the bytes of an index file lives here: the tables (:data:`SCHEMA`), the
+recorded configuration (:class:`IndexConfig`, checked on every open), the profiles, and the
+packing of band and simhash-block postings into one integer key each. ``docs/store.md``
+describes the same format for readers of the file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validate import check_float, check_int
+from ..config import default_minhash
+from ..errors import ConfigError
+from ..params import MinHashParams, NormalizeParams, ShingleParams
+from ..stages.candidates import banding_for
+
+#: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
+#: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
+#: 3: ``docs.source`` (ids are unique within a source) and ``docs.cluster`` (the document number of
+#: the survivor of the dedup cluster a document joined; NULL: itself), for ``dedup --against``;
+#: band postings packed into one integer key (:func:`band_posting`); signatures as narrow as
+#: their family's values (4 bytes for ``mulshift32``) or not stored (profile ``lean``); MOD_m
+#: samples only with ``containment``.
+SCHEMA_VERSION = 3
+#: Band postings hold a document number in their low bits: at most this many documents per index.
+DOC_BITS = 28
+MAX_DOCUMENTS = (1 << DOC_BITS) - 1
+#: The storage profiles (``neardup index add --profile``): what is stored beside the band
+#: postings, the simhash blocks and the content fingerprints.
+PROFILES = {
+    "lean": {"signatures": False, "containment": False},   # near answers estimated from shared bands
+    "default": {"signatures": True, "containment": False},  # + signatures: MinHash estimates
+    "full": {"signatures": True, "containment": True},      # + MOD_m samples: containment answers
+}
+#: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
+APPLICATION_ID = 0x4E445550
+MASK64 = (1 << 64) - 1
+DEFAULT_LIMIT = 100
+# More values than this in one IN (...) are queried in pieces (SQLite allows 32766 variables).
+MAX_VARS = 10000
+
+#: A new index's configuration where none is given: the shingles, permutations and banding
+#: policy of ``neardup dedup`` (:mod:`neardup.config`), so that a dedup run and an index of the
+#: same corpus hash, band and answer alike. Files made before with other defaults record their
+#: own values and open with them.
+DEFAULTS = {
+    "shingle": ShingleParams(),
+    "minhash": default_minhash(),
+    "threshold": 0.8,
+    "containment_threshold": 0.8,
+    "mod_m": 8,
+    "simhash_max_distance": 3,
+    "store_shingles": False,
+    "bands": None,
+    "rows": None,
+    "signatures": True,
+    "containment": False,
+}
+
+SCHEMA = """
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE docs (
+    num         INTEGER PRIMARY KEY,
+    source      TEXT NOT NULL DEFAULT '',
+    id          TEXT NOT NULL,
+    fingerprint INTEGER,
+    length      INTEGER NOT NULL,
+    n_shingles  INTEGER NOT NULL,
+    n_sample    INTEGER NOT NULL,
+    simhash     INTEGER,
+    signature   BLOB,
+    sample      BLOB,
+    shingles    BLOB,
+    meta        TEXT,
+    added_at    REAL NOT NULL,
+    cluster     INTEGER,
+    UNIQUE (id, source)
+);
+CREATE INDEX docs_fingerprint ON docs (fingerprint);
+CREATE TABLE bands (
+    posting INTEGER PRIMARY KEY
+) WITHOUT ROWID;
+CREATE TABLE samples (
+    value INTEGER NOT NULL,
+    doc   INTEGER NOT NULL,
+    PRIMARY KEY (value, doc)
+) WITHOUT ROWID;
+CREATE TABLE simhash_blocks (
+    posting INTEGER PRIMARY KEY
+) WITHOUT ROWID;
+"""
+
+
+_GOLDEN = 0x9E3779B97F4A7C15
+_MIX = 0xBF58476D1CE4E5B9
+
+
+def band_bucket(band: int, key: int) -> int:
+    """The 35-bit bucket of band ``band``'s key ``key`` (uint64) in the postings table: the key
+    mixed with the band number (one table holds every band). Two keys share a bucket by chance
+    with probability 2**-35 per band: a stray candidate, which the signature estimate drops."""
+    return ((((key ^ ((band + 1) * _GOLDEN)) & MASK64) * _MIX) & MASK64) >> (64 - 35)
+
+
+def band_buckets(keys: np.ndarray) -> np.ndarray:
+    """:func:`band_bucket` of a (documents, bands) uint64 key matrix, as int64."""
+    keys = np.asarray(keys, dtype=np.uint64)
+    bands = (np.arange(1, keys.shape[1] + 1, dtype=np.uint64) * np.uint64(_GOLDEN))
+    with np.errstate(over="ignore"):
+        return (((keys ^ bands) * np.uint64(_MIX)) >> np.uint64(64 - 35)).astype(np.int64)
+
+
+def block_bucket(block: int, key: int, width: int) -> int:
+    """The 35-bit bucket of simhash block ``block`` holding ``key`` (``width`` bits): the block
+    number, then the key itself when it fits 30 bits, else 30 bits of it mixed (a stray
+    candidate is dropped when its distance is checked on the stored simhash)."""
+    if width > 30:
+        key = (((key * _MIX) & MASK64) >> 34) & ((1 << 30) - 1)
+    return block << 30 | key
+
+
+def band_posting(band: int, key: int, doc: int) -> int:
+    """The row of the ``bands`` table for document ``doc`` (its number) in band ``band``'s bucket
+    of ``key``: ``bucket << DOC_BITS | doc``, one integer, so that a posting costs one B-tree cell
+    of about 12 bytes and a bucket is a range of the key."""
+    return band_bucket(band, key) << DOC_BITS | doc
+
+
+def signed(x: int) -> int:
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def unsigned(x: int) -> int:
+    return x & MASK64
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+def simhash_blocks(max_distance: int) -> list[int]:
+    """Widths of the ``max_distance + 1`` blocks the 64 bits are cut into (most significant first).
+
+    Two fingerprints within ``max_distance`` bits agree exactly on at least one block
+    (pigeonhole), so a block match finds every neighbour; the distance is then checked.
+    """
+    n = max_distance + 1
+    base, extra = divmod(64, n)
+    return [base + 1 if i < extra else base for i in range(n)]
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Everything that decides what an index stores; recorded in the file and checked on open."""
+
+    shingle: ShingleParams
+    minhash: MinHashParams
+    threshold: float
+    containment_threshold: float
+    mod_m: int
+    simhash_max_distance: int
+    store_shingles: bool
+    #: None: the banding policy of every engine for ``threshold`` (:func:`default_banding`)
+    bands: int | None = None
+    rows: int | None = None
+    #: store MinHash signatures (near answers estimated from them; without: from shared bands)
+    signatures: bool = True
+    #: store MOD_m samples (containment answers)
+    containment: bool = False
+
+    def __post_init__(self) -> None:
+        owner = "SeenIndex"
+        for name in ("signatures", "containment"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"The '{name}' parameter of {owner} must be a bool. "
+                                  f"Got {getattr(self, name)!r} instead.")
+        for name, kind in (("shingle", ShingleParams), ("minhash", MinHashParams)):
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(f"The '{name}' parameter of {owner} must be a {kind.__name__}. "
+                                  f"Got {getattr(self, name)!r} instead.")
+        check_float("threshold", self.threshold, 0.0, 1.0, owner=owner, closed="neither")
+        check_float("containment_threshold", self.containment_threshold, 0.0, 1.0, owner=owner, closed="right")
+        check_int("mod_m", self.mod_m, 1, 1 << 20, owner=owner)
+        check_int("simhash_max_distance", self.simhash_max_distance, 0, 31, owner=owner,
+                  hint=" Each of the k+1 simhash blocks needs at least 2 bits.")
+        if not isinstance(self.store_shingles, bool):
+            raise ConfigError(f"The 'store_shingles' parameter of {owner} must be a bool. "
+                              f"Got {self.store_shingles!r} instead.")
+        if self.bands is None or self.rows is None:
+            chosen = banding_for(self.threshold, self.minhash.num_perm, bands=self.bands, rows=self.rows)
+            object.__setattr__(self, "bands", chosen.bands)
+            object.__setattr__(self, "rows", chosen.rows)
+        check_int("bands", self.bands, 1, self.minhash.num_perm, owner=owner)
+        check_int("rows", self.rows, 1, self.minhash.num_perm, owner=owner)
+        if self.bands * self.rows > self.minhash.num_perm:
+            raise ConfigError(f"{self.bands} bands x {self.rows} rows need more than num_perm "
+                              f"{self.minhash.num_perm} values")
+
+    def as_dict(self) -> dict:
+        return {
+            "store_format": SCHEMA_VERSION,
+            "shingle": self.shingle.as_dict(),
+            "minhash": self.minhash.as_dict(),
+            "lsh": {"threshold": self.threshold, "bands": self.bands, "rows": self.rows},
+            "containment": {"threshold": self.containment_threshold, "sketch": "mod_m", "mod_m": self.mod_m,
+                            "seed": self.minhash.seed, "stored": self.containment},
+            "signatures": {"stored": self.signatures, "bytes_per_value": self.signature_width},
+            "band_postings": {"bucket_bits": 35, "doc_bits": DOC_BITS},
+            "simhash": {"max_distance": self.simhash_max_distance, "blocks": simhash_blocks(self.simhash_max_distance),
+                        "features": "word counts", "feature_hash": self.shingle.hash},
+            "fingerprint": {"hash": "blake2b-64", "of": "normalized text"},
+            "store_shingles": self.store_shingles,
+        }
+
+    @property
+    def signature_width(self) -> int:
+        """Bytes a stored signature value takes: 2 (the low 16 bits, Li and Konig's b-bit MinHash)
+        when the index stores neither shingle ids nor samples (profile ``default``: estimates
+        only, which two unequal values raise by 2**-16 each); else the whole value, 4 bytes
+        where the family's values fit 32 bits."""
+        if not self.store_shingles and not self.containment:
+            return 2
+        return 4 if self.minhash.family == "mulshift32" else 8
+
+    @property
+    def exact_signatures(self) -> bool:
+        """Whether stored signatures hold whole values (band keys can be computed from them)."""
+        return self.signatures and self.signature_width > 2
+
+    @property
+    def profile(self) -> str:
+        """The name of the profile this configuration stores (``custom`` if none)."""
+        for name, fields in PROFILES.items():
+            if all(getattr(self, k) == v for k, v in fields.items()):
+                return name
+        return "custom"
+
+    def fingerprint(self) -> int:
+        import xxhash
+
+        return xxhash.xxh3_64_intdigest(json.dumps(self.as_dict(), sort_keys=True).encode())
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "IndexConfig":
+        s = dict(d["shingle"])
+        s.pop("tokenizer_version", None)
+        s["normalize"] = NormalizeParams(**s["normalize"])
+        return cls(shingle=ShingleParams(**s), minhash=MinHashParams(**d["minhash"]),
+                   threshold=d["lsh"]["threshold"], containment_threshold=d["containment"]["threshold"],
+                   mod_m=d["containment"]["mod_m"], simhash_max_distance=d["simhash"]["max_distance"],
+                   store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"],
+                   signatures=d["signatures"]["stored"], containment=d["containment"]["stored"])
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def differences(stored: dict, given: dict) -> list[str]:
+    a, b = flatten(stored), flatten(given)
+    return [f"{k} stored {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+
+
+def config_fingerprint(config: dict) -> int:
+    import xxhash
+
+    return xxhash.xxh3_64_intdigest(json.dumps(config, sort_keys=True).encode())
+
+
+
+# -- sketches of one document ----------------------------------------------------------------
+
+@dataclass(slots=True)
+class Sketch:
+    fingerprint: int | None     # unsigned; None without tokens
+    length: int
+    n_shingles: int
+    signature: np.ndarray       # (num_perm,) uint64
+    bands: np.ndarray           # (bands,) uint64
+    sample: np.ndarray          # sorted uint64
+    simhash: int | None         # unsigned, None without words
+    shingles: np.ndarray | None  # sorted uint64 ids, when stored
+
+

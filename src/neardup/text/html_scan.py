@@ -1,0 +1,321 @@
+"""The markup scan of the main-content extraction: ``neardup._htmlscan`` when it is built, else
+the same functions in Python (same answers, byte for byte; tests/test_html_scan.py compares them).
+
+See ``src/neardup/_htmlscan.c`` for what :func:`scan`, :func:`lines` and :func:`stats` do. The
+Python versions below follow the C code step by step, so that a machine without a compiler
+extracts the same texts (slower), and so that the C code has an oracle to be fuzzed against.
+"""
+
+from __future__ import annotations
+
+import re
+
+try:
+    from .. import _htmlscan
+except ImportError:  # not built
+    _htmlscan = None
+
+__all__ = ["scan", "lines", "stats", "FLAGS", "compiled"]
+
+MARK = "\x0c"
+LINK_OPEN = "\x01"
+LINK_CLOSE = "\x02"
+#: The attributes the scan adds to start tags (see _htmlscan.c).
+MARK_NAME = "data-neardup-name"
+MARK_HIDDEN = "data-neardup-hidden"
+MARK_ROLE = "data-neardup-role"
+
+_TAG_FLAGS = {"main": 1 << 0, "article": 1 << 1, "header": 1 << 2, "footer": 1 << 3, "h1": 1 << 4,
+              "aside": 1 << 5, "nav": 1 << 6, "dialog": 1 << 7, "noscript": 1 << 8, "template": 1 << 9,
+              "svg": 1 << 10, "object": 1 << 11, "embed": 1 << 12, "canvas": 1 << 13, "math": 1 << 14,
+              "select": 1 << 15, "button": 1 << 16}
+#: Bit of each flag of scan(): elements (upper-cased tag names) and attributes.
+FLAGS = {name.upper(): bit for name, bit in _TAG_FLAGS.items()}
+FLAGS.update({"HIDDEN": 1 << 20, "STYLE_HIDDEN": 1 << 21, "ROLE_NAV": 1 << 22, "ROLE_MAIN": 1 << 23,
+              "ROLE_COMPLEMENTARY": 1 << 24, "NAMED": 1 << 25, "OWN_MARKS": 1 << 26})
+
+_BLOCK = frozenset(
+    """address article aside blockquote body br caption center dd details dialog dir div dl dt fieldset
+    figcaption figure footer form frameset h1 h2 h3 h4 h5 h6 header hgroup hr html legend li listing main
+    menu nav ol option p plaintext pre section summary table tbody tfoot thead tr ul xmp""".split())
+_CELL = frozenset({"td", "th"})
+_CUT = frozenset({"script", "style", "textarea", "iframe"})  # cut out with their content
+_RAW = frozenset({"noembed", "noframes", "plaintext", "title", "xmp"})  # raw text kept as it is
+_KNOWN = _BLOCK | _CELL | _CUT | _RAW | set(_TAG_FLAGS) | {"a"}
+_MAX_TAG = 16
+
+_AFFIX = (b"nav", b"navigation", b"menu", b"sidebar", b"breadcrumb", b"breadcrumbs", b"footer", b"banner",
+          b"masthead", b"topbar", b"pager", b"pagination", b"related", b"skiplink", b"cookie", b"share", b"social",
+          b"copyright", b"searchbox")
+_EXACT = (b"toc", b"bar", b"crumbs", b"search", b"top", b"bottom", b"foot", b"skip", b"hidden", b"sr-only",
+          b"visually-hidden")
+_NAV_ROLES = frozenset({b"navigation", b"banner", b"contentinfo", b"search", b"menu", b"menubar", b"toolbar",
+                        b"tablist"})
+_SPACE = b" \t\n\x0c\r"
+_RE_HTML_SPACE = re.compile(rb"[ \t\n\x0c\r]+")  # HTML's white space (not bytes.split()'s, which has \x0b)
+_ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
+_ALPHA = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def compiled() -> bool:
+    """Whether the compiled scan is in use."""
+    return _htmlscan is not None
+
+
+def _lower(b: bytes) -> bytes:
+    return b.lower()  # bytes.lower() is ASCII-only, as the C code
+
+
+def _names_navigation(s: bytes) -> bool:
+    n = len(s)
+    for i in range(n):
+        start = i == 0 or s[i - 1] not in _ALNUM
+        for w in _AFFIX:
+            if s.startswith(w, i) and (start or i + len(w) == n or s[i + len(w)] not in _ALNUM):
+                return True
+        if start:
+            for w in _EXACT:
+                if s.startswith(w, i) and (i + len(w) == n or s[i + len(w)] not in _ALNUM):
+                    return True
+    return False
+
+
+def _copy_text(out: bytearray, s: bytes, a: int, b: int) -> None:
+    out += s[a:b].replace(b"\x0c", b" ").replace(b"\x01", b" ").replace(b"\x02", b" ")
+
+
+def _find_end_tag(s: bytes, n: int, start: int, name: bytes) -> int:
+    low = s.lower()  # ASCII only; same length
+    i = start
+    needle = b"</" + name
+    while True:
+        i = low.find(needle, i)
+        if i < 0 or i + len(needle) > n:
+            return n
+        j = i + len(needle)
+        if j == n or s[j] in _SPACE or s[j] in b"/>":
+            return i
+        i += 1
+
+
+def _read_tag(s: bytes, n: int, i: int, is_end: bool, found: dict):
+    """(lower-cased name, where it ends, where the tag ends, marks) of the tag at s[i] == '<'."""
+    j = i + 1 + is_end
+    start = j
+    while j < n and s[j] not in _SPACE and s[j] not in b"/>":
+        j += 1
+    name = _lower(s[start:j])
+    name_end = j
+    bits = 0
+    while j < n:
+        while j < n and (s[j] in _SPACE or s[j] == 0x2F):
+            j += 1
+        if j >= n:
+            break
+        if s[j] == 0x3E:
+            return name, name_end, j + 1, bits
+        an = j
+        j += 1
+        while j < n and s[j] not in _SPACE and s[j] not in b"/>=":
+            j += 1
+        attr = _lower(s[an:j])
+        k = j
+        while k < n and s[k] in _SPACE:
+            k += 1
+        value = None
+        if k < n and s[k] == 0x3D:
+            k += 1
+            while k < n and s[k] in _SPACE:
+                k += 1
+            if k < n and s[k] in b"\"'":
+                q = s[k]
+                e = s.find(bytes([q]), k + 1)
+                ve = e if e >= 0 else n
+                value = s[k + 1:ve]
+                j = ve + 1 if ve < n else n
+            else:
+                v = k
+                while k < n and s[k] not in _SPACE and s[k] != 0x3E:
+                    k += 1
+                value = s[v:k]
+                j = k
+        if is_end or len(attr) > 24:
+            continue
+        if attr == b"class" and value is not None:
+            for tok in _RE_HTML_SPACE.split(value):
+                if tok and _names_navigation(_lower(tok[:256])):
+                    found["classes"].append(tok)
+                    bits |= 1
+        elif attr == b"id" and value:
+            if _names_navigation(_lower(value[:256])):
+                found["ids"].append(value)
+                bits |= 1
+        elif attr == b"hidden":
+            found["flags"] |= FLAGS["HIDDEN"]
+            bits |= 2
+        elif attr == b"style" and value is not None:
+            if b"display:none" in value or b"display: none" in value or b"visibility:hidden" in value:
+                found["flags"] |= FLAGS["STYLE_HIDDEN"]
+                bits |= 2
+        elif attr == b"role" and value is not None:
+            if value in _NAV_ROLES:
+                found["flags"] |= FLAGS["ROLE_NAV"]
+                bits |= 4
+            if value == b"main":
+                found["flags"] |= FLAGS["ROLE_MAIN"]
+            if value == b"complementary":
+                found["flags"] |= FLAGS["ROLE_COMPLEMENTARY"]
+        elif len(attr) > 13 and attr.startswith(b"data-neardup-"):
+            found["flags"] |= FLAGS["OWN_MARKS"]
+    return name, name_end, n, bits
+
+
+def _unique(values: list[bytes]) -> list[str]:
+    seen, out = set(), []
+    for v in values:
+        if v not in seen:
+            seen.add(v)
+            out.append(v.decode("utf-8", "replace"))
+    return out
+
+
+def _scan_py(html: str | bytes):
+    s = html if isinstance(html, bytes) else html.encode("utf-8")
+    n = len(s)
+    out = bytearray()
+    found = {"flags": 0, "classes": [], "ids": []}
+    title = None
+    i = 0
+    while i < n:
+        at = s.find(b"<", i)
+        if at < 0:
+            at = n
+        _copy_text(out, s, i, at)
+        if at >= n:
+            break
+        i = at
+        c1 = s[at + 1] if at + 1 < n else 0
+        if c1 in _ALPHA or (c1 == 0x2F and at + 2 < n and s[at + 2] in _ALPHA):
+            is_end = c1 == 0x2F
+            name, name_end, end, bits = _read_tag(s, n, at, is_end, found)
+            known = len(name) <= _MAX_TAG and name.decode("latin-1") in _KNOWN
+            tag = name.decode("latin-1") if known else None
+            if tag in _CUT and not is_end:
+                e = _find_end_tag(s, n, end, name)
+                if e < n:
+                    e = _read_tag(s, n, e, True, found)[2]
+                i = e
+                continue
+            if tag is not None:
+                if not is_end:
+                    found["flags"] |= _TAG_FLAGS.get(tag, 0)
+                if tag in _BLOCK:
+                    out += b"\x0c"
+                elif tag in _CELL:
+                    out += b" "
+                if is_end and tag == "a":
+                    out += LINK_CLOSE.encode()
+            if bits and not is_end:
+                out += s[at:name_end]
+                if bits & 1:
+                    out += b" " + MARK_NAME.encode()
+                    found["flags"] |= FLAGS["NAMED"]
+                if bits & 2:
+                    out += b" " + MARK_HIDDEN.encode()
+                if bits & 4:
+                    out += b" " + MARK_ROLE.encode()
+                out += s[name_end:end]
+            else:
+                out += s[at:end]
+            i = end
+            if tag is not None and not is_end:
+                if tag == "a":
+                    out += LINK_OPEN.encode()
+                elif tag in _RAW:
+                    e = n if tag == "plaintext" else _find_end_tag(s, n, i, name)
+                    if tag == "title" and title is None:
+                        title = s[i:e].decode("utf-8", "replace")
+                    out += s[i:e]
+                    i = e
+            continue
+        if c1 in (0x21, 0x3F):
+            if c1 == 0x21 and s.startswith(b"--", at + 2) and at + 3 < n:
+                k = at + 4
+                if k < n and s[k] == 0x3E:
+                    e = k + 1
+                elif k + 1 < n and s[k] == 0x2D and s[k + 1] == 0x3E:
+                    e = k + 2
+                else:
+                    e = n
+                    while k + 2 < n:
+                        if s[k] == 0x2D and s[k + 1] == 0x2D:
+                            if s[k + 2] == 0x3E:
+                                e = k + 3
+                                break
+                            if k + 3 < n and s[k + 2] == 0x21 and s[k + 3] == 0x3E:
+                                e = k + 4
+                                break
+                        k += 1
+                i = e
+                continue
+            gt = s.find(b">", at)
+            e = gt + 1 if gt >= 0 else n
+            if c1 == 0x21:
+                out += s[at:e]
+            i = e
+            continue
+        out += b"<"
+        i = at + 1
+    return bytes(out), found["flags"], title, _unique(found["classes"]), _unique(found["ids"])
+
+
+_BREAKS = frozenset({MARK})
+_LINK_MARKS = frozenset({LINK_OPEN, LINK_CLOSE})
+
+
+def _lines_py(text: str) -> str:
+    out = []
+    pending = 0
+    for ch in text:
+        if ch in _BREAKS:
+            pending = 2
+        elif ch in _LINK_MARKS:
+            continue
+        elif ch.isspace():
+            pending = max(pending, 1)
+        else:
+            if out and pending:
+                out.append("\n" if pending == 2 else " ")
+            pending = 0
+            out.append(ch)
+    return "".join(out)
+
+
+def _stats_py(text: str) -> tuple[int, int]:
+    chars = links = 0
+    pending = in_link = any_ = False
+    for ch in text:
+        if ch == LINK_OPEN:
+            in_link = True
+        elif ch == LINK_CLOSE:
+            in_link = False
+        elif ch in _BREAKS or ch.isspace():
+            pending = True
+        else:
+            add = 1 + (any_ and pending)
+            chars += add
+            if in_link:
+                links += add
+            pending = False
+            any_ = True
+    return chars, links
+
+
+if _htmlscan is not None:
+    scan = _htmlscan.scan
+    lines = _htmlscan.lines
+    stats = _htmlscan.stats
+else:  # pragma: no cover - the compiled module is built wherever there is a compiler
+    scan = _scan_py
+    lines = _lines_py
+    stats = _stats_py

@@ -1,0 +1,119 @@
+"""The compiled markup scan (neardup._htmlscan) against its Python twin (text/html_scan.py):
+same answers on real pages, hand-made corner cases and random bytes."""
+
+import random
+from pathlib import Path
+
+import pytest
+
+from neardup.text import html_scan
+
+_htmlscan = pytest.importorskip("neardup._htmlscan")
+
+DATA = Path(__file__).parent.parent / "data" / "html"
+
+CASES = [
+    "",
+    "plain text, no markup at all",
+    "<p>a<b>b</b>c</p><div>d</div>",
+    "<P CLASS='TopNav'>x</P><DIV ID=\"Side-Bar\">y</DIV>",
+    "<a href=x>link</a> text <a>another<a>nested</a>",
+    "<script>var s = '<p class=nav>';</script><style>p{}</style><textarea><b>t</b></textarea>after",
+    "<SCRIPT>x</Script >y<iframe src=a>z</iframe>w",
+    "<script>never closed <p>",
+    "<!-- c --><!--> <!---> <!-- a -- b --!> x <!-- unterminated",
+    "<?xml version='1.0'?><!DOCTYPE html><html><title>T &amp; U</title></html>",
+    "<title>first</title><title>second</title>",
+    "<xmp><p>raw</p></xmp><plaintext><p>rest of the page",
+    "<div hidden>h</div><div style='display:none'>s</div><div style='DISPLAY:NONE'>k</div>",
+    "<nav role=navigation></nav><div role=main></div><aside role=complementary></aside><div role=Main>",
+    "<div class='a nav b' class='second'>dup</div><span id=''>e</span><i class>n</i>",
+    "<div data-neardup-name>own</div>",
+    "tab\there\x0cform feed\x01one\x02two\u3000ideographic\xa0nbsp",
+    "<td>a<th>b</td></tr><table><tr><td>c",
+    "<a href='unterminated>text",
+    "<div class=\"" + "x" * 400 + "nav\">long name</div>",
+    "< p>not a tag</ p> <3 <> </> <//x> <1>",
+    "<main><h1>H</h1><article><header>h</header><footer>f</footer></article></main>",
+    "<svg><title>icon</title><a>x</a></svg><math>m</math><select><option>o</select><button>b</button>",
+    "\u00e9\u4e2d\U0001f600 <p class=\u00e9nav>unicode</p>",
+]
+
+
+def _pages():
+    return sorted(DATA.rglob("*.html"))[:40]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_scan_matches_python(case):
+    assert _htmlscan.scan(case) == html_scan._scan_py(case)
+    assert _htmlscan.scan(case.encode("utf-8")) == html_scan._scan_py(case.encode("utf-8"))
+
+
+def test_scan_matches_python_on_real_pages():
+    pages = _pages()
+    assert pages, "the sample pages of tests/data/html are missing"
+    for p in pages:
+        data = p.read_bytes()
+        assert _htmlscan.scan(data) == html_scan._scan_py(data), p
+
+
+def test_scan_on_random_bytes():
+    rng = random.Random(15)
+    alphabet = b"<>/!-?='\" \t\nabcdiptvnasrlmAPNV\x0c\x01\x02\xee\x80\x81&;"
+    words = [b"<a ", b"<p>", b"</a>", b"<script>", b"</script>", b"<!--", b"-->", b"class=", b"id=", b"nav",
+             b"<title>", b"</title>", b"hidden", b"role=menu", b"style='display:none'", b"<td>", b"<plaintext>"]
+    for _ in range(3000):
+        parts = []
+        for _ in range(rng.randrange(1, 30)):
+            parts.append(rng.choice(words) if rng.random() < 0.4 else bytes(rng.choice(alphabet)
+                                                                             for _ in range(rng.randrange(1, 6))))
+        data = b"".join(parts)
+        assert _htmlscan.scan(data) == html_scan._scan_py(data), data
+
+
+@pytest.mark.parametrize("text", ["", " ", "\x0c", "a", " a  b \x0c\x0c c\x01d\x02 e ", "x\u2028y\u3000z\x85w\xa0v",
+                                  "\x01\x02", "a\x0c \x01 \x0c b", "\U0001f600 \u00e9\t\n\r\x0b\x1c\x1f end"])
+def test_lines_and_stats_match_python(text):
+    assert _htmlscan.lines(text) == html_scan._lines_py(text)
+    assert _htmlscan.stats(text) == html_scan._stats_py(text)
+
+
+def test_lines_and_stats_on_random_text():
+    rng = random.Random(7)
+    chars = "ab\u00e9\u4e2d \t\n\x0c\x01\x02\u2000\u200a\u200b\u3000\xa0\x85\x1c\U0001f600"
+    for _ in range(3000):
+        t = "".join(rng.choice(chars) for _ in range(rng.randrange(0, 40)))
+        assert _htmlscan.lines(t) == html_scan._lines_py(t), repr(t)
+        assert _htmlscan.stats(t) == html_scan._stats_py(t), repr(t)
+
+
+def test_scan_marks():
+    marked, flags, title, classes, ids = _htmlscan.scan(
+        "<html><head><title>T</title><script>x</script></head><body><div class='topnav menu x' id=side-bar>"
+        "<a href=/>home</a></div><p hidden>h</p><nav role=navigation></nav><main>m</main></body></html>")
+    assert title == "T" and classes == ["topnav", "menu"] and ids == ["side-bar"]
+    assert b"<script" not in marked and b"\x01home\x02" in marked
+    assert b"<div data-neardup-name class=" in marked and b"<p data-neardup-hidden hidden>" in marked
+    assert b"<nav data-neardup-role role=" in marked and b"\x0c<main>" in marked
+    f = html_scan.FLAGS
+    for name in ("NAV", "MAIN", "HIDDEN", "ROLE_NAV", "NAMED"):
+        assert flags & f[name], name
+    assert not flags & f["ARTICLE"] and not flags & f["OWN_MARKS"]
+
+
+def test_flags_agree_with_python_names():
+    for name, bit in html_scan.FLAGS.items():
+        assert getattr(_htmlscan, name) == bit
+
+
+def test_extraction_same_without_the_compiled_scan(monkeypatch):
+    """A machine without a compiler extracts the same texts (the Python twin)."""
+    from neardup.text import html as H
+
+    pages = [p.read_bytes() for p in _pages()[:15]]
+    fast = [H.extract_text(p) for p in pages]
+    monkeypatch.setattr(H, "_scan", html_scan._scan_py)
+    monkeypatch.setattr(H, "_lines", html_scan._lines_py)
+    monkeypatch.setattr(H, "_stats", html_scan._stats_py)
+    assert [H.extract_text(p) for p in pages] == fast
