@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .cpus import available_cpus
+from .errors import ConfigError
 from .config import KEEP_POLICIES, MEASURES, METHODS, DedupConfig
 from .params import IN_MEMORY_MB
 from .stages import candidates as candidate_stage
@@ -46,7 +47,10 @@ from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, compone
                                similarity_to_survivors, split_sources)
 from .stages.verify import Edges, verify_pairs
 
-__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "peak_memory_mb"]
+__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "STAGES", "peak_memory_mb", "run_summary"]
+
+#: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
+STAGES = ("read_and_sketch", "exact_pass", "candidates", "verify", "cluster", "summary", "write")
 
 
 class _Budget:
@@ -181,12 +185,19 @@ class Deduplicator:
         self.seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------
-    def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip") -> dict:
+    def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip",
+            output_format: str = "jsonl") -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into the folder
-        ``output``; returns the summary. ``on_error="error"`` stops at the first file that cannot
-        be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
+        ``output``: ``clusters`` and ``pairs`` as ``output_format`` (``jsonl`` or ``parquet``) says,
+        the kept corpus in the input's format, and ``summary.json``; returns the summary.
+        ``on_error="error"`` stops at the first file that cannot be read
+        (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
         ``unreadable_file`` record, its path in the summary's ``skipped_files``)."""
         from .io import read_documents
+        from .io.writers import RESULT_FORMATS, write_clusters, write_pairs
+
+        if output_format not in RESULT_FORMATS:
+            raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
         from .io import write_kept as write_kept_records
         from .io.readers import InputPlan, InputReport, plan_inputs, read_encoded
 
@@ -241,15 +252,19 @@ class Deduplicator:
             with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
                 outcome, pairs, stats = self._dedup(docs, work, kept_known=write_kept_from)
                 t = time.perf_counter()
-                self._write_clusters(outcome, output, stats.pop("urls", None))
-                self._write_pairs(output, pairs, outcome.ids)
+                write_clusters(output, outcome, format=output_format, urls=stats.pop("urls", None))
+                write_pairs(output, pairs.rows(outcome.ids), format=output_format)
                 kept_info = kept_writing[0].result() if kept_writing else None
                 self.seconds["write"] = time.perf_counter() - t
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        self.seconds["total"] = time.perf_counter() - start
+        t = time.perf_counter()
+        self.seconds["summary"] = 0.0
         summary = self._summary(outcome, stats, kept_info)
         summary.update(report.as_dict())
+        self.seconds["summary"] = time.perf_counter() - t
+        self.seconds["total"] = time.perf_counter() - start
+        summary["seconds"] = self.stage_seconds()
         with open(os.path.join(output, "summary.json"), "w", encoding="utf-8") as fh:
             json.dump(summary, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
@@ -272,10 +287,20 @@ class Deduplicator:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         pairs = list(pairs.rows(outcome.ids))
-        self.seconds["total"] = time.perf_counter() - start
+        t = time.perf_counter()
         summary = self._summary(outcome, stats, None)
+        self.seconds["summary"] = time.perf_counter() - t
+        self.seconds["total"] = time.perf_counter() - start
+        summary["seconds"] = self.stage_seconds()
         summary.pop("kept_output")
         return outcome, pairs, summary
+
+    def stage_seconds(self) -> dict:
+        """Seconds per stage, the table both engines give in ``summary.json`` (:data:`STAGES`, then
+        ``total``); the local read-and-sketch stage is its own minus the exact pass run inside it."""
+        got = dict(self.seconds)
+        got["read_and_sketch"] = got.get("read_and_sketch", 0.0) - got.get("exact_pass", 0.0)
+        return {k: round(got.get(k, 0.0), 3) for k in (*STAGES, "total")}
 
     # ------------------------------------------------------------------------------------------
     def _dedup(self, docs, work: str, kept_known=None):
@@ -367,13 +392,11 @@ class Deduplicator:
         first_by_fp: dict[int, int] = got.first_by_fp
         sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
         pending: list = []
-        wait = [0.0]
+        self.seconds["exact_pass"] = 0.0
 
         def collect():
             batch, parts, ords, nbytes = pending.pop(0)
-            ts = time.perf_counter()
             self._take_batch(got, batch.result(), parts, ords, first_by_fp, band, batch.too_large)
-            wait[0] += time.perf_counter() - ts
             if self.progress:
                 self.progress.update(len(ords), nbytes)
 
@@ -434,7 +457,6 @@ class Deduplicator:
             flush()
             while pending:
                 collect()
-        self.seconds["sketch_wait_and_collect"] = wait[0]
         return got
 
     def _take_batch(self, got: _Sketched, sig, parts, ords, first_by_fp: dict, band, too_large=frozenset()) -> None:
@@ -442,6 +464,7 @@ class Deduplicator:
         shingle ids, signatures and band keys (or simhashes) of the first holders. ``too_large``:
         positions in the batch of texts the kernel could not take (sketched as empty)."""
         cfg = self.config
+        t = time.perf_counter()
         if self.against is not None:
             self.against.seed_exact(sig.fingerprints, sig.n_shingles, first_by_fp)
         new, empty, copies = first_holders(ords, sig.fingerprints, sig.n_shingles, first_by_fp)
@@ -453,6 +476,7 @@ class Deduplicator:
         for o, first in copies:
             got.exact_of[o] = first
             got.reason[o] = "exact"
+        self.seconds["exact_pass"] += time.perf_counter() - t
         if new.any():
             got.sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
         if cfg.keep == "source" and copies:
@@ -602,101 +626,65 @@ class Deduplicator:
                           shingle_ids=shingle_ids, signatures=got.signatures or [])
 
     # ------------------------------------------------------------------------------------------
-    def _write_clusters(self, outcome: Outcome, output: str, urls: dict[int, str] | None = None) -> None:
-        import orjson
-
-        urls = urls or {}
-        with open(os.path.join(output, "clusters.jsonl"), "wb") as fh:
-            buf = []
-            sources = outcome.source
-            for o, doc_id in enumerate(outcome.ids):
-                if sources is None:
-                    line = {
-                        "id": doc_id,
-                        "cluster": outcome.cluster[o],
-                        "kept": bool(outcome.kept[o]),
-                        "duplicate_of": outcome.duplicate_of[o],
-                        "similarity": outcome.similarity[o],
-                        "reason": outcome.reason[o],
-                    }
-                else:  # records with sources: each line names its own and its survivor's
-                    line = {
-                        "id": doc_id,
-                        "source": sources[o],
-                        "cluster": outcome.cluster[o],
-                        "kept": bool(outcome.kept[o]),
-                        "duplicate_of": outcome.duplicate_of[o],
-                        "duplicate_of_source": outcome.duplicate_of_source[o],
-                        "similarity": outcome.similarity[o],
-                        "reason": outcome.reason[o],
-                    }
-                if o in urls:  # web pages: where the page was (WARC-Target-URI, a JSONL "url")
-                    line["url"] = urls[o]
-                buf.append(orjson.dumps(line))
-                if len(buf) >= 4096:
-                    fh.write(b"\n".join(buf) + b"\n")
-                    buf = []
-            if buf:
-                fh.write(b"\n".join(buf) + b"\n")
-
-    def _write_pairs(self, output: str, pairs: "VerifiedPairs", ids: list[str]) -> None:
-        import orjson
-
-        with open(os.path.join(output, "pairs.jsonl"), "wb") as fh:
-            for a, b, j, e in pairs.rows(ids):
-                fh.write(orjson.dumps({"a": a, "b": b, "jaccard": j, "estimate": e}))
-                fh.write(b"\n")
-
     def _summary(self, outcome: Outcome, stats: dict, kept_info) -> dict:
-        reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
-        sizes = stats["cluster_sizes"]
-        multi = {c: s for c, s in sizes.items() if s > 1}
-        dist = Counter(multi.values())
-        largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0] if isinstance(kv[0], tuple) else ("", kv[0])))[:10]
-        summary = {
-            "input": len(outcome.ids),
-            "kept": int(outcome.kept.sum()),
-            "unique": reasons.get("unique", 0),
-            "exact_duplicates": reasons.get("exact", 0),
-            "near_duplicates": reasons.get("near", 0),
-            "skipped": sum(stats["skipped"].values()),
-            "skipped_by_reason": stats["skipped"],
-            "clusters": {
-                "count": len(multi),
-                "documents_in_clusters": sum(multi.values()),
-                "size_distribution": {str(k): v for k, v in sorted(dist.items())},
-                "largest": [{"survivor": c, "size": s} if not isinstance(c, tuple)
-                            else {"survivor": c[1], "source": c[0], "size": s} for c, s in largest],
-                # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
-                "kinds": stats["kinds"] if "kinds" in stats else cluster_kinds(outcome, sizes),
-            },
-            "candidate_pairs": stats["candidate_pairs"],
-            "estimate_filtered_pairs": stats["estimate_filtered"],
-            "verified_pairs": stats["verified_pairs"],
-            "chained_members": stats["chained"],
-            "chained_examples": stats["chained_examples"],
-            "largest_bucket": stats.get("largest_bucket", 0),
-            "buckets_over_window": stats.get("buckets_over_window", 0),
-            # method broder: the sample, the shared-sample pairs and what the cap left out
-            **({"samples": stats["samples"]} if "samples" in stats else {}),
-            # method minhash past the grouping budget: the band keys' partition files
-            **({"band_grouping": stats["band_grouping"]} if "band_grouping" in stats else {}),
-            "duplicate_ids": stats["duplicate_ids"],
-            # against an index, or saving one: what was read from it and written to it
-            **({"index": {k[len("index_"):] if k.startswith("index_") else k: stats[k] for k in INDEX_STATS
-                          if k in stats}} if any(k in stats for k in INDEX_STATS) else {}),
-            "shingles_total": stats["n_shingles_total"],
-            "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
-            "kept_output": kept_info,
-            "config": self.config.as_dict(),
-            "config_fingerprint": self.config.fingerprint(),
-            "jobs": self.jobs,
-            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-            "peak_memory_mb": round(peak_memory_mb(), 1),
-        }
-        assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
-            == summary["input"], "internal error: counts do not add up"
-        return summary
+        return run_summary(outcome, stats, self.config, kept_info=kept_info, jobs=self.jobs, seconds=self.seconds)
+
+
+def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info, jobs: int, seconds: dict) -> dict:
+    """``summary.json`` of a run (both engines): the counts from every record's ``outcome``, and
+    ``stats``, the figures of the stages (``cluster_sizes``, ``skipped``, ``candidate_pairs``,
+    ``estimate_filtered``, ``verified_pairs``, ``chained``, ``chained_examples``, ``duplicate_ids``,
+    ``n_shingles_total``, ``spilled_bytes``; optionally ``largest_bucket``, ``buckets_over_window``,
+    ``samples``, ``kinds`` and the index's figures)."""
+    reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
+    sizes = stats["cluster_sizes"]
+    multi = {c: s for c, s in sizes.items() if s > 1}
+    dist = Counter(multi.values())
+    largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0] if isinstance(kv[0], tuple) else ("", kv[0])))[:10]
+    summary = {
+        "input": len(outcome.ids),
+        "kept": int(outcome.kept.sum()),
+        "unique": reasons.get("unique", 0),
+        "exact_duplicates": reasons.get("exact", 0),
+        "near_duplicates": reasons.get("near", 0),
+        "skipped": sum(stats["skipped"].values()),
+        "skipped_by_reason": stats["skipped"],
+        "clusters": {
+            "count": len(multi),
+            "documents_in_clusters": sum(multi.values()),
+            "size_distribution": {str(k): v for k, v in sorted(dist.items())},
+            "largest": [{"survivor": c, "size": s} if not isinstance(c, tuple)
+                        else {"survivor": c[1], "source": c[0], "size": s} for c, s in largest],
+            # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
+            "kinds": stats["kinds"] if "kinds" in stats else cluster_kinds(outcome, sizes),
+        },
+        "candidate_pairs": stats["candidate_pairs"],
+        "estimate_filtered_pairs": stats["estimate_filtered"],
+        "verified_pairs": stats["verified_pairs"],
+        "chained_members": stats["chained"],
+        "chained_examples": stats["chained_examples"],
+        "largest_bucket": stats.get("largest_bucket", 0),
+        "buckets_over_window": stats.get("buckets_over_window", 0),
+        # method broder: the sample, the shared-sample pairs and what the cap left out
+        **({"samples": stats["samples"]} if "samples" in stats else {}),
+        # method minhash past the grouping budget: the band keys' partition files
+        **({"band_grouping": stats["band_grouping"]} if "band_grouping" in stats else {}),
+        "duplicate_ids": stats["duplicate_ids"],
+        # against an index, or saving one: what was read from it and written to it
+        **({"index": {k[len("index_"):] if k.startswith("index_") else k: stats[k] for k in INDEX_STATS
+                      if k in stats}} if any(k in stats for k in INDEX_STATS) else {}),
+        "shingles_total": stats["n_shingles_total"],
+        "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
+        "kept_output": kept_info,
+        "config": config.as_dict(),
+        "config_fingerprint": config.fingerprint(),
+        "jobs": jobs,
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "peak_memory_mb": round(peak_memory_mb(), 1),
+    }
+    assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
+        == summary["input"], "internal error: counts do not add up"
+    return summary
 
 
 #: The run's statistics about an index, in summary.json's ``index``.

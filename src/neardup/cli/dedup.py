@@ -95,6 +95,9 @@ def add_dedup_options(p) -> None:
     run.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
     run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: the CPUs this process may use, from its affinity and cgroup quota)")
     run.add_argument("--no-kept", action="store_true", help="do not write the kept corpus")
+    run.add_argument("--output-format", choices=["jsonl", "parquet"], default="jsonl",
+                     help="clusters and pairs as clusters.jsonl and pairs.jsonl (default) or .parquet, with either "
+                          "engine (the kept corpus keeps the input's format)")
     run.add_argument("--in-memory-mb", type=positive_int("--in-memory-mb", minimum=0), default=None, metavar="MB",
                      help="shingle ids and signatures held in memory up to this many MB; the rest spill to a "
                           f"temporary file (in $TMPDIR), memory-mapped (default {IN_MEMORY_MB})")
@@ -149,19 +152,22 @@ def extraction_of(args) -> str | None:
     return extractor_id(args.html) if kinds & {"html", "warc"} else None
 
 
-#: Options of the local engine's run that the Spark engine has no use for, with where Spark
-#: takes the same decision instead.
-_LOCAL_ONLY = {"jobs": ("--jobs", "set the parallelism with --spark-master local[N] or the cluster's executors"),
-               "in_memory_mb": ("--in-memory-mb", "Spark spills by its own memory settings (spark.executor.memory)")}
-
-
-def refuse_local_only(args) -> None:
-    """One line naming the first local-engine option given to the Spark engine."""
+def spark_master_of(args) -> str | None:
+    """The Spark master of a run, with ``--jobs N`` honoured as ``local[N]``. Options of the local
+    engine's run that Spark cannot honour are refused in one line naming the option and the engine:
+    ``--in-memory-mb`` (Spark spills by its own memory settings), ``--jobs`` beside an explicit
+    ``--spark-master`` (the master's executors set the parallelism)."""
     from ..errors import ConfigError
 
-    for name, (flag, instead) in _LOCAL_ONLY.items():
-        if getattr(args, name) is not None:
-            raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): {instead}")
+    if args.in_memory_mb is not None:
+        raise ConfigError("--in-memory-mb is not supported by the Spark engine (--engine spark): Spark spills by "
+                          "its own memory settings (spark.executor.memory, spark.memory.fraction)")
+    if args.jobs is not None:
+        if args.spark_master is not None:
+            raise ConfigError("--jobs is not supported by the Spark engine (--engine spark) with --spark-master: "
+                              "the master's executors set the parallelism (local[N] for N cores)")
+        return f"local[{args.jobs}]"
+    return args.spark_master
 
 
 def dedup_command(args) -> int:
@@ -176,22 +182,28 @@ def dedup_command(args) -> int:
     config = config_from(args)
     if args.engine == "spark":
         from ..errors import ConfigError
+        from ..io.sources import STDIN_NAMES
         from ..spark.engine import dedup_paths
 
-        refuse_local_only(args)
-        from ..io.sources import STDIN_NAMES
-
+        master = spark_master_of(args)
         if any(p in STDIN_NAMES for p in args.inputs):
             raise ConfigError("the Spark engine cannot read standard input: save it to a file, or use --engine local")
         if args.on_error != "error":
             raise ConfigError("--on-error skip is not supported by the Spark engine (--engine spark): it stops at a "
                               "file it cannot read; use --engine local")
         for flag, given in (("--against", args.against), ("--save-index", args.save_index),
-                            ("--source-field", args.source_field), ("--keep source:", config.keep == "source" or None)):
+                            ("--update-index", args.update_index or None), ("--source-field", args.source_field),
+                            ("--keep source:", config.keep == "source" or None)):
             if given is not None:
                 raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): use the local engine")
-        summary = dedup_paths(args.inputs, args.output, config, master=args.spark_master,
-                              write_kept=not args.no_kept)
+        if len(args.inputs) > 1:
+            # the local engine gives each record of several inputs its source (clusters.jsonl's
+            # source and duplicate_of_source); the Spark engine does not yet, so the two would differ
+            raise ConfigError(f"several inputs ({len(args.inputs)}) are not supported by the Spark engine "
+                              "(--engine spark): records of several inputs carry a source it does not write yet; "
+                              "put the files in one folder and give the folder, or use --engine local")
+        summary = dedup_paths(args.inputs, args.output, config, master=master, write_kept=not args.no_kept,
+                              output_format=args.output_format)
     else:
         from ..errors import ConfigError
         from ..pipeline import Deduplicator
@@ -205,7 +217,8 @@ def dedup_command(args) -> int:
             in_memory_mb = IN_MEMORY_MB if args.in_memory_mb is None else args.in_memory_mb
             summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb,
                                    against=against, save_index=save_index).run(
-                args.plan, args.output, write_kept=not args.no_kept, on_error=args.on_error)
+                args.plan, args.output, write_kept=not args.no_kept, on_error=args.on_error,
+                output_format=args.output_format)
         finally:
             progress.close()
             for index in (against.index if against is not None else None, save_index):
