@@ -9,7 +9,10 @@ resemblance threshold 0.5. Runs, one after the other on the same inputs:
 2. ``neardup dedup --method minhash`` with the same shingles and threshold;
 3. ``neardup evaluate`` of both against the exact all-pairs oracle (floor 0.5);
 4. greedy clustering (one pass, first shared sample) on the same MOD_25 samples, against the
-   union-find clusters of run 1.
+   union-find clusters of run 1, and against itself on three shuffled orders of the same records
+   (its order dependence);
+5. the broder run again with MIN_100 samples, and with its grouping spilled to partition files
+   (``--in-memory-mb 0``: the grouping's 4 MB floor), whose outputs must equal run 1's.
 
 Prints and writes the experiment's table for both methods (clusters, documents in clusters,
 clusters of identical documents and theirs, clusters of identical or similar ones and theirs),
@@ -70,19 +73,43 @@ def _greedy_against_union_find(inputs: list[str], uf_out: str) -> dict:
     offsets = np.concatenate(([0], np.cumsum(counts)))
     values, soff = mod_m_sample(sig.ids, offsets, 25)
     greedy = greedy_clusters(values, soff)
-    uf = [rows[o]["cluster"] for o in firsts]
-    # pairs of records put together by one and not by the other
-    def together(labels):
-        groups: dict = {}
-        for n, c in enumerate(labels):
-            groups.setdefault(c, []).append(n)
-        return {(a, b) for g in groups.values() if len(g) > 1 for i, a in enumerate(g) for b in g[i + 1:]}
-    g_pairs, u_pairs = together(greedy.tolist()), together(uf)
-    return {"records": len(firsts), "greedy_clusters_of_2_or_more": sum(1 for c in set(greedy.tolist())
-                                                                       if (greedy == c).sum() > 1),
-            "union_find_clusters_of_2_or_more": sum(1 for c, n in _counts(uf).items() if n > 1),
-            "pairs_together_greedy": len(g_pairs), "pairs_together_union_find": len(u_pairs),
-            "pairs_in_both": len(g_pairs & u_pairs)}
+    uf = np.unique(np.array([rows[o]["cluster"] for o in firsts], dtype=object).astype(str), return_inverse=True)[1]
+    # the same samples in other orders of the input (seeded), mapped back to the records
+    orders = {}
+    rng = np.random.default_rng(1997)
+    n = len(firsts)
+    sizes = np.diff(soff)
+    for run in range(3):
+        perm = rng.permutation(n)
+        per_doc = np.split(values, soff[1:-1])
+        vals = np.concatenate([per_doc[d] for d in perm]) if n else values
+        off = np.concatenate(([0], np.cumsum(sizes[perm])))
+        lab = np.empty(n, np.int64)
+        lab[perm] = perm[greedy_clusters(vals, off)]  # cluster named by its founder's record
+        orders[f"shuffle_{run}"] = lab
+    def together(labels) -> int:  # pairs of records in one cluster
+        c = np.bincount(np.unique(labels, return_inverse=True)[1])
+        return int((c * (c - 1) // 2).sum())
+    def both(x, y) -> int:  # pairs in one cluster under both labellings
+        _, inv = np.unique(np.stack([np.unique(x, return_inverse=True)[1], np.unique(y, return_inverse=True)[1]]),
+                           axis=1, return_inverse=True)
+        c = np.bincount(inv.ravel())
+        return int((c * (c - 1) // 2).sum())
+    def clusters2(labels) -> int:
+        return int((np.bincount(np.unique(labels, return_inverse=True)[1]) > 1).sum())
+    def largest(labels) -> int:
+        return int(np.bincount(np.unique(labels, return_inverse=True)[1]).max(initial=0))
+    out = {"records": n, "greedy_clusters_of_2_or_more": clusters2(greedy),
+           "union_find_clusters_of_2_or_more": clusters2(uf), "largest_cluster_greedy": largest(greedy),
+           "largest_cluster_union_find": largest(uf),
+           "pairs_together_greedy": together(greedy), "pairs_together_union_find": together(uf),
+           "pairs_in_both": both(greedy, uf),
+           # order dependence: the input order's greedy clusters against three shuffled orders'
+           "order_dependence": {name: {"clusters_of_2_or_more": clusters2(lab), "largest_cluster": largest(lab),
+                                       "pairs_together": together(lab), "pairs_in_both_with_input_order": both(lab, greedy),
+                                       "pairs_in_both_with_union_find": both(lab, uf)}
+                                for name, lab in orders.items()}}
+    return out
 
 
 def _counts(labels) -> dict:
@@ -103,6 +130,11 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="neardup-broder-")
     runs = {}
     for name, extra in (("broder", ["--method", "broder", "--sample-mod", "25", "--sample-cap", str(args.cap)]),
+                        ("broder_min_s", ["--method", "broder", "--sample", "min_s", "--sample-size", "100",
+                                          "--sample-cap", str(args.cap)]),
+                        # the grouping through partition files (its 4 MB floor), the same outputs
+                        ("broder_spilled", ["--method", "broder", "--sample-mod", "25", "--sample-cap", str(args.cap),
+                                            "--in-memory-mb", "0"]),
                         ("broder_uncapped", ["--method", "broder", "--sample-mod", "25", "--sample-cap", "1000000000"]),
                         ("minhash", ["--method", "minhash"])):
         out = os.path.join(work, name)
@@ -112,7 +144,10 @@ def main() -> int:
                             text=True, check=True)
         runs[name] = {"seconds": round(seconds, 2), "input": summary["input"], "table": summary["clusters"]["kinds"],
                       "candidate_pairs": summary["candidate_pairs"], "verified_pairs": summary["verified_pairs"],
-                      "samples": summary.get("samples"), "evaluate": json.loads(ev.stdout), "out": out}
+                      "samples": summary.get("samples"), "evaluate": json.loads(ev.stdout), "out": out,
+                      "peak_memory_mb": summary.get("peak_memory_mb"), "stage_seconds": summary.get("seconds")}
+    spilled_same = _clusters(runs["broder"]["out"]) == _clusters(runs["broder_spilled"]["out"]) and \
+        _pairs(runs["broder"]["out"]) == _pairs(runs["broder_spilled"]["out"])
     a, b = _clusters(runs["broder"]["out"]), _clusters(runs["minhash"]["out"])
     agree = sum(x["cluster"] == y["cluster"] for x, y in zip(a, b))
     pa, pb = _pairs(runs["broder"]["out"]), _pairs(runs["minhash"]["out"])
@@ -125,6 +160,7 @@ def main() -> int:
         "runs": {k: {kk: vv for kk, vv in v.items() if kk != "out"} for k, v in runs.items()},
         "agreement": {"records_same_cluster": agree, "records": len(a), "pairs_broder": len(pa),
                       "pairs_minhash": len(pb), "pairs_in_both": len(pa & pb)},
+        "spilled_grouping_same_outputs": spilled_same,
         "greedy_vs_union_find": _greedy_against_union_find(args.inputs, runs["broder"]["out"]),
     }
     result["machine"]["load_avg_at_end"] = os.getloadavg()

@@ -5,7 +5,8 @@
 Each round sketches the same texts once per hash (one thread, the kernel's whole path: folding,
 tokens, shingle ids, sort and distinct, MinHash with the default 128 mulshift32 permutations)
 and once for the shingle ids alone, alternating the hashes so that both see the same load;
-reports MB/s of input text (the median over the rounds) and the ratio. Without --corpus, the
+reports MB/s of input text (the median over the rounds) and the ratio, per second of wall time
+and per second of the process's CPU time (on a loaded machine the second is the steadier). Without --corpus, the
 /usr/share/doc/*/copyright files of this machine are the texts.
 """
 
@@ -53,17 +54,21 @@ def main() -> int:
     texts = _texts(args.corpus, args.limit_mb)
     mb = sum(len(t.encode()) for t in texts) / 1e6
     rounds: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}  # per second of this process's CPU time: less moved by others' load
     for _ in range(args.repeat):
         for h in ("xxh3", "rabin40", "rabin64"):
             params = ShingleParams(k=args.k, hash=h)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             _native.signatures(texts, params, MinHashParams(family="mulshift32"), jobs=1, with_ids=True)
             rounds.setdefault(f"{h} signatures", []).append(mb / (time.perf_counter() - t0))
-            t0 = time.perf_counter()
+            cpu.setdefault(f"{h} signatures", []).append(mb / (time.process_time() - c0))
+            t0, c0 = time.perf_counter(), time.process_time()
             for t in texts:
                 _native.shingle_ids(t, params)
             rounds.setdefault(f"{h} shingle ids", []).append(mb / (time.perf_counter() - t0))
+            cpu.setdefault(f"{h} shingle ids", []).append(mb / (time.process_time() - c0))
     med = {name: statistics.median(v) for name, v in rounds.items()}
+    cmed = {name: statistics.median(v) for name, v in cpu.items()}
     result = {
         "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                     "python": platform.python_version(), "load_avg": os.getloadavg()},
@@ -74,6 +79,12 @@ def main() -> int:
                               for what in ("signatures", "shingle ids")},
         "rabin64_over_xxh3": {what: round(med[f"rabin64 {what}"] / med[f"xxh3 {what}"], 3)
                               for what in ("signatures", "shingle ids")},
+        "cpu_mb_per_s_median": {n: round(v, 1) for n, v in cmed.items()},
+        "cpu_rabin40_over_xxh3": {what: round(cmed[f"rabin40 {what}"] / cmed[f"xxh3 {what}"], 3)
+                                  for what in ("signatures", "shingle ids")},
+        "cpu_rabin64_over_xxh3": {what: round(cmed[f"rabin64 {what}"] / cmed[f"xxh3 {what}"], 3)
+                                  for what in ("signatures", "shingle ids")},
+        "load_avg_at_end": os.getloadavg(),
     }
     print(json.dumps(result, indent=2))
     return 0

@@ -34,6 +34,16 @@ Usage:
 
 ``--limits``: document counts to run (the first N lines of the corpus; 0 = all). One results file
 per count: ``benchmarks/results/spark-engine-<N|full>.json``.
+
+**Against the local engine** (issue 18): ``--vs-local 500000,2000000`` generates each count of
+documents with ``benchmarks/scale.py``'s generator (planted near-copies, 5 %), then runs, each in
+its own process, ``neardup dedup`` (local engine, ``--jobs 2``), ``neardup dedup --engine spark``
+in ``--master`` (``local[2]``), and with ``--standalone`` the Spark engine on a standalone
+cluster of two one-core workers started on loopback; compares the three output folders' files
+byte for byte, and records every run's stage table (``summary.json``'s ``seconds``: the same keys
+for both engines; the session, the JVM's start, apart), wall time, the ratio to the local engine,
+peak memory of the process tree and of each executor (sampled), and the load of the machine.
+Writes ``benchmarks/results/spark-vs-local-<N>.json``.
 """
 
 from __future__ import annotations
@@ -169,11 +179,13 @@ def components(n, pairs):
 
 
 def evaluate_neardup(out_dir: str, index: dict, truth: dict, runs) -> dict:
-    import pyarrow.parquet as pq
+    import orjson
 
-    clusters = pq.read_table(os.path.join(out_dir, "clusters")).to_pylist()
+    with open(os.path.join(out_dir, "clusters.jsonl"), "rb") as fh:
+        clusters = [orjson.loads(line) for line in fh]
     cluster_of = {index[r["id"]]: r["cluster"] for r in clusters if r["cluster"] is not None}
-    edges = pq.read_table(os.path.join(out_dir, "pairs")).to_pylist()
+    with open(os.path.join(out_dir, "pairs.jsonl"), "rb") as fh:
+        edges = [orjson.loads(line) for line in fh]
     pairs = [tuple(sorted((index[e["a"]], index[e["b"]]))) for e in edges]
     true_j = true_jaccard(runs, pairs)
     good = sum(1 for s in true_j if s >= THRESHOLD - 1e-12)
@@ -216,6 +228,157 @@ def peak(x):
     return x.get("peak_rss_tree_mb")
 
 
+# --------------------------------------------------------------------------------------------- vs the local engine
+
+
+def run_spark_child(args) -> int:
+    """In a fresh process: ``dedup_paths`` on ``args.corpus`` in ``args.master`` (or a standalone
+    cluster started here with ``--standalone``), the session timed apart; record to ``args.json``."""
+    from neardup.pipeline import DedupConfig
+    from neardup.spark.engine import dedup_paths
+    from neardup.spark.session import get_session
+
+    cluster = None
+    mem = PeakMemory().start()
+    t0 = time.perf_counter()
+    conf = {"spark.driver.memory": args.driver_memory, "spark.sql.shuffle.partitions": str(args.partitions),
+            "spark.default.parallelism": str(args.partitions),
+            # the status API, for each executor's measured peak memory (JVM heap, Python workers' RSS)
+            "spark.ui.enabled": "true", "spark.ui.port": "0", "spark.executor.processTreeMetrics.enabled": "true"}
+    if args.standalone:
+        from neardup.spark.standalone import standalone_cluster
+
+        cluster = standalone_cluster(workers=2, cores=1, memory=args.executor_memory)
+        conf = {**cluster.session_conf(), **conf}
+        master = cluster.url
+    else:
+        master = args.master
+    try:
+        spark = get_session(master=master, app_name="neardup-bench-vs-local", conf=conf)
+        spark.range(1).count()
+        t_session = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        summary = dedup_paths([args.corpus], args.output, DedupConfig(), spark=spark)
+        wall = time.perf_counter() - t1
+        mem.stop()
+        executors = executor_peaks(spark)
+        spark.stop()
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    with open(args.json, "w") as fh:
+        json.dump({"master": master, "seconds_session": round(t_session, 2), "seconds_wall": round(wall, 2),
+                   "seconds": summary["seconds"], "peak_rss_tree_mb": round(mem.peak_tree / 2**20, 1),
+                   "peak_rss_jvm_mb": round(mem.peak_jvm / 2**20, 1), "executors": executors,
+                   "summary": {k: summary[k] for k in ("input", "kept", "exact_duplicates", "near_duplicates",
+                                                        "candidate_pairs", "verified_pairs")}}, fh, indent=2)
+    return 0
+
+
+def executor_peaks(spark) -> list:
+    """Each executor's peak JVM heap and its cores, as Spark's own metrics measured them (REST API
+    of the driver's status store: ``peakMemoryMetrics``), so memory per executor core is measured."""
+    out = []
+    try:
+        import urllib.request
+
+        sc = spark.sparkContext
+
+        ui = sc.uiWebUrl
+        if ui:
+            with urllib.request.urlopen(f"{ui}/api/v1/applications/{sc.applicationId}/allexecutors", timeout=120) as r:
+                for ex in json.loads(r.read()):
+                    peak = ex.get("peakMemoryMetrics") or {}
+                    out.append({"id": ex["id"], "cores": ex.get("totalCores"),
+                                "peak_jvm_heap_mb": round(peak.get("JVMHeapMemory", 0) / 2**20, 1),
+                                "peak_python_rss_mb": round(peak.get("ProcessTreePythonRSSMemory", 0) / 2**20, 1),
+                                "peak_jvm_rss_mb": round(peak.get("ProcessTreeJVMRSSMemory", 0) / 2**20, 1)})
+    except Exception as exc:  # noqa: BLE001 - a figure missing, not a failed run
+        out.append({"error": str(exc)})
+    return out
+
+
+def run_local_child(corpus: str, out_dir: str) -> dict:
+    cmd = [sys.executable, "-m", "neardup", "dedup", corpus, "-o", out_dir, "--jobs", "2", "-q"]
+    mem = PeakMemory().start()  # this process's tree: the local engine's process
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd)
+    proc.wait()
+    wall = time.perf_counter() - t
+    mem.stop()
+    if proc.returncode:
+        raise SystemExit(f"local engine failed: {proc.returncode}")
+    summary = json.load(open(os.path.join(out_dir, "summary.json")))
+    return {"seconds_wall": round(wall, 2), "seconds": summary["seconds"], "peak_rss_tree_mb":
+            round(mem.peak_tree / 2**20, 1), "summary": {k: summary[k] for k in (
+                "input", "kept", "exact_duplicates", "near_duplicates", "candidate_pairs", "verified_pairs")}}
+
+
+def same_files(a: str, b: str) -> dict:
+    import hashlib
+
+    out = {}
+    for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl"):
+        digests = []
+        for folder in (a, b):
+            h = hashlib.sha256()
+            with open(os.path.join(folder, name), "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            digests.append(h.hexdigest())
+        out[name] = {"identical": digests[0] == digests[1], "sha256": digests[0]}
+    return out
+
+
+def vs_local(args) -> int:
+    from scale import generate
+    from pathlib import Path
+
+    tmp = os.path.join(HERE, "results", "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    for n in [int(x) for x in args.vs_local.split(",") if x.strip()]:
+        corpus = os.path.join(tmp, f"generated-{n}.jsonl")
+        if not os.path.exists(corpus):
+            generate(Path(corpus), n, 0.05, 1)
+        record = {"benchmark": "spark-engine-vs-local-engine", "date": _dt.date.today().isoformat(),
+                  "command": " ".join(["python", os.path.relpath(os.path.abspath(__file__), REPO)] + sys.argv[1:]),
+                  "corpus": f"benchmarks/scale.py generate(docs={n}, planted=0.05, seed=1)",
+                  "corpus_bytes": os.path.getsize(corpus), "machine": machine_facts(), "versions": versions(),
+                  "note": args.note}
+        record["machine"]["loadavg_before"] = [round(x, 2) for x in os.getloadavg()]
+        local_out = os.path.join(tmp, f"vs-local-{n}-local")
+        shutil.rmtree(local_out, ignore_errors=True)
+        print(f"[{n}] local engine ...", file=sys.stderr, flush=True)
+        record["local"] = run_local_child(corpus, local_out)
+        runs = [("spark_local2", False)] + ([("spark_standalone_2x1", True)] if args.standalone else [])
+        for name, standalone in runs:
+            out = os.path.join(tmp, f"vs-local-{n}-{name}")
+            js = out + ".json"
+            shutil.rmtree(out, ignore_errors=True)
+            print(f"[{n}] {name} ...", file=sys.stderr, flush=True)
+            cmd = [sys.executable, os.path.abspath(__file__), "--spark-child", "--corpus", corpus, "--output", out,
+                   "--json", js, "--master", args.master, "--driver-memory", args.driver_memory,
+                   "--partitions", str(args.partitions), "--executor-memory", args.executor_memory]
+            subprocess.run(cmd + (["--standalone"] if standalone else []), check=True)
+            r = json.load(open(js))
+            r["outputs_vs_local"] = same_files(local_out, out)
+            r["ratio_wall_to_local"] = round(r["seconds_wall"] / record["local"]["seconds_wall"], 2)
+            r["ratio_by_stage"] = {k: (round(v / record["local"]["seconds"][k], 2)
+                                       if record["local"]["seconds"].get(k) else None)
+                                   for k, v in r["seconds"].items()}
+            record[name] = r
+            print(f"[{n}] {name}: {r['seconds_wall']} s (+ session {r['seconds_session']} s), "
+                  f"{r['ratio_wall_to_local']}x local; identical: "
+                  f"{all(v['identical'] for v in r['outputs_vs_local'].values())}", file=sys.stderr, flush=True)
+        record["machine"]["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+        path = os.path.join(HERE, "results", f"spark-vs-local-{n}.json")
+        with open(path, "w") as fh:
+            json.dump(record, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        print(f"[{n}] wrote {os.path.relpath(path, REPO)}", file=sys.stderr, flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default=os.path.join(HERE, "data", "corpus.jsonl"))
@@ -225,12 +388,22 @@ def main(argv=None) -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--driver-memory", default="12g")
     ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--vs-local", default=None, metavar="N,N", help="generated document counts: the Spark engine "
+                    "against the local engine (see above)")
+    ap.add_argument("--standalone", action="store_true", help="with --vs-local: also a two-worker standalone cluster")
+    ap.add_argument("--executor-memory", default="2g", help="standalone executors' memory (default 2g)")
+    ap.add_argument("--note", default="", help="recorded as is: what else ran on the machine")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--spark-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--output", help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return run_neardup(args)
+    if args.spark_child:
+        return run_spark_child(args)
+    if args.vs_local:
+        return vs_local(args)
 
     tmp = os.path.join(HERE, "results", "tmp")
     os.makedirs(tmp, exist_ok=True)

@@ -78,17 +78,240 @@ def test_a_dedup_run_and_an_index_of_the_same_corpus_report_the_same_pairs(tmp_p
     assert verified == near and len(verified) >= 5  # copies made below at 0.5 % and 2 % edits, on any machine
 
 
-@pytest.mark.parametrize("option", [["--jobs", "2"], ["--in-memory-mb", "10"]])
-def test_an_option_the_spark_engine_cannot_honour_is_refused_in_one_line(option, tmp_path, capsys):
+# -- every option of neardup dedup, on both engines ----------------------------------------------
+
+#: Each option of ``neardup dedup`` with the arguments it is tried with, and what the Spark engine
+#: must do: "same" (the local engine's output files, byte for byte, with the same arguments) or
+#: "refused" (exit 2, one line naming the option and the engine, no output). A new option fails
+#: ``test_every_dedup_option_is_classified`` until it is added here.
+OPTIONS = {
+    "--output": [],  # every run
+    "--engine": [],  # every run
+    "--quiet": [],  # every run
+    "--method": [(["--method", "exact"], "same"), (["--method", "simhash"], "refused"),
+                 (["--method", "broder"], "refused"), (["--method", "greedy"], "refused")],
+    # the sample and Hamming options change only broder, greedy and simhash runs (refused): with
+    # minhash neither engine uses them
+    "--sample-mod": [(["--sample-mod", "5"], "same")],
+    "--sample-cap": [(["--sample-cap", "3"], "same")],
+    "--max-distance": [(["--max-distance", "6"], "same")],
+    "--threshold": [(["--threshold", "0.55"], "same")],
+    "--measure": [(["--measure", "containment"], "same")],
+    "--bands": [(["--bands", "32"], "same")],
+    "--rows": [(["--rows", "4"], "same")],
+    "--no-verify": [(["--no-verify"], "same")],
+    "--keep": [(["--keep", "longest"], "same"), (["--keep", "shortest"], "same"), (["--keep", "field:score"], "same"),
+               (["--keep", "source:url"], "refused")],
+    "--format": [(["--format", "jsonl"], "same"), (["--format", "text"], "refused"), (["--format", "warc"], "refused"),
+                 (["--format", "html"], "refused")],
+    "--id-field": [(["--id-field", "url"], "same")],
+    "--text-field": [(["--text-field", "body"], "same")],
+    "--content": [(["--content", "html"], "same")],
+    "--html": [(["--content", "html", "--html", "whole"], "same")],
+    "--max-bytes": [(["--max-bytes", "1500"], "same")],
+    "-k": [(["-k", "3"], "same")],
+    "--unit": [(["--unit", "char", "-k", "8"], "same")],
+    "--keep-punctuation": [(["--keep-punctuation"], "same")],
+    "--no-casefold": [(["--no-casefold"], "same")],
+    "--no-nfkc": [(["--no-nfkc"], "same")],
+    "--shingle-hash": [(["--shingle-hash", "rabin40"], "same")],
+    "--num-perm": [(["--num-perm", "64"], "same")],
+    "--seed": [(["--seed", "7"], "same")],
+    "--family": [(["--family", "affine61"], "same")],
+    "--spark-master": [(["--spark-master", "local[2]"], "same")],
+    "--jobs": [(["--jobs", "2"], "same"), (["--jobs", "2", "--spark-master", "local[2]"], "refused")],
+    "--no-kept": [(["--no-kept"], "same")],
+    "--output-format": [(["--output-format", "parquet"], "same")],
+    "--in-memory-mb": [(["--in-memory-mb", "10"], "refused")],
+    # what a run does about records and files it cannot read: the CLI applies --strict and
+    # --max-skipped to either engine's summary (the exit status; this corpus reads whole)
+    "--on-error": [(["--on-error", "error"], "same"), (["--on-error", "skip"], "refused")],
+    "--strict": [(["--strict"], "same")],
+    "--max-skipped": [(["--max-skipped", "5"], "same")],
+    "--files-from": [(["--files-from", "{list}"], "same")],  # {list}: a file naming the corpus
+    # incremental dedup against an index, and sources: the local engine's
+    "--source-field": [(["--source-field", "url"], "refused")],
+    "--save-index": [(["--save-index", "index.db"], "refused")],
+    "--against": [(["--against", "index.db"], "refused")],
+    "--update-index": [(["--update-index"], "refused")],
+    # the local engine's kept shards, compression and work folder: Spark writes and retries its own way
+    "--output-shards": [(["--output-shards", "2"], "refused")],
+    "--shard-size": [(["--shard-size", "1MB"], "refused")],
+    "--compression": [(["--compression", "gzip"], "refused")],
+    "--resume": [(["--resume"], "refused")],
+    "--work-dir": [(["--work-dir", "work"], "refused")],
+}
+
+#: The Spark runs: each refusal alone; the "same" tries joined into a few runs (a Spark run costs
+#: seconds), each try in exactly one run. ``test_the_options_move_the_outputs`` shows that every
+#: try alone changes the local engine's outputs, so an engine that dropped one would differ.
+GROUPS = [
+    ["--method"], ["--threshold", "--measure"], ["--bands", "--no-verify"], ["--rows"], ["--keep"],
+    ["--format", "--id-field", "--text-field", "--max-bytes"], ["--content"], ["--html"],
+    ["-k", "--keep-punctuation", "--no-casefold", "--no-nfkc", "--shingle-hash"], ["--unit"],
+    ["--num-perm", "--seed", "--family", "--sample-mod", "--sample-cap", "--max-distance"],
+    ["--spark-master", "--no-kept", "--output-format"], ["--jobs"],
+    ["--on-error", "--strict", "--max-skipped", "--files-from"],
+]
+
+
+def spark_runs() -> list:
+    runs = [(args, "refused") for tries in OPTIONS.values() for args, what in tries if what == "refused"]
+    for group in GROUPS:
+        tries = [args for name in group for args, what in OPTIONS[name] if what == "same"]
+        # options of one try each join one run; an option tried several ways gets a run per try
+        single = [t for name in group for t in [a for a, w in OPTIONS[name] if w == "same"]
+                  if len([a for a, w in OPTIONS[name] if w == "same"]) == 1]
+        several = [t for t in tries if t not in single]
+        if single:
+            runs.append(([a for t in single for a in t], "same"))
+        runs += [(t, "same") for t in several]
+    return runs
+
+
+CASES = spark_runs()
+
+#: The summary's figures that both engines must give alike.
+COUNTS = ("input", "kept", "exact_duplicates", "near_duplicates", "skipped_by_reason", "candidate_pairs",
+          "estimate_filtered_pairs", "verified_pairs", "largest_bucket", "config_fingerprint")
+
+
+def test_every_try_is_in_one_spark_run():
+    tried = [args for args, what in CASES if what == "same"]
+    for name, tries in OPTIONS.items():
+        assert not tries or any(name in args for args, _ in CASES), name
+    assert sum(1 for g in GROUPS for _ in g) == len({n for g in GROUPS for n in g})
+    assert {n for g in GROUPS for n in g} == {n for n, t in OPTIONS.items() if any(w == "same" for _, w in t)}
+    assert tried
+
+
+def dedup_option_strings() -> set:
+    """The options of ``neardup dedup`` (its parser, as the CLI builds it), one name each."""
+    import argparse
+
+    from neardup.cli import dedup as dedup_cli
+
+    parser = argparse.ArgumentParser()
+    dedup_cli.register(parser.add_subparsers())
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["dedup"]
+    return {max(a.option_strings, key=len) if a.option_strings[0] != "-k" else "-k"
+            for a in sub._actions if a.option_strings and "--help" not in a.option_strings}
+
+
+def test_every_dedup_option_is_classified():
+    assert dedup_option_strings() == set(OPTIONS)
+    assert all(tries for name, tries in OPTIONS.items() if name not in ("--output", "--engine", "--quiet"))
+
+
+def option_corpus(folder) -> str:
+    """Records whose outputs move with every option: real texts (some as HTML with boilerplate),
+    exact copies with case, spacing and compatibility characters changed, near copies at several edit rates, and the fields
+    the field options name (url, body, score)."""
+    rng = random.Random(5)
+    base = [t for _, t in real_texts(limit=40, min_bytes=800)][:36]
+    records = []
+    for k, text in enumerate(base):
+        text = text[:1000 + 100 * (k % 7)]
+        if k % 4 == 1:
+            text = f"<html><body><nav>home | about | news</nav><p>{text}</p><footer>(c) site</footer></body></html>"
+        records.append({"id": f"doc-{k}", "url": f"https://example.org/{k}", "text": text, "score": k % 5,
+                        "body": f"{text} extra body words {k}"})
+    for k, rec in enumerate(records[:24]):
+        words = rec["text"].split()
+        if k % 5 == 0:
+            # an exact copy through case, spacing and NFKC (fullwidth A)
+            text = " ".join(words).upper().replace(" ", "  ").replace("A", "\uff21")
+        else:
+            for _ in range(max(1, int(len(words) * (0.01, 0.04, 0.1, 0.2)[k % 4]))):
+                words[rng.randrange(len(words))] = f"edit{rng.randrange(10**6)}"
+            text = " ".join(words)
+        records.append({"id": f"copy-{k}", "url": f"https://example.org/copy/{k}", "text": text,
+                        "score": (k * 3) % 7, "body": f"{text} extra body words copy {k}"})
+    rng.shuffle(records)
+    path = os.path.join(folder, "corpus.jsonl")
+    with open(path, "wb") as fh:
+        fh.write(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return path
+
+
+def with_list(args, corpus, folder):
+    """The inputs and ``args`` of a run: the corpus, or with ``{list}`` (``--files-from``) no
+    positional input and a file naming the corpus in its place."""
+    if "{list}" not in args:
+        return [corpus, *args]
+    listed = os.path.join(folder, "inputs.txt")
+    with open(listed, "w") as fh:
+        fh.write(corpus + "\n")
+    return [listed if a == "{list}" else a for a in args]
+
+
+@pytest.fixture(scope="module")
+def spark_session():
+    pytest.importorskip("pyspark")
+    from neardup.spark import get_session
+
+    session = get_session("local[2]", app_name="neardup-tests-options", conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return option_corpus(str(tmp_path_factory.mktemp("options")))
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("args,what", CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_each_dedup_option_is_honoured_by_the_spark_engine_or_refused(args, what, corpus, spark_session, tmp_path,
+                                                                       capsys):
     from neardup.cli import main
 
-    corpus = tmp_path / "c.jsonl"
-    corpus.write_text('{"id": "a", "text": "one two three four five six"}\n')
-    code = main(["dedup", str(corpus), "-o", str(tmp_path / "out"), "--engine", "spark", *option, "-q"])
+    local, spark = str(tmp_path / "local"), str(tmp_path / "spark")
+    option, args = args[0], with_list(args, corpus, tmp_path)
+    code = main(["dedup", "-o", spark, "--engine", "spark", "-q", *args])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "\n" not in err
-    assert f"{option[0]} " in err and "Spark engine" in err
-    assert not (tmp_path / "out" / "summary.json").exists()
+    if what == "refused":
+        assert code == 2 and "\n" not in err, err
+        assert f"{option} " in err and "Spark engine" in err, err
+        assert not os.path.exists(os.path.join(spark, "summary.json"))
+        return
+    assert code == 0, err
+    local_args = [a for a in args if a not in ("--spark-master", "local[2]")]
+    assert main(["dedup", "-o", local, "-q", *local_args]) == 0
+    names = sorted(os.listdir(local))
+    assert sorted(os.listdir(spark)) == names
+    for name in names:
+        if name != "summary.json":
+            with open(os.path.join(local, name), "rb") as a, open(os.path.join(spark, name), "rb") as b:
+                assert a.read() == b.read(), name
+    ls, ss = (json.load(open(os.path.join(d, "summary.json"))) for d in (local, spark))
+    for key in COUNTS:
+        assert ls[key] == ss[key], key
+
+
+def test_the_options_move_the_outputs(corpus, tmp_path):
+    """The corpus is one where the options tried above change the local engine's outputs, so that
+    equal outputs mean the Spark engine honoured them (an option both engines dropped would pass)."""
+    from neardup.cli import main
+
+    runs = iter(range(1000))
+
+    def outputs(args):
+        out = str(tmp_path / f"run-{next(runs)}")
+        assert main(["dedup", "-o", out, "-q", *args]) == 0
+        got = {n: open(os.path.join(out, n), "rb").read() for n in sorted(os.listdir(out)) if n != "summary.json"}
+        summary = json.load(open(os.path.join(out, "summary.json")))
+        return got, {k: summary[k] for k in COUNTS if k != "config_fingerprint"}
+
+    base = outputs([corpus])
+    assert any(b'"near"' in line for line in base[0]["clusters.jsonl"].splitlines())
+    assert any(b'"exact"' in line for line in base[0]["clusters.jsonl"].splitlines())
+    inert = {"--sample-mod", "--sample-cap", "--max-distance", "--format", "--spark-master", "--jobs", "--on-error",
+             "--strict", "--max-skipped", "--files-from"}
+    for name, tries in OPTIONS.items():
+        for args, what in tries:
+            if what == "same" and name not in inert:
+                assert outputs(with_list(args, corpus, tmp_path)) != base, args
 
 
 def test_spark_master_without_the_spark_engine_is_refused(tmp_path, capsys):
@@ -98,6 +321,21 @@ def test_spark_master_without_the_spark_engine_is_refused(tmp_path, capsys):
     corpus.write_text('{"id": "a", "text": "one two three four five six"}\n')
     code = main(["dedup", str(corpus), "-o", str(tmp_path / "out"), "--spark-master", "local[2]", "-q"])
     assert code == 2 and "--spark-master is not supported by the local engine" in capsys.readouterr().err
+
+
+def test_several_inputs_are_refused_by_the_spark_engine_since_their_records_carry_a_source(tmp_path, capsys):
+    from neardup.cli import main
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text('{"id": "a", "text": "one two three four five six"}\n')
+    b.write_text('{"id": "a", "text": "one two three four five six"}\n')
+    code = main(["dedup", str(a), str(b), "-o", str(tmp_path / "spark"), "--engine", "spark", "-q"])
+    assert code == 2 and "several inputs (2) are not supported by the Spark engine" in capsys.readouterr().err
+    assert not (tmp_path / "spark").exists()
+    # the local engine gives each record its source: the column the Spark engine would lack
+    assert main(["dedup", str(a), str(b), "-o", str(tmp_path / "local"), "-q"]) == 0
+    lines = (tmp_path / "local" / "clusters.jsonl").read_text().splitlines()
+    assert [json.loads(line)["source"] for line in lines] == [str(a), str(b)]
 
 
 def test_the_read_options_are_part_of_the_configuration():

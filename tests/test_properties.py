@@ -152,3 +152,27 @@ def test_union_find_matches_naive_components(case):
     for a, b in edges:
         uf.union(a, b)
     assert uf.components().tolist() == naive_components(n, edges)
+
+
+@given(st.integers(1, 60).flatmap(lambda n: st.tuples(st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=80))))
+def test_array_components_match_naive_components(case):
+    # the local engine's components over arrays (no Python object per node) name each component
+    # by its smallest member, as union-find does
+    from neardup.stages.survivors import array_components, components
+
+    n, edges = case
+    i = np.array([a for a, _ in edges], dtype=np.int64)
+    j = np.array([b for _, b in edges], dtype=np.int64)
+    assert array_components(n, i, j).tolist() == naive_components(n, edges)
+    assert components(n, i, j).tolist() == naive_components(n, edges)
+
+
+def test_array_components_on_a_long_chain_and_a_star():
+    # the worst shapes for label propagation: a path given in reverse, and a star on its last node
+    from neardup.stages.survivors import array_components
+
+    n = 100_000
+    a = np.arange(n - 1, 0, -1, dtype=np.int64)
+    assert (array_components(n, a, a - 1) == 0).all()
+    star = array_components(n, np.full(n - 1, n - 1, np.int64), np.arange(n - 1, dtype=np.int64))
+    assert (star == 0).all()

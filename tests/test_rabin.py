@@ -181,3 +181,33 @@ def test_kernel_refuses_an_unknown_hash():
 
     with pytest.raises(ValueError, match="hash must be"):
         _kernel.shingle_ids(b"a b c", _native._table(), 0, 2, False, None, 7)
+
+
+@pytest.mark.parametrize("portable", [False, True], ids=["pclmul", "portable"])
+@pytest.mark.parametrize("hash_name", ["rabin40", "rabin64"])
+def test_kernel_rabin_ids_of_long_units_and_shingles_past_the_power_table(hash_name, portable):
+    # The kernel keeps x^(8L) for L < 4096 and squares its way to longer shingles; units longer
+    # than its eight-byte steps, documents short and long enough for one chain or four, and a
+    # last unit ending at the buffer's edge all give the independent reduction's ids.
+    from neardup import _native
+
+    if not _native.available():
+        pytest.skip("neardup._kernel is not built")
+    from neardup import _kernel
+
+    line = " ".join(f"w{i:03d}" * (1 + i % 9) for i in range(300))  # one line of ~7 KB
+    texts = [
+        "\n".join(f"{line} {j}" for j in range(6)),  # line shingles of 2 x 7 KB: past 4 KiB
+        "x" * 9000,  # one unit of 9,000 bytes (word unit): many eight-byte steps
+        " ".join("abcdefghijklmnopq"[: 1 + i % 17] for i in range(500)),  # units of 1..17 bytes
+    ]
+    prev = _kernel.set_simd(not portable)
+    try:
+        for unit, k in (("line", 2), ("word", 1), ("word", 10), ("char", 5)):
+            params = ShingleParams(k=k, unit=unit, hash=hash_name)
+            for text in texts:
+                want = sorted({_oracle(s.encode(), int(hash_name[5:])) << (64 - int(hash_name[5:]))
+                               for s in shingles(text, params)})
+                assert _native.shingle_ids(text, params).tolist() == want, (unit, k, text[:20])
+    finally:
+        _kernel.set_simd(prev)

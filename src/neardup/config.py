@@ -70,8 +70,11 @@ class DedupConfig:
     #: ids divisible by ``sample_mod`` (the experiment kept 1 in 25), and give no pairs from a
     #: sample that more than ``sample_cap`` documents share. ``method="greedy"`` uses the same
     #: samples for the experiment's one-pass clustering (order-dependent, unverified).
+    #: ``sample="min_s"`` keeps each document's ``sample_size`` smallest ids instead (MIN_s).
     sample_mod: int = 25
     sample_cap: int = 1000
+    sample: str = "mod_m"
+    sample_size: int = 100
     #: The HTML extraction (:func:`neardup.text.html.extractor_id`) when the inputs are web pages:
     #: another extractor (or version) gives other texts, so it is part of the fingerprint.
     extraction: str | None = None
@@ -95,6 +98,8 @@ class DedupConfig:
         check_choice("method", self.method, METHODS, owner="DedupConfig")
         check_int("sample_mod", self.sample_mod, 1, None, owner="DedupConfig")
         check_int("sample_cap", self.sample_cap, 2, None, owner="DedupConfig")
+        check_choice("sample", self.sample, ("mod_m", "min_s"), owner="DedupConfig")
+        check_int("sample_size", self.sample_size, 1, None, owner="DedupConfig")
         check_choice("measure", self.measure, MEASURES, owner="DedupConfig")
         check_choice("keep", self.keep, KEEP_POLICIES + ("field", "source"), owner="DedupConfig")
         if self.keep == "source" and not self.keep_sources:
@@ -137,6 +142,9 @@ class DedupConfig:
             # Only for the method that uses them, so that other fingerprints stay as they were.
             **({"sample_mod": self.sample_mod, "sample_cap": self.sample_cap}
                if self.method in ("broder", "greedy") else {}),
+            # MIN_s only when chosen, so that the fingerprints of MOD_m runs stay as they were.
+            **({"sample": self.sample, "sample_size": self.sample_size}
+               if self.method in ("broder", "greedy") and self.sample != "mod_m" else {}),
             # Only when set, so that the fingerprints of runs on plain text do not name a parser.
             **({"extraction": self.extraction} if self.extraction is not None else {}),
             # Only when set, so that the fingerprints of runs without sources stay as they were.

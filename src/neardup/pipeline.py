@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .cpus import available_cpus
+from .errors import ConfigError
 from .config import KEEP_POLICIES, MEASURES, METHODS, DedupConfig
 from .params import IN_MEMORY_MB
 from .stages import candidates as candidate_stage
@@ -49,8 +50,13 @@ from .stages.verify import Edges, verify_pairs
 #: The kept corpus's file names (:mod:`neardup.io.shards`): an older run's that this one does not
 #: write again are removed when it publishes.
 _KEPT_NAME = re.compile(r"kept(-\d{5}(-of-\d{5})?)?\.(jsonl(\.gz|\.zst)?|parquet|warc\.gz|arc\.gz)")
+#: An older run's results in the other --output-format, removed when this run publishes.
+_RESULT_NAME = re.compile(r"(clusters|pairs)\.(jsonl|parquet)")
 
-__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "peak_memory_mb"]
+__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "STAGES", "peak_memory_mb", "run_summary"]
+
+#: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
+STAGES = ("read_and_sketch", "exact_pass", "candidates", "verify", "cluster", "summary", "write")
 
 
 class _Budget:
@@ -211,7 +217,7 @@ class Deduplicator:
 
     # ------------------------------------------------------------------------------------------
     def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip",
-            resume: bool = False, layout: "KeptLayout | None" = None) -> dict:
+            resume: bool = False, layout: "KeptLayout | None" = None, output_format: str = "jsonl") -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into ``output`` (a
         folder or an fsspec URL); returns the summary. ``on_error="error"`` stops at the first file
         that cannot be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
@@ -221,18 +227,23 @@ class Deduplicator:
         (:mod:`neardup.io.outputs`: ``summary.json`` last): a run of the same configuration on the
         same output continues after the last completed stage, with or without ``resume``. With
         ``resume`` and an output already complete for this configuration, its summary is returned.
-        ``layout``: the kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`).
+        ``layout``: the kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`);
+        ``output_format``: ``clusters`` and ``pairs`` as ``jsonl`` (default) or ``parquet``.
         """
         from .io.outputs import open_target
         from .io.readers import plan_inputs
         from .io.runfolder import RunFolder, run_identity
         from .io.shards import KeptLayout
+        from .io.writers import RESULT_FORMATS
 
+        if output_format not in RESULT_FORMATS:
+            raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
         layout = layout or KeptLayout()
         target = open_target(output)
         run = RunFolder.for_target(target, self.work_dir)
         given = list(getattr(paths, "paths", paths)) if not isinstance(paths, (str, os.PathLike)) else [paths]
-        identity = run_identity(self.config, given, {"kept": write_kept, **layout.as_dict()})
+        identity = run_identity(self.config, given, {"kept": write_kept, "output_format": output_format,
+                                                         **layout.as_dict()})
         # the files are listed and their formats sniffed once, before anything is written (a missing
         # input is an InputError with nothing left behind); both passes read this plan
         plan = plan_inputs(paths, self.config.format)
@@ -266,7 +277,7 @@ class Deduplicator:
                 run.begin(identity, output)
                 run.resumed_from = None
             target.unpublish()
-            summary = self._run_in(run, target, plan, write_kept, layout, on_error)
+            summary = self._run_in(run, target, plan, write_kept, layout, on_error, output_format)
         except OSError as exc:
             failure = self._output_failure(exc, run, target)
             if self._unresumable:
@@ -283,10 +294,11 @@ class Deduplicator:
         run.remove()
         return summary
 
-    def _run_in(self, run, target, paths, write_kept: bool, layout, on_error: str) -> dict:
+    def _run_in(self, run, target, paths, write_kept: bool, layout, on_error: str, output_format: str) -> dict:
         """The stages in the work folder ``run``, then the outputs published to ``target``."""
         from .io import read_documents
         from .io import write_kept as write_kept_records
+        from .io.writers import write_clusters, write_pairs
         from .io.outputs import naming
         from .io.readers import InputPlan, InputReport, plan_inputs, read_encoded
         from .io.runfolder import reached
@@ -345,28 +357,34 @@ class Deduplicator:
             t = time.perf_counter()
             self._stage_name = "write"
             reached("write")
-            if not run.is_staged("clusters.jsonl"):
-                with naming(run.partial_file("clusters.jsonl")):
-                    self._write_clusters(outcome, run.partial_file("clusters.jsonl"), urls)
-                run.stage_file("clusters.jsonl")
+            clusters, pairs_name = f"clusters.{output_format}", f"pairs.{output_format}"
+            if not run.is_staged(clusters):
+                with naming(run.partial_file(clusters)):
+                    write_clusters(run.partial, outcome, format=output_format, urls=urls)
+                run.stage_file(clusters)
             reached("write-pairs")
-            if not run.is_staged("pairs.jsonl"):
-                with naming(run.partial_file("pairs.jsonl")):
-                    self._write_pairs(run.partial_file("pairs.jsonl"), pairs, outcome.ids)
-                run.stage_file("pairs.jsonl")
+            if not run.is_staged(pairs_name):
+                with naming(run.partial_file(pairs_name)):
+                    write_pairs(run.partial, pairs.rows(outcome.ids), format=output_format)
+                run.stage_file(pairs_name)
             kept_info = kept_writing[0].result() if kept_writing else None
             self.seconds["write"] = time.perf_counter() - t
-        names = ["clusters.jsonl", "pairs.jsonl"]
+        names = [clusters, pairs_name]
         if kept_info is not None:
             names += kept_info["files"]
             kept_info = dict(kept_info, path=target.join(kept_info["files"][0]))
-        self.seconds["total"] = time.perf_counter() - start
+        t = time.perf_counter()
+        self.seconds["summary"] = 0.0
         summary = self._summary(outcome, stats, kept_info)
         summary.update(report.as_dict())
+        self.seconds["summary"] = time.perf_counter() - t
+        self.seconds["total"] = time.perf_counter() - start
+        summary["seconds"] = self.stage_seconds()
         summary["resumed_from"] = run.resumed_from
         self._stage_name = "publish"
         reached("publish")
-        target.publish(run.staged, names, summary, obsolete=[n for n in target.listing() if _KEPT_NAME.fullmatch(n)])
+        target.publish(run.staged, names, summary, obsolete=[n for n in target.listing()
+                                                            if _KEPT_NAME.fullmatch(n) or _RESULT_NAME.fullmatch(n)])
         reached("published")
         return summary
 
@@ -423,10 +441,20 @@ class Deduplicator:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         pairs = list(pairs.rows(outcome.ids))
-        self.seconds["total"] = time.perf_counter() - start
+        t = time.perf_counter()
         summary = self._summary(outcome, stats, None)
+        self.seconds["summary"] = time.perf_counter() - t
+        self.seconds["total"] = time.perf_counter() - start
+        summary["seconds"] = self.stage_seconds()
         summary.pop("kept_output")
         return outcome, pairs, summary
+
+    def stage_seconds(self) -> dict:
+        """Seconds per stage, the table both engines give in ``summary.json`` (:data:`STAGES`, then
+        ``total``); the local read-and-sketch stage is its own minus the exact pass run inside it."""
+        got = dict(self.seconds)
+        got["read_and_sketch"] = got.get("read_and_sketch", 0.0) - got.get("exact_pass", 0.0)
+        return {k: round(got.get(k, 0.0), 3) for k in (*STAGES, "total")}
 
     # ------------------------------------------------------------------------------------------
     def _dedup(self, docs, work: str, kept_known=None, run=None):
@@ -478,7 +506,7 @@ class Deduplicator:
             got.sig_pieces.finish()
             self.seconds["candidates"] = meta["seconds"]
         else:
-            ci, cj, est = self._candidates(got, sk.size, stats, shingle_ids, offsets)
+            ci, cj, est = self._candidates(got, sk.size, stats, shingle_ids, offsets, work)
             self.seconds["candidates"] = time.perf_counter() - t
             if run is not None:
                 run.save("candidates", {"ci": ci, "cj": cj, "est": est},
@@ -538,7 +566,8 @@ class Deduplicator:
             self.seconds["cluster"] = time.perf_counter() - t
         stats["skipped"] = dict(sorted(got.skipped.items()))
         stats["n_shingles_total"] = int(counts.sum())
-        stats["spilled_bytes"] = got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
+        stats["spilled_bytes"] = (got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
+                                  + stats.get("grouping_spilled_bytes", 0))
         named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
         stats["duplicate_ids"] = len(named) - len(set(named))
         stats["urls"] = got.urls
@@ -627,13 +656,11 @@ class Deduplicator:
         first_by_fp: dict[int, int] = got.first_by_fp
         sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
         pending: list = []
-        wait = [0.0]
+        self.seconds["exact_pass"] = 0.0
 
         def collect():
             batch, parts, ords, nbytes = pending.pop(0)
-            ts = time.perf_counter()
             self._take_batch(got, batch.result(), parts, ords, first_by_fp, band, batch.too_large)
-            wait[0] += time.perf_counter() - ts
             if self.progress:
                 self.progress.update(len(ords), nbytes)
 
@@ -694,7 +721,6 @@ class Deduplicator:
             flush()
             while pending:
                 collect()
-        self.seconds["sketch_wait_and_collect"] = wait[0]
         return got
 
     def _take_batch(self, got: _Sketched, sig, parts, ords, first_by_fp: dict, band, too_large=frozenset()) -> None:
@@ -702,6 +728,7 @@ class Deduplicator:
         shingle ids, signatures and band keys (or simhashes) of the first holders. ``too_large``:
         positions in the batch of texts the kernel could not take (sketched as empty)."""
         cfg = self.config
+        t = time.perf_counter()
         if self.against is not None:
             self.against.seed_exact(sig.fingerprints, sig.n_shingles, first_by_fp)
         new, empty, copies = first_holders(ords, sig.fingerprints, sig.n_shingles, first_by_fp)
@@ -713,6 +740,7 @@ class Deduplicator:
         for o, first in copies:
             got.exact_of[o] = first
             got.reason[o] = "exact"
+        self.seconds["exact_pass"] += time.perf_counter() - t
         if new.any():
             got.sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
         if cfg.keep == "source" and copies:
@@ -754,26 +782,41 @@ class Deduplicator:
             got.reason[o], got.reason[first] = "", "exact"
             got.first_by_fp[fp_of[o]] = o
 
-    def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets):
-        """Candidate pairs (local indices) with their estimates, after the estimate filter."""
+    #: The groupings (band keys, method broder's samples) spill past this budget at the least (``in_memory_mb`` 0
+    #: spills the held ids; grouping by one record at a time would only be slow).
+    GROUPING_MIN_MB = 4
+
+    def _grouping_budget(self) -> int:
+        """Bytes each grouping (band keys, samples) may hold before it spills."""
+        return int(max(self.in_memory_mb, self.GROUPING_MIN_MB) * (1 << 20))
+
+    def _sampled_candidates(self, shingle_ids, offsets, stats: dict, work: str):
+        """Methods broder and greedy: candidate pairs from each document's sample of its ids."""
         cfg = self.config
-        if cfg.method == "broder" and n:
-            got.sig_pieces.finish()
-            values, sample_offsets = candidate_stage.mod_m_sample(shingle_ids, offsets, cfg.sample_mod)
-            ci, cj, est, bstats = candidate_stage.sampled_candidates(values, sample_offsets, cfg.threshold,
-                                                                     measure=cfg.measure, cap=cfg.sample_cap)
-            stats["samples"] = {"mod": cfg.sample_mod, "cap": cfg.sample_cap, "values": int(values.size),
-                                **{k: v for k, v in bstats.items() if k not in ("sample_pairs_kept",)}}
-            stats["candidate_pairs"] = bstats["sample_pairs"]
-            stats["estimate_filtered"] = bstats["sample_pairs"] - bstats["sample_pairs_kept"]
-            return ci, cj, est
-        if cfg.method == "greedy" and n:
-            got.sig_pieces.finish()
-            values, sample_offsets = candidate_stage.mod_m_sample(shingle_ids, offsets, cfg.sample_mod)
+        size = cfg.sample_mod if cfg.sample == "mod_m" else cfg.sample_size
+        values, sample_offsets = candidate_stage.sample_ids(shingle_ids, offsets, cfg.sample, size)
+        sample = {"kind": cfg.sample, **({"mod": cfg.sample_mod} if cfg.sample == "mod_m" else {"size": size})}
+        if cfg.method == "greedy":
             ci, cj = candidate_stage.greedy_pairs(values, sample_offsets)
-            stats["samples"] = {"mod": cfg.sample_mod, "values": int(values.size)}
+            stats["samples"] = {**sample, "values": int(values.size)}
             stats["candidate_pairs"] = int(ci.size)
             return ci, cj, np.full(ci.size, np.nan)
+        ci, cj, est, bstats = candidate_stage.sampled_candidates(values, sample_offsets, cfg.threshold,
+                                                                 measure=cfg.measure, cap=cfg.sample_cap,
+                                                                 budget_bytes=self._grouping_budget(), folder=work)
+        stats["grouping_spilled_bytes"] = sum(g["spilled_bytes"] for g in bstats["grouping"].values())
+        stats["samples"] = {**sample, "cap": cfg.sample_cap, "values": int(values.size),
+                            **{k: v for k, v in bstats.items() if k not in ("sample_pairs_kept",)}}
+        stats["candidate_pairs"] = bstats["sample_pairs"]
+        stats["estimate_filtered"] = bstats["sample_pairs"] - bstats["sample_pairs_kept"]
+        return ci, cj, est
+
+    def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets, work: str):
+        """Candidate pairs (local indices) with their estimates, after the estimate filter."""
+        cfg = self.config
+        if cfg.method in ("broder", "greedy") and n:
+            got.sig_pieces.finish()
+            return self._sampled_candidates(shingle_ids, offsets, stats, work)
         if cfg.method == "minhash" and n:
             signatures = got.sig_pieces.finish(cfg.minhash.num_perm)
             keys = np.concatenate(got.band_parts)
@@ -847,99 +890,65 @@ class Deduplicator:
                           shingle_ids=shingle_ids, signatures=got.signatures or [])
 
     # ------------------------------------------------------------------------------------------
-    def _write_clusters(self, outcome: Outcome, path: str, urls: dict[int, str] | None = None) -> None:
-        import orjson
-
-        urls = urls or {}
-        with open(path, "wb") as fh:
-            buf = []
-            sources = outcome.source
-            for o, doc_id in enumerate(outcome.ids):
-                if sources is None:
-                    line = {
-                        "id": doc_id,
-                        "cluster": outcome.cluster[o],
-                        "kept": bool(outcome.kept[o]),
-                        "duplicate_of": outcome.duplicate_of[o],
-                        "similarity": outcome.similarity[o],
-                        "reason": outcome.reason[o],
-                    }
-                else:  # records with sources: each line names its own and its survivor's
-                    line = {
-                        "id": doc_id,
-                        "source": sources[o],
-                        "cluster": outcome.cluster[o],
-                        "kept": bool(outcome.kept[o]),
-                        "duplicate_of": outcome.duplicate_of[o],
-                        "duplicate_of_source": outcome.duplicate_of_source[o],
-                        "similarity": outcome.similarity[o],
-                        "reason": outcome.reason[o],
-                    }
-                if o in urls:  # web pages: where the page was (WARC-Target-URI, a JSONL "url")
-                    line["url"] = urls[o]
-                buf.append(orjson.dumps(line))
-                if len(buf) >= 4096:
-                    fh.write(b"\n".join(buf) + b"\n")
-                    buf = []
-            if buf:
-                fh.write(b"\n".join(buf) + b"\n")
-
-    def _write_pairs(self, path: str, pairs: "VerifiedPairs", ids: list[str]) -> None:
-        import orjson
-
-        with open(path, "wb") as fh:
-            for a, b, j, e in pairs.rows(ids):
-                fh.write(orjson.dumps({"a": a, "b": b, "jaccard": j, "estimate": e}))
-                fh.write(b"\n")
-
     def _summary(self, outcome: Outcome, stats: dict, kept_info) -> dict:
-        reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
-        sizes = stats["cluster_sizes"]
-        multi = {c: s for c, s in sizes.items() if s > 1}
-        dist = Counter(multi.values())
-        largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0] if isinstance(kv[0], tuple) else ("", kv[0])))[:10]
-        summary = {
-            "input": len(outcome.ids),
-            "kept": int(outcome.kept.sum()),
-            "unique": reasons.get("unique", 0),
-            "exact_duplicates": reasons.get("exact", 0),
-            "near_duplicates": reasons.get("near", 0),
-            "skipped": sum(stats["skipped"].values()),
-            "skipped_by_reason": stats["skipped"],
-            "clusters": {
-                "count": len(multi),
-                "documents_in_clusters": sum(multi.values()),
-                "size_distribution": {str(k): v for k, v in sorted(dist.items())},
-                "largest": [{"survivor": c, "size": s} if not isinstance(c, tuple)
-                            else {"survivor": c[1], "source": c[0], "size": s} for c, s in largest],
-                # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
-                "kinds": stats["kinds"] if "kinds" in stats else cluster_kinds(outcome, sizes),
-            },
-            "candidate_pairs": stats["candidate_pairs"],
-            "estimate_filtered_pairs": stats["estimate_filtered"],
-            "verified_pairs": stats["verified_pairs"],
-            "chained_members": stats["chained"],
-            "chained_examples": stats["chained_examples"],
-            "largest_bucket": stats.get("largest_bucket", 0),
-            "buckets_over_window": stats.get("buckets_over_window", 0),
-            # method broder: the sample, the shared-sample pairs and what the cap left out
-            **({"samples": stats["samples"]} if "samples" in stats else {}),
-            "duplicate_ids": stats["duplicate_ids"],
-            # against an index, or saving one: what was read from it and written to it
-            **({"index": {k[len("index_"):] if k.startswith("index_") else k: stats[k] for k in INDEX_STATS
-                          if k in stats}} if any(k in stats for k in INDEX_STATS) else {}),
-            "shingles_total": stats["n_shingles_total"],
-            "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
-            "kept_output": kept_info,
-            "config": self.config.as_dict(),
-            "config_fingerprint": self.config.fingerprint(),
-            "jobs": self.jobs,
-            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-            "peak_memory_mb": round(peak_memory_mb(), 1),
-        }
-        assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
-            == summary["input"], "internal error: counts do not add up"
-        return summary
+        return run_summary(outcome, stats, self.config, kept_info=kept_info, jobs=self.jobs, seconds=self.seconds)
+
+
+def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info, jobs: int, seconds: dict) -> dict:
+    """``summary.json`` of a run (both engines): the counts from every record's ``outcome``, and
+    ``stats``, the figures of the stages (``cluster_sizes``, ``skipped``, ``candidate_pairs``,
+    ``estimate_filtered``, ``verified_pairs``, ``chained``, ``chained_examples``, ``duplicate_ids``,
+    ``n_shingles_total``, ``spilled_bytes``; optionally ``largest_bucket``, ``buckets_over_window``,
+    ``samples``, ``kinds`` and the index's figures)."""
+    reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
+    sizes = stats["cluster_sizes"]
+    multi = {c: s for c, s in sizes.items() if s > 1}
+    dist = Counter(multi.values())
+    largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0] if isinstance(kv[0], tuple) else ("", kv[0])))[:10]
+    summary = {
+        "input": len(outcome.ids),
+        "kept": int(outcome.kept.sum()),
+        "unique": reasons.get("unique", 0),
+        "exact_duplicates": reasons.get("exact", 0),
+        "near_duplicates": reasons.get("near", 0),
+        "skipped": sum(stats["skipped"].values()),
+        "skipped_by_reason": stats["skipped"],
+        "clusters": {
+            "count": len(multi),
+            "documents_in_clusters": sum(multi.values()),
+            "size_distribution": {str(k): v for k, v in sorted(dist.items())},
+            "largest": [{"survivor": c, "size": s} if not isinstance(c, tuple)
+                        else {"survivor": c[1], "source": c[0], "size": s} for c, s in largest],
+            # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
+            "kinds": stats["kinds"] if "kinds" in stats else cluster_kinds(outcome, sizes),
+        },
+        "candidate_pairs": stats["candidate_pairs"],
+        "estimate_filtered_pairs": stats["estimate_filtered"],
+        "verified_pairs": stats["verified_pairs"],
+        "chained_members": stats["chained"],
+        "chained_examples": stats["chained_examples"],
+        "largest_bucket": stats.get("largest_bucket", 0),
+        "buckets_over_window": stats.get("buckets_over_window", 0),
+        # method broder: the sample, the shared-sample pairs and what the cap left out
+        **({"samples": stats["samples"]} if "samples" in stats else {}),
+        # method minhash past the grouping budget: the band keys' partition files
+        **({"band_grouping": stats["band_grouping"]} if "band_grouping" in stats else {}),
+        "duplicate_ids": stats["duplicate_ids"],
+        # against an index, or saving one: what was read from it and written to it
+        **({"index": {k[len("index_"):] if k.startswith("index_") else k: stats[k] for k in INDEX_STATS
+                      if k in stats}} if any(k in stats for k in INDEX_STATS) else {}),
+        "shingles_total": stats["n_shingles_total"],
+        "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
+        "kept_output": kept_info,
+        "config": config.as_dict(),
+        "config_fingerprint": config.fingerprint(),
+        "jobs": jobs,
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        "peak_memory_mb": round(peak_memory_mb(), 1),
+    }
+    assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
+        == summary["input"], "internal error: counts do not add up"
+    return summary
 
 
 #: The run's statistics about an index, in summary.json's ``index``.

@@ -187,3 +187,46 @@ def test_dedup_method_greedy_is_the_one_pass_clustering_and_depends_on_order():
     # union-find over verified resemblance joins none of them at 0.8
     assert neardup.dedup(records, method="broder", sample_mod=3, shingle=k3).outcomes.column("reason").to_pylist() == \
         ["unique"] * 3
+
+
+def test_dedup_method_broder_spilling_its_grouping_gives_the_in_memory_outcomes(monkeypatch):
+    # the <sample, ID> list and the pair counts through partition files (a budget of ~50 KB, so
+    # about a thousand records at a time), against the same run grouped in memory
+    import neardup
+    from neardup.pipeline import Deduplicator
+
+    records = _mutated_corpus()
+    want = neardup.dedup(records, method="broder", sample_mod=3, threshold=0.7)
+    monkeypatch.setattr(Deduplicator, "GROUPING_MIN_MB", 0)
+    got = neardup.dedup(records, method="broder", sample_mod=3, threshold=0.7, in_memory_mb=0.05)
+    grouping = got.summary["samples"]["grouping"]
+    assert grouping["samples"]["spilled_bytes"] > 0 and grouping["pairs"]["partitions_read"] > 1
+    assert want.summary["samples"]["grouping"]["samples"]["spilled_bytes"] == 0
+    assert got.outcomes.to_pylist() == want.outcomes.to_pylist()
+    assert got.pairs.to_pylist() == want.pairs.to_pylist()
+    assert got.summary["clusters"] == want.summary["clusters"]
+
+
+def test_cli_method_broder_with_min_s_samples(tmp_path):
+    # MIN_s from the command line: each document's S smallest ids, recorded in the summary and
+    # the configuration; its verified pairs are exact, and it finds the clear-cut copies
+    import json
+    import subprocess
+    import sys
+
+    records = _mutated_corpus()
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "neardup", "dedup", str(inp), "-o", str(out), "--method", "broder",
+                          "--sample", "min_s", "--sample-size", "40", "--threshold", "0.8", "--quiet"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["samples"]["kind"] == "min_s" and summary["samples"]["size"] == 40
+    assert summary["config"]["sample"] == "min_s" and summary["config"]["sample_size"] == 40
+    pairs = [json.loads(line) for line in (out / "pairs.jsonl").open()]
+    assert pairs and all(p["jaccard"] >= 0.8 for p in pairs)
+    bad = subprocess.run([sys.executable, "-m", "neardup", "dedup", str(inp), "-o", str(out), "--sample", "max_s"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--sample" in bad.stderr

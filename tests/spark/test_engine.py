@@ -87,6 +87,14 @@ def local_run(tmp_path, name, lines, config):
     return path, rows, pairs, summary, kept
 
 
+def same_bytes(dir_a, dir_b, names):
+    """The named files of two output folders, byte for byte."""
+    for name in names:
+        with open(os.path.join(dir_a, name), "rb") as fa, open(os.path.join(dir_b, name), "rb") as fb:
+            a, b = fa.read(), fb.read()
+        assert a == b, (name, first_difference(a.splitlines(), b.splitlines()))
+
+
 def spark_rows(clusters_df):
     return [{c: r[c] for c in COLS} for r in clusters_df.orderBy("ordinal").collect()]
 
@@ -178,7 +186,7 @@ def test_window_pairs_equal_local_candidates_across_batches():
     n, bands = 3000, 4
     keys = rng.integers(0, 400, size=(n, bands)).astype(np.uint64)  # some buckets well over 64
     keys[:200, 0] = 7  # one bucket of 200
-    ci, cj, _ = candidate_pairs(keys)
+    ci, cj, local_stats = candidate_pairs(keys)
     expected = set(zip(ci.tolist(), cj.tolist()))
     rows = sorted((b, int(keys[o, b]), o) for o in range(n) for b in range(bands))
     cuts = sorted(rng.choice(np.arange(1, len(rows)), size=40, replace=False).tolist())
@@ -192,6 +200,20 @@ def test_window_pairs_equal_local_candidates_across_batches():
     for rb in _window_pairs(iter(batches), BUCKET_WINDOW):
         got.update(zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()))
     assert got == expected
+    # with the bucket statistics counted in the same pass: the local ones, buckets split anywhere
+    from neardup.spark.engine import _STAT_LARGEST, _STAT_OVER, _STAT_SHARED
+
+    got, stat = set(), {}
+    for rb in _window_pairs(iter(batches), BUCKET_WINDOW, with_stats=True):
+        for a, b in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()):
+            if a < 0:
+                stat[a] = b
+            else:
+                got.add((a, b))
+    assert got == expected
+    assert stat == {_STAT_SHARED: local_stats["buckets_shared"], _STAT_LARGEST: local_stats["largest_bucket"],
+                    _STAT_OVER: local_stats["buckets_over_window"]}
+    assert local_stats["largest_bucket"] >= 200 and local_stats["buckets_over_window"] >= 1
 
 
 # -- on Spark ----------------------------------------------------------------------------------
@@ -229,10 +251,9 @@ def test_paths_jsonl_equals_local_with_bad_lines_and_split_files(spark, tmp_path
         assert main(["dedup", path, "-o", out, "--engine", "spark", "-q"]) == 0
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
-    got = spark_rows(spark.read.parquet(os.path.join(out, "clusters")))
-    assert got == rows, first_difference(got, rows)
-    got_pairs = spark_pairs(spark.read.parquet(os.path.join(out, "pairs")))
-    assert got_pairs == pairs, first_difference(got_pairs, pairs)
+    # the local engine's files, from its writers: the same names and bytes
+    same_bytes(os.path.dirname(path) + "/corpus-local", out, ["clusters.jsonl", "pairs.jsonl", "kept.jsonl"])
+    assert sorted(os.listdir(out)) == sorted(os.listdir(os.path.dirname(path) + "/corpus-local"))
     summary = json.load(open(os.path.join(out, "summary.json")))
     assert summary["engine"] == "spark"
     for key in ("input", "kept", "unique", "exact_duplicates", "near_duplicates", "skipped", "skipped_by_reason",
@@ -240,8 +261,8 @@ def test_paths_jsonl_equals_local_with_bad_lines_and_split_files(spark, tmp_path
                 "chained_examples", "largest_bucket", "buckets_over_window", "duplicate_ids", "shingles_total",
                 "config", "config_fingerprint"):
         assert summary[key] == local_summary[key], key
-    kept = [r["record"].encode() for r in spark.read.parquet(os.path.join(out, "kept")).orderBy("ordinal").collect()]
-    assert kept == local_kept
+    assert summary["kept_output"]["records"] == local_summary["kept_output"]["records"] == len(local_kept)
+    assert set(summary["seconds"]) == set(local_summary["seconds"])  # one timing table, the same stages
 
 
 def frame_case(spark, tmp_path, records, name, config, order):
@@ -299,11 +320,18 @@ def test_parquet_paths_equal_local(spark, tmp_path, records):
     rows = [json.loads(x) for x in open(os.path.join(out_local, "clusters.jsonl"))]
     out = str(tmp_path / "pq-spark")
     summary = dedup_paths([str(folder)], out, config, spark=spark)
-    got = spark_rows(spark.read.parquet(os.path.join(out, "clusters")))
-    assert got == rows, first_difference(got, rows)
-    kept = spark.read.parquet(os.path.join(out, "kept"))
-    assert set(kept.columns) >= {"id", "text", "score", "ordinal"}
-    assert kept.count() == summary["kept"] == sum(r["kept"] for r in rows)
+    same_bytes(out_local, out, ["clusters.jsonl", "pairs.jsonl", "kept.parquet"])
+    kept = pq.read_table(os.path.join(out, "kept.parquet"))
+    assert kept.column_names == ["id", "text", "score"]  # the input's schema, as the local engine writes it
+    assert kept.num_rows == summary["kept"] == sum(r["kept"] for r in rows)
+    # clusters and pairs as Parquet, for both engines, by the option and not by the engine
+    Deduplicator(config, jobs=2).run([str(folder)], out_local + "-pq", output_format="parquet")
+    dedup_paths([str(folder)], out + "-pq", config, spark=spark, output_format="parquet")
+    for name in ("clusters.parquet", "pairs.parquet"):
+        local_table = pq.read_table(os.path.join(out_local + "-pq", name))
+        assert local_table.equals(pq.read_table(os.path.join(out + "-pq", name)))
+    assert pq.read_table(os.path.join(out + "-pq", "clusters.parquet")).to_pylist() == rows
+    same_bytes(out_local + "-pq", out + "-pq", ["clusters.parquet", "pairs.parquet", "kept.parquet"])
 
 
 def test_bad_arguments(spark, tmp_path):
@@ -332,7 +360,6 @@ def test_max_bytes_and_no_kept_are_honoured_as_locally(spark, tmp_path, records)
     assert summary["skipped_by_reason"].get("too_large", 0) >= 50
     out = str(tmp_path / "limit-spark")
     spark_summary = dedup_paths([path], out, config, spark=spark, write_kept=False)
-    got = spark_rows(spark.read.parquet(os.path.join(out, "clusters")))
-    assert got == rows, first_difference(got, rows)
+    same_bytes(os.path.dirname(path) + "/limit-local", out, ["clusters.jsonl", "pairs.jsonl"])
     assert spark_summary["skipped_by_reason"] == summary["skipped_by_reason"]
-    assert spark_summary["kept_output"] is None and not os.path.exists(os.path.join(out, "kept"))
+    assert spark_summary["kept_output"] is None and not os.path.exists(os.path.join(out, "kept.jsonl"))

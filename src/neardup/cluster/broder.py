@@ -8,7 +8,9 @@ million pages in four passes, which these functions are, each a plain function o
    ids must already be a random-looking permutation of the shingles (Rabin fingerprints
    premultiplied by ``x^64``, or xxh3), so sampling them directly is sampling shingles uniformly.
 2. **Group** the ``<sample, ID>`` list by sample (a sort) and, for every two documents that share
-   a sample, emit ``<ID, ID>`` (:func:`shared_sample_pairs`).
+   a sample, emit ``<ID, ID>`` (:func:`pairs_in_groups` on each group; :func:`shared_sample_pairs`
+   in memory, :func:`neardup.stages.candidates.sampled_candidates` past memory through the
+   partitioned spill of :mod:`neardup.stages.grouping`).
 3. **Count** the pairs: ``<ID, ID, count>``, the size of the intersection of the two samples.
 4. **Estimate** resemblance from the counts and the sample sizes,
    ``|S(A) ∩ S(B)| / (|S(A)| + |S(B)| - |S(A) ∩ S(B)|)`` (:func:`resemblance`), keep the pairs at the
@@ -61,6 +63,8 @@ def min_s_sample(ids: np.ndarray, offsets: np.ndarray, s: int) -> tuple[np.ndarr
     Each document's ids must be sorted, as shingle ids are."""
     if s < 1:
         raise ValueError(f"s must be at least 1, got {s}")
+    if isinstance(ids, list):  # the engine's held or spilled pieces, read as their concatenation
+        ids = np.concatenate([np.asarray(p, dtype=np.uint64) for p in ids]) if ids else np.empty(0, np.uint64)
     ids = np.asarray(ids, dtype=np.uint64)
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.minimum(np.diff(offsets), s)
@@ -69,9 +73,48 @@ def min_s_sample(ids: np.ndarray, offsets: np.ndarray, s: int) -> tuple[np.ndarr
     return ids[rank < s], new_offsets
 
 
+def pairs_in_groups(sorted_values: np.ndarray, docs: np.ndarray, *, cap: int = DEFAULT_CAP) -> tuple[np.ndarray, dict]:
+    """The ``<ID, ID>`` pairs of documents sharing a sample, from a ``<sample, ID>`` list sorted by
+    sample (whole groups: every record of each sample it has; the documents of a sample in
+    increasing order): ``i << 32 | j`` for ``i < j``, one per shared sample (a pair sharing three
+    samples comes three times), and the list's stats (see :func:`shared_sample_pairs`; they add
+    up over lists of disjoint samples, the largest group by its maximum)."""
+    sv = np.asarray(sorted_values, dtype=np.uint64)
+    sd = np.asarray(docs, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], sv[1:] != sv[:-1]))) if sv.size else np.empty(0, np.int64)
+    sizes = np.diff(np.concatenate((starts, [sv.size])))
+    big = sizes > cap
+    stats = {"samples": int(starts.size), "shared_samples": int((sizes >= 2).sum()),
+             "largest_group": int(sizes.max()) if sizes.size else 0,
+             "capped_samples": int(big.sum()), "capped_pairs": int((sizes[big] * (sizes[big] - 1) // 2).sum())}
+    # positions that take part: groups of 2..cap
+    group = np.repeat(np.arange(starts.size), sizes)
+    usable = np.repeat((sizes >= 2) & ~big, sizes)
+    pos = np.flatnonzero(usable)
+    gpos, dpos = group[pos], sd[pos]
+    packed = []
+    # pairs at distance d inside a group, for d = 1, 2, ...: one vector pass per distance up to
+    # the largest usable group, each emitting every pair exactly once
+    for d in range(1, int(sizes[(sizes >= 2) & ~big].max(initial=1))):
+        same = gpos[d:] == gpos[:-d]
+        if not same.any():
+            break
+        packed.append((dpos[:-d][same] << 32) | dpos[d:][same])
+    out = np.concatenate(packed).view(np.uint64) if packed else np.empty(0, np.uint64)
+    return out, stats
+
+
+def add_stats(total: dict, part: dict) -> dict:
+    """Stats of :func:`pairs_in_groups` over two disjoint lists."""
+    if not total:
+        return dict(part)
+    return {k: max(total[k], part[k]) if k == "largest_group" else total[k] + part[k] for k in total}
+
+
 def shared_sample_pairs(values: np.ndarray, offsets: np.ndarray, *, cap: int = DEFAULT_CAP
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    """Every pair of documents ``i < j`` that share a sample, with how many they share.
+    """Every pair of documents ``i < j`` that share a sample, with how many they share, in memory
+    (:func:`neardup.stages.candidates.sampled_candidates` groups past memory).
 
     Returns ``(i, j, count, stats)``: int64 arrays sorted by ``(i, j)``, and stats with the
     number of distinct samples, the samples shared by two or more documents, the largest group,
@@ -79,33 +122,11 @@ def shared_sample_pairs(values: np.ndarray, offsets: np.ndarray, *, cap: int = D
     would have given).
     """
     values = np.asarray(values, dtype=np.uint64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    doc = _doc_of(offsets)
+    doc = _doc_of(np.asarray(offsets, dtype=np.int64))
     order = np.argsort(values, kind="stable")  # stable: within a sample, documents in input order
-    sv, sd = values[order], doc[order]
-    starts = np.flatnonzero(np.concatenate(([True], sv[1:] != sv[:-1]))) if sv.size else np.empty(0, np.int64)
-    sizes = np.diff(np.concatenate((starts, [sv.size])))
-    stats = {"samples": int(starts.size), "shared_samples": int((sizes >= 2).sum()),
-             "largest_group": int(sizes.max()) if sizes.size else 0,
-             "capped_samples": int((sizes > cap).sum()),
-             "capped_pairs": int((sizes[sizes > cap] * (sizes[sizes > cap] - 1) // 2).sum())}
-    # positions that take part: groups of 2..cap
-    group = np.repeat(np.arange(starts.size), sizes)
-    usable = np.repeat((sizes >= 2) & (sizes <= cap), sizes)
-    pos = np.flatnonzero(usable)
-    gpos, dpos = group[pos], sd[pos]
-    packed = []
-    # pairs at distance d inside a group, for d = 1, 2, ...: one vector pass per distance up to
-    # the largest usable group, each emitting every pair exactly once
-    for d in range(1, int(sizes[(sizes >= 2) & (sizes <= cap)].max(initial=1))):
-        same = gpos[d:] == gpos[:-d]
-        if not same.any():
-            break
-        packed.append((dpos[:-d][same] << 32) | dpos[d:][same])
-    if packed:
-        keys, count = np.unique(np.concatenate(packed), return_counts=True)
-    else:
-        keys, count = np.empty(0, np.int64), np.empty(0, np.int64)
+    packed, stats = pairs_in_groups(values[order], doc[order], cap=cap)
+    keys, count = np.unique(packed, return_counts=True)
+    keys = keys.view(np.int64)
     return keys >> 32, keys & 0xFFFFFFFF, count.astype(np.int64), stats
 
 
@@ -150,6 +171,22 @@ def greedy_clusters(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return cluster
 
 
+def estimate_keep(i: np.ndarray, j: np.ndarray, count: np.ndarray, sizes: np.ndarray, threshold: float, *,
+                  measure: str = "jaccard", slack_errors: float = 4.0) -> tuple[np.ndarray, np.ndarray]:
+    """``(keep, estimate)`` of pairs with ``count`` shared samples, documents' sample ``sizes``:
+    pass 4 of the experiment, with the slack of :func:`sampled_candidates`."""
+    si, sj = sizes[i], sizes[j]
+    if measure == "containment":
+        est = np.maximum(containment(count, si), containment(count, sj))
+        n = np.minimum(si, sj).astype(np.float64)
+    else:
+        est = resemblance(count, si, sj)
+        n = (si + sj - count).astype(np.float64)
+    t = float(threshold)
+    se = np.sqrt(t * (1 - t) / np.maximum(n, 1.0))
+    return est >= t - slack_errors * se, est
+
+
 def sampled_candidates(values: np.ndarray, offsets: np.ndarray, threshold: float, *, measure: str = "jaccard",
                        cap: int = DEFAULT_CAP, slack_errors: float = 4.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """The pairs worth verifying, from shared samples: passes 2 to 4 of the experiment.
@@ -163,15 +200,6 @@ def sampled_candidates(values: np.ndarray, offsets: np.ndarray, threshold: float
     """
     i, j, count, stats = shared_sample_pairs(values, offsets, cap=cap)
     sizes = np.diff(np.asarray(offsets, dtype=np.int64))
-    si, sj = sizes[i], sizes[j]
-    if measure == "containment":
-        est = np.maximum(containment(count, si), containment(count, sj))
-        n = np.minimum(si, sj).astype(np.float64)
-    else:
-        est = resemblance(count, si, sj)
-        n = (si + sj - count).astype(np.float64)
-    t = float(threshold)
-    se = np.sqrt(t * (1 - t) / np.maximum(n, 1.0))
-    keep = est >= t - slack_errors * se
+    keep, est = estimate_keep(i, j, count, sizes, threshold, measure=measure, slack_errors=slack_errors)
     stats = {**stats, "sample_pairs": int(i.size), "sample_pairs_kept": int(keep.sum())}
     return i[keep], j[keep], est[keep], stats

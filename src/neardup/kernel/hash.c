@@ -22,8 +22,7 @@ ND_HIDDEN size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_
     if (nu == (size_t)-1) return (size_t)-1;
     if (nu == 0) return 0;
     if (cl->hash != H_XXH3) { /* Rabin: every shingle in one pass over the units (rabin.c) */
-        if (!GROW(s->ids, s->ids_cap, nu < k ? 1 : nu - k + 1)) return (size_t)-1;
-        return rabin_doc_ids(cl, s->buf, out_len, s->pos, nu, k, s->ids, use_simd);
+        return rabin_doc_ids(s, cl, out_len, nu, k, use_simd);
     }
     if (nu < k) {
         if (!GROW(s->ids, s->ids_cap, 1)) return (size_t)-1;

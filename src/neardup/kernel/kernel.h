@@ -224,8 +224,9 @@ ND_HIDDEN uint64_t blake2b_64(const uint8_t *data, size_t len, int simd);
 
 /* rabin.c: Rabin fingerprints of shingles (one pass per document) */
 ND_HIDDEN void rabin_init(void);
-ND_HIDDEN size_t rabin_doc_ids(const classes_t *cl, const uint8_t *buf, size_t out_len, const uint32_t *pos,
-                               size_t nu, size_t k, uint64_t *ids, int use_simd);
+/* the ids of the nu units in s->buf (split_units' output) into s->ids; s->tmp as scratch */
+ND_HIDDEN size_t rabin_doc_ids(scratch_t *s, const classes_t *cl, size_t out_len, size_t nu, size_t k,
+                               int use_simd);
 
 /* distinct.c: pass 3 */
 ND_HIDDEN size_t dedup(scratch_t *s, uint64_t *ids, size_t n);

@@ -6,9 +6,14 @@
          ──> estimate filter ──> exact verification (shingle ids joined back)
          ──> connected components ──> survivors by the keep policy ──> similarity to survivor
 
-Every stage is a DataFrame operation; nothing about the corpus, its signatures or its edges is
-collected to the driver (only counts, the per-file/per-split line counts that give ordinals, and
-the summary's small aggregates). The Python code that runs on executors is the local engine's
+With the DataFrame API (:func:`dedup`) and outputs on a Hadoop file system, every stage is a
+DataFrame operation; nothing about the corpus, its signatures or its edges is collected to the
+driver (only counts, the per-file/per-split line counts that give ordinals, and the summary's
+small aggregates). With a local output (:func:`dedup_paths`, ``neardup dedup --engine spark``)
+the driver writes the local engine's files with its writers, one line per record, so it holds a
+row per record anyway: there the exact pass, the clusters, survivors, outcomes and summary are
+the local stages run on the driver over a few numbers per record and per verified edge, while
+signatures and shingle ids stay on the executors. The Python code that runs on executors is the local engine's
 own stages (:mod:`neardup.stages`): :func:`~neardup.stages.sketch.sketch_texts` (the compiled
 kernel + content fingerprints), :func:`~neardup.stages.candidates.band_keys`,
 :func:`~neardup.stages.candidates.estimate_filter`, :func:`~neardup.stages.verify.pair_similarities`
@@ -48,7 +53,7 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
-from ..pipeline import peak_memory_mb
+from ..pipeline import STAGES, peak_memory_mb, run_summary
 from ..stages.candidates import estimate_floor
 from ..stages.survivors import keep_value, kinds_table
 from ..stages.verify import score_of
@@ -374,22 +379,50 @@ def _band_rows(batches, bands: int, rows: int, num_perm: int):
         ], names=["band", "key", "ordinal"])
 
 
-def _window_pairs(batches, window: int):
+#: Markers of the bucket statistics rows that :func:`_window_pairs` adds: ``(marker, value)``.
+_STAT_SHARED, _STAT_LARGEST, _STAT_OVER = -1, -2, -3
+
+
+def _window_pairs(batches, window: int, with_stats: bool = False):
     """Rows sorted by (band, key, ordinal), each bucket whole in one partition -> pairs (a < b).
 
     Each member of a bucket is paired with the next ``window - 1`` members in ordinal order, as
     :func:`neardup.stages.candidates.band_candidates` does: a bucket no larger than the window
     gives all its pairs, a larger one a linear number. A bucket may span batches: the last
-    ``window - 1`` members of the open bucket are carried over.
+    ``window - 1`` members of the open bucket are carried over. ``with_stats``: three more rows
+    at the end, ``(_STAT_SHARED, buckets of 2 or more)``, ``(_STAT_LARGEST, largest bucket)`` and
+    ``(_STAT_OVER, buckets over the window)`` of this partition, counted in the same pass (the
+    local engine's bucket statistics without a shuffle of their own).
     """
     import pyarrow as pa
 
     tb = np.empty(0, dtype=np.int32)
     tk = np.empty(0, dtype=np.int64)
     to = np.empty(0, dtype=np.int64)
+    shared = largest = over = 0
+    open_key, open_size = None, 0
+
+    def close(size: int) -> None:
+        nonlocal shared, largest, over
+        if size >= 2:
+            shared += 1
+            largest = max(largest, size)
+            over += size > window
+
     for rb in batches:
         if rb.num_rows == 0:
             continue
+        if with_stats:  # sizes of the bucket runs of this batch, joined to the open one
+            nb, nk = rb.column(0).to_numpy(), rb.column(1).to_numpy()
+            starts = np.concatenate(([0], np.flatnonzero((nb[1:] != nb[:-1]) | (nk[1:] != nk[:-1])) + 1))
+            sizes = np.diff(np.append(starts, nb.size))
+            if open_key == (int(nb[0]), int(nk[0])):
+                sizes[0] += open_size
+            elif open_key is not None:
+                close(open_size)
+            for size in sizes[:-1].tolist():
+                close(size)
+            open_key, open_size = (int(nb[-1]), int(nk[-1])), int(sizes[-1])
         t = to.size
         b = np.concatenate([tb, rb.column(0).to_numpy().astype(np.int32)])
         k = np.concatenate([tk, rb.column(1).to_numpy()])
@@ -413,6 +446,11 @@ def _window_pairs(batches, window: int):
         if pa_:
             yield pa.RecordBatch.from_arrays([pa.array(np.concatenate(pa_)), pa.array(np.concatenate(pb_))],
                                              names=["a", "b"])
+    if with_stats:
+        if open_key is not None:
+            close(open_size)
+        yield pa.RecordBatch.from_arrays([pa.array([_STAT_SHARED, _STAT_LARGEST, _STAT_OVER], pa.int64()),
+                                          pa.array([shared, largest, over], pa.int64())], names=["a", "b"])
 
 
 def _estimates(batches, num_perm: int):
@@ -555,24 +593,50 @@ def _partitions(spark) -> int:
 def _core(spark, docs, config: DedupConfig, st: _Stages):
     """Everything after sketching. ``docs``: (ordinal, id, reason, length, keyval, fp, n, sig, ids),
     one row per input record, materialized. Returns (clusters, pairs, stats)."""
+    sketched, exact, edges, stats = _verified_edges(spark, docs, config, st)
+    return _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
+
+
+def _verified_edges(spark, docs, config: DedupConfig, st: _Stages, *, on_driver: bool = False):
+    """The exact pass, candidates and verification: ``(sketched, exact, edges, stats)``, the first
+    holders' (ordinal, length, keyval, n, sig, ids), the exact copies' (ordinal, rep), and the
+    verified edges (a, b, estimate, jaccard, score, jaccard_r, estimate_r), by ordinals.
+    ``on_driver``: the exact pass by the local stage on the driver (which holds a row per record
+    anyway when it writes the outputs), else by a shuffle."""
     from pyspark.sql import functions as F
 
     from ..stages.candidates import BUCKET_WINDOW
-    from .components import connected_components
 
     stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0, "largest_bucket": 0,
                    "buckets_over_window": 0, "buckets_shared": 0}
     parts = _partitions(spark)
 
     # -- exact pass: all but the lowest ordinal of each fingerprint are exact duplicates
-    valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
-    rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
-    with_rep = valid.join(rep, "fp").select("ordinal", "rep")
-    exact = st.keep(with_rep.where(F.col("ordinal") != F.col("rep")), count=False)
-    firsts = with_rep.where(F.col("ordinal") == F.col("rep")).select("ordinal")
-    sketched, n_sketched = st.keep(docs.join(firsts, "ordinal", "left_semi")
-                                   .select("ordinal", "length", "keyval", "n", "sig", "ids"))
-    stats["n_shingles_total"] = int(sketched.agg(F.sum("n")).first()[0] or 0)
+    columns = ("ordinal", "length", "keyval", "n", "sig", "ids")
+    if on_driver:
+        # the local stage itself over (ordinal, fingerprint, shingle count): 24 bytes a record,
+        # no shuffle; the exact copies (usually few) go back as a broadcast anti-join
+        import pyarrow as pa
+
+        from ..stages.exact import first_holders
+
+        valid = docs.where(F.col("reason") == "").select("ordinal", "fp", "n").toArrow().sort_by("ordinal")
+        ns = valid.column("n").to_numpy(zero_copy_only=False)
+        new, _, copies = first_holders(valid.column("ordinal").to_pylist(), valid.column("fp").to_numpy(), ns, {})
+        stats["n_shingles_total"] = int(ns[new].sum())
+        exact = spark.createDataFrame(pa.table({"ordinal": pa.array([o for o, _ in copies], pa.int64()),
+                                                "rep": pa.array([r for _, r in copies], pa.int64())}))
+        n_sketched = int(new.sum())
+        sketched = st.keep(docs.where(F.col("reason") == "").join(F.broadcast(exact), "ordinal", "left_anti")
+                           .select(*columns), count=False)
+    else:
+        valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
+        rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
+        with_rep = valid.join(rep, "fp").select("ordinal", "rep")
+        exact = st.keep(with_rep.where(F.col("ordinal") != F.col("rep")), count=False)
+        firsts = with_rep.where(F.col("ordinal") == F.col("rep")).select("ordinal")
+        sketched, n_sketched = st.keep(docs.join(firsts, "ordinal", "left_semi").select(*columns))
+        stats["n_shingles_total"] = int(sketched.agg(F.sum("n")).first()[0] or 0)
     st.lap("exact_pass")
 
     empty_edges = spark.createDataFrame([], "a long, b long, estimate double, jaccard double, score double, "
@@ -583,15 +647,16 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
         bands = sketched.select("ordinal", "sig").mapInArrow(
             functools.partial(_band_rows, bands=band.bands, rows=band.rows, num_perm=m),
             "band int, key long, ordinal long")
-        bands = st.keep(bands, count=False)
-        b = (bands.groupBy("band", "key").count().where(F.col("count") >= 2)
-             .agg(F.count("*").alias("shared"), F.max("count").alias("largest"),
-                  F.sum((F.col("count") > BUCKET_WINDOW).cast("long")).alias("over")).first())
-        stats.update(buckets_shared=int(b["shared"] or 0), largest_bucket=int(b["largest"] or 0),
-                     buckets_over_window=int(b["over"] or 0))
+        # one shuffle of the band rows: the window's pairs and the bucket statistics in one pass
         raw = (bands.repartition(parts, "band", "key").sortWithinPartitions("band", "key", "ordinal")
-               .mapInArrow(functools.partial(_window_pairs, window=BUCKET_WINDOW), "a long, b long"))
-        cand, stats["candidate_pairs"] = st.keep(raw.distinct())
+               .mapInArrow(functools.partial(_window_pairs, window=BUCKET_WINDOW, with_stats=True), "a long, b long"))
+        raw = st.keep(raw, count=False)
+        per_part = raw.where(F.col("a") < 0).groupBy("a").agg(F.sum("b").alias("sum"), F.max("b").alias("max"))
+        got = {int(r["a"]): r for r in per_part.collect()}
+        stats.update(buckets_shared=int(got[_STAT_SHARED]["sum"]) if _STAT_SHARED in got else 0,
+                     largest_bucket=int(got[_STAT_LARGEST]["max"]) if _STAT_LARGEST in got else 0,
+                     buckets_over_window=int(got[_STAT_OVER]["sum"]) if _STAT_OVER in got else 0)
+        cand, stats["candidate_pairs"] = st.keep(raw.where(F.col("a") >= 0).distinct())
         st.lap("candidates")
 
         sig = sketched.select("ordinal", "sig")
@@ -620,6 +685,90 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
     else:
         edges = empty_edges
         st.lap("candidates")
+    return sketched, exact, edges, stats
+
+
+def _raw_member_sims(batches, measure: str):
+    """(ordinal, ids_lo, ids_hi) -> (ordinal, similarity to survivor), unrounded, as the local
+    :func:`~neardup.stages.survivors.similarity_to_survivors` gives it."""
+    import pyarrow as pa
+
+    for rb in batches:
+        if rb.num_rows:
+            sims = score_of(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure)
+            yield pa.RecordBatch.from_arrays([rb.column(0), pa.array(sims, type=pa.float64())], names=["ordinal", "sim"])
+
+
+def _float_column(table, name: str) -> np.ndarray:
+    return table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
+
+
+def _cluster_on_driver(spark, docs, sketched, exact, edges, stats: dict, config: DedupConfig, st: _Stages):
+    """Clusters, survivors and outcomes by the local engine's own stages
+    (:mod:`neardup.stages.survivors`) on the driver, which writes the outputs and so holds one
+    row per record anyway: union-find over the verified edges (collected: a few numbers per edge)
+    instead of rounds of shuffles, and only the similarity of each member to its survivor
+    computed on the executors, where the shingle ids are. Returns ``(outcome, pair rows, stats)``
+    as the local engine has them."""
+    import pyarrow as pa
+    from collections import Counter
+
+    from ..stages.survivors import choose_survivors, components, kept_mask, outcomes
+
+    recs = docs.select("ordinal", "id", "reason", "length", "keyval").toArrow().sort_by("ordinal")
+    n_all = recs.num_rows
+    ordinals = recs.column("ordinal").to_numpy()
+    if n_all and not np.array_equal(ordinals, np.arange(n_all)):
+        raise RuntimeError("internal error: the records' ordinals are not 0, 1, 2, ...")
+    ids = recs.column("id").to_pylist()
+    reason = recs.column("reason").to_pylist()
+    lengths = recs.column("length").to_numpy(zero_copy_only=False).astype(np.int64)
+    keyvals = _float_column(recs, "keyval") if config.keep == "field" else None
+    del recs
+    sk = np.sort(sketched.select("ordinal").toArrow().column("ordinal").to_numpy(zero_copy_only=False))
+    ex = exact.toArrow()
+    exact_of = dict(zip(ex.column("ordinal").to_pylist(), ex.column("rep").to_pylist()))
+    for o in exact_of:
+        reason[o] = "exact"
+    et = edges.select("a", "b", "jaccard_r", "estimate_r").toArrow().sort_by([("a", "ascending"), ("b", "ascending")])
+    a = et.column("a").to_numpy(zero_copy_only=False)
+    b = et.column("b").to_numpy(zero_copy_only=False)
+    comp = components(sk.size, np.searchsorted(sk, a), np.searchsorted(sk, b))
+    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals)
+    kept = kept_mask(n_all, sk, survivor_local)
+    members = np.flatnonzero(survivor_local != np.arange(sk.size))
+    if members.size:
+        mo, so = sk[members], sk[survivor_local[members]]
+        wanted = spark.createDataFrame(pa.table({"ordinal": mo, "lo": np.minimum(mo, so), "hi": np.maximum(mo, so)}))
+        ids_of = sketched.select("ordinal", "ids")
+        joined = (wanted.join(ids_of.withColumnRenamed("ordinal", "lo").withColumnRenamed("ids", "ilo"), "lo")
+                  .join(ids_of.withColumnRenamed("ordinal", "hi").withColumnRenamed("ids", "ihi"), "hi")
+                  .select("ordinal", "ilo", "ihi"))
+        got = joined.mapInArrow(functools.partial(_raw_member_sims, measure=config.measure),
+                                "ordinal long, sim double").toArrow().sort_by("ordinal")
+        member_sims = got.column("sim").to_numpy(zero_copy_only=False)
+        if got.num_rows != members.size:
+            raise RuntimeError(f"internal error: {got.num_rows} similarities for {members.size} cluster members")
+    else:
+        member_sims = np.empty(0)
+    outcome, cluster_sizes, chained = outcomes(
+        ids, reason, sk, survivor_local, kept, members, member_sims, exact_of,
+        chain_below=config.threshold if config.method == "minhash" else None)
+    skipped = Counter(r[len("skipped:"):] for r in outcome.reason if r.startswith("skipped:"))
+    stats.update(cluster_sizes=cluster_sizes, chained=len(chained), chained_examples=chained[:20],
+                 skipped=dict(sorted(skipped.items())), duplicate_ids=n_all - len(set(ids)), spilled_bytes=0)
+    pair_rows = list(zip([ids[x] for x in a.tolist()], [ids[x] for x in b.tolist()],
+                         et.column("jaccard_r").to_pylist(), et.column("estimate_r").to_pylist()))
+    st.lap("cluster")
+    return outcome, pair_rows, stats
+
+
+def _cluster_frames(spark, docs, sketched, exact, edges, stats: dict, config: DedupConfig, st: _Stages):
+    """Clusters computed on the cluster (connected components in Spark): ``(clusters, pairs, stats)``
+    as DataFrames, for the DataFrame API and outputs on a Hadoop file system."""
+    from pyspark.sql import functions as F
+
+    from .components import connected_components
 
     # -- clusters: connected components over verified edges; survivor by the keep policy
     if stats["verified_pairs"]:
@@ -750,12 +899,7 @@ def _summary(spark, clusters, stats: dict, config: DedupConfig, st: _Stages, kep
         "config": config.as_dict(),
         "config_fingerprint": config.fingerprint(),
         "jobs": spark.sparkContext.defaultParallelism,
-        "spark": {
-            "version": spark.version,
-            "master": spark.sparkContext.master,
-            "default_parallelism": spark.sparkContext.defaultParallelism,
-            "shuffle_partitions": _partitions(spark),
-        },
+        "spark": _spark_info(spark),
         "seconds": {k: round(v, 3) for k, v in st.seconds.items()},
         "peak_memory_mb": round(peak_memory_mb(), 1),
     }
@@ -765,6 +909,11 @@ def _summary(spark, clusters, stats: dict, config: DedupConfig, st: _Stages, kep
     assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
         == summary["input"], "internal error: counts do not add up"
     return summary
+
+
+def _spark_info(spark) -> dict:
+    return {"version": spark.version, "master": spark.sparkContext.master,
+            "default_parallelism": spark.sparkContext.defaultParallelism, "shuffle_partitions": _partitions(spark)}
 
 
 def _jvm_peak_mb() -> float | None:
@@ -968,8 +1117,8 @@ def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str |
         inputs = [inputs]
     inputs = [os.fsdecode(p) for p in inputs]
     if format not in ("auto", "jsonl", "parquet"):
-        raise ConfigError(f"the Spark engine reads JSONL and Parquet (format 'auto', 'jsonl' or 'parquet'), got "
-                          f"{format!r}; use --engine local for WARC, HTML and text files")
+        raise ConfigError(f"--format {format} is not supported by the Spark engine (--engine spark): it reads JSONL "
+                          "and Parquet; use --engine local for WARC, HTML and text files")
     leaves = []
     fmts = set()
     for p in inputs:
@@ -1141,25 +1290,80 @@ def _write_text(spark, path: str, text: str) -> None:
         out.close()
 
 
+def _write_local(out_dir: str, inputs, leaves, outcome, pair_rows, locate, config: DedupConfig, write_kept: bool,
+                 output_format: str, spark):
+    """The local engine's files, written by its own writers (:mod:`neardup.io.writers`): the same
+    names, schemas and bytes. Returns the kept corpus's description (None without one)."""
+    from ..cpus import available_cpus
+    from ..io import write_kept as write_kept_records
+    from ..io.writers import write_clusters, write_pairs
+
+    write_clusters(out_dir, outcome, format=output_format)
+    write_pairs(out_dir, pair_rows, format=output_format)
+    if not write_kept:
+        return None
+    if all(not _has_scheme(leaf) for _, leaf, _ in leaves):
+        # local inputs: the local writer reads them again with the keep mask, as the local engine does
+        paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
+        return write_kept_records([os.fsdecode(p) for p in paths], outcome.kept, out_dir, jobs=available_cpus(),
+                                  **config.read_options())
+    # inputs on a Hadoop file system, which this process cannot open: the kept rows, written by Spark
+    import pyarrow as pa
+
+    kept_ord = spark.createDataFrame(pa.table({"ordinal": np.flatnonzero(outcome.kept)}))
+    kept = _kept_frame(spark, locate, kept_ord)
+    if kept is None:
+        return None
+    path = os.path.join(out_dir, "kept")
+    kept.write.mode("overwrite").parquet(path)
+    return {"path": path, "format": "parquet", "records": int(outcome.kept.sum()),
+            "columns": "ordinal, record" if locate["format"] == "jsonl" else "the input columns, ordinal"}
+
+
+def _write_remote(spark, output: str, clusters, pairs, locate, fmt: str, summary: dict, write_kept: bool):
+    """An output on a Hadoop file system (hdfs://, s3a://, ...): the same tables as Parquet datasets
+    written by the executors (``clusters/``, ``pairs/``, ``kept/``). Returns the kept corpus's description."""
+    from pyspark.sql import functions as F
+
+    sep = "" if output.endswith("/") else "/"
+    clusters.orderBy("ordinal").write.mode("overwrite").parquet(f"{output}{sep}clusters")
+    pairs.orderBy("a_ordinal", "b_ordinal").write.mode("overwrite").parquet(f"{output}{sep}pairs")
+    if not write_kept:
+        return None
+    kept = _kept_frame(spark, locate, clusters.where(F.col("kept")).select("ordinal"))
+    if kept is None:
+        return None
+    kept.write.mode("overwrite").parquet(f"{output}{sep}kept")
+    return {"path": f"{output}{sep}kept", "format": "parquet", "records": summary["kept"],
+            "columns": "ordinal, record" if fmt == "jsonl" else "the input columns, ordinal"}
+
+
 def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, master: str | None = None,
-                write_kept: bool = True, spark=None, conf: dict | None = None) -> dict:
+                write_kept: bool = True, spark=None, conf: dict | None = None, output_format: str = "jsonl") -> dict:
     """``neardup dedup --engine spark``: deduplicate JSONL or Parquet files (local or any Hadoop
-    path) into ``output``: the Parquet datasets ``clusters/``, ``pairs/`` and ``kept/``, and
-    ``summary.json``. Returns the summary.
+    path) into ``output``; returns the summary.
+
+    A local ``output`` gets the local engine's files, written by its writers: ``clusters.jsonl``
+    and ``pairs.jsonl`` (``.parquet`` with ``output_format="parquet"``), ``kept.jsonl`` or
+    ``kept.parquet`` (the input's format, the original records byte for byte), ``summary.json``.
+    An output on a Hadoop file system gets Parquet datasets written by the executors instead:
+    ``clusters/``, ``pairs/`` and ``kept/`` (see below).
 
     Records and ordinals are exactly the local reader's (see the module docstring), so the
     clusters and pairs equal the local engine's. ``master``: the Spark master (default: the
     ``spark-submit`` environment's, else ``local[*]``); an active session is used as it is.
-    ``kept/`` holds, for JSONL input, ``ordinal`` and ``record`` (the original line; read it back
-    with ``spark.read.json(df.select("record").rdd.map(lambda r: r[0]))`` or ``from_json``), for
+    There (and for inputs on a Hadoop file system) ``kept/`` holds, for JSONL input, ``ordinal``
+    and ``record`` (the original line; read it back with
+    ``spark.read.json(df.select("record").rdd.map(lambda r: r[0]))`` or ``from_json``), for
     Parquet input the original columns and ``ordinal``.
     """
     require("pyspark", "spark")
-    from pyspark.sql import functions as F
-
+    from ..io.writers import RESULT_FORMATS
     from .session import _environment_provides_master, get_session
 
     _check_config(config)
+    if output_format not in RESULT_FORMATS:
+        raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
     st = _Stages()
     if spark is None:
         if master is None and not _environment_provides_master():
@@ -1174,27 +1378,31 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     sk, total, locate = _read_paths(spark, fmt, leaves, config, config.id_field, config.text_field, config.max_bytes)
     docs = st.checkpoint(sk)
     st.lap("read_and_sketch")
-    clusters, pairs, stats = _core(spark, docs, config, st)
-
-    summary = _summary(spark, clusters, stats, config, st, None)
-    st.lap("summary")
-    t = time.perf_counter()
-    sep = "" if output.endswith("/") else "/"
-    clusters.orderBy("ordinal").write.mode("overwrite").parquet(f"{output}{sep}clusters")
-    pairs.orderBy("a_ordinal", "b_ordinal").write.mode("overwrite").parquet(f"{output}{sep}pairs")
-    kept_info = None
-    if write_kept:
-        kept_ord = clusters.where(F.col("kept")).select("ordinal")
-        kept = _kept_frame(spark, locate, kept_ord)
-        if kept is not None:
-            kept.write.mode("overwrite").parquet(f"{output}{sep}kept")
-            kept_info = {"path": f"{output}{sep}kept", "format": "parquet",
-                         "records": summary["kept"],
-                         "columns": "ordinal, record" if fmt == "jsonl" else "the input columns, ordinal"}
-    st.seconds["write"] = time.perf_counter() - t
+    sketched, exact, edges, stats = _verified_edges(spark, docs, config, st, on_driver=not _is_remote(output))
+    if _is_remote(output):
+        clusters, pairs, stats = _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
+        summary = _summary(spark, clusters, stats, config, st, None)
+        st.lap("summary")
+        t = time.perf_counter()
+        kept_info = _write_remote(spark, output, clusters, pairs, locate, fmt, summary, write_kept)
+    else:
+        outcome, pair_rows, stats = _cluster_on_driver(spark, docs, sketched, exact, edges, stats, config, st)
+        t = time.perf_counter()
+        kept_info = _write_local(output[5:] if output.startswith("file:") else output, inputs, leaves, outcome,
+                                 pair_rows, locate, config, write_kept, output_format, spark)
+        st.seconds["write"] = time.perf_counter() - t
+        t = time.perf_counter()
+        summary = run_summary(outcome, stats, config, kept_info=None, jobs=spark.sparkContext.defaultParallelism,
+                              seconds={})
+        summary = {"engine": "spark", **summary, "spark": _spark_info(spark)}
+        st.seconds["summary"] = time.perf_counter() - t
+        t = time.perf_counter()
+    st.seconds["write"] = st.seconds.get("write", 0.0) + time.perf_counter() - t
     summary["kept_output"] = kept_info
-    summary["seconds"] = {k: round(v, 3) for k, v in st.seconds.items()}
+    # the local engine's stage table; the session (the JVM's start) apart, as it is no stage of a run
+    summary["seconds"] = {k: round(st.seconds.get(k, 0.0), 3) for k in STAGES}
     summary["seconds"]["total"] = round(sum(v for k, v in st.seconds.items() if k != "session"), 3)
+    summary["spark"]["session_seconds"] = round(st.seconds.get("session", 0.0), 3)
     summary["peak_memory_mb"] = round(peak_memory_mb(), 1)
     jvm = _jvm_peak_mb()
     if jvm is not None:
@@ -1202,6 +1410,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     summary["inputs"] = {"format": fmt, "files": len(leaves)}
     if summary["input"] != total:
         raise RuntimeError(f"internal error: {summary['input']} records in clusters, {total} counted in the inputs")
+    sep = "" if output.endswith("/") else "/"
     _write_text(spark, f"{output}{sep}summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     _release(st.held)
     return summary

@@ -10,14 +10,16 @@ import math
 
 import numpy as np
 
-from ..cluster.broder import greedy_clusters, mod_m_sample, sampled_candidates
+from ..cluster.broder import (add_stats, estimate_keep, greedy_clusters, min_s_sample, mod_m_sample,
+                              pairs_in_groups)
+from .grouping import KeyGrouper, group_starts
 from ..cluster.candidates import BUCKET_WINDOW, candidate_pairs, estimate_similarity
 from ..lsh.banding import band_keys
 from ..lsh.params import Banding, banding as banding_of_bands, recall_banding
 
 __all__ = ["RECALL_AT_THRESHOLD", "BUCKET_WINDOW", "band_keys", "resemblance_target", "default_banding", "banding_for",
            "estimate_floor", "band_candidates", "estimate_filter", "simhash_candidates", "mod_m_sample",
-           "sampled_candidates", "greedy_pairs"]
+           "min_s_sample", "SAMPLES", "sample_ids", "sampled_candidates", "greedy_pairs", "BandKeys"]
 
 #: The default banding: the most rows whose candidate probability at the threshold is at least
 #: this (18 bands x 7 rows at 0.8 with 128 permutations: 0.985 at 0.8, 0.998 at 0.85, 0.13 at
@@ -100,3 +102,175 @@ def greedy_pairs(values: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, n
     cluster = greedy_clusters(values, offsets)
     member = np.flatnonzero(cluster != np.arange(cluster.size))
     return cluster[member], member
+
+
+#: The samples of the 1997 experiment: MOD_m (the ids divisible by m) and MIN_s (the s smallest).
+SAMPLES = ("mod_m", "min_s")
+
+
+def sample_ids(ids, offsets: np.ndarray, sample: str, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, offsets)``: each document's MOD_m sample (``size`` = m) or MIN_s sample
+    (``size`` = s) of its sorted shingle ids, one array or the engine's pieces."""
+    if sample == "mod_m":
+        return mod_m_sample(ids, offsets, size)
+    if sample == "min_s":
+        return min_s_sample(ids, offsets, size)
+    raise ValueError(f"sample must be one of {', '.join(SAMPLES)}, got {sample!r}")
+
+
+#: Records added to a grouper per call (bounds the temporary arrays of one call).
+_ADD_SLICE = 1 << 22
+
+
+def sampled_candidates(values: np.ndarray, offsets: np.ndarray, threshold: float, *, measure: str = "jaccard",
+                       cap: int = 1000, slack_errors: float = 4.0, budget_bytes: int | None = None,
+                       folder: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """Passes 2 to 4 of the 1997 experiment with memory bounded by ``budget_bytes``
+    (:class:`neardup.stages.grouping.KeyGrouper`; None: in memory), spilling to ``folder``.
+
+    The ``<sample, ID>`` list is grouped by sample; each group of 2 to ``cap`` documents gives
+    its ``<ID, ID>`` pairs (:func:`neardup.cluster.broder.pairs_in_groups`), which a second
+    grouping counts into ``<ID, ID, count>``; the pairs whose estimate passes
+    (:func:`neardup.cluster.broder.estimate_keep`) come out sorted by ``(i, j)`` with their
+    estimates, as :func:`neardup.cluster.broder.sampled_candidates` gives them in memory. Half the
+    budget goes to each grouping. Stats: the samples', the pairs', and each grouping's spill.
+    """
+    values = np.asarray(values, dtype=np.uint64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    sizes = np.diff(offsets)
+    half = None if budget_bytes is None else max(1, budget_bytes // 2)
+    stats: dict = {}
+    found = kept = 0
+    ki, kj, ke = [], [], []
+    with KeyGrouper(half, folder, name="samples") as samples, KeyGrouper(half, folder, name="pairs") as pairs:
+        doc_starts = offsets[:-1]
+        for a in range(0, values.size, _ADD_SLICE):
+            b = min(values.size, a + _ADD_SLICE)
+            # the document of each value: the last document starting at or before it
+            doc = np.searchsorted(doc_starts, np.arange(a, b, dtype=np.int64), side="right") - 1
+            samples.add(values[a:b], doc)
+        for sv, sd in samples.groups():
+            packed, part = pairs_in_groups(sv, sd, cap=cap)
+            stats = add_stats(stats, part)
+            pairs.add(packed, np.zeros(packed.size, np.int64))
+        for keys, _ in pairs.groups():
+            starts = group_starts(keys)
+            count = np.diff(np.concatenate((starts, [keys.size])))
+            packed = keys[starts].view(np.int64)
+            i, j = packed >> 32, packed & 0xFFFFFFFF
+            keep, est = estimate_keep(i, j, count, sizes, threshold, measure=measure, slack_errors=slack_errors)
+            found += int(i.size)
+            kept += int(keep.sum())
+            ki.append(i[keep])
+            kj.append(j[keep])
+            ke.append(est[keep])
+        grouping = {"samples": samples.stats(), "pairs": pairs.stats()}
+    if not stats:
+        stats = {"samples": 0, "shared_samples": 0, "largest_group": 0, "capped_samples": 0, "capped_pairs": 0}
+    i = np.concatenate(ki) if ki else np.empty(0, np.int64)
+    j = np.concatenate(kj) if kj else np.empty(0, np.int64)
+    est = np.concatenate(ke) if ke else np.empty(0, np.float64)
+    order = np.lexsort((j, i))
+    stats = {**stats, "sample_pairs": found, "sample_pairs_kept": kept, "grouping": grouping}
+    return i[order], j[order], est[order], stats
+
+
+_SPLITMIX_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _band_tagged(keys: np.ndarray, band: int) -> np.ndarray:
+    """A band key made distinct from the other bands' (splitmix64 of key + band * gamma): one
+    grouping holds every band. Two (band, key) pairs meeting by chance (about (n bands)^2 / 2^65
+    times in a run) only add a candidate, which verification settles."""
+    with np.errstate(over="ignore"):
+        z = keys + np.uint64(band + 1) * _SPLITMIX_GAMMA
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+class BandKeys:
+    """The (rows, bands) band keys of a run, added batch by batch, within a memory budget.
+
+    While the keys fit in ``budget_bytes`` they are kept as matrices and :meth:`candidates` is
+    :func:`band_candidates` on them (the kernel's hashing). Past the budget every key goes to a
+    :class:`~neardup.stages.grouping.KeyGrouper` (``<band-tagged key, row>``, spilled to
+    ``folder``), whose groups give the same pairs: within a bucket, rows in increasing order, each
+    with the next ``window - 1`` (the definition of
+    :func:`neardup.cluster.candidates.candidate_pairs`); a second grouping drops the pairs that
+    several bands found. The same ``(i, j, stats)`` either way (tests/test_grouping.py).
+    """
+
+    def __init__(self, budget_bytes: int | None, folder: str | None = None, *, window: int = BUCKET_WINDOW):
+        self.budget = budget_bytes
+        self.folder = folder
+        self.window = window
+        self.rows = 0
+        self.bands: int | None = None
+        self._held: list[np.ndarray] = []
+        self._held_bytes = 0
+        self._grouper: KeyGrouper | None = None
+
+    @property
+    def spilled(self) -> bool:
+        return self._grouper is not None
+
+    def add(self, keys: np.ndarray) -> None:
+        keys = np.asarray(keys, dtype=np.uint64)
+        if self.bands is None:
+            self.bands = keys.shape[1]
+        if self._grouper is None:
+            self._held.append(keys)
+            self._held_bytes += keys.nbytes
+            self.rows += keys.shape[0]
+            if self.budget is not None and self._held_bytes > self.budget // 2:
+                self._grouper = KeyGrouper(self.budget // 2, self.folder, name="bands")
+                start = 0
+                for part in self._held:
+                    self._to_grouper(part, start)
+                    start += part.shape[0]
+                self._held, self._held_bytes = [], 0
+            return
+        self._to_grouper(keys, self.rows)
+        self.rows += keys.shape[0]
+
+    def _to_grouper(self, keys: np.ndarray, first_row: int) -> None:
+        rows = np.arange(first_row, first_row + keys.shape[0], dtype=np.int64)
+        for band in range(keys.shape[1]):
+            self._grouper.add(_band_tagged(np.ascontiguousarray(keys[:, band]), band), rows)
+
+    def candidates(self) -> tuple[np.ndarray, np.ndarray, dict]:
+        """``(i, j, stats)`` as :func:`band_candidates` gives them (sorted by ``(i, j)``)."""
+        if self._grouper is None:
+            keys = np.concatenate(self._held) if self._held else np.empty((0, self.bands or 1), np.uint64)
+            self._held = []
+            ci, cj, stats = band_candidates(keys, window=self.window)
+            return ci, cj, {**stats, "grouping": None}
+        shared = largest = capped = 0
+        with self._grouper as buckets, KeyGrouper(self.budget // 2, self.folder, name="bandpairs") as distinct:
+            for sk, rows in buckets.groups():
+                starts = group_starts(sk)
+                sizes = np.diff(np.concatenate((starts, [sk.size])))
+                multi = sizes >= 2
+                shared += int(multi.sum())
+                largest = max(largest, int(sizes[multi].max(initial=0)))
+                capped += int(np.count_nonzero(sizes > self.window))
+                keep = np.repeat(multi, sizes)
+                sk, rows = sk[keep], rows[keep]
+                for d in range(1, min(self.window, int(sizes.max(initial=1)))):
+                    ok = sk[d:] == sk[:-d]
+                    if not ok.any():
+                        break
+                    packed = (rows[:-d][ok] << 32) | rows[d:][ok]  # rows increase within a bucket
+                    distinct.add(packed.view(np.uint64), np.zeros(packed.size, np.int64))
+            out = [keys[group_starts(keys)] for keys, _ in distinct.groups()]
+            grouping = {"bands": buckets.stats(), "pairs": distinct.stats()}
+        allp = np.sort(np.concatenate(out)).view(np.int64) if out else np.empty(0, np.int64)
+        stats = {"buckets_shared": shared, "largest_bucket": largest, "buckets_over_window": capped,
+                 "grouping": grouping}
+        return allp >> 32, allp & 0xFFFFFFFF, stats
+
+    def close(self) -> None:
+        if self._grouper is not None:
+            self._grouper.close()
+        self._held = []

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cluster.unionfind import UnionFind
 from .verify import pair_similarities, score_of
 
-__all__ = ["KEEP_POLICIES", "Outcome", "cluster_kinds", "kinds_table", "keep_value", "components", "choose_survivors", "kept_mask",
-           "similarity_to_survivors", "outcomes", "split_sources"]
+__all__ = ["KEEP_POLICIES", "Outcome", "cluster_kinds", "kinds_table", "keep_value", "components", "array_components",
+           "choose_survivors", "kept_mask", "similarity_to_survivors", "outcomes", "split_sources"]
 
 KEEP_POLICIES = ("first", "longest", "shortest")
 
@@ -54,10 +53,34 @@ def keep_value(value) -> float:
 def components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """The component of each of ``n`` nodes under the edges ``(i[q], j[q])``, named by its
     smallest member (deterministic: union-find by size, then relabelled)."""
-    uf = UnionFind(n)
-    for a, b in zip(i.tolist(), j.tolist()):
-        uf.union(a, b)
-    return uf.components() if n else np.zeros(0, dtype=np.int64)
+    return array_components(n, i, j)
+
+
+def array_components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """:func:`components` over arrays, no Python object per node (the 30M-document runs): every
+    edge hooks the larger of its endpoints' labels onto the smaller (a scatter-min), then labels
+    jump to their labels' labels until they stop moving; repeated until no edge joins two labels.
+    Labels only fall and are always members of their component, and the smallest member keeps
+    its own, so what remains is each component's smallest member (as union-find names them,
+    tests/test_properties.py). A few rounds of whole-array passes, O(log n) of them in practice."""
+    label = np.arange(n, dtype=np.int64)
+    i = np.asarray(i, dtype=np.int64)
+    j = np.asarray(j, dtype=np.int64)
+    while i.size:
+        li, lj = label[i], label[j]
+        cross = li != lj
+        if not cross.any():
+            break
+        # the edges that still join two labels are all that the next rounds need
+        i, j, li, lj = i[cross], j[cross], li[cross], lj[cross]
+        low = np.minimum(li, lj)
+        np.minimum.at(label, np.maximum(li, lj), low)
+        while True:
+            jumped = label[label]
+            if np.array_equal(jumped, label):
+                break
+            label = jumped
+    return label
 
 
 def choose_survivors(comp: np.ndarray, sk: np.ndarray, keep: str, lengths: np.ndarray,
