@@ -110,3 +110,18 @@ def test_a_failed_run_with_sources_keeps_no_work_folder(tmp_path):
     dedup(a, b, "-o", out, check=True)
     rows = [orjson.loads(line) for line in open(out / "clusters.jsonl", "rb")]
     assert {r["source"] for r in rows} == {a, b}
+
+
+def test_parquet_results_killed_while_written_resume_and_replace_an_older_runs_jsonl(tmp_path):
+    pytest.importorskip("pyarrow")
+    src = write_corpus(tmp_path / "c.jsonl", docs=300)
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    dedup(src, "-o", ref, "--output-format", "parquet", check=True)
+    dedup(src, "-o", out, check=True)  # an older run's clusters.jsonl and pairs.jsonl
+    killed = dedup(src, "-o", out, "--output-format", "parquet", env={"NEARDUP_TEST_KILL_AT": "write-pairs"})
+    assert killed.returncode == -signal.SIGKILL
+    other = dedup(src, "-o", out, "--resume")  # the interrupted run wrote parquet
+    assert other.returncode == 2 and "output_format 'parquet' -> 'jsonl'" in other.stderr, other.stderr
+    dedup(src, "-o", out, "--output-format", "parquet", "--resume", check=True)
+    assert sorted(os.listdir(out)) == ["clusters.parquet", "kept.jsonl", "pairs.parquet", "summary.json"]
+    assert folder_digest(out) == folder_digest(ref)
