@@ -94,6 +94,8 @@ OPTIONS = {
     # minhash neither engine uses them
     "--sample-mod": [(["--sample-mod", "5"], "same")],
     "--sample-cap": [(["--sample-cap", "3"], "same")],
+    "--sample": [(["--sample", "min_s"], "same")],
+    "--sample-size": [(["--sample-size", "50"], "same")],
     "--max-distance": [(["--max-distance", "6"], "same")],
     "--threshold": [(["--threshold", "0.55"], "same")],
     "--measure": [(["--measure", "containment"], "same")],
@@ -149,7 +151,8 @@ GROUPS = [
     ["--method"], ["--threshold", "--measure"], ["--bands", "--no-verify"], ["--rows"], ["--keep"],
     ["--format", "--id-field", "--text-field", "--max-bytes"], ["--content"], ["--html"],
     ["-k", "--keep-punctuation", "--no-casefold", "--no-nfkc", "--shingle-hash"], ["--unit"],
-    ["--num-perm", "--seed", "--family", "--sample-mod", "--sample-cap", "--max-distance"],
+    ["--num-perm", "--seed", "--family", "--sample-mod", "--sample-cap", "--sample", "--sample-size",
+     "--max-distance"],
     ["--spark-master", "--no-kept", "--output-format"], ["--jobs"],
     ["--on-error", "--strict", "--max-skipped", "--files-from"],
 ]
@@ -306,7 +309,7 @@ def test_the_options_move_the_outputs(corpus, tmp_path):
     base = outputs([corpus])
     assert any(b'"near"' in line for line in base[0]["clusters.jsonl"].splitlines())
     assert any(b'"exact"' in line for line in base[0]["clusters.jsonl"].splitlines())
-    inert = {"--sample-mod", "--sample-cap", "--max-distance", "--format", "--spark-master", "--jobs", "--on-error",
+    inert = {"--sample-mod", "--sample-cap", "--sample", "--sample-size", "--max-distance", "--format", "--spark-master", "--jobs", "--on-error",
              "--strict", "--max-skipped", "--files-from"}
     for name, tries in OPTIONS.items():
         for args, what in tries:
