@@ -99,7 +99,9 @@ def test_plan_predicts_the_run(corpus, tmp_path):
     for key in ("documents", "candidate_pairs", "verified_pairs", "peak_memory_mb", "spill_bytes", "seconds"):
         low, high = predicted["ranges"][key]
         assert low <= predicted[key] <= high, key
-    assert predicted["seconds"] > 0 and predicted["assumptions"]
+    # the predicted time is reported, never asserted here: it is checked against a real run only
+    # in benchmarks/plan_check.py (a unit test must pass on a fast idle and a loaded slow machine)
+    assert predicted["assumptions"]
 
 
 def test_plan_predicts_the_spill(corpus, tmp_path):

@@ -262,7 +262,8 @@ def test_paths_jsonl_equals_local_with_bad_lines_and_split_files(spark, tmp_path
                 "config", "config_fingerprint"):
         assert summary[key] == local_summary[key], key
     assert summary["kept_output"]["records"] == local_summary["kept_output"]["records"] == len(local_kept)
-    assert set(summary["seconds"]) == set(local_summary["seconds"])  # one timing table, the same stages
+    # the stage names of the timing table (not their times): both engines report the same stages
+    assert summary["seconds"].keys() == local_summary["seconds"].keys()
 
 
 def frame_case(spark, tmp_path, records, name, config, order):
