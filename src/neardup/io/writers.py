@@ -299,24 +299,14 @@ def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, out: JsonlShards) ->
                 n = yield from _kept_lines(path, reader.max_bytes, keeper, n,
                                            out if reader.jobs == 1 else None)
             elif fmt == "parquet":
-                pf, nrows = open_parquet(path)
-                if pf is None:
-                    n += 1
-                    continue
-                row = 0
-                try:
-                    for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
-                        mask = keeper.mask(n + row, batch.num_rows)
-                        row += batch.num_rows
-                        if mask.any():
-                            import pyarrow as pa
-
-                            yield from batch.filter(pa.array(mask)).to_pylist()
-                except InputError:
-                    raise
-                except Exception:  # noqa: BLE001 - unreadable rows were skipped in the first pass
-                    pass
-                n += max(row, nrows)
+                batches = _kept_parquet_batches(path, keeper, n)
+                while True:
+                    try:
+                        kept = next(batches)
+                    except StopIteration as done:
+                        n = done.value
+                        break
+                    yield from kept.to_pylist()
             else:
                 n = yield from reader.read_leaf(path, fmt, n)
         total[0] = n
@@ -382,37 +372,44 @@ def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, out=Non
     return n
 
 
-class _WriteFailed(Exception):
-    """An error of the output (its cause), told apart from the reading errors skipped around it."""
+def _kept_parquet_batches(path, keeper: _Keep, n: int):
+    """The kept rows of one Parquet file, as record batches, its first row being ordinal ``n``;
+    returns (as the generator's value) the ordinal after the file. Rows the first pass could not
+    read were skipped there, so a reading error here ends the file quietly; an error of whoever
+    consumes the batches (the output) is raised there, never caught here."""
+    pf, nrows = open_parquet(path)
+    if pf is None:
+        return n + 1
+    pa = require("pyarrow", "io")
+    row = 0
+    try:
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
+            mask = keeper.mask(n + row, batch.num_rows)
+            row += batch.num_rows
+            if mask.any():
+                yield batch if mask.all() else batch.filter(pa.array(mask))
+    except InputError:
+        raise
+    except Exception:  # noqa: BLE001 - unreadable rows were skipped in the first pass
+        pass
+    return n + max(row, nrows)
 
 
 def _write_parquet(plan, keeper: _Keep, out: ParquetShards) -> int:
     pa = require("pyarrow", "io")
     n = 0
     for path, fmt, why in input_leaves(plan):
-        pf, nrows = (None, None) if why is not None else open_parquet(path)
-        if pf is None:
+        if why is not None:
             n += 1
             continue
-        row = 0
-        try:
-            for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False):
-                mask = keeper.mask(n + row, batch.num_rows)
-                row += batch.num_rows
-                if not mask.any():
-                    continue
-                kept = batch if mask.all() else batch.filter(pa.array(mask))
-                try:
-                    out.write_batch(pa.RecordBatch.from_arrays(kept.columns, schema=out.schema))
-                except Exception as exc:  # not a reading error: raised past the handler below
-                    raise _WriteFailed(exc) from exc
-        except _WriteFailed as failed:
-            raise failed.__cause__
-        except InputError:
-            raise
-        except Exception:  # noqa: BLE001 - unreadable rows were skipped in the first pass
-            pass
-        n += max(row, nrows)
+        batches = _kept_parquet_batches(path, keeper, n)
+        while True:
+            try:
+                kept = next(batches)
+            except StopIteration as done:
+                n = done.value
+                break
+            out.write_batch(pa.RecordBatch.from_arrays(kept.columns, schema=out.schema))
     return n
 
 
