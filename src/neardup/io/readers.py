@@ -650,8 +650,8 @@ class RecordReader:
             return Skipped(ident, n, src, "empty", "the text is empty" if not text else "the text is only white space")
         return Document(ident, text, n, src, meta)
 
-    def _fast_jsonl(self) -> bool:
-        """True when :meth:`_read_jsonl_encoded` gives the same records as :meth:`_read_jsonl`."""
+    def scans_jsonl_blocks(self) -> bool:
+        """True when :meth:`_read_jsonl_encoded` (and :meth:`jsonl_block_records`) give the same records as :meth:`_read_jsonl`."""
         return (_jsonl is not None and self.content == "text" and not self.keep_fields and self.want is None
                 and self.id_field != self.text_field)
 
@@ -663,11 +663,7 @@ class RecordReader:
         the stream breaks, the rest of the file is read again by :func:`read_lines`, from the first
         line not yet given: the records are then exactly those of :meth:`_read_jsonl`.
         """
-        import numpy as np
-
-        idf, tf = self.id_field.encode("utf-8"), self.text_field.encode("utf-8")
         max_bytes = self.max_bytes
-        max_line = -1 if max_bytes is None else max_bytes
         lineno = 0
         try:
             for item in jsonl_blocks(path, max_bytes, JSONL_BLOCK_BYTES):
@@ -678,38 +674,51 @@ class RecordReader:
                     continue
                 buf, length = item
                 with memoryview(buf) as whole, whole[:length] as block:
-                    kinds, ends, text, toffs, ids, ioffs, lengths, spans = _jsonl.scan(block, idf, tf, table,
-                                                                                       max_line)
-                    slow = np.flatnonzero(np.frombuffer(kinds, dtype=np.uint8) & _jsonl.FALLBACK).tolist()
-                    ends = np.frombuffer(ends, dtype=np.int64)
-                    # the lines that fall back, copied out before the buffer is reused
-                    fallback = {b: bytes(block[int(ends[b - 1]) if b else 0 : int(ends[b])]) for b in slow}
-                kinds = np.frombuffer(kinds, dtype=np.uint8)
-                toffs = np.frombuffer(toffs, dtype=np.int64)
-                lengths = np.frombuffer(lengths, dtype=np.int64)
-                spans = np.frombuffer(spans, dtype=np.int64).reshape(-1, 2)
-                id_cps = _cp_offsets(ids, np.frombuffer(ioffs, dtype=np.int64))
-                id_text = ids.decode("utf-8")
-                for a, b in zip([0, *(k + 1 for k in slow)], [*slow, kinds.size]):
-                    if b > a:  # lines a..b-1: ordinary records; without an id, the source is the id
-                        no_id = (kinds[a:b] & _jsonl.NO_ID).astype(bool).tolist()
-                        idents = [f"{path}:{lineno + i + 1}" if missing else id_text[id_cps[i] : id_cps[i + 1]]
-                                  for i, missing in zip(range(a, b), no_id)]
-                        yield EncodedDocuments(ids=idents, start=n + a, path=path, first_line=lineno + a + 1,
-                                               data=text, offsets=toffs[a : b + 1], lengths=lengths[a:b],
-                                               flagged=(kinds[a:b] & _jsonl.FLAGGED).astype(bool),
-                                               flag_spans=spans[a:b])
-                    if b < kinds.size:  # line b falls back
-                        yield self.jsonl_record(line_or_size(fallback[b], max_bytes), n + b,
-                                                 f"{path}:{lineno + b + 1}")
-                lineno += int(kinds.size)
-                n += int(kinds.size)
+                    count = yield from self.jsonl_block_records(block, n, path, lineno, table)
+                lineno += count
+                n += count
         except BrokenInput:
             for k, line in read_lines(path, max_bytes):
                 if k > lineno:
                     yield self.jsonl_record(line, n, f"{path}:{k}")
                     n += 1
         return n
+
+    def jsonl_block_records(self, block, n: int, path: str, lineno: int, table):
+        """The records of a block of whole lines (bytes or a memoryview; the last line may lack its
+        ``\\n``), which are lines ``lineno + 1, ...`` of ``path`` with ordinals ``n, ...``: runs of
+        ordinary records as EncodedDocuments (scanned by ``neardup._jsonl``), the other lines through
+        :meth:`jsonl_record`. Returns the number of lines. Everything is copied out of ``block``
+        before the first record is given, so the caller may reuse its buffer as soon as the
+        generator is started (the local reader's blocks and the Spark engine's Arrow batches)."""
+        import numpy as np
+
+        idf, tf = self.id_field.encode("utf-8"), self.text_field.encode("utf-8")
+        max_bytes = self.max_bytes
+        max_line = -1 if max_bytes is None else max_bytes
+        kinds, ends, text, toffs, ids, ioffs, lengths, spans = _jsonl.scan(block, idf, tf, table, max_line)
+        slow = np.flatnonzero(np.frombuffer(kinds, dtype=np.uint8) & _jsonl.FALLBACK).tolist()
+        ends = np.frombuffer(ends, dtype=np.int64)
+        # the lines that fall back, copied out before the buffer is reused
+        fallback = {b: bytes(block[int(ends[b - 1]) if b else 0 : int(ends[b])]) for b in slow}
+        kinds = np.frombuffer(kinds, dtype=np.uint8)
+        toffs = np.frombuffer(toffs, dtype=np.int64)
+        lengths = np.frombuffer(lengths, dtype=np.int64)
+        spans = np.frombuffer(spans, dtype=np.int64).reshape(-1, 2)
+        id_cps = _cp_offsets(ids, np.frombuffer(ioffs, dtype=np.int64))
+        id_text = ids.decode("utf-8")
+        for a, b in zip([0, *(k + 1 for k in slow)], [*slow, kinds.size]):
+            if b > a:  # lines a..b-1: ordinary records; without an id, the source is the id
+                no_id = (kinds[a:b] & _jsonl.NO_ID).astype(bool).tolist()
+                idents = [f"{path}:{lineno + i + 1}" if missing else id_text[id_cps[i] : id_cps[i + 1]]
+                          for i, missing in zip(range(a, b), no_id)]
+                yield EncodedDocuments(ids=idents, start=n + a, path=path, first_line=lineno + a + 1,
+                                       data=text, offsets=toffs[a : b + 1], lengths=lengths[a:b],
+                                       flagged=(kinds[a:b] & _jsonl.FLAGGED).astype(bool),
+                                       flag_spans=spans[a:b])
+            if b < kinds.size:  # line b falls back
+                yield self.jsonl_record(line_or_size(fallback[b], max_bytes), n + b, f"{path}:{lineno + b + 1}")
+        return int(kinds.size)
 
     @staticmethod
     def _bad_line(line: bytes, exc, n, src):
@@ -943,7 +952,7 @@ class RecordReader:
         """Every record of the plan. With ``encoded_table`` (None or a flag table, see
         :func:`read_encoded`), JSONL files yield their ordinary records as EncodedDocuments."""
         n = 0
-        fast = encoded_table is not False and self._fast_jsonl()
+        fast = encoded_table is not False and self.scans_jsonl_blocks()
         plan = plan_inputs(plan, "auto")
         if self.report is not None:
             self.report.ignored_files.extend(plan.ignored)

@@ -261,6 +261,17 @@ def _sketch_schema(extra_fields=()):
     return T.StructType(fields + list(extra_fields))
 
 
+def _require_kernel(config: DedupConfig) -> None:
+    """On an executor: the compiled kernel must run there when it runs on the driver."""
+    from ..stages.sketch import kernel_handles
+
+    if not kernel_handles(config.shingle):
+        raise RuntimeError(
+            "neardup's compiled kernel (neardup._kernel) does not import on this Spark executor, while the "
+            "driver has it: install neardup[spark] on the executors or ship a virtualenv archive "
+            "(spark.archives); a wheel in --py-files cannot carry a compiled extension (see docs/spark.md)")
+
+
 def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool = False):
     """Parsed records -> one Arrow batch of sketch rows per input batch.
 
@@ -272,14 +283,10 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
     """
     import pyarrow as pa
 
-    from ..stages.sketch import kernel_handles, sketch_texts
+    from ..stages.sketch import sketch_texts
 
     if need_kernel:
-        if not kernel_handles(config.shingle):
-            raise RuntimeError(
-                "neardup's compiled kernel (neardup._kernel) does not import on this Spark executor, while the "
-                "driver has it: install neardup[spark] on the executors or ship a virtualenv archive "
-                "(spark.archives); a wheel in --py-files cannot carry a compiled extension (see docs/spark.md)")
+        _require_kernel(config)
     want_sig = config.method == "minhash"
     want_ids = config.method != "exact"
     for rb in recs:
@@ -340,7 +347,157 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
         yield pa.RecordBatch.from_arrays(arrays, names=names)
 
 
+def _joined_lines(lines, a: int, b: int) -> bytes:
+    """Rows ``a:b`` of a binary Arrow column of lines (without their ``\\n``, as Spark splits them)
+    as one block of whole lines, each ended by ``\\n``: the bytes of the file the local reader scans."""
+    sub = lines.slice(a, b - a)
+    _, offs_buf, data_buf = sub.buffers()
+    width = np.int64 if sub.type in (_large_types()) else np.int32
+    offs = np.frombuffer(offs_buf, dtype=width)[sub.offset : sub.offset + len(sub) + 1].astype(np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8)[offs[0] : offs[-1]]
+    return np.insert(data, offs[1:] - offs[0], np.uint8(10)).tobytes()
+
+
+def _large_types():
+    import pyarrow as pa
+
+    return (pa.large_binary(), pa.large_string())
+
+
+def _binary_column(valid: np.ndarray, nbytes: np.ndarray, data: bytes):
+    """A binary Arrow column of ``valid.size`` rows: row r (when ``valid[r]``) holds the next
+    ``nbytes[r]`` bytes of ``data`` (the runs of the valid rows, in row order); the others are null."""
+    import pyarrow as pa
+
+    n = valid.size
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.where(valid, nbytes, 0), out=offsets[1:])
+    if offsets[-1] != len(data):
+        raise RuntimeError("internal error: binary column runs do not add up")
+    if offsets[-1] >= 2**31:
+        raise RuntimeError("a batch of sketches is over 2 GiB: lower spark.sql.execution.arrow.maxRecordsPerBatch")
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+    return pa.Array.from_buffers(pa.binary(), n, [bitmap, pa.py_buffer(offsets.astype(np.int32).tobytes()),
+                                                 pa.py_buffer(data)], null_count=int(n - valid.sum()))
+
+
+def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
+    """(line binary, file, block) -> sketch rows, the local engine's JSONL fast path on executors.
+
+    Each run of lines of one file split is joined into a block of whole lines and read by the
+    local reader's block reader (:meth:`~neardup.io.readers.RecordReader.jsonl_block_records`:
+    ``neardup._jsonl`` scans it; unusual lines go through the line-by-line reader), and the
+    batch's texts go to the kernel as UTF-8, never as Python strings
+    (:func:`~neardup.stages.encode.encode_batch`, :func:`~neardup.stages.sketch.without_too_large`),
+    as :meth:`neardup.pipeline.Deduplicator._read_and_sketch` does: so the records, reasons,
+    signatures, shingle ids and fingerprints are the local engine's. Rows as :func:`_sketch_recs`.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .. import _native
+    from ..io.documents import EncodedDocuments, Skipped
+    from ..stages.encode import encode_batch
+    from ..stages.sketch import flag_table, without_too_large
+
+    reader = _local_reader(ctx)
+    _require_kernel(config)
+    if not reader.scans_jsonl_blocks():
+        raise RuntimeError("neardup's compiled JSONL scanner (neardup._jsonl) does not import on this Spark executor, "
+                           "while the driver has it: install neardup[spark] on the executors (see docs/spark.md)")
+    norm = config.shingle.normalize
+    table = flag_table(norm)
+    bases, paths = ctx["blocks"], ctx["paths"]
+    want_sig = config.method == "minhash"
+    want_ids = config.method != "exact"
+    m = config.minhash.num_perm
+    seen: dict = {}
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        lines = rb.column(0)
+        fdict = pc.dictionary_encode(rb.column(1))
+        fcodes = fdict.indices.to_numpy(zero_copy_only=False)
+        fnames = fdict.dictionary.to_pylist()
+        blocks = rb.column(2).to_numpy(zero_copy_only=False)
+        cuts = np.flatnonzero((fcodes[1:] != fcodes[:-1]) | (blocks[1:] != blocks[:-1])) + 1
+        ords: list = []
+        ids: list = []
+        reason: list = []
+        length: list = []
+        parts: list = []
+        sk_rows: list = []  # the rows whose texts go to the kernel, in the parts' order
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), rb.num_rows]):
+            f, blk = fnames[int(fcodes[a])], int(blocks[a])
+            key = (f, blk)
+            k0 = seen.get(key, 0)
+            seen[key] = k0 + (b - a)
+            base_ord, base_line = bases[key]
+            for rec in reader.jsonl_block_records(_joined_lines(lines, a, b), base_ord + k0, paths[f],
+                                                  base_line + k0, table):
+                if type(rec) is EncodedDocuments:
+                    k = len(rec)
+                    sk_rows.extend(range(len(ords), len(ords) + k))
+                    ords.extend(range(rec.start, rec.start + k))
+                    ids.extend(rec.ids)
+                    reason.extend([""] * k)
+                    length.extend(rec.lengths.tolist())
+                    parts.append(rec)
+                elif isinstance(rec, Skipped):
+                    ords.append(rec.ordinal)
+                    ids.append(rec.id)
+                    reason.append(f"skipped:{rec.reason}")
+                    length.append(0)
+                else:
+                    sk_rows.append(len(ords))
+                    ords.append(rec.ordinal)
+                    ids.append(rec.id)
+                    reason.append("")
+                    length.append(len(rec.text))
+                    if parts and type(parts[-1]) is list:
+                        parts[-1].append(rec.text)
+                    else:
+                        parts.append([rec.text])
+        n_rows = len(ords)
+        valid = np.zeros(n_rows, dtype=bool)
+        fp = np.zeros(n_rows, dtype=np.int64)
+        ns = np.zeros(n_rows, dtype=np.int64)
+        has_n = np.zeros(n_rows, dtype=bool)
+        sig_data, ids_data, id_bytes = b"", b"", np.zeros(n_rows, dtype=np.int64)
+        if sk_rows:
+            rows = np.array(sk_rows, dtype=np.int64)
+            segments, too_large = without_too_large(encode_batch(parts, norm))
+            s = _native.signatures_encoded(segments, config.shingle, config.minhash, jobs=1, with_ids=want_ids,
+                                           with_fingerprints=True)
+            counts = np.asarray(s.n_shingles, dtype=np.int64)
+            has_n[rows] = True
+            ns[rows] = counts
+            ok = counts > 0
+            valid[rows[ok]] = True
+            fp[rows] = s.fingerprints.astype(np.uint64).view(np.int64)
+            for k in np.flatnonzero(~ok).tolist():
+                reason[int(rows[k])] = "skipped:too_large_nfkc" if k in too_large else "skipped:empty"
+            if want_sig:
+                sig_data = np.ascontiguousarray(s.values[ok]).tobytes()
+            if want_ids:
+                ids_data = np.asarray(s.ids, dtype=np.uint64).tobytes()
+                id_bytes[rows] = counts * 8
+        yield pa.RecordBatch.from_arrays([
+            pa.array(ords, type=pa.int64()),
+            pa.array(ids, type=pa.string()),
+            pa.array(reason, type=pa.string()),
+            pa.array(length, type=pa.int64()),
+            pa.array(np.full(n_rows, np.nan)),
+            pa.array(fp, mask=~valid),
+            pa.array(ns, mask=~has_n),
+            _binary_column(valid & want_sig, np.full(n_rows, m * 8), sig_data),
+            _binary_column(valid & want_ids, id_bytes, ids_data),
+        ], names=["_key", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids"])
+
+
 def _map_jsonl(batches, ctx, config):
+    if ctx.get("encoded"):
+        return _sketch_jsonl_encoded(batches, ctx, config)
     return _sketch_recs(_parse_jsonl(batches, ctx), config, ctx.get("need_kernel", False))
 
 
@@ -451,6 +608,194 @@ def _window_pairs(batches, window: int, with_stats: bool = False):
             close(open_size)
         yield pa.RecordBatch.from_arrays([pa.array([_STAT_SHARED, _STAT_LARGEST, _STAT_OVER], pa.int64()),
                                           pa.array([shared, largest, over], pa.int64())], names=["a", "b"])
+
+
+def _binary_values(col) -> memoryview:
+    """The value bytes of a binary Arrow column without nulls, as one buffer (no copy)."""
+    _, offs_buf, data_buf = col.buffers()
+    width = np.int64 if col.type in _large_types() else np.int32
+    offs = np.frombuffer(offs_buf, dtype=width)[col.offset : col.offset + len(col) + 1]
+    return memoryview(data_buf)[int(offs[0]) : int(offs[-1])]
+
+
+def _u64_runs(col) -> np.ndarray:
+    return np.frombuffer(_binary_values(col), dtype=np.uint64)
+
+
+_BLOB_SCHEMA = "part int, band binary, key binary, ordinal binary"
+
+
+def _band_blobs(batches, bands: int, rows: int, num_perm: int, targets: tuple):
+    """(ordinal, sig) -> the local engine's band keys (:func:`neardup.stages.candidates.band_keys`)
+    as ``(band, key, ordinal)`` triples, packed into one row per target partition: a bucket's
+    members all go to the partition ``targets[key % len(targets)]``, and the shuffle moves a few
+    large binary rows instead of a row per band key."""
+    import pyarrow as pa
+
+    from ..stages.candidates import band_keys
+
+    nparts = len(targets)
+    for rb in batches:
+        if rb.num_rows == 0:
+            continue
+        ords = rb.column(0).to_numpy()
+        keys = band_keys(_u64_runs(rb.column(1)).reshape(-1, num_perm), bands, rows).reshape(-1)
+        band = np.tile(np.arange(bands, dtype=np.int8), ords.size)
+        ordinal = np.repeat(ords, bands)
+        part = (keys % np.uint64(nparts)).astype(np.int64)
+        order = np.argsort(part, kind="stable")
+        cuts = np.searchsorted(part[order], np.arange(nparts + 1))
+        out_part, out_b, out_k, out_o = [], [], [], []
+        for p in range(nparts):
+            sel = order[cuts[p] : cuts[p + 1]]
+            if sel.size:
+                out_part.append(targets[p])
+                out_b.append(band[sel].tobytes())
+                out_k.append(keys[sel].tobytes())
+                out_o.append(ordinal[sel].tobytes())
+        yield pa.RecordBatch.from_arrays([pa.array(out_part, pa.int32()), pa.array(out_b, pa.binary()),
+                                          pa.array(out_k, pa.binary()), pa.array(out_o, pa.binary())],
+                                         names=["part", "band", "key", "ordinal"])
+
+
+_PAIR_SCHEMA = "part int, pairs binary, shared long, largest long, over long"
+
+
+def _bucket_pairs(batches, window: int, targets: tuple):
+    """A partition's band triples (every bucket whole here) -> its distinct candidate pairs,
+    packed ``a << 32 | b`` (a < b) into one row per target partition (by ``a``), and one row of
+    bucket statistics (``part`` -1). Within a bucket (band, key), members in ordinal order, each
+    with the next ``window - 1``: :func:`neardup.stages.candidates.band_candidates`'s definition,
+    its statistics counted as the local engine counts them."""
+    import pyarrow as pa
+
+    pb, pk, po = [], [], []
+    for rb in batches:
+        for c, dst, dt in ((1, pb, np.int8), (2, pk, np.uint64), (3, po, np.int64)):
+            if rb.num_rows:
+                dst.append(np.frombuffer(_binary_values(rb.column(c)), dtype=dt))
+    shared = largest = over = 0
+    nparts = len(targets)
+    packed = np.empty(0, dtype=np.uint64)
+    if pb:
+        b, k, o = np.concatenate(pb), np.concatenate(pk), np.concatenate(po)
+        del pb, pk, po
+        order = np.lexsort((o, k, b))
+        b, k, o = b[order], k[order], o[order]
+        del order
+        n = o.size
+        new = np.ones(n, dtype=bool)
+        new[1:] = (b[1:] != b[:-1]) | (k[1:] != k[:-1])
+        del b, k
+        starts = np.flatnonzero(new)
+        sizes = np.diff(np.append(starts, n))
+        multi = sizes >= 2
+        shared = int(multi.sum())
+        largest = int(sizes[multi].max(initial=0))
+        over = int(np.count_nonzero(sizes > window))
+        keep = np.repeat(multi, sizes)
+        gid = np.cumsum(new)[keep]
+        o = o[keep]
+        if o.size and int(o.max()) >= 2**32:
+            raise RuntimeError("the Spark engine's candidate pairs hold ordinals below 2**32")
+        pieces = []
+        for d in range(1, window):
+            if d >= o.size:
+                break
+            same = gid[d:] == gid[:-d]
+            if not same.any():
+                break  # no bucket is longer than d, so none is longer than d + 1
+            pieces.append((o[:-d][same].astype(np.uint64) << np.uint64(32)) | o[d:][same].astype(np.uint64))
+        if pieces:
+            packed = np.unique(np.concatenate(pieces))
+    parts = ((packed >> np.uint64(32)) % np.uint64(nparts)).astype(np.int64)
+    order = np.argsort(parts, kind="stable")
+    cuts = np.searchsorted(parts[order], np.arange(nparts + 1))
+    out_part, out_pairs = [-1], [b""]
+    for p in range(nparts):
+        if cuts[p + 1] > cuts[p]:
+            out_part.append(targets[p])
+            out_pairs.append(packed[order[cuts[p] : cuts[p + 1]]].tobytes())
+    zeros = [0] * (len(out_part) - 1)
+    yield pa.RecordBatch.from_arrays([pa.array(out_part, pa.int32()), pa.array(out_pairs, pa.binary()),
+                                      pa.array([shared] + zeros, pa.int64()), pa.array([largest] + zeros, pa.int64()),
+                                      pa.array([over] + zeros, pa.int64())],
+                                     names=["part", "pairs", "shared", "largest", "over"])
+
+
+def _distinct_pairs(batches):
+    """A partition's packed pairs (each pair's copies all here) -> distinct ``(a, b)`` rows."""
+    import pyarrow as pa
+
+    got = [np.frombuffer(_binary_values(rb.column(0)), dtype=np.uint64) for rb in batches if rb.num_rows]
+    if not got:
+        return
+    packed = np.unique(np.concatenate(got))
+    step = 1 << 20
+    for s in range(0, packed.size, step):
+        chunk = packed[s : s + step]
+        yield pa.RecordBatch.from_arrays([pa.array((chunk >> np.uint64(32)).astype(np.int64)),
+                                          pa.array((chunk & np.uint64(0xFFFFFFFF)).astype(np.int64))],
+                                         names=["a", "b"])
+
+
+def _partition_targets(spark, nparts: int) -> tuple:
+    """For each of ``nparts`` shuffle partitions an int that ``repartition(nparts, col)`` sends
+    there (Spark's Murmur3 hash, seed 42, modulo ``nparts``), so that the packed rows of
+    :func:`_band_blobs` spread over all partitions, one target each."""
+    from pyspark.sql import functions as F
+
+    rows = (spark.range(64 * nparts).select(F.col("id").cast("int").alias("v"))
+            .select("v", F.pmod(F.hash("v"), F.lit(nparts)).alias("p")).collect())
+    first: dict = {}
+    for r in rows:
+        first.setdefault(int(r["p"]), int(r["v"]))
+    return tuple(first.get(p, p) for p in range(nparts))
+
+
+def _estimate_and_verify(batches, num_perm: int, floor: float | None, measure: str):
+    """(a, b, sig_a, ids_a, sig_b, ids_b) -> (a, b, estimate, passed, jaccard, score, jaccard_r,
+    estimate_r): the local engine's estimate filter (:func:`neardup.stages.candidates.estimate_filter`)
+    and exact verification (:func:`neardup.stages.verify.pair_similarities`) of each candidate
+    pair, the second only for the pairs that pass the first (``floor`` None: all pass)."""
+    import pyarrow as pa
+
+    from ..stages.candidates import estimate_filter
+    from ..stages.verify import pair_similarities
+
+    for rb in batches:
+        k = rb.num_rows
+        if k == 0:
+            continue
+        sigs = np.concatenate([_u64_runs(rb.column(2)).reshape(-1, num_perm),
+                               _u64_runs(rb.column(4)).reshape(-1, num_perm)])
+        _, _, est, _ = estimate_filter(sigs, np.arange(k), np.arange(k, 2 * k), None)
+        passed = np.ones(k, dtype=bool) if floor is None else est >= floor
+        jac = np.full(k, np.nan)
+        score = np.full(k, np.nan)
+        sel = np.flatnonzero(passed)
+        if sel.size:
+            runs = []
+            lens = []
+            for c in (3, 5):
+                col = rb.column(c)
+                _, offs_buf, _ = col.buffers()
+                width = np.int64 if col.type in _large_types() else np.int32
+                offs = np.frombuffer(offs_buf, dtype=width)[col.offset : col.offset + k + 1].astype(np.int64)
+                lens.append(np.diff(offs) // 8)
+                runs.append(_u64_runs(col))
+            counts = np.concatenate(lens)
+            offsets = np.zeros(2 * k + 1, dtype=np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            sims = pair_similarities(runs, offsets, counts, sel, sel + k)
+            jac[sel] = sims["jaccard"]
+            score[sel] = score_of(sims, measure)
+        yield pa.RecordBatch.from_arrays([
+            rb.column(0), rb.column(1), pa.array(est), pa.array(passed), pa.array(jac), pa.array(score),
+            # rounded as the local writers round (Python's round, not numpy's)
+            pa.array([round(x, 6) for x in jac.tolist()], type=pa.float64()),
+            pa.array([round(x, 6) for x in est.tolist()], type=pa.float64()),
+        ], names=["a", "b", "estimate", "passed", "jaccard", "score", "jaccard_r", "estimate_r"])
 
 
 def _estimates(batches, num_perm: int):
@@ -627,8 +972,10 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages, *, on_driver:
         exact = spark.createDataFrame(pa.table({"ordinal": pa.array([o for o, _ in copies], pa.int64()),
                                                 "rep": pa.array([r for _, r in copies], pa.int64())}))
         n_sketched = int(new.sum())
-        sketched = st.keep(docs.where(F.col("reason") == "").join(F.broadcast(exact), "ordinal", "left_anti")
-                           .select(*columns), count=False)
+        # not materialized again: a filter of the materialized sketch table (a second copy of
+        # every signature and shingle id would cost more than the scans that read through it)
+        sketched = (docs.where(F.col("reason") == "").join(F.broadcast(exact), "ordinal", "left_anti")
+                    .select(*columns))
     else:
         valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
         rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
@@ -644,43 +991,38 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages, *, on_driver:
     if config.method == "minhash" and n_sketched:
         band = config.banding()
         m = config.minhash.num_perm
-        bands = sketched.select("ordinal", "sig").mapInArrow(
-            functools.partial(_band_rows, bands=band.bands, rows=band.rows, num_perm=m),
-            "band int, key long, ordinal long")
-        # one shuffle of the band rows: the window's pairs and the bucket statistics in one pass
-        raw = (bands.repartition(parts, "band", "key").sortWithinPartitions("band", "key", "ordinal")
-               .mapInArrow(functools.partial(_window_pairs, window=BUCKET_WINDOW, with_stats=True), "a long, b long"))
-        raw = st.keep(raw, count=False)
-        per_part = raw.where(F.col("a") < 0).groupBy("a").agg(F.sum("b").alias("sum"), F.max("b").alias("max"))
-        got = {int(r["a"]): r for r in per_part.collect()}
-        stats.update(buckets_shared=int(got[_STAT_SHARED]["sum"]) if _STAT_SHARED in got else 0,
-                     largest_bucket=int(got[_STAT_LARGEST]["max"]) if _STAT_LARGEST in got else 0,
-                     buckets_over_window=int(got[_STAT_OVER]["sum"]) if _STAT_OVER in got else 0)
-        cand, stats["candidate_pairs"] = st.keep(raw.where(F.col("a") >= 0).distinct())
+        targets = _partition_targets(spark, parts)
+        # shuffle 1: every bucket's (band, key, ordinal) triples to one partition, packed
+        blobs = sketched.select("ordinal", "sig").mapInArrow(
+            functools.partial(_band_blobs, bands=band.bands, rows=band.rows, num_perm=m, targets=targets), _BLOB_SCHEMA)
+        raw = st.keep(blobs.repartition(parts, "part").mapInArrow(
+            functools.partial(_bucket_pairs, window=BUCKET_WINDOW, targets=targets), _PAIR_SCHEMA), count=False)
+        got = raw.where(F.col("part") < 0).agg(F.sum("shared"), F.max("largest"), F.sum("over")).first()
+        stats.update(buckets_shared=int(got[0] or 0), largest_bucket=int(got[1] or 0),
+                     buckets_over_window=int(got[2] or 0))
+        # shuffle 2: a pair found in several bands, once
+        cand, stats["candidate_pairs"] = st.keep(raw.where(F.col("part") >= 0).repartition(parts, "part")
+                                                 .select("pairs").mapInArrow(_distinct_pairs, "a long, b long"))
         st.lap("candidates")
 
-        sig = sketched.select("ordinal", "sig")
-        joined = (cand.join(sig.withColumnRenamed("ordinal", "a").withColumnRenamed("sig", "sa"), "a")
-                  .join(sig.withColumnRenamed("ordinal", "b").withColumnRenamed("sig", "sb"), "b")
-                  .select("a", "b", "sa", "sb"))
-        est = st.keep(joined.mapInArrow(functools.partial(_estimates, num_perm=m), "a long, b long, estimate double"),
-                      count=False)
+        # the signatures and shingle ids of the documents in a pair (a broadcast semi-join:
+        # one scan of the sketch table), joined to both ends of each pair
+        members = cand.select(F.col("a").alias("ordinal")).union(cand.select(F.col("b").alias("ordinal"))).distinct()
+        data = sketched.select("ordinal", "sig", "ids").join(F.broadcast(members), "ordinal", "left_semi")
+        side_a = data.select(F.col("ordinal").alias("a"), F.col("sig").alias("sa"), F.col("ids").alias("ia"))
+        side_b = data.select(F.col("ordinal").alias("b"), F.col("sig").alias("sb"), F.col("ids").alias("ib"))
+        joined = cand.join(side_a, "a").join(side_b, "b").select("a", "b", "sa", "ia", "sb", "ib")
+        floor = estimate_floor(config.threshold, m, config.measure) if config.verify else None
+        checked = st.keep(joined.mapInArrow(
+            functools.partial(_estimate_and_verify, num_perm=m, floor=floor, measure=config.measure),
+            "a long, b long, estimate double, passed boolean, jaccard double, score double, jaccard_r double, "
+            "estimate_r double"), count=False)
+        passed = checked.where(F.col("passed"))
         if config.verify:
-            floor = estimate_floor(config.threshold, config.minhash.num_perm, config.measure)
-            passed = est.where(F.col("estimate") >= F.lit(floor))
-            stats["estimate_filtered"] = stats["candidate_pairs"] - passed.count()
-        else:
-            passed = est
-        ids = sketched.select("ordinal", "ids")
-        vjoin = (passed.join(ids.withColumnRenamed("ordinal", "a").withColumnRenamed("ids", "ia"), "a")
-                 .join(ids.withColumnRenamed("ordinal", "b").withColumnRenamed("ids", "ib"), "b")
-                 .select("a", "b", "estimate", "ia", "ib"))
-        verified = vjoin.mapInArrow(functools.partial(_verify, measure=config.measure),
-                                    "a long, b long, estimate double, jaccard double, score double, "
-                                    "jaccard_r double, estimate_r double")
-        if config.verify:
-            verified = verified.where(F.col("score") >= F.lit(float(config.threshold)))
-        edges, stats["verified_pairs"] = st.keep(verified)
+            stats["estimate_filtered"] = int(checked.where(~F.col("passed")).count())
+            passed = passed.where(F.col("score") >= F.lit(float(config.threshold)))
+        edges, stats["verified_pairs"] = st.keep(passed.select("a", "b", "estimate", "jaccard", "score", "jaccard_r",
+                                                               "estimate_r"))
         st.lap("verify")
     else:
         edges = empty_edges
@@ -713,6 +1055,8 @@ def _cluster_on_driver(spark, docs, sketched, exact, edges, stats: dict, config:
     import pyarrow as pa
     from collections import Counter
 
+    from pyspark.sql import functions as F
+
     from ..stages.survivors import choose_survivors, components, kept_mask, outcomes
 
     recs = docs.select("ordinal", "id", "reason", "length", "keyval").toArrow().sort_by("ordinal")
@@ -740,7 +1084,10 @@ def _cluster_on_driver(spark, docs, sketched, exact, edges, stats: dict, config:
     if members.size:
         mo, so = sk[members], sk[survivor_local[members]]
         wanted = spark.createDataFrame(pa.table({"ordinal": mo, "lo": np.minimum(mo, so), "hi": np.maximum(mo, so)}))
-        ids_of = sketched.select("ordinal", "ids")
+        # the shingle ids of the cluster members and survivors only (a broadcast semi-join: one
+        # scan of the sketch table), joined to both ends of each (member, survivor) pair
+        ends = spark.createDataFrame(pa.table({"ordinal": np.union1d(mo, so)}))
+        ids_of = sketched.select("ordinal", "ids").join(F.broadcast(ends), "ordinal", "left_semi")
         joined = (wanted.join(ids_of.withColumnRenamed("ordinal", "lo").withColumnRenamed("ids", "ilo"), "lo")
                   .join(ids_of.withColumnRenamed("ordinal", "hi").withColumnRenamed("ids", "ihi"), "hi")
                   .select("ordinal", "ilo", "ihi"))
@@ -1231,7 +1578,9 @@ def _read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, tex
     if frame is None:
         sk = spark.createDataFrame([], _sketch_schema())
     elif fmt == "jsonl":
-        ctx.update(blocks=blocks, paths=paths)
+        # the local engine's JSONL fast path when the driver has it (so the executors must too)
+        ctx.update(blocks=blocks, paths=paths,
+                   encoded=ctx["need_kernel"] and _local_reader(ctx).scans_jsonl_blocks())
         sk = frame.mapInArrow(functools.partial(_map_jsonl, ctx=ctx, config=config), _sketch_schema())
     else:
         names = set(frame.columns)
