@@ -1074,30 +1074,39 @@ def _cluster_on_driver(spark, docs, sketched, exact, edges, stats: dict, config:
     exact_of = dict(zip(ex.column("ordinal").to_pylist(), ex.column("rep").to_pylist()))
     for o in exact_of:
         reason[o] = "exact"
-    et = edges.select("a", "b", "jaccard_r", "estimate_r").toArrow().sort_by([("a", "ascending"), ("b", "ascending")])
+    et = edges.select("a", "b", "score", "jaccard_r", "estimate_r").toArrow().sort_by([("a", "ascending"), ("b", "ascending")])
     a = et.column("a").to_numpy(zero_copy_only=False)
     b = et.column("b").to_numpy(zero_copy_only=False)
     comp = components(sk.size, np.searchsorted(sk, a), np.searchsorted(sk, b))
     survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals)
     kept = kept_mask(n_all, sk, survivor_local)
     members = np.flatnonzero(survivor_local != np.arange(sk.size))
+    member_sims = np.full(members.size, np.nan)
     if members.size:
         mo, so = sk[members], sk[survivor_local[members]]
-        wanted = spark.createDataFrame(pa.table({"ordinal": mo, "lo": np.minimum(mo, so), "hi": np.maximum(mo, so)}))
-        # the shingle ids of the cluster members and survivors only (a broadcast semi-join: one
-        # scan of the sketch table), joined to both ends of each (member, survivor) pair
-        ends = spark.createDataFrame(pa.table({"ordinal": np.union1d(mo, so)}))
-        ids_of = sketched.select("ordinal", "ids").join(F.broadcast(ends), "ordinal", "left_semi")
-        joined = (wanted.join(ids_of.withColumnRenamed("ordinal", "lo").withColumnRenamed("ids", "ilo"), "lo")
-                  .join(ids_of.withColumnRenamed("ordinal", "hi").withColumnRenamed("ids", "ihi"), "hi")
-                  .select("ordinal", "ilo", "ihi"))
-        got = joined.mapInArrow(functools.partial(_raw_member_sims, measure=config.measure),
-                                "ordinal long, sim double").toArrow().sort_by("ordinal")
-        member_sims = got.column("sim").to_numpy(zero_copy_only=False)
-        if got.num_rows != members.size:
-            raise RuntimeError(f"internal error: {got.num_rows} similarities for {members.size} cluster members")
-    else:
-        member_sims = np.empty(0)
+        lo, hi = np.minimum(mo, so), np.maximum(mo, so)
+        # a member joined to its survivor by a verified edge: its similarity is the edge's score
+        # (the same measure of the same two id runs); only the others are measured on the executors
+        edge_keys = (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)  # sorted: edges are by (a, b)
+        want = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
+        at = np.minimum(np.searchsorted(edge_keys, want), max(edge_keys.size - 1, 0))
+        direct = (edge_keys[at] == want) if edge_keys.size else np.zeros(members.size, dtype=bool)
+        member_sims[direct] = et.column("score").to_numpy(zero_copy_only=False)[at[direct]]
+        rest = np.flatnonzero(~direct)
+        if rest.size:
+            wanted = spark.createDataFrame(pa.table({"ordinal": mo[rest], "lo": lo[rest], "hi": hi[rest]}))
+            # the shingle ids of those members and their survivors only (a broadcast semi-join:
+            # one scan of the sketch table), joined to both ends of each (member, survivor) pair
+            ends = spark.createDataFrame(pa.table({"ordinal": np.union1d(mo[rest], so[rest])}))
+            ids_of = sketched.select("ordinal", "ids").join(F.broadcast(ends), "ordinal", "left_semi")
+            joined = (wanted.join(ids_of.withColumnRenamed("ordinal", "lo").withColumnRenamed("ids", "ilo"), "lo")
+                      .join(ids_of.withColumnRenamed("ordinal", "hi").withColumnRenamed("ids", "ihi"), "hi")
+                      .select("ordinal", "ilo", "ihi"))
+            got = joined.mapInArrow(functools.partial(_raw_member_sims, measure=config.measure),
+                                    "ordinal long, sim double").toArrow().sort_by("ordinal")
+            if got.num_rows != rest.size:
+                raise RuntimeError(f"internal error: {got.num_rows} similarities for {rest.size} cluster members")
+            member_sims[rest] = got.column("sim").to_numpy(zero_copy_only=False)  # mo[rest] is sorted, as sk is
     outcome, cluster_sizes, chained = outcomes(
         ids, reason, sk, survivor_local, kept, members, member_sims, exact_of,
         chain_below=config.threshold if config.method == "minhash" else None)
