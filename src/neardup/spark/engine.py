@@ -610,12 +610,17 @@ def _window_pairs(batches, window: int, with_stats: bool = False):
                                           pa.array([shared, largest, over], pa.int64())], names=["a", "b"])
 
 
+def _binary_offsets(col) -> np.ndarray:
+    """The ``len(col) + 1`` value offsets of a binary Arrow column (int64)."""
+    offs_buf = col.buffers()[1]
+    width = np.int64 if col.type in _large_types() else np.int32
+    return np.frombuffer(offs_buf, dtype=width)[col.offset : col.offset + len(col) + 1].astype(np.int64)
+
+
 def _binary_values(col) -> memoryview:
     """The value bytes of a binary Arrow column without nulls, as one buffer (no copy)."""
-    _, offs_buf, data_buf = col.buffers()
-    width = np.int64 if col.type in _large_types() else np.int32
-    offs = np.frombuffer(offs_buf, dtype=width)[col.offset : col.offset + len(col) + 1]
-    return memoryview(data_buf)[int(offs[0]) : int(offs[-1])]
+    offs = _binary_offsets(col)
+    return memoryview(col.buffers()[2])[int(offs[0]) : int(offs[-1])]
 
 
 def _u64_runs(col) -> np.ndarray:
@@ -739,6 +744,63 @@ def _distinct_pairs(batches):
                                          names=["a", "b"])
 
 
+def _verify_groups(batches, pairs_of, num_perm: int, floor: float | None, measure: str):
+    """The documents of a shuffle partition's group of candidate pairs, ``(part, ordinal, sig,
+    ids)`` (``pairs_of.value[part]``: the group's pairs ``(a, b)``) -> every pair's ``(a, b,
+    passed, score, jaccard_r, estimate_r)``: the local engine's estimate filter
+    (:func:`neardup.stages.candidates.estimate_filter`, ``floor`` None: all pass) and exact
+    verification (:func:`neardup.stages.verify.pair_similarities`) of the pairs that pass it,
+    with the signatures and shingle ids read in place from the Arrow batches."""
+    import pyarrow as pa
+
+    from ..stages.candidates import estimate_filter
+    from ..stages.verify import pair_similarities
+
+    part_l, ord_l, sig_l, ids_l, count_l = [], [], [], [], []
+    for rb in batches:
+        if rb.num_rows:
+            part_l.append(rb.column(0).to_numpy().astype(np.int64))
+            ord_l.append(rb.column(1).to_numpy())
+            sig_l.append(_u64_runs(rb.column(2)).reshape(-1, num_perm))
+            ids_l.append(_u64_runs(rb.column(3)))
+            count_l.append(np.diff(_binary_offsets(rb.column(3))) // 8)
+    if not ord_l:
+        return
+    part, ords, counts = np.concatenate(part_l), np.concatenate(ord_l), np.concatenate(count_l)
+    offsets = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    keyed = (part << 32) | ords  # ordinals are below 2**32 (see _bucket_pairs)
+    order = np.argsort(keyed, kind="stable")
+    keyed = keyed[order]
+    groups = pairs_of.value
+
+    def rows_of(g: int, o: np.ndarray) -> np.ndarray:
+        want = (np.int64(g) << 32) | o
+        at = np.searchsorted(keyed, want)
+        if not np.array_equal(keyed[np.minimum(at, keyed.size - 1)], want):
+            raise RuntimeError("internal error: a candidate pair's document is missing from its group")
+        return order[at]
+
+    for g in np.unique(part).tolist():
+        ga, gb = groups[g]
+        ia, ib = rows_of(g, ga), rows_of(g, gb)
+        _, _, est, _ = estimate_filter(sig_l, ia, ib, None)
+        passed = np.ones(ga.size, dtype=bool) if floor is None else est >= floor
+        jac = np.full(ga.size, np.nan)
+        score = np.full(ga.size, np.nan)
+        sel = np.flatnonzero(passed)
+        if sel.size:
+            sims = pair_similarities(ids_l, offsets, counts, ia[sel], ib[sel])
+            jac[sel] = sims["jaccard"]
+            score[sel] = score_of(sims, measure)
+        yield pa.RecordBatch.from_arrays([
+            pa.array(ga), pa.array(gb), pa.array(passed), pa.array(score),
+            # rounded as the local writers round (Python's round, not numpy's)
+            pa.array([round(x, 6) for x in jac.tolist()], type=pa.float64()),
+            pa.array([round(x, 6) for x in est.tolist()], type=pa.float64()),
+        ], names=["a", "b", "passed", "score", "jaccard_r", "estimate_r"])
+
+
 def _partition_targets(spark, nparts: int) -> tuple:
     """For each of ``nparts`` shuffle partitions an int that ``repartition(nparts, col)`` sends
     there (Spark's Murmur3 hash, seed 42, modulo ``nparts``), so that the packed rows of
@@ -775,16 +837,8 @@ def _estimate_and_verify(batches, num_perm: int, floor: float | None, measure: s
         score = np.full(k, np.nan)
         sel = np.flatnonzero(passed)
         if sel.size:
-            runs = []
-            lens = []
-            for c in (3, 5):
-                col = rb.column(c)
-                _, offs_buf, _ = col.buffers()
-                width = np.int64 if col.type in _large_types() else np.int32
-                offs = np.frombuffer(offs_buf, dtype=width)[col.offset : col.offset + k + 1].astype(np.int64)
-                lens.append(np.diff(offs) // 8)
-                runs.append(_u64_runs(col))
-            counts = np.concatenate(lens)
+            runs = [_u64_runs(rb.column(c)) for c in (3, 5)]
+            counts = np.concatenate([np.diff(_binary_offsets(rb.column(c))) // 8 for c in (3, 5)])
             offsets = np.zeros(2 * k + 1, dtype=np.int64)
             np.cumsum(counts, out=offsets[1:])
             sims = pair_similarities(runs, offsets, counts, sel, sel + k)
@@ -942,12 +996,12 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
     return _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
 
 
-def _verified_edges(spark, docs, config: DedupConfig, st: _Stages, *, on_driver: bool = False):
-    """The exact pass, candidates and verification: ``(sketched, exact, edges, stats)``, the first
-    holders' (ordinal, length, keyval, n, sig, ids), the exact copies' (ordinal, rep), and the
-    verified edges (a, b, estimate, jaccard, score, jaccard_r, estimate_r), by ordinals.
-    ``on_driver``: the exact pass by the local stage on the driver (which holds a row per record
-    anyway when it writes the outputs), else by a shuffle."""
+def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
+    """The exact pass, candidates and verification as DataFrames (the DataFrame API and outputs
+    on a Hadoop file system; :func:`_dedup_on_driver` for local outputs): ``(sketched, exact,
+    edges, stats)``, the first holders' (ordinal, length, keyval, n, sig, ids), the exact copies'
+    (ordinal, rep), and the verified edges (a, b, estimate, jaccard, score, jaccard_r,
+    estimate_r), by ordinals."""
     from pyspark.sql import functions as F
 
     from ..stages.candidates import BUCKET_WINDOW
@@ -958,32 +1012,13 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages, *, on_driver:
 
     # -- exact pass: all but the lowest ordinal of each fingerprint are exact duplicates
     columns = ("ordinal", "length", "keyval", "n", "sig", "ids")
-    if on_driver:
-        # the local stage itself over (ordinal, fingerprint, shingle count): 24 bytes a record,
-        # no shuffle; the exact copies (usually few) go back as a broadcast anti-join
-        import pyarrow as pa
-
-        from ..stages.exact import first_holders
-
-        valid = docs.where(F.col("reason") == "").select("ordinal", "fp", "n").toArrow().sort_by("ordinal")
-        ns = valid.column("n").to_numpy(zero_copy_only=False)
-        new, _, copies = first_holders(valid.column("ordinal").to_pylist(), valid.column("fp").to_numpy(), ns, {})
-        stats["n_shingles_total"] = int(ns[new].sum())
-        exact = spark.createDataFrame(pa.table({"ordinal": pa.array([o for o, _ in copies], pa.int64()),
-                                                "rep": pa.array([r for _, r in copies], pa.int64())}))
-        n_sketched = int(new.sum())
-        # not materialized again: a filter of the materialized sketch table (a second copy of
-        # every signature and shingle id would cost more than the scans that read through it)
-        sketched = (docs.where(F.col("reason") == "").join(F.broadcast(exact), "ordinal", "left_anti")
-                    .select(*columns))
-    else:
-        valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
-        rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
-        with_rep = valid.join(rep, "fp").select("ordinal", "rep")
-        exact = st.keep(with_rep.where(F.col("ordinal") != F.col("rep")), count=False)
-        firsts = with_rep.where(F.col("ordinal") == F.col("rep")).select("ordinal")
-        sketched, n_sketched = st.keep(docs.join(firsts, "ordinal", "left_semi").select(*columns))
-        stats["n_shingles_total"] = int(sketched.agg(F.sum("n")).first()[0] or 0)
+    valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
+    rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
+    with_rep = valid.join(rep, "fp").select("ordinal", "rep")
+    exact = st.keep(with_rep.where(F.col("ordinal") != F.col("rep")), count=False)
+    firsts = with_rep.where(F.col("ordinal") == F.col("rep")).select("ordinal")
+    sketched, n_sketched = st.keep(docs.join(firsts, "ordinal", "left_semi").select(*columns))
+    stats["n_shingles_total"] = int(sketched.agg(F.sum("n")).first()[0] or 0)
     st.lap("exact_pass")
 
     empty_edges = spark.createDataFrame([], "a long, b long, estimate double, jaccard double, score double, "
@@ -1045,38 +1080,127 @@ def _float_column(table, name: str) -> np.ndarray:
     return table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)  # nulls become NaN
 
 
-def _cluster_on_driver(spark, docs, sketched, exact, edges, stats: dict, config: DedupConfig, st: _Stages):
-    """Clusters, survivors and outcomes by the local engine's own stages
-    (:mod:`neardup.stages.survivors`) on the driver, which writes the outputs and so holds one
-    row per record anyway: union-find over the verified edges (collected: a few numbers per edge)
-    instead of rounds of shuffles, and only the similarity of each member to its survivor
-    computed on the executors, where the shingle ids are. Returns ``(outcome, pair rows, stats)``
-    as the local engine has them."""
+def _int_column(table, name: str) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    return pc.fill_null(table.column(name), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
+    """The stages after sketching for a local output, whose files the driver writes and so holds
+    a few values per record anyway: ``(outcome, pair rows, stats)`` as the local engine has them.
+
+    The driver collects once the small columns of every record (ordinal, id, reason, length,
+    keep value, fingerprint, shingle count) and runs the local stages on them: the exact pass
+    (:func:`~neardup.stages.exact.first_holders`), connected components, survivors and outcomes
+    (:mod:`neardup.stages.survivors`, union-find over arrays). Signatures and shingle ids never
+    leave the executors, which compute the band keys, the candidate pairs (one shuffle of packed
+    band triples, :func:`_bucket_pairs`), their estimates and exact similarities
+    (:func:`_verify_groups`: one shuffle of the pairs' documents) and the similarity of the
+    members that no verified edge joins to their survivor. The candidate pairs and verified
+    edges come back packed (16 bytes a pair)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
     from collections import Counter
 
     from pyspark.sql import functions as F
 
+    from ..stages.candidates import BUCKET_WINDOW
+    from ..stages.exact import first_holders
     from ..stages.survivors import choose_survivors, components, kept_mask, outcomes
 
-    recs = docs.select("ordinal", "id", "reason", "length", "keyval").toArrow().sort_by("ordinal")
+    stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0, "largest_bucket": 0,
+                   "buckets_over_window": 0, "buckets_shared": 0}
+    parts = _partitions(spark)
+
+    # -- exact pass: the local stage over (ordinal, fingerprint, shingle count)
+    recs = docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n").toArrow().sort_by("ordinal")
     n_all = recs.num_rows
-    ordinals = recs.column("ordinal").to_numpy()
-    if n_all and not np.array_equal(ordinals, np.arange(n_all)):
+    if n_all and not np.array_equal(recs.column("ordinal").to_numpy(), np.arange(n_all)):
         raise RuntimeError("internal error: the records' ordinals are not 0, 1, 2, ...")
     ids = recs.column("id").to_pylist()
+    valid = np.flatnonzero(pc.equal(recs.column("reason"), "").to_numpy(zero_copy_only=False))
     reason = recs.column("reason").to_pylist()
-    lengths = recs.column("length").to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths = _int_column(recs, "length")
     keyvals = _float_column(recs, "keyval") if config.keep == "field" else None
+    fps, ns = _int_column(recs, "fp"), _int_column(recs, "n")
     del recs
-    sk = np.sort(sketched.select("ordinal").toArrow().column("ordinal").to_numpy(zero_copy_only=False))
-    ex = exact.toArrow()
-    exact_of = dict(zip(ex.column("ordinal").to_pylist(), ex.column("rep").to_pylist()))
+    new, _, copies = first_holders(valid.tolist(), fps[valid], ns[valid], {})
+    sk = valid[new]  # the first holders' ordinals, sorted
+    exact_of = dict(copies)
     for o in exact_of:
         reason[o] = "exact"
-    et = edges.select("a", "b", "score", "jaccard_r", "estimate_r").toArrow().sort_by([("a", "ascending"), ("b", "ascending")])
-    a = et.column("a").to_numpy(zero_copy_only=False)
-    b = et.column("b").to_numpy(zero_copy_only=False)
+    stats["n_shingles_total"] = int(ns[sk].sum())
+    del fps, ns
+    # the sketch table's first holders: the exact copies (usually few) left out by a broadcast anti-join
+    copies_df = spark.createDataFrame(pa.table({"ordinal": pa.array(list(exact_of), pa.int64())}))
+    sketched = (docs.where(F.col("reason") == "").join(F.broadcast(copies_df), "ordinal", "left_anti")
+                .select("ordinal", "sig", "ids"))
+    st.lap("exact_pass")
+
+    a = b = np.empty(0, dtype=np.int64)
+    score = jac_r = est_r = np.empty(0)
+    if config.method == "minhash" and sk.size:
+        band = config.banding()
+        m = config.minhash.num_perm
+        targets = _partition_targets(spark, parts)
+        blobs = sketched.select("ordinal", "sig").mapInArrow(
+            functools.partial(_band_blobs, bands=band.bands, rows=band.rows, num_perm=m, targets=targets), _BLOB_SCHEMA)
+        raw = (blobs.repartition(parts, "part")
+               .mapInArrow(functools.partial(_bucket_pairs, window=BUCKET_WINDOW, targets=targets), _PAIR_SCHEMA)
+               .toArrow())
+        st_rows = pc.less(raw.column("part"), 0)
+        stats.update(buckets_shared=int(pc.sum(raw.filter(st_rows).column("shared")).as_py() or 0),
+                     largest_bucket=int(pc.max(raw.filter(st_rows).column("largest")).as_py() or 0),
+                     buckets_over_window=int(pc.sum(raw.filter(st_rows).column("over")).as_py() or 0))
+        packed = [np.frombuffer(x, dtype=np.uint64) for x in raw.column("pairs").to_pylist() if x]
+        packed = np.unique(np.concatenate(packed)) if packed else np.empty(0, dtype=np.uint64)
+        del raw
+        stats["candidate_pairs"] = int(packed.size)
+        st.lap("candidates")
+
+        if packed.size:
+            ca = (packed >> np.uint64(32)).astype(np.int64)
+            cb = (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            del packed
+            # each pair to a group (one per shuffle partition), each document to every group
+            # that holds one of its pairs; a group's documents meet in one task
+            group = ca % parts
+            req = np.unique(np.concatenate([ca * parts + group, cb * parts + group]))
+            req_df = spark.createDataFrame(pa.table({"ordinal": req // parts,
+                                                     "part": np.asarray(targets, dtype=np.int32)[req % parts]}))
+            pairs_of = spark.sparkContext.broadcast(
+                {targets[g]: (ca[group == g], cb[group == g]) for g in range(parts) if (group == g).any()})
+            floor = estimate_floor(config.threshold, m, config.measure) if config.verify else None
+            try:
+                got = (sketched.join(F.broadcast(req_df), "ordinal").repartition(parts, "part")
+                       .select("part", "ordinal", "sig", "ids")
+                       .mapInArrow(functools.partial(_verify_groups, pairs_of=pairs_of, num_perm=m, floor=floor,
+                                                     measure=config.measure),
+                                   "a long, b long, passed boolean, score double, jaccard_r double, estimate_r double")
+                       .toArrow())
+            finally:
+                pairs_of.unpersist()
+            if got.num_rows != ca.size:
+                raise RuntimeError(f"internal error: {got.num_rows} pairs verified of {ca.size} candidates")
+            passed = got.column("passed").to_numpy(zero_copy_only=False)
+            score_all = got.column("score").to_numpy(zero_copy_only=False)
+            keep = passed.copy()
+            if config.verify:
+                stats["estimate_filtered"] = int((~passed).sum())
+                keep &= score_all >= float(config.threshold)
+            et = got.filter(pa.array(keep)).sort_by([("a", "ascending"), ("b", "ascending")])
+            a = et.column("a").to_numpy(zero_copy_only=False)
+            b = et.column("b").to_numpy(zero_copy_only=False)
+            score = et.column("score").to_numpy(zero_copy_only=False)
+            jac_r = et.column("jaccard_r").to_pylist()
+            est_r = et.column("estimate_r").to_pylist()
+        stats["verified_pairs"] = int(a.size)
+        st.lap("verify")
+    else:
+        st.lap("candidates")
+
+    # -- clusters, survivors, outcomes: the local stages
     comp = components(sk.size, np.searchsorted(sk, a), np.searchsorted(sk, b))
     survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals)
     kept = kept_mask(n_all, sk, survivor_local)
@@ -1091,7 +1215,7 @@ def _cluster_on_driver(spark, docs, sketched, exact, edges, stats: dict, config:
         want = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
         at = np.minimum(np.searchsorted(edge_keys, want), max(edge_keys.size - 1, 0))
         direct = (edge_keys[at] == want) if edge_keys.size else np.zeros(members.size, dtype=bool)
-        member_sims[direct] = et.column("score").to_numpy(zero_copy_only=False)[at[direct]]
+        member_sims[direct] = score[at[direct]]
         rest = np.flatnonzero(~direct)
         if rest.size:
             wanted = spark.createDataFrame(pa.table({"ordinal": mo[rest], "lo": lo[rest], "hi": hi[rest]}))
@@ -1113,8 +1237,7 @@ def _cluster_on_driver(spark, docs, sketched, exact, edges, stats: dict, config:
     skipped = Counter(r[len("skipped:"):] for r in outcome.reason if r.startswith("skipped:"))
     stats.update(cluster_sizes=cluster_sizes, chained=len(chained), chained_examples=chained[:20],
                  skipped=dict(sorted(skipped.items())), duplicate_ids=n_all - len(set(ids)), spilled_bytes=0)
-    pair_rows = list(zip([ids[x] for x in a.tolist()], [ids[x] for x in b.tolist()],
-                         et.column("jaccard_r").to_pylist(), et.column("estimate_r").to_pylist()))
+    pair_rows = list(zip([ids[x] for x in a.tolist()], [ids[x] for x in b.tolist()], jac_r, est_r))
     st.lap("cluster")
     return outcome, pair_rows, stats
 
@@ -1736,15 +1859,15 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     sk, total, locate = _read_paths(spark, fmt, leaves, config, config.id_field, config.text_field, config.max_bytes)
     docs = st.checkpoint(sk)
     st.lap("read_and_sketch")
-    sketched, exact, edges, stats = _verified_edges(spark, docs, config, st, on_driver=not _is_remote(output))
     if _is_remote(output):
+        sketched, exact, edges, stats = _verified_edges(spark, docs, config, st)
         clusters, pairs, stats = _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
         summary = _summary(spark, clusters, stats, config, st, None)
         st.lap("summary")
         t = time.perf_counter()
         kept_info = _write_remote(spark, output, clusters, pairs, locate, fmt, summary, write_kept)
     else:
-        outcome, pair_rows, stats = _cluster_on_driver(spark, docs, sketched, exact, edges, stats, config, st)
+        outcome, pair_rows, stats = _dedup_on_driver(spark, docs, config, st)
         t = time.perf_counter()
         kept_info = _write_local(output[5:] if output.startswith("file:") else output, inputs, leaves, outcome,
                                  pair_rows, locate, config, write_kept, output_format, spark)
