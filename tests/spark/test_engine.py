@@ -176,44 +176,55 @@ def test_row_adapter_is_the_local_parquet_reader(tmp_path):
         assert getattr(a, "text", None) == getattr(b, "text", None)
 
 
-def test_window_pairs_equal_local_candidates_across_batches():
-    """Buckets of every size, split across Arrow batches anywhere, give the local window's pairs."""
+def test_packed_bucket_pairs_equal_local_candidates_across_batches_and_partitions():
+    """Band keys packed per target partition (_band_blobs), bucketed per partition from batches
+    split anywhere (_bucket_pairs) and made distinct per pair partition (_distinct_pairs): the
+    local engine's candidate pairs and bucket statistics, buckets of every size."""
     pa = pytest.importorskip("pyarrow")
     from neardup.cluster.candidates import BUCKET_WINDOW, candidate_pairs
-    from neardup.spark.engine import _window_pairs
+    from neardup.spark.engine import _band_blobs, _bucket_pairs, _distinct_pairs
 
     rng = np.random.default_rng(5)
     n, bands = 3000, 4
     keys = rng.integers(0, 400, size=(n, bands)).astype(np.uint64)  # some buckets well over 64
     keys[:200, 0] = 7  # one bucket of 200
+    keys[5:9, 1] = 2**64 - 3  # keys past 2**63 (they travel as bytes)
     ci, cj, local_stats = candidate_pairs(keys)
     expected = set(zip(ci.tolist(), cj.tolist()))
-    rows = sorted((b, int(keys[o, b]), o) for o in range(n) for b in range(bands))
-    cuts = sorted(rng.choice(np.arange(1, len(rows)), size=40, replace=False).tolist())
-    batches = []
-    for lo, hi in zip([0] + cuts, cuts + [len(rows)]):
-        part = rows[lo:hi]
-        batches.append(pa.RecordBatch.from_arrays([
-            pa.array([r[0] for r in part], type=pa.int32()), pa.array([r[1] for r in part], type=pa.int64()),
-            pa.array([r[2] for r in part], type=pa.int64())], names=["band", "key", "ordinal"]))
-    got = set()
-    for rb in _window_pairs(iter(batches), BUCKET_WINDOW):
-        got.update(zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()))
-    assert got == expected
-    # with the bucket statistics counted in the same pass: the local ones, buckets split anywhere
-    from neardup.spark.engine import _STAT_LARGEST, _STAT_OVER, _STAT_SHARED
-
-    got, stat = set(), {}
-    for rb in _window_pairs(iter(batches), BUCKET_WINDOW, with_stats=True):
-        for a, b in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()):
-            if a < 0:
-                stat[a] = b
-            else:
-                got.add((a, b))
-    assert got == expected
-    assert stat == {_STAT_SHARED: local_stats["buckets_shared"], _STAT_LARGEST: local_stats["largest_bucket"],
-                    _STAT_OVER: local_stats["buckets_over_window"]}
     assert local_stats["largest_bucket"] >= 200 and local_stats["buckets_over_window"] >= 1
+
+    def batches_of(table, pieces):
+        cuts = sorted(rng.choice(np.arange(1, table.num_rows), size=pieces, replace=False).tolist())
+        return [table.slice(lo, hi - lo).to_batches()[0] for lo, hi in zip([0] + cuts, cuts + [table.num_rows])
+                if hi > lo]
+
+    targets = (11, 3, 40)  # what repartition maps to partitions 0, 1, 2
+    order = rng.permutation(n)  # documents in any order in the sketch table
+    sketch = pa.table({"ordinal": pa.array(order.astype(np.int64)),
+                       "bands": pa.array([keys[o].tobytes() for o in order.tolist()], pa.binary())})
+    by_target: dict = {t: [] for t in targets}
+    for rb in _band_blobs(iter(batches_of(sketch, 7)), bands, targets):
+        for row in rb.to_pylist():
+            by_target[row["part"]].append(row)
+    pair_rows: dict = {t: [] for t in targets}
+    stats = []
+    for t in targets:
+        table = pa.Table.from_pylist(by_target[t], schema=pa.schema([("part", pa.int32()), ("band", pa.binary()),
+                                                                      ("key", pa.binary()), ("ordinal", pa.binary())]))
+        inputs = batches_of(table, 5) if table.num_rows > 6 else table.to_batches()
+        for rb in _bucket_pairs(iter(inputs), BUCKET_WINDOW, targets):
+            for row in rb.to_pylist():
+                (stats if row["part"] < 0 else pair_rows[row["part"]]).append(row)
+    assert len(stats) == len(targets)
+    got: list = []
+    for t in targets:
+        blobs = pa.table({"pairs": pa.array([r["pairs"] for r in pair_rows[t]], pa.binary())})
+        for rb in _distinct_pairs(iter(blobs.to_batches())):
+            got.extend(zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()))
+    assert len(got) == len(set(got)) and set(got) == expected
+    assert sum(r["shared"] for r in stats) == local_stats["buckets_shared"]
+    assert max(r["largest"] for r in stats) == local_stats["largest_bucket"]
+    assert sum(r["over"] for r in stats) == local_stats["buckets_over_window"]
 
 
 # -- on Spark ----------------------------------------------------------------------------------

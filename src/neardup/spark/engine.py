@@ -257,8 +257,18 @@ def _sketch_schema(extra_fields=()):
         T.StructField("n", T.LongType()),
         T.StructField("sig", T.BinaryType()),
         T.StructField("ids", T.BinaryType()),
+        # the band keys (uint64 each, minhash), computed with the signatures: the candidate
+        # stage reads them, 8 bytes a band instead of the signature's 8 bytes a permutation
+        T.StructField("bands", T.BinaryType()),
     ]
     return T.StructType(fields + list(extra_fields))
+
+
+def _band_keys_of(values: np.ndarray, band) -> np.ndarray:
+    """The local engine's band keys (:func:`neardup.stages.candidates.band_keys`) of a signature matrix."""
+    from ..stages.candidates import band_keys
+
+    return band_keys(values, band.bands, band.rows)
 
 
 def _require_kernel(config: DedupConfig) -> None:
@@ -289,6 +299,7 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
         _require_kernel(config)
     want_sig = config.method == "minhash"
     want_ids = config.method != "exact"
+    band = config.banding() if want_sig else None
     for rb in recs:
         n_rows = len(rb)
         reason: list = [None] * n_rows
@@ -297,6 +308,7 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
         ns: list = [None] * n_rows
         sig: list = [None] * n_rows
         ids: list = [None] * n_rows
+        bands: list = [None] * n_rows
         docs = []
         for i, (text, skip) in enumerate(zip(rb.texts, rb.skips)):
             if skip is not None:
@@ -317,6 +329,7 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
             counts = s.n_shingles.tolist()
             fps_i = fps.astype(np.uint64).view(np.int64).tolist()
             offs = s.offsets.tolist()
+            keys = _band_keys_of(s.values, band) if want_sig else None
             for k, i in enumerate(chunk):
                 c = counts[k]
                 ns[i] = c
@@ -327,6 +340,7 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
                 fp[i] = fps_i[k]
                 if want_sig:
                     sig[i] = s.values[k].tobytes()
+                    bands[i] = keys[k].tobytes()
                 if want_ids:
                     ids[i] = s.ids[offs[k]:offs[k + 1]].tobytes()
         arrays = [
@@ -339,8 +353,9 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
             pa.array(ns, type=pa.int64()),
             pa.array(sig, type=pa.binary()),
             pa.array(ids, type=pa.binary()),
+            pa.array(bands, type=pa.binary()),
         ]
-        names = ["_key", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids"]
+        names = ["_key", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids", "bands"]
         for name, arr in rb.extras.items():
             arrays.append(arr)
             names.append(name)
@@ -410,6 +425,7 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
     bases, paths = ctx["blocks"], ctx["paths"]
     want_sig = config.method == "minhash"
     want_ids = config.method != "exact"
+    band = config.banding() if want_sig else None
     m = config.minhash.num_perm
     seen: dict = {}
     for rb in batches:
@@ -463,7 +479,7 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
         fp = np.zeros(n_rows, dtype=np.int64)
         ns = np.zeros(n_rows, dtype=np.int64)
         has_n = np.zeros(n_rows, dtype=bool)
-        sig_data, ids_data, id_bytes = b"", b"", np.zeros(n_rows, dtype=np.int64)
+        sig_data, ids_data, band_data, id_bytes = b"", b"", b"", np.zeros(n_rows, dtype=np.int64)
         if sk_rows:
             rows = np.array(sk_rows, dtype=np.int64)
             segments, too_large = without_too_large(encode_batch(parts, norm))
@@ -478,7 +494,9 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
             for k in np.flatnonzero(~ok).tolist():
                 reason[int(rows[k])] = "skipped:too_large_nfkc" if k in too_large else "skipped:empty"
             if want_sig:
-                sig_data = np.ascontiguousarray(s.values[ok]).tobytes()
+                values = np.ascontiguousarray(s.values[ok])
+                sig_data = values.tobytes()
+                band_data = _band_keys_of(values, band).tobytes()
             if want_ids:
                 ids_data = np.asarray(s.ids, dtype=np.uint64).tobytes()
                 id_bytes[rows] = counts * 8
@@ -492,7 +510,8 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
             pa.array(ns, mask=~has_n),
             _binary_column(valid & want_sig, np.full(n_rows, m * 8), sig_data),
             _binary_column(valid & want_ids, id_bytes, ids_data),
-        ], names=["_key", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids"])
+            _binary_column(valid & want_sig, np.full(n_rows, 8 * (band.bands if band else 0)), band_data),
+        ], names=["_key", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids", "bands"])
 
 
 def _map_jsonl(batches, ctx, config):
@@ -510,104 +529,6 @@ def _need_kernel(config: DedupConfig) -> bool:
     from ..stages.sketch import kernel_handles
 
     return kernel_handles(config.shingle)
-
-
-def _stack(col, width: int) -> np.ndarray:
-    """A binary Arrow column of equal-length uint64 runs as an (n, width) array."""
-    vals = col.to_pylist()
-    return np.frombuffer(b"".join(vals), dtype=np.uint64).reshape(len(vals), width)
-
-
-def _band_rows(batches, bands: int, rows: int, num_perm: int):
-    """(ordinal, sig) -> (band, key, ordinal) rows: the local engine's band keys, exploded."""
-    import pyarrow as pa
-
-    from ..stages.candidates import band_keys
-
-    for rb in batches:
-        if rb.num_rows == 0:
-            continue
-        ords = rb.column(0).to_numpy()
-        keys = band_keys(_stack(rb.column(1), num_perm), bands, rows)  # (n, bands) uint64
-        yield pa.RecordBatch.from_arrays([
-            pa.array(np.tile(np.arange(bands, dtype=np.int32), ords.size)),
-            pa.array(keys.reshape(-1).view(np.int64)),
-            pa.array(np.repeat(ords, bands)),
-        ], names=["band", "key", "ordinal"])
-
-
-#: Markers of the bucket statistics rows that :func:`_window_pairs` adds: ``(marker, value)``.
-_STAT_SHARED, _STAT_LARGEST, _STAT_OVER = -1, -2, -3
-
-
-def _window_pairs(batches, window: int, with_stats: bool = False):
-    """Rows sorted by (band, key, ordinal), each bucket whole in one partition -> pairs (a < b).
-
-    Each member of a bucket is paired with the next ``window - 1`` members in ordinal order, as
-    :func:`neardup.stages.candidates.band_candidates` does: a bucket no larger than the window
-    gives all its pairs, a larger one a linear number. A bucket may span batches: the last
-    ``window - 1`` members of the open bucket are carried over. ``with_stats``: three more rows
-    at the end, ``(_STAT_SHARED, buckets of 2 or more)``, ``(_STAT_LARGEST, largest bucket)`` and
-    ``(_STAT_OVER, buckets over the window)`` of this partition, counted in the same pass (the
-    local engine's bucket statistics without a shuffle of their own).
-    """
-    import pyarrow as pa
-
-    tb = np.empty(0, dtype=np.int32)
-    tk = np.empty(0, dtype=np.int64)
-    to = np.empty(0, dtype=np.int64)
-    shared = largest = over = 0
-    open_key, open_size = None, 0
-
-    def close(size: int) -> None:
-        nonlocal shared, largest, over
-        if size >= 2:
-            shared += 1
-            largest = max(largest, size)
-            over += size > window
-
-    for rb in batches:
-        if rb.num_rows == 0:
-            continue
-        if with_stats:  # sizes of the bucket runs of this batch, joined to the open one
-            nb, nk = rb.column(0).to_numpy(), rb.column(1).to_numpy()
-            starts = np.concatenate(([0], np.flatnonzero((nb[1:] != nb[:-1]) | (nk[1:] != nk[:-1])) + 1))
-            sizes = np.diff(np.append(starts, nb.size))
-            if open_key == (int(nb[0]), int(nk[0])):
-                sizes[0] += open_size
-            elif open_key is not None:
-                close(open_size)
-            for size in sizes[:-1].tolist():
-                close(size)
-            open_key, open_size = (int(nb[-1]), int(nk[-1])), int(sizes[-1])
-        t = to.size
-        b = np.concatenate([tb, rb.column(0).to_numpy().astype(np.int32)])
-        k = np.concatenate([tk, rb.column(1).to_numpy()])
-        o = np.concatenate([to, rb.column(2).to_numpy()])
-        idx = np.arange(o.size)
-        pa_, pb_ = [], []
-        for d in range(1, window):
-            if d >= o.size:
-                break
-            same = (b[d:] == b[:-d]) & (k[d:] == k[:-d]) & (idx[d:] >= t)
-            if not same.any():
-                break  # no bucket run is longer than d here, so none is longer than d + 1
-            pa_.append(o[:-d][same])
-            pb_.append(o[d:][same])
-        # the open bucket: members at the end sharing the last row's (band, key)
-        lastb, lastk = b[-1], k[-1]
-        run = np.flatnonzero((b != lastb) | (k != lastk))
-        first = run[-1] + 1 if run.size else 0
-        first = max(first, o.size - (window - 1))
-        tb, tk, to = b[first:], k[first:], o[first:]
-        if pa_:
-            yield pa.RecordBatch.from_arrays([pa.array(np.concatenate(pa_)), pa.array(np.concatenate(pb_))],
-                                             names=["a", "b"])
-    if with_stats:
-        if open_key is not None:
-            close(open_size)
-        yield pa.RecordBatch.from_arrays([pa.array([_STAT_SHARED, _STAT_LARGEST, _STAT_OVER], pa.int64()),
-                                          pa.array([shared, largest, over], pa.int64())], names=["a", "b"])
 
 
 def _binary_offsets(col) -> np.ndarray:
@@ -630,21 +551,18 @@ def _u64_runs(col) -> np.ndarray:
 _BLOB_SCHEMA = "part int, band binary, key binary, ordinal binary"
 
 
-def _band_blobs(batches, bands: int, rows: int, num_perm: int, targets: tuple):
-    """(ordinal, sig) -> the local engine's band keys (:func:`neardup.stages.candidates.band_keys`)
-    as ``(band, key, ordinal)`` triples, packed into one row per target partition: a bucket's
-    members all go to the partition ``targets[key % len(targets)]``, and the shuffle moves a few
-    large binary rows instead of a row per band key."""
+def _band_blobs(batches, bands: int, targets: tuple):
+    """(ordinal, band keys) -> ``(band, key, ordinal)`` triples, packed into one row per target
+    partition: a bucket's members all go to the partition ``targets[key % len(targets)]``, and
+    the shuffle moves a few large binary rows instead of a row per band key."""
     import pyarrow as pa
-
-    from ..stages.candidates import band_keys
 
     nparts = len(targets)
     for rb in batches:
         if rb.num_rows == 0:
             continue
         ords = rb.column(0).to_numpy()
-        keys = band_keys(_u64_runs(rb.column(1)).reshape(-1, num_perm), bands, rows).reshape(-1)
+        keys = _u64_runs(rb.column(1))
         band = np.tile(np.arange(bands, dtype=np.int8), ords.size)
         ordinal = np.repeat(ords, bands)
         part = (keys % np.uint64(nparts)).astype(np.int64)
@@ -852,21 +770,6 @@ def _estimate_and_verify(batches, num_perm: int, floor: float | None, measure: s
         ], names=["a", "b", "estimate", "passed", "jaccard", "score", "jaccard_r", "estimate_r"])
 
 
-def _estimates(batches, num_perm: int):
-    """(a, b, sig_a, sig_b) -> (a, b, estimate): :func:`estimate_similarity` as locally."""
-    import pyarrow as pa
-
-    from ..stages.candidates import estimate_filter
-
-    for rb in batches:
-        k = rb.num_rows
-        if k == 0:
-            continue
-        sigs = np.concatenate([_stack(rb.column(2), num_perm), _stack(rb.column(3), num_perm)])
-        _, _, est, _ = estimate_filter(sigs, np.arange(k), np.arange(k, 2 * k), None)
-        yield pa.RecordBatch.from_arrays([rb.column(0), rb.column(1), pa.array(est)], names=["a", "b", "estimate"])
-
-
 def _overlap_sims(ids_a: list, ids_b: list) -> dict:
     """Exact similarities of pairs of sorted distinct shingle-id runs (bytes), as locally."""
     from ..stages.verify import pair_similarities, runs_of
@@ -874,23 +777,6 @@ def _overlap_sims(ids_a: list, ids_b: list) -> dict:
     k = len(ids_a)
     ids, offsets, counts = runs_of(ids_a + ids_b)
     return pair_similarities(ids, offsets, counts, np.arange(k), np.arange(k, 2 * k))
-
-
-def _verify(batches, measure: str):
-    """(a, b, estimate, ids_a, ids_b) -> (a, b, estimate, jaccard, score, jaccard_r, estimate_r)."""
-    import pyarrow as pa
-
-    for rb in batches:
-        if rb.num_rows == 0:
-            continue
-        sims = _overlap_sims(rb.column(3).to_pylist(), rb.column(4).to_pylist())
-        jac = sims["jaccard"]
-        est = rb.column(2).to_numpy()
-        yield pa.RecordBatch.from_arrays([
-            rb.column(0), rb.column(1), rb.column(2), pa.array(jac), pa.array(score_of(sims, measure)),
-            pa.array([round(x, 6) for x in jac.tolist()], type=pa.float64()),
-            pa.array([round(x, 6) for x in est.tolist()], type=pa.float64()),
-        ], names=["a", "b", "estimate", "jaccard", "score", "jaccard_r", "estimate_r"])
 
 
 def _member_sims(batches, measure: str, threshold: float, chain: bool):
@@ -1011,7 +897,7 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
     parts = _partitions(spark)
 
     # -- exact pass: all but the lowest ordinal of each fingerprint are exact duplicates
-    columns = ("ordinal", "length", "keyval", "n", "sig", "ids")
+    columns = ("ordinal", "length", "keyval", "n", "sig", "ids", "bands")
     valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
     rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
     with_rep = valid.join(rep, "fp").select("ordinal", "rep")
@@ -1028,8 +914,8 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
         m = config.minhash.num_perm
         targets = _partition_targets(spark, parts)
         # shuffle 1: every bucket's (band, key, ordinal) triples to one partition, packed
-        blobs = sketched.select("ordinal", "sig").mapInArrow(
-            functools.partial(_band_blobs, bands=band.bands, rows=band.rows, num_perm=m, targets=targets), _BLOB_SCHEMA)
+        blobs = sketched.select("ordinal", "bands").mapInArrow(
+            functools.partial(_band_blobs, bands=band.bands, targets=targets), _BLOB_SCHEMA)
         raw = st.keep(blobs.repartition(parts, "part").mapInArrow(
             functools.partial(_bucket_pairs, window=BUCKET_WINDOW, targets=targets), _PAIR_SCHEMA), count=False)
         got = raw.where(F.col("part") < 0).agg(F.sum("shared"), F.max("largest"), F.sum("over")).first()
@@ -1135,7 +1021,7 @@ def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
     # the sketch table's first holders: the exact copies (usually few) left out by a broadcast anti-join
     copies_df = spark.createDataFrame(pa.table({"ordinal": pa.array(list(exact_of), pa.int64())}))
     sketched = (docs.where(F.col("reason") == "").join(F.broadcast(copies_df), "ordinal", "left_anti")
-                .select("ordinal", "sig", "ids"))
+                .select("ordinal", "sig", "ids", "bands"))
     st.lap("exact_pass")
 
     a = b = np.empty(0, dtype=np.int64)
@@ -1144,8 +1030,8 @@ def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
         band = config.banding()
         m = config.minhash.num_perm
         targets = _partition_targets(spark, parts)
-        blobs = sketched.select("ordinal", "sig").mapInArrow(
-            functools.partial(_band_blobs, bands=band.bands, rows=band.rows, num_perm=m, targets=targets), _BLOB_SCHEMA)
+        blobs = sketched.select("ordinal", "bands").mapInArrow(
+            functools.partial(_band_blobs, bands=band.bands, targets=targets), _BLOB_SCHEMA)
         raw = (blobs.repartition(parts, "part")
                .mapInArrow(functools.partial(_bucket_pairs, window=BUCKET_WINDOW, targets=targets), _PAIR_SCHEMA)
                .toArrow())
@@ -1509,7 +1395,7 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
             raise ConfigError(f"order_col {order_col!r} is not unique: {dup[0][col]!r} is the value of "
                               f"{dup[0]['count']} rows")
     docs = docs.withColumn("id", F.coalesce(F.col("id"), F.concat(F.lit("row:"), F.col("ordinal").cast("string"))))
-    docs = docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids",
+    docs = docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids", "bands",
                        *[c for c in ("_key", "_okey") if c in docs.columns and c != "ordinal"])
     docs = st.checkpoint(docs)
     st.lap("read_and_sketch")
@@ -1727,7 +1613,7 @@ def _read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, tex
         sk = frame.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config), _sketch_schema())
     if synthetic:
         extra = spark.createDataFrame(
-            [(o, leaf, why, 0, None, None, None, None, None) for o, leaf, why in synthetic], _sketch_schema())
+            [(o, leaf, why, 0, None, None, None, None, None, None) for o, leaf, why in synthetic], _sketch_schema())
         sk = sk.unionByName(extra)
     locate = {"format": fmt, "frame": frame, "blocks": blocks, "files": files}
     return sk.withColumnRenamed("_key", "ordinal"), total, locate
