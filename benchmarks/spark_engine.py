@@ -231,6 +231,120 @@ def peak(x):
 # --------------------------------------------------------------------------------------------- vs the local engine
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_table() -> dict:
+    """Every process: pid -> (parent pid, command line)."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        out[int(d)] = (ppid, cmd)
+    return out
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def role_of(cmd: str) -> str:
+    """What a process of a Spark run is, from its command line."""
+    if "CoarseGrainedExecutorBackend" in cmd:
+        return "executor_jvm"
+    if "deploy.worker.Worker" in cmd or "deploy.master.Master" in cmd:
+        return "cluster_daemon_jvm"
+    if "java" in cmd.split(" ", 1)[0]:
+        return "driver_jvm"  # local mode: the driver's JVM, which runs the executor's tasks too
+    if "pyspark.daemon" in cmd or "pyspark/daemon" in cmd or "pyspark.worker" in cmd:
+        return "python_worker"
+    return "other"
+
+
+class TreeMemory:
+    """Measured, not estimated: the resident memory of this process's tree, sampled every
+    ``interval`` s from /proc (no psutil): each process's peak, the peak of the sum, and per
+    JVM that runs tasks (the local-mode driver JVM, each standalone executor JVM) the peak of
+    that JVM plus its Python workers together, i.e. one executor's footprint."""
+
+    def __init__(self, interval: float = 0.25):
+        import threading
+
+        self.interval = interval
+        self.peak_tree_kb = 0
+        self.peak_kb: dict = {}  # pid -> (role, peak RSS)
+        self.peak_executor_kb: dict = {}  # jvm pid -> peak of (jvm + its python workers)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        table = _proc_table()
+        kids: dict = {}
+        for pid, (ppid, _) in table.items():
+            kids.setdefault(ppid, []).append(pid)
+        tree, todo = [os.getpid()], [os.getpid()]
+        while todo:
+            for c in kids.get(todo.pop(), []):
+                tree.append(c)
+                todo.append(c)
+        rss = {pid: _rss_kb(pid) for pid in tree}
+        self.peak_tree_kb = max(self.peak_tree_kb, sum(rss.values()))
+        for pid in tree:
+            role = role_of(table.get(pid, (0, ""))[1]) if pid != os.getpid() else "driver_python"
+            old = self.peak_kb.get(pid, (role, 0))[1]
+            self.peak_kb[pid] = (role, max(old, rss[pid]))
+            if role in ("executor_jvm", "driver_jvm"):
+                sub, stack = rss[pid], [pid]
+                while stack:
+                    for c in kids.get(stack.pop(), []):
+                        sub += rss.get(c, 0)
+                        stack.append(c)
+                self.peak_executor_kb[pid] = max(self.peak_executor_kb.get(pid, 0), sub)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._sample()
+            except Exception:  # noqa: BLE001 - a process gone between two reads
+                pass
+            self._stop.wait(self.interval)
+
+    def start(self) -> "TreeMemory":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def report(self, cores_per_executor: int) -> dict:
+        mb = lambda kb: round(kb / 1024, 1)  # noqa: E731
+        by_role: dict = {}
+        for role, kb in self.peak_kb.values():
+            r = by_role.setdefault(role, {"processes": 0, "peak_rss_mb_max": 0.0})
+            r["processes"] += 1
+            r["peak_rss_mb_max"] = max(r["peak_rss_mb_max"], mb(kb))
+        execs = [mb(kb) for kb in self.peak_executor_kb.values()]
+        return {"sampled_every_s": self.interval, "peak_rss_tree_mb": mb(self.peak_tree_kb), "by_role": by_role,
+                "executor_peak_rss_mb": execs, "cores_per_executor": cores_per_executor,
+                "executor_peak_rss_per_core_mb": round(max(execs) / cores_per_executor, 1) if execs else None}
+
+
+
 def run_spark_child(args) -> int:
     """In a fresh process: ``dedup_paths`` on ``args.corpus`` in ``args.master`` (or a standalone
     cluster started here with ``--standalone``), the session timed apart; record to ``args.json``."""
@@ -239,7 +353,7 @@ def run_spark_child(args) -> int:
     from neardup.spark.session import get_session
 
     cluster = None
-    mem = PeakMemory().start()
+    mem = TreeMemory().start()
     t0 = time.perf_counter()
     conf = {"spark.driver.memory": args.driver_memory, "spark.sql.shuffle.partitions": str(args.partitions),
             "spark.default.parallelism": str(args.partitions),
@@ -253,6 +367,7 @@ def run_spark_child(args) -> int:
         master = cluster.url
     else:
         master = args.master
+    cores = 1 if args.standalone else int(master[len("local["):-1]) if master.startswith("local[") else None
     try:
         spark = get_session(master=master, app_name="neardup-bench-vs-local", conf=conf)
         spark.range(1).count()
@@ -266,10 +381,11 @@ def run_spark_child(args) -> int:
     finally:
         if cluster is not None:
             cluster.stop()
+    memory = mem.report(cores or 1)
     with open(args.json, "w") as fh:
         json.dump({"master": master, "seconds_session": round(t_session, 2), "seconds_wall": round(wall, 2),
-                   "seconds": summary["seconds"], "peak_rss_tree_mb": round(mem.peak_tree / 2**20, 1),
-                   "peak_rss_jvm_mb": round(mem.peak_jvm / 2**20, 1), "executors": executors,
+                   "seconds": summary["seconds"], "peak_rss_tree_mb": memory["peak_rss_tree_mb"],
+                   "memory": memory, "executors": executors,
                    "summary": {k: summary[k] for k in ("input", "kept", "exact_duplicates", "near_duplicates",
                                                         "candidate_pairs", "verified_pairs")}}, fh, indent=2)
     return 0
@@ -300,7 +416,7 @@ def executor_peaks(spark) -> list:
 
 def run_local_child(corpus: str, out_dir: str) -> dict:
     cmd = [sys.executable, "-m", "neardup", "dedup", corpus, "-o", out_dir, "--jobs", "2", "-q"]
-    mem = PeakMemory().start()  # this process's tree: the local engine's process
+    mem = TreeMemory().start()  # this process's tree: the local engine's process
     t = time.perf_counter()
     proc = subprocess.Popen(cmd)
     proc.wait()
@@ -310,7 +426,7 @@ def run_local_child(corpus: str, out_dir: str) -> dict:
         raise SystemExit(f"local engine failed: {proc.returncode}")
     summary = json.load(open(os.path.join(out_dir, "summary.json")))
     return {"seconds_wall": round(wall, 2), "seconds": summary["seconds"], "peak_rss_tree_mb":
-            round(mem.peak_tree / 2**20, 1), "summary": {k: summary[k] for k in (
+            mem.report(2)["peak_rss_tree_mb"], "summary": {k: summary[k] for k in (
                 "input", "kept", "exact_duplicates", "near_duplicates", "candidate_pairs", "verified_pairs")}}
 
 
