@@ -887,6 +887,17 @@ def _partitions(spark) -> int:
     return int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
 
 
+#: What one task of the packed passes (:func:`_bucket_pairs`, :func:`_verify_groups`) holds at
+#: most, about: past it their shuffles get more partitions than ``spark.sql.shuffle.partitions``.
+_TASK_BYTES = 64 << 20
+
+
+def _partitions_for(spark, nbytes: float) -> int:
+    """Shuffle partitions for a packed pass over ``nbytes``: the session's, or more so that a
+    task holds about :data:`_TASK_BYTES` (its arrays are sorted in memory)."""
+    return max(_partitions(spark), int(math.ceil(nbytes / _TASK_BYTES)))
+
+
 def _core(spark, docs, config: DedupConfig, st: _Stages):
     """Everything after sketching. ``docs``: (ordinal, id, reason, length, keyval, fp, n, sig, ids),
     one row per input record, materialized. Returns (clusters, pairs, stats)."""
@@ -924,6 +935,7 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
     if config.method == "minhash" and n_sketched:
         band = config.banding()
         m = config.minhash.num_perm
+        parts = _partitions_for(spark, n_sketched * band.bands * 17.0)  # a triple: int8, uint64, int64
         targets = _partition_targets(spark, parts)
         # shuffle 1: every bucket's (band, key, ordinal) triples to one partition, packed
         blobs = sketched.select("ordinal", "bands").mapInArrow(
@@ -1009,7 +1021,6 @@ def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
 
     stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0, "largest_bucket": 0,
                    "buckets_over_window": 0, "buckets_shared": 0}
-    parts = _partitions(spark)
 
     # -- exact pass: the local stage over (ordinal, fingerprint, shingle count)
     recs = docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n").toArrow().sort_by("ordinal")
@@ -1041,6 +1052,7 @@ def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
     if config.method == "minhash" and sk.size:
         band = config.banding()
         m = config.minhash.num_perm
+        parts = _partitions_for(spark, sk.size * band.bands * 17.0)  # a triple: int8, uint64, int64
         targets = _partition_targets(spark, parts)
         blobs = sketched.select("ordinal", "bands").mapInArrow(
             functools.partial(_band_blobs, bands=band.bands, targets=targets), _BLOB_SCHEMA)
@@ -1063,6 +1075,9 @@ def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
             del packed
             # each pair to a group (one per shuffle partition), each document to every group
             # that holds one of its pairs; a group's documents meet in one task
+            doc_bytes = 8.0 * (m + band.bands) + 8.0 * stats["n_shingles_total"] / sk.size
+            parts = _partitions_for(spark, 2 * ca.size * doc_bytes)  # at most two documents a pair
+            targets = _partition_targets(spark, parts)
             group = ca % parts
             req = np.unique(np.concatenate([ca * parts + group, cb * parts + group]))
             req_df = spark.createDataFrame(pa.table({"ordinal": req // parts,

@@ -11,6 +11,13 @@ Local settings (sized for a small machine such as 2 cores / 24 GiB; override any
 ``spark.driver.memory``                     a quarter of physical memory, 1-16 GiB (6g on 24 GiB)
 ``spark.sql.shuffle.partitions``            8 (the default 200 is far too many for local mode)
 ``spark.default.parallelism``               8
+``spark.driver.extraJavaOptions``           ``-XX:TieredStopAtLevel=1 -XX:+UseParallelGC``: the quick
+                                            compiler only and the throughput collector. The JVM's
+                                            work here is moving bytes (text, Arrow batches, shuffles),
+                                            and in a short local run the optimizing compiler's own
+                                            CPU time costs more than it saves: measured on 500k
+                                            documents in local[2], 40 s of CPU for the whole run
+                                            instead of 45 s (100k: 17 s instead of 26 s)
 ``spark.ui.enabled``                        false (no web server, no port)
 ``spark.ui.showConsoleProgress``            false
 ``spark.sql.execution.arrow.pyspark.enabled``  true (``toPandas``/``createDataFrame``; ``mapInPandas``
@@ -42,6 +49,9 @@ from ..errors import require
 __all__ = ["get_session", "DEFAULT_MASTER", "local_defaults"]
 
 DEFAULT_MASTER = "local[2]"
+
+#: The local driver JVM's options (see the table above); ``conf`` replaces them.
+LOCAL_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
 
 _tmp_root: str | None = None
 
@@ -77,6 +87,7 @@ def local_defaults() -> dict[str, str]:
         "spark.driver.memory": _driver_memory(),
         "spark.sql.shuffle.partitions": "8",
         "spark.default.parallelism": "8",
+        "spark.driver.extraJavaOptions": LOCAL_JAVA_OPTIONS,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
