@@ -1553,11 +1553,15 @@ def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str |
     return fmt, leaves
 
 
-def _jsonl_frame(spark, uris: list[str]):
+def _jsonl_frame(spark, uris: list[str], *, as_binary: bool = True):
+    """(line, file, block) of every line. ``as_binary=False`` leaves the line a string column: the
+    same bytes (the text source does not check UTF-8), for a reader of the Arrow buffers that
+    never decodes them (:func:`_joined_lines`), without the JVM's copy of every line."""
     from pyspark.sql import functions as F
 
+    line = F.col("value").cast("binary") if as_binary else F.col("value")
     return (spark.read.option("lineSep", "\n").text(uris)
-            .select(F.col("value").cast("binary").alias("line"), F.col("_metadata.file_path").alias("file"),
+            .select(line.alias("line"), F.col("_metadata.file_path").alias("file"),
                     F.col("_metadata.file_block_start").alias("block")))
 
 
@@ -1624,9 +1628,10 @@ def _read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, tex
         sk = spark.createDataFrame([], _sketch_schema())
     elif fmt == "jsonl":
         # the local engine's JSONL fast path when the driver has it (so the executors must too)
-        ctx.update(blocks=blocks, paths=paths,
-                   encoded=ctx["need_kernel"] and _local_reader(ctx).scans_jsonl_blocks())
-        sk = frame.mapInArrow(functools.partial(_map_jsonl, ctx=ctx, config=config), _sketch_schema())
+        encoded = ctx["need_kernel"] and _local_reader(ctx).scans_jsonl_blocks()
+        ctx.update(blocks=blocks, paths=paths, encoded=encoded)
+        lines = _jsonl_frame(spark, uris, as_binary=False) if encoded else frame
+        sk = lines.mapInArrow(functools.partial(_map_jsonl, ctx=ctx, config=config), _sketch_schema())
     else:
         names = set(frame.columns)
         sel = [
