@@ -377,13 +377,15 @@ def run_spark_child(args) -> int:
         wall = time.perf_counter() - t1
         mem.stop()
         executors = executor_peaks(spark)
+        java_options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions", "")
         spark.stop()
     finally:
         if cluster is not None:
             cluster.stop()
     memory = mem.report(cores or 1)
     with open(args.json, "w") as fh:
-        json.dump({"master": master, "seconds_session": round(t_session, 2), "seconds_wall": round(wall, 2),
+        json.dump({"master": master, "driver_java_options": java_options,
+                   "seconds_session": round(t_session, 2), "seconds_wall": round(wall, 2),
                    "seconds": summary["seconds"], "peak_rss_tree_mb": memory["peak_rss_tree_mb"],
                    "memory": memory, "executors": executors,
                    "summary": {k: summary[k] for k in ("input", "kept", "exact_duplicates", "near_duplicates",

@@ -615,6 +615,17 @@ def _bucket_pairs(batches, window: int, targets: tuple):
     if pb:
         b, k, o = np.concatenate(pb), np.concatenate(pk), np.concatenate(po)
         del pb, pk, po
+        # most triples are alone in their bucket, and a triple whose key no other triple has
+        # certainly is: one sort by key finds the rest, which alone get the exact sort
+        order = np.argsort(k)
+        ks = k[order]
+        shared_key = np.zeros(ks.size, dtype=bool)
+        eq = ks[1:] == ks[:-1]
+        shared_key[1:] |= eq
+        shared_key[:-1] |= eq
+        sel = order[shared_key]
+        del order, ks, eq, shared_key
+        b, k, o = b[sel], k[sel], o[sel]
         order = np.lexsort((o, k, b))
         b, k, o = b[order], k[order], o[order]
         del order
