@@ -287,7 +287,7 @@ class TreeMemory:
         self.interval = interval
         self.peak_tree_kb = 0
         self.peak_kb: dict = {}  # pid -> (role, peak RSS)
-        self.peak_executor_kb: dict = {}  # jvm pid -> peak of (jvm + its python workers)
+        self.peak_executor_kb: dict = {}  # jvm pid -> (role, peak of the jvm + its python workers)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -313,7 +313,7 @@ class TreeMemory:
                     for c in kids.get(stack.pop(), []):
                         sub += rss.get(c, 0)
                         stack.append(c)
-                self.peak_executor_kb[pid] = max(self.peak_executor_kb.get(pid, 0), sub)
+                self.peak_executor_kb[pid] = (role, max(self.peak_executor_kb.get(pid, (role, 0))[1], sub))
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -338,7 +338,11 @@ class TreeMemory:
             r = by_role.setdefault(role, {"processes": 0, "peak_rss_mb_max": 0.0})
             r["processes"] += 1
             r["peak_rss_mb_max"] = max(r["peak_rss_mb_max"], mb(kb))
-        execs = [mb(kb) for kb in self.peak_executor_kb.values()]
+        # the JVMs that run tasks: a standalone cluster's executors, else (local mode) the driver's
+        # JVM with its Python workers (launcher JVMs of a few MB left out)
+        roles = {role for role, _ in self.peak_executor_kb.values()}
+        want = "executor_jvm" if "executor_jvm" in roles else "driver_jvm"
+        execs = sorted(mb(kb) for role, kb in self.peak_executor_kb.values() if role == want and kb > 100 * 1024)
         return {"sampled_every_s": self.interval, "peak_rss_tree_mb": mb(self.peak_tree_kb), "by_role": by_role,
                 "executor_peak_rss_mb": execs, "cores_per_executor": cores_per_executor,
                 "executor_peak_rss_per_core_mb": round(max(execs) / cores_per_executor, 1) if execs else None}
