@@ -42,8 +42,10 @@ in ``--master`` (``local[2]``), and with ``--standalone`` the Spark engine on a 
 cluster of two one-core workers started on loopback; compares the three output folders' files
 byte for byte, and records every run's stage table (``summary.json``'s ``seconds``: the same keys
 for both engines; the session, the JVM's start, apart), wall time, the ratio to the local engine,
-peak memory of the process tree and of each executor (sampled), and the load of the machine.
-Writes ``benchmarks/results/spark-vs-local-<N>.json``.
+peak memory of the process tree and of each executor (sampled from /proc every 0.25 s: each task
+running JVM with its Python workers, per core; and Spark's own executor metrics from the status
+API), and the load of the machine. Writes ``benchmarks/results/spark-vs-local-<N><--tag>.json``.
+``--no-local2`` runs only the local engine and the cluster (to keep each command short).
 """
 
 from __future__ import annotations
@@ -472,7 +474,8 @@ def vs_local(args) -> int:
         shutil.rmtree(local_out, ignore_errors=True)
         print(f"[{n}] local engine ...", file=sys.stderr, flush=True)
         record["local"] = run_local_child(corpus, local_out)
-        runs = [("spark_local2", False)] + ([("spark_standalone_2x1", True)] if args.standalone else [])
+        runs = ([] if args.no_local2 else [("spark_local2", False)]) + \
+            ([("spark_standalone_2x1", True)] if args.standalone else [])
         for name, standalone in runs:
             out = os.path.join(tmp, f"vs-local-{n}-{name}")
             js = out + ".json"
@@ -493,7 +496,7 @@ def vs_local(args) -> int:
                   f"{r['ratio_wall_to_local']}x local; identical: "
                   f"{all(v['identical'] for v in r['outputs_vs_local'].values())}", file=sys.stderr, flush=True)
         record["machine"]["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
-        path = os.path.join(HERE, "results", f"spark-vs-local-{n}.json")
+        path = os.path.join(HERE, "results", f"spark-vs-local-{n}{args.tag}.json")
         with open(path, "w") as fh:
             json.dump(record, fh, indent=2, sort_keys=True)
             fh.write("\n")
@@ -514,6 +517,9 @@ def main(argv=None) -> int:
                     "against the local engine (see above)")
     ap.add_argument("--standalone", action="store_true", help="with --vs-local: also a two-worker standalone cluster")
     ap.add_argument("--executor-memory", default="2g", help="standalone executors' memory (default 2g)")
+    ap.add_argument("--no-local2", action="store_true", help="with --vs-local --standalone: the local engine and "
+                    "the cluster only (a run of its own, to stay short)")
+    ap.add_argument("--tag", default="", help="appended to the results file's name")
     ap.add_argument("--note", default="", help="recorded as is: what else ran on the machine")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--spark-child", action="store_true", help=argparse.SUPPRESS)
