@@ -360,7 +360,8 @@ def test_hidden_name_rule_is_sparks():
 
 def test_pyarrow_part_files_with_marker_files_and_a_readme(tmp_path, reference):
     """The folder of the issue: part-*.parquet, _SUCCESS, .crc files and a README.md; it is
-    read as Parquet (the README is listed as ignored, not read as a document)."""
+    read as Parquet (the README is listed as ignored, not read as a document; --strict counts it
+    as a skipped file, exit 1; the _SUCCESS and .crc files do not count)."""
     folder = tmp_path / "dataset"
     folder.mkdir()
     t = table()
@@ -371,11 +372,15 @@ def test_pyarrow_part_files_with_marker_files_and_a_readme(tmp_path, reference):
     (folder / "README.md").write_text("# A dataset\nwith a card\n")
     assert detect_format(str(folder)) == "parquet"
     code, _, err = run_cli(["dedup", str(folder), "-o", str(tmp_path / "out"), "--strict"])
-    assert code == 0, err
+    assert code == 1, err
     summary = assert_same(reference, tmp_path / "out")
     assert summary["ignored_files"] == [{"path": str(folder / "README.md"),
                                          "reason": f"a text file in a folder of data files ({folder})"}]
-    assert "README.md" in err  # said on standard error too
+    assert f"1 file of a dataset folder not read ({folder / 'README.md'}), --strict allows none" in err
+    os.remove(folder / "README.md")  # the marker and checksum files alone: not counted
+    code, _, err = run_cli(["dedup", str(folder), "-o", str(tmp_path / "out2"), "--strict"])
+    assert code == 0, err
+    assert assert_same(reference, tmp_path / "out2")["ignored_files"] == []
     assert summary["kept_output"]["format"] == "parquet"  # Parquet in, Parquet out
 
 

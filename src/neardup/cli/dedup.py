@@ -287,7 +287,7 @@ def dedup_command(args) -> int:
         cli.nothing_left_to_close = True  # outputs written and closed, work folder removed
     if not args.quiet:
         print(describe(summary), file=sys.stderr)
-    return skipped_status(args, summary["skipped"], summary["input"])
+    return skipped_status(args, summary["skipped"], summary["input"], ignored_files=summary.get("ignored_files") or ())
 
 
 def open_indexes(args, config):
