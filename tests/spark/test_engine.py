@@ -154,6 +154,52 @@ def test_jsonl_adapter_is_the_local_reader(tmp_path, records):
     assert [getattr(x, "reason", "doc") for x in ours].count("too_large") == 2
 
 
+@pytest.mark.parametrize("max_bytes", [None, 300])
+def test_encoded_sketch_rows_equal_the_line_by_line_rows(records, max_bytes):
+    """The executors' JSONL fast path (blocks scanned by the local reader's scanner, texts to the
+    kernel as UTF-8) gives the line-by-line path's sketch rows value for value: junk lines, lines
+    over max_bytes, NFKC-flagged texts, ids from the file and line, and batches that hold
+    several files and splits, a split continued across batches."""
+    pa = pytest.importorskip("pyarrow")
+    from neardup.spark.engine import _map_jsonl
+    from neardup.stages.sketch import kernel_handles
+
+    config = DedupConfig(max_bytes=max_bytes)
+    if not kernel_handles(config.shingle):
+        pytest.skip("the compiled kernel is not built")
+    lines = [orjson.dumps(r) for r in records[:60]] + JUNK + [
+        orjson.dumps({"id": "nfkc", "text": "ﬁve ｗｉｄｅ letters and the ﬁ ligature in one text"}),
+        orjson.dumps({"text": "x " * 30}), orjson.dumps({"id": "long", "text": "word " * 100})]
+    rng = random.Random(3)
+    rng.shuffle(lines)
+    # three (file, split) runs: a, then b's first split across two batches, then b's second
+    rows = [(ln, "file:/a", 0) for ln in lines[:30]] + [(ln, "file:/b", 0) for ln in lines[30:60]] + \
+           [(ln, "file:/b", 100) for ln in lines[60:]]
+    blocks = {("file:/a", 0): (0, 0), ("file:/b", 0): (30, 0), ("file:/b", 100): (60, 30)}
+    cuts = [0, 17, 45, len(rows)]
+
+    def batches():
+        for lo, hi in zip(cuts, cuts[1:]):
+            part = rows[lo:hi]
+            yield pa.RecordBatch.from_arrays([pa.array([r[0] for r in part], pa.binary()),
+                                              pa.array([r[1] for r in part]), pa.array([r[2] for r in part])],
+                                             names=["line", "file", "block"])
+
+    ctx = {"id_field": "id", "text_field": "text", "keep_field": None, "max_bytes": max_bytes, "content": "text",
+           "html": "main", "need_kernel": True, "blocks": blocks, "paths": {"file:/a": "a.jsonl", "file:/b": "b.jsonl"}}
+    slow = pa.Table.from_batches(list(_map_jsonl(batches(), ctx, config))).sort_by("_key").to_pylist()
+    fast = pa.Table.from_batches(list(_map_jsonl(batches(), {**ctx, "encoded": True}, config)))
+    fast = fast.sort_by("_key").to_pylist()
+    assert [r["_key"] for r in fast] == list(range(len(rows)))
+    for a, b in zip(fast, slow):
+        assert {k: v for k, v in a.items() if k != "keyval"} == {k: v for k, v in b.items() if k != "keyval"}
+        assert np.isnan(a["keyval"]) and np.isnan(b["keyval"])
+    reasons = {r["reason"] for r in fast}
+    assert {"", "skipped:bad_json", "skipped:empty", "skipped:undecodable"} <= reasons
+    assert any(r["id"].startswith(("a.jsonl:", "b.jsonl:")) for r in fast)  # ids from the file and line
+    assert ("skipped:too_large" in reasons) == bool(max_bytes)
+
+
 def test_row_adapter_is_the_local_parquet_reader(tmp_path):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
