@@ -324,6 +324,8 @@ class Deduplicator:
             paths = plan_inputs(paths, self.config.format)
         report = self._input_report = InputReport()  # saved with the sketch stage (_save_sketch)
         first_pass = dict(on_error=on_error, report=report)
+        if write_kept and not labelled:  # the texts the kept corpus would extract again are kept
+            first_pass["text_spill"] = run.path
 
         def read(plan):
             if sketch_stage.kernel_handles(self.config.shingle):

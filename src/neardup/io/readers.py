@@ -79,6 +79,7 @@ import orjson
 from ..errors import ConfigError, InputError, require
 from ..text.html import HTML_MODES, _extract, decode_html
 from .documents import Document, EncodedDocuments, Skipped
+from .texts import TextSpill, needed as _texts_needed
 from .sources import exists, is_folder, local_path, missing, open_binary, size_of, walk
 from .warc import input_records as warc_input_records
 from .warc import looks_like_html as _looks_like_html
@@ -557,7 +558,7 @@ class RecordReader:
     records numbered from ``n`` and returns the next ordinal."""
 
     def __init__(self, *, id_field="id", text_field="text", content="text", html="main", keep_fields=(),
-                 max_bytes=None, errors="replace", jobs=1, want=None, on_error="skip", report=None):
+                 max_bytes=None, errors="replace", jobs=1, want=None, on_error="skip", report=None, text_spill=None):
         for name, value in (("id_field", id_field), ("text_field", text_field)):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"The '{name}' parameter must be a non-empty str. Got {value!r} instead.")
@@ -586,6 +587,10 @@ class RecordReader:
             raise ConfigError(f"The 'on_error' parameter must be one of 'error', 'skip'. Got {on_error!r} instead.")
         self.on_error = on_error
         self.report = report  # an InputReport: the files skipped (on_error="skip") and ignored
+        # a run's work folder: the read pass keeps there the texts that write_kept would extract
+        # again (neardup.io.texts); self.spill is its TextSpill while the plan is read
+        self.text_spill = text_spill
+        self.spill = None
 
     # -- shared ------------------------------------------------------------------------------
 
@@ -947,17 +952,21 @@ class RecordReader:
         plan = plan_inputs(plan, "auto")
         if self.report is not None:
             self.report.ignored_files.extend(plan.ignored)
+        spill = self.spill
         for path, fmt, why in plan.leaves:
+            if spill is not None:
+                spill.leaf_started(fmt if why is None else "unreadable", n)
             if why is not None:
                 self.file_failed(path, why)
                 if self.want is None or self.want(n):
                     yield Skipped(path, n, path, "unreadable_file", why)
                 n += 1
-                continue
-            if fast and fmt == "jsonl":
+            elif fast and fmt == "jsonl":
                 n = yield from self._checked(path, self._read_jsonl_encoded(path, n, encoded_table))
             else:
                 n = yield from self._checked(path, self.read_leaf(path, fmt, n))
+            if spill is not None:
+                spill.leaf_ended(n)
         return n
 
     # -- Arrow IPC ---------------------------------------------------------------------------
@@ -1193,7 +1202,7 @@ def _decode_text(data: bytes, errors: str) -> str | None:
 def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "id", text_field: str = "text",
                    content: str = "text", html: str = "main", keep_fields: tuple[str, ...] = (),
                    max_bytes: int | None = None, errors: str = "replace", jobs: int = 1, on_error: str = "skip",
-                   report: "InputReport | None" = None) -> Iterator[Document | Skipped]:
+                   report: "InputReport | None" = None, text_spill: str | None = None) -> Iterator[Document | Skipped]:
     """Every record of ``paths`` (files or folders, in the order given), as a Document or a Skipped.
 
     Options and paths are checked when this is called (ConfigError, InputError); reading is lazy
@@ -1205,11 +1214,13 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     text value). ``errors`` is what to do with invalid UTF-8 in files and Parquet binary columns
     (JSONL lines are always strict). ``jobs > 1`` extracts HTML (WARC, HTML files, ``content="html"``)
     in that many worker processes, a bounded window ahead, same order and same output; plain text
-    is never sent to them. See the module docstring for each format.
+    is never sent to them. ``text_spill`` (a run's work folder): the texts that the kept corpus
+    would extract again are kept there for :func:`~neardup.io.write_kept` (:mod:`neardup.io.texts`).
+    See the module docstring for each format.
     """
     reader = RecordReader(id_field=id_field, text_field=text_field, content=content, html=html,
                           keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs, on_error=on_error,
-                          report=report)
+                          report=report, text_spill=text_spill)
     return _read(reader, plan_inputs(paths, format))
 
 
@@ -1231,9 +1242,28 @@ def _read(reader: RecordReader, plan, encoded_table=False):
     """``reader.read(plan, encoded_table)``, HTML extracted in worker processes when the reader
     has ``jobs > 1`` and the plan has HTML to extract (plain text is never sent to them)."""
     if reader.jobs > 1 and (reader.content == "html" or plan.formats() & {"html", "warc"}):
-        return _parallel(reader.read(plan, encoded_table), reader.html, reader.jobs)
-    reader.jobs = 1
-    return reader.read(plan, encoded_table)
+        items = _parallel(reader.read(plan, encoded_table), reader.html, reader.jobs)
+    else:
+        reader.jobs = 1
+        items = reader.read(plan, encoded_table)
+    if reader.text_spill is not None and _texts_needed(plan, reader.content):
+        return _spilling(reader, plan, items)
+    return items
+
+
+def _spilling(reader: RecordReader, plan, items):
+    """``items``, with the documents the kept corpus would extract again written to the run's
+    work folder as they pass (complete once the input has ended)."""
+    spill = reader.spill = TextSpill(reader.text_spill, plan, reader.content)
+    try:
+        for item in items:
+            if type(item) is Document:
+                spill.add(item)
+            yield item
+    except BaseException:
+        spill.discard()
+        raise
+    spill.commit()
 
 
 def iter_raw_records(paths, *, format: str = "auto", max_bytes: int | None = None) -> Iterator[tuple[int, object]]:
