@@ -824,6 +824,19 @@ static PyObject *py_stats(PyObject *self, PyObject *arg) {
     Py_ssize_t chars = 0, link = 0;
     int pending = 0, in_link = 0, any = 0;
     for (size_t i = 0; i < (size_t)n;) {
+        if (s[i] > 0x20 && s[i] < 0x7f) {  /* a run of printable ASCII: counted at once */
+            size_t j = i + 1;
+            while (j < (size_t)n && s[j] > 0x20 && s[j] < 0x7f)
+                j++;
+            Py_ssize_t add = (Py_ssize_t)(j - i) + (any && pending);
+            chars += add;
+            if (in_link)
+                link += add;
+            pending = 0;
+            any = 1;
+            i = j;
+            continue;
+        }
         size_t l;
         int k = char_class(s, (size_t)n, i, &l);
         if (k == C_SPACE || k == C_BREAK) {

@@ -515,11 +515,16 @@ def _fast(html: str | bytes, mode: str) -> str | None:
         if _link_density(node) >= LINK_DENSITY:
             node.remove()
     root = None
-    sized = [(_text_len(m), m) for m in mains]
-    sized = [x for x in sized if x[0]]
+    root_text = None  # the root's text while nothing in it is removed (one walk less)
+    sized = []
+    for m in mains:
+        t = m.text(deep=True)
+        chars = _stats(t)[0]
+        if chars:
+            sized.append((chars, t, m))
     if sized:
         # The main landmark with the most text (a page may mark a small widget as main too).
-        root = max(sized, key=lambda x: x[0])[1]
+        _chars, root_text, root = max(sized, key=lambda x: x[0])
     elif len(articles) == 1:
         root = articles[0]
     if root is None:
@@ -538,7 +543,8 @@ def _fast(html: str | bytes, mode: str) -> str | None:
             chars, links = _stats(node.text(deep=True))
             if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
                 node.remove()
-    text = _lines(root.text(deep=True))
+                root_text = None
+    text = _lines(root_text if root_text is not None else root.text(deep=True))
     if not text:
         return ""
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
