@@ -540,6 +540,37 @@ def test_parallel_extraction_same_output(tmp_path):
     assert a["records"] == keep.sum() == 3 + 30 + 20
 
 
+@needs_warc
+@needs_html
+@pytest.mark.parametrize("errors", ["strict", "replace"])
+def test_parallel_decoding_in_the_workers_same_skips(tmp_path, errors):
+    # pages are decoded by the worker processes: the same Documents and Skipped (undecodable,
+    # empty) as the serial reader
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    d = tmp_path / "site"
+    d.mkdir()
+    (d / "a.html").write_bytes(b"<meta charset=utf-8><p>caf\xe9 bad utf-8</p>")
+    (d / "b.html").write_bytes(b"")
+    (d / "c.html").write_bytes(b"   \n ")
+    (d / "d.html").write_bytes("<p>caf\u00e9 ok</p>".encode("utf-8"))
+    (d / "e.html").write_bytes("<meta charset=windows-1251><p>\u041f\u0440\u0438\u0432\u0435\u0442</p>".encode("cp1251"))
+    w = tmp_path / "c.warc.gz"
+    with open(w, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for i, (body, ctype) in enumerate([(b"<p>\xff\xfe broken</p>", "text/html; charset=utf-8"),
+                                           (b"<p>fine</p>", "text/html"), (b"", "text/html")]):
+            http = StatusAndHeaders("200 OK", [("Content-Type", ctype)], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(f"http://x.example/{i}", "response",
+                                                          payload=io.BytesIO(body), http_headers=http))
+    paths = [str(d), str(w)]
+    serial = _all(paths, errors=errors)
+    assert list(read_documents(paths, errors=errors, jobs=2)) == serial
+    reasons = Counter(r.reason for r in serial if isinstance(r, Skipped))
+    assert reasons["empty"] == 3 and reasons["undecodable"] == (2 if errors == "strict" else 0)
+
+
 def _mixed_inputs(tmp_path):
     """A WARC, a folder of pages (and a stylesheet: not HTML), a JSONL of HTML and a broken file."""
     w = _warc(tmp_path / "c.warc.gz", True)

@@ -855,6 +855,11 @@ class RecordReader:
                 meta = {"url": url} if url else {}
                 if record_id:
                     meta["record_id"] = record_id
+                if kind == "doc" and self.jobs > 1:  # decoded by the worker, with the extraction
+                    yield _Pending(ident, n, src, meta, body, url, charset, self.errors,
+                                   f"the body is not valid {charset or 'UTF-8'}")
+                    n += 1
+                    continue
                 if kind == "doc":
                     text = decode_html(body, charset, errors=self.errors)
                 else:
@@ -896,6 +901,9 @@ class RecordReader:
         if _has_nul(data):
             return Skipped(path, n, path, "binary", f"NUL byte at offset {data.index(0)}: not a text file")
         if fmt == "html":
+            if self.jobs > 1:  # decoded by the worker, with the extraction
+                return _Pending(path, n, path, {}, data, None, None, self.errors,
+                                "the file is not valid in its declared charset or UTF-8")
             text = decode_html(data, errors=self.errors)
             if text is None:
                 return Skipped(path, n, path, "undecodable", "the file is not valid in its declared charset or UTF-8")
@@ -1094,12 +1102,26 @@ def open_arrow(path: str):
 
 
 class _Pending:
-    """A document whose HTML is still to be extracted (``jobs > 1``)."""
+    """A document whose HTML is still to be extracted (``jobs > 1``): ``html`` is a str, or the
+    page's bytes, decoded by the worker too (with ``charset``, ``errors``; ``undecodable`` is
+    the Skipped's detail when they do not decode), which spares the reading process the
+    decoding and the pickling of a str."""
 
-    __slots__ = ("ident", "n", "src", "meta", "html", "url")
+    __slots__ = ("ident", "n", "src", "meta", "html", "url", "charset", "errors", "undecodable")
 
-    def __init__(self, ident, n, src, meta, html, url):
+    def __init__(self, ident, n, src, meta, html, url, charset=None, errors="replace", undecodable=""):
         self.ident, self.n, self.src, self.meta, self.html, self.url = ident, n, src, meta, html, url
+        self.charset, self.errors, self.undecodable = charset, errors, undecodable
+
+    def job(self):
+        return (self.html, self.url, self.charset, self.errors)
+
+    def outcome(self, result):
+        """The Document or Skipped for what the worker returned (:func:`_extract_page`)."""
+        if type(result) is tuple:
+            reason, detail = result
+            return Skipped(self.ident, self.n, self.src, reason, detail or self.undecodable)
+        return _extracted(self.ident, self.n, self.src, self.meta, result)
 
 
 def _extracted(ident, n, src, meta, text: str | None):
@@ -1110,9 +1132,21 @@ def _extracted(ident, n, src, meta, text: str | None):
     return Document(ident, text, n, src, meta)
 
 
-def _extract_many(mode: str, pages: list[tuple[str, str | None]]) -> list[str | None]:
-    """Run in a worker process: extract a chunk of pages."""
-    return [_extract(html, mode, url=url) for html, url in pages]
+def _extract_page(mode: str, html, url, charset, errors):
+    """The text of one page (None: unparsable), or ``(reason, detail)`` of a page that is not
+    decodable ("" for detail: the reader's) or has no text, as the serial reader would say it."""
+    if type(html) is bytes:
+        html = decode_html(html, charset, errors=errors)
+        if html is None:
+            return ("undecodable", "")
+        if not html or html.isspace():
+            return ("empty", "the text is empty" if not html else "the text is only white space")
+    return _extract(html, mode, url=url)
+
+
+def _extract_many(mode: str, pages: list[tuple]) -> list:
+    """Run in a worker process: extract a chunk of pages (:meth:`_Pending.job`)."""
+    return [_extract_page(mode, *page) for page in pages]
 
 
 _CHUNK_PAGES = 8
@@ -1137,11 +1171,11 @@ def _parallel(items, mode: str, jobs: int):
             try:
                 texts = fut.result()
             except Exception:  # noqa: BLE001 - a worker died (BrokenProcessPool): extract here
-                texts = _extract_many(mode, [(p.html, p.url) for p in pend])
+                texts = _extract_many(mode, [p.job() for p in pend])
             results = iter(texts)
         for item in buf:
             if type(item) is _Pending:
-                yield _extracted(item.ident, item.n, item.src, item.meta, next(results))
+                yield item.outcome(next(results))
             else:
                 yield item
 
@@ -1163,15 +1197,15 @@ def _parallel(items, mode: str, jobs: int):
                 pend.append(item)
                 size += len(item.html)
             if len(pend) >= _CHUNK_PAGES or size >= _CHUNK_BYTES or len(buf) >= _CHUNK_ITEMS:
-                fut = pool.submit(_extract_many, mode, [(p.html, p.url) for p in pend]) if pend else None
-                for p in pend:
-                    p.html = None  # the worker has its copy
+                # the pages stay until their texts are back (a bounded window), to be extracted
+                # here if a worker dies
+                fut = pool.submit(_extract_many, mode, [p.job() for p in pend]) if pend else None
                 window.append((buf, pend, fut))
                 buf, pend, size = [], [], 0
                 while len(window) > 2 * jobs:
                     yield from resolve(*window.popleft())
         if buf:
-            fut = pool.submit(_extract_many, mode, [(p.html, p.url) for p in pend]) if pend else None
+            fut = pool.submit(_extract_many, mode, [p.job() for p in pend]) if pend else None
             window.append((buf, pend, fut))
         while window:
             yield from resolve(*window.popleft())
