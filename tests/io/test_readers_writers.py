@@ -571,6 +571,18 @@ def test_parallel_decoding_in_the_workers_same_skips(tmp_path, errors):
     assert reasons["empty"] == 3 and reasons["undecodable"] == (2 if errors == "strict" else 0)
 
 
+@needs_html
+def test_a_str_sent_to_a_worker_as_utf8_comes_back_the_same():
+    from neardup.io import readers
+
+    for page in ["<p>caf\u00e9 \U0001f600 text</p>", "<p>lone \ud800 surrogate</p>", "<p>plain</p>"]:
+        pending = readers._Pending("id", 0, "src", {}, page, None)
+        sent = pending.job(pickled=True)
+        assert type(sent[0]) is bytes
+        assert readers._extract_page("main", *sent) == readers._extract_page("main", *pending.job()) \
+            == readers._extract(page, "main")
+
+
 def _mixed_inputs(tmp_path):
     """A WARC, a folder of pages (and a stylesheet: not HTML), a JSONL of HTML and a broken file."""
     w = _warc(tmp_path / "c.warc.gz", True)

@@ -1113,7 +1113,12 @@ class _Pending:
         self.ident, self.n, self.src, self.meta, self.html, self.url = ident, n, src, meta, html, url
         self.charset, self.errors, self.undecodable = charset, errors, undecodable
 
-    def job(self):
+    def job(self, pickled: bool = False):
+        """What the worker gets. A str goes to a worker process as its UTF-8 (a bytes object is
+        pickled at the speed of a copy, a str at the speed of a codec), decoded back there to
+        the same str (lone surrogates included)."""
+        if pickled and type(self.html) is str:
+            return (self.html.encode("utf-8", "surrogatepass"), self.url, _FROM_STR, self.errors)
         return (self.html, self.url, self.charset, self.errors)
 
     def outcome(self, result):
@@ -1132,10 +1137,15 @@ def _extracted(ident, n, src, meta, text: str | None):
     return Document(ident, text, n, src, meta)
 
 
+_FROM_STR = "\x00str"  # the charset of a str sent as its UTF-8 (_Pending.job)
+
+
 def _extract_page(mode: str, html, url, charset, errors):
     """The text of one page (None: unparsable), or ``(reason, detail)`` of a page that is not
     decodable ("" for detail: the reader's) or has no text, as the serial reader would say it."""
-    if type(html) is bytes:
+    if charset == _FROM_STR:
+        html = html.decode("utf-8", "surrogatepass")
+    elif type(html) is bytes:
         html = decode_html(html, charset, errors=errors)
         if html is None:
             return ("undecodable", "")
@@ -1171,7 +1181,7 @@ def _parallel(items, mode: str, jobs: int):
             try:
                 texts = fut.result()
             except Exception:  # noqa: BLE001 - a worker died (BrokenProcessPool): extract here
-                texts = _extract_many(mode, [p.job() for p in pend])
+                texts = _extract_many(mode, [p.job(pickled) for p in pend])
             results = iter(texts)
         for item in buf:
             if type(item) is _Pending:
@@ -1179,7 +1189,8 @@ def _parallel(items, mode: str, jobs: int):
             else:
                 yield item
 
-    if EXTRACT_WORKERS == "threads":
+    pickled = EXTRACT_WORKERS != "threads"  # the pages go to other processes
+    if not pickled:
         from concurrent.futures import ThreadPoolExecutor
 
         pool_cm = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-extract")
@@ -1199,13 +1210,13 @@ def _parallel(items, mode: str, jobs: int):
             if len(pend) >= _CHUNK_PAGES or size >= _CHUNK_BYTES or len(buf) >= _CHUNK_ITEMS:
                 # the pages stay until their texts are back (a bounded window), to be extracted
                 # here if a worker dies
-                fut = pool.submit(_extract_many, mode, [p.job() for p in pend]) if pend else None
+                fut = pool.submit(_extract_many, mode, [p.job(pickled) for p in pend]) if pend else None
                 window.append((buf, pend, fut))
                 buf, pend, size = [], [], 0
                 while len(window) > 2 * jobs:
                     yield from resolve(*window.popleft())
         if buf:
-            fut = pool.submit(_extract_many, mode, [p.job() for p in pend]) if pend else None
+            fut = pool.submit(_extract_many, mode, [p.job(pickled) for p in pend]) if pend else None
             window.append((buf, pend, fut))
         while window:
             yield from resolve(*window.popleft())
