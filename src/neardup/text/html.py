@@ -397,6 +397,7 @@ def _present(flags: int, names) -> list[str]:
     return [n for n in names if flags & _FLAGS[n.upper()]]
 
 
+@functools.lru_cache(maxsize=4096)  # a function of the flags: pages of a site share them
 def _drop_selector(flags: int, navigation: bool) -> str:
     """What is dropped unconditionally, as far as the page has it ("" when nothing)."""
     parts = _present(flags, _DROP_FLAGS + (_NAV_FLAGS if navigation else ()))
@@ -408,6 +409,7 @@ def _drop_selector(flags: int, navigation: bool) -> str:
     return ", ".join(parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def _landmark_selector(flags: int) -> str:
     parts = _present(flags, _LANDMARK_FLAGS)
     if flags & _FLAGS["ROLE_MAIN"]:
@@ -455,12 +457,15 @@ def _in_section(node, stop) -> bool:
     return False
 
 
+_BODY_BLOCKS = frozenset({"table", "ul", "ol", "dl", "div", "p", "center", "form", "section", "span", "a"})
+
+
 def _drop_dense_blocks(body) -> None:
     """Under <body>, drop the top-level blocks that are mostly links (menus without names)."""
     node = body.child
     while node is not None:
         nxt = node.next
-        if node.tag in ("table", "ul", "ol", "dl", "div", "p", "center", "form", "section", "span", "a"):
+        if node.tag in _BODY_BLOCKS:
             chars, links = _stats(node.text(deep=True))
             if chars and links >= BODY_LINK_DENSITY * chars:
                 node.remove()
