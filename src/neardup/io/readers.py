@@ -1167,9 +1167,28 @@ _CHUNK_BYTES = 8 << 20
 _CHUNK_ITEMS = 4096
 
 
+class _Done:
+    """The texts of a chunk extracted in the reading process (as a future that is done)."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self, texts):
+        self.texts = texts
+
+    def result(self):
+        return self.texts
+
+
+#: While the worker processes start, the reading process extracts chunks itself, up to this many
+#: chunks ahead of the first one the workers will return.
+_WARMUP_CHUNKS = 64
+
+
 def _parallel(items, mode: str, jobs: int):
     """``items`` in the same order, with every :class:`_Pending` replaced by its Document or Skipped;
-    the extraction runs in ``jobs`` worker processes, a bounded window of chunks ahead."""
+    the extraction runs in ``jobs`` worker processes, a bounded window of chunks ahead. Until the
+    first of them has returned a chunk (they start through a forkserver), the chunks beyond the
+    ones queued for them are extracted here, so no core waits for the start."""
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
@@ -1202,6 +1221,8 @@ def _parallel(items, mode: str, jobs: int):
         buf: list = []
         pend: list = []
         size = 0
+        warm = not pickled  # threads run at once; processes once one has returned a chunk
+        queued: list = []  # the chunks given to the processes before they were warm
         for item in items:
             buf.append(item)
             if type(item) is _Pending:
@@ -1210,10 +1231,19 @@ def _parallel(items, mode: str, jobs: int):
             if len(pend) >= _CHUNK_PAGES or size >= _CHUNK_BYTES or len(buf) >= _CHUNK_ITEMS:
                 # the pages stay until their texts are back (a bounded window), to be extracted
                 # here if a worker dies
-                fut = pool.submit(_extract_many, mode, [p.job(pickled) for p in pend]) if pend else None
+                if not pend:
+                    fut = None
+                elif warm or len(queued) <= jobs:
+                    fut = pool.submit(_extract_many, mode, [p.job(pickled) for p in pend])
+                    if not warm:
+                        queued.append(fut)
+                else:  # the processes are starting, with work queued: this chunk is done here
+                    fut = _Done(_extract_many(mode, [p.job() for p in pend]))
                 window.append((buf, pend, fut))
                 buf, pend, size = [], [], 0
-                while len(window) > 2 * jobs:
+                if not warm:
+                    warm = any(f.done() for f in queued)
+                while len(window) > (2 * jobs if warm else _WARMUP_CHUNKS):
                     yield from resolve(*window.popleft())
         if buf:
             fut = pool.submit(_extract_many, mode, [p.job(pickled) for p in pend]) if pend else None
