@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ..cpus import available_cpus
 from ..params import FAMILIES
@@ -252,18 +253,36 @@ def add_command(args) -> int:
     skipped: dict[str, int] = {}
     start = time.monotonic()
     progress = Progress(f"index add {args.db}")
-    with _open(args, create=True, synchronous="full" if args.fsync else "normal") as index:
+    with _open(args, create=True, synchronous="full" if args.fsync else "normal") as index, \
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-index-sketch") as sketcher:
+
+        def commit(sketching, docs) -> None:
+            nonlocal added
+            outcome = index.run_prepared([sketching.result()])[0]
+            if isinstance(outcome, BaseException):
+                raise outcome
+            added += len(docs)
+            progress.update(len(docs), sum(len(d.text) for d in docs))
+            if args.verbose:
+                print(f"neardup: committed {added} documents (last id {docs[-1].id})", file=sys.stderr, flush=True)
+
+        # A batch is sketched on a thread (the kernel releases the GIL) while the one before it
+        # is written and the next one read: at most two batches are held, and the reading, the
+        # sketching and SQLite's inserts overlap instead of taking turns. Batches commit in order.
+        waiting = None
         for batch in _batches(records, args.batch_size):
             docs = [r for r in batch if isinstance(r, Document)]
             for r in batch:
                 if not isinstance(r, Document):
                     skipped[r.reason] = skipped.get(r.reason, 0) + 1
-            if docs:
-                index.add_many(docs)
-                added += len(docs)
-                progress.update(len(docs), sum(len(d.text) for d in docs))
-                if args.verbose:
-                    print(f"neardup: committed {added} documents (last id {docs[-1].id})", file=sys.stderr, flush=True)
+            if not docs:
+                continue
+            sketching = sketcher.submit(index.prepare_add, docs)
+            if waiting is not None:
+                commit(*waiting)
+            waiting = (sketching, docs)
+        if waiting is not None:
+            commit(*waiting)
         total = len(index)
     progress.close()
     seconds = time.monotonic() - start

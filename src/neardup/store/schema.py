@@ -127,6 +127,24 @@ def block_bucket(block: int, key: int, width: int) -> int:
     return block << 30 | key
 
 
+def block_postings(simhashes: np.ndarray, nums: np.ndarray, widths: list[int]) -> np.ndarray:
+    """The ``simhash_blocks`` rows of many documents at once, as :func:`block_bucket` makes them
+    one by one: a (documents, blocks) int64 matrix for uint64 ``simhashes``, ``nums`` the
+    documents' numbers and ``widths`` the blocks' (:func:`simhash_blocks`, most significant first)."""
+    simhashes = np.asarray(simhashes, dtype=np.uint64)
+    nums = np.asarray(nums, dtype=np.int64)
+    out = np.empty((simhashes.size, len(widths)), dtype=np.int64)
+    shift = 64
+    with np.errstate(over="ignore"):
+        for i, width in enumerate(widths):
+            shift -= width
+            key = (simhashes >> np.uint64(shift)) & np.uint64((1 << width) - 1)
+            if width > 30:
+                key = ((key * np.uint64(_MIX)) >> np.uint64(34)) & np.uint64((1 << 30) - 1)
+            out[:, i] = ((np.uint64(i << 30) | key).astype(np.int64) << DOC_BITS) | nums
+    return out
+
+
 def band_posting(band: int, key: int, doc: int) -> int:
     """The row of the ``bands`` table for document ``doc`` (its number) in band ``band``'s bucket
     of ``key``: ``bucket << DOC_BITS | doc``, one integer, so that a posting costs one B-tree cell
