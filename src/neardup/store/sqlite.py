@@ -72,6 +72,7 @@ from ..config import DedupConfig
 from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreError
 from ..params import TOKENIZER_VERSION, MinHashParams, ShingleParams
 from ..stages.candidates import band_keys
+from . import runs
 from .queries import Queries, as_record as _as_record, check_limit as _check_limit
 from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, PROFILES,
                      SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
@@ -311,6 +312,12 @@ class SeenIndex(GroupCommit, Queries):
     def _open(self, given: dict, create: bool) -> IndexConfig:
         conn = self._conn()
         try:
+            if given.get("posting_runs") and create and os.path.getsize(self.path) == 0:
+                # a new file for posting runs: merges free the pages of the runs they replace,
+                # given back to the file system after each merge (runs.add_run) instead of
+                # leaving the file at its largest size. Only an empty file can take this, and
+                # only before the WAL header is written.
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise StoreError(f"cannot switch {self.path} to WAL mode (journal mode is {mode})")
@@ -576,7 +583,10 @@ class SeenIndex(GroupCommit, Queries):
                 band_keys = band_keys(signatures, self._bands, self._rows)
             buckets = band_buckets(band_keys[banded])
             postings = np.sort(((buckets << DOC_BITS) | nums[banded][:, None]).ravel())
-            _insert_postings(conn, "bands", postings)
+            if cfg.posting_runs:
+                runs.add_run(conn, runs.KIND_BANDS, postings, first, first + n - 1)
+            else:
+                _insert_postings(conn, "bands", postings)
             sizes = np.array([s.size for s in samples], dtype=np.int64) if contained else np.zeros(1, np.int64)
             if sizes.sum():
                 values = np.concatenate(samples).astype(np.uint64, copy=False).view(np.int64)
@@ -585,8 +595,11 @@ class SeenIndex(GroupCommit, Queries):
         hashed = [k for k, h in enumerate(simhashes) if h is not None]
         if hashed:
             values = np.array([int(simhashes[k]) for k in hashed], dtype=np.uint64)
-            _insert_postings(conn, "simhash_blocks",
-                             np.sort(block_postings(values, nums[hashed], self._block_widths).ravel()))
+            postings = np.sort(block_postings(values, nums[hashed], self._block_widths).ravel())
+            if cfg.posting_runs:
+                runs.add_run(conn, runs.KIND_SIMHASH, postings, first, first + n - 1)
+            else:
+                _insert_postings(conn, "simhash_blocks", postings)
         self._count(conn, n)
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_num', ?)", (str(first + n - 1),))
         return first
@@ -628,8 +641,14 @@ class SeenIndex(GroupCommit, Queries):
         if banded and self.config.containment:
             conn.executemany("DELETE FROM samples WHERE value = ? AND doc = ?",
                              [(v, r[0]) for r in banded for v in np.frombuffer(r[4], dtype="<i8").tolist()])
-        conn.executemany("DELETE FROM simhash_blocks WHERE posting = ?",
-                         [(p,) for r in found if r[5] is not None for p in self._block_postings(_unsigned(r[5]), r[0])])
+        if self.config.posting_runs:
+            runs.count_stale(conn, len(found))
+        else:
+            # (runs are immutable: there the postings of a removed document stay, as the band
+            # postings of profiles lean and default do, and queries find no document behind them)
+            conn.executemany("DELETE FROM simhash_blocks WHERE posting = ?",
+                             [(p,) for r in found if r[5] is not None
+                              for p in self._block_postings(_unsigned(r[5]), r[0])])
         conn.executemany("DELETE FROM docs WHERE num = ?", [(r[0],) for r in found])
         self._count(conn, -len(found))
         return {r[1] for r in found}
