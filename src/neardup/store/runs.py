@@ -49,31 +49,23 @@ def _width(span: int) -> int:
 
 def encode_blocks(q: np.ndarray) -> list[tuple[int, bytes]]:
     """``(first, data)`` rows of sorted distinct int64 run keys ``q``: per block of :data:`BLOCK`,
-    its first key and, after one byte giving their width w (1 to 8), the deltas to the keys after
-    it as w-byte little-endian integers."""
+    its first key, and ``data``: one byte w (1 to 63), one byte n (the keys after the first),
+    then the n deltas to them as w-bit integers, packed least significant bit first."""
     out = []
     q = np.ascontiguousarray(q, dtype=np.int64)
-    deltas = np.diff(q).astype("<u8")
+    deltas = np.diff(q).astype(np.uint64)
     for start in range(0, q.size, BLOCK):
         stop = min(q.size, start + BLOCK)
         d = deltas[start:stop - 1]
-        w = max(1, (int(d.max()).bit_length() + 7) // 8) if d.size else 1
-        body = d.view(np.uint8).reshape(-1, 8)[:, :w].tobytes() if d.size else b""
-        out.append((int(q[start]), bytes((w,)) + body))
+        w = max(1, int(d.max()).bit_length()) if d.size else 1
+        bits = ((d[:, None] >> np.arange(w, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
+        out.append((int(q[start]), bytes((w, d.size)) + np.packbits(bits.ravel(), bitorder="little").tobytes()))
     return out
 
 
 def decode_block(first: int, data: bytes) -> np.ndarray:
     """The int64 run keys of one block (:func:`encode_blocks`)."""
-    w = data[0]
-    raw = np.frombuffer(data, dtype=np.uint8, offset=1).reshape(-1, w)
-    wide = np.zeros((raw.shape[0], 8), dtype=np.uint8)
-    wide[:, :w] = raw
-    out = np.empty(raw.shape[0] + 1, dtype=np.int64)
-    out[0] = first
-    np.cumsum(wide.view("<u8").ravel().astype(np.int64), out=out[1:])
-    out[1:] += first
-    return out
+    return decode_many([(first, data)])[0]
 
 
 def _insert_run(conn, kind: int, level: int, postings: np.ndarray, first_doc: int, last_doc: int) -> None:
@@ -161,20 +153,26 @@ def decode_many(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     firsts = np.array([b[0] for b in blocks], dtype=np.int64)
     widths = np.array([b[1][0] for b in blocks], dtype=np.int64)
-    counts = np.array([len(b[1]) - 1 for b in blocks], dtype=np.int64) // widths  # deltas per block
-    deltas = np.zeros(int(counts.sum()) + len(blocks), dtype=np.int64)  # a 0 before each block's deltas
+    counts = np.array([b[1][1] for b in blocks], dtype=np.int64)  # deltas per block
+    deltas = np.zeros(int(counts.sum()) + len(blocks), dtype=np.int64)  # the first key, then its deltas
     starts = np.zeros(len(blocks), dtype=np.int64)
     np.cumsum(counts[:-1] + 1, out=starts[1:])
     for w in np.unique(widths).tolist():
         which = np.flatnonzero(widths == w)
-        raw = np.frombuffer(b"".join(blocks[i][1][1:] for i in which.tolist()), dtype=np.uint8).reshape(-1, w)
-        wide = np.zeros((raw.shape[0], 8), dtype=np.uint8)
-        wide[:, :w] = raw
-        values = wide.view("<u8").ravel().astype(np.int64)
-        # where each of these blocks' deltas go: after its leading 0
-        pos = np.repeat(starts[which] + 1, counts[which]) + (
-            np.arange(values.size) - np.repeat(np.cumsum(counts[which]) - counts[which], counts[which]))
-        deltas[pos] = values
+        bodies = [blocks[i][1][2:] for i in which.tolist()]
+        bits = np.unpackbits(np.frombuffer(b"".join(bodies), dtype=np.uint8), bitorder="little")
+        byte_starts = np.zeros(len(bodies), dtype=np.int64)
+        np.cumsum([len(b) for b in bodies][:-1], out=byte_starts[1:])
+        c = counts[which]
+        n = int(c.sum())
+        if not n:
+            continue
+        # bit j of value v of block b sits at 8 * byte_starts[b] + v * w + j
+        value_start = np.repeat(8 * byte_starts, c) + w * (np.arange(n) - np.repeat(np.cumsum(c) - c, c))
+        picked = bits[value_start[:, None] + np.arange(w)]
+        values = (picked.astype(np.uint64) << np.arange(w, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+        pos = np.repeat(starts[which] + 1, c) + (np.arange(n) - np.repeat(np.cumsum(c) - c, c))
+        deltas[pos] = values.astype(np.int64)
     deltas[starts] = firsts
     block_of = np.repeat(np.arange(len(blocks)), counts + 1)
     keys = np.cumsum(deltas)
