@@ -250,6 +250,9 @@ def machine() -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, help="generated documents (scale.py's generator)")
+    ap.add_argument("--input", help="a file scale.py's generator made already for --docs (else it is generated "
+                                    "into a temporary folder): generate once, outside the lock, with --generate-only")
+    ap.add_argument("--generate-only", metavar="PATH", help="write the --docs generated documents to PATH and stop")
     ap.add_argument("--profiles", nargs="*", default=["default", "lean"])
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--redis", action="store_true", help="also datasketch's MinHashLSH on Redis")
@@ -259,6 +262,9 @@ def main() -> None:
     args = ap.parse_args()
     if not args.half_split and not args.docs:
         ap.error("give --docs N or --half-split")
+    if args.generate_only:
+        generate(Path(args.generate_only), args.docs, 0.05, 1)
+        return
     work = tempfile.mkdtemp(prefix="neardup-index-scale-")
     date = dt.date.today().isoformat()
     try:
@@ -268,8 +274,9 @@ def main() -> None:
             out["half_split"] = half_split(args.corpus, work)
             dest = HERE / "results" / f"index-half-split-{date}.json"
         else:
-            path = os.path.join(work, f"generated-{args.docs}.jsonl")
-            generate(Path(path), args.docs, 0.05, 1)
+            path = args.input or os.path.join(work, f"generated-{args.docs}.jsonl")
+            if not args.input:
+                generate(Path(path), args.docs, 0.05, 1)
             n = sum(1 for _ in open(path, "rb"))
             out["input"] = {"generator": "benchmarks/scale.py", "documents": n, "bytes": os.path.getsize(path)}
             out["dedup"] = dedup_run(path, work, n)
@@ -283,7 +290,8 @@ def main() -> None:
             if args.redis:
                 out["redis_minhashlsh"] = redis_run(path, work)
                 print("redis", json.dumps(out["redis_minhashlsh"]), flush=True)
-            dest = HERE / "results" / f"index-scale-{args.docs}-{date}.json"
+            suffix = "-".join(args.profiles) + ("-redis" if args.redis else "")
+            dest = HERE / "results" / f"index-scale-{args.docs}-{suffix}-{date}.json"
         out["machine"]["load_after"] = [round(x, 2) for x in os.getloadavg()]
         dest.write_text(json.dumps(out, indent=2) + "\n")
         print(dest)
