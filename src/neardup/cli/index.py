@@ -171,8 +171,9 @@ def _index_options(p) -> None:
                    help="store shingle ids, for exact Jaccard and containment in answers")
     g.add_argument("--profile", choices=["lean", "default", "full"], default=None,
                    help="what a new index stores: default (signatures, band postings, simhash blocks, "
-                        "fingerprints: about 1 kB a document), lean (no signatures: near answers estimated from "
-                        "the shared bands), full (also MOD_m samples for containment answers)")
+                        "fingerprints: about 0.7 kB a document), lean (no signatures: near answers estimated from "
+                        "the shared bands; postings in delta-coded runs: about 0.2 kB a document), full (also "
+                        "MOD_m samples for containment answers)")
     g.add_argument("--containment", action="store_const", const=True, default=None,
                    help="store MOD_m samples (contains/contained_in answers); part of --profile full")
 
