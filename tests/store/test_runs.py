@@ -140,11 +140,12 @@ def test_runs_hold_the_row_layouts_postings(tmp_path):
 
 def test_block_coding_round_trips():
     rng = np.random.default_rng(8)  # test data only
-    for n, span in ((1, 10), (2, 1 << 8), (128, 1 << 20), (129, 1 << 40), (1000, 1 << 62), (300, 300)):
+    for n, span in ((1, 10), (2, 1 << 8), (128, 1 << 20), (129, 1 << 40), (1000, 1 << 62), (300, 300),
+                    (3, (1 << 63) - 1), (257, 1 << 30)):  # (3 keys over 2**63: 64-bit deltas)
         keys = np.unique(rng.integers(0, span, size=n))
         blocks = runs.encode_blocks(keys)
         assert len(blocks) == -(-keys.size // runs.BLOCK)
-        assert {b[1][0] for b in blocks} <= set(range(1, 64))
+        assert {b[1][0] for b in blocks} <= set(range(1, runs.MAX_PACKED_BITS + 1)) | {64}
         decoded, block_of = runs.decode_many(blocks)
         assert np.array_equal(decoded, keys)
         assert np.array_equal(np.concatenate([runs.decode_block(f, d) for f, d in blocks]), keys)

@@ -47,20 +47,53 @@ def _width(span: int) -> int:
     return max(1, int(span).bit_length())
 
 
+#: widest delta packed at its bit width; a block with a wider one stores 64-bit deltas (then
+#: every value starts on a byte, and an 8-byte load always covers one)
+MAX_PACKED_BITS = 56
+_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _bit_widths(largest: np.ndarray) -> np.ndarray:
+    """Bits of each block's largest delta (at least 1), at most MAX_PACKED_BITS or else 64.
+    (``frexp`` of the float: the rounding can only make a width larger, never too small.)"""
+    w = np.frexp(np.maximum(largest, 1).astype(np.float64))[1].astype(np.int64)
+    return np.where(w > MAX_PACKED_BITS, 64, w)
+
+
 def encode_blocks(q: np.ndarray) -> list[tuple[int, bytes]]:
     """``(first, data)`` rows of sorted distinct int64 run keys ``q``: per block of :data:`BLOCK`,
-    its first key, and ``data``: one byte w (1 to 63), one byte n (the keys after the first),
-    then the n deltas to them as w-bit integers, packed least significant bit first."""
-    out = []
+    its first key, and ``data``: one byte w (the bits of the block's largest delta, or 64), one
+    byte n (the keys after the first), then the n deltas to them as w-bit integers, packed least
+    significant bit first. All blocks at once, with numpy."""
     q = np.ascontiguousarray(q, dtype=np.int64)
+    if not q.size:
+        return []
+    starts = np.arange(0, q.size, BLOCK)
+    counts = np.minimum(starts + BLOCK, q.size) - starts - 1
     deltas = np.diff(q).astype(np.uint64)
-    for start in range(0, q.size, BLOCK):
-        stop = min(q.size, start + BLOCK)
-        d = deltas[start:stop - 1]
-        w = max(1, int(d.max()).bit_length()) if d.size else 1
-        bits = ((d[:, None] >> np.arange(w, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
-        out.append((int(q[start]), bytes((w, d.size)) + np.packbits(bits.ravel(), bitorder="little").tobytes()))
-    return out
+    inner = np.ones(deltas.size, dtype=bool)
+    inner[starts[1:] - 1] = False  # the step from a block's last key to the next block's first
+    deltas = deltas[inner]
+    largest = np.zeros(starts.size, dtype=np.uint64)
+    has = counts > 0
+    if deltas.size:
+        largest[has] = np.maximum.reduceat(deltas, (np.cumsum(counts) - counts)[has])
+    w = _bit_widths(largest)
+    body = (counts * w + 7) // 8
+    body_start = np.zeros(starts.size, dtype=np.int64)
+    np.cumsum(body[:-1], out=body_start[1:])
+    buf = np.zeros(int(body.sum()) + 8, dtype=np.uint8)
+    if deltas.size:
+        block = np.repeat(np.arange(starts.size), counts)
+        t = np.arange(deltas.size) - np.repeat(np.cumsum(counts) - counts, counts)  # index in its block
+        bitpos = 8 * body_start[block] + t * w[block]
+        shifted = deltas << (bitpos & 7).astype(np.uint64)  # w <= 56: fits; w = 64: no shift
+        # the values' bits never overlap, so adding their bytes sets them
+        np.add.at(buf, ((bitpos >> 3)[:, None] + np.arange(8)).ravel(), shifted.view(np.uint8))
+    raw = buf.tobytes()
+    return [(int(q[a]), bytes((int(wb), int(n))) + raw[b0:b0 + nb])
+            for a, wb, n, b0, nb in zip(starts.tolist(), w.tolist(), counts.tolist(), body_start.tolist(),
+                                        body.tolist())]
 
 
 def decode_block(first: int, data: bytes) -> np.ndarray:
@@ -152,34 +185,30 @@ def decode_many(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray
     if not blocks:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     firsts = np.array([b[0] for b in blocks], dtype=np.int64)
-    widths = np.array([b[1][0] for b in blocks], dtype=np.int64)
+    w = np.array([b[1][0] for b in blocks], dtype=np.int64)
     counts = np.array([b[1][1] for b in blocks], dtype=np.int64)  # deltas per block
-    deltas = np.zeros(int(counts.sum()) + len(blocks), dtype=np.int64)  # the first key, then its deltas
-    starts = np.zeros(len(blocks), dtype=np.int64)
+    sizes = np.array([len(b[1]) - 2 for b in blocks], dtype=np.int64)
+    body_start = np.zeros(len(blocks), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=body_start[1:])
+    buf = np.frombuffer(b"".join(b[1][2:] for b in blocks) + bytes(8), dtype=np.uint8)
+    n = int(counts.sum())
+    starts = np.zeros(len(blocks), dtype=np.int64)  # where each block's first key goes
     np.cumsum(counts[:-1] + 1, out=starts[1:])
-    for w in np.unique(widths).tolist():
-        which = np.flatnonzero(widths == w)
-        bodies = [blocks[i][1][2:] for i in which.tolist()]
-        bits = np.unpackbits(np.frombuffer(b"".join(bodies), dtype=np.uint8), bitorder="little")
-        byte_starts = np.zeros(len(bodies), dtype=np.int64)
-        np.cumsum([len(b) for b in bodies][:-1], out=byte_starts[1:])
-        c = counts[which]
-        n = int(c.sum())
-        if not n:
-            continue
-        # bit j of value v of block b sits at 8 * byte_starts[b] + v * w + j
-        value_start = np.repeat(8 * byte_starts, c) + w * (np.arange(n) - np.repeat(np.cumsum(c) - c, c))
-        picked = bits[value_start[:, None] + np.arange(w)]
-        values = (picked.astype(np.uint64) << np.arange(w, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
-        pos = np.repeat(starts[which] + 1, c) + (np.arange(n) - np.repeat(np.cumsum(c) - c, c))
-        deltas[pos] = values.astype(np.int64)
+    deltas = np.zeros(n + len(blocks), dtype=np.int64)
+    if n:
+        block = np.repeat(np.arange(len(blocks)), counts)
+        t = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+        bitpos = 8 * body_start[block] + t * w[block]
+        window = np.ascontiguousarray(buf[(bitpos >> 3)[:, None] + np.arange(8)]).view("<u8").ravel()
+        values = (window >> (bitpos & 7).astype(np.uint64)) & (_ALL_ONES >> (64 - w[block]).astype(np.uint64))
+        deltas[np.repeat(starts + 1, counts) + t] = values.view(np.int64)
     deltas[starts] = firsts
     block_of = np.repeat(np.arange(len(blocks)), counts + 1)
+    # one running sum over every block (it may wrap: the differences below are exact modulo
+    # 2**64, and every key is below 2**63), then each block's keys less the sum before it
     keys = np.cumsum(deltas)
-    # a running sum over every block: take away the sums of the blocks before each one
     before = np.zeros(len(blocks), dtype=np.int64)
-    ends = starts + counts  # position of each block's last key
-    before[1:] = keys[ends[:-1]]
+    before[1:] = keys[starts[1:] - 1]
     keys -= before[block_of]
     return keys, block_of
 
