@@ -167,6 +167,8 @@ def test_lean_file_is_smaller_with_runs(tmp_path):
     rows_bytes = os.path.getsize(tmp_path / "rows.db")
     runs_bytes = os.path.getsize(tmp_path / "runs.db")
     assert runs_bytes < 0.7 * rows_bytes, (rows_bytes, runs_bytes)
+    with SeenIndex(tmp_path / "runs.db", create=False) as again:
+        assert again.stats()["posting_runs"]["band_postings"]["postings"] > 0
     conn = sqlite3.connect(tmp_path / "runs.db")
     stats = runs.run_stats(conn)
     per = stats["band_postings"]["block_bytes"] / stats["band_postings"]["postings"]

@@ -261,6 +261,7 @@ class Queries:
             meta = dict(conn.execute("SELECT key, value FROM meta"))
             pages = conn.execute("PRAGMA page_count").fetchone()[0]
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            posting_runs = runs.run_stats(conn) if self.config.posting_runs else None
         wal = self.path + "-wal"
         return {
             "path": self.path,
@@ -274,6 +275,8 @@ class Queries:
             "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
             "wal_truncations": self.truncations,
             "resident": self.resident_info(),
+            # profile lean: runs, postings, blocks and block bytes of each kind (None elsewhere)
+            "posting_runs": posting_runs,
         }
 
 
