@@ -220,7 +220,9 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
     jobs = getattr(args, "jobs", None) or available_cpus()
     # Only 'index add' has --cache-mb (large batches); queries and the server's single-document
     # transactions are faster with SeenIndex's small default cache.
-    extra = {"cache_mb": args.cache_mb} if getattr(args, "cache_mb", None) else {}
+    # 'index add' (the only one with --cache-mb) reads pages without mmap: the pages of a large
+    # index it touches would otherwise count in its resident memory, up to 2 GB
+    extra = {"cache_mb": args.cache_mb, "mmap": False} if getattr(args, "cache_mb", None) else {}
     return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **extra, **index_params(args))
 
 

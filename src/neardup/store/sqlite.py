@@ -115,6 +115,10 @@ class SeenIndex(GroupCommit, Queries):
             write transaction (a ``check_and_add``) time in proportion to its size: with SQLite
             3.40, ending a write transaction scans the whole cache (measured: 64 MB halves the
             rate of single-document ``check_and_add`` calls).
+        mmap: read the file through ``mmap`` (default). The mapped pages a process reads count in
+            its resident memory, up to the whole file (2 GB at most); ``neardup index add`` turns
+            it off, so that a bulk load's memory stays bounded by its batch and ``cache_mb``
+            whatever the size of the index.
         resident: keep the whole file mapped in this process, from a background thread
             (:class:`neardup.store.resident.ResidentFile`), so that queries do not wait for disk
             reads after the operating system evicted pages that were not read for a while
@@ -144,7 +148,8 @@ class SeenIndex(GroupCommit, Queries):
                  store_shingles: bool | None = None, bands: int | None = None, rows: int | None = None,
                  profile: str | None = None, signatures: bool | None = None, containment: bool | None = None,
                  create: bool = True, synchronous: str = "normal",
-                 jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False):
+                 jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False,
+                 mmap: bool = True):
         if synchronous not in ("normal", "full"):
             raise ConfigError(f"The 'synchronous' parameter of SeenIndex must be one of 'normal', 'full'. "
                               f"Got {synchronous!r} instead.")
@@ -154,6 +159,7 @@ class SeenIndex(GroupCommit, Queries):
         self.jobs = jobs
         self.timeout = float(timeout)
         self.cache_mb = int(cache_mb)
+        self.mmap = bool(mmap)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -287,7 +293,7 @@ class SeenIndex(GroupCommit, Queries):
             conn.execute(f"PRAGMA cache_size=-{self.cache_mb * 1024}")
             conn.execute("PRAGMA temp_store=MEMORY")
             # SQLite caps this at its SQLITE_MAX_MMAP_SIZE (2 GB in the usual builds).
-            conn.execute(f"PRAGMA mmap_size={1 << 31}")
+            conn.execute(f"PRAGMA mmap_size={1 << 31 if self.mmap else 0}")
             # No checkpoint inside COMMIT: the writer that crossed the threshold would hold
             # every other writer's lock while the pages are copied and fsynced (a second at
             # 1M documents). A background thread checkpoints instead (_checkpoint_loop).
