@@ -542,7 +542,9 @@ class SeenIndex(GroupCommit, Queries):
         sks = [sk for _, sk, _ in items]
         self._insert_columns(conn, [doc_id for doc_id, _, _ in items], [sk.fingerprint for sk in sks],
                              [sk.length for sk in sks], [sk.n_shingles for sk in sks],
-                             np.stack([sk.signature for sk in sks]), [sk.sample for sk in sks],
+                             # (the band keys come along: without stored signatures they are not needed)
+                             np.stack([sk.signature for sk in sks]) if self.config.signatures else None,
+                             [sk.sample for sk in sks],
                              [sk.simhash for sk in sks], [sk.shingles for sk in sks], [m for _, _, m in items],
                              band_keys=np.stack([sk.bands for sk in sks]))
 
