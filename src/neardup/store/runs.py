@@ -47,8 +47,7 @@ def _width(span: int) -> int:
     return max(1, int(span).bit_length())
 
 
-#: widest delta packed at its bit width; a block with a wider one stores 64-bit deltas (then
-#: every value starts on a byte, and an 8-byte load always covers one)
+#: widest delta packed at its bit width; a block with a wider one stores 64-bit deltas
 MAX_PACKED_BITS = 56
 _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -82,15 +81,18 @@ def encode_blocks(q: np.ndarray) -> list[tuple[int, bytes]]:
     body = (counts * w + 7) // 8
     body_start = np.zeros(starts.size, dtype=np.int64)
     np.cumsum(body[:-1], out=body_start[1:])
-    buf = np.zeros(int(body.sum()) + 8, dtype=np.uint8)
+    words = np.zeros(int(body.sum()) // 8 + 2, dtype=np.uint64)  # the bit stream, 64 bits at a time
     if deltas.size:
         block = np.repeat(np.arange(starts.size), counts)
         t = np.arange(deltas.size) - np.repeat(np.cumsum(counts) - counts, counts)  # index in its block
         bitpos = 8 * body_start[block] + t * w[block]
-        shifted = deltas << (bitpos & 7).astype(np.uint64)  # w <= 56: fits; w = 64: no shift
-        # the values' bits never overlap, so adding their bytes sets them
-        np.add.at(buf, ((bitpos >> 3)[:, None] + np.arange(8)).ravel(), shifted.view(np.uint8))
-    raw = buf.tobytes()
+        word, off = bitpos >> 6, (bitpos & 63).astype(np.uint64)
+        # a value's low bits go to its word, the rest (when it crosses into the next) to the
+        # next; the values' bits never overlap, so adding them sets them
+        np.add.at(words, word, deltas << off)
+        spill = off + w[block].astype(np.uint64) > 64
+        np.add.at(words, word[spill] + 1, deltas[spill] >> (np.uint64(64) - off[spill]))
+    raw = words.astype("<u8").tobytes()
     return [(int(q[a]), bytes((int(wb), int(n))) + raw[b0:b0 + nb])
             for a, wb, n, b0, nb in zip(starts.tolist(), w.tolist(), counts.tolist(), body_start.tolist(),
                                         body.tolist())]
@@ -190,7 +192,8 @@ def decode_many(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray
     sizes = np.array([len(b[1]) - 2 for b in blocks], dtype=np.int64)
     body_start = np.zeros(len(blocks), dtype=np.int64)
     np.cumsum(sizes[:-1], out=body_start[1:])
-    buf = np.frombuffer(b"".join(b[1][2:] for b in blocks) + bytes(8), dtype=np.uint8)
+    joined = b"".join(b[1][2:] for b in blocks)
+    words = np.frombuffer(joined + bytes(16 - len(joined) % 8), dtype="<u8").astype(np.uint64)
     n = int(counts.sum())
     starts = np.zeros(len(blocks), dtype=np.int64)  # where each block's first key goes
     np.cumsum(counts[:-1] + 1, out=starts[1:])
@@ -199,8 +202,11 @@ def decode_many(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray
         block = np.repeat(np.arange(len(blocks)), counts)
         t = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
         bitpos = 8 * body_start[block] + t * w[block]
-        window = np.ascontiguousarray(buf[(bitpos >> 3)[:, None] + np.arange(8)]).view("<u8").ravel()
-        values = (window >> (bitpos & 7).astype(np.uint64)) & (_ALL_ONES >> (64 - w[block]).astype(np.uint64))
+        word, off = bitpos >> 6, (bitpos & 63).astype(np.uint64)
+        values = words[word] >> off
+        crossing = off > 0  # the value's high bits, if any, are in the next word
+        values[crossing] |= words[word[crossing] + 1] << (np.uint64(64) - off[crossing])
+        values &= _ALL_ONES >> (64 - w[block]).astype(np.uint64)
         deltas[np.repeat(starts + 1, counts) + t] = values.view(np.int64)
     deltas[starts] = firsts
     block_of = np.repeat(np.arange(len(blocks)), counts + 1)
