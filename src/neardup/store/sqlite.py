@@ -569,18 +569,22 @@ class SeenIndex(GroupCommit, Queries):
             values = np.asarray(signatures, dtype=np.uint64)
             sig_bytes = values.astype({2: "<u2", 4: "<u4", 8: "<u8"}[cfg.signature_width])
         contained = cfg.containment
-        docs = []
-        for k in range(n):
-            fp, sh, sample, ids_k = fingerprints[k], simhashes[k], samples[k], shingles[k]
-            docs.append((first + k, source, ids[k], None if fp is None else _signed(int(fp)), int(lengths[k]),
-                         int(n_shingles[k]), int(sample.size) if contained else 0,
-                         None if sh is None else _signed(int(sh)),
-                         # a text without shingles has no signature (its values are all the
-                         # "empty" marker, 2**64 - 1, which 4 bytes cannot hold) and no band postings
-                         None if sig_bytes is None or not n_shingles[k] else sig_bytes[k].tobytes(),
-                         sample.astype("<u8", copy=False).tobytes() if contained else None,
-                         None if ids_k is None else ids_k.astype("<u8", copy=False).tobytes(),
-                         metas[k], now, clusters[k]))
+        # the columns as Python lists first (one conversion per column, not per value)
+        counts = [int(c) for c in n_shingles]
+        fp_col = [None if fp is None else _signed(int(fp)) for fp in fingerprints]
+        sh_col = [None if sh is None else _signed(int(sh)) for sh in simhashes]
+        # a text without shingles has no signature (its values are all the "empty" marker,
+        # 2**64 - 1, which 4 bytes cannot hold) and no band postings
+        sig_col = ([None] * n if sig_bytes is None else
+                   [row.tobytes() if c else None for row, c in zip(sig_bytes, counts)])
+        if contained:
+            sample_sizes = [int(x.size) for x in samples]
+            sample_col = [x.astype("<u8", copy=False).tobytes() for x in samples]
+        else:
+            sample_sizes, sample_col = [0] * n, [None] * n
+        shingle_col = [None if x is None else x.astype("<u8", copy=False).tobytes() for x in shingles]
+        docs = list(zip(range(first, first + n), [source] * n, ids, fp_col, [int(x) for x in lengths], counts,
+                        sample_sizes, sh_col, sig_col, sample_col, shingle_col, metas, [now] * n, clusters))
         conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
                          "signature, sample, shingles, meta, added_at, cluster) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
