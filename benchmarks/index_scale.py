@@ -4,7 +4,9 @@ document by component, query p50/p99, against datasketch's MinHashLSH on Redis, 
 the issue's half split (``dedup A --save-index``, then ``dedup B --against``, against ``dedup B``).
 
 Usage:
-    python benchmarks/index_scale.py --docs 100000 [--profiles default lean] [--redis]
+    python benchmarks/index_scale.py --docs N --generate-only benchmarks/data/generated-N.jsonl
+    python benchmarks/index_scale.py --docs N [--input benchmarks/data/generated-N.jsonl]
+                                     [--profiles default lean] [--redis] [--deadline S]
     python benchmarks/index_scale.py --half-split [--corpus benchmarks/data/corpus.jsonl]
 
 ``--docs N``: N documents from ``benchmarks/scale.py``'s generator (about 600 bytes each, 5 %
@@ -115,14 +117,19 @@ print(json.dumps({"documents": n, "used_memory_bytes": after - before,
 """
 
 
-def run_measured(cmd: list[str], env: dict | None = None, every: float = 0.05) -> dict:
+def run_measured(cmd: list[str], env: dict | None = None, every: float = 0.05, deadline: float | None = None,
+                 log: str | None = None) -> dict:
     """Run ``cmd``; its wall seconds, CPU seconds and peak resident memory: ``VmHWM`` of the
     process (every thread included), read from /proc every ``every`` seconds (it only grows, so
     the last reading misses at most the last ``every`` seconds). Not ``wait4``'s ``ru_maxrss``:
-    Linux carries into it the resident size of this process at the fork, before the exec."""
+    Linux carries into it the resident size of this process at the fork, before the exec.
+    Past ``deadline`` seconds the process is killed and ``killed_after_s`` says so; ``log``: a
+    file for its standard error."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+    err = open(log, "wb") if log else None
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     hwm = 0
+    killed = None
     while True:
         try:
             with open(f"/proc/{proc.pid}/status") as fh:
@@ -134,13 +141,21 @@ def run_measured(cmd: list[str], env: dict | None = None, every: float = 0.05) -
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
+        if deadline is not None and killed is None and time.perf_counter() - t > deadline:
+            killed = round(time.perf_counter() - t, 1)
+            proc.kill()
         time.sleep(every)
     seconds = time.perf_counter() - t
+    if err:
+        err.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
+    if proc.returncode and killed is None:
         raise subprocess.CalledProcessError(proc.returncode, cmd)
-    return {"seconds": round(seconds, 2), "peak_rss_mb": round(hwm / 1024, 1),
-            "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2)}
+    out = {"seconds": round(seconds, 2), "peak_rss_mb": round(hwm / 1024, 1),
+           "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2)}
+    if killed is not None:
+        out["killed_after_s"] = killed
+    return out
 
 
 def neardup(*args: str) -> list[str]:
@@ -161,10 +176,19 @@ def dedup_run(corpus: str, work: str, n: int) -> dict:
     return {**m, "docs_per_s": round(n / m["seconds"])}
 
 
-def index_run(corpus: str, work: str, n: int, profile: str, queries: int) -> dict:
+def index_run(corpus: str, work: str, n: int, profile: str, queries: int, deadline: float | None) -> dict:
     db = os.path.join(work, f"{profile}.db")
     remove_db(db)
-    m = run_measured(neardup("index", "add", "--db", db, "--profile", profile, corpus))
+    log = os.path.join(work, f"{profile}.log")
+    m = run_measured(neardup("index", "add", "--db", db, "--profile", profile, "-v", corpus), deadline=deadline,
+                     log=log)
+    if "killed_after_s" in m:
+        # the documents committed before the deadline (index add -v logs every commit)
+        lines = [x for x in Path(log).read_text().splitlines() if x.startswith("neardup: committed ")]
+        done = int(lines[-1].split()[2]) if lines else 0
+        remove_db(db)
+        return {"profile": profile, **m, "documents_committed": done,
+                "docs_per_s": round(done / m["killed_after_s"]) if done else 0}
     parts = components(db)
     q = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, db, corpus, str(queries), str(n)], capture_output=True,
                        text=True, check=True)
@@ -259,6 +283,8 @@ def main() -> None:
     ap.add_argument("--half-split", action="store_true", help="the corpus split in two halves instead")
     ap.add_argument("--corpus", default=str(HERE / "data" / "corpus.jsonl"))
     ap.add_argument("--note", default="", help="what else ran on the machine meanwhile")
+    ap.add_argument("--deadline", type=float, default=None, metavar="S",
+                    help="kill an index add still running after S seconds and report the rate of what it committed")
     args = ap.parse_args()
     if not args.half_split and not args.docs:
         ap.error("give --docs N or --half-split")
@@ -283,7 +309,7 @@ def main() -> None:
             print("dedup", json.dumps(out["dedup"]), flush=True)
             out["index"] = []
             for profile in args.profiles:
-                r = index_run(path, work, n, profile, args.queries)
+                r = index_run(path, work, n, profile, args.queries, args.deadline)
                 r["docs_per_s_over_dedup"] = round(r["docs_per_s"] / out["dedup"]["docs_per_s"], 3)
                 out["index"].append(r)
                 print(profile, json.dumps(r), flush=True)
