@@ -247,6 +247,51 @@ def _batches(records, size: int):
         yield batch
 
 
+def _read_ahead(batches, depth: int = 1):
+    """The batches of ``batches``, read on a thread up to ``depth`` ahead: parsing the next
+    batch's records (Python, under the GIL) then overlaps with SQLite's writes of the last one
+    (which release the GIL). An exception of the reader is raised here, in order; leaving the
+    loop early stops the reader."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for batch in batches:
+                if not put(batch):
+                    return
+            put(end)
+        except BaseException as exc:  # handed to the consumer, which raises it
+            put(exc)
+
+    reader = threading.Thread(target=read, name="neardup-index-read", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item = q.get()
+            if item is end:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        reader.join()
+
+
 def add_command(args) -> int:
     from ..io import Document
     from ..progress import Progress
@@ -273,7 +318,7 @@ def add_command(args) -> int:
         # is written and the next one read: at most two batches are held, and the reading, the
         # sketching and SQLite's inserts overlap instead of taking turns. Batches commit in order.
         waiting = None
-        for batch in _batches(records, args.batch_size):
+        for batch in _read_ahead(_batches(records, args.batch_size)):
             docs = [r for r in batch if isinstance(r, Document)]
             for r in batch:
                 if not isinstance(r, Document):
