@@ -103,8 +103,8 @@ def decode_block(first: int, data: bytes) -> np.ndarray:
     return decode_many([(first, data)])[0]
 
 
-def _insert_run(conn, kind: int, level: int, postings: np.ndarray, first_doc: int, last_doc: int) -> None:
-    """One run of sorted distinct absolute postings (``bucket << DOC_BITS | doc``)."""
+def _insert_run(conn, kind: int, level: int, postings: np.ndarray, first_doc: int, last_doc: int) -> int:
+    """One run of sorted distinct absolute postings (``bucket << DOC_BITS | doc``); its number."""
     w = _width(last_doc - first_doc)
     run = conn.execute("SELECT coalesce(max(run), 0) + 1 FROM posting_runs WHERE kind = ?", (kind,)).fetchone()[0]
     conn.execute("INSERT INTO posting_runs (kind, run, level, first_doc, last_doc, width, postings) "
