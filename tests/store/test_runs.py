@@ -174,3 +174,12 @@ def test_lean_file_is_smaller_with_runs(tmp_path):
     per = stats["band_postings"]["block_bytes"] / stats["band_postings"]["postings"]
     assert per < 7.0, stats  # bytes per band posting (14 in rows)
     conn.close()
+
+
+def test_against_refuses_a_lean_index(tmp_path):
+    from neardup.errors import ConfigError
+    from neardup.store.incremental import Against
+
+    with SeenIndex(tmp_path / "lean.db", profile="lean", store_shingles=True) as index:
+        with pytest.raises(ConfigError, match="profile lean"):
+            Against(index, "lean.db")
