@@ -42,7 +42,8 @@ from .config import KEEP_POLICIES, MEASURES, METHODS, DedupConfig
 from .params import IN_MEMORY_MB
 from .stages import candidates as candidate_stage
 from .stages import sketch as sketch_stage
-from .stages.exact import first_holders
+from .stages.columns import Floats, Growable, Ids, Labels, Names, repeated_names
+from .stages.exact import FingerprintTable, first_holders
 from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
                                similarity_to_survivors, split_sources)
 from .stages.verify import Edges, verify_pairs
@@ -163,12 +164,13 @@ class _Sketched:
     known so far, its length and keep value; per sketched record (in order) its ordinal, shingle
     count, shingle ids, signature, band keys or simhash; and the exact copies."""
 
-    ids: list[str] = field(default_factory=list)
-    reason: list[str] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-    keyvals: list[float] = field(default_factory=list)
+    # by ordinal, as arrays (:mod:`neardup.stages.columns`): no Python object per record
+    ids: Ids = field(default_factory=Ids)
+    reason: Labels = field(default_factory=Labels)
+    lengths: Growable = field(default_factory=lambda: Growable(np.int64))
+    keyvals: Growable = field(default_factory=lambda: Growable(np.float64))
     exact_of: dict[int, int] = field(default_factory=dict)  # ordinal -> ordinal of its first holder
-    sketched: list[int] = field(default_factory=list)
+    sketched: Growable = field(default_factory=lambda: Growable(np.int64))
     n_shingles: list[np.ndarray] = field(default_factory=list)
     band_parts: list[np.ndarray] = field(default_factory=list)
     simhashes: list[np.ndarray] = field(default_factory=list)
@@ -179,8 +181,9 @@ class _Sketched:
     #: per record (by ordinal) its source, when the run has sources (several inputs, a source
     #: field, an index); None otherwise
     sources: list | None = None
-    #: fingerprint -> ordinal of its first holder (negative: a holder in the index)
-    first_by_fp: dict = field(default_factory=dict)
+    #: fingerprint -> ordinal of its first holder (negative: a holder in the index); a dict where
+    #: the index or keep="source" needs one, else a FingerprintTable (arrays)
+    first_by_fp: dict | FingerprintTable = field(default_factory=dict)
     #: kept for a run against an index (or saving one): the signature pieces and band keys
     signatures: list | None = None
     band_keys: np.ndarray | None = None
@@ -487,6 +490,7 @@ class Deduplicator:
                 got.exact_of[o] = first
 
         sk = np.array(got.sketched, dtype=np.int64)
+        got.first_by_fp = got.first_by_fp if self.save_index is not None else None  # needed no more
         counts = np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)
         offsets = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -536,7 +540,8 @@ class Deduplicator:
         write = None
         if self.against is not None:
             outcome, (all_edges, all_sk, names), sizes, kinds, chained, write = self.against.resolve(
-                ids=got.ids, sources=got.sources, reason=got.reason, lengths=np.array(got.lengths, dtype=np.int64),
+                ids=got.ids.tolist(), sources=got.sources, reason=got.reason.tolist(),
+                lengths=np.array(got.lengths, dtype=np.int64),
                 keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
                 exact_of=got.exact_of, sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
                 keys=got.band_keys, edges=edges, config=self._survivor_config(), jobs=self.jobs)
@@ -568,8 +573,11 @@ class Deduplicator:
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = (got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
                                   + stats.get("grouping_spilled_bytes", 0))
-        named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
-        stats["duplicate_ids"] = len(named) - len(set(named))
+        if got.sources is None:
+            stats["duplicate_ids"] = sum(g.size - 1 for g in repeated_names(got.ids))
+        else:
+            named = list(zip(got.sources, got.ids))
+            stats["duplicate_ids"] = len(named) - len(set(named))
         stats["urls"] = got.urls
         return outcome, pairs, stats
 
@@ -584,13 +592,15 @@ class Deduplicator:
             "exact_of": np.array(sorted(got.exact_of.items()), dtype=np.int64).reshape(-1, 2),
             "sketched": np.array(got.sketched, dtype=np.int64),
             "n_shingles": (np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)),
+            "id_bytes": np.frombuffer(bytes(got.ids.data), dtype=np.uint8), "id_ends": got.ids.ends,
+            "reason_codes": got.reason.codes.array(),
         }
         if got.band_parts:
             arrays["band_keys"] = np.concatenate(got.band_parts)
         if got.simhashes:
             arrays["simhashes"] = np.concatenate(got.simhashes)
         run.save("sketch", arrays, {
-            "ids": got.ids, "reason": got.reason, "skipped": dict(got.skipped),
+            "reason_labels": got.reason.labels, "skipped": dict(got.skipped),
             "urls": sorted(got.urls.items()),  # web archives' pages: clusters.jsonl's url key
             "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
             "input_report": self._input_report.as_dict() if getattr(self, "_input_report", None) else None,
@@ -600,10 +610,11 @@ class Deduplicator:
 
     def _load_sketch(self, run) -> _Sketched:
         arrays, meta = run.load("sketch")
-        got = _Sketched(ids=meta["ids"], reason=meta["reason"], lengths=arrays["lengths"],
-                        keyvals=arrays["keyvals"].tolist(), skipped=Counter(meta["skipped"]),
-                        exact_of=dict(arrays["exact_of"].tolist()), sketched=arrays["sketched"],
-                        n_shingles=[arrays["n_shingles"]])
+        got = _Sketched(ids=Ids(arrays["id_bytes"].tobytes(), arrays["id_ends"]),
+                        reason=Labels(meta["reason_labels"], arrays["reason_codes"]),
+                        lengths=Growable(np.int64, arrays["lengths"]), keyvals=Growable(np.float64, arrays["keyvals"]),
+                        skipped=Counter(meta["skipped"]), exact_of=dict(arrays["exact_of"].tolist()),
+                        sketched=Growable(np.int64, arrays["sketched"]), n_shingles=[arrays["n_shingles"]])
         got.urls = {int(o): url for o, url in meta.get("urls", [])}
         got.band_parts = [arrays["band_keys"]] if "band_keys" in arrays else []
         got.simhashes = [arrays["simhashes"]] if "simhashes" in arrays else []
@@ -620,9 +631,10 @@ class Deduplicator:
         return got
 
     def _save_cluster(self, run, outcome: Outcome, stats: dict) -> None:
-        run.save("cluster", {"kept": outcome.kept}, {
-            "reason": outcome.reason, "cluster": outcome.cluster, "duplicate_of": outcome.duplicate_of,
-            "similarity": outcome.similarity, "seconds": self.seconds["cluster"],
+        run.save("cluster", {"kept": outcome.kept, "reason_codes": outcome.reason.codes.array(),
+                             "cluster": outcome.cluster.ordinals, "duplicate_of": outcome.duplicate_of.ordinals,
+                             "similarity": outcome.similarity.values}, {
+            "reason_labels": outcome.reason.labels, "seconds": self.seconds["cluster"],
             "stats": {k: stats[k] for k in ("chained", "chained_examples")},
             "cluster_sizes": list(stats["cluster_sizes"].items())})
 
@@ -631,8 +643,9 @@ class Deduplicator:
         stats.update(meta["stats"])
         stats["cluster_sizes"] = Counter(dict(meta["cluster_sizes"]))
         self.seconds["cluster"] = meta["seconds"]
-        return Outcome(ids=got.ids, reason=meta["reason"], cluster=meta["cluster"], duplicate_of=meta["duplicate_of"],
-                       similarity=meta["similarity"], kept=arrays["kept"])
+        return Outcome(ids=got.ids, reason=Labels(meta["reason_labels"], arrays["reason_codes"]),
+                       cluster=Names(arrays["cluster"], got.ids), duplicate_of=Names(arrays["duplicate_of"], got.ids),
+                       similarity=Floats(arrays["similarity"]), kept=arrays["kept"])
 
     def _read_and_sketch(self, docs, work: str) -> _Sketched:
         """Read every record, sketch the batches on ``self.jobs`` threads, and run the exact pass.
@@ -653,7 +666,9 @@ class Deduplicator:
         got.sig_pieces = _Pieces(os.path.join(work, "signatures-1.u64"), budget)
         got.id_pieces = _Pieces(os.path.join(work, "shingles-1.u64"), budget)
         band = cfg.banding() if cfg.method == "minhash" else None
-        first_by_fp: dict[int, int] = got.first_by_fp
+        if self.against is None and self.save_index is None and cfg.keep != "source":
+            got.first_by_fp = FingerprintTable()
+        first_by_fp = got.first_by_fp
         sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
         pending: list = []
         self.seconds["exact_pass"] = 0.0
@@ -690,8 +705,8 @@ class Deduplicator:
                     k = len(rec)
                     ords.extend(range(len(got.ids), len(got.ids) + k))
                     got.ids.extend(rec.ids)
-                    got.reason.extend([""] * k)
-                    got.lengths.extend(rec.lengths.tolist())
+                    got.reason.extend_with("", k)
+                    got.lengths.extend(rec.lengths)
                     parts.append(rec)
                     nbytes += int(rec.offsets[-1] - rec.offsets[0])
                 elif isinstance(rec, Skipped):
@@ -742,7 +757,7 @@ class Deduplicator:
             got.reason[o] = "exact"
         self.seconds["exact_pass"] += time.perf_counter() - t
         if new.any():
-            got.sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
+            got.sketched.extend(np.asarray(ords, dtype=np.int64)[new])
         if cfg.keep == "source" and copies:
             self._prefer_sources(got, copies, dict(zip(ords, sig.fingerprints.tolist())))
         if not new.any():
