@@ -769,7 +769,8 @@ class Deduplicator:
         if cfg.method == "minhash":
             values = sig.values if new.all() else sig.values[new]
             got.sig_pieces.append(values)
-            got.band_parts.append(candidate_stage.band_keys(values, band.bands, band.rows))
+            if self.against is not None or self.save_index is not None:  # the index needs every key
+                got.band_parts.append(candidate_stage.band_keys(values, band.bands, band.rows))
             if self.against is not None:  # looked up in the index while the next batch is sketched
                 self.against.look_up(got.band_parts[-1], first_local=len(got.sketched) - int(new.sum()))
         elif cfg.method == "simhash":
@@ -826,6 +827,21 @@ class Deduplicator:
         stats["estimate_filtered"] = bstats["sample_pairs"] - bstats["sample_pairs_kept"]
         return ci, cj, est
 
+    #: Signature rows turned into band keys at a time (bounds the keys' temporary arrays).
+    BAND_ROWS = 1 << 16
+
+    def _band_candidates(self, signatures: list[np.ndarray], work: str):
+        """Band-key candidates of the signature pieces (held, or memory-mapped from the spill),
+        keys made a slice at a time and grouped within the budget
+        (:class:`neardup.stages.candidates.BandKeys`: in memory while they fit, partitioned
+        spill and external sort past it; the same pairs either way)."""
+        band = self.config.banding()
+        with candidate_stage.BandKeys(self._grouping_budget(), work) as keys:
+            for piece in signatures:
+                for a in range(0, piece.shape[0], self.BAND_ROWS):
+                    keys.add(candidate_stage.band_keys(piece[a:a + self.BAND_ROWS], band.bands, band.rows))
+            return keys.candidates()
+
     def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets, work: str):
         """Candidate pairs (local indices) with their estimates, after the estimate filter."""
         cfg = self.config
@@ -834,11 +850,17 @@ class Deduplicator:
             return self._sampled_candidates(shingle_ids, offsets, stats, work)
         if cfg.method == "minhash" and n:
             signatures = got.sig_pieces.finish(cfg.minhash.num_perm)
-            keys = np.concatenate(got.band_parts)
-            ci, cj, cstats = candidate_stage.band_candidates(keys)
             if self.against is not None or self.save_index is not None:
+                keys = np.concatenate(got.band_parts)
+                ci, cj, cstats = candidate_stage.band_candidates(keys)
                 got.signatures, got.band_keys = signatures, keys
-            del keys
+                del keys
+            else:
+                ci, cj, cstats = self._band_candidates(signatures, work)
+            grouping = cstats.pop("grouping", None)
+            if grouping is not None:  # the keys went past the budget: their partition files
+                stats["band_grouping"] = grouping
+                stats["grouping_spilled_bytes"] = sum(g["spilled_bytes"] for g in grouping.values())
             stats.update(cstats)
             stats["candidate_pairs"] = int(ci.size)
             floor = (candidate_stage.estimate_floor(cfg.threshold, cfg.minhash.num_perm, cfg.measure)

@@ -54,6 +54,17 @@ class _Column(Sequence):
     def tolist(self) -> list:
         return self._values(0, len(self))
 
+    def __eq__(self, other):  # equal to a list (or column) of the same values, as a list would be
+        if isinstance(other, (list, tuple, _Column)):
+            return len(self) == len(other) and self.tolist() == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        head = self._values(0, min(len(self), 5))
+        return f"{type(self).__name__}({head}{', ...' if len(self) > 5 else ''} of {len(self)})"
+
 
 class Growable:
     """An append-only array of ``dtype`` (doubling), read as :meth:`array` (a view of what was
