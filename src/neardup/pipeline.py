@@ -136,6 +136,23 @@ class _Pieces:
         return obj
 
 
+def release_pages(arrays) -> None:
+    """Drop the pages of memory-mapped arrays (the spill, a saved stage read back) from this
+    process's resident memory. They are clean pages of files: the kernel keeps them in its page
+    cache while it has room and reads them again if they are touched, but a pass over 20 GB of
+    signatures would otherwise count 20 GB resident against the process."""
+    import mmap
+
+    for arr in arrays if isinstance(arrays, (list, tuple)) else [arrays]:
+        mm = getattr(arr, "_mmap", None)
+        if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+            continue
+        try:
+            mm.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):  # a closed map, or a platform that refuses: nothing lost
+            pass
+
+
 def peak_memory_mb() -> float:
     """Peak resident memory of this process so far, in MB (0.0 where the platform does not say).
 
@@ -272,6 +289,8 @@ class Deduplicator:
             raise ConfigError("--resume is not supported for a run with record sources (several inputs, "
                               "--source-field) or an index (--against, --save-index, --update-index): run the "
                               "command again without --resume")
+        if not run.exists():
+            self._check_disk(given, run.path, write_kept)
         self._stage_name = "start"
         try:
             target.prepare()
@@ -390,6 +409,31 @@ class Deduplicator:
                                                             if _KEPT_NAME.fullmatch(n) or _RESULT_NAME.fullmatch(n)])
         reached("published")
         return summary
+
+    def _check_disk(self, paths, folder: str, write_kept: bool) -> None:
+        """Refuse a run whose work folder (and kept corpus) would not fit on its disk, before it
+        starts: :func:`neardup.plan.work_disk_estimate` from a small sample of the input, against
+        the free space where the work folder goes (OutputError, exit 4, one line)."""
+        from .errors import OutputError
+        from .io.outputs import free_bytes
+        from .plan import work_disk_estimate
+
+        if not all(isinstance(p, (str, os.PathLike)) and "://" not in os.fsdecode(p) for p in paths):
+            return
+        estimate = work_disk_estimate([os.fsdecode(p) for p in paths], self.config)
+        if estimate is None:  # an input the sample cannot read (web archives, stdin): no estimate
+            return
+        need = estimate["work_bytes"] + (estimate["kept_bytes"] if write_kept else 0)
+        where = os.path.abspath(folder)
+        while not os.path.exists(where) and os.path.dirname(where) != where:
+            where = os.path.dirname(where)
+        free = free_bytes(where)
+        self.disk_estimate = dict(estimate, needed_bytes=need, free_bytes=free, folder=where)
+        if free is not None and need > free:
+            raise OutputError(f"not enough disk for this run: about {need / 1e9:,.1f} GB needed in {where} "
+                              f"({estimate['records']:,.0f} records x {estimate['bytes_per_record']:,.0f} bytes "
+                              f"of work files{', and the kept corpus' if write_kept else ''}), "
+                              f"{free / 1e9:,.1f} GB free; free some space or choose another output (-o, --work-dir)")
 
     def has_sources(self, paths) -> bool:
         """Whether records carry a source: several inputs, a source field, an index to read or write."""
@@ -534,6 +578,7 @@ class Deduplicator:
                 run.save("verify", {"i": edges.i, "j": edges.j, "jaccard": edges.jaccard, "estimate": edges.estimate,
                                     "score": edges.score}, {"seconds": self.seconds["verify"]})
         stats["verified_pairs"] = len(edges)
+        release_pages(shingle_ids)
 
         t = time.perf_counter()
         pairs = VerifiedPairs(edges, sk)
@@ -840,6 +885,9 @@ class Deduplicator:
             for piece in signatures:
                 for a in range(0, piece.shape[0], self.BAND_ROWS):
                     keys.add(candidate_stage.band_keys(piece[a:a + self.BAND_ROWS], band.bands, band.rows))
+                    if a // self.BAND_ROWS % 64 == 63:  # every 64 slices (512 MB of signatures)
+                        release_pages(piece)
+                release_pages(piece)
             return keys.candidates()
 
     def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets, work: str):
@@ -867,6 +915,7 @@ class Deduplicator:
                      if cfg.verify else None)
             ci, cj, est, stats["estimate_filtered"] = candidate_stage.estimate_filter(signatures, ci, cj, floor,
                                                                                     jobs=self.jobs)
+            release_pages(signatures)
             return ci, cj, est
         got.sig_pieces.finish()
         if cfg.method == "simhash" and n:
