@@ -41,6 +41,8 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--every", type=float, default=30.0, help="seconds between WAL samples")
     ap.add_argument("--policy", choices=["exact", "near"], default="exact")
+    ap.add_argument("--json", help="where to write the figures (default results/wal-stream-<date>.json)")
+    ap.add_argument("--label", default="", help="what is measured (e.g. the commit), stored with the figures")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-wal-")
     db = os.path.join(work, "seen.db")
@@ -80,18 +82,25 @@ def main() -> None:
                 n += 1
 
     threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
+    started_utc = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     start = time.monotonic()
     for t in threads:
         t.start()
     samples = []
     wal = db + "-wal"
     end = start + args.minutes * 60
+    last_done = 0
     while time.monotonic() < end:
         time.sleep(min(args.every, max(0.0, end - time.monotonic())))
         with lock:
             done = len(latencies)
+            window = sorted(latencies[last_done:done])
+        last_done = done
         samples.append({"seconds": round(time.monotonic() - start, 1), "wal_bytes": os.path.getsize(wal)
-                        if os.path.exists(wal) else 0, "requests": done})
+                        if os.path.exists(wal) else 0, "requests": done, "load": round(os.getloadavg()[0], 2),
+                        # the interval's own p99: does latency drift as the log grows?
+                        "p99_ms": round(1000 * window[min(len(window) - 1, int(len(window) * 0.99))], 2)
+                        if window else None})
         print(json.dumps(samples[-1]), flush=True)
     stop.set()
     for t in threads:
@@ -105,14 +114,16 @@ def main() -> None:
 
     with sqlite3.connect(db) as conn:
         docs = conn.execute("SELECT count(*) FROM docs").fetchone()[0]
-    out = {"date": dt.date.today().isoformat(), "minutes": args.minutes, "clients": args.clients,
+    import neardup
+    out = {"date": dt.date.today().isoformat(), "label": args.label, "neardup": neardup.__file__,
+           "started_utc": started_utc, "minutes": args.minutes, "clients": args.clients,
            "policy": args.policy, "requests": len(latencies), "errors": errors[0], "documents": docs,
            "requests_per_s": round(len(latencies) / (args.minutes * 60), 1),
            "latency_ms": {"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "max": pct(1.0)},
            "wal_samples": samples, "wal_max_bytes": max((s["wal_bytes"] for s in samples), default=0),
            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                        "sqlite": sqlite3.sqlite_version, "load_at_end": os.getloadavg()}}
-    dest = HERE / "results" / f"wal-stream-{out['date']}.json"
+    dest = Path(args.json) if args.json else HERE / "results" / f"wal-stream-{out['date']}.json"
     dest.write_text(json.dumps(out, indent=2) + "\n")
     print(dest)
 
