@@ -153,6 +153,30 @@ def release_pages(arrays) -> None:
             pass
 
 
+#: Pairs measured at a time when the pieces they read are memory-mapped: a slice's pairs touch at
+#: most twice as many rows, each a 4 kB page or more, released before the next slice (about 1 GB).
+PAIR_SLICE = 1 << 17
+
+
+def _mapped(pieces) -> bool:
+    return any(getattr(p, "_mmap", None) is not None for p in (pieces if isinstance(pieces, list) else [pieces]))
+
+
+def in_pair_slices(pieces, ci: np.ndarray, measure):
+    """``measure(lo, hi)`` over slices of the pairs when ``pieces`` are memory-mapped (their pages
+    released after each slice, so the pages a stage touches at random do not pile up as resident
+    memory), else over all pairs at once; returns the list of results in order."""
+    if not _mapped(pieces) or ci.size <= PAIR_SLICE:
+        out = [measure(0, ci.size)]
+        release_pages(pieces)
+        return out
+    out = []
+    for lo in range(0, ci.size, PAIR_SLICE):
+        out.append(measure(lo, min(ci.size, lo + PAIR_SLICE)))
+        release_pages(pieces)
+    return out
+
+
 def peak_memory_mb() -> float:
     """Peak resident memory of this process so far, in MB (0.0 where the platform does not say).
 
@@ -571,14 +595,16 @@ class Deduplicator:
                 edges = Edges.empty()
             else:
                 threshold = cfg.threshold if cfg.verify and cfg.method in ("minhash", "broder") else None
-                edges = verify_pairs(shingle_ids, offsets, counts, ci, cj, est, measure=cfg.measure,
-                                     threshold=threshold, jobs=self.jobs)
+                parts = in_pair_slices(shingle_ids, ci, lambda lo, hi: verify_pairs(
+                    shingle_ids, offsets, counts, ci[lo:hi], cj[lo:hi], est[lo:hi], measure=cfg.measure,
+                    threshold=threshold, jobs=self.jobs))
+                edges = parts[0] if len(parts) == 1 else Edges(
+                    *(np.concatenate([getattr(p, k) for p in parts]) for k in ("i", "j", "jaccard", "estimate", "score")))
             self.seconds["verify"] = time.perf_counter() - t
             if run is not None:
                 run.save("verify", {"i": edges.i, "j": edges.j, "jaccard": edges.jaccard, "estimate": edges.estimate,
                                     "score": edges.score}, {"seconds": self.seconds["verify"]})
         stats["verified_pairs"] = len(edges)
-        release_pages(shingle_ids)
 
         t = time.perf_counter()
         pairs = VerifiedPairs(edges, sk)
@@ -913,9 +939,13 @@ class Deduplicator:
             stats["candidate_pairs"] = int(ci.size)
             floor = (candidate_stage.estimate_floor(cfg.threshold, cfg.minhash.num_perm, cfg.measure)
                      if cfg.verify else None)
-            ci, cj, est, stats["estimate_filtered"] = candidate_stage.estimate_filter(signatures, ci, cj, floor,
-                                                                                    jobs=self.jobs)
-            release_pages(signatures)
+            parts = in_pair_slices(signatures, ci, lambda lo, hi: candidate_stage.estimate_filter(
+                signatures, ci[lo:hi], cj[lo:hi], floor, jobs=self.jobs))
+            if len(parts) == 1:
+                ci, cj, est, stats["estimate_filtered"] = parts[0]
+            else:
+                ci, cj, est = (np.concatenate([p[k] for p in parts]) for k in range(3))
+                stats["estimate_filtered"] = sum(p[3] for p in parts)
             return ci, cj, est
         got.sig_pieces.finish()
         if cfg.method == "simhash" and n:
@@ -941,7 +971,7 @@ class Deduplicator:
         if kept_known is not None:
             kept_known(kept)
         members, member_sims = similarity_to_survivors(shingle_ids, offsets, counts, survivor_local, cfg.measure,
-                                                       jobs=self.jobs)
+                                                       jobs=self.jobs, in_slices=in_pair_slices)
         # with sources, records are named (source, id): ids need only be unique within a source
         names = got.ids if got.sources is None else list(zip(got.sources, got.ids))
         outcome, cluster_sizes, chained = outcomes(
