@@ -42,7 +42,7 @@ from .config import KEEP_POLICIES, MEASURES, METHODS, DedupConfig
 from .params import IN_MEMORY_MB
 from .stages import candidates as candidate_stage
 from .stages import sketch as sketch_stage
-from .stages.columns import Floats, Growable, Ids, Labels, Names, repeated_names
+from .stages.columns import Copies, Floats, Growable, Ids, Labels, Names, repeated_names
 from .stages.exact import FingerprintTable, first_holders
 from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
                                similarity_to_survivors, split_sources)
@@ -210,7 +210,9 @@ class _Sketched:
     reason: Labels = field(default_factory=Labels)
     lengths: Growable = field(default_factory=lambda: Growable(np.int64))
     keyvals: Growable = field(default_factory=lambda: Growable(np.float64))
-    exact_of: dict[int, int] = field(default_factory=dict)  # ordinal -> ordinal of its first holder
+    #: exact copy's ordinal -> its first holder's: Copies (arrays), or a dict where keep="source"
+    #: moves holders or the index reads it
+    exact_of: dict[int, int] | Copies = field(default_factory=dict)
     sketched: Growable = field(default_factory=lambda: Growable(np.int64))
     n_shingles: list[np.ndarray] = field(default_factory=list)
     band_parts: list[np.ndarray] = field(default_factory=list)
@@ -614,7 +616,7 @@ class Deduplicator:
                 ids=got.ids.tolist(), sources=got.sources, reason=got.reason.tolist(),
                 lengths=np.array(got.lengths, dtype=np.int64),
                 keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
-                exact_of=got.exact_of, sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
+                exact_of=dict(got.exact_of.items()), sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
                 keys=got.band_keys, edges=edges, config=self._survivor_config(), jobs=self.jobs)
             if kept_known is not None:
                 kept_known(outcome.kept)
@@ -660,7 +662,8 @@ class Deduplicator:
             "shingles-0": got.id_pieces.held, "signatures-0": got.sig_pieces.held,  # -1: the spill files
             "lengths": np.array(got.lengths, dtype=np.int64),
             "keyvals": np.array(got.keyvals, dtype=np.float64),
-            "exact_of": np.array(sorted(got.exact_of.items()), dtype=np.int64).reshape(-1, 2),
+            "exact_of": (np.stack(got.exact_of.arrays(), axis=1) if isinstance(got.exact_of, Copies)
+                         else np.array(sorted(got.exact_of.items()), dtype=np.int64).reshape(-1, 2)),
             "sketched": np.array(got.sketched, dtype=np.int64),
             "n_shingles": (np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)),
             "id_bytes": np.frombuffer(bytes(got.ids.data), dtype=np.uint8), "id_ends": got.ids.ends,
@@ -684,7 +687,9 @@ class Deduplicator:
         got = _Sketched(ids=Ids(arrays["id_bytes"].tobytes(), arrays["id_ends"]),
                         reason=Labels(meta["reason_labels"], arrays["reason_codes"]),
                         lengths=Growable(np.int64, arrays["lengths"]), keyvals=Growable(np.float64, arrays["keyvals"]),
-                        skipped=Counter(meta["skipped"]), exact_of=dict(arrays["exact_of"].tolist()),
+                        skipped=Counter(meta["skipped"]),
+                        exact_of=(Copies(arrays["exact_of"][:, 0], arrays["exact_of"][:, 1])
+                                  if self.config.keep != "source" else dict(arrays["exact_of"].tolist())),
                         sketched=Growable(np.int64, arrays["sketched"]), n_shingles=[arrays["n_shingles"]])
         got.urls = {int(o): url for o, url in meta.get("urls", [])}
         got.band_parts = [arrays["band_keys"]] if "band_keys" in arrays else []
@@ -739,6 +744,8 @@ class Deduplicator:
         band = cfg.banding() if cfg.method == "minhash" else None
         if self.against is None and self.save_index is None and cfg.keep != "source":
             got.first_by_fp = FingerprintTable()
+        if cfg.keep != "source":
+            got.exact_of = Copies()
         first_by_fp = got.first_by_fp
         sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
         pending: list = []
@@ -823,9 +830,14 @@ class Deduplicator:
             why = "too_large_nfkc" if o in oversized else "empty"
             got.reason[o] = f"skipped:{why}"
             got.skipped[why] += 1
-        for o, first in copies:
-            got.exact_of[o] = first
-            got.reason[o] = "exact"
+        if isinstance(got.exact_of, Copies):
+            got.exact_of.add(copies)
+            if copies:
+                got.reason[np.array([o for o, _ in copies], dtype=np.int64)] = "exact"
+        else:
+            for o, first in copies:
+                got.exact_of[o] = first
+                got.reason[o] = "exact"
         self.seconds["exact_pass"] += time.perf_counter() - t
         if new.any():
             got.sketched.extend(np.asarray(ords, dtype=np.int64)[new])
@@ -975,7 +987,8 @@ class Deduplicator:
         # with sources, records are named (source, id): ids need only be unique within a source
         names = got.ids if got.sources is None else list(zip(got.sources, got.ids))
         outcome, cluster_sizes, chained = outcomes(
-            names, got.reason, sk, survivor_local, kept, members, member_sims, got.exact_of,
+            names, got.reason, sk, survivor_local, kept, members, member_sims,
+            got.exact_of.arrays() if isinstance(got.exact_of, Copies) else got.exact_of,
             chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None)
         if got.sources is not None:
             stats["kinds"] = cluster_kinds(outcome, cluster_sizes)
