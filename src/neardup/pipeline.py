@@ -560,7 +560,8 @@ class Deduplicator:
                 got.exact_of[o] = first
 
         sk = np.array(got.sketched, dtype=np.int64)
-        got.first_by_fp = got.first_by_fp if self.save_index is not None else None  # needed no more
+        if self.save_index is None and self.against is None:  # the index's records need it; nothing else
+            got.first_by_fp = None
         counts = np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)
         offsets = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
