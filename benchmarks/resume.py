@@ -86,6 +86,22 @@ def windows(trace: Path, t0: float) -> dict[str, tuple[float, float]]:
     return out
 
 
+def completed_lengths(trace: Path) -> dict[str, float]:
+    """The lengths of the stages a (killed) run finished: each traced stage followed by another point."""
+    if not trace.exists():
+        return {}
+    points = []
+    for line in trace.read_text().splitlines():
+        name, t = line.rsplit(" ", 1)
+        points.append((name, float(t)))
+    first: dict[str, float] = {}
+    for name, t in points:
+        first.setdefault(name, t)
+    # the stage points and the publishing only, as windows() takes them (kept-shard points fall inside)
+    seen = sorted(((n, t) for n, t in first.items() if n in STAGES or n == "published"), key=lambda item: item[1])
+    return {name: b - a for (name, a), (_, b) in zip(seen, seen[1:]) if name in STAGES}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=2_000_000)
@@ -147,10 +163,14 @@ def main() -> None:
     order = list(win)
     trials = []
     out = data / "resume-trial"
+    # each stage's length, from the reference first, then from the latest run that got through it:
+    # the shared machine's load changes from run to run, and a kill aimed by a slow reference's
+    # length would overshoot a short stage and land in a later one
+    length = {stage: b - a for stage, (a, b) in win.items()}
     for k in range(args.kills):
         stage = order[k % len(order)]
-        a, b = win[stage]
-        into = float(rng.uniform(0, b - a))  # seconds into the stage (its length in the reference)
+        aimed_length = length[stage]
+        into = float(rng.uniform(0, 1)) * aimed_length  # seconds into the stage
         shutil.rmtree(out, ignore_errors=True)
         trial_trace = data / "resume-trial-trace.txt"
         trial_trace.unlink(missing_ok=True)
@@ -171,6 +191,7 @@ def main() -> None:
             time.sleep(max(0.0, into - (time.time() - began)))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        length.update(completed_lengths(trial_trace))
         killed_after = time.time() - t
         at = killed_after
         reached = stage_reached(out)
@@ -179,7 +200,8 @@ def main() -> None:
         resume_wall = time.time() - t
         got = digest(out) if resumed.returncode == 0 else {}
         s = json.loads((out / "summary.json").read_text()) if resumed.returncode == 0 else {}
-        trial = {"aimed_stage": stage, "seconds_into_stage": round(into, 3), "killed_after_s": round(killed_after, 3),
+        trial = {"aimed_stage": stage, "seconds_into_stage": round(into, 3),
+                 "stage_length_aimed_by_s": round(aimed_length, 3), "killed_after_s": round(killed_after, 3),
                  "exit_status_of_killed": proc.returncode, "stage_reached": reached,
                  "resumed_from": s.get("resumed_from"), "resume_exit_status": resumed.returncode,
                  "resume_stderr": resumed.stderr[-500:], "resume_wall_s": round(resume_wall, 3),

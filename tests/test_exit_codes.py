@@ -133,3 +133,57 @@ def test_max_skipped_count_or_fraction(tmp_path, three_bad_lines, limit, expecte
     assert code == expected, err
     if expected:
         assert "over --max-skipped" in err
+
+
+@pytest.fixture
+def parquet_folder(tmp_path):
+    """part-*.parquet as pyarrow and Spark write them, with the metadata files Spark writes beside
+    them (_SUCCESS, _committed_*, .crc checksums)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    folder = tmp_path / "dataset"
+    folder.mkdir()
+    for i in range(2):
+        pq.write_table(pa.Table.from_pylist(GOOD[i * 10:(i + 1) * 10]), folder / f"part-{i:05d}.parquet")
+        (folder / f".part-{i:05d}.parquet.crc").write_bytes(b"crc\x00")
+    (folder / "_SUCCESS").write_bytes(b"")
+    (folder / "_committed_4711").write_text('{"added": []}')
+    return folder
+
+
+def test_strict_ignores_a_datasets_metadata_files(tmp_path, parquet_folder):
+    code, err = run_cli(parquet_folder, "-o", tmp_path / "out", "--strict")
+    assert code == 0, err
+    s = summary(tmp_path / "out")
+    assert s["input"] == 20 and s["skipped"] == 0 and s["ignored_files"] == []
+
+
+def test_strict_counts_other_files_of_a_dataset_folder_as_skipped(tmp_path, parquet_folder):
+    """A README.md and a notes.txt among the part files are not read; the run goes on and says
+    so (exit 0), and under --strict they are skipped files: exit 1, each named."""
+    (parquet_folder / "README.md").write_text("# The dataset's card\n")
+    (parquet_folder / "notes.txt").write_text("collected in 2024\n")
+    code, err = run_cli(parquet_folder, "-o", tmp_path / "lenient")
+    assert code == 0, err
+    ignored = [f["path"] for f in summary(tmp_path / "lenient")["ignored_files"]]
+    assert ignored == [str(parquet_folder / "README.md"), str(parquet_folder / "notes.txt")]
+
+    code, err = run_cli(parquet_folder, "-o", tmp_path / "strict", "--strict")
+    assert code == exitcodes.SKIPPED == 1
+    line = [ln for ln in err.splitlines() if "--strict" in ln]
+    assert len(line) == 1 and "2 files of a dataset folder not read" in line[0]
+    assert str(parquet_folder / "README.md") in line[0] and str(parquet_folder / "notes.txt") in line[0]
+    s = summary(tmp_path / "strict")  # the outputs are written all the same
+    assert s["input"] == 20 and s["skipped"] == 0 and len(s["ignored_files"]) == 2
+    # --max-skipped limits skipped records; files left out of a dataset are --strict's alone
+    code, err = run_cli(parquet_folder, "-o", tmp_path / "limit", "--max-skipped", "0")
+    assert code == 0, err
+
+
+def test_strict_counted_leaves_out_hidden_names():
+    from neardup.io.sources import strict_counted
+
+    listed = [{"path": p, "reason": "r"} for p in
+              ("/d/README.md", "s3://b/d/_SUCCESS", "/d/.part-0.parquet.crc", "gs://b/d/notes.txt", "/d/_delta_log/",
+               "/d/_year=2024/x.md")]
+    assert [f["path"] for f in strict_counted(listed)] == ["/d/README.md", "gs://b/d/notes.txt", "/d/_year=2024/x.md"]

@@ -1,4 +1,5 @@
-"""Outputs of ``neardup dedup``: fsspec URLs (a real S3 API on loopback, moto's server mode), the
+"""Outputs of ``neardup dedup``: fsspec URLs (a real S3 API on loopback, moto's server mode, and a
+real GCS JSON API, gcp-storage-emulator: tests/cloud_servers.py), the
 kept corpus's shards and compression, Parquet in and out, and publishing with summary.json last."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import orjson
 import pytest
 
+from cloud_servers import gcs_emulator
 from dedup_runs import dedup, folder_digest, write_corpus
 
 
@@ -232,6 +234,50 @@ def test_s3_output_killed_then_resumed(s3_server, corpus, plain_run, tmp_path):
     killed = dedup(*args, env=dict(env, NEARDUP_TEST_KILL_AT="publish-moved"))
     assert killed.returncode == -9
     # every file uploaded but summary.json: the object store's folder does not look complete
+    assert fs.exists("dedup-bucket/run2/clusters.jsonl") and not fs.exists("dedup-bucket/run2/summary.json")
+    resumed = dedup(*args, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(fs.cat_file("dedup-bucket/run2/summary.json"))["resumed_from"] == "cluster"
+    assert fs.cat_file("dedup-bucket/run2/kept.jsonl") == (plain_run / "kept.jsonl").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def gcs_server():
+    with gcs_emulator("dedup-bucket") as (fs, env):
+        yield fs, env
+
+
+def test_gs_output(gcs_server, corpus, plain_run, tmp_path):
+    fs, env = gcs_server
+    res = dedup(corpus, "-o", "gs://dedup-bucket/run1/", "--output-shards", 2, "--work-dir", tmp_path / "work",
+                env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert not os.path.exists(tmp_path / "gs:")  # not a local folder named after the URL
+    names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls("dedup-bucket/run1", detail=False))
+    assert names == ["clusters.jsonl", "kept-00000-of-00002.jsonl", "kept-00001-of-00002.jsonl", "pairs.jsonl",
+                     "summary.json"]
+    for name in ("clusters.jsonl", "pairs.jsonl"):
+        assert fs.cat_file(f"dedup-bucket/run1/{name}") == (plain_run / name).read_bytes()
+    kept = b"".join(fs.cat_file(f"dedup-bucket/run1/{n}") for n in names if n.startswith("kept"))
+    assert kept == (plain_run / "kept.jsonl").read_bytes()
+    summary = json.loads(fs.cat_file("dedup-bucket/run1/summary.json"))
+    assert summary["kept_output"]["path"] == "gs://dedup-bucket/run1/kept-00000-of-00002.jsonl"
+    assert os.listdir(tmp_path / "work") == []
+    # the same folder again with one shard: the older run's two shards are removed
+    res = dedup(corpus, "-o", "gs://dedup-bucket/run1/", "--work-dir", tmp_path / "work", env=env)
+    assert res.returncode == 0, res.stderr
+    fs.invalidate_cache()
+    names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls("dedup-bucket/run1", detail=False))
+    assert names == ["clusters.jsonl", "kept.jsonl", "pairs.jsonl", "summary.json"]
+
+
+def test_gs_output_killed_then_resumed(gcs_server, corpus, plain_run, tmp_path):
+    fs, env = gcs_server
+    args = (corpus, "-o", "gs://dedup-bucket/run2", "--work-dir", tmp_path / "work")
+    killed = dedup(*args, env=dict(env, NEARDUP_TEST_KILL_AT="publish-moved"))
+    assert killed.returncode == -9
+    fs.invalidate_cache()
+    # every file uploaded but summary.json: the bucket's folder does not look complete
     assert fs.exists("dedup-bucket/run2/clusters.jsonl") and not fs.exists("dedup-bucket/run2/summary.json")
     resumed = dedup(*args, env=env)
     assert resumed.returncode == 0, resumed.stderr

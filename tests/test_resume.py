@@ -74,6 +74,22 @@ def test_compressed_shards_resume_byte_identical(corpus, refs, tmp_path, compres
     assert folder_digest(out) == want
 
 
+@pytest.mark.parametrize("options", [(), ("--output-shards", 3), ("--output-shards", 2, "--compression", "gzip"),
+                                     ("--shard-size", "100KB")], ids=["one-file", "three-shards", "gzip-shards", "by-size"])
+def test_killed_once_the_last_shard_is_recorded(corpus, refs, tmp_path, options):
+    """Every shard recorded complete in kept.json, the final names not yet: the resume adds no
+    shard and rewrites none (it once replaced the one kept.jsonl by an empty file, and gave N
+    shards an empty N+1th)."""
+    want = _reference(corpus, refs, *options)
+    shards = len([n for n in want if n.startswith("kept")])
+    out = tmp_path / "out"
+    assert dedup(corpus, "-o", out, *options, env={"NEARDUP_TEST_KILL_AT": f"kept-shard-{shards}"}).returncode == -9
+    manifest = json.loads((out / ".neardup-work" / "kept.json").read_text())
+    assert "final" not in manifest and len(manifest["done"]) == shards
+    assert dedup(corpus, "-o", out, *options).returncode == 0
+    assert folder_digest(out) == want
+
+
 def test_shard_size_resume(corpus, refs, tmp_path):
     options = ("--shard-size", "30KB")
     want = _reference(corpus, refs, *options)

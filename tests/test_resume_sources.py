@@ -1,7 +1,8 @@
-"""Resume beside the features that record more per record than the saved stages hold: web
-archives (their kept ``kept.warc.gz`` and the ``url`` key), and runs with sources or an index
-(several inputs, ``--source-field``, ``--against``, ``--save-index``, ``--update-index``), which
-keep no resumable work folder and refuse ``--resume`` in one line."""
+"""Resume beside the features that record more per record than a plain run: web archives (their
+kept ``kept.warc.gz`` and the ``url`` key) and runs with record sources (several inputs,
+``--source-field``, ``--keep source:``), which resume like any run with byte-identical outputs;
+and runs with an index (``--against``, ``--save-index``, ``--update-index``), which keep no
+resumable work folder and refuse ``--resume`` in one line (the index is never written twice)."""
 
 from __future__ import annotations
 
@@ -65,12 +66,13 @@ def _index_docs(db) -> int:
         return con.execute("SELECT count(*) FROM docs").fetchone()[0]
 
 
-def test_resume_with_an_index_or_sources_is_refused_in_one_line(tmp_path):
+def test_resume_with_an_index_is_refused_in_one_line(tmp_path):
     a = write_corpus(tmp_path / "a.jsonl", docs=200)
     b = write_corpus(tmp_path / "b.jsonl", docs=100, seed=4)
     db = tmp_path / "seen.db"
     for args, flag in (([a, "--save-index", db], "--save-index"), ([a, "--against", db], "--against"),
-                       ([a, "--source-field", "n"], "--source-field"), ([a, b], "record sources")):
+                       ([a, b, "--save-index", db], "--save-index"),
+                       ([a, "--against", db, "--update-index"], "--against")):
         proc = dedup(*args, "-o", tmp_path / "out", "--resume")
         assert proc.returncode == 2, proc.stderr
         assert flag in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -100,16 +102,97 @@ def test_a_save_index_run_killed_after_writing_the_index_starts_over(tmp_path, p
     assert not (out / WORK).exists()
 
 
-def test_a_failed_run_with_sources_keeps_no_work_folder(tmp_path):
-    a = write_corpus(tmp_path / "a.jsonl", docs=200)
-    b = write_corpus(tmp_path / "b.jsonl", docs=100, seed=4)
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def two_inputs(tmp_path_factory):
+    """Two inputs that share records: the second holds exact and near copies of the first's, and
+    ids that repeat across the two (ids need only be unique within a source)."""
+    d = tmp_path_factory.mktemp("sources")
+    a = write_corpus(d / "a.jsonl", docs=600)
+    lines = open(a, "rb").read().splitlines(keepends=True)
+    copied = [orjson.loads(line) for line in lines[::5]]
+    for i, row in enumerate(copied):
+        if i % 2:
+            row["text"] = row["text"].replace(" ", " and ", 1)  # a near copy
+    extra = open(write_corpus(d / "other.jsonl", docs=300, seed=4), "rb").read()
+    b = d / "b.jsonl"
+    b.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in copied) + extra)
+    return a, str(b)
+
+
+#: where a run with sources is killed, with the stages its resume may continue after
+SOURCE_KILLS = [("sketch", "start"), ("candidates", "sketch"), ("verify", "candidates"), ("cluster", "verify"),
+                ("kept-shard-1", "verify|cluster"), ("write", "cluster"), ("write-pairs", "cluster"),
+                ("publish", "cluster"), ("publish-moved", "cluster")]
+
+
+def _killed_then_resumed(args, out, point, *, resume_flag):
+    killed = dedup(*args, "-o", out, env={"NEARDUP_TEST_KILL_AT": point})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not (out / "summary.json").exists() and (out / WORK / "run.json").exists()
+    resumed = dedup(*args, "-o", out, *(("--resume",) if resume_flag else ()))
+    assert resumed.returncode == 0, resumed.stderr
+    assert not (out / WORK).exists()
+    return json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("point,after", SOURCE_KILLS)
+def test_a_run_with_several_inputs_killed_then_resumed(tmp_path, two_inputs, point, after):
+    a, b = two_inputs
+    args = (a, b, "--output-shards", 2)
+    ref = tmp_path / "ref"
+    dedup(*args, "-o", ref, check=True)
+    rows = [orjson.loads(line) for line in open(ref / "clusters.jsonl", "rb")]
+    assert {r["source"] for r in rows} == {a, b}
+    assert any(r["duplicate_of_source"] == a and r["source"] == b for r in rows)  # copies across the inputs
+    summary = _killed_then_resumed(args, tmp_path / "out", point, resume_flag=SOURCE_KILLS.index((point, after)) % 2)
+    assert summary["resumed_from"] in after.split("|")
+    assert folder_digest(tmp_path / "out") == folder_digest(ref)  # sources, kinds, largest clusters included
+
+
+@pytest.mark.parametrize("options", [("--source-field", "site"), ("--keep", "source:b.jsonl,a.jsonl")],
+                         ids=["source-field", "keep-source"])
+@pytest.mark.parametrize("point", ["candidates", "cluster", "write-pairs"])
+def test_source_field_and_keep_source_killed_then_resumed(tmp_path, two_inputs, options, point):
+    a, b = two_inputs
+    if options[0] == "--source-field":  # one input whose records name their site
+        rows = [orjson.loads(line) for p in (a, b) for line in open(p, "rb")]
+        src = tmp_path / "sites.jsonl"
+        src.write_bytes(b"".join(orjson.dumps(dict(r, site=f"s{k % 3}")) + b"\n" for k, r in enumerate(rows)))
+        args = (src, *options)
+    else:  # the preferred source's copies survive: holders move during the sketch stage
+        os.symlink(a, tmp_path / "a.jsonl")
+        os.symlink(b, tmp_path / "b.jsonl")
+        args = ("a.jsonl", "b.jsonl", *options)
+    ref = tmp_path / "ref"
+    dedup(*args, "-o", ref, check=True, cwd=tmp_path)
+    killed = dedup(*args, "-o", tmp_path / "out", env={"NEARDUP_TEST_KILL_AT": point}, cwd=tmp_path)
+    assert killed.returncode == -signal.SIGKILL
+    dedup(*args, "-o", tmp_path / "out", "--resume", check=True, cwd=tmp_path)
+    assert folder_digest(tmp_path / "out") == folder_digest(ref)
+    rows = [orjson.loads(line) for line in open(ref / "clusters.jsonl", "rb")]
+    if options[0] == "--keep":
+        kept_b = [r for r in rows if r["kept"] and r["source"] == "b.jsonl" and r["cluster"] is not None]
+        assert kept_b  # b.jsonl's copies survived their holders in a.jsonl
+
+
+def test_a_failed_run_with_sources_keeps_its_work_and_resumes(tmp_path, two_inputs):
+    a, b = two_inputs
+    ref, out = tmp_path / "ref", tmp_path / "out"
+    dedup(a, b, "-o", ref, check=True)
     failed = dedup(a, b, "-o", out, env={"NEARDUP_TEST_FAULT": "memory@cluster"})
     assert failed.returncode == 4, failed.stderr
-    assert not (out / WORK).exists() and not (out / "summary.json").exists()
+    assert (out / WORK / "verify").exists() and not (out / "summary.json").exists()
     dedup(a, b, "-o", out, check=True)
-    rows = [orjson.loads(line) for line in open(out / "clusters.jsonl", "rb")]
-    assert {r["source"] for r in rows} == {a, b}
+    assert json.loads((out / "summary.json").read_text())["resumed_from"] == "verify"
+    assert folder_digest(out) == folder_digest(ref)
+
+
+def test_resume_with_other_inputs_is_refused(tmp_path, two_inputs):
+    a, b = two_inputs
+    out = tmp_path / "out"
+    assert dedup(a, b, "-o", out, env={"NEARDUP_TEST_KILL_AT": "cluster"}).returncode == -signal.SIGKILL
+    other = dedup(b, a, "-o", out, "--resume")  # the same files in the other order: other sources' order
+    assert other.returncode == 2 and len(other.stderr.strip().splitlines()) == 1, other.stderr
 
 
 def test_parquet_results_killed_while_written_resume_and_replace_an_older_runs_jsonl(tmp_path):

@@ -2,7 +2,8 @@
 
     OK           0  done; every input record and file was read (or skips stayed within --max-skipped)
     SKIPPED      1  done, but more records or files were skipped than --max-skipped allows
-                    (under --strict: any skip at all)
+                    (under --strict: any skip at all, and any file of a dataset folder that was
+                    not read, e.g. a README.md; not _SUCCESS, .crc and the other names Spark hides)
     USAGE        2  a usage mistake: a bad option, a parameter out of range, a missing extra
                     (a path that does not exist is an input error, 3)
     INPUT_ERROR  3  an input file or URL could not be read (the message names it); nothing was written

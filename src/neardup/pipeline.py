@@ -305,16 +305,16 @@ class Deduplicator:
                 diff = differences({"config": done.get("config", {})}, {"config": identity["config"]})
                 raise ConfigError(f"--resume: {output} is complete, made with other options ({'; '.join(diff)}); "
                                   "drop --resume to run again over it")
-        # A run whose records carry sources or that reads or writes an index saves no stage and
-        # keeps no work folder: the saved sketch stage does not hold the sources and band keys, and
-        # a resumed --save-index/--update-index would write the index twice.
-        self._unresumable = self.source_labels is not None or self.has_sources(given)
+        # A run that reads or writes an index saves no stage and keeps no work folder: the saved
+        # sketch stage does not hold the signatures and band keys the index takes, and a resumed
+        # --save-index/--update-index would write the index twice. (A run with record sources,
+        # several inputs or --source-field, saves each record's source with the sketch stage.)
+        self._unresumable = self.against is not None or self.save_index is not None
         if resume and self._unresumable:
             from .errors import ConfigError
 
-            raise ConfigError("--resume is not supported for a run with record sources (several inputs, "
-                              "--source-field) or an index (--against, --save-index, --update-index): run the "
-                              "command again without --resume")
+            raise ConfigError("--resume is not supported for a run with an index (--against, --save-index, "
+                              "--update-index): run the command again without --resume")
         if not run.exists():
             self._check_disk(given, run.path, write_kept)
         self._stage_name = "start"
@@ -398,7 +398,7 @@ class Deduplicator:
                                                   run=run, **read_options))
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-kept") as writer:
-            # a run with sources or an index saves no stage (it is never resumed: see run())
+            # a run with an index saves no stage (it is never resumed: see run())
             outcome, pairs, stats = self._dedup(docs, run.path, kept_known=write_kept_from,
                                                 run=None if self._unresumable else run)
             urls = stats.pop("urls", None)
@@ -550,14 +550,14 @@ class Deduplicator:
         else:
             got = self._read_and_sketch(docs, run.stage_partial("sketch") if run else work)
             self.seconds["read_and_sketch"] = time.perf_counter() - t0
+            if got.local_of is not None:  # keep="source" moved holders: copies point at the final one
+                for o, first in got.exact_of.items():  # (before the stage is saved, which holds exact_of)
+                    while first in got.exact_of:
+                        first = got.exact_of[first]
+                    got.exact_of[o] = first
             if run is not None:
                 self._save_sketch(run, got)
                 got = self._load_sketch(run)
-        if got.local_of is not None:  # keep="source" moved holders: copies point at the final one
-            for o, first in got.exact_of.items():
-                while first in got.exact_of:
-                    first = got.exact_of[first]
-                got.exact_of[o] = first
 
         sk = np.array(got.sketched, dtype=np.int64)
         if self.save_index is None and self.against is None:  # the index's records need it; nothing else
@@ -677,6 +677,7 @@ class Deduplicator:
         run.save("sketch", arrays, {
             "reason_labels": got.reason.labels, "skipped": dict(got.skipped),
             "urls": sorted(got.urls.items()),  # web archives' pages: clusters.jsonl's url key
+            "sources": got.sources,  # each record's source (several inputs, --source-field), or None
             "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
             "input_report": self._input_report.as_dict() if getattr(self, "_input_report", None) else None,
             "seconds": {k: self.seconds[k] for k in ("read_and_sketch", "sketch_wait_and_collect") if k in self.seconds},
@@ -693,6 +694,7 @@ class Deduplicator:
                                   if self.config.keep != "source" else dict(arrays["exact_of"].tolist())),
                         sketched=Growable(np.int64, arrays["sketched"]), n_shingles=[arrays["n_shingles"]])
         got.urls = {int(o): url for o, url in meta.get("urls", [])}
+        got.sources = meta.get("sources")
         got.band_parts = [arrays["band_keys"]] if "band_keys" in arrays else []
         got.simhashes = [arrays["simhashes"]] if "simhashes" in arrays else []
         ids_spilled, sig_spilled = meta["spilled_bytes"]
@@ -708,21 +710,35 @@ class Deduplicator:
         return got
 
     def _save_cluster(self, run, outcome: Outcome, stats: dict) -> None:
-        run.save("cluster", {"kept": outcome.kept, "reason_codes": outcome.reason.codes.array(),
-                             "cluster": outcome.cluster.ordinals, "duplicate_of": outcome.duplicate_of.ordinals,
-                             "similarity": outcome.similarity.values}, {
-            "reason_labels": outcome.reason.labels, "seconds": self.seconds["cluster"],
-            "stats": {k: stats[k] for k in ("chained", "chained_examples")},
-            "cluster_sizes": list(stats["cluster_sizes"].items())})
+        arrays = {"kept": outcome.kept}
+        meta = {"seconds": self.seconds["cluster"],
+                "stats": {k: stats[k] for k in ("chained", "chained_examples", "kinds") if k in stats},
+                # with sources a cluster is named (source, survivor id): JSON keeps the pair as a list
+                "cluster_sizes": list(stats["cluster_sizes"].items())}
+        if isinstance(outcome.cluster, Names):  # outcomes()'s arrays
+            arrays.update(reason_codes=outcome.reason.codes.array(), cluster=outcome.cluster.ordinals,
+                          duplicate_of=outcome.duplicate_of.ordinals, similarity=outcome.similarity.values)
+            meta["reason_labels"] = outcome.reason.labels
+        else:  # records with sources: split_sources gives the columns as lists
+            meta.update(reason=list(outcome.reason), cluster=list(outcome.cluster),
+                        duplicate_of=list(outcome.duplicate_of), similarity=list(outcome.similarity),
+                        source=outcome.source, duplicate_of_source=outcome.duplicate_of_source)
+        run.save("cluster", arrays, meta)
 
     def _load_cluster(self, run, got: _Sketched, stats: dict) -> Outcome:
         arrays, meta = run.load("cluster")
         stats.update(meta["stats"])
-        stats["cluster_sizes"] = Counter(dict(meta["cluster_sizes"]))
+        stats["cluster_sizes"] = Counter({tuple(c) if isinstance(c, list) else c: size
+                                          for c, size in meta["cluster_sizes"]})
         self.seconds["cluster"] = meta["seconds"]
-        return Outcome(ids=got.ids, reason=Labels(meta["reason_labels"], arrays["reason_codes"]),
-                       cluster=Names(arrays["cluster"], got.ids), duplicate_of=Names(arrays["duplicate_of"], got.ids),
-                       similarity=Floats(arrays["similarity"]), kept=arrays["kept"])
+        if "reason_labels" in meta:
+            return Outcome(ids=got.ids, reason=Labels(meta["reason_labels"], arrays["reason_codes"]),
+                           cluster=Names(arrays["cluster"], got.ids),
+                           duplicate_of=Names(arrays["duplicate_of"], got.ids),
+                           similarity=Floats(arrays["similarity"]), kept=arrays["kept"])
+        return Outcome(ids=got.ids, reason=meta["reason"], cluster=meta["cluster"], duplicate_of=meta["duplicate_of"],
+                       similarity=meta["similarity"], kept=arrays["kept"], source=meta.get("source"),
+                       duplicate_of_source=meta.get("duplicate_of_source"))
 
     def _read_and_sketch(self, docs, work: str) -> _Sketched:
         """Read every record, sketch the batches on ``self.jobs`` threads, and run the exact pass.

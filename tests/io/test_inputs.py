@@ -1,7 +1,8 @@
 """Every input a user may point ``neardup dedup`` at (issue 16): standard input through a real pipe,
 globs, --files-from, each compression, formats found by their content, CSV/TSV, Arrow IPC, dataset
-folders written by Spark and by pyarrow, s3:// on a real S3 API (moto's server on loopback) and
-http:// on a local HTTP server. Each variant must give the clusters and kept corpus of the same
+folders written by Spark and by pyarrow, s3:// on a real S3 API (moto's server on loopback), gs://
+on a real GCS JSON API (gcp-storage-emulator on loopback), hf://datasets/ on a stand-in for the
+Hugging Face Hub's HTTP API (tests/cloud_servers.py) and http:// on a local HTTP server. Each variant must give the clusters and kept corpus of the same
 records read from one plain JSONL file."""
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import pytest
 
 from neardup.io import detect_format
 from neardup.io.sources import expand_inputs, is_hidden_name, walk
+
+from cloud_servers import FakeHub, gcs_emulator
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -357,7 +360,8 @@ def test_hidden_name_rule_is_sparks():
 
 def test_pyarrow_part_files_with_marker_files_and_a_readme(tmp_path, reference):
     """The folder of the issue: part-*.parquet, _SUCCESS, .crc files and a README.md; it is
-    read as Parquet (the README is listed as ignored, not read as a document)."""
+    read as Parquet (the README is listed as ignored, not read as a document; --strict counts it
+    as a skipped file, exit 1; the _SUCCESS and .crc files do not count)."""
     folder = tmp_path / "dataset"
     folder.mkdir()
     t = table()
@@ -368,11 +372,15 @@ def test_pyarrow_part_files_with_marker_files_and_a_readme(tmp_path, reference):
     (folder / "README.md").write_text("# A dataset\nwith a card\n")
     assert detect_format(str(folder)) == "parquet"
     code, _, err = run_cli(["dedup", str(folder), "-o", str(tmp_path / "out"), "--strict"])
-    assert code == 0, err
+    assert code == 1, err
     summary = assert_same(reference, tmp_path / "out")
     assert summary["ignored_files"] == [{"path": str(folder / "README.md"),
                                          "reason": f"a text file in a folder of data files ({folder})"}]
-    assert "README.md" in err  # said on standard error too
+    assert f"1 file of a dataset folder not read ({folder / 'README.md'}), --strict allows none" in err
+    os.remove(folder / "README.md")  # the marker and checksum files alone: not counted
+    code, _, err = run_cli(["dedup", str(folder), "-o", str(tmp_path / "out2"), "--strict"])
+    assert code == 0, err
+    assert assert_same(reference, tmp_path / "out2")["ignored_files"] == []
     assert summary["kept_output"]["format"] == "parquet"  # Parquet in, Parquet out
 
 
@@ -505,6 +513,100 @@ def test_s3_parquet_dataset(tmp_path, reference, s3):
     assert code == 0, err
     summary = assert_same(reference, tmp_path / "out")
     assert summary["kept_output"]["format"] == "parquet"
+
+
+@pytest.fixture(scope="module")
+def gcs():
+    """A real GCS JSON API on loopback (tests/cloud_servers.py); the child finds it through
+    ``STORAGE_EMULATOR_HOST``, as gcsfs users point it at an emulator."""
+    with gcs_emulator("crawl") as (fs, env):
+        yield fs, dict(os.environ, **env)
+
+
+def test_gs_url_inputs(tmp_path, reference, gcs):
+    fs, env = gcs
+    lines = JSONL.splitlines(keepends=True)
+    fs.pipe_file("crawl/jsonl/part-0.jsonl.gz", gzip.compress(b"".join(lines[:25])))
+    fs.pipe_file("crawl/jsonl/part-1.jsonl.zst", zstd_compress(b"".join(lines[25:])))
+    fs.pipe_file("crawl/jsonl/_SUCCESS", b"")
+    for args in (["gs://crawl/jsonl/"], ["gs://crawl/jsonl/part-*"],
+                 ["gs://crawl/jsonl/part-0.jsonl.gz", "gs://crawl/jsonl/part-1.jsonl.zst"]):
+        out = tmp_path / str(len(os.listdir(tmp_path)))
+        code, _, err = run_cli(["dedup", *args, "-o", str(out), "-q", "--strict"], env=env)
+        assert code == 0, (args, err)
+        assert_same(reference, out)
+    code, _, err = run_cli(["dedup", "gs://crawl/nothing/", "-o", str(tmp_path / "none")], env=env)
+    assert code == 3 and "gs://crawl/nothing/" in err
+
+
+def test_gs_parquet_dataset(tmp_path, reference, gcs):
+    fs, env = gcs
+    t = table()
+    for i, start in enumerate(range(0, 40, 20)):
+        buf = io.BytesIO()
+        pq.write_table(t.slice(start, 20), buf)
+        fs.pipe_file(f"crawl/pq/lang=x{i}/part-{i:05d}.parquet", buf.getvalue())
+    fs.pipe_file("crawl/pq/_SUCCESS", b"")
+    fs.pipe_file("crawl/pq/lang=x0/.part-00000.parquet.crc", b"x")
+    code, _, err = run_cli(["dedup", "gs://crawl/pq", "-o", str(tmp_path / "out"), "-q", "--strict"], env=env)
+    assert code == 0, err
+    summary = assert_same(reference, tmp_path / "out")
+    assert summary["kept_output"]["format"] == "parquet" and summary["ignored_files"] == []
+
+
+# ------------------------------------------------------------------------------- hf://
+
+
+@pytest.fixture(scope="module")
+def hub():
+    """A stand-in for the Hugging Face Hub (which cannot run here), on loopback: the routes
+    HfFileSystem calls to list and read a dataset repository (tests/cloud_servers.py). The child
+    finds it through ``HF_ENDPOINT``, which huggingface_hub reads when it is imported."""
+    pytest.importorskip("huggingface_hub", reason="hf:// needs huggingface_hub (pip install 'neardup[hf]')")
+    with FakeHub() as fake:
+        env = dict(os.environ, HF_ENDPOINT=fake.endpoint, HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_OFFLINE="0")
+        env.pop("HF_TOKEN", None)
+        yield fake, env
+
+
+def test_hf_dataset_jsonl_and_parquet(tmp_path, reference, hub):
+    """``hf://datasets/ORG/NAME/...``: a folder of JSONL shards, a glob, one Parquet file, and the
+    repository's root, whose README.md (the dataset card) and .gitattributes are not data."""
+    fake, env = hub
+    lines = JSONL.splitlines(keepends=True)
+    buf = io.BytesIO()
+    pq.write_table(table(), buf)
+    fake.repos["org/crawl"] = {
+        ".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n",
+        "README.md": b"---\nlicense: cc0\n---\n# A dataset card\n",
+        "data/train-00000-of-00002.jsonl": b"".join(lines[:25]),
+        "data/train-00001-of-00002.jsonl.gz": gzip.compress(b"".join(lines[25:])),
+        "parquet/train.parquet": buf.getvalue(),
+    }
+    for args in (["hf://datasets/org/crawl/data"], ["hf://datasets/org/crawl/data/train-*"],
+                 ["hf://datasets/org/crawl/parquet/train.parquet"]):
+        out = tmp_path / str(len(os.listdir(tmp_path)))
+        fake.requests.clear()
+        code, _, err = run_cli(["dedup", *args, "-o", str(out), "-q", "--strict"], env=env)
+        assert code == 0, (args, err)
+        summary = assert_same(reference, out)
+        assert any(r.startswith("GET /datasets/org/crawl/resolve/main/") for r in fake.requests)  # read from it
+    assert summary["kept_output"]["format"] == "parquet"
+    # the repository's root: JSONL and Parquet (two formats), the card left out and named
+    code, _, err = run_cli(["dedup", "hf://datasets/org/crawl", "-o", str(tmp_path / "root"), "-q"], env=env)
+    assert code == 0, err
+    summary = json.loads((tmp_path / "root" / "summary.json").read_text())
+    assert summary["input"] == 80 and summary["skipped"] == 0
+    assert [f["path"] for f in summary["ignored_files"]] == ["hf://datasets/org/crawl/README.md"]
+
+
+def test_hf_missing_repo_and_file(tmp_path, hub):
+    fake, env = hub
+    fake.repos.setdefault("org/small", {"a.jsonl": JSONL})
+    for url in ("hf://datasets/org/nothing/data", "hf://datasets/org/small/missing.jsonl"):
+        code, _, err = run_cli(["dedup", url, "-o", str(tmp_path / "none")], env=env)
+        assert code == 3 and url in err and "Traceback" not in err, err
+        assert not (tmp_path / "none" / "summary.json").exists()
 
 
 def test_a_missing_client_names_its_extra(tmp_path):

@@ -59,7 +59,9 @@ def add_error_options(p: argparse.ArgumentParser) -> None:
                    help="a file that cannot be opened or read to its end: stop with its path and exit status 3 "
                         "(error, the default), or skip it and count it in summary.json's skipped_files (skip)")
     g.add_argument("--strict", action="store_true",
-                   help="exit with status 1 if any record or file was skipped (same as --max-skipped 0)")
+                   help="exit with status 1 if any record or file was skipped (as --max-skipped 0), or a file of "
+                        "a dataset folder was not read (a README.md among part files; _SUCCESS, .crc and the other "
+                        "names Spark hides never count)")
     g.add_argument("--max-skipped", type=skipped_limit, default=None, metavar="N|FRACTION",
                    help="exit with status 1 if more records than this were skipped: a count (100) or a fraction "
                         "of the input records (0.01 or 1%%); default: no limit")
@@ -86,18 +88,28 @@ def skipped_limit(value: str) -> tuple[str, float]:
     return kind, x
 
 
-def skipped_status(args, skipped: int, total: int, what: str = "records") -> int:
+def skipped_status(args, skipped: int, total: int, what: str = "records", ignored_files=()) -> int:
     """The exit status for ``skipped`` of ``total`` records: SKIPPED (with a line on standard
-    error saying why) when ``--strict`` or ``--max-skipped`` is exceeded, else OK."""
+    error saying why) when ``--strict`` or ``--max-skipped`` is exceeded, else OK. Under
+    ``--strict``, the files of dataset folders that were not read (``ignored_files``; not the
+    dataset's metadata files, :func:`~neardup.io.sources.strict_counted`) are skipped files too."""
     from ..exitcodes import OK, SKIPPED
+    from ..io.sources import strict_counted
 
+    status = OK
+    unread = strict_counted(ignored_files) if getattr(args, "strict", False) else []
+    if unread:
+        shown = ", ".join(f["path"] for f in unread[:3]) + (", ..." if len(unread) > 3 else "")
+        print(f"neardup: {len(unread):,} file{'s' if len(unread) > 1 else ''} of a dataset folder not read "
+              f"({shown}), --strict allows none; see ignored_files in summary.json", file=sys.stderr)
+        status = SKIPPED
     limit = ("count", 0) if getattr(args, "strict", False) else getattr(args, "max_skipped", None)
     if limit is None or skipped == 0:
-        return OK
+        return status
     kind, x = limit
     over = skipped > x if kind == "count" else skipped > x * total
     if not over:
-        return OK
+        return status
     share = f" ({skipped / total:.2%} of {total:,})" if total else ""
     allowed = ("--strict allows none" if getattr(args, "strict", False)
                else f"over --max-skipped {x:g}" if kind == "count" else f"over --max-skipped {x:.2%}")

@@ -33,8 +33,8 @@ def register(sub) -> None:
     resume = p.add_argument_group("resume")
     resume.add_argument("--resume", action="store_true",
                         help="continue an interrupted run on the same output (the same command again does too); "
-                             "refused when the options differ from the interrupted run's, and for runs with "
-                             "record sources or an index (--source-field, several inputs, --against, --save-index)")
+                             "refused when the options or inputs differ from the interrupted run's, and for runs "
+                             "with an index (--against, --save-index, --update-index)")
     resume.add_argument("--work-dir", default=None, metavar="DIR",
                         help="where the work folder of a URL output lives (default $TMPDIR); a local output keeps "
                              "it in OUTPUT/.neardup-work")
@@ -265,10 +265,11 @@ def dedup_command(args) -> int:
 
         if args.resume:  # before an index is opened (--save-index creates its file)
             for flag, given in (("--against", args.against), ("--save-index", args.save_index),
-                                ("--update-index", args.update_index or None), ("--source-field", args.source_field)):
+                                ("--update-index", args.update_index or None)):
                 if given is not None:
-                    raise ConfigError(f"--resume is not supported with {flag}: a run with an index or record sources "
-                                      "keeps no work folder; run the command again without --resume")
+                    raise ConfigError(f"--resume is not supported with {flag}: a run with an index keeps no work "
+                                      "folder (the index must never be written twice); run the command again "
+                                      "without --resume")
         against, save_index = open_indexes(args, config)
         progress = Progress("dedup", enabled=None if not args.quiet else False)
         try:
@@ -287,7 +288,7 @@ def dedup_command(args) -> int:
         cli.nothing_left_to_close = True  # outputs written and closed, work folder removed
     if not args.quiet:
         print(describe(summary), file=sys.stderr)
-    return skipped_status(args, summary["skipped"], summary["input"])
+    return skipped_status(args, summary["skipped"], summary["input"], ignored_files=summary.get("ignored_files") or ())
 
 
 def open_indexes(args, config):

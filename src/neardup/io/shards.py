@@ -226,8 +226,11 @@ class ShardedOutput:
                 self.close_file(self.fh)
                 self.fh = None
                 self.places.discard(self.names.writing(self.i))
-        else:
+        elif self.layout.shards is None and not (self.names.single and self.i > 0):
             self._close_shard()
+        # (a run killed after its last shard was recorded, before "final" was: on resume every
+        # shard is done, and none may be closed again, which would replace the one kept.jsonl by
+        # an empty file or add an empty N+1th shard)
         if self.layout.shards is not None:
             while self.i < self.layout.shards:
                 self._close_shard()

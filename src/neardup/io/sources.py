@@ -33,7 +33,7 @@ from typing import Iterator
 
 from ..errors import ConfigError, InputError, MissingDependencyError
 
-__all__ = ["STDIN_NAMES", "EXTRAS", "is_url", "is_hidden_name", "open_binary", "size_of", "exists", "is_folder",
+__all__ = ["STDIN_NAMES", "EXTRAS", "is_url", "is_hidden_name", "strict_counted", "open_binary", "size_of", "exists", "is_folder",
            "walk", "local_path", "expand_inputs", "read_files_from", "remove_stdin_copy"]
 
 #: The names that mean standard input.
@@ -94,6 +94,14 @@ def is_hidden_name(name: str) -> bool:
     (``.crc``) or a copy under way (``._COPYING_``)."""
     return (name.startswith(".") or (name.startswith("_") and "=" not in name)
             or name.endswith((".crc", "._COPYING_")))
+
+
+def strict_counted(ignored_files) -> list[dict]:
+    """The entries of a run's ``ignored_files`` (``{"path", "reason"}``) that ``--strict`` counts as
+    skipped files: every file of a dataset folder that was not read (a ``README.md`` among
+    ``part-*.parquet``), but not the names :func:`is_hidden_name` hides (``_SUCCESS``, ``.crc``...),
+    which are the dataset's own metadata, never data."""
+    return [f for f in ignored_files if not is_hidden_name(f["path"].rstrip("/").rsplit("/", 1)[-1])]
 
 
 # --------------------------------------------------------------------------- standard input and pipes
