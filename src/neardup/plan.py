@@ -804,6 +804,24 @@ CHECK_SAMPLE_RECORDS = 2_000
 PER_RECORD_BYTES = 400
 
 
+def work_disk_bound(paths: list[str], config: DedupConfig) -> int | None:
+    """An upper bound of what :func:`work_disk_estimate` can give, read from the first MB of each
+    uncompressed JSONL file (its lines give the records): a shingle id per two input bytes at
+    most (a word and its separator), each record's signature and :data:`PER_RECORD_BYTES`, and
+    the kept corpus. None where it cannot be bounded so cheaply (compressed or other inputs)."""
+    total = 0
+    perm = config.minhash.num_perm if config.method == "minhash" else 0
+    for path in paths:
+        if _codec_of(path) is not None or not os.path.isfile(path) or path.endswith((".parquet", ".pq")):
+            return None
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20)
+        records = size * max(1, head.count(b"\n")) / max(1, len(head))
+        total += int(4 * size + records * (8 * perm + PER_RECORD_BYTES) + size)
+    return total
+
+
 def work_disk_estimate(paths: list[str], config: DedupConfig) -> dict | None:
     """A quick estimate of what a run writes to its work folder, from a small sample of the input
     (JSONL or Parquet files; None for other inputs): every record's shingle ids and signature
