@@ -61,14 +61,21 @@ def components(db: str) -> dict:
         "SELECT coalesce(sum(length(signature)), 0), "
         + ("coalesce(sum(length(sample)), 0)" if "sample" in cols else "0")
         + ", coalesce(sum(length(id)), 0) FROM docs").fetchone()
+    # posting runs (profile lean): the pages of the two run tables, shared out by each kind's block bytes
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    run_bytes = {0: 0, 1: 0}
+    if "posting_blocks" in tables:
+        run_bytes.update(dict(conn.execute("SELECT kind, sum(length(data)) FROM posting_blocks GROUP BY kind")))
+    run_pages = pages.get("posting_blocks", 0) + pages.get("posting_runs", 0)
+    share = {k: run_pages * v / max(1, sum(run_bytes.values())) for k, v in run_bytes.items()}
     conn.close()
     total = os.path.getsize(db)
     autoindex = sum(v for k, v in pages.items() if k.startswith("sqlite_autoindex_docs"))
     parts = {
-        "band_postings": pages.get("bands", 0),
+        "band_postings": pages.get("bands", 0) + share[0],
         "signatures": sig,
         "containment_samples": pages.get("samples", 0) + sample,
-        "simhash_blocks": pages.get("simhash_blocks", 0),
+        "simhash_blocks": pages.get("simhash_blocks", 0) + share[1],
         "ids": ids + autoindex,
     }
     parts["other"] = total - sum(parts.values())  # fingerprints, counts, row overhead, free space

@@ -12,7 +12,7 @@ target         compiled code                               oracle
 jsonl          neardup._jsonl.scan                         orjson, record for record (the
                                                            reader's rules: id_str, isspace)
 kernel         neardup._kernel units / signatures /        the pure-Python tokenizer, shingles,
-               fingerprints, AVX2 and scalar               XXH3 ids, permutations, BLAKE2b;
+               fingerprints, simhashes, AVX2 and scalar    XXH3 ids, permutations, BLAKE2b, SimHash;
                                                            AVX2 against scalar on raw bytes
 hamming        neardup._hamming.Prober (SimhashIndex)      brute force over the live rows
 kernel_args    every function of neardup._kernel, with     a Python exception or an answer,
@@ -167,13 +167,15 @@ def _with_simd(kernel, on: bool, fn):
 
 @target
 def kernel(data: bytes) -> None:
-    """Shingle ids, MinHash and fingerprints of the kernel equal the pure-Python ones."""
+    """Shingle ids, MinHash, fingerprints and word simhashes of the kernel equal the pure-Python ones."""
     from neardup import _kernel, _native
     from neardup.exact.fingerprint import fingerprint
     from neardup.hashing import hash64
     from neardup.params import FAMILIES, MinHashParams, NormalizeParams, ShingleParams
     from neardup.shingle import shingles
     from neardup.sketch.permutations import family_for
+    from neardup.sketch.simhash import SimHash
+    from neardup.text.tokenize import words
 
     inp = Input(data)
     unit = ("word", "char", "line")[inp.byte() % 3]
@@ -202,16 +204,20 @@ def kernel(data: bytes) -> None:
     want_sig = np.stack([perm.apply(ids).min(axis=1) if ids.size else np.full(mp.num_perm, max64, dtype=np.uint64)
                          for ids in want_ids])
     want_fps = np.array([fingerprint(t, norm) or 0 for t in texts], dtype=np.uint64)
+    want_words = [words(t, norm) for t in texts]
+    want_sh = [(SimHash.from_text(t, hash="xxh3", normalize=norm).value if w else 0, len(w))
+               for t, w in zip(texts, want_words)]
     # One kernel call per code path (the per-call set-up dominates under the sanitizers): the
     # texts as the kernel reads them (NFKC'd by _native), then the raw bytes, malformed UTF-8
     # included, which have no Python definition: there AVX2 and scalar must agree.
     data, offsets = _native.encode_texts(texts, norm)
-    args = _native._signature_args(sp, mp, True, True)
+    args = _native._signature_args(sp, mp, True, True, True)
     raw_off = np.array([0, cut % (len(raw) + 1), len(raw)], dtype=np.int64)
     segments = [(data, offsets), (raw, raw_off)]
     out = {}
     for on in (True, False):
-        values, counts, ids, fps = _with_simd(_kernel, on, lambda: _kernel.signatures_segments(segments, *args))
+        values, counts, ids, fps, shs = _with_simd(_kernel, on, lambda: _kernel.signatures_segments(segments, *args))
+        shs = np.frombuffer(shs, dtype=np.uint64).reshape(4, 2)
         values = np.frombuffer(values, dtype=np.uint64).reshape(4, mp.num_perm)
         counts = np.frombuffer(counts, dtype=np.int64)
         ids = np.frombuffer(ids, dtype=np.uint64)
@@ -221,8 +227,9 @@ def kernel(data: bytes) -> None:
         assert np.array_equal(ids[: counts[0]], want_ids[0]), (text, on)
         assert np.array_equal(ids[counts[0] : counts[0] + counts[1]], want_ids[1]), (texts[1], on)
         assert np.array_equal(fps[:2], want_fps), (texts, on)
+        assert [tuple(r) for r in shs[:2].tolist()] == want_sh, (texts, on)
         out[on] = (values[2:].tobytes(), counts[2:].tobytes(), ids[counts[0] + counts[1] :].tobytes(),
-                   fps[2:].tobytes())
+                   fps[2:].tobytes(), shs[2:].tobytes())
     assert out[True] == out[False], raw
 
 
@@ -348,7 +355,7 @@ def kernel_args(data: bytes) -> None:
             m = inp.int(0, 5)
             a, b = inp.u64s(m) >> np.uint64(inp.int(0, 64)), inp.u64s(m) >> np.uint64(inp.int(0, 64))
             rest = (table, _size(inp, 3), _size(inp, 6), inp.flag(), a, b, _size(inp, 3), inp.flag(), fold,
-                    inp.flag())
+                    inp.flag(), 0, inp.flag())  # ..., with_fingerprints, hash xxh3, with_simhashes
             if which == 5:
                 _kernel.signatures(data_, off, *rest)
             else:

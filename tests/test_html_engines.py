@@ -67,6 +67,31 @@ def test_readers_give_extract_text(tmp_path, monkeypatch, jobs, workers):
     assert whole == [extract_text(h, "whole") for h in html.values()]
 
 
+def test_dedup_of_a_folder_extracts_each_page_once(tmp_path, monkeypatch):
+    # the kept corpus (kept.jsonl of extracted text) is copied from the texts of the read pass,
+    # the same bytes as extracting the kept pages again
+    import numpy as np
+
+    from neardup.cli import main
+    from neardup.io import readers, write_kept
+
+    html, texts, jsonl, folder, warc = _corpus(tmp_path)
+    for name in list(html)[:4]:  # copies, so that some pages are not kept
+        (Path(folder) / f"{name}-copy.html").write_text(html[name])
+    calls = []
+    extract = readers._extract
+    monkeypatch.setattr(readers, "_extract", lambda *a, **k: calls.append(1) or extract(*a, **k))
+    out = tmp_path / "out"
+    assert main(["dedup", folder, "-o", str(out), "--jobs", "1", "-q"]) == 0
+    assert len(calls) == len(html) + 4  # once per page: none again for the kept corpus
+    kept_ids = {c["id"] for c in map(json.loads, open(out / "clusters.jsonl")) if c["kept"]}
+    docs = list(read_documents([folder]))
+    keep = np.array([isinstance(d, Document) and d.id in kept_ids for d in docs])
+    assert 0 < keep.sum() == len(html) < len(docs)
+    want = write_kept([folder], keep, str(tmp_path / "again"))
+    assert (out / "kept.jsonl").read_bytes() == Path(want["path"]).read_bytes()
+
+
 def test_report_loader_gives_extract_text(tmp_path):
     from neardup.report.metrics import load_site
 

@@ -20,6 +20,9 @@
  *           style that hides) and data-neardup-role in those with a navigation role, so that
  *           each is one cheap query ([data-neardup-name]) instead of a list of attribute
  *           selectors (unless the page has such attributes of its own: flag OWN_MARKS);
+ *         - of the other attributes of start tags only role (the extraction reads role="main"),
+ *           but on the elements whose attributes change the parse (attributes_matter); all of
+ *           them when the page has attributes like the marks (OWN_MARKS: it is scanned again);
  *         - <script>, <style>, <textarea> and <iframe> elements, comments and processing
  *           instructions cut out (the extraction drops them anyway; lexbor has less to parse);
  *         - form feeds, \x01 and \x02 of the page itself replaced by spaces.
@@ -333,12 +336,18 @@ static size_t find_end_tag(const unsigned char *s, size_t n, size_t from, const 
     return n;
 }
 
+#define MAX_KEPT 4
+
 typedef struct {
     unsigned char name[MAX_TAG];
     size_t name_len;  /* the name's full length (may exceed MAX_TAG: then no known tag) */
     size_t name_end;  /* just past the name */
     size_t end;       /* just past the '>' (or n) */
     int bits;         /* T_* of a start tag */
+    int closed;       /* ended by '>' (not by the end of the page) */
+    int self_closing; /* "/>" */
+    int n_kept;       /* the attributes that stay (role), or -1: too many to list, all stay */
+    size_t kept[MAX_KEPT][2];
 } tag;
 
 static int contains(const unsigned char *s, size_t n, const char *needle) {
@@ -363,6 +372,8 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
     size_t j = i + 1 + (size_t)is_end;
     size_t start = j;
     t->bits = 0;
+    t->closed = t->self_closing = 0;
+    t->n_kept = 0;
     while (j < n && !is_html_space(s[j]) && s[j] != '/' && s[j] != '>')
         j++;
     t->name_len = j - start;
@@ -370,13 +381,16 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
     for (size_t k = 0; k < t->name_len && k < MAX_TAG; k++)
         t->name[k] = ascii_lower(s[start + k]);
     while (j < n) {
+        int slash = 0;  /* a '/' right before the '>': the tokenizer's self-closing flag */
         while (j < n && (is_html_space(s[j]) || s[j] == '/'))
-            j++;
+            slash = s[j++] == '/';
         if (j >= n)
             break;
         if (s[j] == '>') {
             j++;
             t->end = j;
+            t->closed = 1;
+            t->self_closing = slash;
             return;
         }
         size_t an = j;
@@ -443,6 +457,13 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
                 t->bits |= T_HIDDEN;
             }
         } else if (an_len == 4 && memcmp(a, "role", 4) == 0 && has_value) {
+            if (t->n_kept >= 0 && t->n_kept < MAX_KEPT) {  /* the extraction reads role="main" */
+                t->kept[t->n_kept][0] = an;
+                t->kept[t->n_kept][1] = j;
+                t->n_kept++;
+            } else {
+                t->n_kept = -1;
+            }
             static const char *const nav_roles[] = {"navigation", "banner", "contentinfo", "search",
                                                     "menu", "menubar", "toolbar", "tablist"};
             for (size_t r = 0; r < sizeof(nav_roles) / sizeof(nav_roles[0]); r++)
@@ -468,7 +489,44 @@ typedef struct {
     size_t title_at, title_len;  /* title_at == SIZE_MAX: none */
 } title_span;
 
-static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title) {
+/* Start tags whose attributes change how the page is parsed (an <input type=hidden> in a table,
+ * a <font color> in SVG, the encoding of MathML's <annotation-xml>, a declarative shadow root):
+ * they keep all of theirs. */
+static int attributes_matter(const tag *t) {
+    static const char *const names[] = {"input", "font", "annotation-xml", "template"};
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+        if (t->name_len == strlen(names[k]) && memcmp(t->name, names[k], t->name_len) == 0)
+            return 1;
+    return 0;
+}
+
+/* A start tag as it goes to the parser: its name, the marks, and (``strip``) of its attributes
+ * only those the extraction reads (role), or (not ``strip``) all of them. Attributes are most
+ * of the markup (links, classes), and each one costs lexbor an allocation and the CSS queries a
+ * comparison; none of the others changes the text. */
+static void put_start_tag(buf *out, const unsigned char *s, size_t at, const tag *t, int strip, found *f) {
+    buf_put(out, s + at, t->name_end - at);
+    if (t->bits & T_NAME) {
+        buf_put(out, MARK_NAME, sizeof(MARK_NAME) - 1);
+        f->flags |= F_NAMED;
+    }
+    if (t->bits & T_HIDDEN)
+        buf_put(out, MARK_HIDDEN, sizeof(MARK_HIDDEN) - 1);
+    if (t->bits & T_ROLE)
+        buf_put(out, MARK_ROLE, sizeof(MARK_ROLE) - 1);
+    if (!strip || t->n_kept < 0 || attributes_matter(t)) {
+        buf_put(out, s + t->name_end, t->end - t->name_end);
+        return;
+    }
+    for (int k = 0; k < t->n_kept; k++) {
+        buf_byte(out, ' ');
+        buf_put(out, s + t->kept[k][0], t->kept[k][1] - t->kept[k][0]);
+    }
+    if (t->closed)  /* a tag cut by the end of the page is dropped by the parser, as it was */
+        buf_put(out, t->self_closing ? "/>" : ">", t->self_closing ? 2 : 1);
+}
+
+static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title, int strip) {
     size_t i = 0;
     int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);
     title->title_at = SIZE_MAX;
@@ -506,20 +564,10 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                 if (is_end && info->name[0] == 'a' && info->name[1] == 0)
                     buf_put(out, LINK_CLOSE, 1);
             }
-            if (t.bits && !is_end) {  /* the marks go right after the name */
-                buf_put(out, s + at, t.name_end - at);
-                if (t.bits & T_NAME) {
-                    buf_put(out, MARK_NAME, sizeof(MARK_NAME) - 1);
-                    f->flags |= F_NAMED;
-                }
-                if (t.bits & T_HIDDEN)
-                    buf_put(out, MARK_HIDDEN, sizeof(MARK_HIDDEN) - 1);
-                if (t.bits & T_ROLE)
-                    buf_put(out, MARK_ROLE, sizeof(MARK_ROLE) - 1);
-                buf_put(out, s + t.name_end, t.end - t.name_end);
-            } else {
+            if (!is_end)  /* the marks go right after the name */
+                put_start_tag(out, s, at, &t, strip, f);
+            else
                 buf_put(out, s + at, t.end - at);
-            }
             i = t.end;
             if (info && !is_end) {
                 if (info->name[0] == 'a' && info->name[1] == 0)
@@ -617,7 +665,19 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
     const unsigned char *s = (const unsigned char *)data;
     Py_BEGIN_ALLOW_THREADS
     buf_reserve(&out, (size_t)n + (size_t)n / 8 + 64);
-    scan_page(s, (size_t)n, &out, &f, &title);
+    scan_page(s, (size_t)n, &out, &f, &title, 1);
+    if (f.flags & F_OWN_MARKS) {
+        /* attributes like the marks: the caller queries the page's own attributes (class, id,
+         * style, hidden, role), so they all stay; scanned again (rare) */
+        free(f.classes.span);
+        free(f.ids.span);
+        memset(&f.classes, 0, sizeof(f.classes));
+        memset(&f.ids, 0, sizeof(f.ids));
+        f.flags = 0;
+        memset(names, 0, sizeof(name_cache));
+        out.len = 0;
+        scan_page(s, (size_t)n, &out, &f, &title, 0);
+    }
     Py_END_ALLOW_THREADS
     PyObject *result = NULL, *marked = NULL, *tt = NULL, *cl = NULL, *ids = NULL;
     if (out.failed || f.classes.failed || f.ids.failed) {
@@ -764,6 +824,19 @@ static PyObject *py_stats(PyObject *self, PyObject *arg) {
     Py_ssize_t chars = 0, link = 0;
     int pending = 0, in_link = 0, any = 0;
     for (size_t i = 0; i < (size_t)n;) {
+        if (s[i] > 0x20 && s[i] < 0x7f) {  /* a run of printable ASCII: counted at once */
+            size_t j = i + 1;
+            while (j < (size_t)n && s[j] > 0x20 && s[j] < 0x7f)
+                j++;
+            Py_ssize_t add = (Py_ssize_t)(j - i) + (any && pending);
+            chars += add;
+            if (in_link)
+                link += add;
+            pending = 0;
+            any = 1;
+            i = j;
+            continue;
+        }
         size_t l;
         int k = char_class(s, (size_t)n, i, &l);
         if (k == C_SPACE || k == C_BREAK) {

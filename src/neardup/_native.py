@@ -295,7 +295,10 @@ class Signatures:
       (their concatenation is ``ids``, built on first use: a consumer that streams the ids, as
       ``neardup dedup`` spilling them to disk, saves a copy of them all);
     - ``fingerprints``: (n,) uint64 content fingerprints (0 for a document without tokens), or
-      None unless asked for.
+      None unless asked for;
+    - ``simhashes``: (n,) uint64 simhashes of the word tokens with the xxh3 feature hash (0 for a
+      document without tokens; :func:`neardup.sketch.simhash.simhashes_of_words`), and
+      ``words``: (n,) int64 word tokens per document, or both None unless asked for.
     """
 
     values: np.ndarray
@@ -303,6 +306,8 @@ class Signatures:
     offsets: np.ndarray
     id_parts: tuple[np.ndarray, ...] | None = None
     fingerprints: np.ndarray | None = None
+    simhashes: np.ndarray | None = None
+    words: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -400,17 +405,19 @@ def signatures(
     jobs: int = 1,
     with_ids: bool = False,
     with_fingerprints: bool = False,
+    with_simhashes: bool = False,
 ) -> Signatures:
     """MinHash signatures (and optionally the shingle ids, content fingerprints) of a batch.
 
     ``jobs > 1`` splits the batch into chunks run on that many threads; the kernel releases the
     GIL, and each chunk's NFKC and encoding happens on its worker thread too. The result does
     not depend on ``jobs``. ``with_fingerprints`` adds :func:`fingerprints` of the texts (with
-    ``shingle_params.normalize``) at little extra cost.
+    ``shingle_params.normalize``) at little extra cost; ``with_simhashes`` the word simhashes
+    (xxh3 features) and word counts, from the same split of the words.
     """
     _check(shingle_params)
     texts = _as_sequence(texts)
-    args = _signature_args(shingle_params, minhash_params, with_ids, with_fingerprints)
+    args = _signature_args(shingle_params, minhash_params, with_ids, with_fingerprints, with_simhashes)
     norm = shingle_params.normalize
     ranges, parts = _map_chunks(texts, norm, jobs, lambda data, offsets: _kernel.signatures(data, offsets, *args))
     return _assemble(len(texts), minhash_params.num_perm, ranges, parts, with_ids, with_fingerprints)
@@ -520,14 +527,14 @@ def encode_texts(texts: Sequence[str], norm: NormalizeParams) -> tuple[bytes, np
 
 
 def _signature_args(shingle_params: ShingleParams, minhash_params: MinHashParams, with_ids: bool,
-                    with_fingerprints: bool) -> tuple:
+                    with_fingerprints: bool, with_simhashes: bool = False) -> tuple:
     a, b = _coefficients(minhash_params.family, minhash_params.num_perm, minhash_params.seed)
     norm = shingle_params.normalize
     table, fold = _kernel_tables(norm)
     return (
         table, _UNITS[shingle_params.unit], shingle_params.k, not norm.remove_punctuation,
         a, b, _FAMILIES[minhash_params.family], bool(with_ids), fold, bool(with_fingerprints),
-        _HASHES[shingle_params.hash],
+        _HASHES[shingle_params.hash], bool(with_simhashes),
     )
 
 
@@ -536,15 +543,25 @@ def _assemble(n: int, m: int, ranges, parts, with_ids: bool, with_fingerprints: 
     values = np.empty((n, m), dtype=np.uint64)
     n_shingles = np.empty(n, dtype=np.int64)
     fps = np.empty(n, dtype=np.uint64) if with_fingerprints else None
-    for (s, e), (vals, counts, _, fp) in zip(ranges, parts):
+    # the parts have a fifth element, the (simhash, words) pairs, when asked for (all or none)
+    with_simhashes = bool(parts) and len(parts[0]) == 5
+    simhashes = np.empty(n, dtype=np.uint64) if with_simhashes else None
+    words = np.empty(n, dtype=np.int64) if with_simhashes else None
+    for (s, e), part in zip(ranges, parts):
+        vals, counts, _, fp = part[:4]
         values[s:e] = np.frombuffer(vals, dtype=np.uint64).reshape(e - s, m)
         n_shingles[s:e] = np.frombuffer(counts, dtype=np.int64)
         if fps is not None:
             fps[s:e] = np.frombuffer(fp, dtype=np.uint64)
+        if with_simhashes:
+            pairs = np.frombuffer(part[4], dtype=np.uint64).reshape(e - s, 2)
+            simhashes[s:e] = pairs[:, 0]
+            words[s:e] = pairs[:, 1].view(np.int64)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(n_shingles, out=offsets[1:])
     id_parts = tuple(np.frombuffer(p[2], dtype=np.uint64) for p in parts) if with_ids else None
-    return Signatures(values=values, n_shingles=n_shingles, offsets=offsets, id_parts=id_parts, fingerprints=fps)
+    return Signatures(values=values, n_shingles=n_shingles, offsets=offsets, id_parts=id_parts, fingerprints=fps,
+                      simhashes=simhashes, words=words)
 
 
 def fingerprints(texts: Sequence[str], normalize: NormalizeParams = NormalizeParams(), *, jobs: int = 1) -> np.ndarray:

@@ -42,7 +42,8 @@ from .config import KEEP_POLICIES, MEASURES, METHODS, DedupConfig
 from .params import IN_MEMORY_MB
 from .stages import candidates as candidate_stage
 from .stages import sketch as sketch_stage
-from .stages.exact import first_holders
+from .stages.columns import Copies, Floats, Growable, Ids, Labels, Names, repeated_names
+from .stages.exact import FingerprintTable, first_holders
 from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
                                similarity_to_survivors, split_sources)
 from .stages.verify import Edges, verify_pairs
@@ -135,6 +136,47 @@ class _Pieces:
         return obj
 
 
+def release_pages(arrays) -> None:
+    """Drop the pages of memory-mapped arrays (the spill, a saved stage read back) from this
+    process's resident memory. They are clean pages of files: the kernel keeps them in its page
+    cache while it has room and reads them again if they are touched, but a pass over 20 GB of
+    signatures would otherwise count 20 GB resident against the process."""
+    import mmap
+
+    for arr in arrays if isinstance(arrays, (list, tuple)) else [arrays]:
+        mm = getattr(arr, "_mmap", None)
+        if mm is None or not hasattr(mm, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+            continue
+        try:
+            mm.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):  # a closed map, or a platform that refuses: nothing lost
+            pass
+
+
+#: Pairs measured at a time when the pieces they read are memory-mapped: a slice's pairs touch at
+#: most twice as many rows, each a 4 kB page or more, released before the next slice (about 1 GB).
+PAIR_SLICE = 1 << 17
+
+
+def _mapped(pieces) -> bool:
+    return any(getattr(p, "_mmap", None) is not None for p in (pieces if isinstance(pieces, list) else [pieces]))
+
+
+def in_pair_slices(pieces, ci: np.ndarray, measure):
+    """``measure(lo, hi)`` over slices of the pairs when ``pieces`` are memory-mapped (their pages
+    released after each slice, so the pages a stage touches at random do not pile up as resident
+    memory), else over all pairs at once; returns the list of results in order."""
+    if not _mapped(pieces) or ci.size <= PAIR_SLICE:
+        out = [measure(0, ci.size)]
+        release_pages(pieces)
+        return out
+    out = []
+    for lo in range(0, ci.size, PAIR_SLICE):
+        out.append(measure(lo, min(ci.size, lo + PAIR_SLICE)))
+        release_pages(pieces)
+    return out
+
+
 def peak_memory_mb() -> float:
     """Peak resident memory of this process so far, in MB (0.0 where the platform does not say).
 
@@ -163,12 +205,15 @@ class _Sketched:
     known so far, its length and keep value; per sketched record (in order) its ordinal, shingle
     count, shingle ids, signature, band keys or simhash; and the exact copies."""
 
-    ids: list[str] = field(default_factory=list)
-    reason: list[str] = field(default_factory=list)
-    lengths: list[int] = field(default_factory=list)
-    keyvals: list[float] = field(default_factory=list)
-    exact_of: dict[int, int] = field(default_factory=dict)  # ordinal -> ordinal of its first holder
-    sketched: list[int] = field(default_factory=list)
+    # by ordinal, as arrays (:mod:`neardup.stages.columns`): no Python object per record
+    ids: Ids = field(default_factory=Ids)
+    reason: Labels = field(default_factory=Labels)
+    lengths: Growable = field(default_factory=lambda: Growable(np.int64))
+    keyvals: Growable = field(default_factory=lambda: Growable(np.float64))
+    #: exact copy's ordinal -> its first holder's: Copies (arrays), or a dict where keep="source"
+    #: moves holders or the index reads it
+    exact_of: dict[int, int] | Copies = field(default_factory=dict)
+    sketched: Growable = field(default_factory=lambda: Growable(np.int64))
     n_shingles: list[np.ndarray] = field(default_factory=list)
     band_parts: list[np.ndarray] = field(default_factory=list)
     simhashes: list[np.ndarray] = field(default_factory=list)
@@ -179,8 +224,9 @@ class _Sketched:
     #: per record (by ordinal) its source, when the run has sources (several inputs, a source
     #: field, an index); None otherwise
     sources: list | None = None
-    #: fingerprint -> ordinal of its first holder (negative: a holder in the index)
-    first_by_fp: dict = field(default_factory=dict)
+    #: fingerprint -> ordinal of its first holder (negative: a holder in the index); a dict where
+    #: the index or keep="source" needs one, else a FingerprintTable (arrays)
+    first_by_fp: dict | FingerprintTable = field(default_factory=dict)
     #: kept for a run against an index (or saving one): the signature pieces and band keys
     signatures: list | None = None
     band_keys: np.ndarray | None = None
@@ -269,6 +315,8 @@ class Deduplicator:
 
             raise ConfigError("--resume is not supported for a run with an index (--against, --save-index, "
                               "--update-index): run the command again without --resume")
+        if not run.exists():
+            self._check_disk(given, run.path, write_kept)
         self._stage_name = "start"
         try:
             target.prepare()
@@ -324,6 +372,8 @@ class Deduplicator:
             paths = plan_inputs(paths, self.config.format)
         report = self._input_report = InputReport()  # saved with the sketch stage (_save_sketch)
         first_pass = dict(on_error=on_error, report=report)
+        if write_kept and not labelled:  # the texts the kept corpus would extract again are kept
+            first_pass["text_spill"] = run.path
 
         def read(plan):
             if sketch_stage.kernel_handles(self.config.shingle):
@@ -387,6 +437,37 @@ class Deduplicator:
                                                             if _KEPT_NAME.fullmatch(n) or _RESULT_NAME.fullmatch(n)])
         reached("published")
         return summary
+
+    def _check_disk(self, paths, folder: str, write_kept: bool) -> None:
+        """Refuse a run whose work folder (and kept corpus) would not fit on its disk, before it
+        starts: :func:`neardup.plan.work_disk_estimate` from a small sample of the input, against
+        the free space where the work folder goes (OutputError, exit 4, one line). When a bound
+        read from the files' first MB already fits (most runs), nothing is sampled: the check
+        costs a run of the benchmark corpus about a millisecond, not the 0.9 s of sampling."""
+        from .errors import OutputError
+        from .io.outputs import free_bytes
+        from .plan import work_disk_bound, work_disk_estimate
+
+        if not all(isinstance(p, (str, os.PathLike)) and "://" not in os.fsdecode(p) for p in paths):
+            return
+        where = os.path.abspath(folder)
+        while not os.path.exists(where) and os.path.dirname(where) != where:
+            where = os.path.dirname(where)
+        free = free_bytes(where)
+        names = [os.fsdecode(p) for p in paths]
+        bound = work_disk_bound(names, self.config)
+        if free is None or (bound is not None and bound < free):  # room enough: no need to sample
+            return
+        estimate = work_disk_estimate(names, self.config)
+        if estimate is None:  # an input the sample cannot read (web archives, stdin): no estimate
+            return
+        need = estimate["work_bytes"] + (estimate["kept_bytes"] if write_kept else 0)
+        self.disk_estimate = dict(estimate, needed_bytes=need, free_bytes=free, folder=where)
+        if free is not None and need > free:
+            raise OutputError(f"not enough disk for this run: about {need / 1e9:,.1f} GB needed in {where} "
+                              f"({estimate['records']:,.0f} records x {estimate['bytes_per_record']:,.0f} bytes "
+                              f"of work files{', and the kept corpus' if write_kept else ''}), "
+                              f"{free / 1e9:,.1f} GB free; free some space or choose another output (-o, --work-dir)")
 
     def has_sources(self, paths) -> bool:
         """Whether records carry a source: several inputs, a source field, an index to read or write."""
@@ -487,6 +568,8 @@ class Deduplicator:
                 got = self._load_sketch(run)
 
         sk = np.array(got.sketched, dtype=np.int64)
+        if self.save_index is None and self.against is None:  # the index's records need it; nothing else
+            got.first_by_fp = None
         counts = np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)
         offsets = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -523,8 +606,11 @@ class Deduplicator:
                 edges = Edges.empty()
             else:
                 threshold = cfg.threshold if cfg.verify and cfg.method in ("minhash", "broder") else None
-                edges = verify_pairs(shingle_ids, offsets, counts, ci, cj, est, measure=cfg.measure,
-                                     threshold=threshold, jobs=self.jobs)
+                parts = in_pair_slices(shingle_ids, ci, lambda lo, hi: verify_pairs(
+                    shingle_ids, offsets, counts, ci[lo:hi], cj[lo:hi], est[lo:hi], measure=cfg.measure,
+                    threshold=threshold, jobs=self.jobs))
+                edges = parts[0] if len(parts) == 1 else Edges(
+                    *(np.concatenate([getattr(p, k) for p in parts]) for k in ("i", "j", "jaccard", "estimate", "score")))
             self.seconds["verify"] = time.perf_counter() - t
             if run is not None:
                 run.save("verify", {"i": edges.i, "j": edges.j, "jaccard": edges.jaccard, "estimate": edges.estimate,
@@ -536,9 +622,10 @@ class Deduplicator:
         write = None
         if self.against is not None:
             outcome, (all_edges, all_sk, names), sizes, kinds, chained, write = self.against.resolve(
-                ids=got.ids, sources=got.sources, reason=got.reason, lengths=np.array(got.lengths, dtype=np.int64),
+                ids=got.ids.tolist(), sources=got.sources, reason=got.reason.tolist(),
+                lengths=np.array(got.lengths, dtype=np.int64),
                 keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
-                exact_of=got.exact_of, sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
+                exact_of=dict(got.exact_of.items()), sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
                 keys=got.band_keys, edges=edges, config=self._survivor_config(), jobs=self.jobs)
             if kept_known is not None:
                 kept_known(outcome.kept)
@@ -568,8 +655,11 @@ class Deduplicator:
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = (got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
                                   + stats.get("grouping_spilled_bytes", 0))
-        named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
-        stats["duplicate_ids"] = len(named) - len(set(named))
+        if got.sources is None:
+            stats["duplicate_ids"] = sum(g.size - 1 for g in repeated_names(got.ids))
+        else:
+            named = list(zip(got.sources, got.ids))
+            stats["duplicate_ids"] = len(named) - len(set(named))
         stats["urls"] = got.urls
         return outcome, pairs, stats
 
@@ -581,16 +671,19 @@ class Deduplicator:
             "shingles-0": got.id_pieces.held, "signatures-0": got.sig_pieces.held,  # -1: the spill files
             "lengths": np.array(got.lengths, dtype=np.int64),
             "keyvals": np.array(got.keyvals, dtype=np.float64),
-            "exact_of": np.array(sorted(got.exact_of.items()), dtype=np.int64).reshape(-1, 2),
+            "exact_of": (np.stack(got.exact_of.arrays(), axis=1) if isinstance(got.exact_of, Copies)
+                         else np.array(sorted(got.exact_of.items()), dtype=np.int64).reshape(-1, 2)),
             "sketched": np.array(got.sketched, dtype=np.int64),
             "n_shingles": (np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)),
+            "id_bytes": np.frombuffer(bytes(got.ids.data), dtype=np.uint8), "id_ends": got.ids.ends,
+            "reason_codes": got.reason.codes.array(),
         }
         if got.band_parts:
             arrays["band_keys"] = np.concatenate(got.band_parts)
         if got.simhashes:
             arrays["simhashes"] = np.concatenate(got.simhashes)
         run.save("sketch", arrays, {
-            "ids": got.ids, "reason": got.reason, "skipped": dict(got.skipped),
+            "reason_labels": got.reason.labels, "skipped": dict(got.skipped),
             "urls": sorted(got.urls.items()),  # web archives' pages: clusters.jsonl's url key
             "sources": got.sources,  # each record's source (several inputs, --source-field), or None
             "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
@@ -601,10 +694,13 @@ class Deduplicator:
 
     def _load_sketch(self, run) -> _Sketched:
         arrays, meta = run.load("sketch")
-        got = _Sketched(ids=meta["ids"], reason=meta["reason"], lengths=arrays["lengths"],
-                        keyvals=arrays["keyvals"].tolist(), skipped=Counter(meta["skipped"]),
-                        exact_of=dict(arrays["exact_of"].tolist()), sketched=arrays["sketched"],
-                        n_shingles=[arrays["n_shingles"]])
+        got = _Sketched(ids=Ids(arrays["id_bytes"].tobytes(), arrays["id_ends"]),
+                        reason=Labels(meta["reason_labels"], arrays["reason_codes"]),
+                        lengths=Growable(np.int64, arrays["lengths"]), keyvals=Growable(np.float64, arrays["keyvals"]),
+                        skipped=Counter(meta["skipped"]),
+                        exact_of=(Copies(arrays["exact_of"][:, 0], arrays["exact_of"][:, 1])
+                                  if self.config.keep != "source" else dict(arrays["exact_of"].tolist())),
+                        sketched=Growable(np.int64, arrays["sketched"]), n_shingles=[arrays["n_shingles"]])
         got.urls = {int(o): url for o, url in meta.get("urls", [])}
         got.sources = meta.get("sources")
         got.band_parts = [arrays["band_keys"]] if "band_keys" in arrays else []
@@ -622,13 +718,20 @@ class Deduplicator:
         return got
 
     def _save_cluster(self, run, outcome: Outcome, stats: dict) -> None:
-        run.save("cluster", {"kept": outcome.kept}, {
-            "reason": outcome.reason, "cluster": outcome.cluster, "duplicate_of": outcome.duplicate_of,
-            "similarity": outcome.similarity, "seconds": self.seconds["cluster"],
-            "source": outcome.source, "duplicate_of_source": outcome.duplicate_of_source,
-            "stats": {k: stats[k] for k in ("chained", "chained_examples", "kinds") if k in stats},
-            # with sources a cluster is named (source, survivor id): JSON keeps the pair as a list
-            "cluster_sizes": list(stats["cluster_sizes"].items())})
+        arrays = {"kept": outcome.kept}
+        meta = {"seconds": self.seconds["cluster"],
+                "stats": {k: stats[k] for k in ("chained", "chained_examples", "kinds") if k in stats},
+                # with sources a cluster is named (source, survivor id): JSON keeps the pair as a list
+                "cluster_sizes": list(stats["cluster_sizes"].items())}
+        if isinstance(outcome.cluster, Names):  # outcomes()'s arrays
+            arrays.update(reason_codes=outcome.reason.codes.array(), cluster=outcome.cluster.ordinals,
+                          duplicate_of=outcome.duplicate_of.ordinals, similarity=outcome.similarity.values)
+            meta["reason_labels"] = outcome.reason.labels
+        else:  # records with sources: split_sources gives the columns as lists
+            meta.update(reason=list(outcome.reason), cluster=list(outcome.cluster),
+                        duplicate_of=list(outcome.duplicate_of), similarity=list(outcome.similarity),
+                        source=outcome.source, duplicate_of_source=outcome.duplicate_of_source)
+        run.save("cluster", arrays, meta)
 
     def _load_cluster(self, run, got: _Sketched, stats: dict) -> Outcome:
         arrays, meta = run.load("cluster")
@@ -636,6 +739,11 @@ class Deduplicator:
         stats["cluster_sizes"] = Counter({tuple(c) if isinstance(c, list) else c: size
                                           for c, size in meta["cluster_sizes"]})
         self.seconds["cluster"] = meta["seconds"]
+        if "reason_labels" in meta:
+            return Outcome(ids=got.ids, reason=Labels(meta["reason_labels"], arrays["reason_codes"]),
+                           cluster=Names(arrays["cluster"], got.ids),
+                           duplicate_of=Names(arrays["duplicate_of"], got.ids),
+                           similarity=Floats(arrays["similarity"]), kept=arrays["kept"])
         return Outcome(ids=got.ids, reason=meta["reason"], cluster=meta["cluster"], duplicate_of=meta["duplicate_of"],
                        similarity=meta["similarity"], kept=arrays["kept"], source=meta.get("source"),
                        duplicate_of_source=meta.get("duplicate_of_source"))
@@ -659,7 +767,11 @@ class Deduplicator:
         got.sig_pieces = _Pieces(os.path.join(work, "signatures-1.u64"), budget)
         got.id_pieces = _Pieces(os.path.join(work, "shingles-1.u64"), budget)
         band = cfg.banding() if cfg.method == "minhash" else None
-        first_by_fp: dict[int, int] = got.first_by_fp
+        if self.against is None and self.save_index is None and cfg.keep != "source":
+            got.first_by_fp = FingerprintTable()
+        if cfg.keep != "source":
+            got.exact_of = Copies()
+        first_by_fp = got.first_by_fp
         sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
         pending: list = []
         self.seconds["exact_pass"] = 0.0
@@ -696,8 +808,8 @@ class Deduplicator:
                     k = len(rec)
                     ords.extend(range(len(got.ids), len(got.ids) + k))
                     got.ids.extend(rec.ids)
-                    got.reason.extend([""] * k)
-                    got.lengths.extend(rec.lengths.tolist())
+                    got.reason.extend_with("", k)
+                    got.lengths.extend(rec.lengths)
                     parts.append(rec)
                     nbytes += int(rec.offsets[-1] - rec.offsets[0])
                 elif isinstance(rec, Skipped):
@@ -743,12 +855,17 @@ class Deduplicator:
             why = "too_large_nfkc" if o in oversized else "empty"
             got.reason[o] = f"skipped:{why}"
             got.skipped[why] += 1
-        for o, first in copies:
-            got.exact_of[o] = first
-            got.reason[o] = "exact"
+        if isinstance(got.exact_of, Copies):
+            got.exact_of.add(copies)
+            if copies:
+                got.reason[np.array([o for o, _ in copies], dtype=np.int64)] = "exact"
+        else:
+            for o, first in copies:
+                got.exact_of[o] = first
+                got.reason[o] = "exact"
         self.seconds["exact_pass"] += time.perf_counter() - t
         if new.any():
-            got.sketched.extend(o for o, keep in zip(ords, new.tolist()) if keep)
+            got.sketched.extend(np.asarray(ords, dtype=np.int64)[new])
         if cfg.keep == "source" and copies:
             self._prefer_sources(got, copies, dict(zip(ords, sig.fingerprints.tolist())))
         if not new.any():
@@ -760,7 +877,8 @@ class Deduplicator:
         if cfg.method == "minhash":
             values = sig.values if new.all() else sig.values[new]
             got.sig_pieces.append(values)
-            got.band_parts.append(candidate_stage.band_keys(values, band.bands, band.rows))
+            if self.against is not None or self.save_index is not None:  # the index needs every key
+                got.band_parts.append(candidate_stage.band_keys(values, band.bands, band.rows))
             if self.against is not None:  # looked up in the index while the next batch is sketched
                 self.against.look_up(got.band_parts[-1], first_local=len(got.sketched) - int(new.sum()))
         elif cfg.method == "simhash":
@@ -817,6 +935,24 @@ class Deduplicator:
         stats["estimate_filtered"] = bstats["sample_pairs"] - bstats["sample_pairs_kept"]
         return ci, cj, est
 
+    #: Signature rows turned into band keys at a time (bounds the keys' temporary arrays).
+    BAND_ROWS = 1 << 16
+
+    def _band_candidates(self, signatures: list[np.ndarray], work: str):
+        """Band-key candidates of the signature pieces (held, or memory-mapped from the spill),
+        keys made a slice at a time and grouped within the budget
+        (:class:`neardup.stages.candidates.BandKeys`: in memory while they fit, partitioned
+        spill and external sort past it; the same pairs either way)."""
+        band = self.config.banding()
+        with candidate_stage.BandKeys(self._grouping_budget(), work) as keys:
+            for piece in signatures:
+                for a in range(0, piece.shape[0], self.BAND_ROWS):
+                    keys.add(candidate_stage.band_keys(piece[a:a + self.BAND_ROWS], band.bands, band.rows))
+                    if a // self.BAND_ROWS % 64 == 63:  # every 64 slices (512 MB of signatures)
+                        release_pages(piece)
+                release_pages(piece)
+            return keys.candidates()
+
     def _candidates(self, got: _Sketched, n: int, stats: dict, shingle_ids, offsets, work: str):
         """Candidate pairs (local indices) with their estimates, after the estimate filter."""
         cfg = self.config
@@ -825,17 +961,28 @@ class Deduplicator:
             return self._sampled_candidates(shingle_ids, offsets, stats, work)
         if cfg.method == "minhash" and n:
             signatures = got.sig_pieces.finish(cfg.minhash.num_perm)
-            keys = np.concatenate(got.band_parts)
-            ci, cj, cstats = candidate_stage.band_candidates(keys)
             if self.against is not None or self.save_index is not None:
+                keys = np.concatenate(got.band_parts)
+                ci, cj, cstats = candidate_stage.band_candidates(keys)
                 got.signatures, got.band_keys = signatures, keys
-            del keys
+                del keys
+            else:
+                ci, cj, cstats = self._band_candidates(signatures, work)
+            grouping = cstats.pop("grouping", None)
+            if grouping is not None:  # the keys went past the budget: their partition files
+                stats["band_grouping"] = grouping
+                stats["grouping_spilled_bytes"] = sum(g["spilled_bytes"] for g in grouping.values())
             stats.update(cstats)
             stats["candidate_pairs"] = int(ci.size)
             floor = (candidate_stage.estimate_floor(cfg.threshold, cfg.minhash.num_perm, cfg.measure)
                      if cfg.verify else None)
-            ci, cj, est, stats["estimate_filtered"] = candidate_stage.estimate_filter(signatures, ci, cj, floor,
-                                                                                    jobs=self.jobs)
+            parts = in_pair_slices(signatures, ci, lambda lo, hi: candidate_stage.estimate_filter(
+                signatures, ci[lo:hi], cj[lo:hi], floor, jobs=self.jobs))
+            if len(parts) == 1:
+                ci, cj, est, stats["estimate_filtered"] = parts[0]
+            else:
+                ci, cj, est = (np.concatenate([p[k] for p in parts]) for k in range(3))
+                stats["estimate_filtered"] = sum(p[3] for p in parts)
             return ci, cj, est
         got.sig_pieces.finish()
         if cfg.method == "simhash" and n:
@@ -861,11 +1008,12 @@ class Deduplicator:
         if kept_known is not None:
             kept_known(kept)
         members, member_sims = similarity_to_survivors(shingle_ids, offsets, counts, survivor_local, cfg.measure,
-                                                       jobs=self.jobs)
+                                                       jobs=self.jobs, in_slices=in_pair_slices)
         # with sources, records are named (source, id): ids need only be unique within a source
         names = got.ids if got.sources is None else list(zip(got.sources, got.ids))
         outcome, cluster_sizes, chained = outcomes(
-            names, got.reason, sk, survivor_local, kept, members, member_sims, got.exact_of,
+            names, got.reason, sk, survivor_local, kept, members, member_sims,
+            got.exact_of.arrays() if isinstance(got.exact_of, Copies) else got.exact_of,
             chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None)
         if got.sources is not None:
             stats["kinds"] = cluster_kinds(outcome, cluster_sizes)

@@ -790,3 +790,76 @@ def _main() -> None:
 
 if __name__ == "__main__":
     _main()
+
+
+# --------------------------------------------------------------------------- the run's own check
+
+#: Records a run samples to estimate its work folder before it starts (a few MB read, a few ms
+#: of sketching: the check costs a run of the benchmark corpus no measurable time).
+CHECK_SAMPLE_RECORDS = 2_000
+#: Bytes a record adds to the work folder besides its shingle ids and signature: its band keys
+#: in the grouping's partition files past the budget (key and row, 16 bytes a band), the saved
+#: stages' per-record arrays, and clusters.jsonl (measured on benchmarks/scale.py's corpora:
+#: about 400 bytes a record at 18 bands).
+PER_RECORD_BYTES = 400
+
+
+def work_disk_bound(paths: list[str], config: DedupConfig) -> int | None:
+    """An upper bound of what :func:`work_disk_estimate` can give, read from the first MB of each
+    uncompressed JSONL file (its lines give the records): a shingle id per two input bytes at
+    most (a word and its separator), each record's signature and :data:`PER_RECORD_BYTES`, and
+    the kept corpus. None where it cannot be bounded so cheaply (compressed or other inputs)."""
+    total = 0
+    perm = config.minhash.num_perm if config.method == "minhash" else 0
+    for path in paths:
+        if _codec_of(path) is not None or not os.path.isfile(path) or path.endswith((".parquet", ".pq")):
+            return None
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 20)
+        records = size * max(1, head.count(b"\n")) / max(1, len(head))
+        total += int(4 * size + records * (8 * perm + PER_RECORD_BYTES) + size)
+    return total
+
+
+def work_disk_estimate(paths: list[str], config: DedupConfig) -> dict | None:
+    """A quick estimate of what a run writes to its work folder, from a small sample of the input
+    (JSONL or Parquet files; None for other inputs): every record's shingle ids and signature
+    (the saved sketch stage holds them all, held or spilled), its band keys past the budget and
+    its rows in the saved stages; the kept corpus is counted at the input's size. What
+    :func:`plan` predicts with measured runs, without them, so that ``neardup dedup`` can refuse
+    a run that cannot fit before it starts."""
+    import orjson
+
+    try:
+        sample = sample_inputs(paths, config, records=CHECK_SAMPLE_RECORDS)
+    except (ConfigError, InputError, OSError, ValueError):
+        return None
+    texts = []
+    for s in sample.inputs:
+        for piece in s.pieces:
+            if s.format == "parquet":
+                if config.text_field in piece.column_names:
+                    texts += [t for t in piece.column(config.text_field).to_pylist() if isinstance(t, str)]
+                continue
+            for line in piece.splitlines():
+                try:
+                    rec = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                text = rec.get(config.text_field) if isinstance(rec, dict) else None
+                if isinstance(text, str):
+                    texts.append(text)
+    records = sample.documents
+    if not texts or not records:
+        return None
+    from .stages.sketch import shingle_runs
+
+    _, offsets = shingle_runs(texts, config.shingle)
+    shingles = float(offsets[-1]) / len(texts)
+    perm = config.minhash.num_perm if config.method == "minhash" else 0
+    per_record = 8 * shingles + 8 * perm + PER_RECORD_BYTES
+    input_bytes = sample.input_bytes
+    return {"records": records, "shingles_per_record": shingles, "bytes_per_record": per_record,
+            "work_bytes": int(records * per_record), "kept_bytes": int(input_bytes),
+            "total_bytes": int(records * per_record + input_bytes)}

@@ -540,6 +540,128 @@ def test_parallel_extraction_same_output(tmp_path):
     assert a["records"] == keep.sum() == 3 + 30 + 20
 
 
+@needs_warc
+@needs_html
+@pytest.mark.parametrize("errors", ["strict", "replace"])
+def test_parallel_decoding_in_the_workers_same_skips(tmp_path, errors):
+    # pages are decoded by the worker processes: the same Documents and Skipped (undecodable,
+    # empty) as the serial reader
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    d = tmp_path / "site"
+    d.mkdir()
+    (d / "a.html").write_bytes(b"<meta charset=utf-8><p>caf\xe9 bad utf-8</p>")
+    (d / "b.html").write_bytes(b"")
+    (d / "c.html").write_bytes(b"   \n ")
+    (d / "d.html").write_bytes("<p>caf\u00e9 ok</p>".encode("utf-8"))
+    (d / "e.html").write_bytes("<meta charset=windows-1251><p>\u041f\u0440\u0438\u0432\u0435\u0442</p>".encode("cp1251"))
+    w = tmp_path / "c.warc.gz"
+    with open(w, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for i, (body, ctype) in enumerate([(b"<p>\xff\xfe broken</p>", "text/html; charset=utf-8"),
+                                           (b"<p>fine</p>", "text/html"), (b"", "text/html")]):
+            http = StatusAndHeaders("200 OK", [("Content-Type", ctype)], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(f"http://x.example/{i}", "response",
+                                                          payload=io.BytesIO(body), http_headers=http))
+    paths = [str(d), str(w)]
+    serial = _all(paths, errors=errors)
+    assert list(read_documents(paths, errors=errors, jobs=2)) == serial
+    reasons = Counter(r.reason for r in serial if isinstance(r, Skipped))
+    assert reasons["empty"] == 3 and reasons["undecodable"] == (2 if errors == "strict" else 0)
+
+
+@needs_html
+def test_a_str_sent_to_a_worker_as_utf8_comes_back_the_same():
+    from neardup.io import readers
+
+    for page in ["<p>caf\u00e9 \U0001f600 text</p>", "<p>lone \ud800 surrogate</p>", "<p>plain</p>"]:
+        pending = readers._Pending("id", 0, "src", {}, page, None)
+        sent = pending.job(pickled=True)
+        assert type(sent[0]) is bytes
+        assert readers._extract_page("main", *sent) == readers._extract_page("main", *pending.job()) \
+            == readers._extract(page, "main")
+
+
+def _mixed_inputs(tmp_path):
+    """A WARC, a folder of pages (and a stylesheet: not HTML), a JSONL of HTML and a broken file."""
+    w = _warc(tmp_path / "c.warc.gz", True)
+    d = tmp_path / "site"
+    d.mkdir()
+    for i in range(30):
+        (d / f"p{i:02d}.html").write_text(f"<html><body><nav>menu</nav><p>page {i} " + "text " * i + "</p></body></html>")
+    (d / "x.css").write_text("p {}")
+    j = _write(tmp_path / "h.jsonl", _jsonl_bytes([{"id": str(i), "text": f"<p>row {i}</p>"} for i in range(20)]))
+    broken = tmp_path / "broken.html"
+    broken.write_bytes(b"<p>nul \x00 byte</p>")
+    return [w, str(d), j, str(broken)]
+
+
+@needs_warc
+@needs_html
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_kept_texts_of_the_read_pass_not_extracted_again(tmp_path, monkeypatch, jobs):
+    from neardup.io import readers
+    from neardup.io.runfolder import RunFolder
+
+    paths = _mixed_inputs(tmp_path)
+    opts = dict(max_bytes=10000, content="html")
+    run = tmp_path / "run"
+    folder = RunFolder(str(run))
+    folder.begin({"test": 1}, str(tmp_path))
+    read = list(read_documents(paths, text_spill=str(run), jobs=jobs, **opts))
+    assert read == _all(paths, **opts)  # keeping the texts changes nothing read
+    assert os.path.isdir(run / "texts") and not os.path.exists(run / "texts.partial")
+    rng = np.random.default_rng(7)
+    keep = np.array([isinstance(r, Document) for r in read]) & (rng.random(len(read)) < 0.7)
+    fresh = write_kept(paths, keep, str(tmp_path / "o1"), **opts)
+
+    def no_extraction(*args, **kwargs):
+        raise AssertionError("a page was extracted a second time")
+
+    monkeypatch.setattr(readers, "_extract", no_extraction)
+    monkeypatch.setattr(readers, "_parallel", no_extraction)
+    kept = write_kept(paths, keep, folder.staged, run=folder, jobs=jobs, **opts)
+    assert open(kept["path"], "rb").read() == open(fresh["path"], "rb").read()
+    assert kept["records"] == fresh["records"] == keep.sum() > 20
+
+
+@needs_warc
+@needs_html
+def test_kept_texts_only_from_a_complete_read_pass(tmp_path):
+    from neardup.io.runfolder import RunFolder
+
+    paths = _mixed_inputs(tmp_path)
+    run = tmp_path / "run"
+    folder = RunFolder(str(run))
+    folder.begin({"test": 1}, str(tmp_path))
+    records = read_documents(paths, text_spill=str(run), content="html")
+    first = [next(records) for _ in range(10)]
+    assert os.path.isdir(run / "texts.partial")
+    records.close()  # an interrupted read pass leaves nothing to copy from
+    assert not os.path.exists(run / "texts") and not os.path.exists(run / "texts.partial")
+    keep = np.ones(len(_all(paths, content="html")), dtype=bool)
+    a = write_kept(paths, keep, folder.staged, content="html", run=folder)
+    b = write_kept(paths, keep, str(tmp_path / "o2"), content="html")
+    assert open(a["path"], "rb").read() == open(b["path"], "rb").read()
+    assert len(first) == 10
+    # texts of other inputs (a file fewer) are not used either
+    other = RunFolder(str(tmp_path / "run2"))
+    other.begin({"test": 2}, str(tmp_path))
+    list(read_documents(paths[1:], text_spill=other.path, content="html"))
+    assert os.path.isdir(os.path.join(other.path, "texts"))
+    c = write_kept(paths, keep, other.staged, content="html", run=other)
+    assert open(c["path"], "rb").read() == open(b["path"], "rb").read()
+
+
+def test_kept_texts_not_kept_when_the_corpus_copies_records(tmp_path):
+    p = _write(tmp_path / "a.jsonl", _jsonl_bytes(RECORDS))
+    run = tmp_path / "run"
+    run.mkdir()
+    list(read_documents([p], text_spill=str(run)))
+    assert not os.path.exists(run / "texts")
+
+
 @pytest.mark.parametrize("block_bytes", [64, 1000, 4 << 20])
 def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_bytes):
     # the block writer (runs of kept lines straight from the read blocks) against the

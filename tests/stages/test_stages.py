@@ -94,5 +94,29 @@ def test_outcomes_of_near_and_exact_duplicates():
     assert out.duplicate_of == [None, "a", "a", None, None]
     assert out.similarity == [1.0, 0.75, 0.75, 1.0, None]
     assert out.kept.tolist() == [True, False, False, True, False]
-    assert sizes == {"a": 3, "d": 1} and chained == ["b"]
+    assert sizes == {"a": 3} and chained == ["b"]  # clusters of two or more only
     assert reason[2] == "exact"  # the caller's list is not changed
+
+
+def test_outcomes_in_columns_equal_outcomes_of_lists():
+    """The engine passes ids and reasons as columns (arrays), with two records sharing an id:
+    the same outcome as from lists, and the shared id's clusters counted together."""
+    from neardup.stages.columns import Ids, Labels
+
+    ids = ["a", "b", "c", "d", "e", "d"]
+    reason = ["", "", "exact", "", "skipped:empty", ""]
+    sk = np.array([0, 1, 3, 5])
+    local = np.array([0, 0, 2, 3])  # d (ordinal 3) and d (ordinal 5) are two singletons of one id
+    kept = kept_mask(6, sk, local)
+    args = (sk, local, kept, np.array([1]), np.array([0.123456789]), {2: 1})
+    col_ids, col_reason = Ids(), Labels()
+    col_ids.extend(ids)
+    for r in reason:
+        col_reason.append(r)
+    a, sizes_a, chained_a = outcomes(ids, reason, *args, chain_below=0.8)
+    b, sizes_b, chained_b = outcomes(col_ids, col_reason, *args, chain_below=0.8)
+    for field in ("ids", "reason", "cluster", "duplicate_of", "similarity"):
+        assert list(getattr(a, field)) == list(getattr(b, field)), field
+    assert sizes_a == sizes_b == {"a": 3, "d": 2} and chained_a == chained_b == ["b"]
+    assert list(b.reason) == ["kept", "near", "near", "kept", "skipped:empty", "kept"]
+    assert list(b.similarity)[1] == round(0.123456789, 6)

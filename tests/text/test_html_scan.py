@@ -94,12 +94,46 @@ def test_scan_marks():
         "<a href=/>home</a></div><p hidden>h</p><nav role=navigation></nav><main>m</main></body></html>")
     assert title == "T" and classes == ["topnav", "menu"] and ids == ["side-bar"]
     assert b"<script" not in marked and b"\x01home\x02" in marked
-    assert b"<div data-neardup-name class=" in marked and b"<p data-neardup-hidden hidden>" in marked
-    assert b"<nav data-neardup-role role=" in marked and b"\x0c<main>" in marked
+    # the attributes the extraction does not read are cut (role stays)
+    assert b"<div data-neardup-name>" in marked and b"<p data-neardup-hidden>" in marked
+    assert b"<nav data-neardup-role role=navigation>" in marked and b"\x0c<main>" in marked
+    assert b"<a>\x01home" in marked
     f = html_scan.FLAGS
     for name in ("NAV", "MAIN", "HIDDEN", "ROLE_NAV", "NAMED"):
         assert flags & f[name], name
     assert not flags & f["ARTICLE"] and not flags & f["OWN_MARKS"]
+
+
+@pytest.mark.parametrize("page,want", [
+    ("<p class=x id=y lang=en>t</p>", b"\x0c<p>t\x0c</p>"),
+    ("<br/><img src=a.png /><svg><path d='M0'/></svg>", b"\x0c<br/><img/><svg><path/></svg>"),
+    ("<br / >", b"\x0c<br>"),
+    ("<a href=/x/>y</a>", b"<a>\x01y\x02</a>"),  # the slash is the value's: not self-closing
+    ("<div ROLE = 'main' class=c role=x>m</div>", b"\x0c<div ROLE = 'main' role=x>m\x0c</div>"),
+    ("<table><input type=hidden name=q><font color=red size=2>f</font></table>",
+     b"\x0c<table><input type=hidden name=q><font color=red size=2>f</font>\x0c</table>"),
+    ("<math><annotation-xml encoding='text/html'><p>x</p></annotation-xml></math>",
+     b"<math><annotation-xml encoding='text/html'>\x0c<p>x\x0c</p></annotation-xml></math>"),
+    ("<div class='unterminated", b"\x0c<div"),  # dropped by the parser either way
+    ("<p class=a data-neardup-name>own</p>", b"\x0c<p class=a data-neardup-name>own\x0c</p>"),
+])
+def test_scan_keeps_only_the_attributes_read(page, want):
+    assert _htmlscan.scan(page)[0] == want
+    assert html_scan.scan_python(page)[0] == want
+
+
+def test_cutting_attributes_keeps_the_text_and_the_tree():
+    # lexbor's tree of the marked page has the same text, element for element, as that of the
+    # page with all its attributes (the scan of a page that has marks of its own keeps them all)
+    lexbor = pytest.importorskip("selectolax.lexbor")
+    for p in _pages():
+        data = p.read_bytes()
+        marked = _htmlscan.scan(data)[0]
+        full = _htmlscan.scan(data.replace(b"<body", b"<body data-neardup-x", 1))[0]
+        assert len(marked) < len(full)
+        a, b = lexbor.LexborHTMLParser(marked), lexbor.LexborHTMLParser(full)
+        assert a.body.text(deep=True) == b.body.text(deep=True), p
+        assert [n.tag for n in a.body.traverse()] == [n.tag for n in b.body.traverse()], p
 
 
 def test_flags_agree_with_python_names():

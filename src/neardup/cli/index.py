@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from ..cpus import available_cpus
 from ..params import FAMILIES
@@ -170,8 +171,9 @@ def _index_options(p) -> None:
                    help="store shingle ids, for exact Jaccard and containment in answers")
     g.add_argument("--profile", choices=["lean", "default", "full"], default=None,
                    help="what a new index stores: default (signatures, band postings, simhash blocks, "
-                        "fingerprints: about 1 kB a document), lean (no signatures: near answers estimated from "
-                        "the shared bands), full (also MOD_m samples for containment answers)")
+                        "fingerprints: about 0.7 kB a document), lean (no signatures: near answers estimated from "
+                        "the shared bands; postings in delta-coded runs: about 0.2 kB a document), full (also "
+                        "MOD_m samples for containment answers)")
     g.add_argument("--containment", action="store_const", const=True, default=None,
                    help="store MOD_m samples (contains/contained_in answers); part of --profile full")
 
@@ -218,7 +220,9 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
     jobs = getattr(args, "jobs", None) or available_cpus()
     # Only 'index add' has --cache-mb (large batches); queries and the server's single-document
     # transactions are faster with SeenIndex's small default cache.
-    extra = {"cache_mb": args.cache_mb} if getattr(args, "cache_mb", None) else {}
+    # 'index add' (the only one with --cache-mb) reads pages without mmap: the pages of a large
+    # index it touches would otherwise count in its resident memory, up to 2 GB
+    extra = {"cache_mb": args.cache_mb, "mmap": False} if getattr(args, "cache_mb", None) else {}
     return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **extra, **index_params(args))
 
 
@@ -243,6 +247,51 @@ def _batches(records, size: int):
         yield batch
 
 
+def _read_ahead(batches, depth: int = 1):
+    """The batches of ``batches``, read on a thread up to ``depth`` ahead: parsing the next
+    batch's records (Python, under the GIL) then overlaps with SQLite's writes of the last one
+    (which release the GIL). An exception of the reader is raised here, in order; leaving the
+    loop early stops the reader."""
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    end = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for batch in batches:
+                if not put(batch):
+                    return
+            put(end)
+        except BaseException as exc:  # handed to the consumer, which raises it
+            put(exc)
+
+    reader = threading.Thread(target=read, name="neardup-index-read", daemon=True)
+    reader.start()
+    try:
+        while True:
+            item = q.get()
+            if item is end:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        reader.join()
+
+
 def add_command(args) -> int:
     from ..io import Document
     from ..progress import Progress
@@ -252,18 +301,36 @@ def add_command(args) -> int:
     skipped: dict[str, int] = {}
     start = time.monotonic()
     progress = Progress(f"index add {args.db}")
-    with _open(args, create=True, synchronous="full" if args.fsync else "normal") as index:
-        for batch in _batches(records, args.batch_size):
+    with _open(args, create=True, synchronous="full" if args.fsync else "normal") as index, \
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-index-sketch") as sketcher:
+
+        def commit(sketching, docs) -> None:
+            nonlocal added
+            outcome = index.run_prepared([sketching.result()])[0]
+            if isinstance(outcome, BaseException):
+                raise outcome
+            added += len(docs)
+            progress.update(len(docs), sum(len(d.text) for d in docs))
+            if args.verbose:
+                print(f"neardup: committed {added} documents (last id {docs[-1].id})", file=sys.stderr, flush=True)
+
+        # A batch is sketched on a thread (the kernel releases the GIL) while the one before it
+        # is written and the next one read: at most two batches are held, and the reading, the
+        # sketching and SQLite's inserts overlap instead of taking turns. Batches commit in order.
+        waiting = None
+        for batch in _read_ahead(_batches(records, args.batch_size)):
             docs = [r for r in batch if isinstance(r, Document)]
             for r in batch:
                 if not isinstance(r, Document):
                     skipped[r.reason] = skipped.get(r.reason, 0) + 1
-            if docs:
-                index.add_many(docs)
-                added += len(docs)
-                progress.update(len(docs), sum(len(d.text) for d in docs))
-                if args.verbose:
-                    print(f"neardup: committed {added} documents (last id {docs[-1].id})", file=sys.stderr, flush=True)
+            if not docs:
+                continue
+            sketching = sketcher.submit(index.prepare_add, docs)
+            if waiting is not None:
+                commit(*waiting)
+            waiting = (sketching, docs)
+        if waiting is not None:
+            commit(*waiting)
         total = len(index)
     progress.close()
     seconds = time.monotonic() - start

@@ -79,6 +79,7 @@ import orjson
 from ..errors import ConfigError, InputError, require
 from ..text.html import HTML_MODES, _extract, decode_html
 from .documents import Document, EncodedDocuments, Skipped
+from .texts import TextSpill, needed as _texts_needed
 from .sources import exists, is_folder, local_path, missing, open_binary, size_of, walk
 from .warc import input_records as warc_input_records
 from .warc import looks_like_html as _looks_like_html
@@ -557,7 +558,7 @@ class RecordReader:
     records numbered from ``n`` and returns the next ordinal."""
 
     def __init__(self, *, id_field="id", text_field="text", content="text", html="main", keep_fields=(),
-                 max_bytes=None, errors="replace", jobs=1, want=None, on_error="skip", report=None):
+                 max_bytes=None, errors="replace", jobs=1, want=None, on_error="skip", report=None, text_spill=None):
         for name, value in (("id_field", id_field), ("text_field", text_field)):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"The '{name}' parameter must be a non-empty str. Got {value!r} instead.")
@@ -586,6 +587,10 @@ class RecordReader:
             raise ConfigError(f"The 'on_error' parameter must be one of 'error', 'skip'. Got {on_error!r} instead.")
         self.on_error = on_error
         self.report = report  # an InputReport: the files skipped (on_error="skip") and ignored
+        # a run's work folder: the read pass keeps there the texts that write_kept would extract
+        # again (neardup.io.texts); self.spill is its TextSpill while the plan is read
+        self.text_spill = text_spill
+        self.spill = None
 
     # -- shared ------------------------------------------------------------------------------
 
@@ -859,6 +864,11 @@ class RecordReader:
                 meta = {"url": url} if url else {}
                 if record_id:
                     meta["record_id"] = record_id
+                if kind == "doc" and self.jobs > 1:  # decoded by the worker, with the extraction
+                    yield _Pending(ident, n, src, meta, body, url, charset, self.errors,
+                                   f"the body is not valid {charset or 'UTF-8'}")
+                    n += 1
+                    continue
                 if kind == "doc":
                     text = decode_html(body, charset, errors=self.errors)
                 else:
@@ -900,6 +910,9 @@ class RecordReader:
         if _has_nul(data):
             return Skipped(path, n, path, "binary", f"NUL byte at offset {data.index(0)}: not a text file")
         if fmt == "html":
+            if self.jobs > 1:  # decoded by the worker, with the extraction
+                return _Pending(path, n, path, {}, data, None, None, self.errors,
+                                "the file is not valid in its declared charset or UTF-8")
             text = decode_html(data, errors=self.errors)
             if text is None:
                 return Skipped(path, n, path, "undecodable", "the file is not valid in its declared charset or UTF-8")
@@ -956,17 +969,21 @@ class RecordReader:
         plan = plan_inputs(plan, "auto")
         if self.report is not None:
             self.report.ignored_files.extend(plan.ignored)
+        spill = self.spill
         for path, fmt, why in plan.leaves:
+            if spill is not None:
+                spill.leaf_started(fmt if why is None else "unreadable", n)
             if why is not None:
                 self.file_failed(path, why)
                 if self.want is None or self.want(n):
                     yield Skipped(path, n, path, "unreadable_file", why)
                 n += 1
-                continue
-            if fast and fmt == "jsonl":
+            elif fast and fmt == "jsonl":
                 n = yield from self._checked(path, self._read_jsonl_encoded(path, n, encoded_table))
             else:
                 n = yield from self._checked(path, self.read_leaf(path, fmt, n))
+            if spill is not None:
+                spill.leaf_ended(n)
         return n
 
     # -- Arrow IPC ---------------------------------------------------------------------------
@@ -1094,12 +1111,31 @@ def open_arrow(path: str):
 
 
 class _Pending:
-    """A document whose HTML is still to be extracted (``jobs > 1``)."""
+    """A document whose HTML is still to be extracted (``jobs > 1``): ``html`` is a str, or the
+    page's bytes, decoded by the worker too (with ``charset``, ``errors``; ``undecodable`` is
+    the Skipped's detail when they do not decode), which spares the reading process the
+    decoding and the pickling of a str."""
 
-    __slots__ = ("ident", "n", "src", "meta", "html", "url")
+    __slots__ = ("ident", "n", "src", "meta", "html", "url", "charset", "errors", "undecodable")
 
-    def __init__(self, ident, n, src, meta, html, url):
+    def __init__(self, ident, n, src, meta, html, url, charset=None, errors="replace", undecodable=""):
         self.ident, self.n, self.src, self.meta, self.html, self.url = ident, n, src, meta, html, url
+        self.charset, self.errors, self.undecodable = charset, errors, undecodable
+
+    def job(self, pickled: bool = False):
+        """What the worker gets. A str goes to a worker process as its UTF-8 (a bytes object is
+        pickled at the speed of a copy, a str at the speed of a codec), decoded back there to
+        the same str (lone surrogates included)."""
+        if pickled and type(self.html) is str:
+            return (self.html.encode("utf-8", "surrogatepass"), self.url, _FROM_STR, self.errors)
+        return (self.html, self.url, self.charset, self.errors)
+
+    def outcome(self, result):
+        """The Document or Skipped for what the worker returned (:func:`_extract_page`)."""
+        if type(result) is tuple:
+            reason, detail = result
+            return Skipped(self.ident, self.n, self.src, reason, detail or self.undecodable)
+        return _extracted(self.ident, self.n, self.src, self.meta, result)
 
 
 def _extracted(ident, n, src, meta, text: str | None):
@@ -1110,9 +1146,26 @@ def _extracted(ident, n, src, meta, text: str | None):
     return Document(ident, text, n, src, meta)
 
 
-def _extract_many(mode: str, pages: list[tuple[str, str | None]]) -> list[str | None]:
-    """Run in a worker process: extract a chunk of pages."""
-    return [_extract(html, mode, url=url) for html, url in pages]
+_FROM_STR = "\x00str"  # the charset of a str sent as its UTF-8 (_Pending.job)
+
+
+def _extract_page(mode: str, html, url, charset, errors):
+    """The text of one page (None: unparsable), or ``(reason, detail)`` of a page that is not
+    decodable ("" for detail: the reader's) or has no text, as the serial reader would say it."""
+    if charset == _FROM_STR:
+        html = html.decode("utf-8", "surrogatepass")
+    elif type(html) is bytes:
+        html = decode_html(html, charset, errors=errors)
+        if html is None:
+            return ("undecodable", "")
+        if not html or html.isspace():
+            return ("empty", "the text is empty" if not html else "the text is only white space")
+    return _extract(html, mode, url=url)
+
+
+def _extract_many(mode: str, pages: list[tuple]) -> list:
+    """Run in a worker process: extract a chunk of pages (:meth:`_Pending.job`)."""
+    return [_extract_page(mode, *page) for page in pages]
 
 
 _CHUNK_PAGES = 8
@@ -1123,9 +1176,28 @@ _CHUNK_BYTES = 8 << 20
 _CHUNK_ITEMS = 4096
 
 
+class _Done:
+    """The texts of a chunk extracted in the reading process (as a future that is done)."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self, texts):
+        self.texts = texts
+
+    def result(self):
+        return self.texts
+
+
+#: While the worker processes start, the reading process extracts chunks itself, up to this many
+#: chunks ahead of the first one the workers will return.
+_WARMUP_CHUNKS = 64
+
+
 def _parallel(items, mode: str, jobs: int):
     """``items`` in the same order, with every :class:`_Pending` replaced by its Document or Skipped;
-    the extraction runs in ``jobs`` worker processes, a bounded window of chunks ahead."""
+    the extraction runs in ``jobs`` worker processes, a bounded window of chunks ahead. Until the
+    first of them has returned a chunk (they start through a forkserver), the chunks beyond the
+    ones queued for them are extracted here, so no core waits for the start."""
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
@@ -1137,15 +1209,16 @@ def _parallel(items, mode: str, jobs: int):
             try:
                 texts = fut.result()
             except Exception:  # noqa: BLE001 - a worker died (BrokenProcessPool): extract here
-                texts = _extract_many(mode, [(p.html, p.url) for p in pend])
+                texts = _extract_many(mode, [p.job(pickled) for p in pend])
             results = iter(texts)
         for item in buf:
             if type(item) is _Pending:
-                yield _extracted(item.ident, item.n, item.src, item.meta, next(results))
+                yield item.outcome(next(results))
             else:
                 yield item
 
-    if EXTRACT_WORKERS == "threads":
+    pickled = EXTRACT_WORKERS != "threads"  # the pages go to other processes
+    if not pickled:
         from concurrent.futures import ThreadPoolExecutor
 
         pool_cm = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-extract")
@@ -1157,21 +1230,32 @@ def _parallel(items, mode: str, jobs: int):
         buf: list = []
         pend: list = []
         size = 0
+        warm = not pickled  # threads run at once; processes once one has returned a chunk
+        queued: list = []  # the chunks given to the processes before they were warm
         for item in items:
             buf.append(item)
             if type(item) is _Pending:
                 pend.append(item)
                 size += len(item.html)
             if len(pend) >= _CHUNK_PAGES or size >= _CHUNK_BYTES or len(buf) >= _CHUNK_ITEMS:
-                fut = pool.submit(_extract_many, mode, [(p.html, p.url) for p in pend]) if pend else None
-                for p in pend:
-                    p.html = None  # the worker has its copy
+                # the pages stay until their texts are back (a bounded window), to be extracted
+                # here if a worker dies
+                if not pend:
+                    fut = None
+                elif warm or len(queued) <= jobs:
+                    fut = pool.submit(_extract_many, mode, [p.job(pickled) for p in pend])
+                    if not warm:
+                        queued.append(fut)
+                else:  # the processes are starting, with work queued: this chunk is done here
+                    fut = _Done(_extract_many(mode, [p.job() for p in pend]))
                 window.append((buf, pend, fut))
                 buf, pend, size = [], [], 0
-                while len(window) > 2 * jobs:
+                if not warm:
+                    warm = any(f.done() for f in queued)
+                while len(window) > (2 * jobs if warm else _WARMUP_CHUNKS):
                     yield from resolve(*window.popleft())
         if buf:
-            fut = pool.submit(_extract_many, mode, [(p.html, p.url) for p in pend]) if pend else None
+            fut = pool.submit(_extract_many, mode, [p.job(pickled) for p in pend]) if pend else None
             window.append((buf, pend, fut))
         while window:
             yield from resolve(*window.popleft())
@@ -1202,7 +1286,7 @@ def _decode_text(data: bytes, errors: str) -> str | None:
 def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "id", text_field: str = "text",
                    content: str = "text", html: str = "main", keep_fields: tuple[str, ...] = (),
                    max_bytes: int | None = None, errors: str = "replace", jobs: int = 1, on_error: str = "skip",
-                   report: "InputReport | None" = None) -> Iterator[Document | Skipped]:
+                   report: "InputReport | None" = None, text_spill: str | None = None) -> Iterator[Document | Skipped]:
     """Every record of ``paths`` (files or folders, in the order given), as a Document or a Skipped.
 
     Options and paths are checked when this is called (ConfigError, InputError); reading is lazy
@@ -1214,11 +1298,13 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     text value). ``errors`` is what to do with invalid UTF-8 in files and Parquet binary columns
     (JSONL lines are always strict). ``jobs > 1`` extracts HTML (WARC, HTML files, ``content="html"``)
     in that many worker processes, a bounded window ahead, same order and same output; plain text
-    is never sent to them. See the module docstring for each format.
+    is never sent to them. ``text_spill`` (a run's work folder): the texts that the kept corpus
+    would extract again are kept there for :func:`~neardup.io.write_kept` (:mod:`neardup.io.texts`).
+    See the module docstring for each format.
     """
     reader = RecordReader(id_field=id_field, text_field=text_field, content=content, html=html,
                           keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs, on_error=on_error,
-                          report=report)
+                          report=report, text_spill=text_spill)
     return _read(reader, plan_inputs(paths, format))
 
 
@@ -1240,9 +1326,28 @@ def _read(reader: RecordReader, plan, encoded_table=False):
     """``reader.read(plan, encoded_table)``, HTML extracted in worker processes when the reader
     has ``jobs > 1`` and the plan has HTML to extract (plain text is never sent to them)."""
     if reader.jobs > 1 and (reader.content == "html" or plan.formats() & {"html", "warc"}):
-        return _parallel(reader.read(plan, encoded_table), reader.html, reader.jobs)
-    reader.jobs = 1
-    return reader.read(plan, encoded_table)
+        items = _parallel(reader.read(plan, encoded_table), reader.html, reader.jobs)
+    else:
+        reader.jobs = 1
+        items = reader.read(plan, encoded_table)
+    if reader.text_spill is not None and _texts_needed(plan, reader.content):
+        return _spilling(reader, plan, items)
+    return items
+
+
+def _spilling(reader: RecordReader, plan, items):
+    """``items``, with the documents the kept corpus would extract again written to the run's
+    work folder as they pass (complete once the input has ended)."""
+    spill = reader.spill = TextSpill(reader.text_spill, plan, reader.content)
+    try:
+        for item in items:
+            if type(item) is Document:
+                spill.add(item)
+            yield item
+    except BaseException:
+        spill.discard()
+        raise
+    spill.commit()
 
 
 def iter_raw_records(paths, *, format: str = "auto", max_bytes: int | None = None) -> Iterator[tuple[int, object]]:

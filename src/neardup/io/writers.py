@@ -13,6 +13,7 @@ import orjson
 from ..errors import ConfigError, InputError, require
 from .documents import Document
 from . import warc
+from .texts import SpilledTexts, document_line, extracts
 from .shards import JsonlShards, KeptLayout, ParquetShards, Places, ShardNames, extension_of, sniff_compression
 from .readers import (JSONL_BLOCK_BYTES, PARQUET_BATCH_ROWS, BrokenInput, RecordReader, extract_in_parallel,
                       has_line_scanner, input_leaves, jsonl_blocks, jsonl_line_ends, line_or_size, open_parquet,
@@ -167,8 +168,10 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
       original bytes (:func:`neardup.io.warc.write_kept_warc`: a ``.warc.gz``'s gzip members
       byte for byte).
     - Text, HTML and WARC mixed with others: ``kept.jsonl`` with ``{"id", "source", "text"}`` per kept
-      document. The text is extracted again, so pass the same ``read_options`` (``content``,
-      ``html``, ``id_field``, ``text_field``, ``errors``, ``max_bytes``) as to
+      document. The text is copied from the texts the read pass kept in ``run``'s work folder
+      (``read_documents(..., text_spill=run.path)``, :mod:`neardup.io.texts`) when it read
+      these inputs to their end; else it is extracted again, so pass the same ``read_options``
+      (``content``, ``html``, ``id_field``, ``text_field``, ``errors``, ``max_bytes``) as to
       :func:`~neardup.io.read_documents`; records not kept are not extracted, and ``jobs``
       extracts in worker processes.
 
@@ -209,8 +212,12 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
             places.record(manifest)
     else:
         compression = sniff_compression([p for p, _ in leaves]) if layout.compression == "auto" else layout.compression
+    texts = SpilledTexts.open(run.path if run is not None else None, plan, reader.content) if out_format == "jsonl" else None
     if not (leaf_formats & {"html", "warc"} or (reader.content == "html" and "text" in leaf_formats)):
         reader.jobs = 1  # nothing to extract: no worker processes
+    elif texts is not None and all(texts.covers(k) for k, (_p, fmt, why) in enumerate(input_leaves(plan))
+                                   if why is None and extracts(fmt, reader.content)):
+        reader.jobs = 1  # every text to extract was kept by the read pass
     total = int(keeper.arr.sum()) if keeper.arr is not None else None
     done = manifest["kept_index"]
     if done and keeper.arr is not None:  # the kept records of the completed shards are not read again
@@ -227,7 +234,7 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
         if out_format == "parquet":
             n = _write_parquet(plan, keeper, sink)
         else:
-            n = _write_jsonl(plan, keeper, reader, sink)
+            n = _write_jsonl(plan, keeper, reader, sink, texts)
         if keeper.arr is not None and n != len(keeper.arr):
             raise InputError(
                 f"the inputs now hold {n} records but the keep array has {len(keeper.arr)}. "
@@ -242,6 +249,9 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
     except BaseException:
         sink.abort()
         raise
+    finally:
+        if texts is not None:
+            texts.close()
     written = sum(entry["records"] for entry in sink.manifest["done"])
     info = {"path": os.path.join(out_dir, files[0]), "files": files, "records": written, "format": out_format,
             "compression": compression, "input_records": n}
@@ -285,15 +295,17 @@ def _write_warc_file(plan, keeper: _Keep, places: Places, manifest: dict) -> dic
     return info
 
 
-def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, out: JsonlShards) -> int:
+def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, out: JsonlShards, texts: SpilledTexts | None) -> int:
     total = [0]
 
     def records():
         """Kept JSONL lines (bytes), Parquet rows (dicts) and Documents, in input order."""
         n = 0
-        for path, fmt, why in input_leaves(plan):
+        for k, (path, fmt, why) in enumerate(input_leaves(plan)):
             if why is not None or fmt == "not_html":
                 n += 1
+            elif texts is not None and texts.covers(k):  # the read pass's texts: not extracted again
+                n = yield from texts.kept_lines(k, n, keeper.fn)
             elif fmt == "jsonl":
                 # blocks written in place only when no item read before waits for extraction
                 n = yield from _kept_lines(path, reader.max_bytes, keeper, n,
@@ -319,8 +331,7 @@ def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, out: JsonlShards) ->
         elif t is dict:
             out.write_raw(dumps(item, default=_default, option=_DUMP_OPTIONS))
         elif t is Document:
-            out.write_raw(dumps({"id": item.id, "source": item.source, "text": item.text}, default=_default,
-                                option=_DUMP_OPTIONS))
+            out.write_raw(document_line(item))
     return total[0]
 
 

@@ -13,12 +13,14 @@
 /* ------------------------------------------------------------------------------------------ */
 
 /* Splits one document and hashes its shingles into s->ids. Returns the number of shingles
- * (repeats included), or (size_t)-1 when memory runs out. */
+ * (repeats included), or (size_t)-1 when memory runs out; *n_units (when not NULL) receives the
+ * number of units of the split, which stays in s->buf and s->pos. */
 ND_HIDDEN size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_t *text, size_t len,
-                              size_t k, int use_simd, size_t *content_len) {
+                              size_t k, int use_simd, size_t *content_len, size_t *n_units) {
     size_t out_len = 0;
     size_t nu = split_units(s, cl, text, len, &out_len, use_simd);
     *content_len = out_len;
+    if (n_units) *n_units = nu;
     if (nu == (size_t)-1) return (size_t)-1;
     if (nu == 0) return 0;
     if (cl->hash != H_XXH3) { /* Rabin: every shingle in one pass over the units (rabin.c) */
@@ -40,6 +42,55 @@ ND_HIDDEN size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_
         ids[i] = XXH3_64bits(buf + a, b - a);
     }
     return ns;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Simhash of the word tokens                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+/*
+ * neardup.sketch.simhash.simhashes_of_words with the xxh3 feature hash: each distinct word,
+ * weighted by its count, adds its weight to total b when bit b of its XXH3-64 is 1 and
+ * subtracts it when 0; bit b of the simhash is 1 when total b is positive. Summed over the
+ * occurrences instead of the distinct words, that is: bit b is 1 when more than half of the nw
+ * tokens have bit b set, 2 * count[b] > nw, with no word counting at all.
+ *
+ * The 64 counts are kept in byte lanes, eight to a uint64 (lane j of acc[k] counts bit 8k+j),
+ * and emptied into count[] every 255 tokens, before a lane can overflow: 8 table look-ups and
+ * adds per token instead of 64 shifts and adds. Token i is buf[pos[i] : pos[i+1] - 1] (the
+ * word unit's split: tokens joined by one space, pos[nw] its sentinel).
+ */
+static const uint32_t NIBBLE_LANES[16] = {
+    0x00000000u, 0x00000001u, 0x00000100u, 0x00000101u, 0x00010000u, 0x00010001u, 0x00010100u, 0x00010101u,
+    0x01000000u, 0x01000001u, 0x01000100u, 0x01000101u, 0x01010000u, 0x01010001u, 0x01010100u, 0x01010101u,
+};
+
+static inline void simhash_flush(uint64_t acc[8], uint64_t count[64]) {
+    for (int k = 0; k < 8; k++) {
+        for (int j = 0; j < 8; j++) count[8 * k + j] += (acc[k] >> (8 * j)) & 0xFF;
+        acc[k] = 0;
+    }
+}
+
+ND_HIDDEN uint64_t simhash_words(const uint8_t *buf, const uint32_t *pos, size_t nw) {
+    uint64_t count[64] = {0}, acc[8] = {0};
+    unsigned pending = 0;
+    for (size_t i = 0; i < nw; i++) {
+        const uint64_t h = XXH3_64bits(buf + pos[i], (size_t)(pos[i + 1] - 1 - pos[i]));
+        for (int k = 0; k < 8; k++) {
+            const unsigned b = (unsigned)(h >> (8 * k)) & 0xFF;
+            acc[k] += (uint64_t)NIBBLE_LANES[b & 15] | ((uint64_t)NIBBLE_LANES[b >> 4] << 32);
+        }
+        if (++pending == 255) {
+            simhash_flush(acc, count);
+            pending = 0;
+        }
+    }
+    simhash_flush(acc, count);
+    uint64_t out = 0;
+    for (int b = 0; b < 64; b++)
+        if (2 * count[b] > (uint64_t)nw) out |= (uint64_t)1 << b;
+    return out;
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -35,7 +35,8 @@
  * One extension, one concern per file; this header has what they share:
  *
  *   tokenize.c   classification, case folding and pass 1 (scalar and AVX2 splitters)
- *   hash.c       pass 2 (XXH3-64 of the shingles) and the BLAKE2b content fingerprints
+ *   hash.c       pass 2 (XXH3-64 of the shingles), the word simhashes and the BLAKE2b content
+ *                fingerprints
  *   rabin.c      pass 2 with Rabin fingerprints instead (rabin40, rabin64), one pass per document
  *   distinct.c   pass 3 (hash set, bucket sort)
  *   minhash.c    pass 4, and the CPU dispatch (set_simd, simd, cpu_features)
@@ -217,9 +218,12 @@ ND_HIDDEN int classes_init(classes_t *c, const uint8_t *table, int unit, int kee
 ND_HIDDEN size_t split_units(scratch_t *sc, const classes_t *cl, const uint8_t *s, size_t len, size_t *out_len,
                              int use_simd);
 
-/* hash.c: pass 2 (XXH3 of shingles) and the BLAKE2b content fingerprints */
+/* hash.c: pass 2 (XXH3 of shingles), word simhashes and the BLAKE2b content fingerprints */
 ND_HIDDEN size_t doc_shingle_ids(scratch_t *s, const classes_t *cl, const uint8_t *text, size_t len, size_t k,
-                                 int use_simd, size_t *content_len);
+                                 int use_simd, size_t *content_len, size_t *n_units);
+/* the 64-bit simhash of the nw word tokens of a word split (buf, pos): XXH3-64 features weighted
+ * by their counts, as neardup.sketch.simhash.simhashes_of_words with hash "xxh3" */
+ND_HIDDEN uint64_t simhash_words(const uint8_t *buf, const uint32_t *pos, size_t nw);
 ND_HIDDEN uint64_t blake2b_64(const uint8_t *data, size_t len, int simd);
 
 /* rabin.c: Rabin fingerprints of shingles (one pass per document) */

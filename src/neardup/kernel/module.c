@@ -179,7 +179,7 @@ static PyObject *py_shingle_ids(PyObject *self, PyObject *args) {
     const int simd = simd_enabled();
     Py_BEGIN_ALLOW_THREADS
     size_t content_len;
-    n = doc_shingle_ids(&s, &cl, (const uint8_t *)data.buf, len, (size_t)k, simd, &content_len);
+    n = doc_shingle_ids(&s, &cl, (const uint8_t *)data.buf, len, (size_t)k, simd, &content_len, NULL);
     if (n != (size_t)-1) n = sort_u64(&s, s.ids, n) ? unique_sorted(s.ids, n) : (size_t)-1;
     oom = n == (size_t)-1;
     Py_END_ALLOW_THREADS
@@ -198,7 +198,8 @@ done:
 
 PyDoc_STRVAR(signatures_doc,
 "signatures(data, offsets, table, unit, k, keep_punct, a, b, family, with_ids, fold=None,\n"
-"           with_fingerprints=False) -> (values, n_shingles, ids, fingerprints)\n\n"
+"           with_fingerprints=False, hash=0, with_simhashes=False)\n"
+"    -> (values, n_shingles, ids, fingerprints[, simhashes])\n\n"
 "MinHash signatures of a batch of UTF-8 documents, document i being\n"
 "data[offsets[i]:offsets[i+1]] (offsets: n+1 int64). a, b: uint64 coefficients of the\n"
 "permutations; family 0 = affine61 ((a*(x mod p) + b) mod p, p = 2**61-1, a, b < p),\n"
@@ -207,7 +208,10 @@ PyDoc_STRVAR(signatures_doc,
 "all 2**64-1 for a document without shingles), n_shingles (n int64, distinct shingles per\n"
 "document), when with_ids the concatenated sorted distinct shingle ids (uint64), and when\n"
 "with_fingerprints the content fingerprint of each document (uint64: BLAKE2b-64 of its word\n"
-"tokens joined by spaces, 0 without tokens), else None. The GIL is released while computing.");
+"tokens joined by spaces, 0 without tokens), else None. With with_simhashes a fifth element:\n"
+"2n uint64, for each document its 64-bit simhash of word tokens (XXH3-64 features weighted by\n"
+"their counts; 0 without tokens) and its number of word tokens. The GIL is released while\n"
+"computing.");
 
 PyDoc_STRVAR(fingerprints_doc,
 "fingerprints(data, offsets, table, keep_punct, fold=None) -> bytearray\n\n"
@@ -292,13 +296,13 @@ typedef struct {
 /* Parses the arguments after the data, runs the batch, returns the result tuple (or NULL). */
 static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int unit, Py_ssize_t k, int keep,
                                 PyObject *a_obj, PyObject *b_obj, int family, int with_ids, PyObject *fold_obj,
-                                int with_fps, int hash) {
+                                int with_fps, int hash, int with_sh) {
     Py_buffer table, abuf, bbuf;
     uint32_t *fold = NULL;
     size_t nfold = 0;
     classes_t cl, clw;
     scratch_t sw = {0};
-    PyObject *fps_out = NULL;
+    PyObject *fps_out = NULL, *sh_out = NULL;
     int got_table = 0, got_a = 0, got_b = 0;
     PyObject *values = NULL, *counts = NULL, *ids_out = NULL, *result = NULL;
     scratch_t s = {0};
@@ -367,8 +371,10 @@ static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int uni
         if (ids_out) idbuf = (uint64_t *)PyByteArray_AS_STRING(ids_out);
     }
     if (with_fps) fps_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    if (!values || !counts || (with_ids && !ids_out) || (with_fps && !fps_out)) goto done;
+    if (with_sh) sh_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 16));
+    if (!values || !counts || (with_ids && !ids_out) || (with_fps && !fps_out) || (with_sh && !sh_out)) goto done;
     uint64_t *fps = with_fps ? (uint64_t *)PyByteArray_AS_STRING(fps_out) : NULL;
+    uint64_t *shs = with_sh ? (uint64_t *)PyByteArray_AS_STRING(sh_out) : NULL;
     uint64_t *vals = (uint64_t *)PyByteArray_AS_STRING(values);
     int64_t *cnts = (int64_t *)PyByteArray_AS_STRING(counts);
     const int simd = simd_enabled();
@@ -379,18 +385,25 @@ static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int uni
         for (size_t j = 0; j < m; j++) row[j] = UINT64_MAX;
         const uint8_t *text = docs->ptr[i];
         const size_t len = docs->len[i];
-        size_t content_len;
-        size_t ns = doc_shingle_ids(&s, &cl, text, len, (size_t)k, simd, &content_len);
-        if (ns != (size_t)-1 && with_fps) {
-            /* the word unit's joined buffer is the fingerprinted content */
-            if (unit == U_WORD) {
-                fps[i] = content_len ? blake2b_64(s.buf, content_len, simd) : 0;
+        size_t content_len, nu = 0;
+        size_t ns = doc_shingle_ids(&s, &cl, text, len, (size_t)k, simd, &content_len, &nu);
+        if (ns != (size_t)-1 && (with_fps || with_sh)) {
+            /* the word unit's split is the fingerprinted content and the simhash's tokens; other
+             * units split the words again */
+            const scratch_t *words = &s;
+            size_t nw = nu;
+            if (unit != U_WORD) {
+                nw = split_units(&sw, &clw, text, len, &content_len, simd);
+                words = &sw;
+            }
+            if (nw == (size_t)-1) {
+                ns = nw;
             } else {
-                size_t nw = split_units(&sw, &clw, text, len, &content_len, simd);
-                if (nw == (size_t)-1)
-                    ns = nw;
-                else
-                    fps[i] = content_len ? blake2b_64(sw.buf, content_len, simd) : 0;
+                if (with_fps) fps[i] = content_len ? blake2b_64(words->buf, content_len, simd) : 0;
+                if (with_sh) {
+                    shs[2 * i] = nw ? simhash_words(words->buf, words->pos, nw) : 0;
+                    shs[2 * i + 1] = (uint64_t)nw;
+                }
             }
         }
         const uint64_t *distinct = s.ids;
@@ -427,8 +440,10 @@ static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int uni
         fps_out = Py_None;
         Py_INCREF(fps_out);
     }
-    result = PyTuple_Pack(4, values, counts, ids_out, fps_out);
+    result = with_sh ? PyTuple_Pack(5, values, counts, ids_out, fps_out, sh_out)
+                     : PyTuple_Pack(4, values, counts, ids_out, fps_out);
 done:
+    Py_XDECREF(sh_out);
     Py_XDECREF(values);
     Py_XDECREF(counts);
     Py_XDECREF(ids_out);
@@ -473,10 +488,10 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, offs;
     PyObject *offs_obj, *table_obj, *a_obj, *b_obj, *fold_obj = NULL;
-    int unit, keep, family, with_ids, with_fps = 0, hash = H_XXH3;
+    int unit, keep, family, with_ids, with_fps = 0, hash = H_XXH3, with_sh = 0;
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "y*OOinpOOip|Opi", &data, &offs_obj, &table_obj, &unit, &k, &keep,
-                          &a_obj, &b_obj, &family, &with_ids, &fold_obj, &with_fps, &hash))
+    if (!PyArg_ParseTuple(args, "y*OOinpOOip|Opip", &data, &offs_obj, &table_obj, &unit, &k, &keep,
+                          &a_obj, &b_obj, &family, &with_ids, &fold_obj, &with_fps, &hash, &with_sh))
         return NULL;
     PyObject *result = NULL;
     docs_t docs = {0};
@@ -491,7 +506,7 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
     else if (add_segment(&docs, &data, &offs))
         result = signatures_run(&docs, table_obj, unit, k, keep, a_obj, b_obj, family, with_ids, fold_obj, with_fps,
-                                hash);
+                                hash, with_sh);
     free(docs.ptr);
     free(docs.len);
     PyBuffer_Release(&offs);
@@ -501,7 +516,8 @@ static PyObject *py_signatures(PyObject *self, PyObject *args) {
 
 PyDoc_STRVAR(signatures_segments_doc,
 "signatures_segments(segments, table, unit, k, keep_punct, a, b, family, with_ids, fold=None,\n"
-"                    with_fingerprints=False) -> (values, n_shingles, ids, fingerprints)\n\n"
+"                    with_fingerprints=False, hash=0, with_simhashes=False)\n"
+"    -> (values, n_shingles, ids, fingerprints[, simhashes])\n\n"
 "signatures() of the documents of several buffers, in order: segments is a list of\n"
 "(data, offsets) pairs, each as signatures() takes them. The buffers are read in place (no\n"
 "joined copy of them is made).");
@@ -509,10 +525,10 @@ PyDoc_STRVAR(signatures_segments_doc,
 static PyObject *py_signatures_segments(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *segs_obj, *table_obj, *a_obj, *b_obj, *fold_obj = NULL;
-    int unit, keep, family, with_ids, with_fps = 0, hash = H_XXH3;
+    int unit, keep, family, with_ids, with_fps = 0, hash = H_XXH3, with_sh = 0;
     Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "OOinpOOip|Opi", &segs_obj, &table_obj, &unit, &k, &keep, &a_obj, &b_obj, &family,
-                          &with_ids, &fold_obj, &with_fps, &hash))
+    if (!PyArg_ParseTuple(args, "OOinpOOip|Opip", &segs_obj, &table_obj, &unit, &k, &keep, &a_obj, &b_obj, &family,
+                          &with_ids, &fold_obj, &with_fps, &hash, &with_sh))
         return NULL;
     PyObject *segs = PySequence_Fast(segs_obj, "segments must be a list of (data, offsets) pairs");
     if (!segs) return NULL;
@@ -546,7 +562,8 @@ static PyObject *py_signatures_segments(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t i = 0; i < ns; i++)
         if (!add_segment(&docs, &bufs[2 * i], &bufs[2 * i + 1])) goto done;
-    result = signatures_run(&docs, table_obj, unit, k, keep, a_obj, b_obj, family, with_ids, fold_obj, with_fps, hash);
+    result = signatures_run(&docs, table_obj, unit, k, keep, a_obj, b_obj, family, with_ids, fold_obj, with_fps, hash,
+                            with_sh);
 done:
     free(docs.ptr);
     free(docs.len);

@@ -274,3 +274,9 @@ class BandKeys:
         if self._grouper is not None:
             self._grouper.close()
         self._held = []
+
+    def __enter__(self) -> "BandKeys":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -4,17 +4,110 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["first_holders"]
+__all__ = ["first_holders", "FingerprintTable"]
 
 
-def first_holders(ordinals, fingerprints: np.ndarray, n_shingles: np.ndarray, first_by_fp: dict):
+class FingerprintTable:
+    """Fingerprint -> ordinal of its first holder, as two arrays (open addressing, linear probing):
+    12 bytes a slot at most 70% full, against about 100 bytes a record for a dict of Python ints.
+    Looked up and filled a batch at a time in whole-array steps. Ordinals are below 2**32.
+
+    Fingerprints are already hashes (XXH3): their low bits choose the slot. 0 marks an empty slot;
+    the fingerprint 0 itself is held apart."""
+
+    LOAD = 0.7
+
+    def __init__(self, capacity: int = 1 << 16):
+        size = 1 << max(4, int(capacity - 1).bit_length())
+        self.keys = np.zeros(size, dtype=np.uint64)
+        self.values = np.zeros(size, dtype=np.uint32)
+        self.count = 0
+        self.zero: int | None = None  # the first holder of fingerprint 0
+
+    def __len__(self) -> int:
+        return self.count + (self.zero is not None)
+
+    @property
+    def nbytes(self) -> int:
+        return self.keys.nbytes + self.values.nbytes
+
+    def lookup(self, fps: np.ndarray) -> np.ndarray:
+        """The first holder of each fingerprint, -1 where none is known."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        out = np.full(fps.size, -1, dtype=np.int64)
+        mask = np.uint64(self.keys.size - 1)
+        slot = fps & mask
+        todo = np.flatnonzero(fps != 0)
+        while todo.size:
+            s = slot[todo]
+            k = self.keys[s]
+            hit = k == fps[todo]
+            out[todo[hit]] = self.values[s[hit]]
+            todo = todo[~hit & (k != 0)]
+            slot[todo] = (slot[todo] + np.uint64(1)) & mask
+        if self.zero is not None:
+            out[fps == 0] = self.zero
+        return out
+
+    def insert(self, fps: np.ndarray, ordinals: np.ndarray) -> None:
+        """Add distinct fingerprints that are not in the table yet."""
+        fps = np.asarray(fps, dtype=np.uint64)
+        ordinals = np.asarray(ordinals, dtype=np.int64)
+        zero = fps == 0
+        if zero.any():
+            self.zero = int(ordinals[zero][0])
+            fps, ordinals = fps[~zero], ordinals[~zero]
+        if (self.count + fps.size) > self.LOAD * self.keys.size:
+            self._grow(self.count + fps.size)
+        self._place(fps, ordinals)
+        self.count += fps.size
+
+    def _grow(self, need: int) -> None:
+        size = self.keys.size
+        while need > self.LOAD * size:
+            size *= 2
+        full = np.flatnonzero(self.keys)
+        keys, values = self.keys[full], self.values[full]
+        self.keys = np.zeros(size, dtype=np.uint64)
+        self.values = np.zeros(size, dtype=np.uint32)
+        self._place(keys, values.astype(np.int64))
+
+    def _place(self, fps: np.ndarray, ordinals: np.ndarray) -> None:
+        mask = np.uint64(self.keys.size - 1)
+        slot = fps & mask
+        todo = np.arange(fps.size)
+        while todo.size:
+            s = slot[todo]
+            free = self.keys[s] == 0
+            cand, cs = todo[free], s[free]
+            _, first = np.unique(cs, return_index=True)  # one fingerprint per free slot
+            won = cand[first]
+            self.keys[slot[won]] = fps[won]
+            self.values[slot[won]] = ordinals[won]
+            placed = np.zeros(fps.size, dtype=bool)
+            placed[won] = True
+            todo = todo[~placed[todo]]
+            slot[todo] = (slot[todo] + np.uint64(1)) & mask
+
+    def items(self):
+        """``(fingerprint, ordinal)`` pairs (in slot order)."""
+        full = np.flatnonzero(self.keys)
+        yield from zip(self.keys[full].tolist(), self.values[full].tolist())
+        if self.zero is not None:
+            yield 0, self.zero
+
+
+def first_holders(ordinals, fingerprints: np.ndarray, n_shingles: np.ndarray, first_by_fp):
     """Split a batch of records into empty ones, exact copies and first holders.
 
-    ``first_by_fp`` maps a fingerprint to the ordinal of its first holder; it carries over from
-    batch to batch (records must come in input order) and gains this batch's first holders.
-    Returns ``(new, empty, copies)``: a boolean mask of the batch's first holders, a list of the
-    ordinals without shingles, and ``(ordinal, first holder)`` for each exact copy.
+    ``first_by_fp`` maps a fingerprint to the ordinal of its first holder (a dict, or a
+    :class:`FingerprintTable`); it carries over from batch to batch (records must come in input
+    order) and gains this batch's first holders. Returns ``(new, empty, copies)``: a boolean mask
+    of the batch's first holders, a list of the ordinals without shingles, and ``(ordinal, first
+    holder)`` for each exact copy.
     """
+    if isinstance(first_by_fp, FingerprintTable):
+        return _first_holders_table(ordinals, fingerprints, n_shingles, first_by_fp)
     new = np.zeros(len(ordinals), dtype=bool)
     empty: list[int] = []
     copies: list[tuple[int, int]] = []
@@ -28,4 +121,27 @@ def first_holders(ordinals, fingerprints: np.ndarray, n_shingles: np.ndarray, fi
             continue
         first_by_fp[fp] = o
         new[k] = True
+    return new, empty, copies
+
+
+def _first_holders_table(ordinals, fingerprints, n_shingles, table: FingerprintTable):
+    """:func:`first_holders` with a :class:`FingerprintTable`, in whole-array steps."""
+    ords = np.asarray(ordinals, dtype=np.int64)
+    fps = np.asarray(fingerprints, dtype=np.uint64)
+    ns = np.asarray(n_shingles)
+    new = np.zeros(ords.size, dtype=bool)
+    full = np.flatnonzero(ns != 0)
+    empty = ords[ns == 0].tolist()
+    if not full.size:
+        return new, empty, []
+    uniq, first_at, inverse = np.unique(fps[full], return_index=True, return_inverse=True)
+    known = table.lookup(uniq)
+    fresh = known < 0
+    holder = np.where(fresh, ords[full[first_at]], known)  # per distinct fingerprint
+    table.insert(uniq[fresh], holder[fresh])
+    held_by = holder[inverse.ravel()]
+    mine = held_by == ords[full]
+    new[full[mine]] = True
+    copy = full[~mine]
+    copies = list(zip(ords[copy].tolist(), held_by[~mine].tolist()))
     return new, empty, copies

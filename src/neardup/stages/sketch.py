@@ -173,23 +173,41 @@ def mod_m_samples(ids: np.ndarray, offsets: np.ndarray, seed: int, m: int) -> li
 
 
 def sketch_documents(texts: Sequence[str], shingle: ShingleParams, minhash: MinHashParams, *, mod_m: int,
-                     jobs: int = 1) -> DocumentSketches:
+                     jobs: int = 1, with_samples: bool = True, with_ids: bool = True) -> DocumentSketches:
     """Signatures, content fingerprints, simhashes (of word counts, hashed with ``shingle.hash``)
-    and MOD_m samples (seeded with ``minhash.seed``) of a batch, each text folded once for all."""
-    from ..exact.fingerprint import fingerprint_of_content
-    from ..sketch.simhash import simhashes_of_words
-    from ..text.normalize import fold
-    from ..text.tokenize import words_of_folded
+    and MOD_m samples (seeded with ``minhash.seed``; empty arrays unless ``with_samples``) of a
+    batch. The signatures hold the shingle ids when ``with_ids`` or ``with_samples`` (without
+    them the kernel skips sorting each text's ids).
 
-    norm = shingle.normalize
-    folded = [fold(t, norm) for t in texts]
-    sig = sketch_folded(texts, folded, shingle, minhash, jobs=jobs)
-    tokens = [words_of_folded(f, norm.remove_punctuation) for f in folded]
-    fingerprints = [fingerprint_of_content(" ".join(words).encode("utf-8", "surrogatepass")) if words else None
-                    for words in tokens]
-    return DocumentSketches(signatures=sig, fingerprints=fingerprints,
-                            simhashes=simhashes_of_words(tokens, shingle.hash),
-                            samples=mod_m_samples(sig.ids, sig.offsets, minhash.seed, mod_m))
+    With the kernel and the xxh3 hash (the defaults), one kernel call per chunk folds, splits and
+    hashes each text once for all four (:func:`neardup._native.signatures` with fingerprints and
+    simhashes); otherwise each text is folded once in Python, its words split in Python.
+    """
+    if kernel_handles(shingle) and shingle.hash == "xxh3":
+        sig = _native.signatures(texts, shingle, minhash, jobs=jobs, with_ids=with_ids or with_samples,
+                                 with_fingerprints=True, with_simhashes=True)
+        has_words = (sig.words > 0).tolist()
+        fingerprints = [int(f) if w else None for f, w in zip(sig.fingerprints.tolist(), has_words)]
+        simhash_values = [int(h) if w else None for h, w in zip(sig.simhashes.tolist(), has_words)]
+    else:
+        from ..exact.fingerprint import fingerprint_of_content
+        from ..sketch.simhash import simhashes_of_words
+        from ..text.normalize import fold
+        from ..text.tokenize import words_of_folded
+
+        norm = shingle.normalize
+        folded = [fold(t, norm) for t in texts]
+        sig = sketch_folded(texts, folded, shingle, minhash, jobs=jobs)
+        tokens = [words_of_folded(f, norm.remove_punctuation) for f in folded]
+        fingerprints = [fingerprint_of_content(" ".join(words).encode("utf-8", "surrogatepass")) if words else None
+                        for words in tokens]
+        simhash_values = simhashes_of_words(tokens, shingle.hash)
+    if with_samples:
+        samples = mod_m_samples(sig.ids, sig.offsets, minhash.seed, mod_m)
+    else:
+        empty = np.empty(0, dtype=np.uint64)
+        samples = [empty] * len(texts)
+    return DocumentSketches(signatures=sig, fingerprints=fingerprints, simhashes=simhash_values, samples=samples)
 
 
 def shingle_runs(texts: Sequence[str], shingle: ShingleParams, *, jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:

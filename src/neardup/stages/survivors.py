@@ -123,74 +123,101 @@ def kept_mask(n_all: int, sk: np.ndarray, survivor_local: np.ndarray) -> np.ndar
 
 
 def similarity_to_survivors(ids, offsets, counts, survivor_local: np.ndarray, measure: str, *,
-                            jobs: int = 1) -> tuple[np.ndarray, np.ndarray]:
+                            jobs: int = 1, in_slices=None) -> tuple[np.ndarray, np.ndarray]:
     """``(members, similarity)``: the local indices that are not their cluster's survivor, and
-    each one's exact similarity to its survivor (the measure's score)."""
+    each one's exact similarity to its survivor (the measure's score). ``in_slices(pieces, a,
+    measure)``: how the engine splits the pairs (:func:`neardup.pipeline.in_pair_slices`)."""
     members = np.flatnonzero(survivor_local != np.arange(survivor_local.size))
     if not members.size:
         return members, np.empty(0)
     a = np.minimum(members, survivor_local[members])
     b = np.maximum(members, survivor_local[members])
-    return members, score_of(pair_similarities(ids, offsets, counts, a, b, jobs=jobs), measure)
+    if in_slices is None:
+        return members, score_of(pair_similarities(ids, offsets, counts, a, b, jobs=jobs), measure)
+    parts = in_slices(ids, a, lambda lo, hi: score_of(pair_similarities(ids, offsets, counts, a[lo:hi], b[lo:hi],
+                                                                        jobs=jobs), measure))
+    return members, np.concatenate(parts)
 
 
-def outcomes(ids: list[str], reason: list[str], sk: np.ndarray, survivor_local: np.ndarray, kept: np.ndarray,
-             members: np.ndarray, member_similarity: np.ndarray, exact_of: dict[int, int], *,
+def outcomes(ids, reason, sk: np.ndarray, survivor_local: np.ndarray, kept: np.ndarray,
+             members: np.ndarray, member_similarity: np.ndarray, exact_of, *,
              chain_below: float | None = None) -> tuple[Outcome, Counter, list[str]]:
-    """Every record's outcome, the size of every cluster by its id, and the members chained to
-    their survivor below ``chain_below`` (joined only through other members).
+    """Every record's outcome, the size of every cluster of two or more records by its id, and
+    the members chained to their survivor below ``chain_below`` (joined only through other members).
 
-    ``reason`` holds the reasons known before clustering (``skipped:...``, ``exact``, ``""``);
-    ``exact_of`` maps an exact copy's ordinal to its first holder's.
+    ``ids``: a sequence by ordinal (a list, or an :class:`~neardup.stages.columns.Ids` column);
+    ``reason`` holds the reasons known before clustering (``skipped:...``, ``exact``, ``""``), a
+    sequence or a :class:`~neardup.stages.columns.Labels` column; ``exact_of`` maps an exact
+    copy's ordinal to its first holder's (a dict, or a pair of arrays ``(copies, holders)``).
+    The outcome's columns are arrays read as sequences (:mod:`neardup.stages.columns`): no
+    Python object per record.
     """
+    from .columns import Floats, Labels, Names, repeated_names
+
     n_all = len(ids)
     n = sk.size
-    reason = list(reason)
+    reason = reason.copy() if isinstance(reason, Labels) else _labels(reason)
     survivor_of = sk[survivor_local]
-    survivors = sk[survivor_of == sk].tolist()
-    sim_to_survivor = dict(zip(members.tolist(), member_similarity.tolist()))
-    cluster: list = [None] * n_all
-    duplicate_of: list = [None] * n_all
-    similarity: list = [None] * n_all
-    for o, s in zip(sk.tolist(), survivor_of.tolist()):
-        cluster[o] = ids[s]
-    for o in survivors:
-        similarity[o] = 1.0
+    is_survivor = survivor_of == sk
+    survivors = sk[is_survivor]
+    cluster = np.full(n_all, -1, dtype=np.int64)
+    duplicate_of = np.full(n_all, -1, dtype=np.int64)
+    similarity = np.full(n_all, np.nan)
+    cluster[sk] = survivor_of
+    similarity[survivors] = 1.0
+    m_ord, m_surv = sk[members], survivor_of[members]
+    duplicate_of[m_ord] = m_surv
+    # Python's round (correctly rounded), as clusters.jsonl always had it
+    similarity[m_ord] = [round(float(x), 6) for x in np.asarray(member_similarity).tolist()]
+    reason[m_ord] = "near"
     chained = []
-    for i, o, s in zip(members.tolist(), sk[members].tolist(), survivor_of[members].tolist()):
-        duplicate_of[o] = ids[s]
-        sim = sim_to_survivor[i]
-        similarity[o] = round(float(sim), 6)
-        reason[o] = "near"
-        if chain_below is not None and sim < chain_below:
-            chained.append(ids[o])
+    if chain_below is not None and members.size:
+        low = m_ord[np.asarray(member_similarity) < chain_below]
+        chained = [ids[o] for o in low.tolist()]
+    if isinstance(exact_of, dict):
+        e_ord = np.fromiter(exact_of.keys(), np.int64, len(exact_of))
+        e_first = np.fromiter(exact_of.values(), np.int64, len(exact_of))
+    else:
+        e_ord, e_first = (np.asarray(a, dtype=np.int64) for a in exact_of)
     local_of = np.full(n_all, -1, dtype=np.int64)
     local_of[sk] = np.arange(n)
-    exact_survivors = []
-    for o, first in exact_of.items():
-        i = int(local_of[first])
-        s = int(survivor_of[i])
-        exact_survivors.append(s)
-        cluster[o] = ids[s]
-        duplicate_of[o] = ids[s]
-        if s == first:
-            similarity[o] = 1.0
-        else:  # the first holder is itself a near duplicate of its survivor
-            reason[o] = "near"
-            similarity[o] = round(float(sim_to_survivor[i]), 6)
+    e_surv = survivor_of[local_of[e_first]]
+    cluster[e_ord] = e_surv
+    duplicate_of[e_ord] = e_surv
+    # a copy of a survivor has similarity 1.0; of a near duplicate, that one's to its survivor
+    similarity[e_ord] = similarity[e_first]
+    reason[e_ord[e_surv != e_first]] = "near"
     # cluster sizes by cluster id (records of equal ids share a count, as their lines share
     # the id); a survivor is "kept" when its cluster has other members, "unique" otherwise
-    size_of = np.bincount(np.concatenate((survivor_of, np.array(exact_survivors, dtype=np.int64))),
-                          minlength=n_all)
-    holders = np.flatnonzero(size_of)
+    size_of = np.bincount(np.concatenate((survivor_of, e_surv)), minlength=n_all)
+    named_size = size_of.copy()
+    for group in repeated_names(ids):
+        named_size[group] = size_of[group].sum()
+    multi = np.flatnonzero(named_size > 1)
     cluster_sizes: Counter = Counter()
-    for s, size in zip(holders.tolist(), size_of[holders].tolist()):
-        cluster_sizes[ids[s]] += size
-    for o in survivors:
-        reason[o] = "kept" if cluster_sizes[ids[o]] > 1 else "unique"
-    outcome = Outcome(ids=ids, reason=reason, cluster=cluster, duplicate_of=duplicate_of, similarity=similarity,
-                      kept=kept)
+    for name, size in zip(_take(ids, multi), named_size[multi].tolist()):
+        cluster_sizes[name] = size
+    big = named_size[survivors] > 1
+    reason[survivors[big]] = "kept"
+    reason[survivors[~big]] = "unique"
+    outcome = Outcome(ids=ids, reason=reason, cluster=Names(cluster, ids), duplicate_of=Names(duplicate_of, ids),
+                      similarity=Floats(similarity), kept=kept)
     return outcome, cluster_sizes, chained
+
+
+def _labels(values):
+    """A :class:`~neardup.stages.columns.Labels` column of a sequence of strings."""
+    from .columns import Labels
+
+    out = Labels()
+    codes = [out.code(v) for v in values]
+    out.codes.extend(np.array(codes, dtype=np.uint8))
+    return out
+
+
+def _take(seq, ordinals: np.ndarray) -> list:
+    take = getattr(seq, "take", None)
+    return take(ordinals) if take is not None else [seq[o] for o in ordinals.tolist()]
 
 
 def split_sources(outcome: Outcome) -> Outcome:

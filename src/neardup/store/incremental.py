@@ -128,6 +128,10 @@ class Against:
             raise ConfigError(f"index {label} holds no shingle ids (made without store_shingles): --against "
                               f"verifies pairs exactly on them; write the index with 'neardup dedup --save-index' "
                               f"or 'neardup index add --store-shingles'")
+        if not index.config.signatures or index.config.posting_runs:
+            raise ConfigError(f"index {label} holds no MinHash signatures or keeps its postings in runs (profile "
+                              f"lean): --against needs an index of profile default or full (as 'neardup dedup "
+                              f"--save-index' writes)")
         self.index = index
         self.label = label
         self.update = update

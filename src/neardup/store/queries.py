@@ -14,6 +14,7 @@ import numpy as np
 
 from .._validate import check_int
 from ..errors import InputError
+from . import runs
 from .schema import DEFAULT_LIMIT, DOC_BITS, SCHEMA_VERSION, band_buckets, block_bucket
 from .schema import MAX_VARS as _MAX_VARS
 from .schema import Sketch as _Sketch
@@ -63,9 +64,13 @@ class Queries:
         params = []
         cap = self.CANDIDATES_PER_BUCKET
         mask = (1 << DOC_BITS) - 1
-        for bucket in band_buckets(sk.bands[None, :])[0].tolist():
-            params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
-        rows = conn.execute(self._near_sql, params).fetchall()
+        buckets = band_buckets(sk.bands[None, :])[0].tolist()
+        if cfg.posting_runs:
+            rows = self._near_rows_of_runs(conn, buckets, cap)
+        else:
+            for bucket in buckets:
+                params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
+            rows = conn.execute(self._near_sql, params).fetchall()
         if not rows:
             return []
         if cfg.signatures:
@@ -92,6 +97,21 @@ class Queries:
         key = "exact_jaccard" if cfg.store_shingles else "jaccard"
         out.sort(key=lambda e: (-e[key], -e["jaccard"], e["id"]))
         return out[:limit] if limit is not None else out
+
+    def _near_rows_of_runs(self, conn, buckets: list[int], cap: int) -> list:
+        """``self._near_sql``'s rows ``(id, signature[, shingles], shared)`` from posting runs."""
+        found = runs.lookup(conn, runs.KIND_BANDS, buckets, cap, stale=runs.stale_documents(conn) > 0)
+        docs, shared = np.unique(np.concatenate(found), return_counts=True)
+        count_of = dict(zip(docs.tolist(), shared.tolist()))
+        extra = ", shingles" if self.config.store_shingles else ""
+        rows = []
+        keys = list(count_of)
+        for start in range(0, len(keys), _MAX_VARS):
+            chunk = keys[start:start + _MAX_VARS]
+            for row in conn.execute(f"SELECT num, id, signature{extra} FROM docs WHERE num IN "
+                                    f"({','.join('?' * len(chunk))})", chunk):
+                rows.append((*row[1:], count_of[row[0]]))
+        return rows
 
     def _containment(self, conn, sk: _Sketch, limit):
         cfg = self.config
@@ -157,10 +177,19 @@ class Queries:
         params = []
         cap = self.CANDIDATES_PER_BUCKET
         mask = (1 << DOC_BITS) - 1
-        for (b, key), w in zip(self._block_keys(sk.simhash), self._block_widths):
-            bucket = block_bucket(b, key, w)
-            params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
-        rows = conn.execute(self._simhash_sql, params).fetchall()
+        buckets = [block_bucket(b, key, w) for (b, key), w in zip(self._block_keys(sk.simhash), self._block_widths)]
+        if self.config.posting_runs:
+            found = runs.lookup(conn, runs.KIND_SIMHASH, buckets, cap, stale=runs.stale_documents(conn) > 0)
+            nums = np.unique(np.concatenate(found)).tolist()
+            rows = []
+            for start in range(0, len(nums), _MAX_VARS):
+                chunk = nums[start:start + _MAX_VARS]
+                rows += conn.execute(f"SELECT num, simhash FROM docs WHERE num IN ({','.join('?' * len(chunk))})",
+                                     chunk).fetchall()
+        else:
+            for bucket in buckets:
+                params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
+            rows = conn.execute(self._simhash_sql, params).fetchall()
         if not rows:
             return []
         k = self.config.simhash_max_distance
@@ -232,6 +261,7 @@ class Queries:
             meta = dict(conn.execute("SELECT key, value FROM meta"))
             pages = conn.execute("PRAGMA page_count").fetchone()[0]
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            posting_runs = runs.run_stats(conn) if self.config.posting_runs else None
         wal = self.path + "-wal"
         return {
             "path": self.path,
@@ -245,6 +275,8 @@ class Queries:
             "wal_bytes": os.path.getsize(wal) if os.path.exists(wal) else 0,
             "wal_truncations": self.truncations,
             "resident": self.resident_info(),
+            # profile lean: runs, postings, blocks and block bytes of each kind (None elsewhere)
+            "posting_runs": posting_runs,
         }
 
 

@@ -33,9 +33,10 @@ MAX_DOCUMENTS = (1 << DOC_BITS) - 1
 #: The storage profiles (``neardup index add --profile``): what is stored beside the band
 #: postings, the simhash blocks and the content fingerprints.
 PROFILES = {
-    "lean": {"signatures": False, "containment": False},   # near answers estimated from shared bands
-    "default": {"signatures": True, "containment": False},  # + signatures: MinHash estimates
-    "full": {"signatures": True, "containment": True},      # + MOD_m samples: containment answers
+    # near answers estimated from shared bands; postings in runs of delta-coded blocks (runs.py)
+    "lean": {"signatures": False, "containment": False, "posting_runs": True},
+    "default": {"signatures": True, "containment": False, "posting_runs": False},  # + signatures: MinHash estimates
+    "full": {"signatures": True, "containment": True, "posting_runs": False},      # + MOD_m samples: containment
 }
 #: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
 APPLICATION_ID = 0x4E445550
@@ -60,6 +61,7 @@ DEFAULTS = {
     "rows": None,
     "signatures": True,
     "containment": False,
+    "posting_runs": False,
 }
 
 SCHEMA = """
@@ -96,6 +98,23 @@ CREATE TABLE samples (
 CREATE TABLE simhash_blocks (
     posting INTEGER PRIMARY KEY
 ) WITHOUT ROWID;
+CREATE TABLE posting_runs (
+    kind      INTEGER NOT NULL,
+    run       INTEGER NOT NULL,
+    level     INTEGER NOT NULL,
+    first_doc INTEGER NOT NULL,
+    last_doc  INTEGER NOT NULL,
+    width     INTEGER NOT NULL,
+    postings  INTEGER NOT NULL,
+    PRIMARY KEY (kind, run)
+) WITHOUT ROWID;
+CREATE TABLE posting_blocks (
+    kind  INTEGER NOT NULL,
+    run   INTEGER NOT NULL,
+    first INTEGER NOT NULL,
+    data  BLOB NOT NULL,
+    PRIMARY KEY (kind, run, first)
+) WITHOUT ROWID;
 """
 
 
@@ -125,6 +144,24 @@ def block_bucket(block: int, key: int, width: int) -> int:
     if width > 30:
         key = (((key * _MIX) & MASK64) >> 34) & ((1 << 30) - 1)
     return block << 30 | key
+
+
+def block_postings(simhashes: np.ndarray, nums: np.ndarray, widths: list[int]) -> np.ndarray:
+    """The ``simhash_blocks`` rows of many documents at once, as :func:`block_bucket` makes them
+    one by one: a (documents, blocks) int64 matrix for uint64 ``simhashes``, ``nums`` the
+    documents' numbers and ``widths`` the blocks' (:func:`simhash_blocks`, most significant first)."""
+    simhashes = np.asarray(simhashes, dtype=np.uint64)
+    nums = np.asarray(nums, dtype=np.int64)
+    out = np.empty((simhashes.size, len(widths)), dtype=np.int64)
+    shift = 64
+    with np.errstate(over="ignore"):
+        for i, width in enumerate(widths):
+            shift -= width
+            key = (simhashes >> np.uint64(shift)) & np.uint64((1 << width) - 1)
+            if width > 30:
+                key = ((key * np.uint64(_MIX)) >> np.uint64(34)) & np.uint64((1 << 30) - 1)
+            out[:, i] = ((np.uint64(i << 30) | key).astype(np.int64) << DOC_BITS) | nums
+    return out
 
 
 def band_posting(band: int, key: int, doc: int) -> int:
@@ -173,10 +210,13 @@ class IndexConfig:
     signatures: bool = True
     #: store MOD_m samples (containment answers)
     containment: bool = False
+    #: band and simhash-block postings in runs of delta-coded blocks (:mod:`.runs`) instead of
+    #: one row each (profile ``lean``)
+    posting_runs: bool = False
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
-        for name in ("signatures", "containment"):
+        for name in ("signatures", "containment", "posting_runs"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"The '{name}' parameter of {owner} must be a bool. "
                                   f"Got {getattr(self, name)!r} instead.")
@@ -211,7 +251,8 @@ class IndexConfig:
             "containment": {"threshold": self.containment_threshold, "sketch": "mod_m", "mod_m": self.mod_m,
                             "seed": self.minhash.seed, "stored": self.containment},
             "signatures": {"stored": self.signatures, "bytes_per_value": self.signature_width},
-            "band_postings": {"bucket_bits": 35, "doc_bits": DOC_BITS},
+            "band_postings": {"bucket_bits": 35, "doc_bits": DOC_BITS,
+                              **({"layout": "runs", "block": 128, "fanout": 4} if self.posting_runs else {})},
             "simhash": {"max_distance": self.simhash_max_distance, "blocks": simhash_blocks(self.simhash_max_distance),
                         "features": "word counts", "feature_hash": self.shingle.hash},
             "fingerprint": {"hash": "blake2b-64", "of": "normalized text"},
@@ -255,7 +296,8 @@ class IndexConfig:
                    threshold=d["lsh"]["threshold"], containment_threshold=d["containment"]["threshold"],
                    mod_m=d["containment"]["mod_m"], simhash_max_distance=d["simhash"]["max_distance"],
                    store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"],
-                   signatures=d["signatures"]["stored"], containment=d["containment"]["stored"])
+                   signatures=d["signatures"]["stored"], containment=d["containment"]["stored"],
+                   posting_runs=d["band_postings"].get("layout") == "runs")
 
 
 def flatten(d: dict, prefix: str = "") -> dict:

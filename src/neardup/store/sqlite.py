@@ -72,10 +72,11 @@ from ..config import DedupConfig
 from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreError
 from ..params import TOKENIZER_VERSION, MinHashParams, ShingleParams
 from ..stages.candidates import band_keys
+from . import runs
 from .queries import Queries, as_record as _as_record, check_limit as _check_limit
 from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, PROFILES,
                      SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
-                     block_bucket, config_fingerprint, differences, flatten, signed, simhash_blocks, unsigned)
+                     block_bucket, block_postings, config_fingerprint, differences, flatten, signed, simhash_blocks, unsigned)
 from .writer import GroupCommit, Pending, Prepared
 
 __all__ = ["SeenIndex", "IndexConfig", "SCHEMA_VERSION", "APPLICATION_ID", "DEFAULTS", "PROFILES", "POLICIES",
@@ -114,6 +115,10 @@ class SeenIndex(GroupCommit, Queries):
             write transaction (a ``check_and_add``) time in proportion to its size: with SQLite
             3.40, ending a write transaction scans the whole cache (measured: 64 MB halves the
             rate of single-document ``check_and_add`` calls).
+        mmap: read the file through ``mmap`` (default). The mapped pages a process reads count in
+            its resident memory, up to the whole file (2 GB at most); ``neardup index add`` turns
+            it off, so that a bulk load's memory stays bounded by its batch and ``cache_mb``
+            whatever the size of the index.
         resident: keep the whole file mapped in this process, from a background thread
             (:class:`neardup.store.resident.ResidentFile`), so that queries do not wait for disk
             reads after the operating system evicted pages that were not read for a while
@@ -143,7 +148,8 @@ class SeenIndex(GroupCommit, Queries):
                  store_shingles: bool | None = None, bands: int | None = None, rows: int | None = None,
                  profile: str | None = None, signatures: bool | None = None, containment: bool | None = None,
                  create: bool = True, synchronous: str = "normal",
-                 jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False):
+                 jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False,
+                 mmap: bool = True):
         if synchronous not in ("normal", "full"):
             raise ConfigError(f"The 'synchronous' parameter of SeenIndex must be one of 'normal', 'full'. "
                               f"Got {synchronous!r} instead.")
@@ -153,6 +159,7 @@ class SeenIndex(GroupCommit, Queries):
         self.jobs = jobs
         self.timeout = float(timeout)
         self.cache_mb = int(cache_mb)
+        self.mmap = bool(mmap)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -286,7 +293,7 @@ class SeenIndex(GroupCommit, Queries):
             conn.execute(f"PRAGMA cache_size=-{self.cache_mb * 1024}")
             conn.execute("PRAGMA temp_store=MEMORY")
             # SQLite caps this at its SQLITE_MAX_MMAP_SIZE (2 GB in the usual builds).
-            conn.execute(f"PRAGMA mmap_size={1 << 31}")
+            conn.execute(f"PRAGMA mmap_size={1 << 31 if self.mmap else 0}")
             # No checkpoint inside COMMIT: the writer that crossed the threshold would hold
             # every other writer's lock while the pages are copied and fsynced (a second at
             # 1M documents). A background thread checkpoints instead (_checkpoint_loop).
@@ -311,6 +318,12 @@ class SeenIndex(GroupCommit, Queries):
     def _open(self, given: dict, create: bool) -> IndexConfig:
         conn = self._conn()
         try:
+            if given.get("posting_runs") and create and os.path.getsize(self.path) == 0:
+                # a new file for posting runs: merges free the pages of the runs they replace,
+                # given back to the file system after each merge (runs.add_run) instead of
+                # leaving the file at its largest size. Only an empty file can take this, and
+                # only before the WAL header is written.
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode.lower() != "wal":
                 raise StoreError(f"cannot switch {self.path} to WAL mode (journal mode is {mode})")
@@ -465,9 +478,13 @@ class SeenIndex(GroupCommit, Queries):
         if not texts:
             return []
         cfg = self.config
-        sk = sketch_documents(texts, cfg.shingle, cfg.minhash, mod_m=cfg.mod_m, jobs=self.jobs)
+        # the MOD_m samples only where they are stored: without them a query has no containment
+        # answers to look for (Queries), and taking them costs a pass over every shingle id
+        sk = sketch_documents(texts, cfg.shingle, cfg.minhash, mod_m=cfg.mod_m, jobs=self.jobs,
+                              with_samples=cfg.containment, with_ids=cfg.store_shingles)
         sig = sk.signatures
-        values, offsets, ids = sig.values, sig.offsets, sig.ids
+        values, offsets = sig.values, sig.offsets
+        ids = sig.ids if cfg.store_shingles else None
         keys = band_keys(values, self._bands, self._rows)
         out = []
         for i, text in enumerate(texts):
@@ -525,7 +542,9 @@ class SeenIndex(GroupCommit, Queries):
         sks = [sk for _, sk, _ in items]
         self._insert_columns(conn, [doc_id for doc_id, _, _ in items], [sk.fingerprint for sk in sks],
                              [sk.length for sk in sks], [sk.n_shingles for sk in sks],
-                             np.stack([sk.signature for sk in sks]), [sk.sample for sk in sks],
+                             # (the band keys come along: without stored signatures they are not needed)
+                             np.stack([sk.signature for sk in sks]) if self.config.signatures else None,
+                             [sk.sample for sk in sks],
                              [sk.simhash for sk in sks], [sk.shingles for sk in sks], [m for _, _, m in items],
                              band_keys=np.stack([sk.bands for sk in sks]))
 
@@ -550,18 +569,22 @@ class SeenIndex(GroupCommit, Queries):
             values = np.asarray(signatures, dtype=np.uint64)
             sig_bytes = values.astype({2: "<u2", 4: "<u4", 8: "<u8"}[cfg.signature_width])
         contained = cfg.containment
-        docs = []
-        for k in range(n):
-            fp, sh, sample, ids_k = fingerprints[k], simhashes[k], samples[k], shingles[k]
-            docs.append((first + k, source, ids[k], None if fp is None else _signed(int(fp)), int(lengths[k]),
-                         int(n_shingles[k]), int(sample.size) if contained else 0,
-                         None if sh is None else _signed(int(sh)),
-                         # a text without shingles has no signature (its values are all the
-                         # "empty" marker, 2**64 - 1, which 4 bytes cannot hold) and no band postings
-                         None if sig_bytes is None or not n_shingles[k] else sig_bytes[k].tobytes(),
-                         sample.astype("<u8", copy=False).tobytes() if contained else None,
-                         None if ids_k is None else ids_k.astype("<u8", copy=False).tobytes(),
-                         metas[k], now, clusters[k]))
+        # the columns as Python lists first (one conversion per column, not per value)
+        counts = [int(c) for c in n_shingles]
+        fp_col = [None if fp is None else _signed(int(fp)) for fp in fingerprints]
+        sh_col = [None if sh is None else _signed(int(sh)) for sh in simhashes]
+        # a text without shingles has no signature (its values are all the "empty" marker,
+        # 2**64 - 1, which 4 bytes cannot hold) and no band postings
+        sig_col = ([None] * n if sig_bytes is None else
+                   [row.tobytes() if c else None for row, c in zip(sig_bytes, counts)])
+        if contained:
+            sample_sizes = [int(x.size) for x in samples]
+            sample_col = [x.astype("<u8", copy=False).tobytes() for x in samples]
+        else:
+            sample_sizes, sample_col = [0] * n, [None] * n
+        shingle_col = [None if x is None else x.astype("<u8", copy=False).tobytes() for x in shingles]
+        docs = list(zip(range(first, first + n), [source] * n, ids, fp_col, [int(x) for x in lengths], counts,
+                        sample_sizes, sh_col, sig_col, sample_col, shingle_col, metas, [now] * n, clusters))
         conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
                          "signature, sample, shingles, meta, added_at, cluster) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
@@ -572,16 +595,23 @@ class SeenIndex(GroupCommit, Queries):
                 band_keys = band_keys(signatures, self._bands, self._rows)
             buckets = band_buckets(band_keys[banded])
             postings = np.sort(((buckets << DOC_BITS) | nums[banded][:, None]).ravel())
-            conn.executemany("INSERT OR IGNORE INTO bands (posting) VALUES (?)", ((p,) for p in postings.tolist()))
+            if cfg.posting_runs:
+                runs.add_run(conn, runs.KIND_BANDS, postings, first, first + n - 1)
+            else:
+                _insert_postings(conn, "bands", postings)
             sizes = np.array([s.size for s in samples], dtype=np.int64) if contained else np.zeros(1, np.int64)
             if sizes.sum():
                 values = np.concatenate(samples).astype(np.uint64, copy=False).view(np.int64)
                 conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)",
                                  _sorted_rows(values, np.repeat(nums, sizes)))
-        hashed = [(num, int(h)) for num, h in zip(nums.tolist(), simhashes) if h is not None]
+        hashed = [k for k, h in enumerate(simhashes) if h is not None]
         if hashed:
-            postings = sorted(p for num, h in hashed for p in self._block_postings(h, num))
-            conn.executemany("INSERT OR IGNORE INTO simhash_blocks (posting) VALUES (?)", ((p,) for p in postings))
+            values = np.array([int(simhashes[k]) for k in hashed], dtype=np.uint64)
+            postings = np.sort(block_postings(values, nums[hashed], self._block_widths).ravel())
+            if cfg.posting_runs:
+                runs.add_run(conn, runs.KIND_SIMHASH, postings, first, first + n - 1)
+            else:
+                _insert_postings(conn, "simhash_blocks", postings)
         self._count(conn, n)
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_num', ?)", (str(first + n - 1),))
         return first
@@ -623,8 +653,14 @@ class SeenIndex(GroupCommit, Queries):
         if banded and self.config.containment:
             conn.executemany("DELETE FROM samples WHERE value = ? AND doc = ?",
                              [(v, r[0]) for r in banded for v in np.frombuffer(r[4], dtype="<i8").tolist()])
-        conn.executemany("DELETE FROM simhash_blocks WHERE posting = ?",
-                         [(p,) for r in found if r[5] is not None for p in self._block_postings(_unsigned(r[5]), r[0])])
+        if self.config.posting_runs:
+            runs.count_stale(conn, len(found))
+        else:
+            # (runs are immutable: there the postings of a removed document stay, as the band
+            # postings of profiles lean and default do, and queries find no document behind them)
+            conn.executemany("DELETE FROM simhash_blocks WHERE posting = ?",
+                             [(p,) for r in found if r[5] is not None
+                              for p in self._block_postings(_unsigned(r[5]), r[0])])
         conn.executemany("DELETE FROM docs WHERE num = ?", [(r[0],) for r in found])
         self._count(conn, -len(found))
         return {r[1] for r in found}
@@ -824,6 +860,16 @@ class SeenIndex(GroupCommit, Queries):
 
     def __repr__(self) -> str:
         return f"SeenIndex({self.path!r}, config_fingerprint={self.config.fingerprint():#018x})"
+
+
+def _insert_postings(conn, table: str, postings: np.ndarray) -> None:
+    """Insert sorted int64 postings into a one-column table in one statement: the list travels
+    as one JSON array that SQLite reads itself (json_each), instead of a Python tuple bound per
+    row (half the time of ``executemany`` for a batch's hundred thousand postings)."""
+    import orjson
+
+    text = orjson.dumps(np.ascontiguousarray(postings, dtype=np.int64), option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    conn.execute(f"INSERT OR IGNORE INTO {table} (posting) SELECT value FROM json_each(?)", (text,))
 
 
 def _sorted_rows(*columns: np.ndarray) -> list:

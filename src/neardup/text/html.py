@@ -54,7 +54,11 @@ __all__ = ["extract_text", "decode_html", "declared_charset", "detect_charset", 
 
 HTML_MODES = ("main", "whole", "article")
 #: The version of the main-content rules below; bumped whenever a rule changes an output.
-RULES_VERSION = 2  # 2: the markup scan in C (link density from marks, scripts and comments cut)
+# 2: the markup scan in C (link density from marks, scripts and comments cut); 3: the attributes
+# the rules do not read are cut before the parse (the same texts on the labelled set; a tree may
+# differ in the parser's few attribute-sensitive corners, such as its limit of three identical
+# formatting elements)
+RULES_VERSION = 3
 
 _DROP = frozenset(
     {"head", "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas", "title"}
@@ -393,6 +397,7 @@ def _present(flags: int, names) -> list[str]:
     return [n for n in names if flags & _FLAGS[n.upper()]]
 
 
+@functools.lru_cache(maxsize=4096)  # a function of the flags: pages of a site share them
 def _drop_selector(flags: int, navigation: bool) -> str:
     """What is dropped unconditionally, as far as the page has it ("" when nothing)."""
     parts = _present(flags, _DROP_FLAGS + (_NAV_FLAGS if navigation else ()))
@@ -404,6 +409,7 @@ def _drop_selector(flags: int, navigation: bool) -> str:
     return ", ".join(parts)
 
 
+@functools.lru_cache(maxsize=4096)
 def _landmark_selector(flags: int) -> str:
     parts = _present(flags, _LANDMARK_FLAGS)
     if flags & _FLAGS["ROLE_MAIN"]:
@@ -451,12 +457,15 @@ def _in_section(node, stop) -> bool:
     return False
 
 
+_BODY_BLOCKS = frozenset({"table", "ul", "ol", "dl", "div", "p", "center", "form", "section", "span", "a"})
+
+
 def _drop_dense_blocks(body) -> None:
     """Under <body>, drop the top-level blocks that are mostly links (menus without names)."""
     node = body.child
     while node is not None:
         nxt = node.next
-        if node.tag in ("table", "ul", "ol", "dl", "div", "p", "center", "form", "section", "span", "a"):
+        if node.tag in _BODY_BLOCKS:
             chars, links = _stats(node.text(deep=True))
             if chars and links >= BODY_LINK_DENSITY * chars:
                 node.remove()
@@ -511,11 +520,16 @@ def _fast(html: str | bytes, mode: str) -> str | None:
         if _link_density(node) >= LINK_DENSITY:
             node.remove()
     root = None
-    sized = [(_text_len(m), m) for m in mains]
-    sized = [x for x in sized if x[0]]
+    root_text = None  # the root's text while nothing in it is removed (one walk less)
+    sized = []
+    for m in mains:
+        t = m.text(deep=True)
+        chars = _stats(t)[0]
+        if chars:
+            sized.append((chars, t, m))
     if sized:
         # The main landmark with the most text (a page may mark a small widget as main too).
-        root = max(sized, key=lambda x: x[0])[1]
+        _chars, root_text, root = max(sized, key=lambda x: x[0])
     elif len(articles) == 1:
         root = articles[0]
     if root is None:
@@ -534,7 +548,8 @@ def _fast(html: str | bytes, mode: str) -> str | None:
             chars, links = _stats(node.text(deep=True))
             if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
                 node.remove()
-    text = _lines(root.text(deep=True))
+                root_text = None
+    text = _lines(root_text if root_text is not None else root.text(deep=True))
     if not text:
         return ""
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),

@@ -98,8 +98,22 @@ def _find_end_tag(s: bytes, n: int, start: int, name: bytes) -> int:
         i += 1
 
 
-def _read_tag(s: bytes, n: int, i: int, is_end: bool, found: dict):
-    """(lower-cased name, where it ends, where the tag ends, marks) of the tag at s[i] == '<'."""
+_MAX_KEPT = 4
+# start tags whose attributes change how the page is parsed: they keep all of theirs
+_ATTRIBUTES_MATTER = frozenset({b"input", b"font", b"annotation-xml", b"template"})
+
+
+class _Tag:
+    __slots__ = ("name", "name_end", "end", "bits", "closed", "self_closing", "kept")
+
+    def __init__(self, name, name_end, end, bits, closed, self_closing, kept):
+        self.name, self.name_end, self.end, self.bits = name, name_end, end, bits
+        self.closed, self.self_closing, self.kept = closed, self_closing, kept
+
+
+def _read_tag(s: bytes, n: int, i: int, is_end: bool, found: dict) -> _Tag:
+    """The tag at s[i] == '<': its lower-cased name, where the name and the tag end, its marks,
+    whether '>' ended it (and "/>"), and the spans of the attributes that stay (None: all)."""
     j = i + 1 + is_end
     start = j
     while j < n and s[j] not in _SPACE and s[j] not in b"/>":
@@ -107,13 +121,16 @@ def _read_tag(s: bytes, n: int, i: int, is_end: bool, found: dict):
     name = _lower(s[start:j])
     name_end = j
     bits = 0
+    kept: list | None = []
     while j < n:
+        slash = False
         while j < n and (s[j] in _SPACE or s[j] == 0x2F):
+            slash = s[j] == 0x2F
             j += 1
         if j >= n:
             break
         if s[j] == 0x3E:
-            return name, name_end, j + 1, bits
+            return _Tag(name, name_end, j + 1, bits, True, slash, kept)
         an = j
         j += 1
         while j < n and s[j] not in _SPACE and s[j] not in b"/>=":
@@ -158,6 +175,10 @@ def _read_tag(s: bytes, n: int, i: int, is_end: bool, found: dict):
                 found["flags"] |= FLAGS["STYLE_HIDDEN"]
                 bits |= 2
         elif attr == b"role" and value is not None:
+            if kept is not None and len(kept) < _MAX_KEPT:
+                kept.append((an, j))
+            else:
+                kept = None
             if value in _NAV_ROLES:
                 found["flags"] |= FLAGS["ROLE_NAV"]
                 bits |= 4
@@ -167,7 +188,25 @@ def _read_tag(s: bytes, n: int, i: int, is_end: bool, found: dict):
                 found["flags"] |= FLAGS["ROLE_COMPLEMENTARY"]
         elif len(attr) > 13 and attr.startswith(b"data-neardup-"):
             found["flags"] |= FLAGS["OWN_MARKS"]
-    return name, name_end, n, bits
+    return _Tag(name, name_end, n, bits, False, False, kept)
+
+
+def _put_start_tag(out: bytearray, s: bytes, at: int, t: _Tag, strip: bool, found: dict) -> None:
+    out += s[at:t.name_end]
+    if t.bits & 1:
+        out += b" " + MARK_NAME.encode()
+        found["flags"] |= FLAGS["NAMED"]
+    if t.bits & 2:
+        out += b" " + MARK_HIDDEN.encode()
+    if t.bits & 4:
+        out += b" " + MARK_ROLE.encode()
+    if not strip or t.kept is None or (len(t.name) <= _MAX_TAG and t.name in _ATTRIBUTES_MATTER):
+        out += s[t.name_end:t.end]
+        return
+    for a, b in t.kept:
+        out += b" " + s[a:b]
+    if t.closed:
+        out += b"/>" if t.self_closing else b">"
 
 
 def _unique(values: list[bytes]) -> list[str]:
@@ -181,6 +220,13 @@ def _unique(values: list[bytes]) -> list[str]:
 
 def scan_python(html: str | bytes):
     s = html if isinstance(html, bytes) else html.encode("utf-8")
+    result = _scan(s, True)
+    if result[1] & FLAGS["OWN_MARKS"]:  # the page's own attributes are queried: all of them stay
+        result = _scan(s, False)
+    return result
+
+
+def _scan(s: bytes, strip: bool):
     n = len(s)
     out = bytearray()
     found = {"flags": 0, "classes": [], "ids": []}
@@ -197,13 +243,14 @@ def scan_python(html: str | bytes):
         c1 = s[at + 1] if at + 1 < n else 0
         if c1 in _ALPHA or (c1 == 0x2F and at + 2 < n and s[at + 2] in _ALPHA):
             is_end = c1 == 0x2F
-            name, name_end, end, bits = _read_tag(s, n, at, is_end, found)
+            t = _read_tag(s, n, at, is_end, found)
+            name, end = t.name, t.end
             known = len(name) <= _MAX_TAG and name.decode("latin-1") in _KNOWN
             tag = name.decode("latin-1") if known else None
             if tag in _CUT and not is_end:
                 e = _find_end_tag(s, n, end, name)
                 if e < n:
-                    e = _read_tag(s, n, e, True, found)[2]
+                    e = _read_tag(s, n, e, True, found).end
                 i = e
                 continue
             if tag is not None:
@@ -215,16 +262,8 @@ def scan_python(html: str | bytes):
                     out += b" "
                 if is_end and tag == "a":
                     out += LINK_CLOSE.encode()
-            if bits and not is_end:
-                out += s[at:name_end]
-                if bits & 1:
-                    out += b" " + MARK_NAME.encode()
-                    found["flags"] |= FLAGS["NAMED"]
-                if bits & 2:
-                    out += b" " + MARK_HIDDEN.encode()
-                if bits & 4:
-                    out += b" " + MARK_ROLE.encode()
-                out += s[name_end:end]
+            if not is_end:  # the marks go right after the name
+                _put_start_tag(out, s, at, t, strip, found)
             else:
                 out += s[at:end]
             i = end

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""The index at scale: ``index add`` against ``dedup`` on the same generated input, the bytes per
+document by component, query p50/p99, against datasketch's MinHashLSH on Redis, in one run; and
+the issue's half split (``dedup A --save-index``, then ``dedup B --against``, against ``dedup B``).
+
+Usage:
+    python benchmarks/index_scale.py --docs N --generate-only benchmarks/data/generated-N.jsonl
+    python benchmarks/index_scale.py --docs N [--input benchmarks/data/generated-N.jsonl]
+                                     [--profiles default lean] [--redis] [--deadline S]
+    python benchmarks/index_scale.py --half-split [--corpus benchmarks/data/corpus.jsonl]
+
+``--docs N``: N documents from ``benchmarks/scale.py``'s generator (about 600 bytes each, 5 %
+planted near-copies). For each profile: ``neardup index add`` (wall seconds, documents/s and the
+peak resident memory of the process, its ``VmHWM``), the index file's
+bytes per document by component (``benchmarks/index_layout.py``'s ``dbstat`` split) and the
+latency of 1,000 single-document queries of stored texts; ``neardup dedup --no-kept`` of the same
+file in the same run gives the documents/s ratio. ``--redis``: a ``redis-server`` started on a
+loopback port, the same documents' MinHash signatures (neardup's, 18 bands of 7 rows, as the
+index bands them) inserted into datasketch's ``MinHashLSH`` with Redis storage, and Redis's
+``used_memory`` per document. Writes ``benchmarks/results/index-scale-<N>-<date>.json`` (or
+``index-half-split-<date>.json``). Run it under ``flock /work/bench.lock``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from index_layout import components  # noqa: E402
+from scale import generate  # noqa: E402
+
+QUERY_SCRIPT = r"""
+import json, random, sys, time
+from neardup.store import SeenIndex
+db, corpus, n, total = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rng = random.Random(7)  # the same lines every run
+wanted = sorted(rng.sample(range(total), n))
+picked, at = [], 0
+with open(corpus, "rb") as fh:
+    for k, line in enumerate(fh):
+        if at < len(wanted) and k == wanted[at]:
+            picked.append(json.loads(line)["text"])
+            at += 1
+rng.shuffle(picked)
+with SeenIndex(db, create=False) as index:
+    index.query(picked[0])  # the first query opens the connection and compiles the statements
+    times = []
+    for text in picked:
+        t = time.perf_counter()
+        index.query(text)
+        times.append(time.perf_counter() - t)
+times.sort()
+print(json.dumps({"queries": n, "p50_ms": round(1000 * times[len(times) // 2], 3),
+                  "p99_ms": round(1000 * times[int(len(times) * 0.99)], 3)}))
+"""
+
+REDIS_SCRIPT = r"""
+import json, sys, time
+import numpy as np
+import redis
+from datasketch import LeanMinHash, MinHashLSH
+from neardup.config import DedupConfig
+from neardup.stages.sketch import sketch_texts
+corpus, port, bands, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+client = redis.Redis(host="127.0.0.1", port=port)
+client.flushall()
+before = client.info("memory")["used_memory"]
+cfg = DedupConfig()
+lsh = MinHashLSH(num_perm=cfg.minhash.num_perm, params=(bands, rows),
+                 storage_config={"type": "redis", "basename": b"nd", "redis": {"host": "127.0.0.1", "port": port}})
+n = 0
+sketch_s = insert_s = 0.0
+batch = []
+
+def flush(batch):
+    global sketch_s, insert_s
+    t = time.perf_counter()
+    sig = sketch_texts([b[1] for b in batch], cfg.shingle, cfg.minhash, jobs=2, with_fingerprints=False).values
+    sketch_s += time.perf_counter() - t
+    t = time.perf_counter()
+    with lsh.insertion_session(buffer_size=50000) as session:
+        for (doc_id, _), values in zip(batch, sig):
+            # neardup's mulshift32 values are 32-bit: datasketch's 32-bit scheme stores them as such
+            session.insert(doc_id, LeanMinHash(seed=cfg.minhash.seed, hashvalues=values.astype(np.uint32),
+                                               scheme="affine32"))
+    insert_s += time.perf_counter() - t
+
+with open(corpus, "rb") as fh:
+    for line in fh:
+        rec = json.loads(line)
+        batch.append((rec["id"], rec["text"]))
+        if len(batch) >= 20000:
+            flush(batch)
+            n += len(batch)
+            batch = []
+if batch:
+    flush(batch)
+    n += len(batch)
+after = client.info("memory")["used_memory"]
+print(json.dumps({"documents": n, "used_memory_bytes": after - before,
+                  "bytes_per_document": round((after - before) / n, 1), "bands": bands, "rows": rows,
+                  "sketch_seconds": round(sketch_s, 2), "insert_seconds": round(insert_s, 2),
+                  "insert_docs_per_s": round(n / insert_s)}))
+"""
+
+
+def run_measured(cmd: list[str], env: dict | None = None, every: float = 0.05, deadline: float | None = None,
+                 log: str | None = None) -> dict:
+    """Run ``cmd``; its wall seconds, CPU seconds and peak resident memory: ``VmHWM`` of the
+    process (every thread included), read from /proc every ``every`` seconds (it only grows, so
+    the last reading misses at most the last ``every`` seconds). Not ``wait4``'s ``ru_maxrss``:
+    Linux carries into it the resident size of this process at the fork, before the exec.
+    Past ``deadline`` seconds the process is killed and ``killed_after_s`` says so; ``log``: a
+    file for its standard error."""
+    t = time.perf_counter()
+    err = open(log, "wb") if log else None
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+    hwm = 0
+    killed = None
+    while True:
+        try:
+            with open(f"/proc/{proc.pid}/status") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        hwm = max(hwm, int(line.split()[1]))
+        except OSError:
+            pass
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if deadline is not None and killed is None and time.perf_counter() - t > deadline:
+            killed = round(time.perf_counter() - t, 1)
+            proc.kill()
+        time.sleep(every)
+    seconds = time.perf_counter() - t
+    if err:
+        err.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode and killed is None:
+        raise subprocess.CalledProcessError(proc.returncode, cmd)
+    out = {"seconds": round(seconds, 2), "peak_rss_mb": round(hwm / 1024, 1),
+           "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2)}
+    if killed is not None:
+        out["killed_after_s"] = killed
+    return out
+
+
+def neardup(*args: str) -> list[str]:
+    return [sys.executable, "-m", "neardup", *args]
+
+
+def remove_db(db: str) -> None:
+    for f in (db, db + "-wal", db + "-shm", db + "-lock"):
+        if os.path.exists(f):
+            os.remove(f)
+
+
+def dedup_run(corpus: str, work: str, n: int) -> dict:
+    out = os.path.join(work, "dedup-out")
+    shutil.rmtree(out, ignore_errors=True)
+    m = run_measured(neardup("dedup", corpus, "-o", out, "--no-kept", "-q"))
+    shutil.rmtree(out, ignore_errors=True)
+    return {**m, "docs_per_s": round(n / m["seconds"])}
+
+
+def index_run(corpus: str, work: str, n: int, profile: str, queries: int, deadline: float | None) -> dict:
+    db = os.path.join(work, f"{profile}.db")
+    remove_db(db)
+    log = os.path.join(work, f"{profile}.log")
+    m = run_measured(neardup("index", "add", "--db", db, "--profile", profile, "-v", corpus), deadline=deadline,
+                     log=log)
+    if "killed_after_s" in m:
+        # the documents committed before the deadline (index add -v logs every commit)
+        lines = [x for x in Path(log).read_text().splitlines() if x.startswith("neardup: committed ")]
+        done = int(lines[-1].split()[2]) if lines else 0
+        remove_db(db)
+        return {"profile": profile, **m, "documents_committed": done,
+                "docs_per_s": round(done / m["killed_after_s"]) if done else 0}
+    parts = components(db)
+    q = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, db, corpus, str(queries), str(n)], capture_output=True,
+                       text=True, check=True)
+    remove_db(db)
+    return {"profile": profile, **m, "docs_per_s": round(n / m["seconds"]), **parts, "query": json.loads(q.stdout)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def redis_run(corpus: str, work: str) -> dict:
+    server = shutil.which("redis-server")
+    if server is None:
+        return {"skipped": "redis-server is not installed (apt-get install -y redis-server)"}
+    from neardup.config import DedupConfig
+
+    band = DedupConfig().banding()
+    port = free_port()
+    proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                             "--dir", work], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(100):  # bounded wait for the server to listen
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        t = time.perf_counter()
+        r = subprocess.run([sys.executable, "-c", REDIS_SCRIPT, corpus, str(port), str(band.bands), str(band.rows)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise RuntimeError(f"the MinHashLSH run failed: {r.stderr.strip()[-2000:]}")
+        out = {**json.loads(r.stdout), "seconds": round(time.perf_counter() - t, 2)}
+        version = subprocess.run([server, "--version"], capture_output=True, text=True).stdout.strip()
+        import datasketch
+
+        out["versions"] = {"redis_server": version, "datasketch": datasketch.__version__}
+        return out
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def half_split(corpus: str, work: str) -> dict:
+    """The corpus cut in two halves in input order: A with --save-index, then B --against it,
+    against B alone (and A alone, the save's cost)."""
+    lines = Path(corpus).read_bytes().splitlines(keepends=True)
+    half = len(lines) // 2
+    a, b = os.path.join(work, "half-a.jsonl"), os.path.join(work, "half-b.jsonl")
+    Path(a).write_bytes(b"".join(lines[:half]))
+    Path(b).write_bytes(b"".join(lines[half:]))
+    del lines
+    db = os.path.join(work, "half-a.db")
+    out = {}
+    for name, cmd in (("dedup A alone", neardup("dedup", a, "-o", os.path.join(work, "oa0"), "--no-kept", "-q")),
+                      ("dedup A --save-index", neardup("dedup", a, "-o", os.path.join(work, "oa"), "--no-kept", "-q",
+                                                       "--save-index", db)),
+                      ("dedup B alone", neardup("dedup", b, "-o", os.path.join(work, "ob0"), "--no-kept", "-q")),
+                      ("dedup B --against", neardup("dedup", b, "-o", os.path.join(work, "ob"), "--no-kept", "-q",
+                                                    "--against", db))):
+        out[name] = run_measured(cmd)
+        print(name, json.dumps(out[name]), flush=True)
+    out["index_bytes"] = os.path.getsize(db)
+    out["against_over_alone"] = round(out["dedup B --against"]["seconds"] / out["dedup B alone"]["seconds"], 3)
+    out["save_over_alone"] = round(out["dedup A --save-index"]["seconds"] / out["dedup A alone"]["seconds"], 3)
+    out["records"] = {"A": half, "B": sum(1 for _ in open(b, "rb"))}
+    return out
+
+
+def machine() -> dict:
+    import neardup as nd
+
+    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "sqlite": sqlite3.sqlite_version, "neardup": nd.__version__, "commit": commit,
+            "load_before": [round(x, 2) for x in os.getloadavg()]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--docs", type=int, help="generated documents (scale.py's generator)")
+    ap.add_argument("--input", help="a file scale.py's generator made already for --docs (else it is generated "
+                                    "into a temporary folder): generate once, outside the lock, with --generate-only")
+    ap.add_argument("--generate-only", metavar="PATH", help="write the --docs generated documents to PATH and stop")
+    ap.add_argument("--profiles", nargs="*", default=["default", "lean"])
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--redis", action="store_true", help="also datasketch's MinHashLSH on Redis")
+    ap.add_argument("--half-split", action="store_true", help="the corpus split in two halves instead")
+    ap.add_argument("--corpus", default=str(HERE / "data" / "corpus.jsonl"))
+    ap.add_argument("--note", default="", help="what else ran on the machine meanwhile")
+    ap.add_argument("--deadline", type=float, default=None, metavar="S",
+                    help="kill an index add still running after S seconds and report the rate of what it committed")
+    args = ap.parse_args()
+    if not args.half_split and not args.docs:
+        ap.error("give --docs N or --half-split")
+    if args.generate_only:
+        generate(Path(args.generate_only), args.docs, 0.05, 1)
+        return
+    work = tempfile.mkdtemp(prefix="neardup-index-scale-")
+    date = dt.date.today().isoformat()
+    try:
+        out = {"date": date, "machine": machine(), "note": args.note}
+        if args.half_split:
+            out["corpus"] = {"path": os.path.relpath(args.corpus, HERE.parent), "bytes": os.path.getsize(args.corpus)}
+            out["half_split"] = half_split(args.corpus, work)
+            dest = HERE / "results" / f"index-half-split-{date}.json"
+        else:
+            path = args.input or os.path.join(work, f"generated-{args.docs}.jsonl")
+            if not args.input:
+                generate(Path(path), args.docs, 0.05, 1)
+            n = sum(1 for _ in open(path, "rb"))
+            out["input"] = {"generator": "benchmarks/scale.py", "documents": n, "bytes": os.path.getsize(path)}
+            out["dedup"] = dedup_run(path, work, n)
+            print("dedup", json.dumps(out["dedup"]), flush=True)
+            out["index"] = []
+            for profile in args.profiles:
+                r = index_run(path, work, n, profile, args.queries, args.deadline)
+                r["docs_per_s_over_dedup"] = round(r["docs_per_s"] / out["dedup"]["docs_per_s"], 3)
+                out["index"].append(r)
+                print(profile, json.dumps(r), flush=True)
+            if args.redis:
+                out["redis_minhashlsh"] = redis_run(path, work)
+                print("redis", json.dumps(out["redis_minhashlsh"]), flush=True)
+            suffix = "-".join(args.profiles) + ("-redis" if args.redis else "")
+            dest = HERE / "results" / f"index-scale-{args.docs}-{suffix}-{date}.json"
+        out["machine"]["load_after"] = [round(x, 2) for x in os.getloadavg()]
+        dest.write_text(json.dumps(out, indent=2) + "\n")
+        print(dest)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+"""Posting runs: band and simhash-block postings as immutable sorted runs of delta-coded blocks.
+
+The ``lean`` profile keeps its postings here instead of one B-tree row each (about 14 bytes a
+posting, ``bands`` and ``simhash_blocks``). Every batch of added documents writes one run per
+kind: its postings, sorted, cut into blocks of :data:`BLOCK`, each stored as one row of
+``posting_blocks`` (its first posting whole, the others as byte-packed deltas). Runs are merged
+on add, in the same transaction, when :data:`FANOUT` runs of one level gather (an LSM tree of
+levels, each run about FANOUT times the size of the level below), so a query reads one short
+range of blocks from each of a few runs.
+
+Inside a run a posting is not ``bucket << DOC_BITS | doc`` but ``bucket << width | (doc -
+first_doc)``, ``width`` the bits of the run's span of document numbers: a run's postings and
+its span grow together, so the mean delta stays about 2**35 / (postings per document), and a
+posting costs 4 to 5 bytes whatever the index's size.
+
+Everything is rows of two SQLite tables, written in the add's transaction: a crash leaves the
+index as before or with the whole batch (merges included), readers see one snapshot, and
+``check_and_add`` sees the runs its own transaction wrote.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .schema import DOC_BITS
+
+__all__ = ["KIND_BANDS", "KIND_SIMHASH", "BLOCK", "FANOUT", "add_run", "lookup", "all_postings", "run_stats",
+           "stale_documents", "count_stale"]
+
+#: ``posting_runs.kind``: band postings, simhash-block postings
+KIND_BANDS, KIND_SIMHASH = 0, 1
+#: postings per block (a block is read whole: 128 postings are 500-700 bytes)
+BLOCK = 128
+#: runs of one level merged into one of the next
+FANOUT = 4
+#: buckets have 35 bits (band_bucket, block_bucket)
+BUCKET_BITS = 35
+#: postings of one merge held in memory at once (the merge goes through the buckets in slices)
+SLICE_POSTINGS = 1 << 21
+
+_BLOCKS_OF_RANGE = ("SELECT first, data FROM posting_blocks WHERE kind = ?1 AND run = ?2 AND first >= "
+                    "coalesce((SELECT max(first) FROM posting_blocks WHERE kind = ?1 AND run = ?2 AND first <= ?3), ?3) "
+                    "AND first <= ?4 ORDER BY first")
+
+
+def _width(span: int) -> int:
+    return max(1, int(span).bit_length())
+
+
+#: widest delta packed at its bit width; a block with a wider one stores 64-bit deltas
+MAX_PACKED_BITS = 56
+_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _bit_widths(largest: np.ndarray) -> np.ndarray:
+    """Bits of each block's largest delta (at least 1), at most MAX_PACKED_BITS or else 64.
+    (``frexp`` of the float: the rounding can only make a width larger, never too small.)"""
+    w = np.frexp(np.maximum(largest, 1).astype(np.float64))[1].astype(np.int64)
+    return np.where(w > MAX_PACKED_BITS, 64, w)
+
+
+def encode_blocks(q: np.ndarray) -> list[tuple[int, bytes]]:
+    """``(first, data)`` rows of sorted distinct int64 run keys ``q``: per block of :data:`BLOCK`,
+    its first key, and ``data``: one byte w (the bits of the block's largest delta, or 64), one
+    byte n (the keys after the first), then the n deltas to them as w-bit integers, packed least
+    significant bit first. All blocks at once, with numpy."""
+    q = np.ascontiguousarray(q, dtype=np.int64)
+    if not q.size:
+        return []
+    starts = np.arange(0, q.size, BLOCK)
+    counts = np.minimum(starts + BLOCK, q.size) - starts - 1
+    deltas = np.diff(q).astype(np.uint64)
+    inner = np.ones(deltas.size, dtype=bool)
+    inner[starts[1:] - 1] = False  # the step from a block's last key to the next block's first
+    deltas = deltas[inner]
+    largest = np.zeros(starts.size, dtype=np.uint64)
+    has = counts > 0
+    if deltas.size:
+        largest[has] = np.maximum.reduceat(deltas, (np.cumsum(counts) - counts)[has])
+    w = _bit_widths(largest)
+    body = (counts * w + 7) // 8
+    body_start = np.zeros(starts.size, dtype=np.int64)
+    np.cumsum(body[:-1], out=body_start[1:])
+    words = np.zeros(int(body.sum()) // 8 + 2, dtype=np.uint64)  # the bit stream, 64 bits at a time
+    if deltas.size:
+        block = np.repeat(np.arange(starts.size), counts)
+        t = np.arange(deltas.size) - np.repeat(np.cumsum(counts) - counts, counts)  # index in its block
+        bitpos = 8 * body_start[block] + t * w[block]
+        word, off = bitpos >> 6, (bitpos & 63).astype(np.uint64)
+        # a value's low bits go to its word, the rest (when it crosses into the next) to the
+        # next; the values' bits never overlap, so adding them sets them
+        np.add.at(words, word, deltas << off)
+        spill = off + w[block].astype(np.uint64) > 64
+        np.add.at(words, word[spill] + 1, deltas[spill] >> (np.uint64(64) - off[spill]))
+    raw = words.astype("<u8").tobytes()
+    return [(int(q[a]), bytes((int(wb), int(n))) + raw[b0:b0 + nb])
+            for a, wb, n, b0, nb in zip(starts.tolist(), w.tolist(), counts.tolist(), body_start.tolist(),
+                                        body.tolist())]
+
+
+def decode_block(first: int, data: bytes) -> np.ndarray:
+    """The int64 run keys of one block (:func:`encode_blocks`)."""
+    return decode_many([(first, data)])[0]
+
+
+def _insert_run(conn, kind: int, level: int, postings: np.ndarray, first_doc: int, last_doc: int) -> int:
+    """One run of sorted distinct absolute postings (``bucket << DOC_BITS | doc``); its number."""
+    w = _width(last_doc - first_doc)
+    run = conn.execute("SELECT coalesce(max(run), 0) + 1 FROM posting_runs WHERE kind = ?", (kind,)).fetchone()[0]
+    conn.execute("INSERT INTO posting_runs (kind, run, level, first_doc, last_doc, width, postings) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?)", (kind, run, level, first_doc, last_doc, w, int(postings.size)))
+    _append_blocks(conn, kind, run, postings, first_doc, w)
+    return run
+
+
+def _append_blocks(conn, kind: int, run: int, postings: np.ndarray, first_doc: int, w: int) -> None:
+    if not postings.size:
+        return
+    q = ((postings >> DOC_BITS) << w) | ((postings & ((1 << DOC_BITS) - 1)) - first_doc)
+    conn.executemany("INSERT INTO posting_blocks (kind, run, first, data) VALUES (?, ?, ?, ?)",
+                     [(kind, run, first, data) for first, data in encode_blocks(q)])
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (a sort and a comparison: numpy 2's hash-based ``unique`` is
+    several times slower on a batch's postings)."""
+    v = np.sort(np.asarray(values, dtype=np.int64))
+    if v.size:
+        v = v[np.concatenate(([True], v[1:] != v[:-1]))]
+    return v
+
+
+def _read_range(conn, kind: int, run: int, first_doc: int, w: int, bucket_lo: int, bucket_hi: int) -> np.ndarray:
+    """The absolute postings of one run whose buckets are in [bucket_lo, bucket_hi], sorted."""
+    lo, hi = bucket_lo << w, ((bucket_hi + 1) << w) - 1
+    q, _ = decode_many(conn.execute(_BLOCKS_OF_RANGE, (kind, run, lo, hi)).fetchall())
+    q = q[(q >= lo) & (q <= hi)]
+    return ((q >> w) << DOC_BITS) | ((q & ((1 << w) - 1)) + first_doc)
+
+
+def add_run(conn, kind: int, postings: np.ndarray, first_doc: int, last_doc: int) -> None:
+    """Store a batch's absolute postings (any order, repeats allowed) of documents numbered
+    ``first_doc`` to ``last_doc`` as a new run, then merge full levels."""
+    postings = _sorted_unique(postings)
+    if not postings.size:
+        return
+    _insert_run(conn, kind, 0, postings, first_doc, last_doc)
+    level = 0
+    while True:
+        runs = conn.execute("SELECT run, first_doc, last_doc, width, postings FROM posting_runs "
+                            "WHERE kind = ? AND level = ? ORDER BY run", (kind, level)).fetchall()
+        if len(runs) < FANOUT:
+            break
+        _merge(conn, kind, level + 1, runs)
+        level += 1
+    if level and conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
+        # the merged runs' pages back to the file system (an index made with auto_vacuum
+        # INCREMENTAL), in this transaction. Python's sqlite3 steps this pragma once per
+        # execute, and each step frees one page: one execute per free page (about 3 us each).
+        for _ in range(conn.execute("PRAGMA freelist_count").fetchone()[0]):
+            conn.execute("PRAGMA incremental_vacuum")
+
+
+def _merge(conn, kind: int, level: int, runs: list) -> None:
+    """Replace ``runs`` by one run at ``level``: their postings merged, a slice of the buckets at a time."""
+    first_doc = min(r[1] for r in runs)
+    last_doc = max(r[2] for r in runs)
+    total = sum(r[4] for r in runs)
+    w = _width(last_doc - first_doc)
+    run = conn.execute("SELECT coalesce(max(run), 0) + 1 FROM posting_runs WHERE kind = ?", (kind,)).fetchone()[0]
+    slices = max(1, -(-total // SLICE_POSTINGS))
+    step = -(-(1 << BUCKET_BITS) // slices)
+    for lo in range(0, 1 << BUCKET_BITS, step):
+        hi = min((1 << BUCKET_BITS) - 1, lo + step - 1)
+        parts = [_read_range(conn, kind, r[0], r[1], r[3], lo, hi) for r in runs]
+        merged = np.sort(np.concatenate(parts))  # distinct: document numbers differ between runs
+        _append_blocks(conn, kind, run, merged, first_doc, w)
+    for r in runs:
+        conn.execute("DELETE FROM posting_blocks WHERE kind = ? AND run = ?", (kind, r[0]))
+        conn.execute("DELETE FROM posting_runs WHERE kind = ? AND run = ?", (kind, r[0]))
+    conn.execute("INSERT INTO posting_runs (kind, run, level, first_doc, last_doc, width, postings) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?)", (kind, run, level, first_doc, last_doc, w, total))
+
+
+def decode_many(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+    """The keys of many blocks at once, and for each key the position of its block in ``blocks``."""
+    if not blocks:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    firsts = np.array([b[0] for b in blocks], dtype=np.int64)
+    w = np.array([b[1][0] for b in blocks], dtype=np.int64)
+    counts = np.array([b[1][1] for b in blocks], dtype=np.int64)  # deltas per block
+    sizes = np.array([len(b[1]) - 2 for b in blocks], dtype=np.int64)
+    body_start = np.zeros(len(blocks), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=body_start[1:])
+    joined = b"".join(b[1][2:] for b in blocks)
+    words = np.frombuffer(joined + bytes(16 - len(joined) % 8), dtype="<u8").astype(np.uint64)
+    n = int(counts.sum())
+    starts = np.zeros(len(blocks), dtype=np.int64)  # where each block's first key goes
+    np.cumsum(counts[:-1] + 1, out=starts[1:])
+    deltas = np.zeros(n + len(blocks), dtype=np.int64)
+    if n:
+        block = np.repeat(np.arange(len(blocks)), counts)
+        t = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+        bitpos = 8 * body_start[block] + t * w[block]
+        word, off = bitpos >> 6, (bitpos & 63).astype(np.uint64)
+        values = words[word] >> off
+        crossing = off > 0  # the value's high bits, if any, are in the next word
+        values[crossing] |= words[word[crossing] + 1] << (np.uint64(64) - off[crossing])
+        values &= _ALL_ONES >> (64 - w[block]).astype(np.uint64)
+        deltas[np.repeat(starts + 1, counts) + t] = values.view(np.int64)
+    deltas[starts] = firsts
+    block_of = np.repeat(np.arange(len(blocks)), counts + 1)
+    # one running sum over every block (it may wrap: the differences below are exact modulo
+    # 2**64, and every key is below 2**63), then each block's keys less the sum before it
+    keys = np.cumsum(deltas)
+    before = np.zeros(len(blocks), dtype=np.int64)
+    before[1:] = keys[starts[1:] - 1]
+    keys -= before[block_of]
+    return keys, block_of
+
+
+_LOOKUP_SQL: dict[int, str] = {}
+
+
+def _lookup_sql(n: int) -> str:
+    """Blocks of n (run, lo, hi) key ranges in one statement: for each, the block holding lo and
+    those after it up to hi, tagged with the range's position."""
+    sql = _LOOKUP_SQL.get(n)
+    if sql is None:
+        sql = _LOOKUP_SQL[n] = (
+            "WITH q(i, run, lo, hi) AS (VALUES " + ", ".join("(?, ?, ?, ?)" for _ in range(n)) + ") "
+            "SELECT q.i, b.first, b.data FROM q JOIN posting_blocks b ON b.kind = ? AND b.run = q.run AND b.first >= "
+            "coalesce((SELECT max(first) FROM posting_blocks WHERE kind = ? AND run = q.run AND first <= q.lo), q.lo) "
+            "AND b.first <= q.hi")
+    return sql
+
+
+def lookup(conn, kind: int, buckets: list[int], cap: int, *, stale: bool = True) -> list[np.ndarray]:
+    """For each bucket, the sorted numbers of the first ``cap`` stored documents holding it (the
+    oldest, as the row layout's ``ORDER BY posting LIMIT cap`` gives them).
+
+    Runs are immutable, so the postings of removed and replaced documents stay in them; where a
+    bucket holds more than ``cap`` documents they are dropped before the cap (the row layout
+    deletes them), by looking the numbers up in ``docs``, the oldest first. (Below the cap the
+    caller's own look-up in ``docs`` drops them.) ``stale=False`` (no document was ever removed
+    or replaced: :func:`stale_documents` is 0) skips that look-up."""
+    runs = conn.execute("SELECT run, first_doc, width FROM posting_runs WHERE kind = ?", (kind,)).fetchall()
+    if not runs or not buckets:
+        return [np.empty(0, dtype=np.int64) for _ in buckets]
+    ranges = [(bucket << w, ((bucket + 1) << w) - 1, first_doc, w, run)
+              for bucket in buckets for run, first_doc, w in runs]
+    params: list = []
+    for i, (lo, hi, _, _, run) in enumerate(ranges):
+        params += (i, run, lo, hi)
+    found = conn.execute(_lookup_sql(len(ranges)), [*params, kind, kind]).fetchall()
+    keys, block_of = decode_many([(first, data) for _, first, data in found])
+    which = np.array([r[0] for r in found], dtype=np.int64)[block_of]
+    lo = np.array([r[0] for r in ranges], dtype=np.int64)[which]
+    hi = np.array([r[1] for r in ranges], dtype=np.int64)[which]
+    inside = (keys >= lo) & (keys <= hi)
+    keys, which = keys[inside], which[inside]
+    w = np.array([r[3] for r in ranges], dtype=np.int64)[which]
+    docs = (keys & ((np.int64(1) << w) - 1)) + np.array([r[2] for r in ranges], dtype=np.int64)[which]
+    bucket_of = which // len(runs)
+    order = np.lexsort((docs, bucket_of))
+    docs, bucket_of = docs[order], bucket_of[order]
+    bounds = np.searchsorted(bucket_of, np.arange(len(buckets) + 1))
+    out = []
+    for k in range(len(buckets)):
+        mine = docs[bounds[k]:bounds[k + 1]]
+        out.append(mine if mine.size <= cap else _live_first(conn, mine, cap) if stale else mine[:cap])
+    return out
+
+
+def stale_documents(conn) -> int:
+    """How many removed or replaced documents left postings in the runs (``meta``)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'stale_documents'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def count_stale(conn, n: int) -> None:
+    conn.execute("INSERT INTO meta (key, value) VALUES ('stale_documents', ?) ON CONFLICT (key) DO UPDATE SET "
+                 "value = CAST(CAST(value AS INTEGER) + ? AS TEXT)", (str(n), n))
+
+
+def _live_first(conn, docs: np.ndarray, cap: int) -> np.ndarray:
+    """The first ``cap`` of sorted document numbers that are in ``docs``."""
+    live: list[int] = []
+    start = 0
+    while len(live) < cap and start < docs.size:
+        chunk = docs[start:start + 2 * cap].tolist()
+        start += len(chunk)
+        for lo in range(0, len(chunk), 5000):
+            part = chunk[lo:lo + 5000]
+            found = {r[0] for r in conn.execute(f"SELECT num FROM docs WHERE num IN ({','.join('?' * len(part))})",
+                                                part)}
+            live += [d for d in part if d in found]
+    return np.array(live[:cap], dtype=np.int64)
+
+
+def all_postings(conn, kind: int) -> np.ndarray:
+    """Every absolute posting of a kind, sorted (for tests and inspection)."""
+    runs = conn.execute("SELECT run, first_doc, width FROM posting_runs WHERE kind = ?", (kind,)).fetchall()
+    parts = [_read_range(conn, kind, run, first_doc, w, 0, (1 << BUCKET_BITS) - 1) for run, first_doc, w in runs]
+    return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+
+
+def run_stats(conn) -> dict:
+    """Runs, postings and block bytes of each kind."""
+    out = {}
+    for name, kind in (("band_postings", KIND_BANDS), ("simhash_blocks", KIND_SIMHASH)):
+        runs, postings = conn.execute("SELECT count(*), coalesce(sum(postings), 0) FROM posting_runs WHERE kind = ?",
+                                      (kind,)).fetchone()
+        data = conn.execute("SELECT coalesce(sum(length(data)), 0), count(*) FROM posting_blocks WHERE kind = ?",
+                            (kind,)).fetchone()
+        out[name] = {"runs": runs, "postings": postings, "block_bytes": data[0], "blocks": data[1]}
+    return out

@@ -1,0 +1,185 @@
+"""Posting runs (profile lean): the same answers as the one-row-per-posting layout, atomic
+batches and merges, the block coding, and the bytes they save.
+
+The reference is an index of the same configuration with its postings in rows (``signatures``
+and ``containment`` off, ``posting_runs`` off: what profile lean stored before runs). Both get
+the same adds, replacements, removals and checked adds; every answer must be equal. A small
+``CANDIDATES_PER_BUCKET`` makes buckets overflow, so that the cap and the postings that removed
+documents leave in the runs are exercised.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+
+import numpy as np
+import pytest
+from conftest import real_texts
+
+from neardup.store import SeenIndex, runs
+from neardup.store.sqlite import DOC_BITS
+
+WORDS = ("crawler page link fetch index store query near copy shingle hash band row text web site "
+         "server client token answer document content sample value block table file disk").split()
+
+
+def synthetic(rng: random.Random, n_words: int) -> str:
+    return " ".join(rng.choice(WORDS) + str(rng.randrange(40)) for _ in range(n_words))
+
+
+def mutate(rng: random.Random, text: str, rate: float) -> str:
+    return " ".join("zz" + str(rng.randrange(10**6)) if rng.random() < rate else t for t in text.split())
+
+
+def corpus(seed: int, n: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)  # test data only
+    base = [synthetic(rng, rng.randrange(20, 120)) for _ in range(n // 2)]
+    docs = [(f"d{i}", t) for i, t in enumerate(base)]
+    docs += [(f"c{i}", mutate(rng, base[rng.randrange(len(base))], 0.03)) for i in range(n - len(base))]
+    rng.shuffle(docs)
+    return docs
+
+
+def both(tmp_path, cap: int):
+    rows = SeenIndex(tmp_path / "rows.db", signatures=False, containment=False)
+    lean = SeenIndex(tmp_path / "runs.db", profile="lean")
+    assert lean.config.posting_runs and not rows.config.posting_runs and rows.config.profile == "custom"
+    for index in (rows, lean):
+        index.CANDIDATES_PER_BUCKET = cap
+    return rows, lean
+
+
+def same_answers(rows, lean, queries):
+    for q in queries:
+        assert lean.query(q, limit=None) == rows.query(q, limit=None)
+
+
+@pytest.mark.parametrize("cap", [1000, 3])
+def test_runs_answer_as_rows_do(tmp_path, cap):
+    docs = corpus(1, 700)
+    rows, lean = both(tmp_path, cap)
+    with rows, lean:
+        for start in range(0, len(docs), 60):  # 12 batches: runs merge at levels 1 and 2
+            for index in (rows, lean):
+                index.add_many(docs[start:start + 60])
+        levels = sorted(r[0] for r in lean._conn().execute("SELECT level FROM posting_runs WHERE kind = 0"))
+        assert max(levels) >= 1 and len(levels) < 12
+        queries = [t for _, t in docs[::23]] + [mutate(random.Random(5), docs[0][1], 0.05), "nothing like it"]
+        same_answers(rows, lean, queries)
+        # replaced and removed documents leave postings in the runs; answers drop them
+        rng = random.Random(2)
+        for index in (rows, lean):
+            index.add_many([(doc_id, synthetic(rng, 50)) for doc_id, _ in docs[:30]])
+            assert index.remove_many([doc_id for doc_id, _ in docs[30:50]]) == []
+        assert runs.stale_documents(lean._conn()) == 50
+        same_answers(rows, lean, queries)
+        for policy in ("exact", "near"):
+            for doc_id, text in docs[60:75]:
+                copy = mutate(rng, text, 0.01)
+                a = rows.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None)
+                assert lean.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None) == a
+        same_answers(rows, lean, queries)
+
+
+def test_checked_adds_see_their_own_runs(tmp_path):
+    """check_and_add writes a run per document; the next one in the same transaction sees it."""
+    rng = random.Random(4)
+    text = synthetic(rng, 80)
+    with SeenIndex(tmp_path / "lean.db", profile="lean") as index:
+        answers = index.check_and_add_many([("a", text), ("b", mutate(rng, text, 0.01)), ("c", text)], policy="near")
+        assert [a["added"] for a in answers] == [True, False, False]
+        assert answers[2]["exact"] == ["a"]
+        for k in range(9):  # single-document runs merge as they gather
+            index.check_and_add(f"n{k}", synthetic(rng, 60))
+        assert index.query(text)["exact"] == ["a"]
+        assert len(index) == 10
+
+
+def test_a_failed_batch_leaves_runs_and_merges_undone(tmp_path, monkeypatch):
+    docs = corpus(3, 240)
+    with SeenIndex(tmp_path / "lean.db", profile="lean") as index:
+        for start in range(0, 180, 60):
+            index.add_many(docs[start:start + 60])
+        conn = index._conn()
+        before = (conn.execute("SELECT * FROM posting_runs ORDER BY kind, run").fetchall(),
+                  runs.all_postings(conn, runs.KIND_BANDS).tolist(), len(index))
+
+        def broken(*args):
+            raise OSError("disk gone in the middle of a merge")
+
+        monkeypatch.setattr(runs, "_merge", broken)  # the 4th run of level 0 makes a merge
+        with pytest.raises(OSError, match="disk gone"):
+            index.add_many(docs[180:240])
+        after = (conn.execute("SELECT * FROM posting_runs ORDER BY kind, run").fetchall(),
+                 runs.all_postings(conn, runs.KIND_BANDS).tolist(), len(index))
+        assert after == before
+        monkeypatch.undo()
+        index.add_many(docs[180:240])
+        assert len(index) == 240 and index.integrity_check() == "ok"
+    # another process's view: a fresh connection reads the merged runs
+    with SeenIndex(tmp_path / "lean.db", create=False) as again:
+        assert again.query(docs[200][1])["exact"][:1] != []
+
+
+def test_runs_hold_the_row_layouts_postings(tmp_path):
+    docs = corpus(6, 400)
+    rows, lean = both(tmp_path, 1000)
+    with rows, lean:
+        for start in range(0, len(docs), 50):
+            rows.add_many(docs[start:start + 50])
+            lean.add_many(docs[start:start + 50])
+        rc, lc = rows._conn(), lean._conn()
+        for table, kind in (("bands", runs.KIND_BANDS), ("simhash_blocks", runs.KIND_SIMHASH)):
+            want = np.array([r[0] for r in rc.execute(f"SELECT posting FROM {table} ORDER BY posting")], dtype=np.int64)
+            assert np.array_equal(runs.all_postings(lc, kind), want)
+            assert lc.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+        assert int(rc.execute("SELECT max(posting) FROM bands").fetchone()[0]) & ((1 << DOC_BITS) - 1) <= 400
+
+
+def test_block_coding_round_trips():
+    rng = np.random.default_rng(8)  # test data only
+    for n, span in ((1, 10), (2, 1 << 8), (128, 1 << 20), (129, 1 << 40), (1000, 1 << 62), (300, 300),
+                    (3, (1 << 63) - 1), (257, 1 << 30)):  # (3 keys over 2**63: 64-bit deltas)
+        keys = np.unique(rng.integers(0, span, size=n))
+        blocks = runs.encode_blocks(keys)
+        assert len(blocks) == -(-keys.size // runs.BLOCK)
+        assert {b[1][0] for b in blocks} <= set(range(1, runs.MAX_PACKED_BITS + 1)) | {64}
+        decoded, block_of = runs.decode_many(blocks)
+        assert np.array_equal(decoded, keys)
+        assert np.array_equal(np.concatenate([runs.decode_block(f, d) for f, d in blocks]), keys)
+        assert np.array_equal(block_of, np.arange(keys.size) // runs.BLOCK)
+
+
+def test_lean_file_is_smaller_with_runs(tmp_path):
+    texts = [t for _, t in real_texts(limit=40, min_bytes=1500)]
+    docs = [(f"r{i}", t) for i, t in enumerate(texts)] + corpus(7, 800)
+    rows, lean = both(tmp_path, 1000)
+    with rows, lean:
+        for start in range(0, len(docs), 100):
+            rows.add_many(docs[start:start + 100])
+            lean.add_many(docs[start:start + 100])
+        for index in (rows, lean):
+            index.checkpoint()
+        assert lean._conn().execute("PRAGMA freelist_count").fetchone()[0] == 0  # merges gave their pages back
+        same_answers(rows, lean, [t for _, t in docs[::37]])
+    rows_bytes = os.path.getsize(tmp_path / "rows.db")
+    runs_bytes = os.path.getsize(tmp_path / "runs.db")
+    assert runs_bytes < 0.7 * rows_bytes, (rows_bytes, runs_bytes)
+    with SeenIndex(tmp_path / "runs.db", create=False) as again:
+        assert again.stats()["posting_runs"]["band_postings"]["postings"] > 0
+    conn = sqlite3.connect(tmp_path / "runs.db")
+    stats = runs.run_stats(conn)
+    per = stats["band_postings"]["block_bytes"] / stats["band_postings"]["postings"]
+    assert per < 7.0, stats  # bytes per band posting (14 in rows)
+    conn.close()
+
+
+def test_against_refuses_a_lean_index(tmp_path):
+    from neardup.errors import ConfigError
+    from neardup.store.incremental import Against
+
+    with SeenIndex(tmp_path / "lean.db", profile="lean", store_shingles=True) as index:
+        with pytest.raises(ConfigError, match="profile lean"):
+            Against(index, "lean.db")
