@@ -45,3 +45,18 @@ def test_run_refused_when_the_disk_is_too_small(tmp_path, monkeypatch, capsys):
     monkeypatch.undo()
     assert main(["dedup", str(path), "-o", str(out), "--quiet"]) == 0
     assert (out / "summary.json").exists()
+
+
+def test_folder_inputs_are_checked_without_opening_the_folder(tmp_path):
+    # a dataset folder (JSONL or Parquet shards) is not bounded from its first MB: the bound is
+    # None and the run goes on to the sampled estimate, instead of opening the folder as a file
+    from neardup.plan import work_disk_bound
+
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    for k in range(2):
+        _corpus(folder / f"part-{k}.jsonl", n=100)
+    assert work_disk_bound([str(folder)], DedupConfig()) is None
+    out = tmp_path / "out"
+    assert main(["dedup", str(folder), "-o", str(out), "--quiet"]) == 0
+    assert (out / "summary.json").exists()

@@ -812,7 +812,8 @@ def work_disk_bound(paths: list[str], config: DedupConfig) -> int | None:
     total = 0
     perm = config.minhash.num_perm if config.method == "minhash" else 0
     for path in paths:
-        if _codec_of(path) is not None or not os.path.isfile(path) or path.endswith((".parquet", ".pq")):
+        # a folder (a dataset) or a special file is not bounded here: isfile first, before it is opened
+        if not os.path.isfile(path) or path.endswith((".parquet", ".pq")) or _codec_of(path) is not None:
             return None
         size = os.path.getsize(path)
         with open(path, "rb") as fh:
