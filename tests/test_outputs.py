@@ -210,12 +210,13 @@ def s3_server():
                 os.environ[k] = v
 
 
-def test_s3_output(s3_server, corpus, plain_run, tmp_path):
-    fs, env = s3_server
-    res = dedup(corpus, "-o", "s3://dedup-bucket/run1/", "--output-shards", 2, "--work-dir", tmp_path / "work",
+@pytest.mark.parametrize("scheme, server", [("s3", "s3_server"), ("gs", "gcs_server")])
+def test_object_store_output(scheme, server, request, corpus, plain_run, tmp_path):
+    fs, env = request.getfixturevalue(server)  # moto's S3 server, or the GCS emulator
+    res = dedup(corpus, "-o", f"{scheme}://dedup-bucket/run1/", "--output-shards", 2, "--work-dir", tmp_path / "work",
                 env=env, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert not os.path.exists(tmp_path / "s3:")  # not a local folder named after the URL
+    assert not os.path.exists(tmp_path / f"{scheme}:")  # not a local folder named after the URL
     names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls("dedup-bucket/run1", detail=False))
     assert names == ["clusters.jsonl", "kept-00000-of-00002.jsonl", "kept-00001-of-00002.jsonl", "pairs.jsonl",
                      "summary.json"]
@@ -224,8 +225,14 @@ def test_s3_output(s3_server, corpus, plain_run, tmp_path):
     kept = b"".join(fs.cat_file(f"dedup-bucket/run1/{n}") for n in names if n.startswith("kept"))
     assert kept == (plain_run / "kept.jsonl").read_bytes()
     summary = json.loads(fs.cat_file("dedup-bucket/run1/summary.json"))
-    assert summary["kept_output"]["path"] == "s3://dedup-bucket/run1/kept-00000-of-00002.jsonl"
-    assert os.listdir(tmp_path / "work") == []  # the work folder is removed once published
+    assert summary["kept_output"]["path"] == f"{scheme}://dedup-bucket/run1/kept-00000-of-00002.jsonl"
+    assert os.listdir(tmp_path / "work") == []
+    # the same folder again with one shard: the older run's two shards are removed
+    res = dedup(corpus, "-o", f"{scheme}://dedup-bucket/run1/", "--work-dir", tmp_path / "work", env=env)
+    assert res.returncode == 0, res.stderr
+    fs.invalidate_cache()
+    names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls("dedup-bucket/run1", detail=False))
+    assert names == ["clusters.jsonl", "kept.jsonl", "pairs.jsonl", "summary.json"]
 
 
 def test_s3_output_killed_then_resumed(s3_server, corpus, plain_run, tmp_path):
@@ -245,30 +252,6 @@ def test_s3_output_killed_then_resumed(s3_server, corpus, plain_run, tmp_path):
 def gcs_server():
     with gcs_emulator("dedup-bucket") as (fs, env):
         yield fs, env
-
-
-def test_gs_output(gcs_server, corpus, plain_run, tmp_path):
-    fs, env = gcs_server
-    res = dedup(corpus, "-o", "gs://dedup-bucket/run1/", "--output-shards", 2, "--work-dir", tmp_path / "work",
-                env=env, cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
-    assert not os.path.exists(tmp_path / "gs:")  # not a local folder named after the URL
-    names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls("dedup-bucket/run1", detail=False))
-    assert names == ["clusters.jsonl", "kept-00000-of-00002.jsonl", "kept-00001-of-00002.jsonl", "pairs.jsonl",
-                     "summary.json"]
-    for name in ("clusters.jsonl", "pairs.jsonl"):
-        assert fs.cat_file(f"dedup-bucket/run1/{name}") == (plain_run / name).read_bytes()
-    kept = b"".join(fs.cat_file(f"dedup-bucket/run1/{n}") for n in names if n.startswith("kept"))
-    assert kept == (plain_run / "kept.jsonl").read_bytes()
-    summary = json.loads(fs.cat_file("dedup-bucket/run1/summary.json"))
-    assert summary["kept_output"]["path"] == "gs://dedup-bucket/run1/kept-00000-of-00002.jsonl"
-    assert os.listdir(tmp_path / "work") == []
-    # the same folder again with one shard: the older run's two shards are removed
-    res = dedup(corpus, "-o", "gs://dedup-bucket/run1/", "--work-dir", tmp_path / "work", env=env)
-    assert res.returncode == 0, res.stderr
-    fs.invalidate_cache()
-    names = sorted(p.rsplit("/", 1)[-1] for p in fs.ls("dedup-bucket/run1", detail=False))
-    assert names == ["clusters.jsonl", "kept.jsonl", "pairs.jsonl", "summary.json"]
 
 
 def test_gs_output_killed_then_resumed(gcs_server, corpus, plain_run, tmp_path):
