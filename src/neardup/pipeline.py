@@ -27,6 +27,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -450,6 +451,15 @@ class Deduplicator:
 
         if not all(isinstance(p, (str, os.PathLike)) and "://" not in os.fsdecode(p) for p in paths):
             return
+        # only regular files and folders are sampled: stdin, a FIFO or /dev/fd/N can be read once
+        # only, and the read itself must be the one to read it (os.stat does not open the file)
+        for p in paths:
+            try:
+                mode = os.stat(p).st_mode
+            except OSError:
+                return
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                return
         where = os.path.abspath(folder)
         while not os.path.exists(where) and os.path.dirname(where) != where:
             where = os.path.dirname(where)
