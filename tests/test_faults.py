@@ -76,7 +76,12 @@ def test_full_disk_at_several_points_then_resume(corpus, reference, tmp_path):
             st = os.statvfs(mnt)
             with open(filler, "wb") as fh:
                 fh.write(b"\0" * max(0, st.f_bavail * st.f_frsize - free_kb * 1024))
+            # the check before the run refuses it up front (exit 4, one line, nothing written) ...
             res = dedup(corpus, "-o", out, "--output-shards", 3)
+            _assert_clean_failure(res, out, corpus, sha, "not enough disk for this run", str(mnt), "GB free")
+            # ... and a disk that fills while the run writes (the check skipped, as when another
+            # writer fills it) fails as cleanly, wherever it fills
+            res = dedup(corpus, "-o", out, "--output-shards", 3, env={"NEARDUP_TEST_NO_DISK_CHECK": "1"})
             line = _assert_clean_failure(res, out, corpus, sha, "no space left on the device writing",
                                          str(mnt), "the run needs about", "MB there and had")
             where.append(line.split(" writing ", 1)[1].split(" (", 1)[0])

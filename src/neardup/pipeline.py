@@ -451,6 +451,8 @@ class Deduplicator:
 
         if not all(isinstance(p, (str, os.PathLike)) and "://" not in os.fsdecode(p) for p in paths):
             return
+        if os.environ.get("NEARDUP_TEST_NO_DISK_CHECK"):  # the fault tests fill the disk mid-run
+            return
         # only regular files and folders are sampled: stdin, a FIFO or /dev/fd/N can be read once
         # only, and the read itself must be the one to read it (os.stat does not open the file)
         for p in paths:
@@ -465,10 +467,15 @@ class Deduplicator:
             where = os.path.dirname(where)
         free = free_bytes(where)
         names = [os.fsdecode(p) for p in paths]
-        bound = work_disk_bound(names, self.config)
-        if free is None or (bound is not None and bound < free):  # room enough: no need to sample
+        # the check is best effort: an input it cannot sample (truncated, unreadable, of another
+        # format) gives no estimate, and the read itself then reports it with its own exit status
+        try:
+            bound = work_disk_bound(names, self.config)
+            if free is None or (bound is not None and bound < free):  # room enough: no need to sample
+                return
+            estimate = work_disk_estimate(names, self.config)
+        except Exception:  # noqa: BLE001 - see above
             return
-        estimate = work_disk_estimate(names, self.config)
         if estimate is None:  # an input the sample cannot read (web archives, stdin): no estimate
             return
         need = estimate["work_bytes"] + (estimate["kept_bytes"] if write_kept else 0)

@@ -24,7 +24,9 @@ uninterrupted one's.
 Test hooks: ``NEARDUP_TEST_KILL_AT=POINT`` makes the process SIGKILL itself when it reaches
 ``POINT`` (a stage name, ``kept-shard-N``, ``publish``); ``NEARDUP_TEST_FAULT=memory@POINT``
 raises MemoryError there; ``NEARDUP_TEST_TRACE=FILE`` appends ``POINT <unix time>`` to FILE at
-each point (benchmarks/resume.py places its kills by it). For the fault tests and benchmarks only.
+each point (benchmarks/resume.py places its kills by it); ``NEARDUP_TEST_NO_DISK_CHECK=1`` skips
+the disk check before the run, so that a disk filled on purpose fails while written. For the fault
+tests and benchmarks only.
 """
 
 from __future__ import annotations
