@@ -30,13 +30,21 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from scale import generate, run_sampled  # noqa: E402
 
+#: p50/p99 of ``index.query`` over ``n`` of the corpus's ``total`` lines, picked the same way every run
+#: (a seeded sample without replacement, read streaming): argv db, corpus, n, total.
 QUERY_SCRIPT = r"""
 import json, random, sys, time
 from neardup.store import SeenIndex
-db, corpus, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-lines = open(corpus, "rb").readlines()
-rng = random.Random(7)
-picked = [json.loads(lines[rng.randrange(len(lines))])["text"] for _ in range(n)]
+db, corpus, n, total = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rng = random.Random(7)  # the same lines every run
+wanted = sorted(rng.sample(range(total), n))
+picked, at = [], 0
+with open(corpus, "rb") as fh:
+    for k, line in enumerate(fh):
+        if at < len(wanted) and k == wanted[at]:
+            picked.append(json.loads(line)["text"])
+            at += 1
+rng.shuffle(picked)
 with SeenIndex(db, create=False) as index:
     index.query(picked[0])  # the first query opens the connection and compiles the statements
     times = []
@@ -105,15 +113,22 @@ def run_layout(name: str, pythonpath: str | None, corpus: str, work: str, profil
     if sizes_only:  # (timings and memory measured outside the bench lock mean nothing)
         out = {"layout": name, "profile": profile, **parts}
     else:
-        q = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, db, corpus, "1000"], env=env, capture_output=True,
-                           text=True, check=True)
+        with open(corpus, "rb") as fh:
+            lines = sum(1 for _ in fh)
+        q = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, db, corpus, str(min(1000, lines)), str(lines)],
+                           env=env, capture_output=True, text=True, check=True)
         out = {"layout": name, "profile": profile, "add_seconds": round(seconds, 2),
                "add_docs_per_s": round(parts["documents"] / seconds), **memory, **parts,
                "query": json.loads(q.stdout)}
+    remove_db(db)
+    return out
+
+
+def remove_db(db: str) -> None:
+    """The index file and the files SQLite and the index keep beside it."""
     for f in (db, db + "-wal", db + "-shm", db + "-lock"):
         if os.path.exists(f):
             os.remove(f)
-    return out
 
 
 def dedup_rate(corpus: str, work: str) -> dict:

@@ -39,33 +39,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from index_layout import components  # noqa: E402
+from index_layout import QUERY_SCRIPT, components, remove_db  # noqa: E402
 from scale import generate  # noqa: E402
 
-QUERY_SCRIPT = r"""
-import json, random, sys, time
-from neardup.store import SeenIndex
-db, corpus, n, total = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-rng = random.Random(7)  # the same lines every run
-wanted = sorted(rng.sample(range(total), n))
-picked, at = [], 0
-with open(corpus, "rb") as fh:
-    for k, line in enumerate(fh):
-        if at < len(wanted) and k == wanted[at]:
-            picked.append(json.loads(line)["text"])
-            at += 1
-rng.shuffle(picked)
-with SeenIndex(db, create=False) as index:
-    index.query(picked[0])  # the first query opens the connection and compiles the statements
-    times = []
-    for text in picked:
-        t = time.perf_counter()
-        index.query(text)
-        times.append(time.perf_counter() - t)
-times.sort()
-print(json.dumps({"queries": n, "p50_ms": round(1000 * times[len(times) // 2], 3),
-                  "p99_ms": round(1000 * times[int(len(times) * 0.99)], 3)}))
-"""
 
 REDIS_SCRIPT = r"""
 import json, sys, time
@@ -160,12 +136,6 @@ def run_measured(cmd: list[str], env: dict | None = None, every: float = 0.05, d
 
 def neardup(*args: str) -> list[str]:
     return [sys.executable, "-m", "neardup", *args]
-
-
-def remove_db(db: str) -> None:
-    for f in (db, db + "-wal", db + "-shm", db + "-lock"):
-        if os.path.exists(f):
-            os.remove(f)
 
 
 def dedup_run(corpus: str, work: str, n: int) -> dict:

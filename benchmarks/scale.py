@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from neardup.io.outputs import folder_bytes
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -128,17 +130,6 @@ def _status_kb(pid: int) -> dict[str, int]:
     return out
 
 
-def folder_bytes(top: Path) -> int:
-    total = 0
-    for root, _, files in os.walk(top):
-        for name in files:
-            try:
-                total += os.stat(os.path.join(root, name)).st_blocks * 512
-            except OSError:
-                pass
-    return total
-
-
 def run_sampled(cmd: list[str], every: float = 0.2, folder: Path | None = None) -> dict:
     """Run ``cmd``, sampling its resident memory split into anonymous memory (the process's own
     state) and file-backed pages (the memory-mapped spill files, which the kernel can drop and
@@ -150,7 +141,7 @@ def run_sampled(cmd: list[str], every: float = 0.2, folder: Path | None = None) 
     peak_disk, last_disk = 0, 0.0
     while proc.poll() is None:
         if folder is not None and time.monotonic() - last_disk >= 1.0:
-            peak_disk, last_disk = max(peak_disk, folder_bytes(folder)), time.monotonic()
+            peak_disk, last_disk = max(peak_disk, folder_bytes(str(folder))), time.monotonic()
         st = _status_kb(proc.pid)
         for key in peak:
             peak[key] = max(peak[key], st.get(key, 0))

@@ -4,7 +4,8 @@ test extra) and a stand-in for the Hugging Face Hub's HTTP API (written here: th
 is not software that can run on this machine).
 
 Both are real HTTP servers; the command under test reaches them through the settings its users
-would use: ``STORAGE_EMULATOR_HOST`` for gcsfs, ``HF_ENDPOINT`` for huggingface_hub."""
+would use: ``STORAGE_EMULATOR_HOST`` for gcsfs, ``HF_ENDPOINT`` for huggingface_hub. ``free_port``
+is every test server's loopback port (the service and crash-safety tests use it too)."""
 
 from __future__ import annotations
 

@@ -285,3 +285,22 @@ def test_kept_ids_are_views_of_the_new_documents_ids():
         got = np.concatenate(pieces) if pieces else np.empty(0, np.uint64)
         assert got.tolist() == ids[np.repeat(new, counts)].tolist()
         assert all(p.base is not None and p.size for p in pieces)  # views, no empty ones
+
+
+def test_one_engine_run_twice_reads_each_runs_own_inputs(tmp_path):
+    # the second run's inputs are its own: more of them than the first run had, other names
+    def corpus(name, n):
+        p = tmp_path / f"{name}.jsonl"
+        p.write_text("".join(json.dumps({"id": f"{name}{k}", "text": f"{name} words {k} " * 20}) + "\n"
+                             for k in range(n)))
+        return str(p)
+
+    engine = Deduplicator(DedupConfig())
+    first = engine.run([corpus("a", 2), corpus("b", 2)], str(tmp_path / "first"))
+    assert first["input"] == 4
+    inputs = [corpus("c", 2), corpus("d", 3), corpus("e", 1)]
+    second = engine.run(inputs, str(tmp_path / "second"))
+    assert second["input"] == 6
+    rows, _, _ = load(str(tmp_path / "second"))
+    assert {r["id"]: r["source"] for r in rows} == {
+        **{f"c{k}": inputs[0] for k in range(2)}, **{f"d{k}": inputs[1] for k in range(3)}, "e0": inputs[2]}

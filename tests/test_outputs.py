@@ -7,13 +7,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import socket
 import sys
 
 import orjson
 import pytest
 
-from cloud_servers import gcs_emulator
+from cloud_servers import free_port, gcs_emulator
 from dedup_runs import dedup, folder_digest, write_corpus
 
 
@@ -178,17 +177,11 @@ def test_bad_layout_options(corpus, tmp_path):
 # --------------------------------------------------------------------------- fsspec URLs
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def s3_server():
     pytest.importorskip("s3fs", reason="s3:// outputs need s3fs (pip install 'neardup[s3]')")
     server_mod = pytest.importorskip("moto.server", reason="the S3 test server is moto[server] (the test extra)")
-    port = _free_port()
+    port = free_port()
     server = server_mod.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
@@ -235,32 +228,20 @@ def test_object_store_output(scheme, server, request, corpus, plain_run, tmp_pat
     assert names == ["clusters.jsonl", "kept.jsonl", "pairs.jsonl", "summary.json"]
 
 
-def test_s3_output_killed_then_resumed(s3_server, corpus, plain_run, tmp_path):
-    fs, env = s3_server
-    args = (corpus, "-o", "s3://dedup-bucket/run2", "--work-dir", tmp_path / "work")
-    killed = dedup(*args, env=dict(env, NEARDUP_TEST_KILL_AT="publish-moved"))
-    assert killed.returncode == -9
-    # every file uploaded but summary.json: the object store's folder does not look complete
-    assert fs.exists("dedup-bucket/run2/clusters.jsonl") and not fs.exists("dedup-bucket/run2/summary.json")
-    resumed = dedup(*args, env=env)
-    assert resumed.returncode == 0, resumed.stderr
-    assert json.loads(fs.cat_file("dedup-bucket/run2/summary.json"))["resumed_from"] == "cluster"
-    assert fs.cat_file("dedup-bucket/run2/kept.jsonl") == (plain_run / "kept.jsonl").read_bytes()
-
-
 @pytest.fixture(scope="module")
 def gcs_server():
     with gcs_emulator("dedup-bucket") as (fs, env):
         yield fs, env
 
 
-def test_gs_output_killed_then_resumed(gcs_server, corpus, plain_run, tmp_path):
-    fs, env = gcs_server
-    args = (corpus, "-o", "gs://dedup-bucket/run2", "--work-dir", tmp_path / "work")
+@pytest.mark.parametrize("scheme, server", [("s3", "s3_server"), ("gs", "gcs_server")])
+def test_object_store_output_killed_then_resumed(scheme, server, request, corpus, plain_run, tmp_path):
+    fs, env = request.getfixturevalue(server)
+    args = (corpus, "-o", f"{scheme}://dedup-bucket/run2", "--work-dir", tmp_path / "work")
     killed = dedup(*args, env=dict(env, NEARDUP_TEST_KILL_AT="publish-moved"))
     assert killed.returncode == -9
     fs.invalidate_cache()
-    # every file uploaded but summary.json: the bucket's folder does not look complete
+    # every file uploaded but summary.json: the object store's folder does not look complete
     assert fs.exists("dedup-bucket/run2/clusters.jsonl") and not fs.exists("dedup-bucket/run2/summary.json")
     resumed = dedup(*args, env=env)
     assert resumed.returncode == 0, resumed.stderr

@@ -34,6 +34,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,11 +44,14 @@ from .config import KEEP_POLICIES, MEASURES, METHODS, DedupConfig
 from .params import IN_MEMORY_MB
 from .stages import candidates as candidate_stage
 from .stages import sketch as sketch_stage
-from .stages.columns import Copies, Floats, Growable, Ids, Labels, Names, repeated_names
+from .stages.columns import Copies, Floats, Growable, Ids, Labels, Names, repeated_names, take_values
 from .stages.exact import FingerprintTable, first_holders
 from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
                                similarity_to_survivors, split_sources)
 from .stages.verify import Edges, verify_pairs
+
+if TYPE_CHECKING:
+    from .io.shards import KeptLayout
 
 #: The kept corpus's file names (:mod:`neardup.io.shards`): an older run's that this one does not
 #: write again are removed when it publishes.
@@ -55,10 +59,16 @@ _KEPT_NAME = re.compile(r"kept(-\d{5}(-of-\d{5})?)?\.(jsonl(\.gz|\.zst)?|parquet
 #: An older run's results in the other --output-format, removed when this run publishes.
 _RESULT_NAME = re.compile(r"(clusters|pairs)\.(jsonl|parquet)")
 
-__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "STAGES", "peak_memory_mb", "run_summary"]
+__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "STAGES", "peak_memory_mb", "run_summary", "stage_table"]
 
 #: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
 STAGES = ("read_and_sketch", "exact_pass", "candidates", "verify", "cluster", "summary", "write")
+
+
+def stage_table(seconds: dict) -> dict:
+    """The timing table of ``summary.json``, the same in every engine: each of :data:`STAGES`
+    (0 for a stage a run did not have), then ``total``, in seconds to the millisecond."""
+    return {k: round(seconds.get(k, 0.0), 3) for k in (*STAGES, "total")}
 
 
 class _Budget:
@@ -358,8 +368,8 @@ class Deduplicator:
         if self.config.source_field is not None:
             keep_fields += (self.config.source_field,)
         inputs = list(paths) if not isinstance(paths, (str, bytes, os.PathLike)) else [paths]
-        if self.source_labels is None and self.has_sources(inputs):
-            self.source_labels = [os.fsdecode(p) for p in inputs]
+        # this run's inputs, not an earlier run's: one engine may run several times
+        self.source_labels = [os.fsdecode(p) for p in inputs] if self.has_sources(inputs) else None
         labelled = self.source_labels is not None and self.config.source_field is None
         # the files are listed and their formats sniffed once; both passes read this plan (with
         # sources from the inputs, one plan per input, read in turn, and their union for the kept corpus)
@@ -479,8 +489,7 @@ class Deduplicator:
         if estimate is None:  # an input the sample cannot read (web archives, stdin): no estimate
             return
         need = estimate["work_bytes"] + (estimate["kept_bytes"] if write_kept else 0)
-        self.disk_estimate = dict(estimate, needed_bytes=need, free_bytes=free, folder=where)
-        if free is not None and need > free:
+        if need > free:
             raise OutputError(f"not enough disk for this run: about {need / 1e9:,.1f} GB needed in {where} "
                               f"({estimate['records']:,.0f} records x {estimate['bytes_per_record']:,.0f} bytes "
                               f"of work files{', and the kept corpus' if write_kept else ''}), "
@@ -552,7 +561,7 @@ class Deduplicator:
         ``total``); the local read-and-sketch stage is its own minus the exact pass run inside it."""
         got = dict(self.seconds)
         got["read_and_sketch"] = got.get("read_and_sketch", 0.0) - got.get("exact_pass", 0.0)
-        return {k: round(got.get(k, 0.0), 3) for k in (*STAGES, "total")}
+        return stage_table(got)
 
     # ------------------------------------------------------------------------------------------
     def _dedup(self, docs, work: str, kept_known=None, run=None):
@@ -672,11 +681,9 @@ class Deduplicator:
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = (got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
                                   + stats.get("grouping_spilled_bytes", 0))
-        if got.sources is None:
-            stats["duplicate_ids"] = sum(g.size - 1 for g in repeated_names(got.ids))
-        else:
-            named = list(zip(got.sources, got.ids))
-            stats["duplicate_ids"] = len(named) - len(set(named))
+        if "duplicate_ids" not in stats:  # a cluster stage saved by an earlier run
+            named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
+            stats["duplicate_ids"] = sum(g.size - 1 for g in repeated_names(named))
         stats["urls"] = got.urls
         return outcome, pairs, stats
 
@@ -1028,10 +1035,12 @@ class Deduplicator:
                                                        jobs=self.jobs, in_slices=in_pair_slices)
         # with sources, records are named (source, id): ids need only be unique within a source
         names = got.ids if got.sources is None else list(zip(got.sources, got.ids))
+        repeated = repeated_names(names)  # found once: for the cluster sizes and duplicate_ids
+        stats["duplicate_ids"] = sum(g.size - 1 for g in repeated)
         outcome, cluster_sizes, chained = outcomes(
             names, got.reason, sk, survivor_local, kept, members, member_sims,
             got.exact_of.arrays() if isinstance(got.exact_of, Copies) else got.exact_of,
-            chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None)
+            chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None, repeated=repeated)
         if got.sources is not None:
             stats["kinds"] = cluster_kinds(outcome, cluster_sizes)
             outcome, chained = split_sources(outcome), [i for _, i in chained]
@@ -1055,7 +1064,7 @@ class Deduplicator:
         fingerprint_of = {o: fp for fp, o in got.first_by_fp.items() if o >= 0}
         sources = got.sources or [""] * len(got.ids)
         ords = sk.tolist()
-        return RunRecords(ids=[got.ids[o] for o in ords], sources=[sources[o] for o in ords],
+        return RunRecords(ids=take_values(got.ids, np.asarray(ords, dtype=np.int64)), sources=[sources[o] for o in ords],
                           fingerprints=np.array([fingerprint_of[o] for o in ords], dtype=np.uint64),
                           lengths=np.array(got.lengths, dtype=np.int64)[sk], counts=counts, offsets=offsets,
                           shingle_ids=shingle_ids, signatures=got.signatures or [])
@@ -1142,8 +1151,17 @@ class VerifiedPairs:
         ``pairs.jsonl`` gives them."""
         sk, e = self.sketched, self.edges
         ids = self.names if self.names is not None else ids
-        for a, b, j, est in zip(sk[e.i].tolist(), sk[e.j].tolist(), e.jaccard.tolist(), e.estimate.tolist()):
-            yield ids[a], ids[b], round(j, 6), round(est, 6)
+        # an id column decodes its ids a chunk at a time (one at a time costs ten times as much)
+        for lo in range(0, len(e.i), _PAIR_ROWS_CHUNK):
+            hi = lo + _PAIR_ROWS_CHUNK
+            for a, b, j, est in zip(take_values(ids, sk[e.i[lo:hi]]), take_values(ids, sk[e.j[lo:hi]]),
+                                    e.jaccard[lo:hi].tolist(),
+                                    e.estimate[lo:hi].tolist()):
+                yield a, b, round(j, 6), round(est, 6)
+
+
+#: Pairs whose ids :meth:`VerifiedPairs.rows` decodes at once.
+_PAIR_ROWS_CHUNK = 65536
 
 
 def _labelled(engine: Deduplicator, inputs):

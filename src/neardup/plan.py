@@ -811,6 +811,7 @@ def work_disk_bound(paths: list[str], config: DedupConfig) -> int | None:
     the kept corpus. None where it cannot be bounded so cheaply (compressed or other inputs)."""
     total = 0
     perm = config.minhash.num_perm if config.method == "minhash" else 0
+    per_byte = 4 if config.method != "exact" else 0  # an exact run keeps no shingle ids
     for path in paths:
         # a folder (a dataset) or a special file is not bounded here: isfile first, before it is opened
         if not os.path.isfile(path) or path.endswith((".parquet", ".pq")) or _codec_of(path) is not None:
@@ -819,7 +820,7 @@ def work_disk_bound(paths: list[str], config: DedupConfig) -> int | None:
         with open(path, "rb") as fh:
             head = fh.read(1 << 20)
         records = size * max(1, head.count(b"\n")) / max(1, len(head))
-        total += int(4 * size + records * (8 * perm + PER_RECORD_BYTES) + size)
+        total += int(per_byte * size + records * (8 * perm + PER_RECORD_BYTES) + size)
     return total
 
 
@@ -859,7 +860,7 @@ def work_disk_estimate(paths: list[str], config: DedupConfig) -> dict | None:
     _, offsets = shingle_runs(texts, config.shingle)
     shingles = float(offsets[-1]) / len(texts)
     perm = config.minhash.num_perm if config.method == "minhash" else 0
-    per_record = 8 * shingles + 8 * perm + PER_RECORD_BYTES
+    per_record = (8 * shingles if config.method != "exact" else 0) + 8 * perm + PER_RECORD_BYTES
     input_bytes = sample.input_bytes
     return {"records": records, "shingles_per_record": shingles, "bytes_per_record": per_record,
             "work_bytes": int(records * per_record), "kept_bytes": int(input_bytes),

@@ -484,37 +484,6 @@ def s3():
     srv.stop()
 
 
-def test_s3_url_inputs(tmp_path, reference, s3):
-    client, env = s3
-    lines = JSONL.splitlines(keepends=True)
-    client.put_object(Bucket="crawl", Key="jsonl/part-0.jsonl.gz", Body=gzip.compress(b"".join(lines[:25])))
-    client.put_object(Bucket="crawl", Key="jsonl/part-1.jsonl.zst", Body=zstd_compress(b"".join(lines[25:])))
-    client.put_object(Bucket="crawl", Key="jsonl/_SUCCESS", Body=b"")
-    for args in (["s3://crawl/jsonl/"], ["s3://crawl/jsonl/part-*"],
-                 ["s3://crawl/jsonl/part-0.jsonl.gz", "s3://crawl/jsonl/part-1.jsonl.zst"]):
-        out = tmp_path / str(len(os.listdir(tmp_path)))
-        code, _, err = run_cli(["dedup", *args, "-o", str(out), "-q"], env=env)
-        assert code == 0, (args, err)
-        assert_same(reference, out)
-    code, _, err = run_cli(["dedup", "s3://crawl/nothing/", "-o", str(tmp_path / "none")], env=env)
-    assert code == 3 and "s3://crawl/nothing/" in err
-
-
-def test_s3_parquet_dataset(tmp_path, reference, s3):
-    client, env = s3
-    t = table()
-    for i, start in enumerate(range(0, 40, 20)):
-        buf = io.BytesIO()
-        pq.write_table(t.slice(start, 20), buf)
-        client.put_object(Bucket="crawl", Key=f"pq/part-{i:05d}.parquet", Body=buf.getvalue())
-    client.put_object(Bucket="crawl", Key="pq/_SUCCESS", Body=b"")
-    client.put_object(Bucket="crawl", Key="pq/.part-00000.parquet.crc", Body=b"x")
-    code, _, err = run_cli(["dedup", "s3://crawl/pq", "-o", str(tmp_path / "out"), "-q", "--strict"], env=env)
-    assert code == 0, err
-    summary = assert_same(reference, tmp_path / "out")
-    assert summary["kept_output"]["format"] == "parquet"
-
-
 @pytest.fixture(scope="module")
 def gcs():
     """A real GCS JSON API on loopback (tests/cloud_servers.py); the child finds it through
@@ -523,32 +492,43 @@ def gcs():
         yield fs, dict(os.environ, **env)
 
 
-def test_gs_url_inputs(tmp_path, reference, gcs):
-    fs, env = gcs
+@pytest.fixture(scope="module", params=["s3", "gs"])
+def object_store(request):
+    """``(scheme, put(key, bytes), env)`` of the bucket ``crawl`` on moto's S3 server or on the
+    GCS emulator: the same inputs, read through either."""
+    if request.param == "s3":
+        client, env = request.getfixturevalue("s3")
+        return "s3", lambda key, body: client.put_object(Bucket="crawl", Key=key, Body=body), env
+    fs, env = request.getfixturevalue("gcs")
+    return "gs", lambda key, body: fs.pipe_file(f"crawl/{key}", body), env
+
+
+def test_object_store_url_inputs(tmp_path, reference, object_store):
+    scheme, put, env = object_store
     lines = JSONL.splitlines(keepends=True)
-    fs.pipe_file("crawl/jsonl/part-0.jsonl.gz", gzip.compress(b"".join(lines[:25])))
-    fs.pipe_file("crawl/jsonl/part-1.jsonl.zst", zstd_compress(b"".join(lines[25:])))
-    fs.pipe_file("crawl/jsonl/_SUCCESS", b"")
-    for args in (["gs://crawl/jsonl/"], ["gs://crawl/jsonl/part-*"],
-                 ["gs://crawl/jsonl/part-0.jsonl.gz", "gs://crawl/jsonl/part-1.jsonl.zst"]):
+    put("jsonl/part-0.jsonl.gz", gzip.compress(b"".join(lines[:25])))
+    put("jsonl/part-1.jsonl.zst", zstd_compress(b"".join(lines[25:])))
+    put("jsonl/_SUCCESS", b"")
+    for args in ([f"{scheme}://crawl/jsonl/"], [f"{scheme}://crawl/jsonl/part-*"],
+                 [f"{scheme}://crawl/jsonl/part-0.jsonl.gz", f"{scheme}://crawl/jsonl/part-1.jsonl.zst"]):
         out = tmp_path / str(len(os.listdir(tmp_path)))
         code, _, err = run_cli(["dedup", *args, "-o", str(out), "-q", "--strict"], env=env)
         assert code == 0, (args, err)
         assert_same(reference, out)
-    code, _, err = run_cli(["dedup", "gs://crawl/nothing/", "-o", str(tmp_path / "none")], env=env)
-    assert code == 3 and "gs://crawl/nothing/" in err
+    code, _, err = run_cli(["dedup", f"{scheme}://crawl/nothing/", "-o", str(tmp_path / "none")], env=env)
+    assert code == 3 and f"{scheme}://crawl/nothing/" in err
 
 
-def test_gs_parquet_dataset(tmp_path, reference, gcs):
-    fs, env = gcs
+def test_object_store_parquet_dataset(tmp_path, reference, object_store):
+    scheme, put, env = object_store
     t = table()
     for i, start in enumerate(range(0, 40, 20)):
         buf = io.BytesIO()
         pq.write_table(t.slice(start, 20), buf)
-        fs.pipe_file(f"crawl/pq/lang=x{i}/part-{i:05d}.parquet", buf.getvalue())
-    fs.pipe_file("crawl/pq/_SUCCESS", b"")
-    fs.pipe_file("crawl/pq/lang=x0/.part-00000.parquet.crc", b"x")
-    code, _, err = run_cli(["dedup", "gs://crawl/pq", "-o", str(tmp_path / "out"), "-q", "--strict"], env=env)
+        put(f"pq/lang=x{i}/part-{i:05d}.parquet", buf.getvalue())
+    put("pq/_SUCCESS", b"")
+    put("pq/lang=x0/.part-00000.parquet.crc", b"x")
+    code, _, err = run_cli(["dedup", f"{scheme}://crawl/pq", "-o", str(tmp_path / "out"), "-q", "--strict"], env=env)
     assert code == 0, err
     summary = assert_same(reference, tmp_path / "out")
     assert summary["kept_output"]["format"] == "parquet" and summary["ignored_files"] == []

@@ -522,14 +522,7 @@ def test_reading_is_deterministic(tmp_path):
 @needs_warc
 @needs_html
 def test_parallel_extraction_same_output(tmp_path):
-    w = _warc(tmp_path / "c.warc.gz", True)
-    d = tmp_path / "site"
-    d.mkdir()
-    for i in range(30):
-        (d / f"p{i:02d}.html").write_text(f"<html><body><nav>menu</nav><p>page {i} " + "text " * i + "</p></body></html>")
-    (d / "x.css").write_text("p {}")
-    j = _write(tmp_path / "h.jsonl", _jsonl_bytes([{"id": str(i), "text": f"<p>row {i}</p>"} for i in range(20)]))
-    paths = [w, str(d), j]
+    paths = _mixed_inputs(tmp_path)[:3]  # the WARC, the folder and the JSONL, not the broken file
     serial = _all(paths, max_bytes=10000, content="html")
     assert len(serial) == 7 + 31 + 20
     assert list(read_documents(paths, max_bytes=10000, content="html", jobs=2)) == serial
@@ -636,7 +629,8 @@ def test_kept_texts_only_from_a_complete_read_pass(tmp_path):
     folder = RunFolder(str(run))
     folder.begin({"test": 1}, str(tmp_path))
     records = read_documents(paths, text_spill=str(run), content="html")
-    first = [next(records) for _ in range(10)]
+    for _ in range(10):  # ten records read, then the pass is cut short
+        next(records)
     assert os.path.isdir(run / "texts.partial")
     records.close()  # an interrupted read pass leaves nothing to copy from
     assert not os.path.exists(run / "texts") and not os.path.exists(run / "texts.partial")
@@ -644,7 +638,6 @@ def test_kept_texts_only_from_a_complete_read_pass(tmp_path):
     a = write_kept(paths, keep, folder.staged, content="html", run=folder)
     b = write_kept(paths, keep, str(tmp_path / "o2"), content="html")
     assert open(a["path"], "rb").read() == open(b["path"], "rb").read()
-    assert len(first) == 10
     # texts of other inputs (a file fewer) are not used either
     other = RunFolder(str(tmp_path / "run2"))
     other.begin({"test": 2}, str(tmp_path))

@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from cloud_servers import free_port
+
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -29,12 +31,6 @@ pytestmark = pytest.mark.service
 TOKEN = "test-token-5f1c2a"
 MAX_BODY = 200_000
 MAX_BATCH = 50
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:

@@ -61,8 +61,6 @@ def spark():
     conf = {
         "spark.sql.shuffle.partitions": "2",
         "spark.driver.memory": "2g",
-        # A short-lived test JVM spends more CPU in the C2 compiler than in the tests.
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
     }
     session = get_session("local[2]", app_name="neardup-tests", conf=conf)
     yield session

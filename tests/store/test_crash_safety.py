@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from cloud_servers import free_port
+
 from neardup.store import SeenIndex
 
 
@@ -103,12 +105,6 @@ def test_sigkill_during_index_add(tmp_path, kill_after):
     assert _stored_ids(db) == set(ids[:len(stored) + 1000])
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start_server(db: str, port: int) -> subprocess.Popen:
@@ -154,7 +150,7 @@ def test_sigkill_during_a_stream_of_service_adds(tmp_path):
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("fastapi")
     db = str(tmp_path / "svc.db")
-    port = _free_port()
+    port = free_port()
     proc = _start_server(db, port)
     acknowledged: list[str] = []
     lock = threading.Lock()

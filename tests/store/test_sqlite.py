@@ -509,14 +509,14 @@ def test_group_commit_isolates_failing_work(db):
 
 def test_prepared_writes_commit_together_in_order(db, tmp_path):
     """run_prepared: one transaction, in order (each sees the ones before), failures isolated."""
-    from neardup.store.sqlite import _Prepared
+    from neardup.store.writer import Prepared
 
     text = "the crawler fetches each page and follows every link it finds there"
     with SeenIndex(db) as index, SeenIndex(str(tmp_path / "other.db")) as other:
         index.add("seed", "a first page so that the index is not empty")
         first = index.prepare_check_and_add([("a", text)])
         copy = index.prepare_check_and_add([("b", text.upper() + "!")], limit=5)
-        broken = _Prepared(index, lambda conn: conn.execute("INSERT INTO nosuchtable VALUES (1)"))
+        broken = Prepared(index, lambda conn: conn.execute("INSERT INTO nosuchtable VALUES (1)"))
         plain = index.prepare_add([("c", "other words entirely, nothing like the rest"), ("d", text)])
         assert len(index) == 1  # preparing writes nothing
         results = index.run_prepared([first, copy, broken, plain])

@@ -63,14 +63,20 @@ def min_s_sample(ids: np.ndarray, offsets: np.ndarray, s: int) -> tuple[np.ndarr
     Each document's ids must be sorted, as shingle ids are."""
     if s < 1:
         raise ValueError(f"s must be at least 1, got {s}")
-    if isinstance(ids, list):  # the engine's held or spilled pieces, read as their concatenation
-        ids = np.concatenate([np.asarray(p, dtype=np.uint64) for p in ids]) if ids else np.empty(0, np.uint64)
-    ids = np.asarray(ids, dtype=np.uint64)
     offsets = np.asarray(offsets, dtype=np.int64)
     sizes = np.minimum(np.diff(offsets), s)
     new_offsets = np.concatenate(([0], np.cumsum(sizes)))
-    rank = np.arange(ids.size, dtype=np.int64) - np.repeat(offsets[:-1], np.diff(offsets))
-    return ids[rank < s], new_offsets
+    # ids may be a list of arrays read as their concatenation (the engine's held or spilled
+    # pieces): each is sampled where it is, by each id's rank within its document, and only the
+    # samples are joined (never the whole id store in memory)
+    pieces = [np.asarray(p, dtype=np.uint64) for p in ids] if isinstance(ids, list) else [np.asarray(ids, np.uint64)]
+    values, start = [], 0
+    for piece in pieces:
+        position = np.arange(start, start + piece.size, dtype=np.int64)
+        doc = np.searchsorted(offsets, position, side="right") - 1  # the document holding each id
+        values.append(piece[position - offsets[doc] < s])
+        start += piece.size
+    return (np.concatenate(values) if values else np.empty(0, np.uint64)), new_offsets
 
 
 def pairs_in_groups(sorted_values: np.ndarray, docs: np.ndarray, *, cap: int = DEFAULT_CAP) -> tuple[np.ndarray, dict]:

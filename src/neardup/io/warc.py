@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import tempfile
 import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
@@ -468,6 +469,14 @@ def write_kept_warc(path: str, keep: Callable[[int], bool], out: BinaryIO, first
     ordinal, records written)``. A file that cannot be read from some record on gives the
     records before it (the readers reported the rest)."""
     kind, comp = _file_kind(path)
+    if comp != "none" and not _member_per_record(path, comp):
+        # one gzip member or zstd frame holds several records (``gzip pages.warc``): the records'
+        # offsets are not places to copy from, so the records are read from the decompressed
+        # archive and each kept one gzipped on its own, as for an uncompressed archive
+        with tempfile.NamedTemporaryFile(prefix="neardup-", suffix=".warc") as plain:
+            _decompress_into(path, comp, plain)
+            plain.flush()
+            return write_kept_warc(plain.name, keep, out, first_ordinal)
     counter = {"n": first_ordinal, "written": 0}
 
     def keep_record(rec: ArchiveRecord) -> bool:
@@ -494,6 +503,42 @@ def write_kept_warc(path: str, keep: Callable[[int], bool], out: BinaryIO, first
                     data = _zstd_records(data)
                 out.write(gzip.compress(data, compresslevel=6, mtime=0))
     return counter["n"], counter["written"]
+
+
+def _member_per_record(path: str, comp: str) -> bool:
+    """Whether every record of the compressed archive starts a gzip member (zstd frame) of its own:
+    the records' offsets increase and each points at the compression's magic bytes."""
+    magic = _GZIP_MAGIC if comp == "gzip" else _ZSTD_MAGIC
+    last = -1
+    with open(path, "rb") as fh:
+        try:
+            for rec in read_warc_records(path, bodies=False):
+                if rec.offset <= last:
+                    return False
+                fh.seek(rec.offset)
+                if fh.read(len(magic)) != magic:
+                    return False
+                last = rec.offset
+        except ArchiveError:
+            pass  # a cut record: the records before it decide
+    return True
+
+
+def _decompress_into(path: str, comp: str, out: BinaryIO) -> None:
+    """The archive's bytes, decompressed, into ``out`` (a cut end gives what was read)."""
+    cut: tuple = (EOFError, OSError, ValueError)
+    if comp == "gzip":
+        src = gzip.open(path, "rb")
+    else:
+        zstandard = require("zstandard", "io")
+        src = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
+        cut += (zstandard.ZstdError,)
+    with src:
+        try:
+            while chunk := src.read(_COPY_CHUNK):
+                out.write(chunk)
+        except cut:
+            pass  # the readers reported the cut; the records before it are copied
 
 
 def _copy(src, out, length: int) -> None:

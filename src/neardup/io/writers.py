@@ -311,14 +311,7 @@ def _write_jsonl(plan, keeper: _Keep, reader: RecordReader, out: JsonlShards, te
                 n = yield from _kept_lines(path, reader.max_bytes, keeper, n,
                                            out if reader.jobs == 1 else None)
             elif fmt == "parquet":
-                batches = _kept_parquet_batches(path, keeper, n)
-                while True:
-                    try:
-                        kept = next(batches)
-                    except StopIteration as done:
-                        n = done.value
-                        break
-                    yield from kept.to_pylist()
+                n = yield from _kept_parquet_batches(path, keeper, n, rows=True)
             else:
                 n = yield from reader.read_leaf(path, fmt, n)
         total[0] = n
@@ -383,9 +376,9 @@ def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, out=Non
     return n
 
 
-def _kept_parquet_batches(path, keeper: _Keep, n: int):
-    """The kept rows of one Parquet file, as record batches, its first row being ordinal ``n``;
-    returns (as the generator's value) the ordinal after the file. Rows the first pass could not
+def _kept_parquet_batches(path, keeper: _Keep, n: int, *, rows: bool = False):
+    """The kept rows of one Parquet file, as record batches (as dicts, one by one, with ``rows``),
+    its first row being ordinal ``n``; returns (as the generator's value) the ordinal after the file. Rows the first pass could not
     read were skipped there, so a reading error here ends the file quietly; an error of whoever
     consumes the batches (the output) is raised there, never caught here."""
     pf, nrows = open_parquet(path)
@@ -398,7 +391,11 @@ def _kept_parquet_batches(path, keeper: _Keep, n: int):
             mask = keeper.mask(n + row, batch.num_rows)
             row += batch.num_rows
             if mask.any():
-                yield batch if mask.all() else batch.filter(pa.array(mask))
+                kept = batch if mask.all() else batch.filter(pa.array(mask))
+                if rows:
+                    yield from kept.to_pylist()
+                else:
+                    yield kept
     except InputError:
         raise
     except Exception:  # noqa: BLE001 - unreadable rows were skipped in the first pass
@@ -409,18 +406,17 @@ def _kept_parquet_batches(path, keeper: _Keep, n: int):
 def _write_parquet(plan, keeper: _Keep, out: ParquetShards) -> int:
     pa = require("pyarrow", "io")
     n = 0
-    for path, fmt, why in input_leaves(plan):
-        if why is not None:
-            n += 1
-            continue
-        batches = _kept_parquet_batches(path, keeper, n)
-        while True:
-            try:
-                kept = next(batches)
-            except StopIteration as done:
-                n = done.value
-                break
-            out.write_batch(pa.RecordBatch.from_arrays(kept.columns, schema=out.schema))
+
+    def kept_batches():
+        nonlocal n
+        for path, fmt, why in input_leaves(plan):
+            if why is not None:
+                n += 1
+                continue
+            n = yield from _kept_parquet_batches(path, keeper, n)
+
+    for kept in kept_batches():  # written here, outside the reading generator (its errors are the output's)
+        out.write_batch(pa.RecordBatch.from_arrays(kept.columns, schema=out.schema))
     return n
 
 

@@ -679,8 +679,9 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
 
     heavy = _HeavyPool(index, batch_processes) if batch_processes else None
 
-    async def run_documents(op: str, body: RequestBody, limit: int | None = None):
-        """``op`` ("check", "add", "check_and_add") on the body's documents: (results, batch).
+    async def run_documents(op: str, body: RequestBody, limit: int | None = None, policy: str = "exact"):
+        """``op`` ("check", "add", "check_and_add", with its ``policy``) on the body's documents:
+        (results, batch).
 
         Batches and HTML go to the batch processes when there are any (their CPU then competes
         with single-document requests only for a core, not for this process's GIL), else, like
@@ -691,8 +692,8 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
             raise _UserError(422, f"a batch holds at most {max_batch} documents, got {len(docs)}")
         plain = [(d.id, d.text, d.html, d.meta) for d in docs]
         if heavy is not None and (batch or body.html is not None):
-            return await heavy.run(op, plain, limit, html_mode, budget, request_timeout, metrics), batch
-        return await in_pool(_run_documents, index, op, plain, limit, html_mode, budget), batch
+            return await heavy.run(op, plain, limit, policy, html_mode, budget, request_timeout, metrics), batch
+        return await in_pool(_run_documents, index, op, plain, limit, html_mode, budget, policy), batch
 
     @app.post("/v1/check", response_model=Answer | Results, responses=_ERRORS,
               summary="what the index holds that resembles the document(s); stores nothing")
@@ -717,8 +718,7 @@ def create_app(index, *, token: str | None = None, max_body_bytes: int = DEFAULT
                             policy: str = Query("exact", pattern="^(exact|near)$",
                                                 description="a copy is an exact one (exact), or an exact or "
                                                             "near one (near)")):
-        answers, batch = await run_documents("check_and_add" if policy == "exact" else "check_and_add_near", body,
-                                             limit)
+        answers, batch = await run_documents("check_and_add", body, limit, policy)
         return _json({"results": answers} if batch else answers[0])
 
     @app.delete("/v1/documents/{doc_id:path}", response_model=Removed, responses={**_ERRORS, 404: {"model": Error}},
@@ -886,7 +886,7 @@ def _over_budget(text: str, where: str, budget: tuple) -> str | None:
     return None
 
 
-def _run_documents(index, op: str, docs: list[tuple], limit, html_mode: str, budget: tuple):
+def _run_documents(index, op: str, docs: list[tuple], limit, html_mode: str, budget: tuple, policy: str = "exact"):
     """``op`` on ``docs`` (``(id, text, html, meta)`` tuples): HTML to text (with the budget
     checked again on the extracted text), then the index's batch call. Runs in a worker thread
     or a batch process."""
@@ -905,7 +905,7 @@ def _run_documents(index, op: str, docs: list[tuple], limit, html_mode: str, bud
         return index.query_many([(i, t) for i, t, _ in records], limit=limit)
     if op == "add":
         return index.add_many(records)
-    return index.check_and_add_many(records, limit=limit, policy="near" if op == "check_and_add_near" else "exact")
+    return index.check_and_add_many(records, limit=limit, policy=policy)
 
 
 #: Bodies larger than this go whole to a batch process when there is one (see ``precheck``).
@@ -1021,8 +1021,8 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="neardup-parent-watch", daemon=True).start()
 
 
-def _batch_process_run(op, docs, limit, html_mode, budget):
-    return _run_documents(_BATCH_INDEX, op, docs, limit, html_mode, budget)
+def _batch_process_run(op, docs, limit, policy, html_mode, budget):
+    return _run_documents(_BATCH_INDEX, op, docs, limit, html_mode, budget, policy)
 
 
 def _batch_process_body(op, body, limit, max_batch, html_mode, budget):
@@ -1056,9 +1056,9 @@ class _HeavyPool:
     def start(self) -> None:
         self._get().submit(_batch_process_ping)  # the children start now, not at the first batch
 
-    async def run(self, op, docs, limit, html_mode, budget, timeout, metrics):
+    async def run(self, op, docs, limit, policy, html_mode, budget, timeout, metrics):
         """The results of ``_run_documents`` in a batch process."""
-        return await self._call(timeout, metrics, _batch_process_run, op, docs, limit, html_mode, budget)
+        return await self._call(timeout, metrics, _batch_process_run, op, docs, limit, policy, html_mode, budget)
 
     async def run_body(self, op, body, limit, max_batch, html_mode, budget, timeout, metrics):
         """(status, answer, error kind) of a whole request body (``_answer_body``) in a batch process."""

@@ -59,13 +59,13 @@ import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
-from ..pipeline import STAGES, peak_memory_mb, run_summary
+from ..pipeline import peak_memory_mb, run_summary, stage_table
 from ..stages.candidates import estimate_floor
 from ..stages.survivors import keep_value, kinds_table
 from ..stages.verify import score_of
@@ -378,10 +378,8 @@ def _joined_lines(lines, a: int, b: int) -> bytes:
     """Rows ``a:b`` of a binary Arrow column of lines (without their ``\\n``, as Spark splits them)
     as one block of whole lines, each ended by ``\\n``: the bytes of the file the local reader scans."""
     sub = lines.slice(a, b - a)
-    _, offs_buf, data_buf = sub.buffers()
-    width = np.int64 if sub.type in (_large_types()) else np.int32
-    offs = np.frombuffer(offs_buf, dtype=width)[sub.offset : sub.offset + len(sub) + 1].astype(np.int64)
-    data = np.frombuffer(data_buf, dtype=np.uint8)[offs[0] : offs[-1]]
+    offs = _binary_offsets(sub)
+    data = np.frombuffer(_binary_values(sub), dtype=np.uint8)
     return np.insert(data, offs[1:] - offs[0], np.uint8(10)).tobytes()
 
 
@@ -415,17 +413,15 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
     local reader's block reader (:meth:`~neardup.io.readers.RecordReader.jsonl_block_records`:
     ``neardup._jsonl`` scans it; unusual lines go through the line-by-line reader), and the
     batch's texts go to the kernel as UTF-8, never as Python strings
-    (:func:`~neardup.stages.encode.encode_batch`, :func:`~neardup.stages.sketch.without_too_large`),
+    (:func:`~neardup.stages.sketch.sketch_parts`),
     as :meth:`neardup.pipeline.Deduplicator._read_and_sketch` does: so the records, reasons,
     signatures, shingle ids and fingerprints are the local engine's. Rows as :func:`_sketch_recs`.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .. import _native
     from ..io.documents import EncodedDocuments, Skipped
-    from ..stages.encode import encode_batch
-    from ..stages.sketch import flag_table, without_too_large
+    from ..stages.sketch import flag_table, sketch_parts
 
     reader = _local_reader(ctx)
     _require_kernel(config)
@@ -494,9 +490,7 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
         sig_data, ids_data, band_data, id_bytes = b"", b"", b"", np.zeros(n_rows, dtype=np.int64)
         if sk_rows:
             rows = np.array(sk_rows, dtype=np.int64)
-            segments, too_large = without_too_large(encode_batch(parts, norm))
-            s = _native.signatures_encoded(segments, config.shingle, config.minhash, jobs=1, with_ids=want_ids,
-                                           with_fingerprints=True)
+            s, too_large = sketch_parts(parts, config.shingle, config.minhash, with_ids=want_ids)
             counts = np.asarray(s.n_shingles, dtype=np.int64)
             has_n[rows] = True
             ns[rows] = counts
@@ -1093,8 +1087,12 @@ def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
             req = np.unique(np.concatenate([ca * parts + group, cb * parts + group]))
             req_df = spark.createDataFrame(pa.table({"ordinal": req // parts,
                                                      "part": np.asarray(targets, dtype=np.int32)[req % parts]}))
+            # the pairs of each group, split once (stable: each group's pairs keep their order)
+            order = np.argsort(group, kind="stable")
+            cuts = np.searchsorted(group[order], np.arange(parts + 1))
             pairs_of = spark.sparkContext.broadcast(
-                {targets[g]: (ca[group == g], cb[group == g]) for g in range(parts) if (group == g).any()})
+                {targets[g]: (ca[order[cuts[g]:cuts[g + 1]]], cb[order[cuts[g]:cuts[g + 1]]])
+                 for g in range(parts) if cuts[g + 1] > cuts[g]})
             floor = estimate_floor(config.threshold, m, config.measure) if config.verify else None
             try:
                 got = (sketched.join(F.broadcast(req_df), "ordinal").repartition(parts, "part")
@@ -1789,29 +1787,23 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     docs = st.checkpoint(sk)
     st.lap("read_and_sketch")
     if _is_remote(output):
-        sketched, exact, edges, stats = _verified_edges(spark, docs, config, st)
-        clusters, pairs, stats = _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
+        clusters, pairs, stats = _core(spark, docs, config, st)
         summary = _summary(spark, clusters, stats, config, st, None)
         st.lap("summary")
-        t = time.perf_counter()
         kept_info = _write_remote(spark, output, clusters, pairs, locate, fmt, summary, write_kept)
+        st.lap("write")
     else:
         outcome, pair_rows, stats = _dedup_on_driver(spark, docs, config, st)
-        t = time.perf_counter()
         kept_info = _write_local(output[5:] if output.startswith("file:") else output, inputs, leaves, outcome,
                                  pair_rows, locate, config, write_kept, output_format, spark)
-        st.seconds["write"] = time.perf_counter() - t
-        t = time.perf_counter()
+        st.lap("write")
         summary = run_summary(outcome, stats, config, kept_info=None, jobs=spark.sparkContext.defaultParallelism,
                               seconds={})
         summary = {"engine": "spark", **summary, "spark": _spark_info(spark)}
-        st.seconds["summary"] = time.perf_counter() - t
-        t = time.perf_counter()
-    st.seconds["write"] = st.seconds.get("write", 0.0) + time.perf_counter() - t
+        st.lap("summary")
     summary["kept_output"] = kept_info
     # the local engine's stage table; the session (the JVM's start) apart, as it is no stage of a run
-    summary["seconds"] = {k: round(st.seconds.get(k, 0.0), 3) for k in STAGES}
-    summary["seconds"]["total"] = round(sum(v for k, v in st.seconds.items() if k != "session"), 3)
+    summary["seconds"] = stage_table({**st.seconds, "total": sum(v for k, v in st.seconds.items() if k != "session")})
     summary["spark"]["session_seconds"] = round(st.seconds.get("session", 0.0), 3)
     summary["peak_memory_mb"] = round(peak_memory_mb(), 1)
     jvm = _jvm_peak_mb()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -67,7 +68,9 @@ class StandaloneCluster:
                 "spark.ui.showConsoleProgress": "false",
                 "spark.sql.execution.arrow.pyspark.enabled": "true"}
 
-    def stop(self) -> None:
+    def stop(self, *, keep_logs: bool = False) -> None:
+        """Stop the daemons and remove the cluster's folder (logs, work folders), unless
+        ``keep_logs`` (a failed start names the folder in its error)."""
         for proc in reversed(self.processes):
             if proc.poll() is None:
                 try:
@@ -80,6 +83,8 @@ class StandaloneCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        if not keep_logs:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def __enter__(self) -> "StandaloneCluster":
         return self
@@ -95,7 +100,7 @@ def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g") -> 
     folder = tempfile.mkdtemp(prefix="neardup-standalone-")
     port, ui = _free_port(), _free_port()
     env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_LOG_DIR=folder, SPARK_WORKER_DIR=os.path.join(folder, "work"),
+               SPARK_LOG_DIR=folder,
                SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
     spark_class = os.path.join(home, "bin", "spark-class")
     cluster = StandaloneCluster(url=f"spark://127.0.0.1:{port}", ui_port=ui, workers=workers, cores=cores,
@@ -126,5 +131,5 @@ def standalone_cluster(workers: int = 2, cores: int = 1, memory: str = "1g") -> 
             time.sleep(0.5)
         raise NeardupError(f"the standalone cluster's {workers} workers did not register; see the logs in {folder}")
     except BaseException:
-        cluster.stop()
+        cluster.stop(keep_logs=True)
         raise

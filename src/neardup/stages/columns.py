@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["Growable", "Ids", "Labels", "Names", "Floats", "Copies", "repeated_names"]
+__all__ = ["Growable", "Ids", "Labels", "Names", "Floats", "Copies", "repeated_names", "take_values"]
 
 #: Values decoded at a time when a column is iterated (bounds the temporary Python objects).
 _CHUNK = 1 << 16
@@ -349,3 +349,10 @@ class Floats(_Column):
 
     def take(self, ordinals: np.ndarray) -> list:
         return [None if v != v else v for v in self.values[ordinals].tolist()]
+
+
+def take_values(seq, ordinals: np.ndarray) -> list:
+    """``[seq[o] for o in ordinals]``: through the column's ``take`` (one decoding of the whole
+    selection) when ``seq`` is a column, else by index (a list)."""
+    take = getattr(seq, "take", None)
+    return take(ordinals) if take is not None else [seq[o] for o in ordinals.tolist()]

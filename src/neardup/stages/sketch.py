@@ -19,7 +19,7 @@ from .._native import Signatures
 from ..params import MinHashParams, NormalizeParams, ShingleParams
 from .encode import batch_texts, encode_batch
 
-__all__ = ["Signatures", "DocumentSketches", "kernel_handles", "flag_table", "sketch_texts", "submit_batch",
+__all__ = ["Signatures", "DocumentSketches", "kernel_handles", "flag_table", "sketch_texts", "submit_batch", "sketch_parts",
            "SubmittedBatch", "without_too_large",
            "sketch_folded", "sketch_documents", "mod_m_samples", "shingle_runs", "simhashes", "signature_matrix",
            "python_signatures"]
@@ -88,6 +88,15 @@ def submit_batch(pool, parts: list, shingle: ShingleParams, minhash: MinHashPara
         return SubmittedBatch(_native.submit_signatures_encoded(pool, segments, shingle, minhash, jobs=jobs,
                                                                 with_ids=True, with_fingerprints=True), too_large)
     return SubmittedBatch(pool.submit(python_signatures, batch_texts(parts), shingle, minhash), frozenset())
+
+
+def sketch_parts(parts: list, shingle: ShingleParams, minhash: MinHashParams, *, with_ids: bool):
+    """A batch (parts as in :mod:`.encode`) sketched by the kernel on this thread, as
+    :func:`submit_batch` does on a pool: ``(signatures, too_large)``, fingerprints included,
+    shingle ids only ``with_ids``. For callers that run one batch per task (the Spark executors)."""
+    segments, too_large = without_too_large(encode_batch(parts, shingle.normalize))
+    return _native.signatures_encoded(segments, shingle, minhash, jobs=1, with_ids=with_ids,
+                                      with_fingerprints=True), too_large
 
 
 class SubmittedBatch:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .columns import take_values
 from .verify import pair_similarities, score_of
 
 __all__ = ["KEEP_POLICIES", "Outcome", "cluster_kinds", "kinds_table", "keep_value", "components", "array_components",
@@ -141,7 +142,8 @@ def similarity_to_survivors(ids, offsets, counts, survivor_local: np.ndarray, me
 
 def outcomes(ids, reason, sk: np.ndarray, survivor_local: np.ndarray, kept: np.ndarray,
              members: np.ndarray, member_similarity: np.ndarray, exact_of, *,
-             chain_below: float | None = None) -> tuple[Outcome, Counter, list[str]]:
+             chain_below: float | None = None, repeated: list[np.ndarray] | None = None
+             ) -> tuple[Outcome, Counter, list[str]]:
     """Every record's outcome, the size of every cluster of two or more records by its id, and
     the members chained to their survivor below ``chain_below`` (joined only through other members).
 
@@ -150,7 +152,8 @@ def outcomes(ids, reason, sk: np.ndarray, survivor_local: np.ndarray, kept: np.n
     sequence or a :class:`~neardup.stages.columns.Labels` column; ``exact_of`` maps an exact
     copy's ordinal to its first holder's (a dict, or a pair of arrays ``(copies, holders)``).
     The outcome's columns are arrays read as sequences (:mod:`neardup.stages.columns`): no
-    Python object per record.
+    Python object per record. ``repeated``: :func:`~neardup.stages.columns.repeated_names` of
+    ``ids``, when the caller has it already.
     """
     from .columns import Floats, Labels, Names, repeated_names
 
@@ -173,7 +176,7 @@ def outcomes(ids, reason, sk: np.ndarray, survivor_local: np.ndarray, kept: np.n
     chained = []
     if chain_below is not None and members.size:
         low = m_ord[np.asarray(member_similarity) < chain_below]
-        chained = [ids[o] for o in low.tolist()]
+        chained = take_values(ids, low)
     if isinstance(exact_of, dict):
         e_ord = np.fromiter(exact_of.keys(), np.int64, len(exact_of))
         e_first = np.fromiter(exact_of.values(), np.int64, len(exact_of))
@@ -191,11 +194,11 @@ def outcomes(ids, reason, sk: np.ndarray, survivor_local: np.ndarray, kept: np.n
     # the id); a survivor is "kept" when its cluster has other members, "unique" otherwise
     size_of = np.bincount(np.concatenate((survivor_of, e_surv)), minlength=n_all)
     named_size = size_of.copy()
-    for group in repeated_names(ids):
+    for group in repeated_names(ids) if repeated is None else repeated:
         named_size[group] = size_of[group].sum()
     multi = np.flatnonzero(named_size > 1)
     cluster_sizes: Counter = Counter()
-    for name, size in zip(_take(ids, multi), named_size[multi].tolist()):
+    for name, size in zip(take_values(ids, multi), named_size[multi].tolist()):
         cluster_sizes[name] = size
     big = named_size[survivors] > 1
     reason[survivors[big]] = "kept"
@@ -213,11 +216,6 @@ def _labels(values):
     codes = [out.code(v) for v in values]
     out.codes.extend(np.array(codes, dtype=np.uint8))
     return out
-
-
-def _take(seq, ordinals: np.ndarray) -> list:
-    take = getattr(seq, "take", None)
-    return take(ordinals) if take is not None else [seq[o] for o in ordinals.tolist()]
 
 
 def split_sources(outcome: Outcome) -> Outcome:

@@ -15,11 +15,7 @@ import numpy as np
 from .._validate import check_int
 from ..errors import InputError
 from . import runs
-from .schema import DEFAULT_LIMIT, DOC_BITS, SCHEMA_VERSION, band_buckets, block_bucket
-from .schema import MAX_VARS as _MAX_VARS
-from .schema import Sketch as _Sketch
-from .schema import signed as _signed
-from .schema import unsigned as _unsigned
+from .schema import DEFAULT_LIMIT, DOC_BITS, MAX_VARS, SCHEMA_VERSION, Sketch, band_buckets, block_bucket, signed, unsigned
 
 __all__ = ["Queries", "as_record", "check_limit", "jaccard"]
 
@@ -45,12 +41,12 @@ class Queries:
     """Queries of a :class:`~neardup.store.sqlite.SeenIndex` (see the module docstring)."""
 
     # -- querying ----------------------------------------------------------------------------
-    def _query(self, conn, sk: _Sketch, doc_id, limit: int | None) -> dict:
+    def _query(self, conn, sk: Sketch, doc_id, limit: int | None) -> dict:
         answer = {"id": doc_id, "exact": [], "near": [], "contains": [], "contained_in": [], "simhash": []}
         if sk.fingerprint is not None:
             answer["exact"] = [r[0] for r in conn.execute(
                 "SELECT id FROM docs WHERE fingerprint = ? ORDER BY id LIMIT ?",
-                (_signed(sk.fingerprint), -1 if limit is None else limit))]
+                (signed(sk.fingerprint), -1 if limit is None else limit))]
         if sk.n_shingles:
             answer["near"] = self._near(conn, sk, limit)
             if sk.sample.size and self.config.containment:
@@ -59,7 +55,7 @@ class Queries:
             answer["simhash"] = self._simhash_neighbours(conn, sk, limit)
         return answer
 
-    def _near(self, conn, sk: _Sketch, limit):
+    def _near(self, conn, sk: Sketch, limit):
         cfg = self.config
         params = []
         cap = self.CANDIDATES_PER_BUCKET
@@ -100,20 +96,20 @@ class Queries:
 
     def _near_rows_of_runs(self, conn, buckets: list[int], cap: int) -> list:
         """``self._near_sql``'s rows ``(id, signature[, shingles], shared)`` from posting runs."""
-        found = runs.lookup(conn, runs.KIND_BANDS, buckets, cap, stale=runs.stale_documents(conn) > 0)
+        found = runs.lookup(conn, runs.KIND_BANDS, buckets, cap)
         docs, shared = np.unique(np.concatenate(found), return_counts=True)
         count_of = dict(zip(docs.tolist(), shared.tolist()))
         extra = ", shingles" if self.config.store_shingles else ""
         rows = []
         keys = list(count_of)
-        for start in range(0, len(keys), _MAX_VARS):
-            chunk = keys[start:start + _MAX_VARS]
+        for start in range(0, len(keys), MAX_VARS):
+            chunk = keys[start:start + MAX_VARS]
             for row in conn.execute(f"SELECT num, id, signature{extra} FROM docs WHERE num IN "
                                     f"({','.join('?' * len(chunk))})", chunk):
                 rows.append((*row[1:], count_of[row[0]]))
         return rows
 
-    def _containment(self, conn, sk: _Sketch, limit):
+    def _containment(self, conn, sk: Sketch, limit):
         cfg = self.config
         t = cfg.containment_threshold
         values = sk.sample.view(np.int64).tolist()
@@ -127,7 +123,7 @@ class Queries:
                   "AND s.doc <= coalesce((SELECT doc FROM samples WHERE value = q.value ORDER BY doc "
                   "LIMIT 1 OFFSET ?), 9223372036854775807) {}")
         skip = self.CANDIDATES_PER_BUCKET - 1
-        if n_q <= _MAX_VARS:
+        if n_q <= MAX_VARS:
             # Without stored shingles the estimate decides: let SQLite drop what cannot pass
             # (with a little slack for rounding; the exact test is below).
             having = "" if exact else " HAVING count(*) >= ? OR count(*) >= ? * d.n_sample"
@@ -137,14 +133,14 @@ class Queries:
             rows = conn.execute(sql, params).fetchall()
         else:
             shared: Counter = Counter()
-            for start in range(0, n_q, _MAX_VARS):
-                chunk = values[start:start + _MAX_VARS]
+            for start in range(0, n_q, MAX_VARS):
+                chunk = values[start:start + MAX_VARS]
                 sql = capped.format(",".join(["(?)"] * len(chunk)), "s.doc, count(*)", "GROUP BY s.doc")
                 for doc, count in conn.execute(sql, chunk + [skip]):
                     shared[doc] += count
             nums = list(shared)
-            for start in range(0, len(nums), _MAX_VARS):
-                chunk = nums[start:start + _MAX_VARS]
+            for start in range(0, len(nums), MAX_VARS):
+                chunk = nums[start:start + MAX_VARS]
                 rows += [(r[0], r[1], r[2], shared[r[0]], *r[3:]) for r in conn.execute(
                     f"SELECT {columns.replace(', count(*)', '')} FROM docs d WHERE d.num IN "
                     f"({','.join('?' * len(chunk))})", chunk)]
@@ -173,17 +169,17 @@ class Queries:
             return contains[:limit], contained_in[:limit]
         return contains, contained_in
 
-    def _simhash_neighbours(self, conn, sk: _Sketch, limit):
+    def _simhash_neighbours(self, conn, sk: Sketch, limit):
         params = []
         cap = self.CANDIDATES_PER_BUCKET
         mask = (1 << DOC_BITS) - 1
         buckets = [block_bucket(b, key, w) for (b, key), w in zip(self._block_keys(sk.simhash), self._block_widths)]
         if self.config.posting_runs:
-            found = runs.lookup(conn, runs.KIND_SIMHASH, buckets, cap, stale=runs.stale_documents(conn) > 0)
+            found = runs.lookup(conn, runs.KIND_SIMHASH, buckets, cap)
             nums = np.unique(np.concatenate(found)).tolist()
             rows = []
-            for start in range(0, len(nums), _MAX_VARS):
-                chunk = nums[start:start + _MAX_VARS]
+            for start in range(0, len(nums), MAX_VARS):
+                chunk = nums[start:start + MAX_VARS]
                 rows += conn.execute(f"SELECT num, simhash FROM docs WHERE num IN ({','.join('?' * len(chunk))})",
                                      chunk).fetchall()
         else:
@@ -205,8 +201,8 @@ class Queries:
         found = dict(zip(nums[close].tolist(), distance[close].tolist()))  # a doc may match several blocks
         out = []
         keys = list(found)
-        for start in range(0, len(keys), _MAX_VARS):
-            chunk = keys[start:start + _MAX_VARS]
+        for start in range(0, len(keys), MAX_VARS):
+            chunk = keys[start:start + MAX_VARS]
             for num, doc_id in conn.execute(f"SELECT num, id FROM docs WHERE num IN ({','.join('?' * len(chunk))})",
                                             chunk):
                 out.append({"id": doc_id, "distance": int(found[num])})
@@ -237,9 +233,9 @@ class Queries:
                                "FROM docs WHERE source = '' AND id = ?", (doc_id,)).fetchone()
         if row is None:
             return None
-        return {"id": row[0], "fingerprint": None if row[1] is None else f"{_unsigned(row[1]):016x}",
+        return {"id": row[0], "fingerprint": None if row[1] is None else f"{unsigned(row[1]):016x}",
                 "length": row[2], "n_shingles": row[3],
-                "n_sample": row[4], "simhash": None if row[5] is None else f"{_unsigned(row[5]):016x}",
+                "n_sample": row[4], "simhash": None if row[5] is None else f"{unsigned(row[5]):016x}",
                 "meta": None if row[6] is None else json.loads(row[6]), "added_at": row[7]}
 
     def __contains__(self, doc_id) -> bool:

@@ -235,15 +235,15 @@ def _lookup_sql(n: int) -> str:
     return sql
 
 
-def lookup(conn, kind: int, buckets: list[int], cap: int, *, stale: bool = True) -> list[np.ndarray]:
+def lookup(conn, kind: int, buckets: list[int], cap: int) -> list[np.ndarray]:
     """For each bucket, the sorted numbers of the first ``cap`` stored documents holding it (the
     oldest, as the row layout's ``ORDER BY posting LIMIT cap`` gives them).
 
     Runs are immutable, so the postings of removed and replaced documents stay in them; where a
     bucket holds more than ``cap`` documents they are dropped before the cap (the row layout
     deletes them), by looking the numbers up in ``docs``, the oldest first. (Below the cap the
-    caller's own look-up in ``docs`` drops them.) ``stale=False`` (no document was ever removed
-    or replaced: :func:`stale_documents` is 0) skips that look-up."""
+    caller's own look-up in ``docs`` drops them.) When no document was ever removed or replaced
+    (:func:`stale_documents` is 0, asked only once a bucket is over the cap) that look-up is skipped."""
     runs = conn.execute("SELECT run, first_doc, width FROM posting_runs WHERE kind = ?", (kind,)).fetchall()
     if not runs or not buckets:
         return [np.empty(0, dtype=np.int64) for _ in buckets]
@@ -266,8 +266,11 @@ def lookup(conn, kind: int, buckets: list[int], cap: int, *, stale: bool = True)
     docs, bucket_of = docs[order], bucket_of[order]
     bounds = np.searchsorted(bucket_of, np.arange(len(buckets) + 1))
     out = []
+    stale = None
     for k in range(len(buckets)):
         mine = docs[bounds[k]:bounds[k + 1]]
+        if mine.size > cap and stale is None:
+            stale = stale_documents(conn) > 0
         out.append(mine if mine.size <= cap else _live_first(conn, mine, cap) if stale else mine[:cap])
     return out
 

@@ -82,10 +82,6 @@ from .writer import GroupCommit, Pending, Prepared
 __all__ = ["SeenIndex", "IndexConfig", "SCHEMA_VERSION", "APPLICATION_ID", "DEFAULTS", "PROFILES", "POLICIES",
            "DOC_BITS", "MAX_DOCUMENTS", "band_bucket", "band_posting", "block_bucket", "simhash_blocks"]
 
-# the names this module had before the format, the writer and the queries moved out
-_signed, _unsigned, _MAX_VARS, _Sketch, _Pending, _Prepared = signed, unsigned, MAX_VARS, Sketch, Pending, Prepared
-_flatten, _differences, _config_fingerprint = flatten, differences, config_fingerprint
-
 
 class SeenIndex(GroupCommit, Queries):
     """A persistent "seen before?" index: exact copies, near-copies, containment and simhash.
@@ -166,7 +162,7 @@ class SeenIndex(GroupCommit, Queries):
         self._write_lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()
         self._queue_lock = threading.Lock()
-        self._queue: list[_Pending] = []
+        self._queue: list[Pending] = []
         self._flock_fd: int | None = None
         self._closed = False
         self._checkpointer: threading.Thread | None = None
@@ -254,12 +250,12 @@ class SeenIndex(GroupCommit, Queries):
                 a = ours.as_dict() if hasattr(ours, "as_dict") else ours
                 b = value.as_dict() if hasattr(value, "as_dict") else value
                 if a != b:
-                    fa, fb = (_flatten(a), _flatten(b)) if isinstance(a, dict) else ({"": a}, {"": b})
+                    fa, fb = (flatten(a), flatten(b)) if isinstance(a, dict) else ({"": a}, {"": b})
                     diffs += [f"{name}{'.' + k if k else ''}: index {fa.get(k)!r}, dedup run {fb.get(k)!r}"
                               for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
             if diffs:
                 raise IncompatibleSketchError(
-                    f"index {os.fspath(path)} (config {_config_fingerprint(stored):016x}) was made with other parameters "
+                    f"index {os.fspath(path)} (config {config_fingerprint(stored):016x}) was made with other parameters "
                     f"than the dedup run (config {config.fingerprint()}): {'; '.join(diffs)}")
         return cls(path, **wanted, **options)
 
@@ -358,7 +354,7 @@ class SeenIndex(GroupCommit, Queries):
                 # the banding the given threshold and permutations imply, not the stored one
                 wanted["bands"] = wanted["rows"] = None
             wanted = IndexConfig(**wanted)
-            diffs = _differences(config.as_dict(), wanted.as_dict())
+            diffs = differences(config.as_dict(), wanted.as_dict())
             if diffs:
                 raise IncompatibleSketchError(
                     f"index {self.path} was made with other parameters: {'; '.join(diffs)} "
@@ -366,7 +362,7 @@ class SeenIndex(GroupCommit, Queries):
         if config.as_dict() != stored:
             raise IncompatibleSketchError(
                 f"index {self.path} records a configuration this neardup does not produce: "
-                f"{'; '.join(_differences(stored, config.as_dict()))}")
+                f"{'; '.join(differences(stored, config.as_dict()))}")
         return config
 
     def _read_config(self, conn) -> dict | None:
@@ -393,9 +389,9 @@ class SeenIndex(GroupCommit, Queries):
         except (KeyError, ValueError):
             raise StoreError(f"index {self.path} has no readable configuration in its meta table") from None
         fp = int(rows.get("config_fingerprint", "0"), 16)
-        if fp != _config_fingerprint(config):
+        if fp != config_fingerprint(config):
             raise StoreError(f"index {self.path}: the stored configuration does not match its fingerprint "
-                             f"(expected {_config_fingerprint(config):#018x}, actual {fp:#018x})")
+                             f"(expected {config_fingerprint(config):#018x}, actual {fp:#018x})")
         return config
 
     def _create(self, conn, config: IndexConfig) -> None:
@@ -469,7 +465,7 @@ class SeenIndex(GroupCommit, Queries):
 
 
     # -- sketching ---------------------------------------------------------------------------
-    def _sketch_many(self, texts: list[str]) -> list[_Sketch]:
+    def _sketch_many(self, texts: list[str]) -> list[Sketch]:
         from ..stages.sketch import sketch_documents
 
         for t in texts:
@@ -489,7 +485,7 @@ class SeenIndex(GroupCommit, Queries):
         out = []
         for i, text in enumerate(texts):
             lo, hi = int(offsets[i]), int(offsets[i + 1])
-            out.append(_Sketch(
+            out.append(Sketch(
                 fingerprint=sk.fingerprints[i],
                 length=len(text),
                 n_shingles=hi - lo,
@@ -501,7 +497,7 @@ class SeenIndex(GroupCommit, Queries):
             ))
         return out
 
-    def _check_id(self, doc_id, sk: _Sketch) -> str:
+    def _check_id(self, doc_id, sk: Sketch) -> str:
         if doc_id is None:
             if sk.fingerprint is None:
                 raise InputError("a document without words needs an id (its content has no fingerprint)")
@@ -531,11 +527,7 @@ class SeenIndex(GroupCommit, Queries):
     def _block_keys(self, simhash: int) -> list[tuple[int, int]]:
         return [(i, (simhash >> shift) & mask) for i, (shift, mask) in enumerate(self._blocks)]
 
-    def _block_postings(self, simhash: int, num: int) -> list[int]:
-        return [block_bucket(i, k, w) << DOC_BITS | num
-                for (i, k), w in zip(self._block_keys(simhash), self._block_widths)]
-
-    def _insert(self, conn, items: list[tuple[str, _Sketch, str | None]]) -> None:
+    def _insert(self, conn, items: list[tuple[str, Sketch, str | None]]) -> None:
         """Insert documents whose ids are not in the index (the caller removed them)."""
         if not items:
             return
@@ -549,7 +541,7 @@ class SeenIndex(GroupCommit, Queries):
                              band_keys=np.stack([sk.bands for sk in sks]))
 
     def _insert_columns(self, conn, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples,
-                        simhashes, shingles, metas, *, band_keys: np.ndarray | None = None, source: str = "",
+                        simhashes, shingles, metas, *, band_keys: np.ndarray, source: str = "",
                         clusters=None) -> int:
         """Insert documents (not in the index: the caller removed them) given column by column;
         returns the number of the first one (the others follow). ``clusters`` holds, for each
@@ -571,8 +563,8 @@ class SeenIndex(GroupCommit, Queries):
         contained = cfg.containment
         # the columns as Python lists first (one conversion per column, not per value)
         counts = [int(c) for c in n_shingles]
-        fp_col = [None if fp is None else _signed(int(fp)) for fp in fingerprints]
-        sh_col = [None if sh is None else _signed(int(sh)) for sh in simhashes]
+        fp_col = [None if fp is None else signed(int(fp)) for fp in fingerprints]
+        sh_col = [None if sh is None else signed(int(sh)) for sh in simhashes]
         # a text without shingles has no signature (its values are all the "empty" marker,
         # 2**64 - 1, which 4 bytes cannot hold) and no band postings
         sig_col = ([None] * n if sig_bytes is None else
@@ -591,8 +583,6 @@ class SeenIndex(GroupCommit, Queries):
         nums = np.arange(first, first + n, dtype=np.int64)
         banded = np.asarray(n_shingles, dtype=np.int64) > 0
         if banded.any():
-            if band_keys is None:
-                band_keys = band_keys(signatures, self._bands, self._rows)
             buckets = band_buckets(band_keys[banded])
             postings = np.sort(((buckets << DOC_BITS) | nums[banded][:, None]).ravel())
             if cfg.posting_runs:
@@ -635,8 +625,8 @@ class SeenIndex(GroupCommit, Queries):
     def _delete(self, conn, doc_ids, source: str = "") -> set:
         """Remove the documents with these ids (of ``source``); returns the ids that were found."""
         found = []
-        for start in range(0, len(doc_ids), _MAX_VARS):
-            chunk = doc_ids[start:start + _MAX_VARS]
+        for start in range(0, len(doc_ids), MAX_VARS):
+            chunk = doc_ids[start:start + MAX_VARS]
             found += conn.execute("SELECT num, id, n_shingles, signature, sample, simhash FROM docs WHERE source = ? "
                                   f"AND id IN ({','.join('?' * len(chunk))})", [source, *chunk]).fetchall()
         if not found:
@@ -658,9 +648,11 @@ class SeenIndex(GroupCommit, Queries):
         else:
             # (runs are immutable: there the postings of a removed document stay, as the band
             # postings of profiles lean and default do, and queries find no document behind them)
-            conn.executemany("DELETE FROM simhash_blocks WHERE posting = ?",
-                             [(p,) for r in found if r[5] is not None
-                              for p in self._block_postings(_unsigned(r[5]), r[0])])
+            hashed = [r for r in found if r[5] is not None]
+            if hashed:
+                postings = block_postings(np.array([unsigned(r[5]) for r in hashed], dtype=np.uint64),
+                                          np.array([r[0] for r in hashed], dtype=np.int64), self._block_widths)
+                conn.executemany("DELETE FROM simhash_blocks WHERE posting = ?", ((p,) for p in postings.ravel().tolist()))
         conn.executemany("DELETE FROM docs WHERE num = ?", [(r[0],) for r in found])
         self._count(conn, -len(found))
         return {r[1] for r in found}
@@ -680,7 +672,7 @@ class SeenIndex(GroupCommit, Queries):
         """
         return self._run_write(self.prepare_add(docs).work)
 
-    def prepare_add(self, docs) -> "_Prepared":
+    def prepare_add(self, docs) -> "Prepared":
         """:meth:`add_many`'s sketching and checks, without writing: for :meth:`run_prepared`.
 
         Raises what :meth:`add_many` raises for a bad document.
@@ -688,7 +680,7 @@ class SeenIndex(GroupCommit, Queries):
         records = [_as_record(d) for d in docs]
         return self._add_work(records, self._sketch_many([r[1] for r in records]))
 
-    def _add_work(self, records, sketches) -> "_Prepared":
+    def _add_work(self, records, sketches) -> "Prepared":
         items = {}
         ids = []
         for (doc_id, _, meta), sk in zip(records, sketches):
@@ -702,12 +694,12 @@ class SeenIndex(GroupCommit, Queries):
             self._insert(conn, list(items.values()))
             return ids
 
-        return _Prepared(self, work)
+        return Prepared(self, work)
 
     def prepare_many(self, requests) -> list:
         """:meth:`prepare_add` and :meth:`prepare_check_and_add` of several requests at once.
 
-        ``requests``: ``("add", docs)`` or ``("check_and_add", docs, limit)`` each. The texts of
+        ``requests``: ``("add", docs)`` or ``("check_and_add", docs, limit[, policy])`` each. The texts of
         all are sketched as one batch, which costs about half as much per document as one at a
         time (measured with 8 single-document requests). Returns, for each request, its
         prepared write, or the exception its own ``prepare_*`` call would have raised.
@@ -717,35 +709,37 @@ class SeenIndex(GroupCommit, Queries):
     def sketch_requests(self, requests) -> list:
         """:meth:`prepare_many` in two halves, so that a server can sketch in one process and
         write in another: this half reads and sketches the texts (no index access) and returns,
-        for each request, a picklable ``(kind, records, sketches, limit)`` (the records without
-        their texts) or the exception; :meth:`prepared_of` turns these into prepared writes."""
+        for each request, a picklable ``(kind, records, sketches, limit, policy)`` (the records
+        without their texts) or the exception; :meth:`prepared_of` turns these into prepared writes."""
         out: list = [None] * len(requests)
-        parsed = []  # (position, kind, records, limit)
+        parsed = []  # (position, kind, records, limit, policy)
         for i, request in enumerate(requests):
             try:
                 kind, docs = request[0], request[1]
                 limit = request[2] if len(request) > 2 else DEFAULT_LIMIT
+                policy = request[3] if len(request) > 3 else "exact"
                 if kind == "check_and_add":
                     _check_limit(limit)
+                    _check_policy(policy)
                 elif kind != "add":
                     raise InputError(f"unknown kind of write {kind!r}: 'add' or 'check_and_add'")
-                parsed.append((i, kind, [_as_record(d) for d in docs], limit))
+                parsed.append((i, kind, [_as_record(d) for d in docs], limit, policy))
             except Exception as exc:
                 out[i] = exc
-        texts = [r[1] for _, _, records, _ in parsed for r in records]
+        texts = [r[1] for _, _, records, _, _ in parsed for r in records]
         try:
             sketches = self._sketch_many(texts)
         except Exception:
             sketches = None  # a bad text: sketch request by request, so that only its own fails
         start = 0
-        for i, kind, records, limit in parsed:
+        for i, kind, records, limit, policy in parsed:
             try:
                 if sketches is not None:
                     mine = sketches[start:start + len(records)]
                     start += len(records)
                 else:
                     mine = self._sketch_many([r[1] for r in records])
-                out[i] = (kind, [(r[0], None, r[2]) for r in records], mine, limit)
+                out[i] = (kind, [(r[0], None, r[2]) for r in records], mine, limit, policy)
             except Exception as exc:
                 out[i] = exc
         return out
@@ -757,10 +751,10 @@ class SeenIndex(GroupCommit, Queries):
             if isinstance(item, BaseException):
                 out.append(item)
                 continue
-            kind, records, sketches, limit = item
+            kind, records, sketches, limit, policy = item
             try:
                 out.append(self._add_work(records, sketches) if kind == "add"
-                           else self._check_and_add_work(records, sketches, limit))
+                           else self._check_and_add_work(records, sketches, limit, policy))
             except Exception as exc:
                 out.append(exc)
         return out
@@ -798,7 +792,7 @@ class SeenIndex(GroupCommit, Queries):
         """
         return self._run_write(self.prepare_check_and_add(docs, limit=limit, policy=policy).work)
 
-    def prepare_check_and_add(self, docs, *, limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> "_Prepared":
+    def prepare_check_and_add(self, docs, *, limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> "Prepared":
         """:meth:`check_and_add_many`'s sketching and checks, without reading or writing the
         index: for :meth:`run_prepared`, which does the check and the add under the write lock.
 
@@ -809,7 +803,7 @@ class SeenIndex(GroupCommit, Queries):
         records = [_as_record(d) for d in docs]
         return self._check_and_add_work(records, self._sketch_many([r[1] for r in records]), limit, policy)
 
-    def _check_and_add_work(self, records, sketches, limit, policy: str = "exact") -> "_Prepared":
+    def _check_and_add_work(self, records, sketches, limit, policy: str) -> "Prepared":
         prepared = [(self._check_id(doc_id, sk), sk, self._meta_json(meta))
                     for (doc_id, _, meta), sk in zip(records, sketches)]
 
@@ -824,7 +818,7 @@ class SeenIndex(GroupCommit, Queries):
                 answers.append(answer)
             return answers
 
-        return _Prepared(self, work)
+        return Prepared(self, work)
 
 
     # -- closing -----------------------------------------------------------------------------
