@@ -43,9 +43,9 @@ def corpus(seed: int, n: int) -> list[tuple[str, str]]:
 
 
 def both(tmp_path, cap: int):
-    rows = SeenIndex(tmp_path / "rows.db", signatures=False, containment=False)
+    rows = SeenIndex(tmp_path / "rows.db", signatures=False, containment=False, posting_runs=False)
     lean = SeenIndex(tmp_path / "runs.db", profile="lean")
-    assert lean.config.posting_runs and not rows.config.posting_runs and rows.config.profile == "custom"
+    assert lean.config.posting_runs and not rows.config.posting_runs and rows.config.profile == "lean"
     for index in (rows, lean):
         index.CANDIDATES_PER_BUCKET = cap
     return rows, lean
@@ -150,6 +150,24 @@ def test_block_coding_round_trips():
         assert np.array_equal(decoded, keys)
         assert np.array_equal(np.concatenate([runs.decode_block(f, d) for f, d in blocks]), keys)
         assert np.array_equal(block_of, np.arange(keys.size) // runs.BLOCK)
+
+
+def test_grouped_block_coding_is_the_value_by_value_coding():
+    """Large inputs are coded a bit width at a time (runs._encode_grouped, _decode_grouped):
+    the same bytes and keys as the value-by-value coding, for every width and a partial last block."""
+    rng = np.random.default_rng(9)  # test data only
+    for n, span in ((runs.GROUPED_BLOCKS * runs.BLOCK, 1 << 20), (runs.GROUPED_BLOCKS * runs.BLOCK + 1, 1 << 40),
+                    (20000, 1 << 62), (9000, (1 << 63) - 1), (30000, 40000), (12345, 1 << 57)):
+        keys = np.unique(rng.integers(0, span, size=n))
+        if keys.size < runs.GROUPED_BLOCKS * runs.BLOCK:
+            keys = np.unique(np.concatenate((keys, np.arange(runs.GROUPED_BLOCKS * runs.BLOCK))))
+        blocks = runs.encode_blocks(keys)
+        assert blocks == runs._encode_by_value(keys)
+        assert len({b[1][0] for b in blocks}) > 1 or span == 40000
+        decoded, block_of = runs.decode_many(blocks)
+        by_value, block_of_by_value = runs._decode_by_value(blocks)
+        assert np.array_equal(decoded, keys) and np.array_equal(by_value, keys)
+        assert np.array_equal(block_of, block_of_by_value)
 
 
 def test_lean_file_is_smaller_with_runs(tmp_path):

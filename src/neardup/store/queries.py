@@ -61,7 +61,7 @@ class Queries:
         cap = self.CANDIDATES_PER_BUCKET
         mask = (1 << DOC_BITS) - 1
         buckets = band_buckets(sk.bands[None, :])[0].tolist()
-        if cfg.posting_runs:
+        if cfg.posting_runs and (not cfg.rows_below or runs.has_runs(conn, runs.KIND_BANDS)):
             rows = self._near_rows_of_runs(conn, buckets, cap)
         else:
             for bucket in buckets:
@@ -95,8 +95,10 @@ class Queries:
         return out[:limit] if limit is not None else out
 
     def _near_rows_of_runs(self, conn, buckets: list[int], cap: int) -> list:
-        """``self._near_sql``'s rows ``(id, signature[, shingles], shared)`` from posting runs."""
-        found = runs.lookup(conn, runs.KIND_BANDS, buckets, cap)
+        """``self._near_sql``'s rows ``(id, signature[, shingles], shared)`` from posting runs
+        (and the row table, where small writes put theirs)."""
+        found = runs.lookup(conn, runs.KIND_BANDS, buckets, cap, drop_stale=self.config.exact_signatures,
+                            rows=self._row_bucket_docs(conn, "bands", buckets, cap) if self.config.rows_below else None)
         docs, shared = np.unique(np.concatenate(found), return_counts=True)
         count_of = dict(zip(docs.tolist(), shared.tolist()))
         extra = ", shingles" if self.config.store_shingles else ""
@@ -108,6 +110,20 @@ class Queries:
                                     f"({','.join('?' * len(chunk))})", chunk):
                 rows.append((*row[1:], count_of[row[0]]))
         return rows
+
+    def _row_bucket_docs(self, conn, table: str, buckets: list[int], cap: int) -> list[np.ndarray]:
+        """For each bucket, the sorted numbers of its first ``cap`` documents in a row table
+        (``bands`` or ``simhash_blocks``), in one statement."""
+        mask = (1 << DOC_BITS) - 1
+        sql = (" UNION ALL ".join(f"SELECT {i}, doc FROM (SELECT posting & {mask} AS doc FROM {table} "
+                                  f"WHERE posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)" for i in range(len(buckets))))
+        params: list = []
+        for bucket in buckets:
+            params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
+        found = np.array(conn.execute(sql, params).fetchall(), dtype=np.int64).reshape(-1, 2)
+        found = found[np.lexsort((found[:, 1], found[:, 0]))]
+        bounds = np.searchsorted(found[:, 0], np.arange(len(buckets) + 1))
+        return [found[bounds[k]:bounds[k + 1], 1] for k in range(len(buckets))]
 
     def _containment(self, conn, sk: Sketch, limit):
         cfg = self.config
@@ -174,8 +190,9 @@ class Queries:
         cap = self.CANDIDATES_PER_BUCKET
         mask = (1 << DOC_BITS) - 1
         buckets = [block_bucket(b, key, w) for (b, key), w in zip(self._block_keys(sk.simhash), self._block_widths)]
-        if self.config.posting_runs:
-            found = runs.lookup(conn, runs.KIND_SIMHASH, buckets, cap)
+        if self.config.posting_runs and (not self.config.rows_below or runs.has_runs(conn, runs.KIND_SIMHASH)):
+            found = runs.lookup(conn, runs.KIND_SIMHASH, buckets, cap, rows=self._row_bucket_docs(
+                conn, "simhash_blocks", buckets, cap) if self.config.rows_below else None)
             nums = np.unique(np.concatenate(found)).tolist()
             rows = []
             for start in range(0, len(nums), MAX_VARS):

@@ -24,7 +24,7 @@ import numpy as np
 
 from .schema import DOC_BITS
 
-__all__ = ["KIND_BANDS", "KIND_SIMHASH", "BLOCK", "FANOUT", "add_run", "lookup", "all_postings", "run_stats",
+__all__ = ["KIND_BANDS", "KIND_SIMHASH", "BLOCK", "FANOUT", "add_run", "has_runs", "lookup", "all_postings", "run_stats",
            "stale_documents", "count_stale"]
 
 #: ``posting_runs.kind``: band postings, simhash-block postings
@@ -329,18 +329,27 @@ def _lookup_sql(n: int) -> str:
     return sql
 
 
-def lookup(conn, kind: int, buckets: list[int], cap: int) -> list[np.ndarray]:
-    """For each bucket, the sorted numbers of the first ``cap`` stored documents holding it (the
-    oldest, as the row layout's ``ORDER BY posting LIMIT cap`` gives them).
+def has_runs(conn, kind: int) -> bool:
+    return conn.execute("SELECT 1 FROM posting_runs WHERE kind = ? LIMIT 1", (kind,)).fetchone() is not None
 
-    Runs are immutable, so the postings of removed and replaced documents stay in them; where a
-    bucket holds more than ``cap`` documents they are dropped before the cap (the row layout
-    deletes them), by looking the numbers up in ``docs``, the oldest first. (Below the cap the
-    caller's own look-up in ``docs`` drops them.) When no document was ever removed or replaced
-    (:func:`stale_documents` is 0, asked only once a bucket is over the cap) that look-up is skipped."""
+
+def lookup(conn, kind: int, buckets: list[int], cap: int, *, drop_stale: bool = True,
+           rows: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """For each bucket, the sorted numbers of the first ``cap`` stored documents holding it (the
+    oldest, as the row layout's ``ORDER BY posting LIMIT cap`` gives them), from the runs and,
+    when given, ``rows``: each bucket's first ``cap`` documents in the row tables, sorted.
+
+    Runs are immutable, so the postings of removed and replaced documents stay in them. Where the
+    row layout deletes its postings of such a document (simhash blocks; band postings where whole
+    signatures are stored), ``drop_stale``: where a bucket holds more than ``cap`` documents they
+    are dropped before the cap, by looking the numbers up in ``docs``, the oldest first. (Below
+    the cap the caller's own look-up in ``docs`` drops them.) When no document was ever removed or
+    replaced (:func:`stale_documents` is 0, asked only once a bucket is over the cap) that look-up
+    is skipped. Where the row layout keeps them (band postings without whole signatures), they
+    count toward the cap there, and so they do here (``drop_stale`` False)."""
     runs = conn.execute("SELECT run, first_doc, width FROM posting_runs WHERE kind = ?", (kind,)).fetchall()
     if not runs or not buckets:
-        return [np.empty(0, dtype=np.int64) for _ in buckets]
+        return [np.empty(0, dtype=np.int64) for _ in buckets] if rows is None else rows
     ranges = [(bucket << w, ((bucket + 1) << w) - 1, first_doc, w, run)
               for bucket in buckets for run, first_doc, w in runs]
     params: list = []
@@ -363,8 +372,10 @@ def lookup(conn, kind: int, buckets: list[int], cap: int) -> list[np.ndarray]:
     stale = None
     for k in range(len(buckets)):
         mine = docs[bounds[k]:bounds[k + 1]]
+        if rows is not None and rows[k].size:
+            mine = np.sort(np.concatenate((mine, rows[k])))  # (distinct: a document is in one place)
         if mine.size > cap and stale is None:
-            stale = stale_documents(conn) > 0
+            stale = drop_stale and stale_documents(conn) > 0
         out.append(mine if mine.size <= cap else _live_first(conn, mine, cap) if stale else mine[:cap])
     return out
 

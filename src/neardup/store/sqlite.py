@@ -74,8 +74,8 @@ from ..params import TOKENIZER_VERSION, MinHashParams, ShingleParams
 from ..stages.candidates import band_keys
 from . import runs
 from .queries import Queries, as_record as _as_record, check_limit as _check_limit
-from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, PROFILES,
-                     SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
+from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, LAYOUT_FIELDS, MAX_DOCUMENTS, MAX_VARS,
+                     PROFILES, READABLE_VERSIONS, SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
                      block_bucket, block_postings, config_fingerprint, differences, flatten, signed, simhash_blocks, unsigned)
 from .writer import GroupCommit, Pending, Prepared
 
@@ -100,6 +100,10 @@ class SeenIndex(GroupCommit, Queries):
             simhash blocks, fingerprints), ``"lean"`` (no signatures: near answers estimated
             from the number of shared bands) or ``"full"`` (also MOD_m samples for containment
             answers); ``signatures`` and ``containment`` set one part alone.
+        posting_runs, rows_below: how a new file lays its postings out (an existing file keeps
+            its own): in posting runs (default), writes of fewer than ``rows_below`` documents
+            (:data:`~neardup.store.schema.ROWS_BELOW` in profiles default and full, 0 in lean) in
+            the row tables; ``posting_runs=False``: a row per posting (before schema 4).
         create: create a missing file (else :class:`StoreError`).
         synchronous: ``"normal"`` (durable when the process dies) or ``"full"`` (also when the
             machine does; one fsync per commit).
@@ -143,7 +147,7 @@ class SeenIndex(GroupCommit, Queries):
                  mod_m: int | None = None, simhash_max_distance: int | None = None,
                  store_shingles: bool | None = None, bands: int | None = None, rows: int | None = None,
                  profile: str | None = None, signatures: bool | None = None, containment: bool | None = None,
-                 create: bool = True, synchronous: str = "normal",
+                 posting_runs: bool | None = None, rows_below: int | None = None, create: bool = True, synchronous: str = "normal",
                  jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False,
                  mmap: bool = True):
         if synchronous not in ("normal", "full"):
@@ -176,7 +180,8 @@ class SeenIndex(GroupCommit, Queries):
                                         containment_threshold=containment_threshold, mod_m=mod_m,
                                         simhash_max_distance=simhash_max_distance,
                                         store_shingles=store_shingles, bands=bands, rows=rows,
-                                        signatures=signatures, containment=containment).items()
+                                        signatures=signatures, containment=containment,
+                                        posting_runs=posting_runs, rows_below=rows_below).items()
                  if v is not None}
         if profile is not None:
             if profile not in PROFILES:
@@ -314,7 +319,7 @@ class SeenIndex(GroupCommit, Queries):
     def _open(self, given: dict, create: bool) -> IndexConfig:
         conn = self._conn()
         try:
-            if given.get("posting_runs") and create and os.path.getsize(self.path) == 0:
+            if self._new_config(given).posting_runs and create and os.path.getsize(self.path) == 0:
                 # a new file for posting runs: merges free the pages of the runs they replace,
                 # given back to the file system after each merge (runs.add_run) instead of
                 # leaving the file at its largest size. Only an empty file can take this, and
@@ -329,7 +334,7 @@ class SeenIndex(GroupCommit, Queries):
                 if stored is None:
                     if not create:
                         raise StoreError(f"no index at {self.path}")
-                    config = IndexConfig(**{**DEFAULTS, **given})
+                    config = self._new_config(given)
                     self._create(conn, config)
                 conn.execute("COMMIT")
             except BaseException:
@@ -347,6 +352,9 @@ class SeenIndex(GroupCommit, Queries):
                 f"index {self.path} was made with tokenizer version {tv}, this neardup tokenizes with version "
                 f"{TOKENIZER_VERSION}: rebuild the index")
         config = IndexConfig.from_dict(stored)
+        # the postings' layout is the file's own (a profile named for an existing file, or a
+        # file made before profile default had runs, does not change it)
+        given = {k: v for k, v in given.items() if k not in LAYOUT_FIELDS}
         if given:
             wanted = {**{f: getattr(config, f) for f in DEFAULTS}, **given}
             if "bands" not in given and "rows" not in given and (
@@ -365,6 +373,16 @@ class SeenIndex(GroupCommit, Queries):
                 f"{'; '.join(differences(stored, config.as_dict()))}")
         return config
 
+    @staticmethod
+    def _new_config(given: dict) -> IndexConfig:
+        """The configuration of a new file: the defaults, then what was given. An index that
+        stores shingle ids and signatures (made for ``dedup --against``, which joins its batch's
+        band buckets with the ``bands`` table) keeps its postings as rows."""
+        merged = {**DEFAULTS, **given}
+        if merged["store_shingles"] and merged["signatures"]:
+            merged["posting_runs"], merged["rows_below"] = False, 0
+        return IndexConfig(**merged)
+
     def _read_config(self, conn) -> dict | None:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         app = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -379,7 +397,7 @@ class SeenIndex(GroupCommit, Queries):
                              f"understands ({SCHEMA_VERSION}): upgrade neardup")
         if version < 1:
             raise StoreError(f"index {self.path} has an unknown schema version {version}")
-        if version < SCHEMA_VERSION:
+        if version < min(READABLE_VERSIONS):
             raise StoreError(f"index {self.path} has schema version {version}, older than this neardup writes "
                              f"({SCHEMA_VERSION}): rebuild it (export the documents and 'neardup index add' them "
                              f"into a new file), or use the neardup version that made it")
@@ -582,10 +600,12 @@ class SeenIndex(GroupCommit, Queries):
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
         nums = np.arange(first, first + n, dtype=np.int64)
         banded = np.asarray(n_shingles, dtype=np.int64) > 0
+        # (profiles default and full: a small write's postings go to the row tables, see ROWS_BELOW)
+        as_run = cfg.posting_runs and n >= cfg.rows_below
         if banded.any():
             buckets = band_buckets(band_keys[banded])
             postings = np.sort(((buckets << DOC_BITS) | nums[banded][:, None]).ravel())
-            if cfg.posting_runs:
+            if as_run:
                 runs.add_run(conn, runs.KIND_BANDS, postings, first, first + n - 1)
             else:
                 _insert_postings(conn, "bands", postings)
@@ -598,7 +618,7 @@ class SeenIndex(GroupCommit, Queries):
         if hashed:
             values = np.array([int(simhashes[k]) for k in hashed], dtype=np.uint64)
             postings = np.sort(block_postings(values, nums[hashed], self._block_widths).ravel())
-            if cfg.posting_runs:
+            if as_run:
                 runs.add_run(conn, runs.KIND_SIMHASH, postings, first, first + n - 1)
             else:
                 _insert_postings(conn, "simhash_blocks", postings)
@@ -645,9 +665,10 @@ class SeenIndex(GroupCommit, Queries):
                              [(v, r[0]) for r in banded for v in np.frombuffer(r[4], dtype="<i8").tolist()])
         if self.config.posting_runs:
             runs.count_stale(conn, len(found))
-        else:
-            # (runs are immutable: there the postings of a removed document stay, as the band
-            # postings of profiles lean and default do, and queries find no document behind them)
+        if not self.config.posting_runs or self.config.rows_below:
+            # the row tables' simhash postings (runs are immutable: there the postings of a
+            # removed document stay, as the band postings of profiles lean and default do, and
+            # queries drop them: runs.lookup)
             hashed = [r for r in found if r[5] is not None]
             if hashed:
                 postings = block_postings(np.array([unsigned(r[5]) for r in hashed], dtype=np.uint64),
