@@ -201,3 +201,81 @@ def test_against_refuses_a_lean_index(tmp_path):
     with SeenIndex(tmp_path / "lean.db", profile="lean", store_shingles=True) as index:
         with pytest.raises(ConfigError, match="profile lean"):
             Against(index, "lean.db")
+
+
+@pytest.mark.parametrize("profile", ["default", "full"])
+@pytest.mark.parametrize("cap", [1000, 3])
+def test_bulk_runs_and_small_rows_answer_as_rows_do(tmp_path, profile, cap):
+    """Profiles default and full: writes of ``rows_below`` documents and more append runs, smaller
+    ones (check_and_add, small add_many) go to the row tables; queries read both and answer as an
+    index with every posting in rows, through replacements, removals and both policies."""
+    docs = corpus(11, 760)
+    rows = SeenIndex(tmp_path / "rows.db", profile=profile, posting_runs=False)
+    mixed = SeenIndex(tmp_path / "mixed.db", profile=profile, rows_below=50)
+    assert not rows.config.posting_runs and mixed.config.posting_runs and mixed.config.rows_below == 50
+    assert rows.config.profile == mixed.config.profile == profile
+    with rows, mixed:
+        for index in (rows, mixed):
+            index.CANDIDATES_PER_BUCKET = cap
+        for start in range(0, 720, 60):  # 12 bulk batches: runs merged at levels 1 and 2
+            for index in (rows, mixed):
+                index.add_many(docs[start:start + 60])
+                index.add_many(docs[720 + start // 30:720 + start // 30 + 2])  # small: rows
+        conn = mixed._conn()
+        assert max(r[0] for r in conn.execute("SELECT level FROM posting_runs")) >= 1
+        assert conn.execute("SELECT count(*) FROM bands").fetchone()[0] > 0
+        assert conn.execute("SELECT count(*) FROM simhash_blocks").fetchone()[0] > 0
+        queries = [t for _, t in docs[::19]] + [mutate(random.Random(5), docs[0][1], 0.05), "nothing like it"]
+        same_answers(rows, mixed, queries)
+        rng = random.Random(12)
+        for index in (rows, mixed):  # (the same texts for both)
+            index.add_many([(doc_id, synthetic(random.Random(doc_id), 50)) for doc_id, _ in docs[:30]])
+            assert index.remove_many([doc_id for doc_id, _ in docs[30:50]] + [docs[725][0]]) == []
+        same_answers(rows, mixed, queries)
+        # a bulk batch with 8 copies of one text, the first 4 removed: the buckets overflow a cap
+        # of 3 with the postings the runs keep for removed documents
+        copies = [(f"cp{k}", docs[5][1]) for k in range(8)] + corpus(14, 52)
+        for index in (rows, mixed):
+            index.add_many(copies)
+            assert index.remove_many([f"cp{k}" for k in range(4)]) == []
+        same_answers(rows, mixed, queries + [docs[5][1]])
+        if cap == 3:
+            assert {e["id"] for e in mixed.query(docs[5][1], limit=None)["simhash"]} & {"cp4", "cp5", "cp6"}
+        for policy in ("exact", "near"):
+            for doc_id, text in docs[60:75]:
+                copy = mutate(rng, text, 0.01)
+                a = rows.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None)
+                assert mixed.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None) == a
+        same_answers(rows, mixed, queries)
+        for table, kind in (("bands", runs.KIND_BANDS), ("simhash_blocks", runs.KIND_SIMHASH)):
+            # every posting is in one place: rows or runs (the row layout's, plus the ones
+            # runs keep for removed and replaced documents)
+            in_rows = [r[0] for r in conn.execute(f"SELECT posting FROM {table}")]
+            both_places = np.concatenate((runs.all_postings(conn, kind), np.array(in_rows, dtype=np.int64)))
+            assert np.unique(both_places).size == both_places.size
+        assert mixed.integrity_check() == "ok"
+
+
+def test_files_of_schema_3_and_row_files_open_and_keep_their_layout(tmp_path):
+    """A default-profile file with a row per posting (as schema 3 made them) opens with the
+    profile named, keeps writing rows, and answers; so does one marked schema 3."""
+    docs = corpus(13, 300)
+    with SeenIndex(tmp_path / "old.db", profile="default", posting_runs=False) as old:
+        old.add_many(docs[:200])
+    conn = sqlite3.connect(tmp_path / "old.db")
+    conn.execute("PRAGMA user_version=3")
+    conn.close()
+    with SeenIndex(tmp_path / "old.db", profile="default", create=False) as again:
+        assert not again.config.posting_runs and again.config.profile == "default"
+        again.add_many(docs[200:])  # rows, as before: a schema 3 reader still reads the file
+        assert not runs.has_runs(again._conn(), runs.KIND_BANDS)
+        assert again.query(docs[250][1])["exact"][:1] == [docs[250][0]] or \
+            docs[250][0] in again.query(docs[250][1])["exact"]
+    conn = sqlite3.connect(tmp_path / "old.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    conn.close()
+    with SeenIndex(tmp_path / "new.db") as new:
+        assert new.config.posting_runs and new.config.rows_below == 1000 and new.config.profile == "default"
+    conn = sqlite3.connect(tmp_path / "new.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+    conn.close()

@@ -33,6 +33,12 @@ KIND_BANDS, KIND_SIMHASH = 0, 1
 BLOCK = 128
 #: runs of one level merged into one of the next
 FANOUT = 4
+#: the same for the runs of bulk writes (``neardup index add``'s batches): each posting is
+#: rewritten once per level, and with 16 a level holds 16 times the documents of the one below,
+#: so that a posting is rewritten once up to 80,000 documents in 5,000-document batches, twice up
+#: to 1.3M, three times up to 20M (with 4: three, five and seven times), for up to 15 runs a
+#: level to read in a query (at most 9 blocks of each: :func:`lookup`)
+BULK_FANOUT = 16
 #: buckets have 35 bits (band_bucket, block_bucket)
 BUCKET_BITS = 35
 #: postings of one merge held in memory at once (the merge goes through the buckets in slices)
@@ -191,9 +197,9 @@ def _read_range(conn, kind: int, run: int, first_doc: int, w: int, bucket_lo: in
     return ((q >> w) << DOC_BITS) | ((q & ((1 << w) - 1)) + first_doc)
 
 
-def add_run(conn, kind: int, postings: np.ndarray, first_doc: int, last_doc: int) -> None:
+def add_run(conn, kind: int, postings: np.ndarray, first_doc: int, last_doc: int, *, fanout: int = FANOUT) -> None:
     """Store a batch's absolute postings (any order, repeats allowed) of documents numbered
-    ``first_doc`` to ``last_doc`` as a new run, then merge full levels."""
+    ``first_doc`` to ``last_doc`` as a new run, then merge levels holding ``fanout`` runs."""
     postings = _sorted_unique(postings)
     if not postings.size:
         return
@@ -202,7 +208,7 @@ def add_run(conn, kind: int, postings: np.ndarray, first_doc: int, last_doc: int
     while True:
         runs = conn.execute("SELECT run, first_doc, last_doc, width, postings FROM posting_runs "
                             "WHERE kind = ? AND level = ? ORDER BY run", (kind, level)).fetchall()
-        if len(runs) < FANOUT:
+        if len(runs) < fanout:
             break
         _merge(conn, kind, level + 1, runs)
         level += 1
@@ -313,19 +319,25 @@ def _decode_by_value(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.nd
     return keys, block_of
 
 
-_LOOKUP_SQL: dict[int, str] = {}
+_LOOKUP_SQL: dict[tuple[int, bool], str] = {}
 
 
-def _lookup_sql(n: int) -> str:
+def _lookup_sql(n: int, bounded: bool) -> str:
     """Blocks of n (run, lo, hi) key ranges in one statement: for each, the block holding lo and
-    those after it up to hi, tagged with the range's position."""
-    sql = _LOOKUP_SQL.get(n)
+    those after it up to hi, tagged with the range's position; ``bounded``: of those after it,
+    only the first so many (the last parameter): a bucket's keys in a run are in document order
+    and its blocks but the last are full (a merge cuts blocks only between slices of buckets),
+    so these hold its first ``cap`` documents, however many the bucket has."""
+    sql = _LOOKUP_SQL.get((n, bounded))
     if sql is None:
-        sql = _LOOKUP_SQL[n] = (
-            "WITH q(i, run, lo, hi) AS (VALUES " + ", ".join("(?, ?, ?, ?)" for _ in range(n)) + ") "
-            "SELECT q.i, b.first, b.data FROM q JOIN posting_blocks b ON b.kind = ? AND b.run = q.run AND b.first >= "
-            "coalesce((SELECT max(first) FROM posting_blocks WHERE kind = ? AND run = q.run AND first <= q.lo), q.lo) "
-            "AND b.first <= q.hi")
+        sql = _LOOKUP_SQL[n, bounded] = (
+            "WITH q(i, run, lo, hi) AS (VALUES "
+            + ", ".join(f"(?{4 * k + 3}, ?{4 * k + 4}, ?{4 * k + 5}, ?{4 * k + 6})" for k in range(n)) + ") "
+            "SELECT q.i, b.first, b.data FROM q JOIN posting_blocks b ON b.kind = ?1 AND b.run = q.run AND b.first >= "
+            "coalesce((SELECT max(first) FROM posting_blocks WHERE kind = ?1 AND run = q.run AND first <= q.lo), q.lo) "
+            "AND b.first <= q.hi"
+            + (" AND b.first < coalesce((SELECT first FROM posting_blocks WHERE kind = ?1 AND run = q.run AND "
+               "first > q.lo ORDER BY first LIMIT 1 OFFSET ?2), q.hi + 1)" if bounded else ""))
     return sql
 
 
@@ -344,18 +356,19 @@ def lookup(conn, kind: int, buckets: list[int], cap: int, *, drop_stale: bool = 
     signatures are stored), ``drop_stale``: where a bucket holds more than ``cap`` documents they
     are dropped before the cap, by looking the numbers up in ``docs``, the oldest first. (Below
     the cap the caller's own look-up in ``docs`` drops them.) When no document was ever removed or
-    replaced (:func:`stale_documents` is 0, asked only once a bucket is over the cap) that look-up
-    is skipped. Where the row layout keeps them (band postings without whole signatures), they
+    replaced (:func:`stale_documents` is 0) that look-up is skipped, and only the blocks that
+    hold each bucket's first ``cap`` documents of each run are read. Where the row layout keeps them (band postings without whole signatures), they
     count toward the cap there, and so they do here (``drop_stale`` False)."""
     runs = conn.execute("SELECT run, first_doc, width FROM posting_runs WHERE kind = ?", (kind,)).fetchall()
     if not runs or not buckets:
         return [np.empty(0, dtype=np.int64) for _ in buckets] if rows is None else rows
     ranges = [(bucket << w, ((bucket + 1) << w) - 1, first_doc, w, run)
               for bucket in buckets for run, first_doc, w in runs]
-    params: list = []
+    stale = drop_stale and stale_documents(conn) > 0  # (then a bucket's documents past the cap may be needed)
+    params: list = [kind, -(-cap // BLOCK) + 1]
     for i, (lo, hi, _, _, run) in enumerate(ranges):
         params += (i, run, lo, hi)
-    found = conn.execute(_lookup_sql(len(ranges)), [*params, kind, kind]).fetchall()
+    found = conn.execute(_lookup_sql(len(ranges), not stale), params).fetchall()
     keys, block_of = decode_many([(first, data) for _, first, data in found])
     which = np.array([r[0] for r in found], dtype=np.int64)[block_of]
     lo = np.array([r[0] for r in ranges], dtype=np.int64)[which]
@@ -369,13 +382,10 @@ def lookup(conn, kind: int, buckets: list[int], cap: int, *, drop_stale: bool = 
     docs, bucket_of = docs[order], bucket_of[order]
     bounds = np.searchsorted(bucket_of, np.arange(len(buckets) + 1))
     out = []
-    stale = None
     for k in range(len(buckets)):
         mine = docs[bounds[k]:bounds[k + 1]]
         if rows is not None and rows[k].size:
             mine = np.sort(np.concatenate((mine, rows[k])))  # (distinct: a document is in one place)
-        if mine.size > cap and stale is None:
-            stale = drop_stale and stale_documents(conn) > 0
         out.append(mine if mine.size <= cap else _live_first(conn, mine, cap) if stale else mine[:cap])
     return out
 

@@ -75,7 +75,7 @@ from ..stages.candidates import band_keys
 from . import runs
 from .queries import Queries, as_record as _as_record, check_limit as _check_limit
 from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, LAYOUT_FIELDS, MAX_DOCUMENTS, MAX_VARS,
-                     PROFILES, READABLE_VERSIONS, SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
+                     PROFILES, READABLE_VERSIONS, ROWS_BELOW, SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
                      block_bucket, block_postings, config_fingerprint, differences, flatten, signed, simhash_blocks, unsigned)
 from .writer import GroupCommit, Pending, Prepared
 
@@ -602,11 +602,12 @@ class SeenIndex(GroupCommit, Queries):
         banded = np.asarray(n_shingles, dtype=np.int64) > 0
         # (profiles default and full: a small write's postings go to the row tables, see ROWS_BELOW)
         as_run = cfg.posting_runs and n >= cfg.rows_below
+        fanout = runs.BULK_FANOUT if n >= ROWS_BELOW else runs.FANOUT
         if banded.any():
             buckets = band_buckets(band_keys[banded])
             postings = np.sort(((buckets << DOC_BITS) | nums[banded][:, None]).ravel())
             if as_run:
-                runs.add_run(conn, runs.KIND_BANDS, postings, first, first + n - 1)
+                runs.add_run(conn, runs.KIND_BANDS, postings, first, first + n - 1, fanout=fanout)
             else:
                 _insert_postings(conn, "bands", postings)
             sizes = np.array([s.size for s in samples], dtype=np.int64) if contained else np.zeros(1, np.int64)
@@ -619,7 +620,7 @@ class SeenIndex(GroupCommit, Queries):
             values = np.array([int(simhashes[k]) for k in hashed], dtype=np.uint64)
             postings = np.sort(block_postings(values, nums[hashed], self._block_widths).ravel())
             if as_run:
-                runs.add_run(conn, runs.KIND_SIMHASH, postings, first, first + n - 1)
+                runs.add_run(conn, runs.KIND_SIMHASH, postings, first, first + n - 1, fanout=fanout)
             else:
                 _insert_postings(conn, "simhash_blocks", postings)
         self._count(conn, n)
