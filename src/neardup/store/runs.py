@@ -24,7 +24,8 @@ import numpy as np
 
 from .schema import DOC_BITS
 
-__all__ = ["KIND_BANDS", "KIND_SIMHASH", "BLOCK", "FANOUT", "add_run", "has_runs", "lookup", "all_postings", "run_stats",
+__all__ = ["KIND_BANDS", "KIND_SIMHASH", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
+           "has_runs", "lookup", "all_postings", "run_stats",
            "stale_documents", "count_stale"]
 
 #: ``posting_runs.kind``: band postings, simhash-block postings
@@ -162,22 +163,12 @@ def decode_block(first: int, data: bytes) -> np.ndarray:
     return decode_many([(first, data)])[0]
 
 
-def _insert_run(conn, kind: int, level: int, postings: np.ndarray, first_doc: int, last_doc: int) -> int:
-    """One run of sorted distinct absolute postings (``bucket << DOC_BITS | doc``); its number."""
-    w = _width(last_doc - first_doc)
-    run = conn.execute("SELECT coalesce(max(run), 0) + 1 FROM posting_runs WHERE kind = ?", (kind,)).fetchone()[0]
-    conn.execute("INSERT INTO posting_runs (kind, run, level, first_doc, last_doc, width, postings) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?)", (kind, run, level, first_doc, last_doc, w, int(postings.size)))
-    _append_blocks(conn, kind, run, postings, first_doc, w)
-    return run
-
-
 def _append_blocks(conn, kind: int, run: int, postings: np.ndarray, first_doc: int, w: int) -> None:
     if not postings.size:
         return
     q = ((postings >> DOC_BITS) << w) | ((postings & ((1 << DOC_BITS) - 1)) - first_doc)
-    conn.executemany("INSERT INTO posting_blocks (kind, run, first, data) VALUES (?, ?, ?, ?)",
-                     [(kind, run, first, data) for first, data in encode_blocks(q)])
+    conn.executemany(f"INSERT INTO posting_blocks (kind, run, first, data) VALUES ({int(kind)}, {int(run)}, ?, ?)",
+                     encode_blocks(q))
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -197,13 +188,36 @@ def _read_range(conn, kind: int, run: int, first_doc: int, w: int, bucket_lo: in
     return ((q >> w) << DOC_BITS) | ((q & ((1 << w) - 1)) + first_doc)
 
 
+def encode_run(postings: np.ndarray, n_docs: int) -> tuple[list, int]:
+    """The blocks of a batch's run, coded before its documents have numbers: ``postings`` (any
+    order, repeats allowed) are ``bucket << DOC_BITS | k`` for the batch's k-th document. (Inside
+    a run a document is its offset from the run's first one, and the width is that of the span,
+    so the blocks do not depend on the numbers the documents get.) Returns (blocks, postings)."""
+    p = _sorted_unique(postings)
+    w = _width(n_docs - 1)
+    return encode_blocks(((p >> DOC_BITS) << w) | (p & ((1 << DOC_BITS) - 1))), int(p.size)
+
+
 def add_run(conn, kind: int, postings: np.ndarray, first_doc: int, last_doc: int, *, fanout: int = FANOUT) -> None:
     """Store a batch's absolute postings (any order, repeats allowed) of documents numbered
     ``first_doc`` to ``last_doc`` as a new run, then merge levels holding ``fanout`` runs."""
-    postings = _sorted_unique(postings)
-    if not postings.size:
+    add_encoded_run(conn, kind, encode_run(np.asarray(postings, dtype=np.int64) - first_doc, last_doc - first_doc + 1),
+                    first_doc, last_doc, fanout=fanout)
+
+
+def add_encoded_run(conn, kind: int, encoded: tuple[list, int], first_doc: int, last_doc: int, *,
+                    fanout: int = FANOUT) -> None:
+    """:func:`add_run` of what :func:`encode_run` made of the batch (its documents numbered
+    ``first_doc`` to ``last_doc``)."""
+    blocks, count = encoded
+    if not count:
         return
-    _insert_run(conn, kind, 0, postings, first_doc, last_doc)
+    w = _width(last_doc - first_doc)
+    run = conn.execute("SELECT coalesce(max(run), 0) + 1 FROM posting_runs WHERE kind = ?", (kind,)).fetchone()[0]
+    conn.execute("INSERT INTO posting_runs (kind, run, level, first_doc, last_doc, width, postings) "
+                 "VALUES (?, ?, 0, ?, ?, ?, ?)", (kind, run, first_doc, last_doc, w, count))
+    conn.executemany(f"INSERT INTO posting_blocks (kind, run, first, data) VALUES ({int(kind)}, {int(run)}, ?, ?)",
+                     blocks)
     level = 0
     while True:
         runs = conn.execute("SELECT run, first_doc, last_doc, width, postings FROM posting_runs "
@@ -232,7 +246,8 @@ def _merge(conn, kind: int, level: int, runs: list) -> None:
     for lo in range(0, 1 << BUCKET_BITS, step):
         hi = min((1 << BUCKET_BITS) - 1, lo + step - 1)
         parts = [_read_range(conn, kind, r[0], r[1], r[3], lo, hi) for r in runs]
-        merged = np.sort(np.concatenate(parts))  # distinct: document numbers differ between runs
+        # (distinct: document numbers differ between runs; a stable sort, timsort, merges sorted runs)
+        merged = np.sort(np.concatenate(parts), kind="stable")
         _append_blocks(conn, kind, run, merged, first_doc, w)
     for r in runs:
         conn.execute("DELETE FROM posting_blocks WHERE kind = ? AND run = ?", (kind, r[0]))

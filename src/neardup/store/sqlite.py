@@ -547,10 +547,13 @@ class SeenIndex(GroupCommit, Queries):
 
     def _insert(self, conn, items: list[tuple[str, Sketch, str | None]]) -> None:
         """Insert documents whose ids are not in the index (the caller removed them)."""
-        if not items:
-            return
+        if items:
+            self._write_columns(conn, self._columns_of(items))
+
+    def _columns_of(self, items: list[tuple[str, Sketch, str | None]]) -> "_Columns":
+        """:meth:`_columns` of ``(id, sketch, meta)`` items."""
         sks = [sk for _, sk, _ in items]
-        self._insert_columns(conn, [doc_id for doc_id, _, _ in items], [sk.fingerprint for sk in sks],
+        return self._columns([doc_id for doc_id, _, _ in items], [sk.fingerprint for sk in sks],
                              [sk.length for sk in sks], [sk.n_shingles for sk in sks],
                              # (the band keys come along: without stored signatures they are not needed)
                              np.stack([sk.signature for sk in sks]) if self.config.signatures else None,
@@ -564,15 +567,20 @@ class SeenIndex(GroupCommit, Queries):
         """Insert documents (not in the index: the caller removed them) given column by column;
         returns the number of the first one (the others follow). ``clusters`` holds, for each
         document, the number of its cluster's survivor (None: itself)."""
-        n = len(ids)
-        if not n:
+        if not len(ids):
             return 0
-        first = self._next_number(conn)
-        now = time.time()
-        if first + n - 1 > MAX_DOCUMENTS:
-            raise StoreError(f"index {self.path} is full: its band postings number documents in {DOC_BITS} bits "
-                             f"({MAX_DOCUMENTS:,} documents); start another index file")
-        clusters = [None] * n if clusters is None else [None if c == first + k else c for k, c in enumerate(clusters)]
+        return self._write_columns(conn, self._columns(ids, fingerprints, lengths, n_shingles, signatures, samples,
+                                                       simhashes, shingles, metas, band_keys=band_keys, source=source),
+                                   clusters=clusters)
+
+    def _columns(self, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples, simhashes, shingles,
+                 metas, *, band_keys: np.ndarray, source: str = "") -> "_Columns":
+        """Everything :meth:`_write_columns` inserts that does not depend on the numbers the
+        documents get: the ``docs`` rows by their offset in the batch, the postings as
+        ``bucket << DOC_BITS | offset``, and for a bulk write its runs' blocks, coded (a run
+        numbers documents from its first, see :func:`runs.encode_run`). ``neardup index add``
+        makes these on its sketching thread, beside the write of the batch before."""
+        n = len(ids)
         cfg = self.config
         sig_bytes = None
         if cfg.signatures:
@@ -593,36 +601,58 @@ class SeenIndex(GroupCommit, Queries):
         else:
             sample_sizes, sample_col = [0] * n, [None] * n
         shingle_col = [None if x is None else x.astype("<u8", copy=False).tobytes() for x in shingles]
-        docs = list(zip(range(first, first + n), [source] * n, ids, fp_col, [int(x) for x in lengths], counts,
-                        sample_sizes, sh_col, sig_col, sample_col, shingle_col, metas, [now] * n, clusters))
-        conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
-                         "signature, sample, shingles, meta, added_at, cluster) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", docs)
-        nums = np.arange(first, first + n, dtype=np.int64)
+        rows = list(zip(range(n), [source] * n, ids, fp_col, [int(x) for x in lengths], counts,
+                        sample_sizes, sh_col, sig_col, sample_col, shingle_col, metas))
+        offsets = np.arange(n, dtype=np.int64)
         banded = np.asarray(n_shingles, dtype=np.int64) > 0
-        # (profiles default and full: a small write's postings go to the row tables, see ROWS_BELOW)
-        as_run = cfg.posting_runs and n >= cfg.rows_below
-        fanout = runs.BULK_FANOUT if n >= ROWS_BELOW else runs.FANOUT
+        bands = simhash = None
         if banded.any():
-            buckets = band_buckets(band_keys[banded])
-            postings = np.sort(((buckets << DOC_BITS) | nums[banded][:, None]).ravel())
-            if as_run:
-                runs.add_run(conn, runs.KIND_BANDS, postings, first, first + n - 1, fanout=fanout)
-            else:
-                _insert_postings(conn, "bands", postings)
-            sizes = np.array([s.size for s in samples], dtype=np.int64) if contained else np.zeros(1, np.int64)
-            if sizes.sum():
-                values = np.concatenate(samples).astype(np.uint64, copy=False).view(np.int64)
-                conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)",
-                                 _sorted_rows(values, np.repeat(nums, sizes)))
+            bands = ((band_buckets(band_keys[banded]) << DOC_BITS) | offsets[banded][:, None]).ravel()
         hashed = [k for k, h in enumerate(simhashes) if h is not None]
         if hashed:
             values = np.array([int(simhashes[k]) for k in hashed], dtype=np.uint64)
-            postings = np.sort(block_postings(values, nums[hashed], self._block_widths).ravel())
-            if as_run:
-                runs.add_run(conn, runs.KIND_SIMHASH, postings, first, first + n - 1, fanout=fanout)
-            else:
-                _insert_postings(conn, "simhash_blocks", postings)
+            simhash = block_postings(values, offsets[hashed], self._block_widths).ravel()
+        sample_rows = None
+        if contained and sum(sample_sizes):
+            values = np.concatenate(samples).astype(np.uint64, copy=False).view(np.int64)
+            sample_rows = (values, np.repeat(offsets, sample_sizes))
+        # (profiles default and full: a small write's postings go to the row tables, see ROWS_BELOW)
+        as_run = cfg.posting_runs and n >= cfg.rows_below
+        encoded = None
+        if as_run:
+            none = np.empty(0, dtype=np.int64)
+            encoded = (runs.encode_run(none if bands is None else bands, n),
+                       runs.encode_run(none if simhash is None else simhash, n))
+        return _Columns(n, rows, bands, simhash, sample_rows, encoded)
+
+    def _write_columns(self, conn, cols: "_Columns", clusters=None) -> int:
+        """Insert what :meth:`_columns` made (documents not in the index: the caller removed
+        them), numbered from the next free number; returns the first."""
+        n = cols.n
+        first = self._next_number(conn)
+        if first + n - 1 > MAX_DOCUMENTS:
+            raise StoreError(f"index {self.path} is full: its band postings number documents in {DOC_BITS} bits "
+                             f"({MAX_DOCUMENTS:,} documents); start another index file")
+        if clusters is None:
+            rows, cluster_sql = cols.rows, "NULL"
+        else:
+            rows = [(*row, None if c == first + k else c) for k, (row, c) in enumerate(zip(cols.rows, clusters))]
+            cluster_sql = "?"
+        # (the number and the time as literals: the rows were made before the numbers were known)
+        conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
+                         "signature, sample, shingles, meta, added_at, cluster) "
+                         f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {float(time.time())!r}, "
+                         f"{cluster_sql})", rows)
+        fanout = runs.BULK_FANOUT if n >= ROWS_BELOW else runs.FANOUT
+        for kind, table, postings, encoded in ((runs.KIND_BANDS, "bands", cols.bands, 0),
+                                               (runs.KIND_SIMHASH, "simhash_blocks", cols.simhash, 1)):
+            if cols.encoded is not None:
+                runs.add_encoded_run(conn, kind, cols.encoded[encoded], first, first + n - 1, fanout=fanout)
+            elif postings is not None:
+                _insert_postings(conn, table, np.sort(postings) + first)
+        if cols.sample_rows is not None:
+            values, offsets = cols.sample_rows
+            conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)", _sorted_rows(values, offsets + first))
         self._count(conn, n)
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_num', ?)", (str(first + n - 1),))
         return first
@@ -711,9 +741,12 @@ class SeenIndex(GroupCommit, Queries):
             items[doc_id] = (doc_id, sk, self._meta_json(meta))
             ids.append(doc_id)
 
+        columns = self._columns_of(list(items.values())) if items else None  # (on the caller's thread)
+
         def work(conn):
             self._delete(conn, list(items))
-            self._insert(conn, list(items.values()))
+            if columns is not None:
+                self._write_columns(conn, columns)
             return ids
 
         return Prepared(self, work)
@@ -876,6 +909,16 @@ class SeenIndex(GroupCommit, Queries):
 
     def __repr__(self) -> str:
         return f"SeenIndex({self.path!r}, config_fingerprint={self.config.fingerprint():#018x})"
+
+
+class _Columns:
+    """A batch's rows and postings before its documents are numbered (:meth:`SeenIndex._columns`)."""
+
+    __slots__ = ("n", "rows", "bands", "simhash", "sample_rows", "encoded")
+
+    def __init__(self, n, rows, bands, simhash, sample_rows, encoded):
+        self.n, self.rows, self.bands, self.simhash = n, rows, bands, simhash
+        self.sample_rows, self.encoded = sample_rows, encoded
 
 
 def _insert_postings(conn, table: str, postings: np.ndarray) -> None:
