@@ -279,3 +279,25 @@ def test_files_of_schema_3_and_row_files_open_and_keep_their_layout(tmp_path):
     conn = sqlite3.connect(tmp_path / "new.db")
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     conn.close()
+
+
+def test_a_bulk_add_stores_what_small_adds_store(tmp_path):
+    """add_many of ROWS_BELOW documents or more is prepared from the batch's sketch arrays (no
+    Sketch per document): repeated ids (the last wins, at the place of its last occurrence),
+    documents without ids, metas and answers as add_many in small pieces gives them."""
+    from neardup.store.schema import ROWS_BELOW
+
+    docs = [(doc_id, text, {"k": i}) for i, (doc_id, text) in enumerate(corpus(15, ROWS_BELOW + 100))]
+    rng = random.Random(16)
+    docs += [(docs[k][0], synthetic(rng, 40), None) for k in range(0, 200, 4)]  # repeated ids, new texts
+    docs += [(None, synthetic(rng, 30), None) for _ in range(3)]
+    with SeenIndex(tmp_path / "bulk.db") as bulk, SeenIndex(tmp_path / "small.db") as small:
+        got = bulk.add_many(docs)
+        want = [x for start in range(0, len(docs), 400) for x in small.add_many(docs[start:start + 400])]
+        assert got == want
+        assert runs.has_runs(bulk._conn(), runs.KIND_BANDS) and not runs.has_runs(small._conn(), runs.KIND_BANDS)
+        assert bulk.ids() == small.ids() and len(bulk) == len(small) == len(set(got))
+        for doc_id in got[::37]:
+            a, b = bulk.get(doc_id), small.get(doc_id)
+            assert {k: v for k, v in a.items() if k != "added_at"} == {k: v for k, v in b.items() if k != "added_at"}
+        same_answers(small, bulk, [t for _, t, _ in docs[::41]])

@@ -483,23 +483,28 @@ class SeenIndex(GroupCommit, Queries):
 
 
     # -- sketching ---------------------------------------------------------------------------
-    def _sketch_many(self, texts: list[str]) -> list[Sketch]:
+    def _sketch_batch(self, texts: list[str]):
+        """The batch's sketches (:func:`neardup.stages.sketch.sketch_documents`) and band keys."""
         from ..stages.sketch import sketch_documents
 
         for t in texts:
             if not isinstance(t, str):
                 raise InputError(f"a document's text must be a str, got {type(t).__name__}")
-        if not texts:
-            return []
         cfg = self.config
         # the MOD_m samples only where they are stored: without them a query has no containment
         # answers to look for (Queries), and taking them costs a pass over every shingle id
         sk = sketch_documents(texts, cfg.shingle, cfg.minhash, mod_m=cfg.mod_m, jobs=self.jobs,
                               with_samples=cfg.containment, with_ids=cfg.store_shingles)
+        return sk, band_keys(sk.signatures.values, self._bands, self._rows)
+
+    def _sketch_many(self, texts: list[str]) -> list[Sketch]:
+        if not texts:
+            return []
+        cfg = self.config
+        sk, keys = self._sketch_batch(texts)
         sig = sk.signatures
         values, offsets = sig.values, sig.offsets
         ids = sig.ids if cfg.store_shingles else None
-        keys = band_keys(values, self._bands, self._rows)
         out = []
         for i, text in enumerate(texts):
             lo, hi = int(offsets[i]), int(offsets[i + 1])
@@ -515,11 +520,11 @@ class SeenIndex(GroupCommit, Queries):
             ))
         return out
 
-    def _check_id(self, doc_id, sk: Sketch) -> str:
+    def _check_id(self, doc_id, fingerprint: int | None) -> str:
         if doc_id is None:
-            if sk.fingerprint is None:
+            if fingerprint is None:
                 raise InputError("a document without words needs an id (its content has no fingerprint)")
-            return f"{sk.fingerprint:016x}"
+            return f"{fingerprint:016x}"
         if not isinstance(doc_id, str):
             raise InputError(f"a document id must be a string, got {type(doc_id).__name__} {doc_id!r}")
         if not doc_id:
@@ -730,13 +735,45 @@ class SeenIndex(GroupCommit, Queries):
         Raises what :meth:`add_many` raises for a bad document.
         """
         records = [_as_record(d) for d in docs]
-        return self._add_work(records, self._sketch_many([r[1] for r in records]))
+        if len(records) < ROWS_BELOW:
+            return self._add_work(records, self._sketch_many([r[1] for r in records]))
+        return self._bulk_add_work(records)
+
+    def _bulk_add_work(self, records) -> "Prepared":
+        """:meth:`_add_work` of a bulk write, from the batch's sketch arrays without a
+        :class:`Sketch` per document (the same documents, in the same order: an id that repeats
+        is stored once, at the place of its last occurrence, with its last text)."""
+        cfg = self.config
+        texts = [r[1] for r in records]
+        sk, keys = self._sketch_batch(texts)
+        sig = sk.signatures
+        ids = [self._check_id(r[0], fp) for r, fp in zip(records, sk.fingerprints)]
+        metas = [self._meta_json(r[2]) for r in records]
+        last = {doc_id: k for k, doc_id in enumerate(ids)}
+        keep = sorted(last.values()) if len(last) < len(ids) else range(len(ids))
+        pick = np.asarray(keep, dtype=np.int64)
+        offsets = sig.offsets
+        shingles = ([sig.ids[int(offsets[k]):int(offsets[k + 1])] for k in keep] if cfg.store_shingles
+                    else [None] * len(keep))
+        columns = self._columns([ids[k] for k in keep], [sk.fingerprints[k] for k in keep],
+                                [len(texts[k]) for k in keep], np.diff(offsets)[pick],
+                                sig.values[pick] if cfg.signatures else None, [sk.samples[k] for k in keep],
+                                [sk.simhashes[k] for k in keep], shingles, [metas[k] for k in keep],
+                                band_keys=keys[pick])
+        stored = [ids[k] for k in keep]
+
+        def work(conn):
+            self._delete(conn, stored)
+            self._write_columns(conn, columns)
+            return ids
+
+        return Prepared(self, work)
 
     def _add_work(self, records, sketches) -> "Prepared":
         items = {}
         ids = []
         for (doc_id, _, meta), sk in zip(records, sketches):
-            doc_id = self._check_id(doc_id, sk)
+            doc_id = self._check_id(doc_id, sk.fingerprint)
             items.pop(doc_id, None)
             items[doc_id] = (doc_id, sk, self._meta_json(meta))
             ids.append(doc_id)
@@ -859,7 +896,7 @@ class SeenIndex(GroupCommit, Queries):
         return self._check_and_add_work(records, self._sketch_many([r[1] for r in records]), limit, policy)
 
     def _check_and_add_work(self, records, sketches, limit, policy: str) -> "Prepared":
-        prepared = [(self._check_id(doc_id, sk), sk, self._meta_json(meta))
+        prepared = [(self._check_id(doc_id, sk.fingerprint), sk, self._meta_json(meta))
                     for (doc_id, _, meta), sk in zip(records, sketches)]
 
         def work(conn):
