@@ -253,6 +253,8 @@ def main() -> None:
     ap.add_argument("--half-split", action="store_true", help="the corpus split in two halves instead")
     ap.add_argument("--corpus", default=str(HERE / "data" / "corpus.jsonl"))
     ap.add_argument("--note", default="", help="what else ran on the machine meanwhile")
+    ap.add_argument("--output", metavar="PATH", help="the results file (default: benchmarks/results/"
+                                                     "index-scale-<N>-<profiles>-<date>.json)")
     ap.add_argument("--deadline", type=float, default=None, metavar="S",
                     help="kill an index add still running after S seconds and report the rate of what it committed")
     args = ap.parse_args()
@@ -287,7 +289,7 @@ def main() -> None:
                 out["redis_minhashlsh"] = redis_run(path, work)
                 print("redis", json.dumps(out["redis_minhashlsh"]), flush=True)
             suffix = "-".join(args.profiles) + ("-redis" if args.redis else "")
-            dest = HERE / "results" / f"index-scale-{args.docs}-{suffix}-{date}.json"
+            dest = Path(args.output) if args.output else HERE / "results" / f"index-scale-{args.docs}-{suffix}-{date}.json"
         out["machine"]["load_after"] = [round(x, 2) for x in os.getloadavg()]
         dest.write_text(json.dumps(out, indent=2) + "\n")
         print(dest)
