@@ -97,9 +97,10 @@ def test_checked_adds_see_their_own_runs(tmp_path):
         assert len(index) == 10
 
 
-def test_a_failed_batch_leaves_runs_and_merges_undone(tmp_path, monkeypatch):
+@pytest.mark.parametrize("profile", ["lean", "default"])
+def test_a_failed_batch_leaves_runs_and_merges_undone(tmp_path, monkeypatch, profile):
     docs = corpus(3, 240)
-    with SeenIndex(tmp_path / "lean.db", profile="lean") as index:
+    with SeenIndex(tmp_path / "lean.db", profile=profile, rows_below=50 if profile == "default" else None) as index:
         for start in range(0, 180, 60):
             index.add_many(docs[start:start + 60])
         conn = index._conn()
@@ -301,3 +302,23 @@ def test_a_bulk_add_stores_what_small_adds_store(tmp_path):
             a, b = bulk.get(doc_id), small.get(doc_id)
             assert {k: v for k, v in a.items() if k != "added_at"} == {k: v for k, v in b.items() if k != "added_at"}
         same_answers(small, bulk, [t for _, t, _ in docs[::41]])
+
+
+def test_bulk_writes_merge_bulk_fanout_runs_a_level(tmp_path, monkeypatch):
+    """Runs of bulk writes (ROWS_BELOW documents and more) merge when BULK_FANOUT gather; small
+    writes' runs (lean) merge at FANOUT; answers stay those of the rows."""
+    from neardup.store.schema import ROWS_BELOW
+
+    monkeypatch.setattr(runs, "BULK_FANOUT", 3)
+    docs = corpus(17, 3 * ROWS_BELOW)
+    rows = SeenIndex(tmp_path / "rows.db", profile="default", posting_runs=False)
+    bulk = SeenIndex(tmp_path / "bulk.db", profile="default")
+    with rows, bulk:
+        conn = bulk._conn()
+        for k in range(3):
+            part = docs[k * ROWS_BELOW:(k + 1) * ROWS_BELOW]
+            rows.add_many(part)
+            bulk.add_many(part)
+            levels = sorted(r[0] for r in conn.execute("SELECT level FROM posting_runs WHERE kind = 0"))
+            assert levels == ([0] * (k + 1) if k < 2 else [1])  # the third run merged the level
+        same_answers(rows, bulk, [t for _, t in docs[::97]])
