@@ -628,7 +628,17 @@ class SeenIndex(GroupCommit, Queries):
             none = np.empty(0, dtype=np.int64)
             encoded = (runs.encode_run(none if bands is None else bands, n),
                        runs.encode_run(none if simhash is None else simhash, n))
-        return _Columns(n, rows, bands, simhash, sample_rows, encoded)
+        packed = None
+        if n >= ROWS_BELOW and not contained and all(x is None for x in shingles):
+            # a bulk write's rows as one JSON array and its signatures as one blob, inserted by one
+            # statement (json_each): about a third less CPU than binding 14 values a row
+            import orjson
+
+            width = self._m * cfg.signature_width if sig_bytes is not None else 0
+            packed = (orjson.dumps([list(r) for r in zip(ids, fp_col, [int(x) for x in lengths], counts, sh_col,
+                                                         metas)]).decode(),
+                      np.ascontiguousarray(sig_bytes).tobytes() if width else b"", width, source)
+        return _Columns(n, rows, bands, simhash, sample_rows, encoded, packed)
 
     def _write_columns(self, conn, cols: "_Columns", clusters=None) -> int:
         """Insert what :meth:`_columns` made (documents not in the index: the caller removed
@@ -644,10 +654,21 @@ class SeenIndex(GroupCommit, Queries):
             rows = [(*row, None if c == first + k else c) for k, (row, c) in enumerate(zip(cols.rows, clusters))]
             cluster_sql = "?"
         # (the number and the time as literals: the rows were made before the numbers were known)
-        conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
-                         "signature, sample, shingles, meta, added_at, cluster) "
-                         f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {float(time.time())!r}, "
-                         f"{cluster_sql})", rows)
+        now = float(time.time())
+        if cols.packed is not None and clusters is None:
+            text, blob, width, source = cols.packed
+            signature = (f"CASE WHEN json_extract(j.value, '$[3]') > 0 THEN substr(?2, j.key * {int(width)} + 1, "
+                         f"{int(width)}) END" if width else "NULL")
+            conn.execute("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
+                         "signature, meta, added_at) "
+                         f"SELECT {int(first)} + j.key, ?1, json_extract(j.value, '$[0]'), "
+                         "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
+                         f"0, json_extract(j.value, '$[4]'), {signature}, json_extract(j.value, '$[5]'), {now!r} "
+                         "FROM json_each(?3) j", (source, blob, text))
+        else:
+            conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
+                             "signature, sample, shingles, meta, added_at, cluster) "
+                             f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {now!r}, {cluster_sql})", rows)
         fanout = runs.BULK_FANOUT if n >= ROWS_BELOW else runs.FANOUT
         for kind, table, postings, encoded in ((runs.KIND_BANDS, "bands", cols.bands, 0),
                                                (runs.KIND_SIMHASH, "simhash_blocks", cols.simhash, 1)):
@@ -951,11 +972,11 @@ class SeenIndex(GroupCommit, Queries):
 class _Columns:
     """A batch's rows and postings before its documents are numbered (:meth:`SeenIndex._columns`)."""
 
-    __slots__ = ("n", "rows", "bands", "simhash", "sample_rows", "encoded")
+    __slots__ = ("n", "rows", "bands", "simhash", "sample_rows", "encoded", "packed")
 
-    def __init__(self, n, rows, bands, simhash, sample_rows, encoded):
+    def __init__(self, n, rows, bands, simhash, sample_rows, encoded, packed=None):
         self.n, self.rows, self.bands, self.simhash = n, rows, bands, simhash
-        self.sample_rows, self.encoded = sample_rows, encoded
+        self.sample_rows, self.encoded, self.packed = sample_rows, encoded, packed
 
 
 def _insert_postings(conn, table: str, postings: np.ndarray) -> None:
