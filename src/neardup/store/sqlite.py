@@ -701,11 +701,17 @@ class SeenIndex(GroupCommit, Queries):
 
     def _delete(self, conn, doc_ids, source: str = "") -> set:
         """Remove the documents with these ids (of ``source``); returns the ids that were found."""
-        found = []
-        for start in range(0, len(doc_ids), MAX_VARS):
-            chunk = doc_ids[start:start + MAX_VARS]
-            found += conn.execute("SELECT num, id, n_shingles, signature, sample, simhash FROM docs WHERE source = ? "
-                                  f"AND id IN ({','.join('?' * len(chunk))})", [source, *chunk]).fetchall()
+        if len(doc_ids) == 1:
+            found = conn.execute("SELECT num, id, n_shingles, signature, sample, simhash FROM docs WHERE source = ? "
+                                 "AND id = ?", (source, doc_ids[0])).fetchall()
+        else:
+            import orjson
+
+            # (the ids as one JSON array, each a look-up of the (id, source) index: a batch's
+            # IN list of thousands of parameters was a statement to parse and a temporary index)
+            found = conn.execute("SELECT d.num, d.id, d.n_shingles, d.signature, d.sample, d.simhash FROM json_each(?) j "
+                                 "JOIN docs d ON d.id = j.value AND d.source = ?",
+                                 (orjson.dumps(list(doc_ids)).decode(), source)).fetchall()
         if not found:
             return set()
         banded = [r for r in found if r[2]]
