@@ -426,7 +426,7 @@ class Deduplicator:
             reached("write-pairs")
             if not run.is_staged(pairs_name):
                 with naming(run.partial_file(pairs_name)):
-                    write_pairs(run.partial, pairs.rows(outcome.ids), format=output_format)
+                    write_pairs(run.partial, pairs.lines(outcome.ids), format=output_format)
                 run.stage_file(pairs_name)
             kept_info = kept_writing[0].result() if kept_writing else None
             self.seconds["write"] = time.perf_counter() - t
@@ -1158,6 +1158,29 @@ class VerifiedPairs:
                                     e.jaccard[lo:hi].tolist(),
                                     e.estimate[lo:hi].tolist()):
                 yield a, b, round(j, 6), round(est, 6)
+
+    def lines(self, ids):
+        """:meth:`rows` for :func:`neardup.io.writers.write_pairs`: iterated, the same tuples; and,
+        when the ids are an :class:`Ids` column and the kernel is built, ``jsonl_chunks()`` giving
+        ``pairs.jsonl``'s bytes a chunk at a time (:func:`neardup.io.result_lines.pair_chunks`)."""
+        return _PairLines(self, ids)
+
+
+class _PairLines:
+    """The verified pairs as :func:`neardup.io.writers.write_pairs` takes them (see :meth:`VerifiedPairs.lines`)."""
+
+    def __init__(self, pairs: VerifiedPairs, ids):
+        self.pairs, self.ids = pairs, ids
+        from .io import result_lines
+
+        names = pairs.names if pairs.names is not None else ids
+        if isinstance(names, Ids) and result_lines.available_for_ids():
+            self.jsonl_chunks = lambda: result_lines.pair_chunks(
+                names, pairs.sketched[pairs.edges.i], pairs.sketched[pairs.edges.j], pairs.edges.jaccard,
+                pairs.edges.estimate)
+
+    def __iter__(self):
+        return self.pairs.rows(self.ids)
 
 
 #: Pairs whose ids :meth:`VerifiedPairs.rows` decodes at once.
