@@ -88,16 +88,22 @@ class _Pieces:
     read the pieces in place.
     """
 
-    def __init__(self, path: str, budget: _Budget):
+    def __init__(self, path: str, budget: _Budget, dtype=np.uint64):
         self.path = path
         self.budget = budget
+        #: uint64, or uint32 for signatures of a 32-bit hash family (half the memory and spill;
+        #: every value of a sketched document fits, checked as it comes: see :meth:`append`)
+        self.dtype = np.dtype(dtype)
         self.held: list[np.ndarray] = []
         self.fh = None
         self.count = 0
         self.digest = None  # XXH3 of the spill file, for the saved stage's record (io.runfolder)
 
     def append(self, arr: np.ndarray) -> None:
-        arr = np.ascontiguousarray(arr, dtype=np.uint64)
+        if self.dtype == np.uint32 and arr.dtype != np.uint32:
+            if arr.size and int(arr.max()) > 0xFFFFFFFF:  # never for a document with a shingle
+                raise RuntimeError("internal error: a 32-bit family's signature value does not fit 32 bits")
+        arr = np.ascontiguousarray(arr, dtype=self.dtype)
         if self.fh is None and arr.nbytes <= self.budget.left:
             self.budget.left -= arr.nbytes
             self.held.append(arr)
@@ -121,14 +127,14 @@ class _Pieces:
         if self.fh is not None:
             self.fh.close()
             if self.count:
-                pieces.append(np.memmap(self.path, dtype=np.uint64, mode="r"))
+                pieces.append(np.memmap(self.path, dtype=self.dtype, mode="r"))
         if width:
             pieces = [p.reshape(-1, width) for p in pieces]
         return pieces
 
     @property
     def spilled_bytes(self) -> int:
-        return self.count * 8
+        return self.count * self.dtype.itemsize
 
     def close_file(self) -> None:
         """Close the spill file (before the stage's folder is saved)."""
@@ -141,9 +147,9 @@ class _Pieces:
     @classmethod
     def restored(cls, pieces: list[np.ndarray], spilled_bytes: int) -> "_Pieces":
         """Pieces read back from a saved stage (memory-mapped); ``finish`` gives them as they are."""
-        obj = cls("", _Budget(0))
+        obj = cls("", _Budget(0), pieces[0].dtype if pieces else np.uint64)
         obj.held = [p for p in pieces if p.size]
-        obj.count = spilled_bytes // 8
+        obj.count = spilled_bytes // obj.dtype.itemsize
         return obj
 
 
@@ -711,6 +717,7 @@ class Deduplicator:
             "urls": sorted(got.urls.items()),  # web archives' pages: clusters.jsonl's url key
             "sources": got.sources,  # each record's source (several inputs, --source-field), or None
             "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
+            "signature_dtype": got.sig_pieces.dtype.name,
             "input_report": self._input_report.as_dict() if getattr(self, "_input_report", None) else None,
             "seconds": {k: self.seconds[k] for k in ("read_and_sketch", "sketch_wait_and_collect") if k in self.seconds},
         }, digests={os.path.basename(p.path): p.digest.hexdigest() for p in (got.id_pieces, got.sig_pieces)
@@ -736,8 +743,11 @@ class Deduplicator:
             report.ignored_files[:] = meta["input_report"]["ignored_files"]
         got.id_pieces = _Pieces.restored([arrays["shingles-0"], arrays.get("shingles-1", arrays["shingles-0"][:0])],
                                          ids_spilled)
-        got.sig_pieces = _Pieces.restored([arrays["signatures-0"],
-                                           arrays.get("signatures-1", arrays["signatures-0"][:0])], sig_spilled)
+        # the signatures' width as the run kept them (uint32 for a 32-bit family: see _read_and_sketch)
+        width = np.dtype(meta.get("signature_dtype", "uint64"))
+        sig_held, sig_spill = arrays["signatures-0"], arrays.get("signatures-1")
+        got.sig_pieces = _Pieces.restored([sig_held if sig_held.size else sig_held.astype(width),
+                                           sig_spill if sig_spill is not None else np.zeros(0, width)], sig_spilled)
         self.seconds.update(meta["seconds"])
         return got
 
@@ -788,7 +798,11 @@ class Deduplicator:
         # shingle ids (for verification) and signatures (for estimates) in memory up to the budget
         budget = _Budget(int(self.in_memory_mb * (1 << 20)))
         # (named as the sketch stage's saved folder has them: -0 what was held, -1 the spill)
-        got.sig_pieces = _Pieces(os.path.join(work, "signatures-1.u64"), budget)
+        # signatures of the 32-bit family (the default) are kept at their width, uint32: half the
+        # memory and spill of uint64 (an index stores uint64 signatures: runs with one keep those)
+        narrow = (cfg.minhash.family == "mulshift32" and self.against is None and self.save_index is None)
+        got.sig_pieces = (_Pieces(os.path.join(work, "signatures-1.u32"), budget, np.uint32) if narrow
+                          else _Pieces(os.path.join(work, "signatures-1.u64"), budget))
         got.id_pieces = _Pieces(os.path.join(work, "shingles-1.u64"), budget)
         band = cfg.banding() if cfg.method == "minhash" else None
         if self.against is None and self.save_index is None and cfg.keep != "source":

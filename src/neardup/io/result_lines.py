@@ -144,30 +144,30 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
     reason_at = np.array([const.at[f"reason{k}"] for k in range(len(labels))], dtype=np.int64)
     reason_len = np.array([const.len[f"reason{k}"] for k in range(len(labels))], dtype=np.int64)
     n = len(outcome.ids)
-    q_at, q_len = const.at["quote"], 1
+    q_at = const.at["quote"]
+    # one table of segments for every chunk, its constant columns filled once (a fresh table per
+    # chunk cost more in first-touch page faults than the filling itself)
+    rows = min(n, chunk)
+    table_starts = np.empty((rows, 15), dtype=np.int64)
+    table_lens = np.empty((rows, 15), dtype=np.int64)
+    for col, name in ((0, "open"), (4, "cluster"), (12, "similarity")):
+        table_starts[:, col], table_lens[:, col] = const.at[name], const.len[name]
+    table_starts[:, [1, 3, 5, 7, 9, 11]] = q_at
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         m = hi - lo
-        starts = np.empty((m, 15), dtype=np.int64)
-        lens = np.empty((m, 15), dtype=np.int64)
+        starts, lens = table_starts[:m], table_lens[:m]
 
-        def fixed(col, name):
-            starts[:, col], lens[:, col] = const.at[name], const.len[name]
-
-        def quoted(col, s, l, q):  # columns col, col+1, col+2: quote, id, quote
-            starts[:, col] = starts[:, col + 2] = q_at
-            lens[:, col] = lens[:, col + 2] = q * q_len
+        def quoted(col, s, l, q):  # columns col, col+1, col+2: quote, id, quote (starts of quotes: fixed)
+            lens[:, col] = lens[:, col + 2] = q
             starts[:, col + 1], lens[:, col + 1] = s, l
 
-        fixed(0, "open")
         quoted(1, *ids.segments(np.arange(lo, hi, dtype=np.int64)))
-        fixed(4, "cluster")
         quoted(5, *_ref_segments(ids, outcome.cluster.ordinals[lo:hi], const.at["null"]))
         k = kept[lo:hi]
         starts[:, 8] = np.where(k, const.at["kept1"], const.at["kept0"])
         lens[:, 8] = np.where(k, const.len["kept1"], const.len["kept0"])
         quoted(9, *_ref_segments(ids, outcome.duplicate_of.ordinals[lo:hi], const.at["null"]))
-        fixed(12, "similarity")
         h = has_sim[lo:hi]
         r = sim_rank[lo:hi][h]
         starts[:, 13], lens[:, 13] = const.at["null"], 4
