@@ -277,6 +277,10 @@ class Deduplicator:
         self.work_dir = work_dir
         self.in_memory_mb = in_memory_mb
         self.seconds: dict[str, float] = {}
+        #: a callable giving the input's records again, in the same order (set by :meth:`run` when
+        #: the run can read its input twice): the first pass then keeps no shingle ids, and the
+        #: second gives those of the documents in candidate pairs (see :meth:`_ids_again`)
+        self._reread = None
 
     # ------------------------------------------------------------------------------------------
     def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip",
@@ -392,14 +396,24 @@ class Deduplicator:
         if write_kept and not labelled:  # the texts the kept corpus would extract again are kept
             first_pass["text_spill"] = run.path
 
-        def read(plan):
+        def read(plan, passing=first_pass):
             if sketch_stage.kernel_handles(self.config.shingle):
                 # JSONL records come as UTF-8 straight from a compiled scanner: their text never
                 # becomes a Python str. Texts holding a code point that NFKC may change, and that
                 # the kernel does not map itself, are flagged.
                 table = sketch_stage.flag_table(self.config.shingle.normalize)
-                return read_encoded(plan, table=table, keep_fields=keep_fields, **read_options, **first_pass)
-            return read_documents(plan, keep_fields=keep_fields, **read_options, **first_pass)
+                return read_encoded(plan, table=table, keep_fields=keep_fields, **read_options, **passing)
+            return read_documents(plan, keep_fields=keep_fields, **read_options, **passing)
+
+        # The shingle ids are most of the work folder (8 bytes a distinct shingle, 1.1 kB a document
+        # of benchmarks/scale.py's corpus) and only the documents in candidate pairs (a tenth there)
+        # are ever measured: a run that can read its input again keeps none in the first pass
+        # and makes those documents' ids again from a second read (MinHash runs without an index,
+        # on local files: not stdin or a pipe, which can be read once).
+        self._reread = None
+        if (self.config.method == "minhash" and not self._unresumable and self.config.keep != "source"
+                and self.config.source_field is None and not labelled and _readable_twice(inputs)):
+            self._reread = lambda: read(paths, dict(on_error=on_error, report=InputReport()))
 
         if labelled:
             docs = _labelled(self, [(label, read(plan)) for label, plan in zip(self.source_labels, plans)])
@@ -629,6 +643,14 @@ class Deduplicator:
 
         t = time.perf_counter()
         cfg = self.config
+        again = None  # the second read's pieces of shingle ids, when the first pass kept none
+        if self._reread is not None and not (run is not None and run.done("verify") and run.done("cluster")):
+            if run is not None and run.done("verify"):  # only the clusters' pairs are measured again
+                arrays, _ = run.load("verify")
+                need = np.union1d(arrays["i"], arrays["j"])
+            else:
+                need = np.union1d(ci, cj)
+            shingle_ids, offsets, again = self._ids_again(sk, counts, need, work)  # timed with verify
         if stage("verify"):
             arrays, meta = run.load("verify")
             edges = Edges(arrays["i"], arrays["j"], arrays["jaccard"], arrays["estimate"], arrays["score"])
@@ -686,12 +708,73 @@ class Deduplicator:
         stats["skipped"] = dict(sorted(got.skipped.items()))
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = (got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
-                                  + stats.get("grouping_spilled_bytes", 0))
+                                  + stats.get("grouping_spilled_bytes", 0) + (again.spilled_bytes if again else 0))
         if "duplicate_ids" not in stats:  # a cluster stage saved by an earlier run
             named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
             stats["duplicate_ids"] = sum(g.size - 1 for g in repeated_names(named))
         stats["urls"] = got.urls
         return outcome, pairs, stats
+
+    #: Text read again per call of the shingle kernel (a batch of the second read).
+    AGAIN_BATCH_BYTES = 8 << 20
+
+    def _ids_again(self, sk: np.ndarray, counts: np.ndarray, need: np.ndarray, work: str):
+        """``(shingle_ids, offsets, pieces)``: the shingle ids of the sketched records at the local
+        indices ``need`` (sorted), made again from a second read of the input (``self._reread``),
+        as pieces held within the memory budget and spilled past it; ``offsets`` over every
+        sketched record, the others' runs empty. Each document's count of ids is checked against
+        the first pass's: the two reads must have seen the same records."""
+        from .io import Skipped
+        from .io.documents import EncodedDocuments
+        from .stages.sketch import shingle_runs
+
+        cfg = self.config
+        pieces = _Pieces(os.path.join(work, "shingles-again.u64"), _Budget(int(self.in_memory_mb * (1 << 20))))
+        want = sk[need]  # ordinals, increasing (sk is in input order)
+        texts: list[str] = []
+        size = 0
+        made = []  # the counts of the documents made again, in order
+
+        def flush():
+            nonlocal texts, size
+            if texts:
+                ids, offs = shingle_runs(texts, cfg.shingle, jobs=self.jobs)
+                pieces.append(ids)
+                made.append(np.diff(offs))
+                texts, size = [], 0
+
+        at = ordinal = 0
+        records = self._reread()
+        for rec in records:
+            if at >= want.size:  # the last one needed: the rest is not read
+                records.close()
+                break
+            if type(rec) is EncodedDocuments:
+                k = len(rec)
+                stop = int(np.searchsorted(want, ordinal + k))
+                for i in (want[at:stop] - ordinal).tolist():
+                    texts.append(rec.text(i))
+                    size += int(rec.offsets[i + 1] - rec.offsets[i])
+                at, ordinal = stop, ordinal + k
+            else:
+                if not isinstance(rec, Skipped) and want[at] == ordinal:
+                    texts.append(rec.text)
+                    size += len(rec.text)
+                    at += 1
+                ordinal += 1
+            if size >= self.AGAIN_BATCH_BYTES:
+                flush()
+        flush()
+        again = np.concatenate(made) if made else np.zeros(0, dtype=np.int64)
+        if again.size != need.size or not np.array_equal(again, counts[need]):
+            raise RuntimeError("internal error: the input read again does not give the records of the first read "
+                               "(was it changed during the run?)")
+        runs = np.zeros(counts.size, dtype=np.int64)
+        runs[need] = counts[need]
+        offsets = np.zeros(counts.size + 1, dtype=np.int64)
+        np.cumsum(runs, out=offsets[1:])
+        pieces.close_file()
+        return pieces.finish(), offsets, pieces
 
     # the stages' results in the work folder --------------------------------------------------
     def _save_sketch(self, run, got: _Sketched) -> None:
@@ -909,7 +992,7 @@ class Deduplicator:
         if not new.any():
             return
         got.n_shingles.append(sig.n_shingles[new])
-        if cfg.method != "exact":
+        if cfg.method != "exact" and self._reread is None:  # (else made again for the candidates: _ids_again)
             for piece in _kept_ids(sig, new):
                 got.id_pieces.append(piece)
         if cfg.method == "minhash":
@@ -1199,6 +1282,21 @@ class _PairLines:
 
 #: Pairs whose ids :meth:`VerifiedPairs.rows` decodes at once.
 _PAIR_ROWS_CHUNK = 65536
+
+
+def _readable_twice(inputs) -> bool:
+    """Whether every input is a local regular file or folder (stdin, a FIFO or /dev/fd/N can be
+    read once; a URL is read again only by the kept corpus)."""
+    for p in inputs:
+        if not isinstance(p, (str, os.PathLike)) or "://" in os.fsdecode(p) or os.fsdecode(p) == "-":
+            return False
+        try:
+            mode = os.stat(p).st_mode
+        except OSError:
+            return False
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            return False
+    return bool(inputs)
 
 
 def _labelled(engine: Deduplicator, inputs):
