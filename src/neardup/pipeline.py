@@ -1177,7 +1177,7 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
     ``estimate_filtered``, ``verified_pairs``, ``chained``, ``chained_examples``, ``duplicate_ids``,
     ``n_shingles_total``, ``spilled_bytes``; optionally ``largest_bucket``, ``buckets_over_window``,
     ``samples``, ``kinds`` and the index's figures)."""
-    reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
+    reasons = _reason_counts(outcome.reason)
     sizes = stats["cluster_sizes"]
     multi = {c: s for c, s in sizes.items() if s > 1}
     dist = Counter(multi.values())
@@ -1226,6 +1226,20 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
     assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
         == summary["input"], "internal error: counts do not add up"
     return summary
+
+
+def _reason_counts(reason) -> Counter:
+    """How many records have each reason (every ``skipped:<why>`` counted as ``skipped``): from
+    the codes of a :class:`Labels` column in one step (a Python string per record cost the
+    5-million-document run 3 s), else one by one."""
+    if isinstance(reason, Labels):
+        counts = np.bincount(reason.codes.array(), minlength=len(reason.labels)).tolist()
+        out: Counter = Counter()
+        for label, c in zip(reason.labels, counts):
+            if c:
+                out["skipped" if label.startswith("skipped:") else label] += c
+        return out
+    return Counter(r if not r.startswith("skipped:") else "skipped" for r in reason)
 
 
 #: The run's statistics about an index, in summary.json's ``index``.
