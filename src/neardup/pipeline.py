@@ -743,6 +743,13 @@ class Deduplicator:
                 made.append(np.diff(offs))
                 texts, size = [], 0
 
+        def take(text: str, nbytes: int):
+            nonlocal size
+            texts.append(text)
+            size += nbytes
+            if size >= self.AGAIN_BATCH_BYTES:
+                flush()
+
         at = ordinal = 0
         records = self._reread()
         for rec in records:
@@ -753,17 +760,13 @@ class Deduplicator:
                 k = len(rec)
                 stop = int(np.searchsorted(want, ordinal + k))
                 for i in (want[at:stop] - ordinal).tolist():
-                    texts.append(rec.text(i))
-                    size += int(rec.offsets[i + 1] - rec.offsets[i])
+                    take(rec.text(i), int(rec.offsets[i + 1] - rec.offsets[i]))
                 at, ordinal = stop, ordinal + k
             else:
                 if not isinstance(rec, Skipped) and want[at] == ordinal:
-                    texts.append(rec.text)
-                    size += len(rec.text)
+                    take(rec.text, len(rec.text))
                     at += 1
                 ordinal += 1
-            if size >= self.AGAIN_BATCH_BYTES:
-                flush()
         flush()
         again = np.concatenate(made) if made else np.zeros(0, dtype=np.int64)
         if again.size != need.size or not np.array_equal(again, counts[need]):
