@@ -136,6 +136,12 @@ class _Pieces:
     def spilled_bytes(self) -> int:
         return self.count * self.dtype.itemsize
 
+    def release(self) -> None:
+        """Drop what is held (nothing spilled yet) and give its bytes back to the budget."""
+        assert self.fh is None, "release() of pieces that spilled"
+        self.budget.left += sum(p.nbytes for p in self.held)
+        self.held = []
+
     def close_file(self) -> None:
         """Close the spill file (before the stage's folder is saved)."""
         from .io.outputs import naming
@@ -249,6 +255,9 @@ class _Sketched:
     band_keys: np.ndarray | None = None
     #: keep="source": ordinal -> local index of the sketched records (built when first needed)
     local_of: dict | None = None
+    #: the shingle ids went past the memory budget and were dropped: the candidates' are made
+    #: again from a second read (Deduplicator._ids_again)
+    ids_dropped: bool = False
 
 
 class Deduplicator:
@@ -407,9 +416,10 @@ class Deduplicator:
 
         # The shingle ids are most of the work folder (8 bytes a distinct shingle, 1.1 kB a document
         # of benchmarks/scale.py's corpus) and only the documents in candidate pairs (a tenth there)
-        # are ever measured: a run that can read its input again keeps none in the first pass
-        # and makes those documents' ids again from a second read (MinHash runs without an index,
-        # on local files: not stdin or a pipe, which can be read once).
+        # are ever measured: a run that can read its input again keeps them in memory while they
+        # fit its budget, and past it drops them, spills none and makes those documents' ids again
+        # from a second read (MinHash runs without an index, on local files: not stdin or a pipe,
+        # which can be read once). A corpus whose ids fit is read once, as before.
         self._reread = None
         if (self.config.method == "minhash" and not self._unresumable and self.config.keep != "source"
                 and self.config.source_field is None and not labelled and _readable_twice(inputs)):
@@ -643,8 +653,8 @@ class Deduplicator:
 
         t = time.perf_counter()
         cfg = self.config
-        again = None  # the second read's pieces of shingle ids, when the first pass kept none
-        if self._reread is not None and not (run is not None and run.done("verify") and run.done("cluster")):
+        again = None  # the second read's pieces of shingle ids, when the first pass dropped them
+        if got.ids_dropped and not (run is not None and run.done("verify") and run.done("cluster")):
             if run is not None and run.done("verify"):  # only the clusters' pairs are measured again
                 arrays, _ = run.load("verify")
                 need = np.union1d(arrays["i"], arrays["j"])
@@ -729,6 +739,8 @@ class Deduplicator:
         from .stages.sketch import shingle_runs
 
         cfg = self.config
+        if self._reread is None:
+            raise RuntimeError("internal error: the shingle ids were dropped but the input cannot be read again")
         pieces = _Pieces(os.path.join(work, "shingles-again.u64"), _Budget(int(self.in_memory_mb * (1 << 20))))
         want = sk[need]  # ordinals, increasing (sk is in input order)
         texts: list[str] = []
@@ -804,6 +816,7 @@ class Deduplicator:
             "sources": got.sources,  # each record's source (several inputs, --source-field), or None
             "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
             "signature_dtype": got.sig_pieces.dtype.name,
+            "ids_dropped": got.ids_dropped,
             "input_report": self._input_report.as_dict() if getattr(self, "_input_report", None) else None,
             "seconds": {k: self.seconds[k] for k in ("read_and_sketch", "sketch_wait_and_collect") if k in self.seconds},
         }, digests={os.path.basename(p.path): p.digest.hexdigest() for p in (got.id_pieces, got.sig_pieces)
@@ -823,6 +836,7 @@ class Deduplicator:
         got.band_parts = [arrays["band_keys"]] if "band_keys" in arrays else []
         got.simhashes = [arrays["simhashes"]] if "simhashes" in arrays else []
         ids_spilled, sig_spilled = meta["spilled_bytes"]
+        got.ids_dropped = bool(meta.get("ids_dropped", False))
         report = getattr(self, "_input_report", None)
         if report is not None and meta.get("input_report"):  # what the first pass left out, as it saw it
             report.skipped_files[:] = meta["input_report"]["skipped_files"]
@@ -995,8 +1009,13 @@ class Deduplicator:
         if not new.any():
             return
         got.n_shingles.append(sig.n_shingles[new])
-        if cfg.method != "exact" and self._reread is None:  # (else made again for the candidates: _ids_again)
+        if cfg.method != "exact" and not got.ids_dropped:
             for piece in _kept_ids(sig, new):
+                if self._reread is not None and piece.nbytes > got.id_pieces.budget.left:
+                    # past the budget the ids are not spilled: the candidates' are made again (_ids_again)
+                    got.id_pieces.release()
+                    got.ids_dropped = True
+                    break
                 got.id_pieces.append(piece)
         if cfg.method == "minhash":
             values = sig.values if new.all() else sig.values[new]
