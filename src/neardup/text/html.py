@@ -42,6 +42,7 @@ from html import unescape as _unescape
 
 from ..errors import ConfigError, require
 from .html_scan import FLAGS as _FLAGS
+from .html_scan import is_utf8 as _is_utf8
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
 from .html_scan import MARK_ROLE as _MARK_ROLE
@@ -49,8 +50,8 @@ from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
 
-__all__ = ["extract_text", "decode_html", "declared_charset", "detect_charset", "extractor_id", "HTML_MODES",
-           "RULES_VERSION"]
+__all__ = ["extract_text", "decode_html", "declared_charset", "detect_charset", "extractor_id", "utf8_page",
+           "HTML_MODES", "RULES_VERSION"]
 
 HTML_MODES = ("main", "whole", "article")
 #: The version of the main-content rules below; bumped whenever a rule changes an output.
@@ -83,6 +84,7 @@ _trafilatura = None
 _lxml_html = None  # the lxml.html module, False when lxml is missing
 
 
+@functools.lru_cache(maxsize=256)  # pages repeat a handful of names; lookup() costs a few us
 def _codec(name: str | None) -> str | None:
     """The Python codec for a declared charset, or None when unknown or useless."""
     if not name:
@@ -162,6 +164,34 @@ def decode_html(data: bytes, charset: str | None = None, *, errors: str = "repla
         if errors == "strict":
             return None
         return data.decode(codec, "replace")
+
+
+# A page that starts (after ASCII white space) with a printable ASCII character: not blank, so
+# it needs no decoding to tell (str.isspace) that it has something to extract.
+_STARTS_VISIBLE = re.compile(rb"[ \t\n\r\x0b\x0c]*[\x21-\x7e]")
+
+
+def utf8_page(data: bytes, charset: str | None = None) -> bytes | None:
+    """The page's bytes as the extraction reads them, when they need no decoding: the page is
+    UTF-8 (declared by ``charset``, the markup, a byte-order mark, or undeclared and valid), valid
+    UTF-8 and not blank. Its text is then that of ``decode_html(data, charset)``, without the
+    decoding to a str and the encoding back that the markup scan would do. ``None`` otherwise (a
+    page in another encoding, invalid bytes, only white space): decode it with
+    :func:`decode_html`.
+
+    >>> utf8_page("<p>déjà</p>".encode()), utf8_page(b"<p>d\\xe9j\\xe0</p>")
+    (b'<p>d\\xc3\\xa9j\\xc3\\xa0</p>', None)
+    """
+    codec, _where = declared_charset(data, charset)
+    if codec == "utf-8-sig":  # a byte-order mark, or the codec named in the markup
+        if data[:3] == codecs.BOM_UTF8:
+            data = data[3:]
+    elif codec is not None and codec != "utf-8":
+        return None
+    # undeclared: detect_charset() says UTF-8 exactly when the bytes are valid UTF-8
+    if not _STARTS_VISIBLE.match(data) or not _is_utf8(data):
+        return None
+    return data
 
 
 def _get_lxml():
@@ -481,10 +511,10 @@ def _scanned(html: str | bytes):
         return _scan(html.encode("utf-8", "replace"))
 
 
-def _fast(html: str | bytes, mode: str) -> str | None:
+def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
     """Main content (``mode="main"``) or the whole body's text on lexbor. ``html`` is a str, or
-    UTF-8 bytes."""
-    marked, flags, raw_title, classes, ids = _scanned(html)
+    UTF-8 bytes; ``scanned`` its :func:`_scanned` when the caller has it already."""
+    marked, flags, raw_title, classes, ids = scanned or _scanned(html)
     tree = _get_lexbor()(marked)
     body = tree.body
     if body is None:
@@ -587,13 +617,14 @@ def _titled(text: str, title: str) -> bool:
     return 2 * len(words & seen) >= len(words)
 
 
-def _main(html: str, url: str | None) -> str | None:
+def _main(html: str | bytes, url: str | None) -> str | None:
     if not _get_lexbor():
         require("selectolax", "io")
-    out = _fast(html, "main")
+    scanned = _scanned(html)
+    out = _fast(html, "main", scanned)
     if out:
         return out
-    return _whole(html)
+    return _fast(html, "whole", scanned)  # the same markup, scanned once
 
 
 def _dist_version(name: str) -> str:
@@ -635,7 +666,11 @@ def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -
     if mode not in HTML_MODES:
         raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
     if isinstance(html, (bytes, bytearray, memoryview)):
-        html = decode_html(bytes(html))
+        data = bytes(html)
+        page = utf8_page(data) if mode != "article" and _get_lexbor() else None
+        if page is not None:
+            return _extract_utf8(page, mode, url)
+        html = decode_html(data)
     if not html or html.isspace():
         return ""
     if "\x00" in html:
@@ -645,6 +680,16 @@ def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -
     if mode == "article":
         return _article(html, url)
     return _whole(html)
+
+
+def _extract_utf8(page: bytes, mode: str, url: str | None = None) -> str | None:
+    """:func:`_extract` of a page :func:`utf8_page` returned (lexbor present, mode "main" or
+    "whole"): what the decoded str would give, read from the bytes."""
+    if b"\x00" in page:
+        page = page.replace(b"\x00", b"")
+    if mode == "main":
+        return _main(page, url)
+    return _fast(page, "whole")
 
 
 def extract_text(html: str | bytes, mode: str = "main", *, url: str | None = None) -> str:
