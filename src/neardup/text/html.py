@@ -409,6 +409,37 @@ def _get_lexbor():
     return _lexbor
 
 
+class _Ids:
+    """lexbor's ids of the element names the rules compare: ``node.tag_id`` is an int read off
+    the node, where ``node.tag`` makes a str each time (a few times slower, per node)."""
+
+    def __init__(self):
+        names = ("html", "body", "main", "article", "section", "aside", "nav", "header", "footer", "h1") + tuple(
+            sorted(_BODY_BLOCKS))
+        tree = _get_lexbor()("".join(f"<{n}></{n}>" for n in names if n not in ("html", "body")))
+        ids = {n.tag: n.tag_id for n in tree.root.traverse() if n.tag in names}
+        missing = set(names) - set(ids)
+        if missing:  # pragma: no cover - every HTML parser makes these elements
+            raise RuntimeError(f"lexbor made no {sorted(missing)} elements")
+        self.main = ids["main"]
+        self.h1 = ids["h1"]
+        self.article = ids["article"]
+        self.page_parts = frozenset((ids["header"], ids["footer"]))
+        self.sections = frozenset(ids[n] for n in ("article", "section", "main", "aside", "nav"))
+        self.roots = frozenset(ids[n] for n in ("body", "html", "main"))
+        self.body_blocks = frozenset(ids[n] for n in _BODY_BLOCKS)
+
+
+_ids = None
+
+
+def _get_ids() -> _Ids:
+    global _ids
+    if _ids is None:
+        _ids = _Ids()
+    return _ids
+
+
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -479,9 +510,10 @@ def _is_under(node, ancestor) -> bool:
 
 
 def _in_section(node, stop) -> bool:
+    sections = _get_ids().sections
     p = node.parent
     while p is not None and p.mem_id != stop.mem_id:
-        if p.tag in ("article", "section", "main", "aside", "nav"):
+        if p.tag_id in sections:
             return True
         p = p.parent
     return False
@@ -492,10 +524,11 @@ _BODY_BLOCKS = frozenset({"table", "ul", "ol", "dl", "div", "p", "center", "form
 
 def _drop_dense_blocks(body) -> None:
     """Under <body>, drop the top-level blocks that are mostly links (menus without names)."""
+    blocks = _get_ids().body_blocks
     node = body.child
     while node is not None:
         nxt = node.next
-        if node.tag in _BODY_BLOCKS:
+        if node.tag_id in blocks:
             chars, links = _stats(node.text(deep=True))
             if chars and links >= BODY_LINK_DENSITY * chars:
                 node.remove()
@@ -529,20 +562,22 @@ def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
         title = " ".join((_unescape(raw_title) if "&" in raw_title else raw_title).split())
     # One query for everything dropped unconditionally (each query walks the whole tree), none
     # when the page has none of it.
+    tag = _get_ids()
+    main_id = tag.main
     drop = _drop_selector(flags, navigation=True)
     if drop:
-        _remove_all(body, drop, keep=lambda n: n.tag == "main")
+        _remove_all(body, drop, keep=lambda n: n.tag_id == main_id)
     mains, articles, page_parts, asides, heads = [], [], [], [], []
     landmarks = _landmark_selector(flags)
     for node in body.css(landmarks) if landmarks else ():
-        tag = node.tag
-        if tag == "h1":
+        tid = node.tag_id
+        if tid == tag.h1:
             heads.append(node)
-        elif tag == "main" or node.attributes.get("role") == "main":
+        elif tid == main_id or node.attributes.get("role") == "main":
             mains.append(node)
-        elif tag == "article":
+        elif tid == tag.article:
             articles.append(node)
-        elif tag in ("header", "footer"):
+        elif tid in tag.page_parts:
             page_parts.append(node)
         else:
             asides.append(node)
@@ -573,7 +608,7 @@ def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
     named = _named_selector(flags, classes, ids)
     if named:
         for node in root.css(named):
-            if node.tag in ("body", "html", "main"):
+            if node.tag_id in tag.roots:
                 continue
             chars, links = _stats(node.text(deep=True))
             if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
