@@ -367,6 +367,10 @@ def _article(html: str, url: str | None) -> str | None:
 # - scripts, styles, text areas, iframes and comments are cut out (they are dropped anyway);
 # - the class and id names of the navigation vocabulary, the elements the page has and the
 #   attributes that hide or give roles are collected, and only what the page has is queried.
+#
+# A subtree's text is lexbor's own text_content (node.text_lexbor(): the text nodes in document
+# order, as node.text() gives them, but concatenated in C where text() runs a Python-level
+# callback per node); element names are compared by tag id.
 
 # Dropped wherever they are, when the page has them (script, style, textarea and iframe are cut
 # out by the scan already).
@@ -481,12 +485,12 @@ def _landmark_selector(flags: int) -> str:
 
 
 def _text_len(node) -> int:
-    return _stats(node.text(deep=True))[0]
+    return _stats(node.text_lexbor())[0]
 
 
 def _link_density(node) -> float:
     """The share of ``node``'s text inside links (1.0 when it has no text)."""
-    chars, links = _stats(node.text(deep=True))
+    chars, links = _stats(node.text_lexbor())
     return links / chars if chars else 1.0
 
 
@@ -529,7 +533,7 @@ def _drop_dense_blocks(body) -> None:
     while node is not None:
         nxt = node.next
         if node.tag_id in blocks:
-            chars, links = _stats(node.text(deep=True))
+            chars, links = _stats(node.text_lexbor())
             if chars and links >= BODY_LINK_DENSITY * chars:
                 node.remove()
         node = nxt
@@ -556,7 +560,7 @@ def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
         drop = _drop_selector(flags, navigation=False)
         if drop:
             _remove_all(body, drop)
-        return _lines(body.text(deep=True))
+        return _lines(body.text_lexbor())
     title = ""
     if raw_title:
         title = " ".join((_unescape(raw_title) if "&" in raw_title else raw_title).split())
@@ -588,7 +592,7 @@ def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
     root_text = None  # the root's text while nothing in it is removed (one walk less)
     sized = []
     for m in mains:
-        t = m.text(deep=True)
+        t = m.text_lexbor()
         chars = _stats(t)[0]
         if chars:
             sized.append((chars, t, m))
@@ -610,11 +614,11 @@ def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
         for node in root.css(named):
             if node.tag_id in tag.roots:
                 continue
-            chars, links = _stats(node.text(deep=True))
+            chars, links = _stats(node.text_lexbor())
             if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
                 node.remove()
                 root_text = None
-    text = _lines(root_text if root_text is not None else root.text(deep=True))
+    text = _lines(root_text if root_text is not None else root.text_lexbor())
     if not text:
         return ""
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
