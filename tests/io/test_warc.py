@@ -272,3 +272,47 @@ def test_pipe_and_file_object(tmp_path):
 
     b = [(r.type, r.url, r.body) for r in read_warc_records(io.BufferedReader(Pipe(Path(p).read_bytes())))]
     assert a == b and len(a) == 15
+
+
+@pytest.mark.parametrize("name", ["c.warc", "c.warc.gz", "c.wet.gz", "c.arc.gz", "cut.warc.gz"])
+def test_the_write_pass_counts_the_records_the_readers_count(tmp_path, name):
+    """write_kept_warc finds the records in one pass over the WARC headers (no HTTP heads): the
+    same offsets and the same input records (ordinals) as read_warc_records and the readers."""
+    from neardup.io import warc
+
+    if name == "c.arc.gz":
+        p = _write_arc(tmp_path / name, gz=True)
+    elif name == "c.wet.gz":
+        texts = [("http://a.example/1", "", "", b"Plain text one."), ("http://a.example/2", "", "", b"Two.")]
+        p = _write_warc(tmp_path / name, gz=True, records=texts, wet=True)
+        # a conversion record that is no text takes no ordinal
+        from warcio.warcwriter import WARCWriter
+
+        with open(p, "ab") as fh:
+            w = WARCWriter(fh, gzip=True)
+            w.write_record(w.create_warc_record("http://a.example/3", "conversion", payload=io.BytesIO(b"%PDF"),
+                                                warc_content_type="application/pdf"))
+            w.write_record(w.create_warc_record("http://a.example/4", "conversion", payload=io.BytesIO(b"Four."),
+                                                warc_content_type="text/plain"))
+    else:
+        p = _write_warc(tmp_path / name, gz=name.endswith(".gz"))
+        if name.startswith("cut"):
+            data = Path(p).read_bytes()
+            Path(p).write_bytes(data[: len(data) * 2 // 3])
+    want = []
+    try:
+        for rec in read_warc_records(p, bodies=False):
+            want.append((rec.offset, warc.is_input_record(rec)))
+    except warc.ArchiveError:
+        pass
+    got = []
+    try:
+        got.extend(warc._record_starts(p))
+    except warc.ArchiveError:
+        pass
+    assert got == want and any(c for _, c in got) and (name != "c.wet.gz" or [c for _, c in got][-2:] == [False, True])
+    ordinals = None if name == "cut.warc.gz" else len(list(read_documents([p])))
+    out = io.BytesIO()
+    n, written = warc.write_kept_warc(p, lambda o: True, out)
+    assert n == sum(c for _, c in want) and (ordinals is None or n == ordinals)
+    assert written == n or name == "cut.warc.gz"

@@ -436,22 +436,65 @@ def _file_kind(path: str) -> tuple[str | None, str]:
     return archive_kind(head), comp
 
 
-def _spans(path: str, keep_record: Callable[[ArchiveRecord], bool], merge: bool) -> list[tuple[int, int]]:
-    """The byte ranges (in the file) of the records ``keep_record`` selects, merged when adjacent
-    and ``merge``."""
+def _record_starts(path: str) -> Iterator[tuple[int, bool]]:
+    """``(offset, input record?)`` of every record of the archive ``path``, in file order, read
+    in one pass that parses the WARC headers only: whether a record takes an ordinal is a matter
+    of its type (every ``response``) and, for a ``conversion``, of its own Content-Type
+    (:func:`is_input_record`), never of its HTTP head or payload. A file that cannot be read on
+    ends the records (:class:`ArchiveError`, as :func:`read_warc_records` raises it)."""
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    if archive_kind(head) != "warc":  # ARC: warcio's records
+        for rec in read_warc_records(path, bodies=False):
+            yield rec.offset, is_input_record(rec)
+        return
+    fw = require("fastwarc.warc", "io")
+    number = 0
+    with open(path, "rb") as fh:
+        try:
+            for rec in fw.ArchiveIterator(fh, parse_http=False, fsspec_args=False):
+                number += 1
+                rtype = str(rec.record_type)
+                if rtype == "response":
+                    counts = True
+                elif rtype == "conversion":
+                    mime, _charset = parse_content_type(rec.headers.get("Content-Type"))
+                    counts = not mime or mime.startswith("text/")
+                else:
+                    counts = False
+                yield rec.stream_pos, counts
+        except Exception as exc:  # noqa: BLE001 - truncated gzip, bad header
+            raise ArchiveError(number + 1, f"cannot read the WARC file after record {number}: {exc}") from exc
+
+
+def _spans(path: str, keep_record: Callable[[bool], bool], merge: bool, magic: bytes | None
+           ) -> list[tuple[int, int]] | None:
+    """The byte ranges (in the file) of the records ``keep_record`` (of whether the record is an
+    input record) selects, merged when adjacent and ``merge``; ``None`` when ``magic`` is given
+    and some record does not start a gzip member (zstd frame) of its own: the offsets increase
+    and each points at the compression's magic bytes. One pass over the archive."""
     size = os.path.getsize(path)
     spans: list[tuple[int, int]] = []
-    prev: ArchiveRecord | None = None
+    prev: int | None = None
     prev_kept = False
-    try:
-        for rec in read_warc_records(path, bodies=False):
-            if prev is not None and prev_kept:
-                _add_span(spans, prev.offset, rec.offset, merge)
-            prev, prev_kept = rec, keep_record(rec)
-    except ArchiveError:
-        return spans  # the last record read may be cut: it is not copied
+    last = -1
+    with open(path, "rb") as fh:
+        try:
+            for offset, counts in _record_starts(path):
+                if magic is not None:
+                    if offset <= last:
+                        return None
+                    fh.seek(offset)
+                    if fh.read(len(magic)) != magic:
+                        return None
+                    last = offset
+                if prev is not None and prev_kept:
+                    _add_span(spans, prev, offset, merge)
+                prev, prev_kept = offset, keep_record(counts)
+        except ArchiveError:
+            return spans  # the last record read may be cut: it is not copied (the records before it decide)
     if prev is not None and prev_kept:
-        _add_span(spans, prev.offset, size, merge)
+        _add_span(spans, prev, size, merge)
     return spans
 
 
@@ -467,22 +510,17 @@ def write_kept_warc(path: str, keep: Callable[[int], bool], out: BinaryIO, first
     selects, in file order (gzip members, see the module docstring). The file's input records
     take the ordinals from ``first_ordinal`` on (the readers' numbering). Returns ``(next
     ordinal, records written)``. A file that cannot be read from some record on gives the
-    records before it (the readers reported the rest)."""
+    records before it (the readers reported the rest). ``keep`` is a predicate: it may be asked
+    about the same ordinals again (when the records turn out not to be gzip members of their
+    own, they are read again from the decompressed archive)."""
     kind, comp = _file_kind(path)
-    if comp != "none" and not _member_per_record(path, comp):
-        # one gzip member or zstd frame holds several records (``gzip pages.warc``): the records'
-        # offsets are not places to copy from, so the records are read from the decompressed
-        # archive and each kept one gzipped on its own, as for an uncompressed archive
-        with tempfile.NamedTemporaryFile(prefix="neardup-", suffix=".warc") as plain:
-            _decompress_into(path, comp, plain)
-            plain.flush()
-            return write_kept_warc(plain.name, keep, out, first_ordinal)
-    counter = {"n": first_ordinal, "written": 0}
+    counter = {"n": first_ordinal, "written": 0, "first": True}
 
-    def keep_record(rec: ArchiveRecord) -> bool:
-        if kind == "arc" and rec.number == 1:
+    def keep_record(counts: bool) -> bool:
+        first, counter["first"] = counter["first"], False
+        if kind == "arc" and first:
             return True  # the ARC file's header record
-        if not is_input_record(rec):
+        if not counts:
             return False
         o = counter["n"]
         counter["n"] += 1
@@ -491,7 +529,16 @@ def write_kept_warc(path: str, keep: Callable[[int], bool], out: BinaryIO, first
             return True
         return False
 
-    spans = _spans(path, keep_record, merge=comp == "gzip")
+    magic = None if comp == "none" else _GZIP_MAGIC if comp == "gzip" else _ZSTD_MAGIC
+    spans = _spans(path, keep_record, comp == "gzip", magic)
+    if spans is None:
+        # one gzip member or zstd frame holds several records (``gzip pages.warc``): the records'
+        # offsets are not places to copy from, so the records are read from the decompressed
+        # archive and each kept one gzipped on its own, as for an uncompressed archive
+        with tempfile.NamedTemporaryFile(prefix="neardup-", suffix=".warc") as plain:
+            _decompress_into(path, comp, plain)
+            plain.flush()
+            return write_kept_warc(plain.name, keep, out, first_ordinal)
     with open(path, "rb") as src:
         for a, b in spans:
             src.seek(a)
@@ -503,25 +550,6 @@ def write_kept_warc(path: str, keep: Callable[[int], bool], out: BinaryIO, first
                     data = _zstd_records(data)
                 out.write(gzip.compress(data, compresslevel=6, mtime=0))
     return counter["n"], counter["written"]
-
-
-def _member_per_record(path: str, comp: str) -> bool:
-    """Whether every record of the compressed archive starts a gzip member (zstd frame) of its own:
-    the records' offsets increase and each points at the compression's magic bytes."""
-    magic = _GZIP_MAGIC if comp == "gzip" else _ZSTD_MAGIC
-    last = -1
-    with open(path, "rb") as fh:
-        try:
-            for rec in read_warc_records(path, bodies=False):
-                if rec.offset <= last:
-                    return False
-                fh.seek(rec.offset)
-                if fh.read(len(magic)) != magic:
-                    return False
-                last = rec.offset
-        except ArchiveError:
-            pass  # a cut record: the records before it decide
-    return True
 
 
 def _decompress_into(path: str, comp: str, out: BinaryIO) -> None:
