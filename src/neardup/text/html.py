@@ -50,8 +50,8 @@ from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
 
-__all__ = ["extract_text", "decode_html", "declared_charset", "detect_charset", "extractor_id", "utf8_page",
-           "HTML_MODES", "RULES_VERSION"]
+__all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "detect_charset", "extractor_id",
+           "utf8_page", "HTML_MODES", "RULES_VERSION"]
 
 HTML_MODES = ("main", "whole", "article")
 #: The version of the main-content rules below; bumped whenever a rule changes an output.
@@ -171,24 +171,26 @@ def decode_html(data: bytes, charset: str | None = None, *, errors: str = "repla
 _STARTS_VISIBLE = re.compile(rb"[ \t\n\r\x0b\x0c]*[\x21-\x7e]")
 
 
-def utf8_page(data: bytes, charset: str | None = None) -> bytes | None:
+def utf8_page(data: bytes, charset: str | None = None, *, text: bool = False) -> bytes | None:
     """The page's bytes as the extraction reads them, when they need no decoding: the page is
     UTF-8 (declared by ``charset``, the markup, a byte-order mark, or undeclared and valid), valid
-    UTF-8 and not blank. Its text is then that of ``decode_html(data, charset)``, without the
-    decoding to a str and the encoding back that the markup scan would do. ``None`` otherwise (a
-    page in another encoding, invalid bytes, only white space): decode it with
-    :func:`decode_html`.
+    UTF-8 and not blank. Its text (:func:`extract_utf8`) is then that of
+    ``decode_html(data, charset)``, without the decoding to a str and the encoding back that the
+    markup scan would do. ``None`` otherwise (a page in another encoding, invalid bytes, only
+    white space): decode it with :func:`decode_html`. ``text=True``: ``data`` is the UTF-8 of a
+    str (decoded already: no declaration applies), valid and not blank.
 
     >>> utf8_page("<p>déjà</p>".encode()), utf8_page(b"<p>d\\xe9j\\xe0</p>")
     (b'<p>d\\xc3\\xa9j\\xc3\\xa0</p>', None)
     """
-    codec, _where = declared_charset(data, charset)
-    if codec == "utf-8-sig":  # a byte-order mark, or the codec named in the markup
-        if data[:3] == codecs.BOM_UTF8:
-            data = data[3:]
-    elif codec is not None and codec != "utf-8":
-        return None
-    # undeclared: detect_charset() says UTF-8 exactly when the bytes are valid UTF-8
+    if not text:
+        codec, _where = declared_charset(data, charset)
+        if codec == "utf-8-sig":  # a byte-order mark, or the codec named in the markup
+            if data[:3] == codecs.BOM_UTF8:
+                data = data[3:]
+        elif codec is not None and codec != "utf-8":
+            return None
+        # undeclared: detect_charset() says UTF-8 exactly when the bytes are valid UTF-8
     if not _STARTS_VISIBLE.match(data) or not _is_utf8(data):
         return None
     return data
@@ -708,7 +710,7 @@ def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -
         data = bytes(html)
         page = utf8_page(data) if mode != "article" and _get_lexbor() else None
         if page is not None:
-            return _extract_utf8(page, mode, url)
+            return extract_utf8(page, mode, url=url)
         html = decode_html(data)
     if not html or html.isspace():
         return ""
@@ -721,9 +723,12 @@ def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -
     return _whole(html)
 
 
-def _extract_utf8(page: bytes, mode: str, url: str | None = None) -> str | None:
-    """:func:`_extract` of a page :func:`utf8_page` returned (lexbor present, mode "main" or
-    "whole"): what the decoded str would give, read from the bytes."""
+def extract_utf8(page: bytes, mode: str = "main", *, url: str | None = None) -> str | None:
+    """The text of a page :func:`utf8_page` returned, as :func:`extract_text` gives it for the
+    decoded page (``None``: the markup could not be parsed), read from the bytes. Modes "main"
+    and "whole" (on lexbor); "article" decodes the page for trafilatura."""
+    if mode not in ("main", "whole") or not _get_lexbor():
+        return _extract(page.decode("utf-8"), mode, url=url)
     if b"\x00" in page:
         page = page.replace(b"\x00", b"")
     if mode == "main":
