@@ -162,30 +162,50 @@ static inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c
 
 /* Whether a (lower-cased) name has a token of the vocabulary: the same answer as the regular
  * expression (^|[^a-z0-9])AFFIX | AFFIX($|[^a-z0-9]) | (^|[^a-z0-9])EXACT($|[^a-z0-9]). Only the
- * words that start with the character at hand are compared. */
+ * words that start with the character at hand are compared (by_letter). */
+/* The words by first letter ('a'..'z'), AFFIX words first, then EXACT ones; filled once at
+ * import (index_words), read only after. */
+#define MAX_WORDS_PER_LETTER 12
+typedef struct {
+    const word *w[MAX_WORDS_PER_LETTER];
+    unsigned char exact[MAX_WORDS_PER_LETTER];
+    int n;
+} letter_words;
+static letter_words by_letter[26];
+
+static int index_words(void) {
+    memset(by_letter, 0, sizeof(by_letter));
+    for (int pass = 0; pass < 2; pass++) {
+        const word *list = pass ? EXACT : AFFIX;
+        size_t count = pass ? NEXACT : NAFFIX;
+        for (size_t k = 0; k < count; k++) {
+            letter_words *l = &by_letter[list[k].w[0] - 'a'];
+            if (l->n == MAX_WORDS_PER_LETTER)
+                return -1;
+            l->w[l->n] = &list[k];
+            l->exact[l->n] = (unsigned char)pass;
+            l->n++;
+        }
+    }
+    return 0;
+}
+
 static int names_navigation(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = s[i];
         if (c < 'a' || c > 'z')
             continue;  /* every word starts with a letter */
+        const letter_words *l = &by_letter[c - 'a'];
+        if (!l->n)
+            continue;
         int start = (i == 0) || !is_alnum_lower(s[i - 1]);
-        for (size_t w = 0; w < NAFFIX; w++) {
-            const char *word = AFFIX[w].w;
-            if ((unsigned char)word[0] != c)
+        for (int k = 0; k < l->n; k++) {
+            size_t len = l->w[k]->len;
+            if (i + len > n || memcmp(s + i, l->w[k]->w, len) != 0)
                 continue;
-            size_t l = AFFIX[w].len;
-            if (i + l <= n && memcmp(s + i, word, l) == 0 && (start || i + l == n || !is_alnum_lower(s[i + l])))
+            int ends = i + len == n || !is_alnum_lower(s[i + len]);
+            if (l->exact[k] ? (start && ends) : (start || ends))
                 return 1;
-        }
-        if (start) {
-            for (size_t w = 0; w < NEXACT; w++) {
-                const char *word = EXACT[w].w;
-                if ((unsigned char)word[0] != c)
-                    continue;
-                size_t l = EXACT[w].len;
-                if (i + l <= n && memcmp(s + i, word, l) == 0 && (i + l == n || !is_alnum_lower(s[i + l])))
-                    return 1;
-            }
         }
     }
     return 0;
@@ -981,6 +1001,11 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
             return NULL;
         }
     index_tags();
+    if (index_words() < 0) {
+        PyErr_SetString(PyExc_ImportError, "neardup._htmlscan: too many vocabulary words with one first letter");
+        Py_DECREF(m);
+        return NULL;
+    }
     static const struct { const char *name; int value; } consts[] = {
         {"MAIN", F_MAIN}, {"ARTICLE", F_ARTICLE}, {"HEADER", F_HEADER}, {"FOOTER", F_FOOTER}, {"H1", F_H1},
         {"ASIDE", F_ASIDE}, {"NAV", F_NAV}, {"DIALOG", F_DIALOG}, {"NOSCRIPT", F_NOSCRIPT},
