@@ -316,3 +316,52 @@ def test_the_write_pass_counts_the_records_the_readers_count(tmp_path, name):
     n, written = warc.write_kept_warc(p, lambda o: True, out)
     assert n == sum(c for _, c in want) and (ordinals is None or n == ordinals)
     assert written == n or name == "cut.warc.gz"
+
+
+def test_the_write_pass_uses_the_record_starts_the_read_pass_saw(tmp_path, monkeypatch):
+    """After the read pass has read an archive to its end, write_kept_warc copies the kept records
+    without reading the archive again, the same bytes; a file changed since is read again."""
+    from neardup.io import warc
+
+    p = _write_warc(tmp_path / "c.warc.gz", gz=True)
+    keep = lambda o: o % 2 == 0  # noqa: E731
+    warc._SEEN.clear()
+    fresh = io.BytesIO()
+    assert warc.write_kept_warc(p, keep, fresh) == (7, 4)
+    docs = list(read_documents([p]))
+    assert len(docs) == 7 and p in warc._SEEN
+
+    def no_pass(path):
+        raise AssertionError("the archive was read again")
+
+    monkeypatch.setattr(warc, "_record_starts", no_pass)
+    remembered = io.BytesIO()
+    assert warc.write_kept_warc(p, keep, remembered) == (7, 4)
+    assert remembered.getvalue() == fresh.getvalue()
+    assert p not in warc._SEEN  # used once
+
+    list(read_documents([p]))
+    with open(p, "ab") as fh:  # the file changes after the read pass: its starts are not trusted
+        fh.write(Path(_write_warc(tmp_path / "d.warc.gz", gz=True)).read_bytes())
+    with pytest.raises(AssertionError, match="read again"):
+        warc.write_kept_warc(p, keep, io.BytesIO())
+    monkeypatch.undo()
+    assert warc.write_kept_warc(p, keep, io.BytesIO())[0] == 14
+
+    # a cut archive: a read pass stopped by a record cut short remembers nothing, one that
+    # FastWARC ends quietly remembers what the write pass would see: the same bytes either way
+    data = Path(p).read_bytes()
+    remembered_some = forgot_some = False
+    for tenths in range(1, 10):
+        cut = tmp_path / f"cut{tenths}.warc.gz"
+        cut.write_bytes(data[: len(data) * tenths // 10])
+        list(read_documents([str(cut)]))
+        remembered_some |= str(cut) in warc._SEEN
+        forgot_some |= str(cut) not in warc._SEEN
+        with_starts = io.BytesIO()
+        counts = warc.write_kept_warc(str(cut), keep, with_starts)
+        assert str(cut) not in warc._SEEN
+        without = io.BytesIO()
+        assert warc.write_kept_warc(str(cut), keep, without) == counts
+        assert with_starts.getvalue() == without.getvalue()
+    assert remembered_some and forgot_some

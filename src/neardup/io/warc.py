@@ -23,7 +23,9 @@ input records of ``neardup dedup``:
 :func:`write_kept_warc` writes the kept input records to ``kept.warc.gz``, each record's bytes
 as they are in the input: for a ``.warc.gz`` input every kept record's gzip member is copied
 byte for byte; for an uncompressed or zstd input each kept record's bytes (decompressed) become
-one gzip member. For ARC input the records are ARC records and the file is ``kept.arc.gz`` (the
+one gzip member. Where the records start is what the read pass (:func:`input_records`) saw,
+when it read the file to its end and the file is unchanged since; else one pass over the WARC
+headers finds them (never the HTTP heads or payloads). For ARC input the records are ARC records and the file is ``kept.arc.gz`` (the
 file's ``filedesc`` header record first, as the format requires).
 """
 
@@ -33,6 +35,7 @@ import gzip
 import os
 import tempfile
 import zlib
+from array import array
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
 
@@ -353,6 +356,42 @@ def _oserror(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
+# Where the records of an archive start and which are input records, as the read pass of
+# input_records saw them, per file: write_kept_warc copies the kept records without reading the
+# archive again (a pass of FastWARC, which must inflate every record to find the next) when the
+# file is unchanged since (size, modification time, inode). Bounded: the last _SEEN_FILES files
+# read to their end, none of more than _SEEN_MAX_RECORDS records (9 bytes a record).
+_SEEN: dict[str, tuple[tuple, array, bytearray]] = {}
+_SEEN_FILES = 64
+_SEEN_MAX_RECORDS = 1 << 22
+
+
+def _file_key(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError, TypeError):  # not a local file (a URL): not remembered
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
+def _remember(path: str, key: tuple | None, starts: array, counts: bytearray) -> None:
+    if key is None or len(starts) > _SEEN_MAX_RECORDS or _file_key(path) != key:
+        return
+    _SEEN.pop(path, None)
+    while len(_SEEN) >= _SEEN_FILES:
+        _SEEN.pop(next(iter(_SEEN)))
+    _SEEN[path] = (key, starts, counts)
+
+
+def _remembered(path: str):
+    """``(offset, input record?)`` of every record of ``path`` as the read pass saw them, or
+    None when it did not read this file to its end or the file changed since."""
+    seen = _SEEN.pop(path, None)
+    if seen is None or _file_key(path) != seen[0]:
+        return None
+    return zip(seen[1], map(bool, seen[2]))
+
+
 def input_records(path: str, max_bytes: int | None, source=None) -> Iterator[tuple[int, str, tuple]]:
     """The input records of a web archive, for the readers:
 
@@ -364,10 +403,16 @@ def input_records(path: str, max_bytes: int | None, source=None) -> Iterator[tup
     ``path`` to read instead of opening it.
     """
     number = 0
+    # the records' starts, for write_kept_warc (absolute offsets: the file is read from its start)
+    key = _file_key(path) if source is None or (source.seekable() and source.tell() == 0) else None
+    starts, counts = array("q"), bytearray()
     try:
         for rec in read_warc_records(path if source is None else source, max_bytes=max_bytes):
             number = rec.number
             kind = _input_kind(rec)
+            if key is not None:
+                starts.append(rec.offset)
+                counts.append(kind is not None)
             if kind is None:
                 continue
             ident = rec.url or f"{path}:{rec.number}"
@@ -393,6 +438,7 @@ def input_records(path: str, max_bytes: int | None, source=None) -> Iterator[tup
                 yield rec.number, "skip", (ident, "not_html", "no Content-Type and the body does not look like HTML")
                 continue
             yield rec.number, kind, (ident, rec.url, body, rec.charset, rec.record_id)
+        _remember(path, key, starts, counts)
     except ArchiveError as exc:
         yield exc.number, "error", (exc.why,)
     except OSError as exc:
@@ -480,7 +526,7 @@ def _spans(path: str, keep_record: Callable[[bool], bool], merge: bool, magic: b
     last = -1
     with open(path, "rb") as fh:
         try:
-            for offset, counts in _record_starts(path):
+            for offset, counts in _remembered(path) or _record_starts(path):
                 if magic is not None:
                     if offset <= last:
                         return None
