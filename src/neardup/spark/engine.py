@@ -688,9 +688,6 @@ def _verify_groups(batches, pairs_of, num_perm: int, floor: float | None, measur
     with the signatures and shingle ids read in place from the Arrow batches."""
     import pyarrow as pa
 
-    from ..stages.candidates import estimate_filter
-    from ..stages.verify import pair_similarities
-
     part_l, ord_l, sig_l, ids_l, count_l = [], [], [], [], []
     for rb in batches:
         if rb.num_rows:
@@ -718,22 +715,41 @@ def _verify_groups(batches, pairs_of, num_perm: int, floor: float | None, measur
 
     for g in np.unique(part).tolist():
         ga, gb = groups[g]
-        ia, ib = rows_of(g, ga), rows_of(g, gb)
-        _, _, est, _ = estimate_filter(sig_l, ia, ib, None)
-        passed = np.ones(ga.size, dtype=bool) if floor is None else est >= floor
-        jac = np.full(ga.size, np.nan)
-        score = np.full(ga.size, np.nan)
-        sel = np.flatnonzero(passed)
-        if sel.size:
-            sims = pair_similarities(ids_l, offsets, counts, ia[sel], ib[sel])
-            jac[sel] = sims["jaccard"]
-            score[sel] = score_of(sims, measure)
+        est, passed, jac, score = _measured_pairs(sig_l, ids_l, offsets, counts, rows_of(g, ga), rows_of(g, gb),
+                                                     floor, measure)
         yield pa.RecordBatch.from_arrays([
-            pa.array(ga), pa.array(gb), pa.array(passed), pa.array(score),
-            # rounded as the local writers round (Python's round, not numpy's)
-            pa.array([round(x, 6) for x in jac.tolist()], type=pa.float64()),
-            pa.array([round(x, 6) for x in est.tolist()], type=pa.float64()),
+            pa.array(ga), pa.array(gb), pa.array(passed), pa.array(score), _rounded(jac), _rounded(est),
         ], names=["a", "b", "passed", "score", "jaccard_r", "estimate_r"])
+
+
+def _measured_pairs(signatures, ids, offsets, counts, ia: np.ndarray, ib: np.ndarray, floor: float | None,
+                    measure: str):
+    """``(estimate, passed, jaccard, score)`` of the pairs ``(ia[q], ib[q])``: the local engine's
+    estimate filter (:func:`neardup.stages.candidates.estimate_filter`, ``floor`` None: all pass)
+    and, for the pairs that pass it, exact verification
+    (:func:`neardup.stages.verify.pair_similarities`); NaN for the others. ``signatures`` and
+    ``ids`` are arrays or lists of arrays read in place as their concatenation."""
+    from ..stages.candidates import estimate_filter
+    from ..stages.verify import pair_similarities
+
+    _, _, est, _ = estimate_filter(signatures, ia, ib, None)
+    passed = np.ones(ia.size, dtype=bool) if floor is None else est >= floor
+    jac = np.full(ia.size, np.nan)
+    score = np.full(ia.size, np.nan)
+    sel = np.flatnonzero(passed)
+    if sel.size:
+        sims = pair_similarities(ids, offsets, counts, ia[sel], ib[sel])
+        jac[sel] = sims["jaccard"]
+        score[sel] = score_of(sims, measure)
+    return est, passed, jac, score
+
+
+def _rounded(values: np.ndarray):
+    """An Arrow float column of ``values`` rounded to 6 places as the local writers round them
+    (Python's ``round``, not numpy's)."""
+    import pyarrow as pa
+
+    return pa.array([round(x, 6) for x in values.tolist()], type=pa.float64())
 
 
 def _partition_targets(spark, nparts: int) -> tuple:
@@ -752,38 +768,23 @@ def _partition_targets(spark, nparts: int) -> tuple:
 
 def _estimate_and_verify(batches, num_perm: int, floor: float | None, measure: str):
     """(a, b, sig_a, ids_a, sig_b, ids_b) -> (a, b, estimate, passed, jaccard, score, jaccard_r,
-    estimate_r): the local engine's estimate filter (:func:`neardup.stages.candidates.estimate_filter`)
-    and exact verification (:func:`neardup.stages.verify.pair_similarities`) of each candidate
-    pair, the second only for the pairs that pass the first (``floor`` None: all pass)."""
+    estimate_r): :func:`_measured_pairs` of each candidate pair."""
     import pyarrow as pa
-
-    from ..stages.candidates import estimate_filter
-    from ..stages.verify import pair_similarities
 
     for rb in batches:
         k = rb.num_rows
         if k == 0:
             continue
-        sigs = np.concatenate([_u64_runs(rb.column(2)).reshape(-1, num_perm),
-                               _u64_runs(rb.column(4)).reshape(-1, num_perm)])
-        _, _, est, _ = estimate_filter(sigs, np.arange(k), np.arange(k, 2 * k), None)
-        passed = np.ones(k, dtype=bool) if floor is None else est >= floor
-        jac = np.full(k, np.nan)
-        score = np.full(k, np.nan)
-        sel = np.flatnonzero(passed)
-        if sel.size:
-            runs = [_u64_runs(rb.column(c)) for c in (3, 5)]
-            counts = np.concatenate([np.diff(_binary_offsets(rb.column(c))) // 8 for c in (3, 5)])
-            offsets = np.zeros(2 * k + 1, dtype=np.int64)
-            np.cumsum(counts, out=offsets[1:])
-            sims = pair_similarities(runs, offsets, counts, sel, sel + k)
-            jac[sel] = sims["jaccard"]
-            score[sel] = score_of(sims, measure)
+        sigs = [_u64_runs(rb.column(c)).reshape(-1, num_perm) for c in (2, 4)]
+        ids = [_u64_runs(rb.column(c)) for c in (3, 5)]
+        counts = np.concatenate([np.diff(_binary_offsets(rb.column(c))) // 8 for c in (3, 5)])
+        offsets = np.zeros(2 * k + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        est, passed, jac, score = _measured_pairs(sigs, ids, offsets, counts, np.arange(k), np.arange(k, 2 * k),
+                                                     floor, measure)
         yield pa.RecordBatch.from_arrays([
             rb.column(0), rb.column(1), pa.array(est), pa.array(passed), pa.array(jac), pa.array(score),
-            # rounded as the local writers round (Python's round, not numpy's)
-            pa.array([round(x, 6) for x in jac.tolist()], type=pa.float64()),
-            pa.array([round(x, 6) for x in est.tolist()], type=pa.float64()),
+            _rounded(jac), _rounded(est),
         ], names=["a", "b", "estimate", "passed", "jaccard", "score", "jaccard_r", "estimate_r"])
 
 
@@ -803,12 +804,17 @@ def _member_sims(batches, measure: str, threshold: float, chain: bool):
     for rb in batches:
         if rb.num_rows == 0:
             continue
-        sval = score_of(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure).tolist()
+        sims = _survivor_sims(rb, measure)
         yield pa.RecordBatch.from_arrays([
-            rb.column(0),
-            pa.array([round(float(x), 6) for x in sval], type=pa.float64()),
-            pa.array([chain and x < threshold for x in sval], type=pa.bool_()),
+            rb.column(0), _rounded(sims), pa.array([chain and x < threshold for x in sims.tolist()], type=pa.bool_()),
         ], names=["ordinal", "sim", "chained"])
+
+
+def _survivor_sims(rb, measure: str) -> np.ndarray:
+    """The similarity to its survivor of each row ``(ordinal, ids_lo, ids_hi)``, unrounded, as the
+    local :func:`~neardup.stages.survivors.similarity_to_survivors` gives it."""
+    return np.asarray(score_of(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure),
+                      dtype=np.float64)
 
 
 def _jsonl_lines(batches, ctx: dict):
@@ -981,14 +987,13 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
 
 
 def _raw_member_sims(batches, measure: str):
-    """(ordinal, ids_lo, ids_hi) -> (ordinal, similarity to survivor), unrounded, as the local
-    :func:`~neardup.stages.survivors.similarity_to_survivors` gives it."""
+    """(ordinal, ids_lo, ids_hi) -> (ordinal, :func:`_survivor_sims`)."""
     import pyarrow as pa
 
     for rb in batches:
         if rb.num_rows:
-            sims = score_of(_overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist()), measure)
-            yield pa.RecordBatch.from_arrays([rb.column(0), pa.array(sims, type=pa.float64())], names=["ordinal", "sim"])
+            yield pa.RecordBatch.from_arrays([rb.column(0), pa.array(_survivor_sims(rb, measure), type=pa.float64())],
+                                             names=["ordinal", "sim"])
 
 
 def _float_column(table, name: str) -> np.ndarray:
