@@ -105,30 +105,44 @@ static const tag_info TAGS[] = {
 #define NTAGS ((int)(sizeof(TAGS) / sizeof(TAGS[0])))
 #define MAX_TAG 16
 
-/* The tags by first letter ('a'..'z'): TAGS is sorted, so each letter's tags are a run; filled
- * once at import (index_tags). */
-static int first_at[27];
+/* The tags by first letter ('a'..'z') and length (1..MAX_TAG): a tag name is compared with the
+ * few known tags it could be (at most GROUP of them), so that the many tags a page has that are
+ * not in TAGS (span, code, em...) cost one lookup; filled once at import (index_tags), read
+ * only after. */
+#define GROUP 8
+static signed char by_name[26][MAX_TAG + 1][GROUP];  /* indices into TAGS, -1 after the last */
 static size_t tag_len[NTAGS];
 
-static void index_tags(void) {
-    int k = 0;
-    for (int c = 0; c < 26; c++) {
-        first_at[c] = k;
-        while (k < NTAGS && TAGS[k].name[0] == 'a' + c)
-            k++;
-    }
-    first_at[26] = NTAGS;
-    for (int t = 0; t < NTAGS; t++)
+static int index_tags(void) {
+    memset(by_name, -1, sizeof(by_name));
+    for (int t = 0; t < NTAGS; t++) {
         tag_len[t] = strlen(TAGS[t].name);
+        int c = TAGS[t].name[0] - 'a';
+        if (c < 0 || c >= 26 || tag_len[t] > MAX_TAG)
+            return -1;
+        signed char *g = by_name[c][tag_len[t]];
+        int k = 0;
+        while (k < GROUP && g[k] >= 0)
+            k++;
+        if (k == GROUP)
+            return -1;
+        g[k] = (signed char)t;
+    }
+    return 0;
 }
 
 static const tag_info *find_tag(const unsigned char *lower, size_t len) {
-    if (len == 0 || lower[0] < 'a' || lower[0] > 'z')
+    if (len == 0 || len > MAX_TAG || lower[0] < 'a' || lower[0] > 'z')
         return NULL;
-    int c = lower[0] - 'a';
-    for (int t = first_at[c]; t < first_at[c + 1]; t++)
-        if (tag_len[t] == len && memcmp(lower, TAGS[t].name, len) == 0)
-            return &TAGS[t];
+    const signed char *g = by_name[lower[0] - 'a'][len];
+    for (int k = 0; k < GROUP && g[k] >= 0; k++) {
+        const char *name = TAGS[g[k]].name;
+        size_t x = 1;  /* the first letters agree */
+        while (x < len && lower[x] == (unsigned char)name[x])
+            x++;
+        if (x == len)
+            return &TAGS[g[k]];
+    }
     return NULL;
 }
 
@@ -1000,9 +1014,8 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
             Py_DECREF(m);
             return NULL;
         }
-    index_tags();
-    if (index_words() < 0) {
-        PyErr_SetString(PyExc_ImportError, "neardup._htmlscan: too many vocabulary words with one first letter");
+    if (index_tags() < 0 || index_words() < 0) {
+        PyErr_SetString(PyExc_ImportError, "neardup._htmlscan: too many tags or words with one first letter and length");
         Py_DECREF(m);
         return NULL;
     }
