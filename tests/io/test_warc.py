@@ -365,3 +365,18 @@ def test_the_write_pass_uses_the_record_starts_the_read_pass_saw(tmp_path, monke
         assert warc.write_kept_warc(str(cut), keep, without) == counts
         assert with_starts.getvalue() == without.getvalue()
     assert remembered_some and forgot_some
+
+
+def test_the_remembered_record_starts_are_bounded(tmp_path, monkeypatch):
+    from neardup.io import warc
+
+    a = _write_warc(tmp_path / "a.warc.gz", gz=True)  # 15 records each
+    b = _write_warc(tmp_path / "b.warc.gz", gz=True)
+    warc._SEEN.clear()
+    monkeypatch.setattr(warc, "_SEEN_MAX_RECORDS", 20)
+    list(read_documents([a]))
+    list(read_documents([b]))
+    assert list(warc._SEEN) == [b]  # a went to make room
+    monkeypatch.setattr(warc, "_SEEN_MAX_RECORDS", 10)
+    list(read_documents([a]))
+    assert a not in warc._SEEN  # more records than the bound: not remembered

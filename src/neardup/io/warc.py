@@ -359,10 +359,9 @@ def _oserror(exc: BaseException) -> str:
 # Where the records of an archive start and which are input records, as the read pass of
 # input_records saw them, per file: write_kept_warc copies the kept records without reading the
 # archive again (a pass of FastWARC, which must inflate every record to find the next) when the
-# file is unchanged since (size, modification time, inode). Bounded: the last _SEEN_FILES files
-# read to their end, none of more than _SEEN_MAX_RECORDS records (9 bytes a record).
+# file is unchanged since (size, modification time, inode). Bounded: at most _SEEN_MAX_RECORDS
+# records in all (9 bytes a record), the files read last; each entry is dropped when used.
 _SEEN: dict[str, tuple[tuple, array, bytearray]] = {}
-_SEEN_FILES = 64
 _SEEN_MAX_RECORDS = 1 << 22
 
 
@@ -378,8 +377,9 @@ def _remember(path: str, key: tuple | None, starts: array, counts: bytearray) ->
     if key is None or len(starts) > _SEEN_MAX_RECORDS or _file_key(path) != key:
         return
     _SEEN.pop(path, None)
-    while len(_SEEN) >= _SEEN_FILES:
-        _SEEN.pop(next(iter(_SEEN)))
+    held = sum(len(seen[1]) for seen in _SEEN.values())
+    while _SEEN and held + len(starts) > _SEEN_MAX_RECORDS:  # the oldest go first
+        held -= len(_SEEN.pop(next(iter(_SEEN)))[1])
     _SEEN[path] = (key, starts, counts)
 
 
