@@ -107,10 +107,36 @@ def test_spilling_to_disk_gives_the_same_outputs(planted, tmp_path):
         out = str(tmp_path / f"budget-{budget_mb}")
         d = Deduplicator(DedupConfig(), jobs=2, in_memory_mb=budget_mb)
         d.BATCH_BYTES = 50_000
+        d.AGAIN_BATCH_BYTES = 50_000  # the second read's shingle ids, in pieces the small budget partly holds
         summary = d.run([path], out)
         spilled.append(summary["spilled_mb"])
         outputs.append([open(os.path.join(out, name)).read() for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl")])
     assert spilled[0] == 0 and 0 < spilled[1] < spilled[2]
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_input_is_read_again_only_when_the_shingle_ids_pass_the_budget(planted, tmp_path):
+    # ids that fit the memory budget are kept from the first pass (one read, as a small corpus
+    # always was); past it they are dropped and the candidates' made again from a second read
+    path, _, _ = planted
+    from neardup.params import IN_MEMORY_MB
+
+    second_reads = []
+
+    class Counting(Deduplicator):
+        def _ids_again(self, *args, **kwargs):
+            second_reads.append(1)
+            return super()._ids_again(*args, **kwargs)
+
+    outputs = []
+    for budget_mb, reads in ((IN_MEMORY_MB, 0), (0.2, 1), (0, 1)):
+        second_reads.clear()
+        out = str(tmp_path / f"budget-{budget_mb}")
+        d = Counting(DedupConfig(), jobs=2, in_memory_mb=budget_mb)
+        d.BATCH_BYTES = 50_000
+        d.run([path], out)
+        assert len(second_reads) == reads, budget_mb
+        outputs.append([open(os.path.join(out, name)).read() for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl")])
     assert outputs[0] == outputs[1] == outputs[2]
 
 

@@ -611,21 +611,23 @@ def intersections(ids, offsets: np.ndarray, i: np.ndarray, j: np.ndarray, *, job
 
 
 def agreements(values, i: np.ndarray, j: np.ndarray, *, jobs: int = 1) -> np.ndarray:
-    """Equal positions (int64) of rows ``i[q]`` and ``j[q]`` of the (n, m) uint64 signature matrix,
+    """Equal positions (int64) of rows ``i[q]`` and ``j[q]`` of the (n, m) uint64 (or uint32) signature matrix,
     as ``(values[i] == values[j]).sum(axis=1)`` without gathering the rows. ``values`` may be a
     list of (n_k, m) matrices read in place as their concatenation."""
     if _kernel is None:
         from .errors import ConfigError
 
         raise ConfigError("the compiled kernel neardup._kernel is not built")
-    pieces = _pieces(values)
+    pieces = _pieces(values, narrow=True)
     m = pieces[0].shape[1] if pieces else 1
     if any(p.ndim != 2 or p.shape[1] != m for p in pieces):
         raise ValueError("signature pieces must be matrices of equal width")
     return _over_pairs(lambda a, b: _kernel.agreements(pieces, m, a, b), i, j, jobs)
 
 
-def _pieces(values) -> list[np.ndarray]:
-    """One contiguous uint64 array, or a list of them, as a list (no copy when already so)."""
+def _pieces(values, *, narrow: bool = False) -> list[np.ndarray]:
+    """One contiguous uint64 array, or a list of them, as a list (no copy when already so). With
+    ``narrow``, pieces that are all uint32 stay uint32 (signatures of a 32-bit family)."""
     parts = values if isinstance(values, (list, tuple)) else [values]
-    return [np.ascontiguousarray(p, dtype=np.uint64) for p in parts]
+    dtype = np.uint32 if narrow and parts and all(np.asarray(p).dtype == np.uint32 for p in parts) else np.uint64
+    return [np.ascontiguousarray(p, dtype=dtype) for p in parts]

@@ -88,16 +88,22 @@ class _Pieces:
     read the pieces in place.
     """
 
-    def __init__(self, path: str, budget: _Budget):
+    def __init__(self, path: str, budget: _Budget, dtype=np.uint64):
         self.path = path
         self.budget = budget
+        #: uint64, or uint32 for signatures of a 32-bit hash family (half the memory and spill;
+        #: every value of a sketched document fits, checked as it comes: see :meth:`append`)
+        self.dtype = np.dtype(dtype)
         self.held: list[np.ndarray] = []
         self.fh = None
         self.count = 0
         self.digest = None  # XXH3 of the spill file, for the saved stage's record (io.runfolder)
 
     def append(self, arr: np.ndarray) -> None:
-        arr = np.ascontiguousarray(arr, dtype=np.uint64)
+        if self.dtype == np.uint32 and arr.dtype != np.uint32:
+            if arr.size and int(arr.max()) > 0xFFFFFFFF:  # never for a document with a shingle
+                raise RuntimeError("internal error: a 32-bit family's signature value does not fit 32 bits")
+        arr = np.ascontiguousarray(arr, dtype=self.dtype)
         if self.fh is None and arr.nbytes <= self.budget.left:
             self.budget.left -= arr.nbytes
             self.held.append(arr)
@@ -121,14 +127,20 @@ class _Pieces:
         if self.fh is not None:
             self.fh.close()
             if self.count:
-                pieces.append(np.memmap(self.path, dtype=np.uint64, mode="r"))
+                pieces.append(np.memmap(self.path, dtype=self.dtype, mode="r"))
         if width:
             pieces = [p.reshape(-1, width) for p in pieces]
         return pieces
 
     @property
     def spilled_bytes(self) -> int:
-        return self.count * 8
+        return self.count * self.dtype.itemsize
+
+    def release(self) -> None:
+        """Drop what is held (nothing spilled yet) and give its bytes back to the budget."""
+        assert self.fh is None, "release() of pieces that spilled"
+        self.budget.left += sum(p.nbytes for p in self.held)
+        self.held = []
 
     def close_file(self) -> None:
         """Close the spill file (before the stage's folder is saved)."""
@@ -141,9 +153,9 @@ class _Pieces:
     @classmethod
     def restored(cls, pieces: list[np.ndarray], spilled_bytes: int) -> "_Pieces":
         """Pieces read back from a saved stage (memory-mapped); ``finish`` gives them as they are."""
-        obj = cls("", _Budget(0))
+        obj = cls("", _Budget(0), pieces[0].dtype if pieces else np.uint64)
         obj.held = [p for p in pieces if p.size]
-        obj.count = spilled_bytes // 8
+        obj.count = spilled_bytes // obj.dtype.itemsize
         return obj
 
 
@@ -243,6 +255,9 @@ class _Sketched:
     band_keys: np.ndarray | None = None
     #: keep="source": ordinal -> local index of the sketched records (built when first needed)
     local_of: dict | None = None
+    #: the shingle ids went past the memory budget and were dropped: the candidates' are made
+    #: again from a second read (Deduplicator._ids_again)
+    ids_dropped: bool = False
 
 
 class Deduplicator:
@@ -271,6 +286,10 @@ class Deduplicator:
         self.work_dir = work_dir
         self.in_memory_mb = in_memory_mb
         self.seconds: dict[str, float] = {}
+        #: a callable giving the input's records again, in the same order (set by :meth:`run` when
+        #: the run can read its input twice): the first pass then keeps no shingle ids, and the
+        #: second gives those of the documents in candidate pairs (see :meth:`_ids_again`)
+        self._reread = None
 
     # ------------------------------------------------------------------------------------------
     def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip",
@@ -386,14 +405,25 @@ class Deduplicator:
         if write_kept and not labelled:  # the texts the kept corpus would extract again are kept
             first_pass["text_spill"] = run.path
 
-        def read(plan):
+        def read(plan, passing=first_pass):
             if sketch_stage.kernel_handles(self.config.shingle):
                 # JSONL records come as UTF-8 straight from a compiled scanner: their text never
                 # becomes a Python str. Texts holding a code point that NFKC may change, and that
                 # the kernel does not map itself, are flagged.
                 table = sketch_stage.flag_table(self.config.shingle.normalize)
-                return read_encoded(plan, table=table, keep_fields=keep_fields, **read_options, **first_pass)
-            return read_documents(plan, keep_fields=keep_fields, **read_options, **first_pass)
+                return read_encoded(plan, table=table, keep_fields=keep_fields, **read_options, **passing)
+            return read_documents(plan, keep_fields=keep_fields, **read_options, **passing)
+
+        # The shingle ids are most of the work folder (8 bytes a distinct shingle, 1.1 kB a document
+        # of benchmarks/scale.py's corpus) and only the documents in candidate pairs (a tenth there)
+        # are ever measured: a run that can read its input again keeps them in memory while they
+        # fit its budget, and past it drops them, spills none and makes those documents' ids again
+        # from a second read (MinHash runs without an index, on local files: not stdin or a pipe,
+        # which can be read once). A corpus whose ids fit is read once, as before.
+        self._reread = None
+        if (self.config.method == "minhash" and not self._unresumable and self.config.keep != "source"
+                and self.config.source_field is None and not labelled and _readable_twice(inputs)):
+            self._reread = lambda: read(paths, dict(on_error=on_error, report=InputReport()))
 
         if labelled:
             docs = _labelled(self, [(label, read(plan)) for label, plan in zip(self.source_labels, plans)])
@@ -426,7 +456,7 @@ class Deduplicator:
             reached("write-pairs")
             if not run.is_staged(pairs_name):
                 with naming(run.partial_file(pairs_name)):
-                    write_pairs(run.partial, pairs.rows(outcome.ids), format=output_format)
+                    write_pairs(run.partial, pairs.lines(outcome.ids), format=output_format)
                 run.stage_file(pairs_name)
             kept_info = kept_writing[0].result() if kept_writing else None
             self.seconds["write"] = time.perf_counter() - t
@@ -623,6 +653,14 @@ class Deduplicator:
 
         t = time.perf_counter()
         cfg = self.config
+        again = None  # the second read's pieces of shingle ids, when the first pass dropped them
+        if got.ids_dropped and not (run is not None and run.done("verify") and run.done("cluster")):
+            if run is not None and run.done("verify"):  # only the clusters' pairs are measured again
+                arrays, _ = run.load("verify")
+                need = np.union1d(arrays["i"], arrays["j"])
+            else:
+                need = np.union1d(ci, cj)
+            shingle_ids, offsets, again = self._ids_again(sk, counts, need, work)  # timed with verify
         if stage("verify"):
             arrays, meta = run.load("verify")
             edges = Edges(arrays["i"], arrays["j"], arrays["jaccard"], arrays["estimate"], arrays["score"])
@@ -680,12 +718,78 @@ class Deduplicator:
         stats["skipped"] = dict(sorted(got.skipped.items()))
         stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = (got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
-                                  + stats.get("grouping_spilled_bytes", 0))
+                                  + stats.get("grouping_spilled_bytes", 0) + (again.spilled_bytes if again else 0))
         if "duplicate_ids" not in stats:  # a cluster stage saved by an earlier run
             named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
             stats["duplicate_ids"] = sum(g.size - 1 for g in repeated_names(named))
         stats["urls"] = got.urls
         return outcome, pairs, stats
+
+    #: Text read again per call of the shingle kernel (a batch of the second read).
+    AGAIN_BATCH_BYTES = 8 << 20
+
+    def _ids_again(self, sk: np.ndarray, counts: np.ndarray, need: np.ndarray, work: str):
+        """``(shingle_ids, offsets, pieces)``: the shingle ids of the sketched records at the local
+        indices ``need`` (sorted), made again from a second read of the input (``self._reread``),
+        as pieces held within the memory budget and spilled past it; ``offsets`` over every
+        sketched record, the others' runs empty. Each document's count of ids is checked against
+        the first pass's: the two reads must have seen the same records."""
+        from .io import Skipped
+        from .io.documents import EncodedDocuments
+        from .stages.sketch import shingle_runs
+
+        cfg = self.config
+        if self._reread is None:
+            raise RuntimeError("internal error: the shingle ids were dropped but the input cannot be read again")
+        pieces = _Pieces(os.path.join(work, "shingles-again.u64"), _Budget(int(self.in_memory_mb * (1 << 20))))
+        want = sk[need]  # ordinals, increasing (sk is in input order)
+        texts: list[str] = []
+        size = 0
+        made = []  # the counts of the documents made again, in order
+
+        def flush():
+            nonlocal texts, size
+            if texts:
+                ids, offs = shingle_runs(texts, cfg.shingle, jobs=self.jobs)
+                pieces.append(ids)
+                made.append(np.diff(offs))
+                texts, size = [], 0
+
+        def take(text: str, nbytes: int):
+            nonlocal size
+            texts.append(text)
+            size += nbytes
+            if size >= self.AGAIN_BATCH_BYTES:
+                flush()
+
+        at = ordinal = 0
+        records = self._reread()
+        for rec in records:
+            if at >= want.size:  # the last one needed: the rest is not read
+                records.close()
+                break
+            if type(rec) is EncodedDocuments:
+                k = len(rec)
+                stop = int(np.searchsorted(want, ordinal + k))
+                for i in (want[at:stop] - ordinal).tolist():
+                    take(rec.text(i), int(rec.offsets[i + 1] - rec.offsets[i]))
+                at, ordinal = stop, ordinal + k
+            else:
+                if not isinstance(rec, Skipped) and want[at] == ordinal:
+                    take(rec.text, len(rec.text))
+                    at += 1
+                ordinal += 1
+        flush()
+        again = np.concatenate(made) if made else np.zeros(0, dtype=np.int64)
+        if again.size != need.size or not np.array_equal(again, counts[need]):
+            raise RuntimeError("internal error: the input read again does not give the records of the first read "
+                               "(was it changed during the run?)")
+        runs = np.zeros(counts.size, dtype=np.int64)
+        runs[need] = counts[need]
+        offsets = np.zeros(counts.size + 1, dtype=np.int64)
+        np.cumsum(runs, out=offsets[1:])
+        pieces.close_file()
+        return pieces.finish(), offsets, pieces
 
     # the stages' results in the work folder --------------------------------------------------
     def _save_sketch(self, run, got: _Sketched) -> None:
@@ -711,6 +815,8 @@ class Deduplicator:
             "urls": sorted(got.urls.items()),  # web archives' pages: clusters.jsonl's url key
             "sources": got.sources,  # each record's source (several inputs, --source-field), or None
             "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
+            "signature_dtype": got.sig_pieces.dtype.name,
+            "ids_dropped": got.ids_dropped,
             "input_report": self._input_report.as_dict() if getattr(self, "_input_report", None) else None,
             "seconds": {k: self.seconds[k] for k in ("read_and_sketch", "sketch_wait_and_collect") if k in self.seconds},
         }, digests={os.path.basename(p.path): p.digest.hexdigest() for p in (got.id_pieces, got.sig_pieces)
@@ -730,14 +836,18 @@ class Deduplicator:
         got.band_parts = [arrays["band_keys"]] if "band_keys" in arrays else []
         got.simhashes = [arrays["simhashes"]] if "simhashes" in arrays else []
         ids_spilled, sig_spilled = meta["spilled_bytes"]
+        got.ids_dropped = bool(meta.get("ids_dropped", False))
         report = getattr(self, "_input_report", None)
         if report is not None and meta.get("input_report"):  # what the first pass left out, as it saw it
             report.skipped_files[:] = meta["input_report"]["skipped_files"]
             report.ignored_files[:] = meta["input_report"]["ignored_files"]
         got.id_pieces = _Pieces.restored([arrays["shingles-0"], arrays.get("shingles-1", arrays["shingles-0"][:0])],
                                          ids_spilled)
-        got.sig_pieces = _Pieces.restored([arrays["signatures-0"],
-                                           arrays.get("signatures-1", arrays["signatures-0"][:0])], sig_spilled)
+        # the signatures' width as the run kept them (uint32 for a 32-bit family: see _read_and_sketch)
+        width = np.dtype(meta.get("signature_dtype", "uint64"))
+        sig_held, sig_spill = arrays["signatures-0"], arrays.get("signatures-1")
+        got.sig_pieces = _Pieces.restored([sig_held if sig_held.size else sig_held.astype(width),
+                                           sig_spill if sig_spill is not None else np.zeros(0, width)], sig_spilled)
         self.seconds.update(meta["seconds"])
         return got
 
@@ -788,7 +898,11 @@ class Deduplicator:
         # shingle ids (for verification) and signatures (for estimates) in memory up to the budget
         budget = _Budget(int(self.in_memory_mb * (1 << 20)))
         # (named as the sketch stage's saved folder has them: -0 what was held, -1 the spill)
-        got.sig_pieces = _Pieces(os.path.join(work, "signatures-1.u64"), budget)
+        # signatures of the 32-bit family (the default) are kept at their width, uint32: half the
+        # memory and spill of uint64 (an index stores uint64 signatures: runs with one keep those)
+        narrow = (cfg.minhash.family == "mulshift32" and self.against is None and self.save_index is None)
+        got.sig_pieces = (_Pieces(os.path.join(work, "signatures-1.u32"), budget, np.uint32) if narrow
+                          else _Pieces(os.path.join(work, "signatures-1.u64"), budget))
         got.id_pieces = _Pieces(os.path.join(work, "shingles-1.u64"), budget)
         band = cfg.banding() if cfg.method == "minhash" else None
         if self.against is None and self.save_index is None and cfg.keep != "source":
@@ -895,8 +1009,13 @@ class Deduplicator:
         if not new.any():
             return
         got.n_shingles.append(sig.n_shingles[new])
-        if cfg.method != "exact":
+        if cfg.method != "exact" and not got.ids_dropped:
             for piece in _kept_ids(sig, new):
+                if self._reread is not None and piece.nbytes > got.id_pieces.budget.left:
+                    # past the budget the ids are not spilled: the candidates' are made again (_ids_again)
+                    got.id_pieces.release()
+                    got.ids_dropped = True
+                    break
                 got.id_pieces.append(piece)
         if cfg.method == "minhash":
             values = sig.values if new.all() else sig.values[new]
@@ -1080,7 +1199,7 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
     ``estimate_filtered``, ``verified_pairs``, ``chained``, ``chained_examples``, ``duplicate_ids``,
     ``n_shingles_total``, ``spilled_bytes``; optionally ``largest_bucket``, ``buckets_over_window``,
     ``samples``, ``kinds`` and the index's figures)."""
-    reasons = Counter(r if not r.startswith("skipped:") else "skipped" for r in outcome.reason)
+    reasons = _reason_counts(outcome.reason)
     sizes = stats["cluster_sizes"]
     multi = {c: s for c, s in sizes.items() if s > 1}
     dist = Counter(multi.values())
@@ -1131,6 +1250,20 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
     return summary
 
 
+def _reason_counts(reason) -> Counter:
+    """How many records have each reason (every ``skipped:<why>`` counted as ``skipped``): from
+    the codes of a :class:`Labels` column in one step (a Python string per record cost the
+    5-million-document run 3 s), else one by one."""
+    if isinstance(reason, Labels):
+        counts = np.bincount(reason.codes.array(), minlength=len(reason.labels)).tolist()
+        out: Counter = Counter()
+        for label, c in zip(reason.labels, counts):
+            if c:
+                out["skipped" if label.startswith("skipped:") else label] += c
+        return out
+    return Counter(r if not r.startswith("skipped:") else "skipped" for r in reason)
+
+
 #: The run's statistics about an index, in summary.json's ``index``.
 INDEX_STATS = ("index_documents_saved", "index_documents_added", "against_candidate_pairs",
                "against_estimate_filtered", "against_verified_pairs", "indexed_documents_read")
@@ -1159,9 +1292,47 @@ class VerifiedPairs:
                                     e.estimate[lo:hi].tolist()):
                 yield a, b, round(j, 6), round(est, 6)
 
+    def lines(self, ids):
+        """:meth:`rows` for :func:`neardup.io.writers.write_pairs`: iterated, the same tuples; and,
+        when the ids are an :class:`Ids` column and the kernel is built, ``jsonl_chunks()`` giving
+        ``pairs.jsonl``'s bytes a chunk at a time (:func:`neardup.io.result_lines.pair_chunks`)."""
+        return _PairLines(self, ids)
+
+
+class _PairLines:
+    """The verified pairs as :func:`neardup.io.writers.write_pairs` takes them (see :meth:`VerifiedPairs.lines`)."""
+
+    def __init__(self, pairs: VerifiedPairs, ids):
+        self.pairs, self.ids = pairs, ids
+        from .io import result_lines
+
+        names = pairs.names if pairs.names is not None else ids
+        if isinstance(names, Ids) and result_lines.available_for_ids():
+            self.jsonl_chunks = lambda: result_lines.pair_chunks(
+                names, pairs.sketched[pairs.edges.i], pairs.sketched[pairs.edges.j], pairs.edges.jaccard,
+                pairs.edges.estimate)
+
+    def __iter__(self):
+        return self.pairs.rows(self.ids)
+
 
 #: Pairs whose ids :meth:`VerifiedPairs.rows` decodes at once.
 _PAIR_ROWS_CHUNK = 65536
+
+
+def _readable_twice(inputs) -> bool:
+    """Whether every input is a local regular file or folder (stdin, a FIFO or /dev/fd/N can be
+    read once; a URL is read again only by the kept corpus)."""
+    for p in inputs:
+        if not isinstance(p, (str, os.PathLike)) or "://" in os.fsdecode(p) or os.fsdecode(p) == "-":
+            return False
+        try:
+            mode = os.stat(p).st_mode
+        except OSError:
+            return False
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            return False
+    return bool(inputs)
 
 
 def _labelled(engine: Deduplicator, inputs):

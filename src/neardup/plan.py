@@ -804,6 +804,29 @@ CHECK_SAMPLE_RECORDS = 2_000
 PER_RECORD_BYTES = 400
 
 
+#: The share of a MinHash run's documents whose shingle ids its work folder may hold: those in
+#: candidate pairs, made again by a second read of the input (local files; about a tenth on
+#: benchmarks/scale.py's corpora with 5 % planted copies). A corpus whose candidate pairs cover more
+#: may need more disk than the check counts; the run then stops with the disk full, resumable.
+CANDIDATE_SHARE = 0.25
+
+
+def ids_kept_fraction(config: DedupConfig) -> float:
+    """The share of documents whose shingle ids the work folder holds: :data:`CANDIDATE_SHARE`
+    for a MinHash run (the check runs for local files only, which the run reads twice), every
+    document for the other methods (their first pass keeps them all), none for exact."""
+    if config.method == "exact":
+        return 0.0
+    return CANDIDATE_SHARE if config.method == "minhash" and config.keep != "source" and config.source_field is None else 1.0
+
+
+def signature_value_bytes(config: DedupConfig) -> int:
+    """Bytes a signature value takes in the work folder: 4 for the 32-bit family (the default;
+    the local engine keeps its values as uint32), else 8. (A run with an index keeps uint64
+    values: :func:`work_disk_bound` counts 8 for every family, as the bound it is.)"""
+    return 4 if config.minhash.family == "mulshift32" else 8
+
+
 def work_disk_bound(paths: list[str], config: DedupConfig) -> int | None:
     """An upper bound of what :func:`work_disk_estimate` can give, read from the first MB of each
     uncompressed JSONL file (its lines give the records): a shingle id per two input bytes at
@@ -860,7 +883,8 @@ def work_disk_estimate(paths: list[str], config: DedupConfig) -> dict | None:
     _, offsets = shingle_runs(texts, config.shingle)
     shingles = float(offsets[-1]) / len(texts)
     perm = config.minhash.num_perm if config.method == "minhash" else 0
-    per_record = (8 * shingles if config.method != "exact" else 0) + 8 * perm + PER_RECORD_BYTES
+    per_record = (8 * shingles * ids_kept_fraction(config) + signature_value_bytes(config) * perm
+                  + PER_RECORD_BYTES)
     input_bytes = sample.input_bytes
     return {"records": records, "shingles_per_record": shingles, "bytes_per_record": per_record,
             "work_bytes": int(records * per_record), "kept_bytes": int(input_bytes),

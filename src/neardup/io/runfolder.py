@@ -225,7 +225,7 @@ class RunFolder:
 
     def save(self, stage: str, arrays: dict, meta: dict, digests: dict | None = None) -> None:
         """Record a completed stage: ``arrays`` (numpy arrays; lists of uint64 arrays are written as
-        one raw ``.u64`` file) and ``meta`` (JSON), then the folder renamed into place.
+        one raw ``.u64`` file, lists of uint32 arrays as one ``.u32`` file) and ``meta`` (JSON), then the folder renamed into place.
 
         The data files are not flushed to disk one by one (for a large corpus that is gigabytes,
         most of a stage's time again): ``meta.json`` records each file's size and XXH3 checksum,
@@ -239,14 +239,16 @@ class RunFolder:
         files = {}
         for name, value in arrays.items():
             h = xxhash.xxh3_64()
-            if isinstance(value, list):  # uint64 pieces, concatenated into one raw file
-                path = os.path.join(part, f"{name}.u64")
+            if isinstance(value, list):  # uint64 (or all uint32) pieces, concatenated into one raw file
+                narrow = bool(value) and all(np.asarray(piece).dtype == np.uint32 for piece in value)
+                ext, dtype = ("u32", np.uint32) if narrow else ("u64", np.uint64)
+                path = os.path.join(part, f"{name}.{ext}")
                 with naming(path), open(path, "wb") as fh:
                     for piece in value:
-                        view = memoryview(np.ascontiguousarray(piece, dtype=np.uint64)).cast("B")
+                        view = memoryview(np.ascontiguousarray(piece, dtype=dtype)).cast("B")
                         fh.write(view)
                         h.update(view)
-                files[f"{name}.u64"] = {"size": os.path.getsize(path), "xxh3": h.hexdigest()}
+                files[f"{name}.{ext}"] = {"size": os.path.getsize(path), "xxh3": h.hexdigest()}
             else:
                 path = os.path.join(part, f"{name}.npy")
                 with naming(path), open(path, "wb") as fh:
@@ -278,17 +280,18 @@ class RunFolder:
             return False
 
     def load(self, stage: str) -> tuple[dict, dict]:
-        """``(arrays, meta)`` of a completed stage; ``.u64`` files come memory-mapped (empty ones as
-        empty arrays), ``.npy`` files read into memory."""
+        """``(arrays, meta)`` of a completed stage; ``.u64`` (``.u32``) files come memory-mapped
+        (empty ones as empty arrays), ``.npy`` files read into memory."""
         folder = os.path.join(self.path, stage)
         with open(os.path.join(folder, "meta.json"), "rb") as fh:
             meta = orjson.loads(fh.read())
         arrays = {}
         for name in sorted(os.listdir(folder)):
             path = os.path.join(folder, name)
-            if name.endswith(".u64"):
-                arrays[name[:-4]] = (np.memmap(path, dtype=np.uint64, mode="r") if os.path.getsize(path)
-                                     else np.zeros(0, dtype=np.uint64))
+            if name.endswith((".u64", ".u32")):
+                dtype = np.uint64 if name.endswith(".u64") else np.uint32
+                arrays[name[:-4]] = (np.memmap(path, dtype=dtype, mode="r") if os.path.getsize(path)
+                                     else np.zeros(0, dtype=dtype))
             elif name.endswith(".npy"):
                 arrays[name[:-4]] = np.load(path, allow_pickle=False)
         return arrays, meta

@@ -471,6 +471,13 @@ def write_clusters(out_dir: str, outcome, *, format: str = "jsonl", urls: dict |
         schema = pa.schema([(k, types.get(k, pa.string())) for k in names])
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
         return path
+    from . import result_lines
+
+    if result_lines.available(outcome, urls):  # the local engine's arrays: the same bytes, assembled in C
+        with open(path, "wb") as fh:
+            for data in result_lines.cluster_chunks(outcome):
+                fh.write(data)
+        return path
     dumps = orjson.dumps
     with open(path, "wb") as fh:
         buf = []
@@ -486,7 +493,9 @@ def write_clusters(out_dir: str, outcome, *, format: str = "jsonl", urls: dict |
 
 def write_pairs(out_dir: str, rows, *, format: str = "jsonl") -> str:
     """Write ``pairs.jsonl`` (or ``pairs.parquet``) into ``out_dir``: the verified pairs ``(a, b, jaccard,
-    estimate)`` (ids, and similarities rounded to 6 places) in the order given. Returns the path."""
+    estimate)`` (ids, and similarities rounded to 6 places) in the order given. ``rows`` may also
+    be an object whose iteration gives those tuples and whose ``jsonl_chunks()`` gives the same
+    lines as bytes (:meth:`neardup.pipeline.VerifiedPairs.lines`). Returns the path."""
     path = os.path.join(out_dir, f"pairs.{_result_format(format)}")
     if format == "parquet":
         pa = require("pyarrow", "io")
@@ -495,6 +504,12 @@ def write_pairs(out_dir: str, rows, *, format: str = "jsonl") -> str:
         a, b, j, e = (list(col) for col in zip(*rows)) if rows else ([], [], [], [])
         pq.write_table(pa.table({"a": pa.array(a, pa.string()), "b": pa.array(b, pa.string()),
                                  "jaccard": pa.array(j, pa.float64()), "estimate": pa.array(e, pa.float64())}), path)
+        return path
+    chunks = getattr(rows, "jsonl_chunks", None)
+    if chunks is not None:  # pairs given as arrays (VerifiedPairs.lines): the same bytes, assembled in C
+        with open(path, "wb") as fh:
+            for data in chunks():
+                fh.write(data)
         return path
     dumps = orjson.dumps
     with open(path, "wb") as fh:

@@ -863,6 +863,100 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(gather_doc,
+"gather(buffers, starts, lengths) -> bytes\n\n"
+"The segments [starts[k], starts[k] + lengths[k]) of the buffers' concatenation (a sequence of\n"
+"at most 16 bytes-like objects, not copied; each segment within one buffer), joined in order:\n"
+"output lines assembled from a table of their pieces (clusters.jsonl) in one pass, with the GIL\n"
+"released. starts and lengths are int64 buffers of one length; every segment is checked\n"
+"against the bounds first (ValueError).");
+
+#define GATHER_MAX_BUFFERS 16
+
+static PyObject *py_gather(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *bufs_obj, *starts_obj, *lengths_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &bufs_obj, &starts_obj, &lengths_obj)) return NULL;
+    PyObject *bufs = PySequence_Fast(bufs_obj, "gather: buffers must be a sequence");
+    if (!bufs) return NULL;
+    Py_ssize_t nb = PySequence_Fast_GET_SIZE(bufs), got = 0;
+    Py_buffer views[GATHER_MAX_BUFFERS], starts = {0}, lengths = {0};
+    int64_t base[GATHER_MAX_BUFFERS + 1];
+    PyObject *out = NULL;
+    if (nb > GATHER_MAX_BUFFERS) {
+        PyErr_SetString(PyExc_ValueError, "gather: at most 16 buffers");
+        goto done;
+    }
+    base[0] = 0;
+    for (; got < nb; got++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(bufs, got), &views[got], PyBUF_SIMPLE) < 0) goto done;
+        base[got + 1] = base[got] + (int64_t)views[got].len;
+    }
+    if (PyObject_GetBuffer(starts_obj, &starts, PyBUF_SIMPLE) < 0) goto done;
+    if (PyObject_GetBuffer(lengths_obj, &lengths, PyBUF_SIMPLE) < 0) goto done;
+    if (starts.len != lengths.len || starts.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "gather: starts and lengths must be int64 buffers of one length");
+        goto done;
+    }
+    Py_ssize_t n = starts.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *s = (const int64_t *)starts.buf, *l = (const int64_t *)lengths.buf;
+    int64_t total = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int64_t a = s[k], len = l[k];
+        if (len == 0) continue;
+        Py_ssize_t b = 0;
+        while (b < nb && base[b + 1] <= a) b++;
+        if (a < 0 || len < 0 || b == nb || len > base[b + 1] - a) {
+            PyErr_Format(PyExc_ValueError, "gather: segment %zd (%lld, %lld) is not within one buffer", k,
+                         (long long)a, (long long)len);
+            goto done;
+        }
+        if (len > PY_SSIZE_T_MAX - total) {
+            PyErr_SetString(PyExc_OverflowError, "gather: the result is too large");
+            goto done;
+        }
+        total += len;
+    }
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (!out) goto done;
+    {
+        /* Copied with the GIL released: another thread could change starts or lengths meanwhile,
+         * so each segment is read once into locals and checked again against the buffers and the
+         * room left (a change makes a ValueError, never a read or write out of bounds). */
+        char *o = PyBytes_AS_STRING(out);
+        int64_t room = total;
+        int changed = 0;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t b = 0;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            int64_t a = s[k], len = l[k];
+            if (len == 0) continue;
+            if (a < base[b] || a >= base[b + 1]) { /* segments mostly stay in one buffer: look again only on a change */
+                b = 0;
+                while (b < nb && base[b + 1] <= a) b++;
+            }
+            if (a < 0 || len < 0 || b == nb || len > base[b + 1] - a || len > room) {
+                changed = 1;
+                break;
+            }
+            memcpy(o, (const char *)views[b].buf + (a - base[b]), (size_t)len);
+            o += len;
+            room -= len;
+        }
+        Py_END_ALLOW_THREADS
+        if (changed || room) {
+            Py_CLEAR(out);
+            PyErr_SetString(PyExc_ValueError, "gather: the segments changed during the call");
+        }
+    }
+done:
+    for (Py_ssize_t k = 0; k < got; k++) PyBuffer_Release(&views[k]);
+    if (starts.obj) PyBuffer_Release(&starts);
+    if (lengths.obj) PyBuffer_Release(&lengths);
+    Py_DECREF(bufs);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"units", py_units, METH_VARARGS, units_doc},
     {"shingle_ids", py_shingle_ids, METH_VARARGS, shingle_ids_doc},
@@ -874,6 +968,7 @@ static PyMethodDef methods[] = {
     {"set_max_doc_bytes", py_set_max_doc_bytes, METH_O, set_max_doc_bytes_doc},
     {"xxh3_64", py_xxh3, METH_O, xxh3_doc},
     {"utf8_join", py_utf8_join, METH_VARARGS, utf8_join_doc},
+    {"gather", py_gather, METH_VARARGS, gather_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -13,6 +13,7 @@ typedef struct {
     Py_ssize_t n;
     Py_buffer *views;
     size_t *start; /* n + 1 cumulative counts of values */
+    size_t width;  /* bytes a value: 8 (uint64), or 4 (uint32 signatures, see pieces_get_width) */
 } pieces_t;
 
 static void pieces_release(pieces_t *p) {
@@ -24,8 +25,9 @@ static void pieces_release(pieces_t *p) {
     p->start = NULL;
 }
 
-/* 1 on success; 0 with an exception set when obj is not uint64 buffers. */
-static int pieces_get(PyObject *obj, pieces_t *p) {
+/* 1 on success; 0 with an exception set when obj is not buffers of values of `width` bytes
+ * (8, or 0: 8 or 4 bytes, the same in every piece, as the first piece has them). */
+static int pieces_get_width(PyObject *obj, pieces_t *p, size_t width) {
     const int many = PyList_Check(obj) || PyTuple_Check(obj);
     /* a tuple of the list's items: each piece is held by its export, and the list may change
      * size or items meanwhile without affecting what is read */
@@ -45,31 +47,40 @@ static int pieces_get(PyObject *obj, pieces_t *p) {
         PyObject *item = many ? PyTuple_GET_ITEM(seq, k) : obj;
         if (PyObject_GetBuffer(item, &p->views[k], PyBUF_C_CONTIGUOUS) < 0) break;
         p->n = k + 1;
-        if (p->views[k].itemsize != 8 || p->views[k].len % 8) {
-            PyErr_SetString(PyExc_ValueError, "values must be uint64 buffers");
+        if (k == 0 && width == 0) width = p->views[0].itemsize == 4 ? 4 : 8;
+        if ((size_t)p->views[k].itemsize != width || p->views[k].len % (Py_ssize_t)width) {
+            PyErr_SetString(PyExc_ValueError, width == 8 ? "values must be uint64 buffers"
+                                                         : "values must be uint64 buffers, or all uint32");
             break;
         }
-        p->start[k + 1] = p->start[k] + (size_t)p->views[k].len / 8;
+        p->start[k + 1] = p->start[k] + (size_t)p->views[k].len / width;
     }
     Py_XDECREF(seq);
     if (p->n != n || PyErr_Occurred()) {
         pieces_release(p);
         return 0;
     }
+    p->width = width ? width : 8;
     return 1;
 }
 
+static int pieces_get(PyObject *obj, pieces_t *p) { return pieces_get_width(obj, p, 8); }
+
 /* The values [pos, pos + len) when they lie in one piece, else NULL. */
-static inline const uint64_t *pieces_at(const pieces_t *p, size_t pos, size_t len) {
+static inline const void *pieces_at_any(const pieces_t *p, size_t pos, size_t len) {
     Py_ssize_t lo = 0, hi = p->n; /* the last piece whose start <= pos */
     while (hi - lo > 1) {
         const Py_ssize_t mid = (lo + hi) / 2;
         if (p->start[mid] <= pos) lo = mid;
         else hi = mid;
     }
-    if (p->n == 0) return len == 0 ? (const uint64_t *)"" : NULL;
+    if (p->n == 0) return len == 0 ? (const void *)"" : NULL;
     if (pos + len > p->start[lo + 1] || pos < p->start[lo]) return NULL;
-    return (const uint64_t *)p->views[lo].buf + (pos - p->start[lo]);
+    return (const char *)p->views[lo].buf + (pos - p->start[lo]) * p->width;
+}
+
+static inline const uint64_t *pieces_at(const pieces_t *p, size_t pos, size_t len) {
+    return (const uint64_t *)pieces_at_any(p, pos, len);
 }
 
 PyDoc_STRVAR(intersections_doc,
@@ -248,8 +259,9 @@ done:
 PyDoc_STRVAR(agreements_doc,
 "agreements(values, m, i, j) -> bytearray of int64\n\n"
 "For each pair (i[q], j[q]), how many of the m positions of rows i[q] and j[q] of the (n, m)\n"
-"uint64 matrix values are equal (the MinHash estimate times m); values may be a list of uint64\n"
-"buffers of whole rows read as their concatenation. The GIL is released.");
+"uint64 (or uint32: signatures of a 32-bit hash family stored at their width) matrix values\n"
+"are equal (the MinHash estimate times m); values may be a list of buffers of whole rows, all of\n"
+"one width, read as their concatenation. The GIL is released.");
 
 static PyObject *py_agreements(PyObject *self, PyObject *args) {
     (void)self;
@@ -257,7 +269,7 @@ static PyObject *py_agreements(PyObject *self, PyObject *args) {
     Py_ssize_t m;
     if (!PyArg_ParseTuple(args, "OnOO", &v_obj, &m, &i_obj, &j_obj)) return NULL;
     pieces_t val;
-    if (!pieces_get(v_obj, &val)) return NULL;
+    if (!pieces_get_width(v_obj, &val, 0)) return NULL;
     PyObject *result = NULL;
     size_t np = 0, npj = 0;
     /* the pairs copied under the GIL (see int64_copy); the values are read through held exports */
@@ -282,14 +294,20 @@ static PyObject *py_agreements(PyObject *self, PyObject *args) {
     for (size_t q = 0; q < np; q++) {
         /* every piece holds whole rows (checked above), so a row lies in one piece; the NULL
          * check keeps that an invariant checked here rather than a promise */
-        const uint64_t *a = pieces_at(&val, (size_t)pi[q] * (size_t)m, (size_t)m),
-                       *b = pieces_at(&val, (size_t)pj[q] * (size_t)m, (size_t)m);
+        const void *a = pieces_at_any(&val, (size_t)pi[q] * (size_t)m, (size_t)m),
+                   *b = pieces_at_any(&val, (size_t)pj[q] * (size_t)m, (size_t)m);
         if (!a || !b) {
             straddles = 1;
             break;
         }
         int64_t c = 0;
-        for (Py_ssize_t p = 0; p < m; p++) c += a[p] == b[p];
+        if (val.width == 4) {
+            const uint32_t *a4 = (const uint32_t *)a, *b4 = (const uint32_t *)b;
+            for (Py_ssize_t p = 0; p < m; p++) c += a4[p] == b4[p];
+        } else {
+            const uint64_t *a8 = (const uint64_t *)a, *b8 = (const uint64_t *)b;
+            for (Py_ssize_t p = 0; p < m; p++) c += a8[p] == b8[p];
+        }
         out[q] = c;
     }
     Py_END_ALLOW_THREADS

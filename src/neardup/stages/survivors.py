@@ -233,7 +233,14 @@ def cluster_kinds(outcome: Outcome, sizes: dict) -> dict:
     """The table of Broder et al.'s 1997 experiment for a run: clusters of two or more records,
     and the documents they hold, split into clusters of identical documents (every member an
     exact copy of its survivor) and clusters of identical or similar ones (at least one near)."""
-    with_near = {c for c, r in zip(outcome.cluster, outcome.reason) if r == "near"}
+    from .columns import Labels, Names
+
+    if isinstance(outcome.cluster, Names) and isinstance(outcome.reason, Labels):  # arrays: no str per record
+        ords = np.unique(outcome.cluster.ordinals[outcome.reason.mask("near")])
+        with_near = set(outcome.cluster.names.take(ords[ords >= 0])) if hasattr(outcome.cluster.names, "take") \
+            else {outcome.cluster.names[o] for o in ords[ords >= 0].tolist()}
+    else:
+        with_near = {c for c, r in zip(outcome.cluster, outcome.reason) if r == "near"}
     multi = {c: s for c, s in sizes.items() if s > 1}
     identical = [s for c, s in multi.items() if c not in with_near]
     similar = [s for c, s in multi.items() if c in with_near]

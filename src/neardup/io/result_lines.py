@@ -1,0 +1,209 @@
+"""The lines of ``clusters.jsonl`` and ``pairs.jsonl`` assembled from the run's arrays.
+
+The writer of :mod:`neardup.io.writers` builds a dict per record and dumps it with orjson: about
+8 microseconds a record, 40 s of the 5-million-document run. Here the lines are the same bytes,
+made a chunk of records at a time: every piece of a line (a constant such as ``,"cluster":``, a
+record's id as JSON, its similarity as orjson writes the float) is a segment of a few buffers
+(the ids' one UTF-8 buffer, a table of constants, the floats dumped at once), and the compiled
+``gather`` joins the segments of a chunk in one pass.
+
+Ids need no escaping in JSON unless they hold ``"``, ``\\``, a control character or a byte that
+may start a surrogate (``\\xed``): those few are dumped by orjson one by one (which raises, as the
+dict writer does, on a lone surrogate), every other is its UTF-8 bytes between quotes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+
+from ..stages.columns import Floats, Ids, Labels, Names
+
+__all__ = ["available", "available_for_ids", "cluster_chunks", "pair_chunks"]
+
+#: Records per chunk: 15 segments each, two int64 per segment (about 60 MB of segments).
+CHUNK = 1 << 18
+
+
+def _gather():
+    try:
+        from .. import _kernel
+    except ImportError:
+        return None
+    return getattr(_kernel, "gather", None)
+
+
+def available(outcome, urls=None) -> bool:
+    """Whether :func:`cluster_chunks` can write ``outcome`` (the local engine's arrays, records
+    without sources or URLs, and the compiled kernel)."""
+    return (_gather() is not None and not urls and getattr(outcome, "source", None) is None
+            and isinstance(outcome.ids, Ids) and isinstance(outcome.reason, Labels)
+            and isinstance(outcome.similarity, Floats)
+            and all(isinstance(c, Names) and c.names is outcome.ids for c in (outcome.cluster, outcome.duplicate_of)))
+
+
+def available_for_ids() -> bool:
+    """Whether :func:`pair_chunks` can run (the compiled kernel is built)."""
+    return _gather() is not None
+
+
+class _IdTable:
+    """Each record's id as a JSON string: a segment of the ids' buffer between two quotes, or,
+    for the few ids JSON must escape, a segment of a buffer of their orjson dumps."""
+
+    def __init__(self, ids: Ids, base: int):
+        self.ids = ids
+        self.ends = ids.ends
+        self.base = base  # where the ids' buffer starts in the gathered buffers
+        data = np.frombuffer(ids.data, dtype=np.uint8)
+        bad = np.flatnonzero((data < 0x20) | (data == 0x22) | (data == 0x5C) | (data == 0xED))
+        self.special = np.unique(np.searchsorted(self.ends, bad, side="right")) if bad.size else np.empty(0, np.int64)
+        dumped = [orjson.dumps(s) for s in ids.take(self.special)] if self.special.size else []
+        self.escaped = b"".join(dumped)
+        lens = np.fromiter(map(len, dumped), np.int64, len(dumped))
+        self.esc_len = lens
+        self.esc_start = np.cumsum(lens) - lens
+        self.esc_base = base + len(ids.data)
+
+    def buffers(self) -> list:
+        return [self.ids.data, self.escaped]
+
+    def segments(self, ords: np.ndarray):
+        """``(start, length, quotes)`` of the ids at ``ords`` (all >= 0): quotes 1 where the id is
+        its bytes between quotes, 0 where the segment is an escaped dump (quotes included)."""
+        ends = self.ends
+        start = np.where(ords > 0, ends[np.maximum(ords - 1, 0)], 0) if ords.size else np.empty(0, np.int64)
+        length = ends[ords] - start
+        start = start + self.base
+        quotes = np.ones(ords.size, dtype=np.int64)
+        if self.special.size:
+            pos = np.minimum(np.searchsorted(self.special, ords), self.special.size - 1)
+            hit = np.flatnonzero(self.special[pos] == ords)
+            if hit.size:
+                k = pos[hit]
+                start[hit] = self.esc_base + self.esc_start[k]
+                length[hit] = self.esc_len[k]
+                quotes[hit] = 0
+        return start, length, quotes
+
+
+def _floats_text(values: np.ndarray):
+    """``(text, starts, lengths)``: the floats as orjson writes them, in one buffer."""
+    if not values.size:
+        return b"", np.empty(0, np.int64), np.empty(0, np.int64)
+    text = orjson.dumps(values.tolist())[1:-1]  # "[a,b,...]": floats hold no comma
+    commas = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 0x2C)
+    starts = np.concatenate(([0], commas + 1))
+    ends = np.concatenate((commas, [len(text)]))
+    return text, starts, ends - starts
+
+
+class _Constants:
+    """A table of constant pieces, each named once: ``offset[name]``, ``length[name]``."""
+
+    def __init__(self, pieces: dict[str, bytes]):
+        self.data = b"".join(pieces.values())
+        self.at, self.len = {}, {}
+        pos = 0
+        for name, piece in pieces.items():
+            self.at[name], self.len[name] = pos, len(piece)
+            pos += len(piece)
+
+
+def _ref_segments(ids: _IdTable, refs: np.ndarray, null_at: int):
+    """Quote, id and quote segments of references (-1: ``null``)."""
+    has = refs >= 0
+    start = np.full(refs.size, null_at, dtype=np.int64)
+    length = np.full(refs.size, 4, dtype=np.int64)
+    quotes = np.zeros(refs.size, dtype=np.int64)
+    if has.any():
+        s, l, q = ids.segments(refs[has])
+        start[has], length[has], quotes[has] = s, l, q
+    return start, length, quotes
+
+
+def cluster_chunks(outcome, chunk: int = CHUNK):
+    """The bytes of ``clusters.jsonl`` for ``outcome`` (see :func:`available`), a chunk at a time:
+    what :func:`neardup.io.writers.write_clusters` writes, byte for byte."""
+    gather = _gather()
+    labels = outcome.reason.labels
+    pieces = {"open": b'{"id":', "quote": b'"', "null": b"null", "cluster": b',"cluster":',
+              "kept1": b',"kept":true,"duplicate_of":', "kept0": b',"kept":false,"duplicate_of":',
+              "similarity": b',"similarity":'}
+    pieces.update({f"reason{k}": b',"reason":' + orjson.dumps(label) + b"}\n" for k, label in enumerate(labels)})
+    const = _Constants(pieces)
+    ids = _IdTable(outcome.ids, len(const.data))
+    sims = outcome.similarity.values
+    has_sim = ~np.isnan(sims)
+    sim_text, sim_start, sim_len = _floats_text(sims[has_sim])
+    sim_base = ids.esc_base + len(ids.escaped)
+    sim_rank = np.cumsum(has_sim) - 1  # a record's place among the records with a similarity
+    buffers = [const.data, *ids.buffers(), sim_text]
+    kept = np.asarray(outcome.kept, dtype=bool)
+    codes = outcome.reason.codes.array()
+    reason_at = np.array([const.at[f"reason{k}"] for k in range(len(labels))], dtype=np.int64)
+    reason_len = np.array([const.len[f"reason{k}"] for k in range(len(labels))], dtype=np.int64)
+    n = len(outcome.ids)
+    q_at = const.at["quote"]
+    # one table of segments for every chunk, its constant columns filled once (a fresh table per
+    # chunk cost more in first-touch page faults than the filling itself)
+    rows = min(n, chunk)
+    table_starts = np.empty((rows, 15), dtype=np.int64)
+    table_lens = np.empty((rows, 15), dtype=np.int64)
+    for col, name in ((0, "open"), (4, "cluster"), (12, "similarity")):
+        table_starts[:, col], table_lens[:, col] = const.at[name], const.len[name]
+    table_starts[:, [1, 3, 5, 7, 9, 11]] = q_at
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        m = hi - lo
+        starts, lens = table_starts[:m], table_lens[:m]
+
+        def quoted(col, s, l, q):  # columns col, col+1, col+2: quote, id, quote (starts of quotes: fixed)
+            lens[:, col] = lens[:, col + 2] = q
+            starts[:, col + 1], lens[:, col + 1] = s, l
+
+        quoted(1, *ids.segments(np.arange(lo, hi, dtype=np.int64)))
+        quoted(5, *_ref_segments(ids, outcome.cluster.ordinals[lo:hi], const.at["null"]))
+        k = kept[lo:hi]
+        starts[:, 8] = np.where(k, const.at["kept1"], const.at["kept0"])
+        lens[:, 8] = np.where(k, const.len["kept1"], const.len["kept0"])
+        quoted(9, *_ref_segments(ids, outcome.duplicate_of.ordinals[lo:hi], const.at["null"]))
+        h = has_sim[lo:hi]
+        r = sim_rank[lo:hi][h]
+        starts[:, 13], lens[:, 13] = const.at["null"], 4
+        starts[h, 13], lens[h, 13] = sim_base + sim_start[r], sim_len[r]
+        c = codes[lo:hi]
+        starts[:, 14], lens[:, 14] = reason_at[c], reason_len[c]
+        yield gather(buffers, starts.ravel(), lens.ravel())
+
+
+def pair_chunks(ids: Ids, a: np.ndarray, b: np.ndarray, jaccard: np.ndarray, estimate: np.ndarray,
+                chunk: int = CHUNK):
+    """The bytes of ``pairs.jsonl``: ``{"a", "b", "jaccard", "estimate"}`` per pair (ordinals into
+    ``ids``; similarities rounded to 6 places as Python's ``round`` does), a chunk at a time."""
+    gather = _gather()
+    const = _Constants({"a": b'{"a":', "quote": b'"', "b": b',"b":', "jaccard": b',"jaccard":',
+                        "estimate": b',"estimate":', "close": b"}\n"})
+    table = _IdTable(ids, len(const.data))
+    float_base = table.esc_base + len(table.escaped)
+    for lo in range(0, a.size, chunk):
+        hi = min(a.size, lo + chunk)
+        m = hi - lo
+        j_text, j_start, j_len = _floats_text(np.array([round(v, 6) for v in jaccard[lo:hi].tolist()]))
+        e_text, e_start, e_len = _floats_text(np.array([round(v, 6) for v in estimate[lo:hi].tolist()]))
+        buffers = [const.data, *table.buffers(), j_text, e_text]
+        starts = np.empty((m, 13), dtype=np.int64)
+        lens = np.empty((m, 13), dtype=np.int64)
+        for col, ords in ((1, a[lo:hi]), (5, b[lo:hi])):
+            s, l, q = table.segments(ords)
+            starts[:, col] = starts[:, col + 2] = const.at["quote"]
+            lens[:, col] = lens[:, col + 2] = q
+            starts[:, col + 1], lens[:, col + 1] = s, l
+        starts[:, 0], lens[:, 0] = const.at["a"], const.len["a"]
+        starts[:, 4], lens[:, 4] = const.at["b"], const.len["b"]
+        starts[:, 8], lens[:, 8] = const.at["jaccard"], const.len["jaccard"]
+        starts[:, 9], lens[:, 9] = float_base + j_start, j_len
+        starts[:, 10], lens[:, 10] = const.at["estimate"], const.len["estimate"]
+        starts[:, 11], lens[:, 11] = float_base + len(j_text) + e_start, e_len
+        starts[:, 12], lens[:, 12] = const.at["close"], const.len["close"]
+        yield gather(buffers, starts.ravel(), lens.ravel())
