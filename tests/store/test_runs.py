@@ -43,9 +43,9 @@ def corpus(seed: int, n: int) -> list[tuple[str, str]]:
 
 
 def both(tmp_path, cap: int):
-    rows = SeenIndex(tmp_path / "rows.db", signatures=False, containment=False)
+    rows = SeenIndex(tmp_path / "rows.db", signatures=False, containment=False, posting_runs=False)
     lean = SeenIndex(tmp_path / "runs.db", profile="lean")
-    assert lean.config.posting_runs and not rows.config.posting_runs and rows.config.profile == "custom"
+    assert lean.config.posting_runs and not rows.config.posting_runs and rows.config.profile == "lean"
     for index in (rows, lean):
         index.CANDIDATES_PER_BUCKET = cap
     return rows, lean
@@ -97,9 +97,10 @@ def test_checked_adds_see_their_own_runs(tmp_path):
         assert len(index) == 10
 
 
-def test_a_failed_batch_leaves_runs_and_merges_undone(tmp_path, monkeypatch):
+@pytest.mark.parametrize("profile", ["lean", "default"])
+def test_a_failed_batch_leaves_runs_and_merges_undone(tmp_path, monkeypatch, profile):
     docs = corpus(3, 240)
-    with SeenIndex(tmp_path / "lean.db", profile="lean") as index:
+    with SeenIndex(tmp_path / "lean.db", profile=profile, rows_below=50 if profile == "default" else None) as index:
         for start in range(0, 180, 60):
             index.add_many(docs[start:start + 60])
         conn = index._conn()
@@ -152,6 +153,24 @@ def test_block_coding_round_trips():
         assert np.array_equal(block_of, np.arange(keys.size) // runs.BLOCK)
 
 
+def test_grouped_block_coding_is_the_value_by_value_coding():
+    """Large inputs are coded a bit width at a time (runs._encode_grouped, _decode_grouped):
+    the same bytes and keys as the value-by-value coding, for every width and a partial last block."""
+    rng = np.random.default_rng(9)  # test data only
+    for n, span in ((runs.GROUPED_BLOCKS * runs.BLOCK, 1 << 20), (runs.GROUPED_BLOCKS * runs.BLOCK + 1, 1 << 40),
+                    (20000, 1 << 62), (9000, (1 << 63) - 1), (30000, 40000), (12345, 1 << 57)):
+        keys = np.unique(rng.integers(0, span, size=n))
+        if keys.size < runs.GROUPED_BLOCKS * runs.BLOCK:
+            keys = np.unique(np.concatenate((keys, np.arange(runs.GROUPED_BLOCKS * runs.BLOCK))))
+        blocks = runs.encode_blocks(keys)
+        assert blocks == runs._encode_by_value(keys)
+        assert len({b[1][0] for b in blocks}) > 1 or span == 40000
+        decoded, block_of = runs.decode_many(blocks)
+        by_value, block_of_by_value = runs._decode_by_value(blocks)
+        assert np.array_equal(decoded, keys) and np.array_equal(by_value, keys)
+        assert np.array_equal(block_of, block_of_by_value)
+
+
 def test_lean_file_is_smaller_with_runs(tmp_path):
     texts = [t for _, t in real_texts(limit=40, min_bytes=1500)]
     docs = [(f"r{i}", t) for i, t in enumerate(texts)] + corpus(7, 800)
@@ -183,3 +202,123 @@ def test_against_refuses_a_lean_index(tmp_path):
     with SeenIndex(tmp_path / "lean.db", profile="lean", store_shingles=True) as index:
         with pytest.raises(ConfigError, match="profile lean"):
             Against(index, "lean.db")
+
+
+@pytest.mark.parametrize("profile", ["default", "full"])
+@pytest.mark.parametrize("cap", [1000, 3])
+def test_bulk_runs_and_small_rows_answer_as_rows_do(tmp_path, profile, cap):
+    """Profiles default and full: writes of ``rows_below`` documents and more append runs, smaller
+    ones (check_and_add, small add_many) go to the row tables; queries read both and answer as an
+    index with every posting in rows, through replacements, removals and both policies."""
+    docs = corpus(11, 760)
+    rows = SeenIndex(tmp_path / "rows.db", profile=profile, posting_runs=False)
+    mixed = SeenIndex(tmp_path / "mixed.db", profile=profile, rows_below=50)
+    assert not rows.config.posting_runs and mixed.config.posting_runs and mixed.config.rows_below == 50
+    assert rows.config.profile == mixed.config.profile == profile
+    with rows, mixed:
+        for index in (rows, mixed):
+            index.CANDIDATES_PER_BUCKET = cap
+        for start in range(0, 720, 60):  # 12 bulk batches: runs merged at levels 1 and 2
+            for index in (rows, mixed):
+                index.add_many(docs[start:start + 60])
+                index.add_many(docs[720 + start // 30:720 + start // 30 + 2])  # small: rows
+        conn = mixed._conn()
+        assert max(r[0] for r in conn.execute("SELECT level FROM posting_runs")) >= 1
+        assert conn.execute("SELECT count(*) FROM bands").fetchone()[0] > 0
+        assert conn.execute("SELECT count(*) FROM simhash_blocks").fetchone()[0] > 0
+        queries = [t for _, t in docs[::19]] + [mutate(random.Random(5), docs[0][1], 0.05), "nothing like it"]
+        same_answers(rows, mixed, queries)
+        rng = random.Random(12)
+        for index in (rows, mixed):  # (the same texts for both)
+            index.add_many([(doc_id, synthetic(random.Random(doc_id), 50)) for doc_id, _ in docs[:30]])
+            assert index.remove_many([doc_id for doc_id, _ in docs[30:50]] + [docs[725][0]]) == []
+        same_answers(rows, mixed, queries)
+        # a bulk batch with 8 copies of one text, the first 4 removed: the buckets overflow a cap
+        # of 3 with the postings the runs keep for removed documents
+        copies = [(f"cp{k}", docs[5][1]) for k in range(8)] + corpus(14, 52)
+        for index in (rows, mixed):
+            index.add_many(copies)
+            assert index.remove_many([f"cp{k}" for k in range(4)]) == []
+        same_answers(rows, mixed, queries + [docs[5][1]])
+        if cap == 3:
+            assert {e["id"] for e in mixed.query(docs[5][1], limit=None)["simhash"]} & {"cp4", "cp5", "cp6"}
+        for policy in ("exact", "near"):
+            for doc_id, text in docs[60:75]:
+                copy = mutate(rng, text, 0.01)
+                a = rows.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None)
+                assert mixed.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None) == a
+        same_answers(rows, mixed, queries)
+        for table, kind in (("bands", runs.KIND_BANDS), ("simhash_blocks", runs.KIND_SIMHASH)):
+            # every posting is in one place: rows or runs (the row layout's, plus the ones
+            # runs keep for removed and replaced documents)
+            in_rows = [r[0] for r in conn.execute(f"SELECT posting FROM {table}")]
+            both_places = np.concatenate((runs.all_postings(conn, kind), np.array(in_rows, dtype=np.int64)))
+            assert np.unique(both_places).size == both_places.size
+        assert mixed.integrity_check() == "ok"
+
+
+def test_files_of_schema_3_and_row_files_open_and_keep_their_layout(tmp_path):
+    """A default-profile file with a row per posting (as schema 3 made them) opens with the
+    profile named, keeps writing rows, and answers; so does one marked schema 3."""
+    docs = corpus(13, 300)
+    with SeenIndex(tmp_path / "old.db", profile="default", posting_runs=False) as old:
+        old.add_many(docs[:200])
+    conn = sqlite3.connect(tmp_path / "old.db")
+    conn.execute("PRAGMA user_version=3")
+    conn.close()
+    with SeenIndex(tmp_path / "old.db", profile="default", create=False) as again:
+        assert not again.config.posting_runs and again.config.profile == "default"
+        again.add_many(docs[200:])  # rows, as before: a schema 3 reader still reads the file
+        assert not runs.has_runs(again._conn(), runs.KIND_BANDS)
+        assert again.query(docs[250][1])["exact"][:1] == [docs[250][0]] or \
+            docs[250][0] in again.query(docs[250][1])["exact"]
+    conn = sqlite3.connect(tmp_path / "old.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    conn.close()
+    with SeenIndex(tmp_path / "new.db") as new:
+        assert new.config.posting_runs and new.config.rows_below == 1000 and new.config.profile == "default"
+    conn = sqlite3.connect(tmp_path / "new.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+    conn.close()
+
+
+def test_a_bulk_add_stores_what_small_adds_store(tmp_path):
+    """add_many of ROWS_BELOW documents or more is prepared from the batch's sketch arrays (no
+    Sketch per document): repeated ids (the last wins, at the place of its last occurrence),
+    documents without ids, metas and answers as add_many in small pieces gives them."""
+    from neardup.store.schema import ROWS_BELOW
+
+    docs = [(doc_id, text, {"k": i}) for i, (doc_id, text) in enumerate(corpus(15, ROWS_BELOW + 100))]
+    rng = random.Random(16)
+    docs += [(docs[k][0], synthetic(rng, 40), None) for k in range(0, 200, 4)]  # repeated ids, new texts
+    docs += [(None, synthetic(rng, 30), None) for _ in range(3)]
+    with SeenIndex(tmp_path / "bulk.db") as bulk, SeenIndex(tmp_path / "small.db") as small:
+        got = bulk.add_many(docs)
+        want = [x for start in range(0, len(docs), 400) for x in small.add_many(docs[start:start + 400])]
+        assert got == want
+        assert runs.has_runs(bulk._conn(), runs.KIND_BANDS) and not runs.has_runs(small._conn(), runs.KIND_BANDS)
+        assert bulk.ids() == small.ids() and len(bulk) == len(small) == len(set(got))
+        for doc_id in got[::37]:
+            a, b = bulk.get(doc_id), small.get(doc_id)
+            assert {k: v for k, v in a.items() if k != "added_at"} == {k: v for k, v in b.items() if k != "added_at"}
+        same_answers(small, bulk, [t for _, t, _ in docs[::41]])
+
+
+def test_bulk_writes_merge_bulk_fanout_runs_a_level(tmp_path, monkeypatch):
+    """Runs of bulk writes (ROWS_BELOW documents and more) merge when BULK_FANOUT gather; small
+    writes' runs (lean) merge at FANOUT; answers stay those of the rows."""
+    from neardup.store.schema import ROWS_BELOW
+
+    monkeypatch.setattr(runs, "BULK_FANOUT", 3)
+    docs = corpus(17, 3 * ROWS_BELOW)
+    rows = SeenIndex(tmp_path / "rows.db", profile="default", posting_runs=False)
+    bulk = SeenIndex(tmp_path / "bulk.db", profile="default")
+    with rows, bulk:
+        conn = bulk._conn()
+        for k in range(3):
+            part = docs[k * ROWS_BELOW:(k + 1) * ROWS_BELOW]
+            rows.add_many(part)
+            bulk.add_many(part)
+            levels = sorted(r[0] for r in conn.execute("SELECT level FROM posting_runs WHERE kind = 0"))
+            assert levels == ([0] * (k + 1) if k < 2 else [1])  # the third run merged the level
+        same_answers(rows, bulk, [t for _, t in docs[::97]])

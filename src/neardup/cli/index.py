@@ -42,7 +42,8 @@ def register(sub) -> None:
     a.add_argument("--batch-size", type=positive_int("--batch-size"), default=5000,
                    help="documents per transaction (default 5000; the memory of a run is bounded by one batch's "
                         "texts and sketches, not by the input). Large transactions write each index page "
-                        "once for many documents; a server writing to the same index waits for each one, so "
+                        "once for many documents, and batches of 1000 or more append their postings as a run "
+                        "(fewer: rows, slower); a server writing to the same index waits for each one, so "
                         "use fewer (1000) while it runs")
     a.add_argument("--cache-mb", type=positive_int("--cache-mb"), default=256,
                    help="SQLite page cache in MB (default 256; holds a transaction's changed pages)")

@@ -61,7 +61,7 @@ class Queries:
         cap = self.CANDIDATES_PER_BUCKET
         mask = (1 << DOC_BITS) - 1
         buckets = band_buckets(sk.bands[None, :])[0].tolist()
-        if cfg.posting_runs:
+        if cfg.posting_runs and (not cfg.rows_below or runs.has_runs(conn, runs.KIND_BANDS)):
             rows = self._near_rows_of_runs(conn, buckets, cap)
         else:
             for bucket in buckets:
@@ -95,19 +95,28 @@ class Queries:
         return out[:limit] if limit is not None else out
 
     def _near_rows_of_runs(self, conn, buckets: list[int], cap: int) -> list:
-        """``self._near_sql``'s rows ``(id, signature[, shingles], shared)`` from posting runs."""
-        found = runs.lookup(conn, runs.KIND_BANDS, buckets, cap)
+        """``self._near_sql``'s rows ``(id, signature[, shingles], shared)`` from posting runs
+        (and the row table, where small writes put theirs)."""
+        found = runs.lookup(conn, runs.KIND_BANDS, buckets, cap, drop_stale=self.config.exact_signatures,
+                            rows=self._row_bucket_docs(conn, "bands", buckets, cap) if self.config.rows_below else None)
         docs, shared = np.unique(np.concatenate(found), return_counts=True)
         count_of = dict(zip(docs.tolist(), shared.tolist()))
-        extra = ", shingles" if self.config.store_shingles else ""
-        rows = []
-        keys = list(count_of)
-        for start in range(0, len(keys), MAX_VARS):
-            chunk = keys[start:start + MAX_VARS]
-            for row in conn.execute(f"SELECT num, id, signature{extra} FROM docs WHERE num IN "
-                                    f"({','.join('?' * len(chunk))})", chunk):
-                rows.append((*row[1:], count_of[row[0]]))
-        return rows
+        extra = ", d.shingles" if self.config.store_shingles else ""
+        return [(*row[1:], count_of[row[0]]) for row in docs_of(conn, f"d.id, d.signature{extra}", docs)]
+
+    def _row_bucket_docs(self, conn, table: str, buckets: list[int], cap: int) -> list[np.ndarray]:
+        """For each bucket, the sorted numbers of its first ``cap`` documents in a row table
+        (``bands`` or ``simhash_blocks``), in one statement."""
+        mask = (1 << DOC_BITS) - 1
+        sql = (" UNION ALL ".join(f"SELECT {i}, doc FROM (SELECT posting & {mask} AS doc FROM {table} "
+                                  f"WHERE posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)" for i in range(len(buckets))))
+        params: list = []
+        for bucket in buckets:
+            params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
+        found = np.array(conn.execute(sql, params).fetchall(), dtype=np.int64).reshape(-1, 2)
+        found = found[np.lexsort((found[:, 1], found[:, 0]))]
+        bounds = np.searchsorted(found[:, 0], np.arange(len(buckets) + 1))
+        return [found[bounds[k]:bounds[k + 1], 1] for k in range(len(buckets))]
 
     def _containment(self, conn, sk: Sketch, limit):
         cfg = self.config
@@ -174,14 +183,10 @@ class Queries:
         cap = self.CANDIDATES_PER_BUCKET
         mask = (1 << DOC_BITS) - 1
         buckets = [block_bucket(b, key, w) for (b, key), w in zip(self._block_keys(sk.simhash), self._block_widths)]
-        if self.config.posting_runs:
-            found = runs.lookup(conn, runs.KIND_SIMHASH, buckets, cap)
-            nums = np.unique(np.concatenate(found)).tolist()
-            rows = []
-            for start in range(0, len(nums), MAX_VARS):
-                chunk = nums[start:start + MAX_VARS]
-                rows += conn.execute(f"SELECT num, simhash FROM docs WHERE num IN ({','.join('?' * len(chunk))})",
-                                     chunk).fetchall()
+        if self.config.posting_runs and (not self.config.rows_below or runs.has_runs(conn, runs.KIND_SIMHASH)):
+            found = runs.lookup(conn, runs.KIND_SIMHASH, buckets, cap, rows=self._row_bucket_docs(
+                conn, "simhash_blocks", buckets, cap) if self.config.rows_below else None)
+            rows = docs_of(conn, "d.simhash", np.unique(np.concatenate(found)))
         else:
             for bucket in buckets:
                 params += (bucket << DOC_BITS, bucket << DOC_BITS | mask, cap)
@@ -199,13 +204,8 @@ class Queries:
         if not close.any():
             return []
         found = dict(zip(nums[close].tolist(), distance[close].tolist()))  # a doc may match several blocks
-        out = []
-        keys = list(found)
-        for start in range(0, len(keys), MAX_VARS):
-            chunk = keys[start:start + MAX_VARS]
-            for num, doc_id in conn.execute(f"SELECT num, id FROM docs WHERE num IN ({','.join('?' * len(chunk))})",
-                                            chunk):
-                out.append({"id": doc_id, "distance": int(found[num])})
+        out = [{"id": doc_id, "distance": int(found[num])}
+               for num, doc_id in docs_of(conn, "d.id", np.fromiter(found, dtype=np.int64, count=len(found)))]
         out.sort(key=lambda e: (e["distance"], e["id"]))
         return out[:limit] if limit is not None else out
 
@@ -281,6 +281,20 @@ class Queries:
         with self._read() as conn:
             return "\n".join(r[0] for r in conn.execute("PRAGMA integrity_check"))
 
+
+
+def docs_of(conn, columns: str, nums: np.ndarray) -> list:
+    """``(num, columns...)`` of the stored documents among ``nums`` (of ``docs d``): the numbers
+    travel as one JSON array, and each is a look-up of ``docs``' key (an ``IN`` list of a few
+    thousand parameters is a new statement to parse each time and a temporary index: about 3
+    times slower for a query's simhash candidates)."""
+    if not len(nums):
+        return []
+    import orjson
+
+    text = orjson.dumps(np.ascontiguousarray(nums, dtype=np.int64), option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return conn.execute(f"SELECT d.num, {columns} FROM json_each(?) j JOIN docs d ON d.num = j.value",
+                        (text,)).fetchall()
 
 
 def check_limit(limit) -> None:

@@ -24,7 +24,8 @@ import numpy as np
 
 from .schema import DOC_BITS
 
-__all__ = ["KIND_BANDS", "KIND_SIMHASH", "BLOCK", "FANOUT", "add_run", "lookup", "all_postings", "run_stats",
+__all__ = ["KIND_BANDS", "KIND_SIMHASH", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
+           "has_runs", "lookup", "all_postings", "run_stats",
            "stale_documents", "count_stale"]
 
 #: ``posting_runs.kind``: band postings, simhash-block postings
@@ -33,6 +34,12 @@ KIND_BANDS, KIND_SIMHASH = 0, 1
 BLOCK = 128
 #: runs of one level merged into one of the next
 FANOUT = 4
+#: the same for the runs of bulk writes (``neardup index add``'s batches): each posting is
+#: rewritten once per level, and with 16 a level holds 16 times the documents of the one below,
+#: so that a posting is rewritten once up to 80,000 documents in 5,000-document batches, twice up
+#: to 1.3M, three times up to 20M (with 4: three, five and seven times), for up to 15 runs a
+#: level to read in a query (at most 9 blocks of each: :func:`lookup`)
+BULK_FANOUT = 16
 #: buckets have 35 bits (band_bucket, block_bucket)
 BUCKET_BITS = 35
 #: postings of one merge held in memory at once (the merge goes through the buckets in slices)
@@ -59,6 +66,12 @@ def _bit_widths(largest: np.ndarray) -> np.ndarray:
     return np.where(w > MAX_PACKED_BITS, 64, w)
 
 
+#: blocks from which the coding works on whole blocks grouped by bit width (a fixed cost of a
+#: few dozen numpy calls per width, then about 20 ns a posting, against about 230 for the
+#: value-by-value coding below, which small inputs such as a query's blocks keep)
+GROUPED_BLOCKS = 64
+
+
 def encode_blocks(q: np.ndarray) -> list[tuple[int, bytes]]:
     """``(first, data)`` rows of sorted distinct int64 run keys ``q``: per block of :data:`BLOCK`,
     its first key, and ``data``: one byte w (the bits of the block's largest delta, or 64), one
@@ -67,6 +80,53 @@ def encode_blocks(q: np.ndarray) -> list[tuple[int, bytes]]:
     q = np.ascontiguousarray(q, dtype=np.int64)
     if not q.size:
         return []
+    if q.size >= GROUPED_BLOCKS * BLOCK:
+        return _encode_grouped(q)
+    return _encode_by_value(q)
+
+
+def _word_layout(w: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """For a block of width ``w``: the 64-bit word and the bit offset in it of each of the
+    BLOCK - 1 deltas, and the words a block body spans (one spare)."""
+    bit = np.arange(BLOCK - 1, dtype=np.int64) * w
+    return bit >> 6, (bit & 63).astype(np.uint64), int(bit[-1] >> 6) + 2
+
+
+def _encode_grouped(q: np.ndarray) -> list[tuple[int, bytes]]:
+    """:func:`encode_blocks` for many blocks: the blocks as rows of a (blocks, BLOCK) matrix (the
+    last one padded with its last key, so that its padding deltas are 0), packed a width at a
+    time with whole-column operations: the same bytes as :func:`_encode_by_value`."""
+    n = q.size
+    nb = -(-n // BLOCK)
+    m = np.concatenate((q, np.full(nb * BLOCK - n, q[-1], dtype=np.int64))).reshape(nb, BLOCK)
+    d = np.diff(m, axis=1).view(np.uint64)
+    counts = np.full(nb, BLOCK - 1, dtype=np.int64)
+    counts[-1] = n - (nb - 1) * BLOCK - 1
+    w = _bit_widths(d.max(axis=1))
+    body = (counts * w + 7) // 8
+    firsts = m[:, 0].tolist()
+    out: list = [None] * nb
+    for width in np.unique(w).tolist():
+        sel = np.flatnonzero(w == width)
+        dd = d[sel]
+        wi, off, nwords = _word_layout(width)
+        words = np.zeros((sel.size, nwords), dtype=np.uint64)
+        # every word holds the start of some delta (they are at most 64 bits apart): OR the
+        # low parts of the deltas starting in each word together, then add each spill (at most
+        # one delta crosses a word boundary) to the next word
+        first_of_word = np.flatnonzero(np.concatenate(([True], wi[1:] != wi[:-1])))
+        words[:, wi[first_of_word]] = np.bitwise_or.reduceat(dd << off, first_of_word, axis=1)
+        spill = np.flatnonzero(off + np.uint64(width) > np.uint64(64))
+        if spill.size:
+            words[:, wi[spill] + 1] |= dd[:, spill] >> (np.uint64(64) - off[spill])
+        raw = words.astype("<u8", copy=False).tobytes()
+        stride = nwords * 8
+        for j, k in enumerate(sel.tolist()):
+            out[k] = (firsts[k], bytes((width, int(counts[k]))) + raw[j * stride:j * stride + int(body[k])])
+    return out
+
+
+def _encode_by_value(q: np.ndarray) -> list[tuple[int, bytes]]:
     starts = np.arange(0, q.size, BLOCK)
     counts = np.minimum(starts + BLOCK, q.size) - starts - 1
     deltas = np.diff(q).astype(np.uint64)
@@ -103,22 +163,12 @@ def decode_block(first: int, data: bytes) -> np.ndarray:
     return decode_many([(first, data)])[0]
 
 
-def _insert_run(conn, kind: int, level: int, postings: np.ndarray, first_doc: int, last_doc: int) -> int:
-    """One run of sorted distinct absolute postings (``bucket << DOC_BITS | doc``); its number."""
-    w = _width(last_doc - first_doc)
-    run = conn.execute("SELECT coalesce(max(run), 0) + 1 FROM posting_runs WHERE kind = ?", (kind,)).fetchone()[0]
-    conn.execute("INSERT INTO posting_runs (kind, run, level, first_doc, last_doc, width, postings) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?)", (kind, run, level, first_doc, last_doc, w, int(postings.size)))
-    _append_blocks(conn, kind, run, postings, first_doc, w)
-    return run
-
-
 def _append_blocks(conn, kind: int, run: int, postings: np.ndarray, first_doc: int, w: int) -> None:
     if not postings.size:
         return
     q = ((postings >> DOC_BITS) << w) | ((postings & ((1 << DOC_BITS) - 1)) - first_doc)
-    conn.executemany("INSERT INTO posting_blocks (kind, run, first, data) VALUES (?, ?, ?, ?)",
-                     [(kind, run, first, data) for first, data in encode_blocks(q)])
+    conn.executemany(f"INSERT INTO posting_blocks (kind, run, first, data) VALUES ({int(kind)}, {int(run)}, ?, ?)",
+                     encode_blocks(q))
 
 
 def _sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -138,18 +188,41 @@ def _read_range(conn, kind: int, run: int, first_doc: int, w: int, bucket_lo: in
     return ((q >> w) << DOC_BITS) | ((q & ((1 << w) - 1)) + first_doc)
 
 
-def add_run(conn, kind: int, postings: np.ndarray, first_doc: int, last_doc: int) -> None:
+def encode_run(postings: np.ndarray, n_docs: int) -> tuple[list, int]:
+    """The blocks of a batch's run, coded before its documents have numbers: ``postings`` (any
+    order, repeats allowed) are ``bucket << DOC_BITS | k`` for the batch's k-th document. (Inside
+    a run a document is its offset from the run's first one, and the width is that of the span,
+    so the blocks do not depend on the numbers the documents get.) Returns (blocks, postings)."""
+    p = _sorted_unique(postings)
+    w = _width(n_docs - 1)
+    return encode_blocks(((p >> DOC_BITS) << w) | (p & ((1 << DOC_BITS) - 1))), int(p.size)
+
+
+def add_run(conn, kind: int, postings: np.ndarray, first_doc: int, last_doc: int, *, fanout: int = FANOUT) -> None:
     """Store a batch's absolute postings (any order, repeats allowed) of documents numbered
-    ``first_doc`` to ``last_doc`` as a new run, then merge full levels."""
-    postings = _sorted_unique(postings)
-    if not postings.size:
+    ``first_doc`` to ``last_doc`` as a new run, then merge levels holding ``fanout`` runs."""
+    add_encoded_run(conn, kind, encode_run(np.asarray(postings, dtype=np.int64) - first_doc, last_doc - first_doc + 1),
+                    first_doc, last_doc, fanout=fanout)
+
+
+def add_encoded_run(conn, kind: int, encoded: tuple[list, int], first_doc: int, last_doc: int, *,
+                    fanout: int = FANOUT) -> None:
+    """:func:`add_run` of what :func:`encode_run` made of the batch (its documents numbered
+    ``first_doc`` to ``last_doc``)."""
+    blocks, count = encoded
+    if not count:
         return
-    _insert_run(conn, kind, 0, postings, first_doc, last_doc)
+    w = _width(last_doc - first_doc)
+    run = conn.execute("SELECT coalesce(max(run), 0) + 1 FROM posting_runs WHERE kind = ?", (kind,)).fetchone()[0]
+    conn.execute("INSERT INTO posting_runs (kind, run, level, first_doc, last_doc, width, postings) "
+                 "VALUES (?, ?, 0, ?, ?, ?, ?)", (kind, run, first_doc, last_doc, w, count))
+    conn.executemany(f"INSERT INTO posting_blocks (kind, run, first, data) VALUES ({int(kind)}, {int(run)}, ?, ?)",
+                     blocks)
     level = 0
     while True:
         runs = conn.execute("SELECT run, first_doc, last_doc, width, postings FROM posting_runs "
                             "WHERE kind = ? AND level = ? ORDER BY run", (kind, level)).fetchall()
-        if len(runs) < FANOUT:
+        if len(runs) < fanout:
             break
         _merge(conn, kind, level + 1, runs)
         level += 1
@@ -173,7 +246,8 @@ def _merge(conn, kind: int, level: int, runs: list) -> None:
     for lo in range(0, 1 << BUCKET_BITS, step):
         hi = min((1 << BUCKET_BITS) - 1, lo + step - 1)
         parts = [_read_range(conn, kind, r[0], r[1], r[3], lo, hi) for r in runs]
-        merged = np.sort(np.concatenate(parts))  # distinct: document numbers differ between runs
+        # (distinct: document numbers differ between runs; a stable sort, timsort, merges sorted runs)
+        merged = np.sort(np.concatenate(parts), kind="stable")
         _append_blocks(conn, kind, run, merged, first_doc, w)
     for r in runs:
         conn.execute("DELETE FROM posting_blocks WHERE kind = ? AND run = ?", (kind, r[0]))
@@ -186,6 +260,47 @@ def decode_many(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray
     """The keys of many blocks at once, and for each key the position of its block in ``blocks``."""
     if not blocks:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if len(blocks) >= GROUPED_BLOCKS:
+        header = np.frombuffer(b"".join(b[1][:2] for b in blocks), dtype=np.uint8)
+        if header.size == 2 * len(blocks):
+            w, counts = header[0::2].astype(np.int64), header[1::2].astype(np.int64)
+            if counts.max() < BLOCK and w.min() >= 1 and w.max() <= 64:
+                return _decode_grouped(blocks, w, counts)
+    return _decode_by_value(blocks)
+
+
+def _decode_grouped(blocks: list, w: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`decode_many` of many well-formed blocks (at most BLOCK - 1 deltas, widths 1-64),
+    a width at a time with whole-column operations. A body shorter than its count needs reads
+    zeros (it is padded), as bytes past its end never come from another block."""
+    nblk = len(blocks)
+    firsts = np.fromiter((b[0] for b in blocks), dtype=np.int64, count=nblk)
+    starts = np.zeros(nblk, dtype=np.int64)
+    np.cumsum(counts[:-1] + 1, out=starts[1:])
+    keys = np.empty(int(counts.sum()) + nblk, dtype=np.int64)
+    column = np.arange(BLOCK, dtype=np.int64)
+    for width in np.unique(w).tolist():
+        sel = np.flatnonzero(w == width)
+        wi, off, nwords = _word_layout(width)
+        size = nwords * 8
+        body = b"".join(blocks[k][1][2:2 + size].ljust(size, b"\0") for k in sel.tolist())
+        words = np.frombuffer(body, dtype="<u8").reshape(sel.size, nwords).astype(np.uint64, copy=False)
+        v = words[:, wi] >> off
+        cross = np.flatnonzero(off > 0)  # the value's high bits, if any, are in the next word
+        v[:, cross] |= words[:, wi[cross] + 1] << (np.uint64(64) - off[cross])
+        v &= _ALL_ONES >> np.uint64(64 - width)
+        mine = counts[sel]
+        v[column[None, 1:] > mine[:, None]] = 0
+        k2 = np.empty((sel.size, BLOCK), dtype=np.int64)
+        k2[:, 0] = firsts[sel]
+        k2[:, 1:] = v.view(np.int64)
+        np.cumsum(k2, axis=1, out=k2)  # (may wrap: exact modulo 2**64, and every key is below 2**63)
+        valid = column[None, :] <= mine[:, None]
+        keys[(starts[sel][:, None] + column[None, :])[valid]] = k2[valid]
+    return keys, np.repeat(np.arange(nblk), counts + 1)
+
+
+def _decode_by_value(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
     firsts = np.array([b[0] for b in blocks], dtype=np.int64)
     w = np.array([b[1][0] for b in blocks], dtype=np.int64)
     counts = np.array([b[1][1] for b in blocks], dtype=np.int64)  # deltas per block
@@ -219,40 +334,56 @@ def decode_many(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray
     return keys, block_of
 
 
-_LOOKUP_SQL: dict[int, str] = {}
+_LOOKUP_SQL: dict[tuple[int, bool], str] = {}
 
 
-def _lookup_sql(n: int) -> str:
+def _lookup_sql(n: int, bounded: bool) -> str:
     """Blocks of n (run, lo, hi) key ranges in one statement: for each, the block holding lo and
-    those after it up to hi, tagged with the range's position."""
-    sql = _LOOKUP_SQL.get(n)
+    those after it up to hi, tagged with the range's position; ``bounded``: of those after it,
+    only the first so many (the last parameter): a bucket's keys in a run are in document order
+    and its blocks but the last are full (a merge cuts blocks only between slices of buckets),
+    so these hold its first ``cap`` documents, however many the bucket has."""
+    sql = _LOOKUP_SQL.get((n, bounded))
     if sql is None:
-        sql = _LOOKUP_SQL[n] = (
-            "WITH q(i, run, lo, hi) AS (VALUES " + ", ".join("(?, ?, ?, ?)" for _ in range(n)) + ") "
-            "SELECT q.i, b.first, b.data FROM q JOIN posting_blocks b ON b.kind = ? AND b.run = q.run AND b.first >= "
-            "coalesce((SELECT max(first) FROM posting_blocks WHERE kind = ? AND run = q.run AND first <= q.lo), q.lo) "
-            "AND b.first <= q.hi")
+        sql = _LOOKUP_SQL[n, bounded] = (
+            "WITH q(i, run, lo, hi) AS (VALUES "
+            + ", ".join(f"(?{4 * k + 3}, ?{4 * k + 4}, ?{4 * k + 5}, ?{4 * k + 6})" for k in range(n)) + ") "
+            "SELECT q.i, b.first, b.data FROM q JOIN posting_blocks b ON b.kind = ?1 AND b.run = q.run AND b.first >= "
+            "coalesce((SELECT max(first) FROM posting_blocks WHERE kind = ?1 AND run = q.run AND first <= q.lo), q.lo) "
+            "AND b.first <= q.hi"
+            + (" AND b.first < coalesce((SELECT first FROM posting_blocks WHERE kind = ?1 AND run = q.run AND "
+               "first > q.lo ORDER BY first LIMIT 1 OFFSET ?2), q.hi + 1)" if bounded else ""))
     return sql
 
 
-def lookup(conn, kind: int, buckets: list[int], cap: int) -> list[np.ndarray]:
-    """For each bucket, the sorted numbers of the first ``cap`` stored documents holding it (the
-    oldest, as the row layout's ``ORDER BY posting LIMIT cap`` gives them).
+def has_runs(conn, kind: int) -> bool:
+    return conn.execute("SELECT 1 FROM posting_runs WHERE kind = ? LIMIT 1", (kind,)).fetchone() is not None
 
-    Runs are immutable, so the postings of removed and replaced documents stay in them; where a
-    bucket holds more than ``cap`` documents they are dropped before the cap (the row layout
-    deletes them), by looking the numbers up in ``docs``, the oldest first. (Below the cap the
-    caller's own look-up in ``docs`` drops them.) When no document was ever removed or replaced
-    (:func:`stale_documents` is 0, asked only once a bucket is over the cap) that look-up is skipped."""
+
+def lookup(conn, kind: int, buckets: list[int], cap: int, *, drop_stale: bool = True,
+           rows: list[np.ndarray] | None = None) -> list[np.ndarray]:
+    """For each bucket, the sorted numbers of the first ``cap`` stored documents holding it (the
+    oldest, as the row layout's ``ORDER BY posting LIMIT cap`` gives them), from the runs and,
+    when given, ``rows``: each bucket's first ``cap`` documents in the row tables, sorted.
+
+    Runs are immutable, so the postings of removed and replaced documents stay in them. Where the
+    row layout deletes its postings of such a document (simhash blocks; band postings where whole
+    signatures are stored), ``drop_stale``: where a bucket holds more than ``cap`` documents they
+    are dropped before the cap, by looking the numbers up in ``docs``, the oldest first. (Below
+    the cap the caller's own look-up in ``docs`` drops them.) When no document was ever removed or
+    replaced (:func:`stale_documents` is 0) that look-up is skipped, and only the blocks that
+    hold each bucket's first ``cap`` documents of each run are read. Where the row layout keeps them (band postings without whole signatures), they
+    count toward the cap there, and so they do here (``drop_stale`` False)."""
     runs = conn.execute("SELECT run, first_doc, width FROM posting_runs WHERE kind = ?", (kind,)).fetchall()
     if not runs or not buckets:
-        return [np.empty(0, dtype=np.int64) for _ in buckets]
+        return [np.empty(0, dtype=np.int64) for _ in buckets] if rows is None else rows
     ranges = [(bucket << w, ((bucket + 1) << w) - 1, first_doc, w, run)
               for bucket in buckets for run, first_doc, w in runs]
-    params: list = []
+    stale = drop_stale and stale_documents(conn) > 0  # (then a bucket's documents past the cap may be needed)
+    params: list = [kind, -(-cap // BLOCK) + 1]
     for i, (lo, hi, _, _, run) in enumerate(ranges):
         params += (i, run, lo, hi)
-    found = conn.execute(_lookup_sql(len(ranges)), [*params, kind, kind]).fetchall()
+    found = conn.execute(_lookup_sql(len(ranges), not stale), params).fetchall()
     keys, block_of = decode_many([(first, data) for _, first, data in found])
     which = np.array([r[0] for r in found], dtype=np.int64)[block_of]
     lo = np.array([r[0] for r in ranges], dtype=np.int64)[which]
@@ -266,11 +397,10 @@ def lookup(conn, kind: int, buckets: list[int], cap: int) -> list[np.ndarray]:
     docs, bucket_of = docs[order], bucket_of[order]
     bounds = np.searchsorted(bucket_of, np.arange(len(buckets) + 1))
     out = []
-    stale = None
     for k in range(len(buckets)):
         mine = docs[bounds[k]:bounds[k + 1]]
-        if mine.size > cap and stale is None:
-            stale = stale_documents(conn) > 0
+        if rows is not None and rows[k].size:
+            mine = np.sort(np.concatenate((mine, rows[k])))  # (distinct: a document is in one place)
         out.append(mine if mine.size <= cap else _live_first(conn, mine, cap) if stale else mine[:cap])
     return out
 

@@ -26,18 +26,34 @@ from ..stages.candidates import banding_for
 #: band postings packed into one integer key (:func:`band_posting`); signatures as narrow as
 #: their family's values (4 bytes for ``mulshift32``) or not stored (profile ``lean``); MOD_m
 #: samples only with ``containment``.
-SCHEMA_VERSION = 3
+#: 4: profiles default and full keep the postings of bulk writes in posting runs too (lean did
+#: from 3 on) and those of small writes in the row tables, and queries read both
+#: (``IndexConfig.rows_below``); the tables are those of 3. Files of 3 open, read and write as
+#: before (their layout is recorded in them).
+SCHEMA_VERSION = 4
+#: The schema versions this code opens.
+READABLE_VERSIONS = (3, 4)
 #: Band postings hold a document number in their low bits: at most this many documents per index.
 DOC_BITS = 28
 MAX_DOCUMENTS = (1 << DOC_BITS) - 1
 #: The storage profiles (``neardup index add --profile``): what is stored beside the band
 #: postings, the simhash blocks and the content fingerprints.
+#: Writes of fewer documents than this keep their postings as rows in profiles default and full
+#: (``IndexConfig.rows_below``): a service's single-document ``check_and_add`` then costs what it
+#: did with rows, with no run and no merge in its transaction; bulk writes (``neardup index add``
+#: commits 5,000 documents at a time) append a run.
+ROWS_BELOW = 1000
 PROFILES = {
     # near answers estimated from shared bands; postings in runs of delta-coded blocks (runs.py)
-    "lean": {"signatures": False, "containment": False, "posting_runs": True},
-    "default": {"signatures": True, "containment": False, "posting_runs": False},  # + signatures: MinHash estimates
-    "full": {"signatures": True, "containment": True, "posting_runs": False},      # + MOD_m samples: containment
+    "lean": {"signatures": False, "containment": False, "posting_runs": True, "rows_below": 0},
+    # + signatures: MinHash estimates
+    "default": {"signatures": True, "containment": False, "posting_runs": True, "rows_below": ROWS_BELOW},
+    # + MOD_m samples: containment
+    "full": {"signatures": True, "containment": True, "posting_runs": True, "rows_below": ROWS_BELOW},
 }
+#: How the postings are laid out, not what is stored: a file keeps its own (recorded) layout
+#: whatever profile an open names, and the profile's name does not depend on it.
+LAYOUT_FIELDS = ("posting_runs", "rows_below")
 #: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
 APPLICATION_ID = 0x4E445550
 MASK64 = (1 << 64) - 1
@@ -61,7 +77,8 @@ DEFAULTS = {
     "rows": None,
     "signatures": True,
     "containment": False,
-    "posting_runs": False,
+    "posting_runs": True,
+    "rows_below": ROWS_BELOW,
 }
 
 SCHEMA = """
@@ -213,6 +230,9 @@ class IndexConfig:
     #: band and simhash-block postings in runs of delta-coded blocks (:mod:`.runs`) instead of
     #: one row each (profile ``lean``)
     posting_runs: bool = False
+    #: with ``posting_runs``: writes of fewer documents than this put their postings in the row
+    #: tables instead (0: every write appends a run, as profile lean does); queries read both
+    rows_below: int = 0
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
@@ -227,6 +247,7 @@ class IndexConfig:
         check_float("threshold", self.threshold, 0.0, 1.0, owner=owner, closed="neither")
         check_float("containment_threshold", self.containment_threshold, 0.0, 1.0, owner=owner, closed="right")
         check_int("mod_m", self.mod_m, 1, 1 << 20, owner=owner)
+        check_int("rows_below", self.rows_below, 0, None, owner=owner)
         check_int("simhash_max_distance", self.simhash_max_distance, 0, 31, owner=owner,
                   hint=" Each of the k+1 simhash blocks needs at least 2 bits.")
         if not isinstance(self.store_shingles, bool):
@@ -252,7 +273,8 @@ class IndexConfig:
                             "seed": self.minhash.seed, "stored": self.containment},
             "signatures": {"stored": self.signatures, "bytes_per_value": self.signature_width},
             "band_postings": {"bucket_bits": 35, "doc_bits": DOC_BITS,
-                              **({"layout": "runs", "block": 128, "fanout": 4} if self.posting_runs else {})},
+                              **({"layout": "runs", "block": 128, "fanout": 4} if self.posting_runs else {}),
+                              **({"rows_below": self.rows_below} if self.posting_runs and self.rows_below else {})},
             "simhash": {"max_distance": self.simhash_max_distance, "blocks": simhash_blocks(self.simhash_max_distance),
                         "features": "word counts", "feature_hash": self.shingle.hash},
             "fingerprint": {"hash": "blake2b-64", "of": "normalized text"},
@@ -278,7 +300,7 @@ class IndexConfig:
     def profile(self) -> str:
         """The name of the profile this configuration stores (``custom`` if none)."""
         for name, fields in PROFILES.items():
-            if all(getattr(self, k) == v for k, v in fields.items()):
+            if all(getattr(self, k) == v for k, v in fields.items() if k not in LAYOUT_FIELDS):
                 return name
         return "custom"
 
@@ -297,7 +319,8 @@ class IndexConfig:
                    mod_m=d["containment"]["mod_m"], simhash_max_distance=d["simhash"]["max_distance"],
                    store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"],
                    signatures=d["signatures"]["stored"], containment=d["containment"]["stored"],
-                   posting_runs=d["band_postings"].get("layout") == "runs")
+                   posting_runs=d["band_postings"].get("layout") == "runs",
+                   rows_below=d["band_postings"].get("rows_below", 0))
 
 
 def flatten(d: dict, prefix: str = "") -> dict:
