@@ -17,8 +17,8 @@ kernel         neardup._kernel units / signatures /        the pure-Python token
 hamming        neardup._hamming.Prober (SimhashIndex)      brute force over the live rows
 kernel_args    every function of neardup._kernel, with     a Python exception or an answer,
                hostile offsets, pairs, pieces and sizes    never a crash
-htmlscan       neardup._htmlscan scan / lines / stats      their Python twins in
-               (the markup pre-scan of web pages)          neardup.text.html_scan
+htmlscan       neardup._htmlscan scan / lines / stats /    their Python twins in
+               is_utf8 (the markup pre-scan of web pages)  neardup.text.html_scan
 =============  ==========================================  =====================================
 
 The input is read by :class:`Input`, a deterministic byte reader (no randomness of its own):
@@ -416,18 +416,23 @@ def _hostile_prober(inp: Input, vals: np.ndarray, mode: int) -> None:
 
 @target
 def htmlscan(data: bytes) -> None:
-    """The compiled scan of raw markup (bytes or str), its line breaking and its link statistics
-    equal the Python versions in neardup.text.html_scan, for any bytes a crawler may fetch."""
+    """The compiled scan of raw markup (bytes or str), its UTF-8 check, its line breaking and its
+    link statistics equal the Python versions in neardup.text.html_scan, for any bytes a crawler
+    may fetch (and for str of every width, lone surrogates included)."""
     from neardup import _htmlscan
     from neardup.text import html_scan
 
     inp = Input(data)
-    mode = inp.byte() % 3
+    mode = inp.byte() % 4
     raw = inp.rest()
     if mode == 0:
+        assert _htmlscan.is_utf8(raw) == html_scan.is_utf8_python(raw)
         assert _htmlscan.scan(raw) == html_scan.scan_python(raw)
         return
-    text = raw.decode("utf-8", "replace")
+    if mode == 3:  # any UTF-16 code units: 2- and 4-byte str, lone surrogates
+        text = raw[: len(raw) // 2 * 2].decode("utf-16-le", "surrogatepass")
+    else:
+        text = raw.decode("utf-8", "replace")
     if mode == 1:
         assert _htmlscan.scan(text) == html_scan.scan_python(text)
         # what the scan marks is what lines() and stats() read next

@@ -38,6 +38,10 @@
  *   stats(text) -> (chars, link_chars)
  *       The length of the text with its white space collapsed (what lines would give, a line
  *       break counted as one), and how much of it lies between \x01 and \x02.
+ *       (Both read the str's code points in place, never its UTF-8.)
+ *   is_utf8(data) -> bool
+ *       Whether bytes decode as strict UTF-8 (then the page is scanned as it is, not decoded
+ *       and encoded back).
  *
  * The tokenizer follows the HTML tokenizer's states that decide where a tag ends (quoted and
  * unquoted attribute values, comments and their short forms, raw text elements that end only at
@@ -101,30 +105,44 @@ static const tag_info TAGS[] = {
 #define NTAGS ((int)(sizeof(TAGS) / sizeof(TAGS[0])))
 #define MAX_TAG 16
 
-/* The tags by first letter ('a'..'z'): TAGS is sorted, so each letter's tags are a run; filled
- * once at import (index_tags). */
-static int first_at[27];
+/* The tags by first letter ('a'..'z') and length (1..MAX_TAG): a tag name is compared with the
+ * few known tags it could be (at most GROUP of them), so that the many tags a page has that are
+ * not in TAGS (span, code, em...) cost one lookup; filled once at import (index_tags), read
+ * only after. */
+#define GROUP 8
+static signed char by_name[26][MAX_TAG + 1][GROUP];  /* indices into TAGS, -1 after the last */
 static size_t tag_len[NTAGS];
 
-static void index_tags(void) {
-    int k = 0;
-    for (int c = 0; c < 26; c++) {
-        first_at[c] = k;
-        while (k < NTAGS && TAGS[k].name[0] == 'a' + c)
-            k++;
-    }
-    first_at[26] = NTAGS;
-    for (int t = 0; t < NTAGS; t++)
+static int index_tags(void) {
+    memset(by_name, -1, sizeof(by_name));
+    for (int t = 0; t < NTAGS; t++) {
         tag_len[t] = strlen(TAGS[t].name);
+        int c = TAGS[t].name[0] - 'a';
+        if (c < 0 || c >= 26 || tag_len[t] > MAX_TAG)
+            return -1;
+        signed char *g = by_name[c][tag_len[t]];
+        int k = 0;
+        while (k < GROUP && g[k] >= 0)
+            k++;
+        if (k == GROUP)
+            return -1;
+        g[k] = (signed char)t;
+    }
+    return 0;
 }
 
 static const tag_info *find_tag(const unsigned char *lower, size_t len) {
-    if (len == 0 || lower[0] < 'a' || lower[0] > 'z')
+    if (len == 0 || len > MAX_TAG || lower[0] < 'a' || lower[0] > 'z')
         return NULL;
-    int c = lower[0] - 'a';
-    for (int t = first_at[c]; t < first_at[c + 1]; t++)
-        if (tag_len[t] == len && memcmp(lower, TAGS[t].name, len) == 0)
-            return &TAGS[t];
+    const signed char *g = by_name[lower[0] - 'a'][len];
+    for (int k = 0; k < GROUP && g[k] >= 0; k++) {
+        const char *name = TAGS[g[k]].name;
+        size_t x = 1;  /* the first letters agree */
+        while (x < len && lower[x] == (unsigned char)name[x])
+            x++;
+        if (x == len)
+            return &TAGS[g[k]];
+    }
     return NULL;
 }
 
@@ -158,30 +176,50 @@ static inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c
 
 /* Whether a (lower-cased) name has a token of the vocabulary: the same answer as the regular
  * expression (^|[^a-z0-9])AFFIX | AFFIX($|[^a-z0-9]) | (^|[^a-z0-9])EXACT($|[^a-z0-9]). Only the
- * words that start with the character at hand are compared. */
+ * words that start with the character at hand are compared (by_letter). */
+/* The words by first letter ('a'..'z'), AFFIX words first, then EXACT ones; filled once at
+ * import (index_words), read only after. */
+#define MAX_WORDS_PER_LETTER 12
+typedef struct {
+    const word *w[MAX_WORDS_PER_LETTER];
+    unsigned char exact[MAX_WORDS_PER_LETTER];
+    int n;
+} letter_words;
+static letter_words by_letter[26];
+
+static int index_words(void) {
+    memset(by_letter, 0, sizeof(by_letter));
+    for (int pass = 0; pass < 2; pass++) {
+        const word *list = pass ? EXACT : AFFIX;
+        size_t count = pass ? NEXACT : NAFFIX;
+        for (size_t k = 0; k < count; k++) {
+            letter_words *l = &by_letter[list[k].w[0] - 'a'];
+            if (l->n == MAX_WORDS_PER_LETTER)
+                return -1;
+            l->w[l->n] = &list[k];
+            l->exact[l->n] = (unsigned char)pass;
+            l->n++;
+        }
+    }
+    return 0;
+}
+
 static int names_navigation(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = s[i];
         if (c < 'a' || c > 'z')
             continue;  /* every word starts with a letter */
+        const letter_words *l = &by_letter[c - 'a'];
+        if (!l->n)
+            continue;
         int start = (i == 0) || !is_alnum_lower(s[i - 1]);
-        for (size_t w = 0; w < NAFFIX; w++) {
-            const char *word = AFFIX[w].w;
-            if ((unsigned char)word[0] != c)
+        for (int k = 0; k < l->n; k++) {
+            size_t len = l->w[k]->len;
+            if (i + len > n || memcmp(s + i, l->w[k]->w, len) != 0)
                 continue;
-            size_t l = AFFIX[w].len;
-            if (i + l <= n && memcmp(s + i, word, l) == 0 && (start || i + l == n || !is_alnum_lower(s[i + l])))
+            int ends = i + len == n || !is_alnum_lower(s[i + len]);
+            if (l->exact[k] ? (start && ends) : (start || ends))
                 return 1;
-        }
-        if (start) {
-            for (size_t w = 0; w < NEXACT; w++) {
-                const char *word = EXACT[w].w;
-                if ((unsigned char)word[0] != c)
-                    continue;
-                size_t l = EXACT[w].len;
-                if (i + l <= n && memcmp(s + i, word, l) == 0 && (i + l == n || !is_alnum_lower(s[i + l])))
-                    return 1;
-            }
         }
     }
     return 0;
@@ -720,11 +758,9 @@ done:
 
 enum { C_OTHER = 0, C_SPACE, C_BREAK, C_LINK_OPEN, C_LINK_CLOSE };
 
-/* The class of the UTF-8 character at s[i] and its length in bytes: white space as str.isspace
- * (but the form feed), the line marks, the link marks, or anything else. */
-static inline int char_class(const unsigned char *s, size_t n, size_t i, size_t *len) {
-    unsigned char c = s[i];
-    *len = 1;
+/* The class of a code point: white space as str.isspace (but the form feed), the line marks,
+ * the link marks, or anything else. */
+static inline int char_class(Py_UCS4 c) {
     if (c < 0x80) {
         if (c == '\f')
             return C_BREAK;
@@ -736,25 +772,66 @@ static inline int char_class(const unsigned char *s, size_t n, size_t i, size_t 
             return C_SPACE;
         return C_OTHER;
     }
-    size_t l = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    if (i + l > n)
-        l = n - i;
-    *len = l;
-    if (l == 2 && c == 0xC2 && (s[i + 1] == 0x85 || s[i + 1] == 0xA0))
+    if (c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+        c == 0x202F || c == 0x205F || c == 0x3000)
         return C_SPACE;
-    if (l == 3) {
-        unsigned char b = s[i + 1], d = s[i + 2];
-        if (c == 0xE1 && b == 0x9A && d == 0x80)  /* U+1680 */
-            return C_SPACE;
-        if (c == 0xE2 && b == 0x80 && (d <= 0x8A || d == 0xA8 || d == 0xA9 || d == 0xAF))
-            return C_SPACE;  /* U+2000..U+200A, U+2028, U+2029, U+202F */
-        if (c == 0xE2 && b == 0x81 && d == 0x9F)  /* U+205F */
-            return C_SPACE;
-        if (c == 0xE3 && b == 0x80 && d == 0x80)  /* U+3000 */
-            return C_SPACE;
-    }
     return C_OTHER;
 }
+
+/* lines and stats read the str's own code points (1, 2 or 4 bytes each: PEP 393) rather than
+ * its UTF-8, which CPython would first have to make (and keep) for any text that is not
+ * ASCII. One function per width, made by the macros below. */
+static inline int str_ready(PyObject *s) {
+#if PY_VERSION_HEX < 0x030C0000
+    return PyUnicode_READY(s);  /* a no-op from 3.12 on, and deprecated */
+#else
+    (void)s;
+    return 0;
+#endif
+}
+
+static inline int is_printable_ascii(Py_UCS4 c) { return c > 0x20 && c < 0x7f; }
+
+/* lines: ``o`` the output's length so far, ``pending`` 0 (nothing), 1 (a space) or 2 (a line
+ * break) owed before the next character. */
+#define LINES_IMPL(NAME, T)                                                                 \
+    static size_t NAME(const T *s, size_t n, T *out) {                                      \
+        size_t o = 0;                                                                       \
+        int pending = 0;                                                                    \
+        for (size_t i = 0; i < n;) {                                                        \
+            Py_UCS4 c = s[i];                                                               \
+            if (is_printable_ascii(c)) { /* a run of printable ASCII: copied at once */     \
+                size_t j = i + 1;                                                           \
+                while (j < n && is_printable_ascii(s[j]))                                   \
+                    j++;                                                                    \
+                if (o && pending)                                                           \
+                    out[o++] = pending == 2 ? '\n' : ' ';                                   \
+                pending = 0;                                                                \
+                memcpy(out + o, s + i, (j - i) * sizeof(T));                                \
+                o += j - i;                                                                 \
+                i = j;                                                                      \
+                continue;                                                                   \
+            }                                                                               \
+            int k = char_class(c);                                                          \
+            if (k == C_SPACE) {                                                             \
+                if (pending < 1)                                                            \
+                    pending = 1;                                                            \
+            } else if (k == C_BREAK) {                                                      \
+                pending = 2;                                                                \
+            } else if (k == C_OTHER) {                                                      \
+                if (o && pending)                                                           \
+                    out[o++] = pending == 2 ? '\n' : ' ';                                   \
+                pending = 0;                                                                \
+                out[o++] = s[i];                                                            \
+            }                                                                               \
+            i++;                                                                            \
+        }                                                                                   \
+        return o;                                                                           \
+    }
+
+LINES_IMPL(lines_1, Py_UCS1)
+LINES_IMPL(lines_2, Py_UCS2)
+LINES_IMPL(lines_4, Py_UCS4)
 
 static PyObject *py_lines(PyObject *self, PyObject *arg) {
     (void)self;
@@ -762,53 +839,76 @@ static PyObject *py_lines(PyObject *self, PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "lines() takes a str");
         return NULL;
     }
-    Py_ssize_t n;
-    const char *data = PyUnicode_AsUTF8AndSize(arg, &n);
-    if (!data)
+    if (str_ready(arg) < 0)
         return NULL;
-    char *out = malloc((size_t)n + 1);
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    size_t n = (size_t)PyUnicode_GET_LENGTH(arg);
+    /* the output is never longer than the input (a space or line break only ever replaces at
+     * least one character), in the input's width */
+    void *out = malloc(n * (size_t)kind + 1);
     if (!out)
         return PyErr_NoMemory();
     size_t o = 0;
-    Py_INCREF(arg);
+    Py_INCREF(arg);  /* the str is immutable and held: its data stay put without the GIL */
     Py_BEGIN_ALLOW_THREADS
-    const unsigned char *s = (const unsigned char *)data;
-    int pending = 0;  /* 0: nothing, 1: a space, 2: a line break */
-    for (size_t i = 0; i < (size_t)n;) {
-        if (s[i] > 0x20 && s[i] < 0x7f) {  /* a run of printable ASCII: copied at once */
-            size_t j = i + 1;
-            while (j < (size_t)n && s[j] > 0x20 && s[j] < 0x7f)
-                j++;
-            if (o && pending)
-                out[o++] = pending == 2 ? '\n' : ' ';
-            pending = 0;
-            memcpy(out + o, s + i, j - i);
-            o += j - i;
-            i = j;
-            continue;
-        }
-        size_t l;
-        int k = char_class(s, (size_t)n, i, &l);
-        if (k == C_SPACE) {
-            if (pending < 1)
-                pending = 1;
-        } else if (k == C_BREAK) {
-            pending = 2;
-        } else if (k == C_OTHER) {
-            if (o && pending)
-                out[o++] = pending == 2 ? '\n' : ' ';
-            pending = 0;
-            memcpy(out + o, s + i, l);
-            o += l;
-        }
-        i += l;
-    }
+    if (kind == PyUnicode_1BYTE_KIND)
+        o = lines_1((const Py_UCS1 *)data, n, (Py_UCS1 *)out);
+    else if (kind == PyUnicode_2BYTE_KIND)
+        o = lines_2((const Py_UCS2 *)data, n, (Py_UCS2 *)out);
+    else
+        o = lines_4((const Py_UCS4 *)data, n, (Py_UCS4 *)out);
     Py_END_ALLOW_THREADS
-    PyObject *r = PyUnicode_DecodeUTF8(out, (Py_ssize_t)o, "replace");
+    /* the narrowest width that holds the result (what str equality and hashing expect) */
+    PyObject *r = PyUnicode_FromKindAndData(kind, out, (Py_ssize_t)o);
     free(out);
     Py_DECREF(arg);
     return r;
 }
+
+#define STATS_IMPL(NAME, T)                                                                 \
+    static void NAME(const T *s, size_t n, Py_ssize_t *chars_out, Py_ssize_t *link_out) {   \
+        Py_ssize_t chars = 0, link = 0;                                                     \
+        int pending = 0, in_link = 0, any = 0;                                              \
+        for (size_t i = 0; i < n;) {                                                        \
+            Py_UCS4 c = s[i];                                                               \
+            if (is_printable_ascii(c)) { /* a run of printable ASCII: counted at once */    \
+                size_t j = i + 1;                                                           \
+                while (j < n && is_printable_ascii(s[j]))                                   \
+                    j++;                                                                    \
+                Py_ssize_t add = (Py_ssize_t)(j - i) + (any && pending);                    \
+                chars += add;                                                               \
+                if (in_link)                                                                \
+                    link += add;                                                            \
+                pending = 0;                                                                \
+                any = 1;                                                                    \
+                i = j;                                                                      \
+                continue;                                                                   \
+            }                                                                               \
+            int k = char_class(c);                                                          \
+            if (k == C_SPACE || k == C_BREAK) {                                             \
+                pending = 1;                                                                \
+            } else if (k == C_LINK_OPEN) {                                                  \
+                in_link = 1;                                                                \
+            } else if (k == C_LINK_CLOSE) {                                                 \
+                in_link = 0;                                                                \
+            } else {                                                                        \
+                Py_ssize_t add = 1 + (any && pending);                                      \
+                chars += add;                                                               \
+                if (in_link)                                                                \
+                    link += add;                                                            \
+                pending = 0;                                                                \
+                any = 1;                                                                    \
+            }                                                                               \
+            i++;                                                                            \
+        }                                                                                   \
+        *chars_out = chars;                                                                 \
+        *link_out = link;                                                                   \
+    }
+
+STATS_IMPL(stats_1, Py_UCS1)
+STATS_IMPL(stats_2, Py_UCS2)
+STATS_IMPL(stats_4, Py_UCS4)
 
 static PyObject *py_stats(PyObject *self, PyObject *arg) {
     (void)self;
@@ -816,52 +916,89 @@ static PyObject *py_stats(PyObject *self, PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "stats() takes a str");
         return NULL;
     }
-    Py_ssize_t n;
-    const char *data = PyUnicode_AsUTF8AndSize(arg, &n);
-    if (!data)
+    if (str_ready(arg) < 0)
         return NULL;
-    const unsigned char *s = (const unsigned char *)data;
-    Py_ssize_t chars = 0, link = 0;
-    int pending = 0, in_link = 0, any = 0;
-    for (size_t i = 0; i < (size_t)n;) {
-        if (s[i] > 0x20 && s[i] < 0x7f) {  /* a run of printable ASCII: counted at once */
-            size_t j = i + 1;
-            while (j < (size_t)n && s[j] > 0x20 && s[j] < 0x7f)
-                j++;
-            Py_ssize_t add = (Py_ssize_t)(j - i) + (any && pending);
-            chars += add;
-            if (in_link)
-                link += add;
-            pending = 0;
-            any = 1;
-            i = j;
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    size_t n = (size_t)PyUnicode_GET_LENGTH(arg);
+    Py_ssize_t chars, link;
+    if (kind == PyUnicode_1BYTE_KIND)
+        stats_1((const Py_UCS1 *)data, n, &chars, &link);
+    else if (kind == PyUnicode_2BYTE_KIND)
+        stats_2((const Py_UCS2 *)data, n, &chars, &link);
+    else
+        stats_4((const Py_UCS4 *)data, n, &chars, &link);
+    return Py_BuildValue("(nn)", chars, link);
+}
+
+/* Whether bytes are valid UTF-8 as Python's strict decoder reads it (no overlong forms, no
+ * surrogates, nothing above U+10FFFF): then the page is read as its bytes, not decoded to a str
+ * and encoded back. Runs of ASCII are skipped eight bytes at a time. */
+static int utf8_valid(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
             continue;
         }
-        size_t l;
-        int k = char_class(s, (size_t)n, i, &l);
-        if (k == C_SPACE || k == C_BREAK) {
-            pending = 1;
-        } else if (k == C_LINK_OPEN) {
-            in_link = 1;
-        } else if (k == C_LINK_CLOSE) {
-            in_link = 0;
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n)
+                return 0;
+            unsigned char b = s[i + 1];
+            unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+            if (b < lo || b > hi || (s[i + 2] & 0xC0) != 0x80)
+                return 0;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n)
+                return 0;
+            unsigned char b = s[i + 1];
+            unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+            if (b < lo || b > hi || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            i += 4;
         } else {
-            Py_ssize_t add = 1 + (any && pending);
-            chars += add;
-            if (in_link)
-                link += add;
-            pending = 0;
-            any = 1;
+            return 0;
         }
-        i += l;
     }
-    return Py_BuildValue("(nn)", chars, link);
+    return 1;
+}
+
+static PyObject *py_is_utf8(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "is_utf8() takes bytes");
+        return NULL;
+    }
+    const unsigned char *s = (const unsigned char *)PyBytes_AS_STRING(arg);
+    size_t n = (size_t)PyBytes_GET_SIZE(arg);
+    int ok;
+    Py_INCREF(arg);
+    Py_BEGIN_ALLOW_THREADS
+    ok = utf8_valid(s, n);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(arg);
+    return PyBool_FromLong(ok);
 }
 
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_O, "scan(html) -> (marked UTF-8 bytes, flags, title or None, class names, ids)"},
     {"lines", py_lines, METH_O, "lines(text) -> the text, one line per block"},
     {"stats", py_stats, METH_O, "stats(text) -> (collapsed length, of it inside links)"},
+    {"is_utf8", py_is_utf8, METH_O, "is_utf8(data) -> whether bytes.decode('utf-8') would succeed"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -877,7 +1014,11 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
             Py_DECREF(m);
             return NULL;
         }
-    index_tags();
+    if (index_tags() < 0 || index_words() < 0) {
+        PyErr_SetString(PyExc_ImportError, "neardup._htmlscan: too many tags or words with one first letter and length");
+        Py_DECREF(m);
+        return NULL;
+    }
     static const struct { const char *name; int value; } consts[] = {
         {"MAIN", F_MAIN}, {"ARTICLE", F_ARTICLE}, {"HEADER", F_HEADER}, {"FOOTER", F_FOOTER}, {"H1", F_H1},
         {"ASIDE", F_ASIDE}, {"NAV", F_NAV}, {"DIALOG", F_DIALOG}, {"NOSCRIPT", F_NOSCRIPT},

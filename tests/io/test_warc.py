@@ -272,3 +272,111 @@ def test_pipe_and_file_object(tmp_path):
 
     b = [(r.type, r.url, r.body) for r in read_warc_records(io.BufferedReader(Pipe(Path(p).read_bytes())))]
     assert a == b and len(a) == 15
+
+
+@pytest.mark.parametrize("name", ["c.warc", "c.warc.gz", "c.wet.gz", "c.arc.gz", "cut.warc.gz"])
+def test_the_write_pass_counts_the_records_the_readers_count(tmp_path, name):
+    """write_kept_warc finds the records in one pass over the WARC headers (no HTTP heads): the
+    same offsets and the same input records (ordinals) as read_warc_records and the readers."""
+    from neardup.io import warc
+
+    if name == "c.arc.gz":
+        p = _write_arc(tmp_path / name, gz=True)
+    elif name == "c.wet.gz":
+        texts = [("http://a.example/1", "", "", b"Plain text one."), ("http://a.example/2", "", "", b"Two.")]
+        p = _write_warc(tmp_path / name, gz=True, records=texts, wet=True)
+        # a conversion record that is no text takes no ordinal
+        from warcio.warcwriter import WARCWriter
+
+        with open(p, "ab") as fh:
+            w = WARCWriter(fh, gzip=True)
+            w.write_record(w.create_warc_record("http://a.example/3", "conversion", payload=io.BytesIO(b"%PDF"),
+                                                warc_content_type="application/pdf"))
+            w.write_record(w.create_warc_record("http://a.example/4", "conversion", payload=io.BytesIO(b"Four."),
+                                                warc_content_type="text/plain"))
+    else:
+        p = _write_warc(tmp_path / name, gz=name.endswith(".gz"))
+        if name.startswith("cut"):
+            data = Path(p).read_bytes()
+            Path(p).write_bytes(data[: len(data) * 2 // 3])
+    want = []
+    try:
+        for rec in read_warc_records(p, bodies=False):
+            want.append((rec.offset, warc.is_input_record(rec)))
+    except warc.ArchiveError:
+        pass
+    got = []
+    try:
+        got.extend(warc._record_starts(p))
+    except warc.ArchiveError:
+        pass
+    assert got == want and any(c for _, c in got) and (name != "c.wet.gz" or [c for _, c in got][-2:] == [False, True])
+    ordinals = None if name == "cut.warc.gz" else len(list(read_documents([p])))
+    out = io.BytesIO()
+    n, written = warc.write_kept_warc(p, lambda o: True, out)
+    assert n == sum(c for _, c in want) and (ordinals is None or n == ordinals)
+    assert written == n or name == "cut.warc.gz"
+
+
+def test_the_write_pass_uses_the_record_starts_the_read_pass_saw(tmp_path, monkeypatch):
+    """After the read pass has read an archive to its end, write_kept_warc copies the kept records
+    without reading the archive again, the same bytes; a file changed since is read again."""
+    from neardup.io import warc
+
+    p = _write_warc(tmp_path / "c.warc.gz", gz=True)
+    keep = lambda o: o % 2 == 0  # noqa: E731
+    warc._SEEN.clear()
+    fresh = io.BytesIO()
+    assert warc.write_kept_warc(p, keep, fresh) == (7, 4)
+    docs = list(read_documents([p]))
+    assert len(docs) == 7 and p in warc._SEEN
+
+    def no_pass(path):
+        raise AssertionError("the archive was read again")
+
+    monkeypatch.setattr(warc, "_record_starts", no_pass)
+    remembered = io.BytesIO()
+    assert warc.write_kept_warc(p, keep, remembered) == (7, 4)
+    assert remembered.getvalue() == fresh.getvalue()
+    assert p not in warc._SEEN  # used once
+
+    list(read_documents([p]))
+    with open(p, "ab") as fh:  # the file changes after the read pass: its starts are not trusted
+        fh.write(Path(_write_warc(tmp_path / "d.warc.gz", gz=True)).read_bytes())
+    with pytest.raises(AssertionError, match="read again"):
+        warc.write_kept_warc(p, keep, io.BytesIO())
+    monkeypatch.undo()
+    assert warc.write_kept_warc(p, keep, io.BytesIO())[0] == 14
+
+    # a cut archive: a read pass stopped by a record cut short remembers nothing, one that
+    # FastWARC ends quietly remembers what the write pass would see: the same bytes either way
+    data = Path(p).read_bytes()
+    remembered_some = forgot_some = False
+    for tenths in range(1, 10):
+        cut = tmp_path / f"cut{tenths}.warc.gz"
+        cut.write_bytes(data[: len(data) * tenths // 10])
+        list(read_documents([str(cut)]))
+        remembered_some |= str(cut) in warc._SEEN
+        forgot_some |= str(cut) not in warc._SEEN
+        with_starts = io.BytesIO()
+        counts = warc.write_kept_warc(str(cut), keep, with_starts)
+        assert str(cut) not in warc._SEEN
+        without = io.BytesIO()
+        assert warc.write_kept_warc(str(cut), keep, without) == counts
+        assert with_starts.getvalue() == without.getvalue()
+    assert remembered_some and forgot_some
+
+
+def test_the_remembered_record_starts_are_bounded(tmp_path, monkeypatch):
+    from neardup.io import warc
+
+    a = _write_warc(tmp_path / "a.warc.gz", gz=True)  # 15 records each
+    b = _write_warc(tmp_path / "b.warc.gz", gz=True)
+    warc._SEEN.clear()
+    monkeypatch.setattr(warc, "_SEEN_MAX_RECORDS", 20)
+    list(read_documents([a]))
+    list(read_documents([b]))
+    assert list(warc._SEEN) == [b]  # a went to make room
+    monkeypatch.setattr(warc, "_SEEN_MAX_RECORDS", 10)
+    list(read_documents([a]))
+    assert a not in warc._SEEN  # more records than the bound: not remembered

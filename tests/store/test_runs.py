@@ -75,12 +75,17 @@ def test_runs_answer_as_rows_do(tmp_path, cap):
             assert index.remove_many([doc_id for doc_id, _ in docs[30:50]]) == []
         assert runs.stale_documents(lean._conn()) == 50
         same_answers(rows, lean, queries)
-        for policy in ("exact", "near"):
-            for doc_id, text in docs[60:75]:
-                copy = mutate(rng, text, 0.01)
-                a = rows.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None)
-                assert lean.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None) == a
+        checked_adds_alike(rows, lean, docs[60:75], rng)
         same_answers(rows, lean, queries)
+
+
+def checked_adds_alike(rows, other, docs, rng) -> None:
+    """Near-copies of ``docs`` check-and-added under both policies give the same answers in both indexes."""
+    for policy in ("exact", "near"):
+        for doc_id, text in docs:
+            copy = mutate(rng, text, 0.01)
+            a = rows.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None)
+            assert other.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None) == a
 
 
 def test_checked_adds_see_their_own_runs(tmp_path):
@@ -242,11 +247,7 @@ def test_bulk_runs_and_small_rows_answer_as_rows_do(tmp_path, profile, cap):
         same_answers(rows, mixed, queries + [docs[5][1]])
         if cap == 3:
             assert {e["id"] for e in mixed.query(docs[5][1], limit=None)["simhash"]} & {"cp4", "cp5", "cp6"}
-        for policy in ("exact", "near"):
-            for doc_id, text in docs[60:75]:
-                copy = mutate(rng, text, 0.01)
-                a = rows.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None)
-                assert mixed.check_and_add(f"{doc_id}-{policy}", copy, policy=policy, limit=None) == a
+        checked_adds_alike(rows, mixed, docs[60:75], rng)
         same_answers(rows, mixed, queries)
         for table, kind in (("bands", runs.KIND_BANDS), ("simhash_blocks", runs.KIND_SIMHASH)):
             # every posting is in one place: rows or runs (the row layout's, plus the ones

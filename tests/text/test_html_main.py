@@ -87,6 +87,17 @@ def test_navigation_vocabulary_drops_link_lists_but_keeps_prose_boxes():
     assert text.count("Chapter 1 ") == 1
 
 
+def test_page_with_attributes_like_the_marks_gets_the_same_rules():
+    # data-neardup-* of the page's own: the scan keeps every attribute and the rules query the
+    # class and id names themselves (no marks), with the same answers
+    plain = (f"<body><div class='page-sidebar'>{LINKS}</div><div id='topnav'><a href='/'>Home</a></div>"
+             f"<div><h1>Rivers</h1><p hidden>Hidden</p><p>{PROSE}</p></div></body>")
+    own = plain.replace("<body>", "<body data-neardup-name='x'>")
+    assert H._scanned(own)[1] & H._FLAGS["OWN_MARKS"]
+    assert main(own) == main(plain)
+    assert "Home" not in main(own) and "Hidden" not in main(own) and "sentence 0 of" in main(own)
+
+
 def test_aside_kept_when_prose_dropped_when_links():
     html = (f"<body><main><h1>T</h1><p>{PROSE}</p><aside class='footnote'>A footnote in prose, long enough "
             f"to be read.</aside><aside>{LINKS}</aside></main></body>")
@@ -212,6 +223,30 @@ def test_sample_deterministic_and_str_equals_bytes():
             data = fh.read()
         outs = {extract_text(data, "main") for _ in range(2)} | {extract_text(decode_html(data), "main")}
         assert len(outs) == 1
+
+
+@pytest.mark.parametrize("page", [
+    "<p>caf\u00e9 \u4e2d\u6587 \U0001f600</p>", "\n\t <main><p>x</p></main>", "<p>a\x00b</p>", "\x00<p>nul first</p>",
+    "   ", "", "\u3000\u2028 ", "\x1c<p>after a separator</p>", "<title>T &amp; U</title><main>m</main>",
+    "<meta charset='utf-8'><p>declared</p>", "<meta charset='utf-8-sig'><p>declared sig</p>",
+    "<nav><a href=/>only links</a></nav>"])
+@pytest.mark.parametrize("mode", ["main", "whole"])
+def test_bytes_read_as_they_are_give_the_texts_of_the_decoded_str(page, mode):
+    """A UTF-8 page is read as its bytes (utf8_page), not decoded: the same text as the str."""
+    data = page.encode("utf-8")
+    assert extract_text(data, mode) == extract_text(decode_html(data), mode) == extract_text(page, mode)
+    assert extract_text(b"\xef\xbb\xbf" + data, mode) == extract_text(page, mode)
+
+
+def test_utf8_page_only_for_pages_needing_no_decoding():
+    assert H.utf8_page(b"<p>ok</p>") == b"<p>ok</p>"
+    assert H.utf8_page(b"\xef\xbb\xbf<p>ok</p>") == b"<p>ok</p>"
+    assert H.utf8_page("<p>caf\u00e9</p>".encode("cp1252")) is None  # undeclared, not UTF-8: detected
+    assert H.utf8_page("<meta charset=utf-8><p>caf\u00e9</p>".encode("cp1252")) is None  # invalid: replaced
+    assert H.utf8_page("<meta charset=koi8-r><p>\u041f</p>".encode("koi8-r")) is None
+    assert H.utf8_page(b"<p>x</p>", "iso-8859-1") is None  # the HTTP header wins
+    assert H.utf8_page(b" \t\n") is None and H.utf8_page(b"") is None  # blank: decoded and told apart
+    assert H.utf8_page("\u3000".encode()) is None
 
 
 # ---------------------------------------------------------------------------------- encodings

@@ -88,6 +88,36 @@ def test_lines_and_stats_on_random_text():
         assert _htmlscan.stats(t) == html_scan.stats_python(t), repr(t)
 
 
+def test_lines_and_stats_read_every_width_of_str():
+    # a str is stored 1, 2 or 4 bytes a character (PEP 393); lines() and stats() read each in
+    # place, and lines() returns the narrowest str that holds its result (else it would not
+    # compare equal to the same text made otherwise)
+    for t in ["a\u3000b", "\u3000x\x0cy\u2028", "\U0001f600\x0c\U0001f600 a", "\xe9 a\x85b", "\ud800 a \udfff"]:
+        out = _htmlscan.lines(t)
+        assert out == html_scan.lines_python(t) and hash(out) == hash(html_scan.lines_python(t))
+        assert _htmlscan.stats(t) == html_scan.stats_python(t)
+    assert _htmlscan.lines("\u3000a\u2000b").isascii()
+    assert _htmlscan.lines("\U0001f600 \xe9\x0c") == "\U0001f600 \xe9"
+
+
+@pytest.mark.parametrize("data", [b"", b"plain ascii " * 5, "é中😀".encode(), b"\xc3", b"\xc3\x28", b"\xc0\x80", b"\xc1\xbf",
+                                  b"\xe0\x80\x80", b"\xe0\xa0\x80", b"\xed\xa0\x80", b"\xed\x9f\xbf", b"\xef\xbf\xbf",
+                                  b"\xf0\x8f\xbf\xbf", b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80",
+                                  b"\xf5\x80\x80\x80", b"\xff", b"\x80", b"abcdefg\xe2\x82", b"abcdefgh\xe2\x82\xac",
+                                  "\ud800".encode("utf-8", "surrogatepass")])
+def test_is_utf8_is_the_strict_decoder(data):
+    assert _htmlscan.is_utf8(data) == html_scan.is_utf8_python(data)
+
+
+def test_is_utf8_on_random_bytes():
+    rng = random.Random(8)
+    alphabet = [b"a", b"\x7f", b"\xc2\xa0", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\x80", b"\xbf", b"\xc0", b"\xe0",
+                b"\xed", b"\xf0", b"\xf4", b"\xf8", b"\xa0", b"\x9f", b"\x90", b"\x8f"]
+    for _ in range(5000):
+        data = b"".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 24)))
+        assert _htmlscan.is_utf8(data) == html_scan.is_utf8_python(data), data
+
+
 def test_scan_marks():
     marked, flags, title, classes, ids = _htmlscan.scan(
         "<html><head><title>T</title><script>x</script></head><body><div class='topnav menu x' id=side-bar>"

@@ -77,7 +77,7 @@ from typing import Iterator
 import orjson
 
 from ..errors import ConfigError, InputError, require
-from ..text.html import HTML_MODES, _extract, decode_html
+from ..text.html import HTML_MODES, _extract, decode_html, extract_utf8, utf8_page
 from .documents import Document, EncodedDocuments, Skipped
 from .texts import TextSpill, needed as _texts_needed
 from .sources import exists, is_folder, local_path, missing, open_binary, size_of, walk
@@ -1153,8 +1153,16 @@ def _extract_page(mode: str, html, url, charset, errors):
     """The text of one page (None: unparsable), or ``(reason, detail)`` of a page that is not
     decodable ("" for detail: the reader's) or has no text, as the serial reader would say it."""
     if charset == _FROM_STR:
+        # a UTF-8 page is extracted from its bytes (the same text as from the str: the scan
+        # would encode the str back to these bytes); lone surrogates and blank pages take the str
+        page = utf8_page(html, text=True) if mode != "article" else None
+        if page is not None:
+            return extract_utf8(page, mode, url=url)
         html = html.decode("utf-8", "surrogatepass")
     elif type(html) is bytes:
+        page = utf8_page(html, charset) if mode != "article" else None
+        if page is not None:  # needs no decoding (and is not blank)
+            return extract_utf8(page, mode, url=url)
         html = decode_html(html, charset, errors=errors)
         if html is None:
             return ("undecodable", "")

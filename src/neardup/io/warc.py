@@ -23,7 +23,9 @@ input records of ``neardup dedup``:
 :func:`write_kept_warc` writes the kept input records to ``kept.warc.gz``, each record's bytes
 as they are in the input: for a ``.warc.gz`` input every kept record's gzip member is copied
 byte for byte; for an uncompressed or zstd input each kept record's bytes (decompressed) become
-one gzip member. For ARC input the records are ARC records and the file is ``kept.arc.gz`` (the
+one gzip member. Where the records start is what the read pass (:func:`input_records`) saw,
+when it read the file to its end and the file is unchanged since; else one pass over the WARC
+headers finds them (never the HTTP heads or payloads). For ARC input the records are ARC records and the file is ``kept.arc.gz`` (the
 file's ``filedesc`` header record first, as the format requires).
 """
 
@@ -33,6 +35,7 @@ import gzip
 import os
 import tempfile
 import zlib
+from array import array
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
 
@@ -353,6 +356,42 @@ def _oserror(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
 
 
+# Where the records of an archive start and which are input records, as the read pass of
+# input_records saw them, per file: write_kept_warc copies the kept records without reading the
+# archive again (a pass of FastWARC, which must inflate every record to find the next) when the
+# file is unchanged since (size, modification time, inode). Bounded: at most _SEEN_MAX_RECORDS
+# records in all (9 bytes a record), the files read last; each entry is dropped when used.
+_SEEN: dict[str, tuple[tuple, array, bytearray]] = {}
+_SEEN_MAX_RECORDS = 1 << 22
+
+
+def _file_key(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError, TypeError):  # not a local file (a URL): not remembered
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
+def _remember(path: str, key: tuple | None, starts: array, counts: bytearray) -> None:
+    if key is None or len(starts) > _SEEN_MAX_RECORDS or _file_key(path) != key:
+        return
+    _SEEN.pop(path, None)
+    held = sum(len(seen[1]) for seen in _SEEN.values())
+    while _SEEN and held + len(starts) > _SEEN_MAX_RECORDS:  # the oldest go first
+        held -= len(_SEEN.pop(next(iter(_SEEN)))[1])
+    _SEEN[path] = (key, starts, counts)
+
+
+def _remembered(path: str):
+    """``(offset, input record?)`` of every record of ``path`` as the read pass saw them, or
+    None when it did not read this file to its end or the file changed since."""
+    seen = _SEEN.pop(path, None)
+    if seen is None or _file_key(path) != seen[0]:
+        return None
+    return zip(seen[1], map(bool, seen[2]))
+
+
 def input_records(path: str, max_bytes: int | None, source=None) -> Iterator[tuple[int, str, tuple]]:
     """The input records of a web archive, for the readers:
 
@@ -364,10 +403,16 @@ def input_records(path: str, max_bytes: int | None, source=None) -> Iterator[tup
     ``path`` to read instead of opening it.
     """
     number = 0
+    # the records' starts, for write_kept_warc (absolute offsets: the file is read from its start)
+    key = _file_key(path) if source is None or (source.seekable() and source.tell() == 0) else None
+    starts, counts = array("q"), bytearray()
     try:
         for rec in read_warc_records(path if source is None else source, max_bytes=max_bytes):
             number = rec.number
             kind = _input_kind(rec)
+            if key is not None:
+                starts.append(rec.offset)
+                counts.append(kind is not None)
             if kind is None:
                 continue
             ident = rec.url or f"{path}:{rec.number}"
@@ -393,6 +438,7 @@ def input_records(path: str, max_bytes: int | None, source=None) -> Iterator[tup
                 yield rec.number, "skip", (ident, "not_html", "no Content-Type and the body does not look like HTML")
                 continue
             yield rec.number, kind, (ident, rec.url, body, rec.charset, rec.record_id)
+        _remember(path, key, starts, counts)
     except ArchiveError as exc:
         yield exc.number, "error", (exc.why,)
     except OSError as exc:
@@ -436,22 +482,65 @@ def _file_kind(path: str) -> tuple[str | None, str]:
     return archive_kind(head), comp
 
 
-def _spans(path: str, keep_record: Callable[[ArchiveRecord], bool], merge: bool) -> list[tuple[int, int]]:
-    """The byte ranges (in the file) of the records ``keep_record`` selects, merged when adjacent
-    and ``merge``."""
+def _record_starts(path: str) -> Iterator[tuple[int, bool]]:
+    """``(offset, input record?)`` of every record of the archive ``path``, in file order, read
+    in one pass that parses the WARC headers only: whether a record takes an ordinal is a matter
+    of its type (every ``response``) and, for a ``conversion``, of its own Content-Type
+    (:func:`is_input_record`), never of its HTTP head or payload. A file that cannot be read on
+    ends the records (:class:`ArchiveError`, as :func:`read_warc_records` raises it)."""
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    if archive_kind(head) != "warc":  # ARC: warcio's records
+        for rec in read_warc_records(path, bodies=False):
+            yield rec.offset, is_input_record(rec)
+        return
+    fw = require("fastwarc.warc", "io")
+    number = 0
+    with open(path, "rb") as fh:
+        try:
+            for rec in fw.ArchiveIterator(fh, parse_http=False, fsspec_args=False):
+                number += 1
+                rtype = str(rec.record_type)
+                if rtype == "response":
+                    counts = True
+                elif rtype == "conversion":
+                    mime, _charset = parse_content_type(rec.headers.get("Content-Type"))
+                    counts = not mime or mime.startswith("text/")
+                else:
+                    counts = False
+                yield rec.stream_pos, counts
+        except Exception as exc:  # noqa: BLE001 - truncated gzip, bad header
+            raise ArchiveError(number + 1, f"cannot read the WARC file after record {number}: {exc}") from exc
+
+
+def _spans(path: str, keep_record: Callable[[bool], bool], merge: bool, magic: bytes | None
+           ) -> list[tuple[int, int]] | None:
+    """The byte ranges (in the file) of the records ``keep_record`` (of whether the record is an
+    input record) selects, merged when adjacent and ``merge``; ``None`` when ``magic`` is given
+    and some record does not start a gzip member (zstd frame) of its own: the offsets increase
+    and each points at the compression's magic bytes. One pass over the archive."""
     size = os.path.getsize(path)
     spans: list[tuple[int, int]] = []
-    prev: ArchiveRecord | None = None
+    prev: int | None = None
     prev_kept = False
-    try:
-        for rec in read_warc_records(path, bodies=False):
-            if prev is not None and prev_kept:
-                _add_span(spans, prev.offset, rec.offset, merge)
-            prev, prev_kept = rec, keep_record(rec)
-    except ArchiveError:
-        return spans  # the last record read may be cut: it is not copied
+    last = -1
+    with open(path, "rb") as fh:
+        try:
+            for offset, counts in _remembered(path) or _record_starts(path):
+                if magic is not None:
+                    if offset <= last:
+                        return None
+                    fh.seek(offset)
+                    if fh.read(len(magic)) != magic:
+                        return None
+                    last = offset
+                if prev is not None and prev_kept:
+                    _add_span(spans, prev, offset, merge)
+                prev, prev_kept = offset, keep_record(counts)
+        except ArchiveError:
+            return spans  # the last record read may be cut: it is not copied (the records before it decide)
     if prev is not None and prev_kept:
-        _add_span(spans, prev.offset, size, merge)
+        _add_span(spans, prev, size, merge)
     return spans
 
 
@@ -467,22 +556,17 @@ def write_kept_warc(path: str, keep: Callable[[int], bool], out: BinaryIO, first
     selects, in file order (gzip members, see the module docstring). The file's input records
     take the ordinals from ``first_ordinal`` on (the readers' numbering). Returns ``(next
     ordinal, records written)``. A file that cannot be read from some record on gives the
-    records before it (the readers reported the rest)."""
+    records before it (the readers reported the rest). ``keep`` is a predicate: it may be asked
+    about the same ordinals again (when the records turn out not to be gzip members of their
+    own, they are read again from the decompressed archive)."""
     kind, comp = _file_kind(path)
-    if comp != "none" and not _member_per_record(path, comp):
-        # one gzip member or zstd frame holds several records (``gzip pages.warc``): the records'
-        # offsets are not places to copy from, so the records are read from the decompressed
-        # archive and each kept one gzipped on its own, as for an uncompressed archive
-        with tempfile.NamedTemporaryFile(prefix="neardup-", suffix=".warc") as plain:
-            _decompress_into(path, comp, plain)
-            plain.flush()
-            return write_kept_warc(plain.name, keep, out, first_ordinal)
-    counter = {"n": first_ordinal, "written": 0}
+    counter = {"n": first_ordinal, "written": 0, "first": True}
 
-    def keep_record(rec: ArchiveRecord) -> bool:
-        if kind == "arc" and rec.number == 1:
+    def keep_record(counts: bool) -> bool:
+        first, counter["first"] = counter["first"], False
+        if kind == "arc" and first:
             return True  # the ARC file's header record
-        if not is_input_record(rec):
+        if not counts:
             return False
         o = counter["n"]
         counter["n"] += 1
@@ -491,7 +575,16 @@ def write_kept_warc(path: str, keep: Callable[[int], bool], out: BinaryIO, first
             return True
         return False
 
-    spans = _spans(path, keep_record, merge=comp == "gzip")
+    magic = None if comp == "none" else _GZIP_MAGIC if comp == "gzip" else _ZSTD_MAGIC
+    spans = _spans(path, keep_record, comp == "gzip", magic)
+    if spans is None:
+        # one gzip member or zstd frame holds several records (``gzip pages.warc``): the records'
+        # offsets are not places to copy from, so the records are read from the decompressed
+        # archive and each kept one gzipped on its own, as for an uncompressed archive
+        with tempfile.NamedTemporaryFile(prefix="neardup-", suffix=".warc") as plain:
+            _decompress_into(path, comp, plain)
+            plain.flush()
+            return write_kept_warc(plain.name, keep, out, first_ordinal)
     with open(path, "rb") as src:
         for a, b in spans:
             src.seek(a)
@@ -503,25 +596,6 @@ def write_kept_warc(path: str, keep: Callable[[int], bool], out: BinaryIO, first
                     data = _zstd_records(data)
                 out.write(gzip.compress(data, compresslevel=6, mtime=0))
     return counter["n"], counter["written"]
-
-
-def _member_per_record(path: str, comp: str) -> bool:
-    """Whether every record of the compressed archive starts a gzip member (zstd frame) of its own:
-    the records' offsets increase and each points at the compression's magic bytes."""
-    magic = _GZIP_MAGIC if comp == "gzip" else _ZSTD_MAGIC
-    last = -1
-    with open(path, "rb") as fh:
-        try:
-            for rec in read_warc_records(path, bodies=False):
-                if rec.offset <= last:
-                    return False
-                fh.seek(rec.offset)
-                if fh.read(len(magic)) != magic:
-                    return False
-                last = rec.offset
-        except ArchiveError:
-            pass  # a cut record: the records before it decide
-    return True
 
 
 def _decompress_into(path: str, comp: str, out: BinaryIO) -> None:

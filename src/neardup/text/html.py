@@ -42,6 +42,7 @@ from html import unescape as _unescape
 
 from ..errors import ConfigError, require
 from .html_scan import FLAGS as _FLAGS
+from .html_scan import is_utf8 as _is_utf8
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
 from .html_scan import MARK_ROLE as _MARK_ROLE
@@ -49,8 +50,8 @@ from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
 
-__all__ = ["extract_text", "decode_html", "declared_charset", "detect_charset", "extractor_id", "HTML_MODES",
-           "RULES_VERSION"]
+__all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "detect_charset", "extractor_id",
+           "utf8_page", "HTML_MODES", "RULES_VERSION"]
 
 HTML_MODES = ("main", "whole", "article")
 #: The version of the main-content rules below; bumped whenever a rule changes an output.
@@ -83,6 +84,7 @@ _trafilatura = None
 _lxml_html = None  # the lxml.html module, False when lxml is missing
 
 
+@functools.lru_cache(maxsize=256)  # pages repeat a handful of names; lookup() costs a few us
 def _codec(name: str | None) -> str | None:
     """The Python codec for a declared charset, or None when unknown or useless."""
     if not name:
@@ -162,6 +164,36 @@ def decode_html(data: bytes, charset: str | None = None, *, errors: str = "repla
         if errors == "strict":
             return None
         return data.decode(codec, "replace")
+
+
+# A page that starts (after ASCII white space) with a printable ASCII character: not blank, so
+# it needs no decoding to tell (str.isspace) that it has something to extract.
+_STARTS_VISIBLE = re.compile(rb"[ \t\n\r\x0b\x0c]*[\x21-\x7e]")
+
+
+def utf8_page(data: bytes, charset: str | None = None, *, text: bool = False) -> bytes | None:
+    """The page's bytes as the extraction reads them, when they need no decoding: the page is
+    UTF-8 (declared by ``charset``, the markup, a byte-order mark, or undeclared and valid), valid
+    UTF-8 and not blank. Its text (:func:`extract_utf8`) is then that of
+    ``decode_html(data, charset)``, without the decoding to a str and the encoding back that the
+    markup scan would do. ``None`` otherwise (a page in another encoding, invalid bytes, only
+    white space): decode it with :func:`decode_html`. ``text=True``: ``data`` is the UTF-8 of a
+    str (decoded already: no declaration applies), valid and not blank.
+
+    >>> utf8_page("<p>déjà</p>".encode()), utf8_page(b"<p>d\\xe9j\\xe0</p>")
+    (b'<p>d\\xc3\\xa9j\\xc3\\xa0</p>', None)
+    """
+    if not text:
+        codec, _where = declared_charset(data, charset)
+        if codec == "utf-8-sig":  # a byte-order mark, or the codec named in the markup
+            if data[:3] == codecs.BOM_UTF8:
+                data = data[3:]
+        elif codec is not None and codec != "utf-8":
+            return None
+        # undeclared: detect_charset() says UTF-8 exactly when the bytes are valid UTF-8
+    if not _STARTS_VISIBLE.match(data) or not _is_utf8(data):
+        return None
+    return data
 
 
 def _get_lxml():
@@ -337,6 +369,10 @@ def _article(html: str, url: str | None) -> str | None:
 # - scripts, styles, text areas, iframes and comments are cut out (they are dropped anyway);
 # - the class and id names of the navigation vocabulary, the elements the page has and the
 #   attributes that hide or give roles are collected, and only what the page has is queried.
+#
+# A subtree's text is lexbor's own text_content (node.text_lexbor(): the text nodes in document
+# order, as node.text() gives them, but concatenated in C where text() runs a Python-level
+# callback per node); element names are compared by tag id.
 
 # Dropped wherever they are, when the page has them (script, style, textarea and iframe are cut
 # out by the scan already).
@@ -377,6 +413,37 @@ def _get_lexbor():
         except ImportError:
             _lexbor = False
     return _lexbor
+
+
+class _Ids:
+    """lexbor's ids of the element names the rules compare: ``node.tag_id`` is an int read off
+    the node, where ``node.tag`` makes a str each time (a few times slower, per node)."""
+
+    def __init__(self):
+        names = ("html", "body", "main", "article", "section", "aside", "nav", "header", "footer", "h1") + tuple(
+            sorted(_BODY_BLOCKS))
+        tree = _get_lexbor()("".join(f"<{n}></{n}>" for n in names if n not in ("html", "body")))
+        ids = {n.tag: n.tag_id for n in tree.root.traverse() if n.tag in names}
+        missing = set(names) - set(ids)
+        if missing:  # pragma: no cover - every HTML parser makes these elements
+            raise RuntimeError(f"lexbor made no {sorted(missing)} elements")
+        self.main = ids["main"]
+        self.h1 = ids["h1"]
+        self.article = ids["article"]
+        self.page_parts = frozenset((ids["header"], ids["footer"]))
+        self.sections = frozenset(ids[n] for n in ("article", "section", "main", "aside", "nav"))
+        self.roots = frozenset(ids[n] for n in ("body", "html", "main"))
+        self.body_blocks = frozenset(ids[n] for n in _BODY_BLOCKS)
+
+
+_ids = None
+
+
+def _get_ids() -> _Ids:
+    global _ids
+    if _ids is None:
+        _ids = _Ids()
+    return _ids
 
 
 def _css_string(value: str) -> str:
@@ -420,12 +487,12 @@ def _landmark_selector(flags: int) -> str:
 
 
 def _text_len(node) -> int:
-    return _stats(node.text(deep=True))[0]
+    return _stats(node.text_lexbor())[0]
 
 
 def _link_density(node) -> float:
     """The share of ``node``'s text inside links (1.0 when it has no text)."""
-    chars, links = _stats(node.text(deep=True))
+    chars, links = _stats(node.text_lexbor())
     return links / chars if chars else 1.0
 
 
@@ -449,9 +516,10 @@ def _is_under(node, ancestor) -> bool:
 
 
 def _in_section(node, stop) -> bool:
+    sections = _get_ids().sections
     p = node.parent
     while p is not None and p.mem_id != stop.mem_id:
-        if p.tag in ("article", "section", "main", "aside", "nav"):
+        if p.tag_id in sections:
             return True
         p = p.parent
     return False
@@ -462,11 +530,12 @@ _BODY_BLOCKS = frozenset({"table", "ul", "ol", "dl", "div", "p", "center", "form
 
 def _drop_dense_blocks(body) -> None:
     """Under <body>, drop the top-level blocks that are mostly links (menus without names)."""
+    blocks = _get_ids().body_blocks
     node = body.child
     while node is not None:
         nxt = node.next
-        if node.tag in _BODY_BLOCKS:
-            chars, links = _stats(node.text(deep=True))
+        if node.tag_id in blocks:
+            chars, links = _stats(node.text_lexbor())
             if chars and links >= BODY_LINK_DENSITY * chars:
                 node.remove()
         node = nxt
@@ -481,10 +550,10 @@ def _scanned(html: str | bytes):
         return _scan(html.encode("utf-8", "replace"))
 
 
-def _fast(html: str | bytes, mode: str) -> str | None:
+def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
     """Main content (``mode="main"``) or the whole body's text on lexbor. ``html`` is a str, or
-    UTF-8 bytes."""
-    marked, flags, raw_title, classes, ids = _scanned(html)
+    UTF-8 bytes; ``scanned`` its :func:`_scanned` when the caller has it already."""
+    marked, flags, raw_title, classes, ids = scanned or _scanned(html)
     tree = _get_lexbor()(marked)
     body = tree.body
     if body is None:
@@ -493,26 +562,28 @@ def _fast(html: str | bytes, mode: str) -> str | None:
         drop = _drop_selector(flags, navigation=False)
         if drop:
             _remove_all(body, drop)
-        return _lines(body.text(deep=True))
+        return _lines(body.text_lexbor())
     title = ""
     if raw_title:
         title = " ".join((_unescape(raw_title) if "&" in raw_title else raw_title).split())
     # One query for everything dropped unconditionally (each query walks the whole tree), none
     # when the page has none of it.
+    tag = _get_ids()
+    main_id = tag.main
     drop = _drop_selector(flags, navigation=True)
     if drop:
-        _remove_all(body, drop, keep=lambda n: n.tag == "main")
+        _remove_all(body, drop, keep=lambda n: n.tag_id == main_id)
     mains, articles, page_parts, asides, heads = [], [], [], [], []
     landmarks = _landmark_selector(flags)
     for node in body.css(landmarks) if landmarks else ():
-        tag = node.tag
-        if tag == "h1":
+        tid = node.tag_id
+        if tid == tag.h1:
             heads.append(node)
-        elif tag == "main" or node.attributes.get("role") == "main":
+        elif tid == main_id or node.attributes.get("role") == "main":
             mains.append(node)
-        elif tag == "article":
+        elif tid == tag.article:
             articles.append(node)
-        elif tag in ("header", "footer"):
+        elif tid in tag.page_parts:
             page_parts.append(node)
         else:
             asides.append(node)
@@ -523,7 +594,7 @@ def _fast(html: str | bytes, mode: str) -> str | None:
     root_text = None  # the root's text while nothing in it is removed (one walk less)
     sized = []
     for m in mains:
-        t = m.text(deep=True)
+        t = m.text_lexbor()
         chars = _stats(t)[0]
         if chars:
             sized.append((chars, t, m))
@@ -543,13 +614,13 @@ def _fast(html: str | bytes, mode: str) -> str | None:
     named = _named_selector(flags, classes, ids)
     if named:
         for node in root.css(named):
-            if node.tag in ("body", "html", "main"):
+            if node.tag_id in tag.roots:
                 continue
-            chars, links = _stats(node.text(deep=True))
+            chars, links = _stats(node.text_lexbor())
             if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
                 node.remove()
                 root_text = None
-    text = _lines(root_text if root_text is not None else root.text(deep=True))
+    text = _lines(root_text if root_text is not None else root.text_lexbor())
     if not text:
         return ""
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
@@ -587,13 +658,14 @@ def _titled(text: str, title: str) -> bool:
     return 2 * len(words & seen) >= len(words)
 
 
-def _main(html: str, url: str | None) -> str | None:
+def _main(html: str | bytes, url: str | None) -> str | None:
     if not _get_lexbor():
         require("selectolax", "io")
-    out = _fast(html, "main")
+    scanned = _scanned(html)
+    out = _fast(html, "main", scanned)
     if out:
         return out
-    return _whole(html)
+    return _fast(html, "whole", scanned)  # the same markup, scanned once
 
 
 def _dist_version(name: str) -> str:
@@ -635,7 +707,11 @@ def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -
     if mode not in HTML_MODES:
         raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
     if isinstance(html, (bytes, bytearray, memoryview)):
-        html = decode_html(bytes(html))
+        data = bytes(html)
+        page = utf8_page(data) if mode != "article" and _get_lexbor() else None
+        if page is not None:
+            return extract_utf8(page, mode, url=url)
+        html = decode_html(data)
     if not html or html.isspace():
         return ""
     if "\x00" in html:
@@ -645,6 +721,19 @@ def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -
     if mode == "article":
         return _article(html, url)
     return _whole(html)
+
+
+def extract_utf8(page: bytes, mode: str = "main", *, url: str | None = None) -> str | None:
+    """The text of a page :func:`utf8_page` returned, as :func:`extract_text` gives it for the
+    decoded page (``None``: the markup could not be parsed), read from the bytes. Modes "main"
+    and "whole" (on lexbor); "article" decodes the page for trafilatura."""
+    if mode not in ("main", "whole") or not _get_lexbor():
+        return _extract(page.decode("utf-8"), mode, url=url)
+    if b"\x00" in page:
+        page = page.replace(b"\x00", b"")
+    if mode == "main":
+        return _main(page, url)
+    return _fast(page, "whole")
 
 
 def extract_text(html: str | bytes, mode: str = "main", *, url: str | None = None) -> str:

@@ -1,9 +1,10 @@
 """The markup scan of the main-content extraction: ``neardup._htmlscan`` when it is built, else
 the same functions in Python (same answers, byte for byte; tests/test_html_scan.py compares them).
 
-See ``src/neardup/_htmlscan.c`` for what :func:`scan`, :func:`lines` and :func:`stats` do. The
-Python versions below follow the C code step by step, so that a machine without a compiler
-extracts the same texts (slower), and so that the C code has an oracle to be fuzzed against.
+See ``src/neardup/_htmlscan.c`` for what :func:`scan`, :func:`lines`, :func:`stats` and
+:func:`is_utf8` do. The Python versions below follow the C code step by step, so that a machine
+without a compiler extracts the same texts (slower), and so that the C code has an oracle to be
+fuzzed against.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ try:
 except ImportError:  # not built
     _htmlscan = None
 
-__all__ = ["scan", "lines", "stats", "FLAGS", "compiled"]
+__all__ = ["scan", "lines", "stats", "is_utf8", "FLAGS", "compiled"]
 
 MARK = "\x0c"
 LINK_OPEN = "\x01"
@@ -350,11 +351,21 @@ def stats_python(text: str) -> tuple[int, int]:
     return chars, links
 
 
+def is_utf8_python(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 if _htmlscan is not None:
     scan = _htmlscan.scan
     lines = _htmlscan.lines
     stats = _htmlscan.stats
+    is_utf8 = _htmlscan.is_utf8
 else:  # pragma: no cover - the compiled module is built wherever there is a compiler
     scan = scan_python
     lines = lines_python
     stats = stats_python
+    is_utf8 = is_utf8_python
