@@ -110,6 +110,13 @@ class _Constants:
             pos += len(piece)
 
 
+def _put_quoted(starts: np.ndarray, lens: np.ndarray, col: int, start, length, quotes) -> None:
+    """Fill columns ``col``, ``col + 1``, ``col + 2`` of a segment table: quote, id, quote (the
+    quotes' starts are filled by the caller; ``quotes`` 0 drops them for an escaped dump)."""
+    lens[:, col] = lens[:, col + 2] = quotes
+    starts[:, col + 1], lens[:, col + 1] = start, length
+
+
 def _ref_segments(ids: _IdTable, refs: np.ndarray, null_at: int):
     """Quote, id and quote segments of references (-1: ``null``)."""
     has = refs >= 0
@@ -157,17 +164,12 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
         hi = min(n, lo + chunk)
         m = hi - lo
         starts, lens = table_starts[:m], table_lens[:m]
-
-        def quoted(col, s, l, q):  # columns col, col+1, col+2: quote, id, quote (starts of quotes: fixed)
-            lens[:, col] = lens[:, col + 2] = q
-            starts[:, col + 1], lens[:, col + 1] = s, l
-
-        quoted(1, *ids.segments(np.arange(lo, hi, dtype=np.int64)))
-        quoted(5, *_ref_segments(ids, outcome.cluster.ordinals[lo:hi], const.at["null"]))
+        _put_quoted(starts, lens, 1, *ids.segments(np.arange(lo, hi, dtype=np.int64)))
+        _put_quoted(starts, lens, 5, *_ref_segments(ids, outcome.cluster.ordinals[lo:hi], const.at["null"]))
         k = kept[lo:hi]
         starts[:, 8] = np.where(k, const.at["kept1"], const.at["kept0"])
         lens[:, 8] = np.where(k, const.len["kept1"], const.len["kept0"])
-        quoted(9, *_ref_segments(ids, outcome.duplicate_of.ordinals[lo:hi], const.at["null"]))
+        _put_quoted(starts, lens, 9, *_ref_segments(ids, outcome.duplicate_of.ordinals[lo:hi], const.at["null"]))
         h = has_sim[lo:hi]
         r = sim_rank[lo:hi][h]
         starts[:, 13], lens[:, 13] = const.at["null"], 4
@@ -194,11 +196,9 @@ def pair_chunks(ids: Ids, a: np.ndarray, b: np.ndarray, jaccard: np.ndarray, est
         buffers = [const.data, *table.buffers(), j_text, e_text]
         starts = np.empty((m, 13), dtype=np.int64)
         lens = np.empty((m, 13), dtype=np.int64)
+        starts[:, [1, 3, 5, 7]] = const.at["quote"]
         for col, ords in ((1, a[lo:hi]), (5, b[lo:hi])):
-            s, l, q = table.segments(ords)
-            starts[:, col] = starts[:, col + 2] = const.at["quote"]
-            lens[:, col] = lens[:, col + 2] = q
-            starts[:, col + 1], lens[:, col + 1] = s, l
+            _put_quoted(starts, lens, col, *table.segments(ords))
         starts[:, 0], lens[:, 0] = const.at["a"], const.len["a"]
         starts[:, 4], lens[:, 4] = const.at["b"], const.len["b"]
         starts[:, 8], lens[:, 8] = const.at["jaccard"], const.len["jaccard"]
