@@ -65,5 +65,5 @@ run() {  # $1: label, $2: the README's command
 }
 status=0
 case $what in demo|both) run "bash scripts/demo.sh" "bash scripts/demo.sh" || status=1 ;; esac
-case $what in test|both) run "bash scripts/test.sh" "bash scripts/test.sh -p no:cacheprovider" || status=1 ;; esac
+case $what in test|both) run "bash scripts/test.sh" "bash scripts/test.sh -p no:cacheprovider -rs" || status=1 ;; esac
 exit $status
