@@ -5,7 +5,7 @@
  * Python call per node costs more than lexbor's parse of the page, so what can be learnt from
  * the markup itself is learnt here, in one pass over the bytes, before the parse:
  *
- *   scan(html) -> (marked, flags, title, class_names, ids)
+ *   scan(html, cut_navigation=False) -> (marked, flags, title, class_names, ids)
  *       marked: the UTF-8 page to parse, with
  *         - a form feed (HTML white space, kept by the parser where it stands) before every
  *           start or end tag of a block element, a space before every table cell tag, so that
@@ -25,7 +25,11 @@
  *           them when the page has attributes like the marks (OWN_MARKS: it is scanned again);
  *         - <script>, <style>, <textarea> and <iframe> elements, comments and processing
  *           instructions cut out (the extraction drops them anyway; lexbor has less to parse);
- *         - form feeds, \x01 and \x02 of the page itself replaced by spaces.
+ *         - form feeds, \x01 and \x02 of the page itself replaced by spaces;
+ *         - (cut_navigation: for "main" mode, which drops <nav> and <dialog> wherever they
+ *           are) every <nav> and <dialog> element whose content provably stays inside it in
+ *           the parser's tree replaced by an empty one (see cut_region): a seventh of the
+ *           markup lexbor parses is navigation, parsed only to be removed.
  *       flags: a bit per element of TAGS that has a start tag in the page, and the attribute
  *         bits below (hidden, a style that hides, the navigation, main and complementary
  *         roles), so that the caller queries the tree only for what the page has;
@@ -564,8 +568,111 @@ static void put_start_tag(buf *out, const unsigned char *s, size_t at, const tag
         buf_put(out, t->self_closing ? "/>" : ">", t->self_closing ? 2 : 1);
 }
 
-static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title, int strip) {
+/* ------------------------------------------------------------------------------------------- */
+/* navigation cut out before the parse (cut_navigation)                                       */
+
+/* A <nav> or <dialog> element is replaced by an empty one ("\f<nav></nav>") when what lies
+ * between its start tag and its end tag provably ends up inside it, and nothing of it outside,
+ * in the HTML5 tree construction; the caller removes the element anyway, so its text is the
+ * same. Proven by a stack of the element names opened inside: every end tag must close one of
+ * them (all above it being elements whose end tags are implied: li, p, dd, dt, option...), so
+ * that no end tag closes an element opened outside (which would close the nav too), and no
+ * element is left open at its end tag (a formatting element left open would be re-opened after
+ * it); tags that change the insertion mode or scope (tables, forms, select, button, template,
+ * foreign content, body...) give up. Not started inside an <a> or in svg/math/template (whose
+ * rules differ), nor for an element the page does not close. When a proof fails the element is
+ * kept as it was, so the cut never changes a text; the flags met inside a cut element are
+ * forgotten (the queries they would ask find nothing). */
+#define CUT_DEPTH 64
+typedef struct {
+    int active;            /* inside a candidate element */
+    size_t out_at;         /* out->len at its start */
+    int flags_at;          /* f->flags at its start */
+    int root_flag;         /* F_NAV or F_DIALOG */
+    int depth;             /* names[0] is the element itself */
+    unsigned char names[CUT_DEPTH][MAX_TAG];
+    unsigned char lens[CUT_DEPTH];
+    int in_a;              /* outside candidates: an <a> is open */
+    int foreign;           /* outside candidates: svg, math or template elements open */
+} cut_region;
+
+static int name_in(const tag *t, const char *const *names, size_t count) {
+    for (size_t k = 0; k < count; k++)
+        if (t->name_len == strlen(names[k]) && memcmp(t->name, names[k], t->name_len) == 0)
+            return 1;
+    return 0;
+}
+#define NAME_IN(t, list) name_in((t), (list), sizeof(list) / sizeof((list)[0]))
+
+static const char *const CUT_GIVE_UP[] = {
+    "table", "caption", "colgroup", "col", "tbody", "thead", "tfoot", "tr", "td", "th", "template", "svg",
+    "math", "applet", "object", "marquee", "select", "button", "body", "html", "head", "frameset", "frame",
+    "plaintext", "form"};
+static const char *const CUT_VOID[] = {
+    "area", "base", "basefont", "bgsound", "br", "embed", "hr", "img", "image", "input", "keygen", "link",
+    "meta", "param", "source", "track", "wbr"};
+static const char *const CUT_IMPLIED[] = {"li", "p", "dd", "dt", "option", "optgroup", "rb", "rp", "rt", "rtc"};
+static const char *const CUT_FOREIGN[] = {"svg", "math", "template"};
+
+/* Outside a candidate: a tag of the page (it may start one). */
+static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int is_end, size_t out_len, int flags) {
+    if (t->name_len == 1 && t->name[0] == 'a') {
+        c->in_a = !is_end;
+        return;
+    }
+    if (t->name_len <= MAX_TAG && NAME_IN(t, CUT_FOREIGN)) {
+        if (!is_end)
+            c->foreign++;
+        else if (c->foreign > 0)
+            c->foreign--;
+        return;
+    }
+    if (is_end || !info || !(info->flag & (F_NAV | F_DIALOG)) || c->in_a || c->foreign)
+        return;
+    c->active = 1;
+    c->out_at = out_len;
+    c->flags_at = flags;
+    c->root_flag = info->flag;
+    c->depth = 1;
+    memcpy(c->names[0], t->name, t->name_len);
+    c->lens[0] = (unsigned char)t->name_len;
+}
+
+/* Inside a candidate: 0 go on, 1 its end tag (cut it), -1 give up (keep it; the tag is then
+ * read as outside). */
+static int cut_inside(cut_region *c, const tag *t, int is_end) {
+    if (t->name_len > MAX_TAG || NAME_IN(t, CUT_GIVE_UP))
+        return -1;
+    if (!is_end) {
+        if (NAME_IN(t, CUT_VOID))
+            return 0;
+        if (c->depth == CUT_DEPTH)
+            return -1;
+        memcpy(c->names[c->depth], t->name, t->name_len);
+        c->lens[c->depth] = (unsigned char)t->name_len;
+        c->depth++;
+        return 0;
+    }
+    int k = c->depth - 1;
+    while (k >= 0 && !(c->lens[k] == t->name_len && memcmp(c->names[k], t->name, t->name_len) == 0))
+        k--;
+    if (k < 0)
+        return -1;  /* closes an element opened outside, or none */
+    for (int x = k + 1; x < c->depth; x++) {
+        tag above;
+        above.name_len = c->lens[x];
+        memcpy(above.name, c->names[x], c->lens[x]);
+        if (!NAME_IN(&above, CUT_IMPLIED))
+            return -1;  /* left open (a formatting element would be re-opened after it) */
+    }
+    c->depth = k;
+    return k == 0 ? 1 : 0;
+}
+
+static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title, int strip, int cut) {
     size_t i = 0;
+    cut_region region;
+    region.active = region.in_a = region.foreign = 0;
     int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);
     title->title_at = SIZE_MAX;
     title->title_len = 0;
@@ -591,6 +698,32 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                 }
                 i = e;
                 continue;
+            }
+            if (cut) {
+                if (region.active) {
+                    int r = cut_inside(&region, &t, is_end);
+                    if (r == 1) {  /* its end tag: the element goes, an empty one stays */
+                        out->len = region.out_at;
+                        f->flags = region.flags_at | region.root_flag;
+                        buf_byte(out, '\f');
+                        buf_put(out, "<", 1);
+                        buf_put(out, region.names[0], region.lens[0]);
+                        buf_put(out, "></", 3);
+                        buf_put(out, region.names[0], region.lens[0]);
+                        buf_put(out, ">", 1);
+                        region.active = 0;
+                        i = t.end;
+                        continue;
+                    }
+                    if (r < 0) {
+                        region.active = 0;
+                        for (int x = 1; x < region.depth; x++)  /* an <a> opened inside is still open */
+                            if (region.lens[x] == 1 && region.names[x][0] == 'a')
+                                region.in_a = 1;
+                    }
+                }
+                if (!region.active)
+                    cut_outside(&region, &t, info, is_end, out->len, f->flags);
             }
             if (info) {
                 if (!is_end)
@@ -676,8 +809,12 @@ static PyObject *spans_list(spans *l, const unsigned char *s) {
     return list;
 }
 
-static PyObject *py_scan(PyObject *self, PyObject *arg) {
+static PyObject *py_scan(PyObject *self, PyObject *args) {
     (void)self;
+    PyObject *arg;
+    int cut = 0;
+    if (!PyArg_ParseTuple(args, "O|p:scan", &arg, &cut))
+        return NULL;
     const char *data;
     Py_ssize_t n;
     PyObject *keep = arg;  /* holds the buffer alive while the GIL is released */
@@ -703,7 +840,7 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
     const unsigned char *s = (const unsigned char *)data;
     Py_BEGIN_ALLOW_THREADS
     buf_reserve(&out, (size_t)n + (size_t)n / 8 + 64);
-    scan_page(s, (size_t)n, &out, &f, &title, 1);
+    scan_page(s, (size_t)n, &out, &f, &title, 1, cut);
     if (f.flags & F_OWN_MARKS) {
         /* attributes like the marks: the caller queries the page's own attributes (class, id,
          * style, hidden, role), so they all stay; scanned again (rare) */
@@ -714,7 +851,7 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
         f.flags = 0;
         memset(names, 0, sizeof(name_cache));
         out.len = 0;
-        scan_page(s, (size_t)n, &out, &f, &title, 0);
+        scan_page(s, (size_t)n, &out, &f, &title, 0, cut);
     }
     Py_END_ALLOW_THREADS
     PyObject *result = NULL, *marked = NULL, *tt = NULL, *cl = NULL, *ids = NULL;
@@ -995,7 +1132,7 @@ static PyObject *py_is_utf8(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
-    {"scan", py_scan, METH_O, "scan(html) -> (marked UTF-8 bytes, flags, title or None, class names, ids)"},
+    {"scan", py_scan, METH_VARARGS, "scan(html, cut_navigation=False) -> (marked UTF-8 bytes, flags, title or None, class names, ids)"},
     {"lines", py_lines, METH_O, "lines(text) -> the text, one line per block"},
     {"stats", py_stats, METH_O, "stats(text) -> (collapsed length, of it inside links)"},
     {"is_utf8", py_is_utf8, METH_O, "is_utf8(data) -> whether bytes.decode('utf-8') would succeed"},
