@@ -592,35 +592,72 @@ typedef struct {
     int depth;             /* names[0] is the element itself */
     unsigned char names[CUT_DEPTH][MAX_TAG];
     unsigned char lens[CUT_DEPTH];
+    unsigned char kinds[CUT_DEPTH];  /* K_* */
     int in_a;              /* outside candidates: an <a> is open */
     int foreign;           /* outside candidates: svg, math or template elements open */
 } cut_region;
 
-static int name_in(const tag *t, const char *const *names, size_t count) {
-    for (size_t k = 0; k < count; k++)
-        if (t->name_len == strlen(names[k]) && memcmp(t->name, names[k], t->name_len) == 0)
-            return 1;
+/* What a tag name is to the cut: one lookup by first letter and length (as find_tag), filled
+ * once at import (index_cut), read only after. */
+enum { K_OTHER = 0, K_GIVE_UP, K_FOREIGN, K_VOID, K_IMPLIED, K_A };
+typedef struct {
+    const char *name;
+    unsigned char kind;
+} cut_name;
+static const cut_name CUT_NAMES[] = {
+    {"table", K_GIVE_UP}, {"caption", K_GIVE_UP}, {"colgroup", K_GIVE_UP}, {"col", K_GIVE_UP},
+    {"tbody", K_GIVE_UP}, {"thead", K_GIVE_UP}, {"tfoot", K_GIVE_UP}, {"tr", K_GIVE_UP}, {"td", K_GIVE_UP},
+    {"th", K_GIVE_UP}, {"applet", K_GIVE_UP}, {"object", K_GIVE_UP}, {"marquee", K_GIVE_UP},
+    {"select", K_GIVE_UP}, {"button", K_GIVE_UP}, {"body", K_GIVE_UP}, {"html", K_GIVE_UP},
+    {"head", K_GIVE_UP}, {"frameset", K_GIVE_UP}, {"frame", K_GIVE_UP}, {"plaintext", K_GIVE_UP},
+    {"form", K_GIVE_UP}, {"template", K_FOREIGN}, {"svg", K_FOREIGN}, {"math", K_FOREIGN},
+    {"area", K_VOID}, {"base", K_VOID}, {"basefont", K_VOID}, {"bgsound", K_VOID}, {"br", K_VOID},
+    {"embed", K_VOID}, {"hr", K_VOID}, {"img", K_VOID}, {"image", K_VOID}, {"input", K_VOID},
+    {"keygen", K_VOID}, {"link", K_VOID}, {"meta", K_VOID}, {"param", K_VOID}, {"source", K_VOID},
+    {"track", K_VOID}, {"wbr", K_VOID}, {"li", K_IMPLIED}, {"p", K_IMPLIED}, {"dd", K_IMPLIED},
+    {"dt", K_IMPLIED}, {"option", K_IMPLIED}, {"optgroup", K_IMPLIED}, {"rb", K_IMPLIED}, {"rp", K_IMPLIED},
+    {"rt", K_IMPLIED}, {"rtc", K_IMPLIED}, {"a", K_A},
+};
+#define NCUT ((int)(sizeof(CUT_NAMES) / sizeof(CUT_NAMES[0])))
+static signed char cut_by_name[26][MAX_TAG + 1][GROUP];
+
+static int index_cut(void) {
+    memset(cut_by_name, -1, sizeof(cut_by_name));
+    for (int t = 0; t < NCUT; t++) {
+        size_t len = strlen(CUT_NAMES[t].name);
+        int c = CUT_NAMES[t].name[0] - 'a';
+        if (c < 0 || c >= 26 || len > MAX_TAG)
+            return -1;
+        signed char *g = cut_by_name[c][len];
+        int k = 0;
+        while (k < GROUP && g[k] >= 0)
+            k++;
+        if (k == GROUP)
+            return -1;
+        g[k] = (signed char)t;
+    }
     return 0;
 }
-#define NAME_IN(t, list) name_in((t), (list), sizeof(list) / sizeof((list)[0]))
 
-static const char *const CUT_GIVE_UP[] = {
-    "table", "caption", "colgroup", "col", "tbody", "thead", "tfoot", "tr", "td", "th", "template", "svg",
-    "math", "applet", "object", "marquee", "select", "button", "body", "html", "head", "frameset", "frame",
-    "plaintext", "form"};
-static const char *const CUT_VOID[] = {
-    "area", "base", "basefont", "bgsound", "br", "embed", "hr", "img", "image", "input", "keygen", "link",
-    "meta", "param", "source", "track", "wbr"};
-static const char *const CUT_IMPLIED[] = {"li", "p", "dd", "dt", "option", "optgroup", "rb", "rp", "rt", "rtc"};
-static const char *const CUT_FOREIGN[] = {"svg", "math", "template"};
+/* The K_* of a lower-cased tag name (the first MAX_TAG bytes of it: longer names are none). */
+static int cut_kind(const unsigned char *name, size_t len) {
+    if (len == 0 || len > MAX_TAG || name[0] < 'a' || name[0] > 'z')
+        return K_OTHER;
+    const signed char *g = cut_by_name[name[0] - 'a'][len];
+    for (int k = 0; k < GROUP && g[k] >= 0; k++)
+        if (memcmp(name, CUT_NAMES[g[k]].name, len) == 0)
+            return CUT_NAMES[g[k]].kind;
+    return K_OTHER;
+}
 
 /* Outside a candidate: a tag of the page (it may start one). */
-static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int is_end, size_t out_len, int flags) {
-    if (t->name_len == 1 && t->name[0] == 'a') {
+static void cut_outside(cut_region *c, const tag *t, int kind, const tag_info *info, int is_end, size_t out_len,
+                        int flags) {
+    if (kind == K_A) {
         c->in_a = !is_end;
         return;
     }
-    if (t->name_len <= MAX_TAG && NAME_IN(t, CUT_FOREIGN)) {
+    if (kind == K_FOREIGN) {
         if (!is_end)
             c->foreign++;
         else if (c->foreign > 0)
@@ -636,20 +673,22 @@ static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int i
     c->depth = 1;
     memcpy(c->names[0], t->name, t->name_len);
     c->lens[0] = (unsigned char)t->name_len;
+    c->kinds[0] = K_OTHER;
 }
 
 /* Inside a candidate: 0 go on, 1 its end tag (cut it), -1 give up (keep it; the tag is then
  * read as outside). */
-static int cut_inside(cut_region *c, const tag *t, int is_end) {
-    if (t->name_len > MAX_TAG || NAME_IN(t, CUT_GIVE_UP))
+static int cut_inside(cut_region *c, const tag *t, int kind, int is_end) {
+    if (t->name_len > MAX_TAG || kind == K_GIVE_UP || kind == K_FOREIGN)
         return -1;
     if (!is_end) {
-        if (NAME_IN(t, CUT_VOID))
+        if (kind == K_VOID)
             return 0;
         if (c->depth == CUT_DEPTH)
             return -1;
         memcpy(c->names[c->depth], t->name, t->name_len);
         c->lens[c->depth] = (unsigned char)t->name_len;
+        c->kinds[c->depth] = (unsigned char)kind;
         c->depth++;
         return 0;
     }
@@ -658,13 +697,9 @@ static int cut_inside(cut_region *c, const tag *t, int is_end) {
         k--;
     if (k < 0)
         return -1;  /* closes an element opened outside, or none */
-    for (int x = k + 1; x < c->depth; x++) {
-        tag above;
-        above.name_len = c->lens[x];
-        memcpy(above.name, c->names[x], c->lens[x]);
-        if (!NAME_IN(&above, CUT_IMPLIED))
+    for (int x = k + 1; x < c->depth; x++)
+        if (c->kinds[x] != K_IMPLIED)
             return -1;  /* left open (a formatting element would be re-opened after it) */
-    }
     c->depth = k;
     return k == 0 ? 1 : 0;
 }
@@ -700,8 +735,9 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                 continue;
             }
             if (cut) {
+                int kind = cut_kind(t.name, t.name_len);
                 if (region.active) {
-                    int r = cut_inside(&region, &t, is_end);
+                    int r = cut_inside(&region, &t, kind, is_end);
                     if (r == 1) {  /* its end tag: the element goes, an empty one stays */
                         out->len = region.out_at;
                         f->flags = region.flags_at | region.root_flag;
@@ -718,12 +754,12 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                     if (r < 0) {
                         region.active = 0;
                         for (int x = 1; x < region.depth; x++)  /* an <a> opened inside is still open */
-                            if (region.lens[x] == 1 && region.names[x][0] == 'a')
+                            if (region.kinds[x] == K_A)
                                 region.in_a = 1;
                     }
                 }
                 if (!region.active)
-                    cut_outside(&region, &t, info, is_end, out->len, f->flags);
+                    cut_outside(&region, &t, kind, info, is_end, out->len, f->flags);
             }
             if (info) {
                 if (!is_end)
@@ -1151,7 +1187,7 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
             Py_DECREF(m);
             return NULL;
         }
-    if (index_tags() < 0 || index_words() < 0) {
+    if (index_tags() < 0 || index_words() < 0 || index_cut() < 0) {
         PyErr_SetString(PyExc_ImportError, "neardup._htmlscan: too many tags or words with one first letter and length");
         Py_DECREF(m);
         return NULL;
