@@ -337,7 +337,12 @@ static void spans_add(spans *l, const unsigned char *base, size_t off, size_t n)
 /* ------------------------------------------------------------------------------------------- */
 /* the scan                                                                                    */
 
-static inline int is_html_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+/* Character classes of the tag reader, one table lookup instead of up to eight comparisons. */
+enum { C_SP = 1, C_SL = 2, C_GT = 4, C_EQ = 8 };
+static const unsigned char CCLASS[256] = {
+    ['\t'] = C_SP, ['\n'] = C_SP, ['\f'] = C_SP, ['\r'] = C_SP, [' '] = C_SP, ['/'] = C_SL, ['>'] = C_GT,
+    ['='] = C_EQ};
+static inline int is_html_space(unsigned char c) { return CCLASS[c] & C_SP; }
 static inline int is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 /* Text copied as it is, but for the page's own form feeds, \x01 and \x02 (the marks), when
@@ -416,7 +421,7 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
     t->bits = 0;
     t->closed = t->self_closing = 0;
     t->n_kept = 0;
-    while (j < n && !is_html_space(s[j]) && s[j] != '/' && s[j] != '>')
+    while (j < n && !(CCLASS[s[j]] & (C_SP | C_SL | C_GT)))
         j++;
     t->name_len = j - start;
     t->name_end = j;
@@ -424,7 +429,7 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
         t->name[k] = ascii_lower(s[start + k]);
     while (j < n) {
         int slash = 0;  /* a '/' right before the '>': the tokenizer's self-closing flag */
-        while (j < n && (is_html_space(s[j]) || s[j] == '/'))
+        while (j < n && (CCLASS[s[j]] & (C_SP | C_SL)))
             slash = s[j++] == '/';
         if (j >= n)
             break;
@@ -437,7 +442,7 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
         }
         size_t an = j;
         j++;  /* an attribute name's first character may be '=' */
-        while (j < n && !is_html_space(s[j]) && s[j] != '/' && s[j] != '>' && s[j] != '=')
+        while (j < n && !(CCLASS[s[j]] & (C_SP | C_SL | C_GT | C_EQ)))
             j++;
         size_t an_len = j - an;
         size_t k = j;
@@ -458,7 +463,7 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
                 j = ve < n ? ve + 1 : n;
             } else {
                 v = k;
-                while (k < n && !is_html_space(s[k]) && s[k] != '>')
+                while (k < n && !(CCLASS[s[k]] & (C_SP | C_GT)))
                     k++;
                 v_len = k - v;
                 j = k;
@@ -651,20 +656,21 @@ static int cut_kind(const unsigned char *name, size_t len) {
 }
 
 /* Outside a candidate: a tag of the page (it may start one). */
-static void cut_outside(cut_region *c, const tag *t, int kind, const tag_info *info, int is_end, size_t out_len,
-                        int flags) {
-    if (kind == K_A) {
+static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int is_end, size_t out_len, int flags) {
+    if (!info)  /* a, svg, math, template, nav and dialog are all in TAGS */
+        return;
+    if (info->name[0] == 'a' && info->name[1] == 0) {
         c->in_a = !is_end;
         return;
     }
-    if (kind == K_FOREIGN) {
+    if (info->flag & (F_SVG | F_MATH | F_TEMPLATE)) {
         if (!is_end)
             c->foreign++;
         else if (c->foreign > 0)
             c->foreign--;
         return;
     }
-    if (is_end || !info || !(info->flag & (F_NAV | F_DIALOG)) || c->in_a || c->foreign)
+    if (is_end || !(info->flag & (F_NAV | F_DIALOG)) || c->in_a || c->foreign)
         return;
     c->active = 1;
     c->out_at = out_len;
@@ -735,9 +741,8 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                 continue;
             }
             if (cut) {
-                int kind = cut_kind(t.name, t.name_len);
                 if (region.active) {
-                    int r = cut_inside(&region, &t, kind, is_end);
+                    int r = cut_inside(&region, &t, cut_kind(t.name, t.name_len), is_end);
                     if (r == 1) {  /* its end tag: the element goes, an empty one stays */
                         out->len = region.out_at;
                         f->flags = region.flags_at | region.root_flag;
@@ -759,7 +764,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                     }
                 }
                 if (!region.active)
-                    cut_outside(&region, &t, kind, info, is_end, out->len, f->flags);
+                    cut_outside(&region, &t, info, is_end, out->len, f->flags);
             }
             if (info) {
                 if (!is_end)
