@@ -71,7 +71,7 @@ def components(db: str) -> dict:
         + ", coalesce(sum(length(id)), 0) FROM docs").fetchone()
     # posting runs (profile lean): the pages of the two run tables, shared out by each kind's block bytes
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    run_bytes = {0: 0, 1: 0}
+    run_bytes = {0: 0, 1: 0, 2: 0}  # kinds: band postings, simhash blocks, fingerprints (schema 5)
     if "posting_blocks" in tables:
         run_bytes.update(dict(conn.execute("SELECT kind, sum(length(data)) FROM posting_blocks GROUP BY kind")))
     run_pages = pages.get("posting_blocks", 0) + pages.get("posting_runs", 0)
@@ -85,8 +85,11 @@ def components(db: str) -> dict:
         "containment_samples": pages.get("samples", 0) + sample,
         "simhash_blocks": pages.get("simhash_blocks", 0) + share[1],
         "ids": ids + autoindex,
+        # exact answers: the docs_fingerprint index (every document before schema 5, small writes
+        # since) and the fingerprint runs of bulk writes (the 8 bytes in the row are in "other")
+        "fingerprint_lookup": pages.get("docs_fingerprint", 0) + share[2],
     }
-    parts["other"] = total - sum(parts.values())  # fingerprints, counts, row overhead, free space
+    parts["other"] = total - sum(parts.values())  # fingerprint values, counts, row overhead, free space
     return {"documents": n, "file_bytes": total,
             "bytes_per_document": {k: round(v / n, 1) for k, v in {**parts, "total": total}.items()}}
 

@@ -32,6 +32,8 @@ command -v "${CC:-cc}" >/dev/null || command -v gcc >/dev/null || pkgs+=(gcc)
 if [ "$what" = test ]; then
   command -v chromium >/dev/null || pkgs+=(chromium)          # the report's browser test
   command -v java >/dev/null || pkgs+=(default-jre-headless)  # Spark in local mode
+  command -v clang >/dev/null || pkgs+=(clang)                # the fuzz targets' sanitized build (ASan, UBSan)
+  command -v qemu-x86_64 >/dev/null || pkgs+=(qemu-user)      # the kernel's CPU dispatch on emulated CPUs
 fi
 
 if [ ${#pkgs[@]} -gt 0 ]; then

@@ -245,6 +245,15 @@ def test_bulk_runs_and_small_rows_answer_as_rows_do(tmp_path, profile, cap):
             index.add_many(copies)
             assert index.remove_many([f"cp{k}" for k in range(4)]) == []
         same_answers(rows, mixed, queries + [docs[5][1]])
+        for limit in (1, 2, 3):  # the first ids in id order, from the rows and the fingerprint runs
+            assert mixed.query(docs[5][1], limit=limit)["exact"] == rows.query(docs[5][1], limit=limit)["exact"]
+        # bulk writes' fingerprints are in runs, not in the docs_fingerprint index; get() shows them
+        assert runs.has_runs(conn, runs.KIND_FINGERPRINTS)
+        indexed, in_runs = conn.execute("SELECT count(fingerprint), count(run_fingerprint) FROM docs").fetchone()
+        assert 0 < indexed < in_runs
+        for doc_id in (docs[100][0], "cp5", docs[730][0], docs[10][0]):
+            got, want = mixed.get(doc_id), rows.get(doc_id)
+            assert got is not None and {**got, "added_at": 0} == {**want, "added_at": 0}, doc_id
         if cap == 3:
             assert {e["id"] for e in mixed.query(docs[5][1], limit=None)["simhash"]} & {"cp4", "cp5", "cp6"}
         checked_adds_alike(rows, mixed, docs[60:75], rng)
@@ -279,6 +288,33 @@ def test_files_of_schema_3_and_row_files_open_and_keep_their_layout(tmp_path):
     with SeenIndex(tmp_path / "new.db") as new:
         assert new.config.posting_runs and new.config.rows_below == 1000 and new.config.profile == "default"
     conn = sqlite3.connect(tmp_path / "new.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+    conn.close()
+
+
+def test_a_schema_4_file_opens_answers_and_keeps_its_layout(tmp_path):
+    """A file written by schema 4 (tests/data/index/make_schema4.py, with the code of that
+    version: one bulk write, then small ones, a removal), whose fingerprints are all in the
+    docs_fingerprint index: it opens, answers as before, takes bulk and small writes in its own
+    layout (no fingerprint runs), and stays schema 4."""
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / "old.db"
+    shutil.copy(Path(__file__).resolve().parent.parent / "data" / "index" / "schema4-default.db", path)
+    rng = random.Random(4)  # the texts of make_schema4.py
+    words = [f"w{i}" for i in range(3000)]
+    texts = [" ".join(rng.choice(words) for _ in range(30)) for _ in range(1000)]
+    with SeenIndex(path, create=False) as old:
+        assert old.config.posting_runs and not old.config.fingerprint_runs and old.config.profile == "default"
+        assert old.query(texts[3])["exact"] == ["b3", "c3", "s3"]
+        assert old.query(texts[7])["exact"] == ["c7"]  # b7 was removed
+        assert old.get("b12")["fingerprint"] is not None
+        old.add_many([(f"n{i}", texts[i % 20]) for i in range(1200)])  # bulk: a run of bands, no fingerprint run
+        assert not runs.has_runs(old._conn(), runs.KIND_FINGERPRINTS)
+        assert old.query(texts[3])["exact"] == sorted(["b3", "c3", "s3"] + [f"n{i}" for i in range(3, 1200, 20)])
+        assert old.integrity_check() == "ok"
+    conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     conn.close()
 

@@ -15,7 +15,8 @@ import numpy as np
 from .._validate import check_int
 from ..errors import InputError
 from . import runs
-from .schema import DEFAULT_LIMIT, DOC_BITS, MAX_VARS, SCHEMA_VERSION, Sketch, band_buckets, block_bucket, signed, unsigned
+from .schema import (DEFAULT_LIMIT, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, SCHEMA_VERSION, Sketch, band_buckets, block_bucket,
+                     fingerprint_buckets, signed, unsigned)
 
 __all__ = ["Queries", "as_record", "check_limit", "jaccard"]
 
@@ -44,9 +45,7 @@ class Queries:
     def _query(self, conn, sk: Sketch, doc_id, limit: int | None) -> dict:
         answer = {"id": doc_id, "exact": [], "near": [], "contains": [], "contained_in": [], "simhash": []}
         if sk.fingerprint is not None:
-            answer["exact"] = [r[0] for r in conn.execute(
-                "SELECT id FROM docs WHERE fingerprint = ? ORDER BY id LIMIT ?",
-                (signed(sk.fingerprint), -1 if limit is None else limit))]
+            answer["exact"] = self._exact(conn, sk.fingerprint, limit)
         if sk.n_shingles:
             answer["near"] = self._near(conn, sk, limit)
             if sk.sample.size and self.config.containment:
@@ -54,6 +53,24 @@ class Queries:
         if sk.simhash is not None:
             answer["simhash"] = self._simhash_neighbours(conn, sk, limit)
         return answer
+
+    def _exact(self, conn, fingerprint: int, limit: int | None) -> list[str]:
+        """The ids of the stored documents with this content fingerprint, in id order: those of
+        small writes through the ``docs_fingerprint`` index, those of bulk writes (schema 5)
+        through the fingerprint runs, each candidate checked on its ``run_fingerprint`` (a
+        stray bucket-mate, or a removed or replaced document's stale posting, is dropped)."""
+        value = signed(fingerprint)
+        ids = [r[0] for r in conn.execute("SELECT id FROM docs WHERE fingerprint = ? ORDER BY id LIMIT ?",
+                                          (value, -1 if limit is None else limit))]
+        if self.config.fingerprint_runs and runs.has_runs(conn, runs.KIND_FINGERPRINTS):
+            bucket = int(fingerprint_buckets(np.array([fingerprint], dtype=np.uint64))[0])
+            nums = runs.lookup(conn, runs.KIND_FINGERPRINTS, [bucket], MAX_DOCUMENTS, drop_stale=False)[0]
+            if nums.size:
+                ids += [r[1] for r in docs_of(conn, "d.id, d.run_fingerprint", nums) if r[2] == value]
+                ids.sort()  # (ORDER BY id's order: UTF-8 bytes compare as code points do)
+                if limit is not None:
+                    del ids[limit:]
+        return ids
 
     def _near(self, conn, sk: Sketch, limit):
         cfg = self.config
@@ -229,7 +246,8 @@ class Queries:
     def get(self, doc_id: str) -> dict | None:
         """What is stored for a document: id, fingerprint and simhash (hex), length, counts, meta."""
         with self._read() as conn:
-            row = conn.execute("SELECT id, fingerprint, length, n_shingles, n_sample, simhash, meta, added_at "
+            fingerprint = "coalesce(fingerprint, run_fingerprint)" if self.config.fingerprint_runs else "fingerprint"
+            row = conn.execute(f"SELECT id, {fingerprint}, length, n_shingles, n_sample, simhash, meta, added_at "
                                "FROM docs WHERE source = '' AND id = ?", (doc_id,)).fetchone()
         if row is None:
             return None

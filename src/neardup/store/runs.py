@@ -24,12 +24,13 @@ import numpy as np
 
 from .schema import DOC_BITS
 
-__all__ = ["KIND_BANDS", "KIND_SIMHASH", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
+__all__ = ["KIND_BANDS", "KIND_SIMHASH", "KIND_FINGERPRINTS", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
            "has_runs", "lookup", "all_postings", "run_stats",
            "stale_documents", "count_stale"]
 
-#: ``posting_runs.kind``: band postings, simhash-block postings
-KIND_BANDS, KIND_SIMHASH = 0, 1
+#: ``posting_runs.kind``: band postings, simhash-block postings, content-fingerprint postings
+#: (schema 5, ``IndexConfig.fingerprint_runs``)
+KIND_BANDS, KIND_SIMHASH, KIND_FINGERPRINTS = 0, 1, 2
 #: postings per block (a block is read whole: 128 postings are 500-700 bytes)
 BLOCK = 128
 #: runs of one level merged into one of the next
@@ -42,6 +43,8 @@ FANOUT = 4
 BULK_FANOUT = 16
 #: buckets have 35 bits (band_bucket, block_bucket)
 BUCKET_BITS = 35
+#: caps above this read a bucket's blocks unbounded (:func:`lookup`)
+MAX_BOUNDED_CAP = 1 << 16
 #: postings of one merge held in memory at once (the merge goes through the buckets in slices)
 SLICE_POSTINGS = 1 << 21
 
@@ -383,7 +386,10 @@ def lookup(conn, kind: int, buckets: list[int], cap: int, *, drop_stale: bool = 
     params: list = [kind, -(-cap // BLOCK) + 1]
     for i, (lo, hi, _, _, run) in enumerate(ranges):
         params += (i, run, lo, hi)
-    found = conn.execute(_lookup_sql(len(ranges), not stale), params).fetchall()
+    # (a cap beyond any run's size reads every block of the bucket: the bounding subquery's
+    # OFFSET would step through the rest of the run to find that out)
+    bounded = not stale and cap <= MAX_BOUNDED_CAP
+    found = conn.execute(_lookup_sql(len(ranges), bounded), params).fetchall()
     keys, block_of = decode_many([(first, data) for _, first, data in found])
     which = np.array([r[0] for r in found], dtype=np.int64)[block_of]
     lo = np.array([r[0] for r in ranges], dtype=np.int64)[which]

@@ -30,9 +30,9 @@ from ..stages.candidates import banding_for
 #: from 3 on) and those of small writes in the row tables, and queries read both
 #: (``IndexConfig.rows_below``); the tables are those of 3. Files of 3 open, read and write as
 #: before (their layout is recorded in them).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: The schema versions this code opens.
-READABLE_VERSIONS = (3, 4)
+READABLE_VERSIONS = (3, 4, 5)
 #: Band postings hold a document number in their low bits: at most this many documents per index.
 DOC_BITS = 28
 MAX_DOCUMENTS = (1 << DOC_BITS) - 1
@@ -53,7 +53,7 @@ PROFILES = {
 }
 #: How the postings are laid out, not what is stored: a file keeps its own (recorded) layout
 #: whatever profile an open names, and the profile's name does not depend on it.
-LAYOUT_FIELDS = ("posting_runs", "rows_below")
+LAYOUT_FIELDS = ("posting_runs", "rows_below", "fingerprint_runs")
 #: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
 APPLICATION_ID = 0x4E445550
 MASK64 = (1 << 64) - 1
@@ -79,6 +79,7 @@ DEFAULTS = {
     "containment": False,
     "posting_runs": True,
     "rows_below": ROWS_BELOW,
+    "fingerprint_runs": True,
 }
 
 SCHEMA = """
@@ -101,9 +102,10 @@ CREATE TABLE docs (
     meta        TEXT,
     added_at    REAL NOT NULL,
     cluster     INTEGER,
+    run_fingerprint INTEGER,
     UNIQUE (id, source)
 );
-CREATE INDEX docs_fingerprint ON docs (fingerprint);
+CREATE INDEX docs_fingerprint ON docs (fingerprint) WHERE fingerprint IS NOT NULL;
 CREATE TABLE bands (
     posting INTEGER PRIMARY KEY
 ) WITHOUT ROWID;
@@ -152,6 +154,13 @@ def band_buckets(keys: np.ndarray) -> np.ndarray:
     bands = (np.arange(1, keys.shape[1] + 1, dtype=np.uint64) * np.uint64(_GOLDEN))
     with np.errstate(over="ignore"):
         return (((keys ^ bands) * np.uint64(_MIX)) >> np.uint64(64 - 35)).astype(np.int64)
+
+
+def fingerprint_buckets(fingerprints: np.ndarray) -> np.ndarray:
+    """The 35-bit buckets of content fingerprints (uint64) in the fingerprint runs, as int64: the
+    top bits of the fingerprint, a hash already. Two contents share a bucket by chance with
+    probability 2**-35: the stored ``run_fingerprint`` drops the stray candidate."""
+    return (np.asarray(fingerprints, dtype=np.uint64) >> np.uint64(64 - 35)).astype(np.int64)
 
 
 def block_bucket(block: int, key: int, width: int) -> int:
@@ -233,10 +242,16 @@ class IndexConfig:
     #: with ``posting_runs``: writes of fewer documents than this put their postings in the row
     #: tables instead (0: every write appends a run, as profile lean does); queries read both
     rows_below: int = 0
+    #: with ``posting_runs`` (schema 5): the content fingerprints of a bulk write in runs too
+    #: (:data:`.runs.KIND_FINGERPRINTS`, the document's ``run_fingerprint`` column) instead of
+    #: the ``docs_fingerprint`` index, whose inserts land on random pages: at a million
+    #: documents that index more than doubled the cost of inserting the docs rows, and every
+    #: batch rewrote a page of it per document in the WAL. Small writes keep ``fingerprint``.
+    fingerprint_runs: bool = False
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
-        for name in ("signatures", "containment", "posting_runs"):
+        for name in ("signatures", "containment", "posting_runs", "fingerprint_runs"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"The '{name}' parameter of {owner} must be a bool. "
                                   f"Got {getattr(self, name)!r} instead.")
@@ -265,7 +280,8 @@ class IndexConfig:
 
     def as_dict(self) -> dict:
         return {
-            "store_format": SCHEMA_VERSION,
+            # (a file without fingerprint runs is in the format of schema 4, which opens as before)
+            "store_format": SCHEMA_VERSION if self.fingerprint_runs else 4,
             "shingle": self.shingle.as_dict(),
             "minhash": self.minhash.as_dict(),
             "lsh": {"threshold": self.threshold, "bands": self.bands, "rows": self.rows},
@@ -277,7 +293,8 @@ class IndexConfig:
                               **({"rows_below": self.rows_below} if self.posting_runs and self.rows_below else {})},
             "simhash": {"max_distance": self.simhash_max_distance, "blocks": simhash_blocks(self.simhash_max_distance),
                         "features": "word counts", "feature_hash": self.shingle.hash},
-            "fingerprint": {"hash": "blake2b-64", "of": "normalized text"},
+            "fingerprint": {"hash": "blake2b-64", "of": "normalized text",
+                            **({"layout": "runs"} if self.fingerprint_runs else {})},
             "store_shingles": self.store_shingles,
         }
 
@@ -320,7 +337,8 @@ class IndexConfig:
                    store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"],
                    signatures=d["signatures"]["stored"], containment=d["containment"]["stored"],
                    posting_runs=d["band_postings"].get("layout") == "runs",
-                   rows_below=d["band_postings"].get("rows_below", 0))
+                   rows_below=d["band_postings"].get("rows_below", 0),
+                   fingerprint_runs=d.get("fingerprint", {}).get("layout") == "runs")
 
 
 def flatten(d: dict, prefix: str = "") -> dict:

@@ -76,7 +76,8 @@ from . import runs
 from .queries import Queries, as_record as _as_record, check_limit as _check_limit
 from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, LAYOUT_FIELDS, MAX_DOCUMENTS, MAX_VARS,
                      PROFILES, READABLE_VERSIONS, ROWS_BELOW, SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
-                     block_bucket, block_postings, config_fingerprint, differences, flatten, signed, simhash_blocks, unsigned)
+                     block_bucket, block_postings, config_fingerprint, differences, fingerprint_buckets, flatten, signed,
+                     simhash_blocks, unsigned)
 from .writer import GroupCommit, Pending, Prepared
 
 __all__ = ["SeenIndex", "IndexConfig", "SCHEMA_VERSION", "APPLICATION_ID", "DEFAULTS", "PROFILES", "POLICIES",
@@ -381,6 +382,8 @@ class SeenIndex(GroupCommit, Queries):
         merged = {**DEFAULTS, **given}
         if merged["store_shingles"] and merged["signatures"]:
             merged["posting_runs"], merged["rows_below"] = False, 0
+        if not merged["posting_runs"]:
+            merged["fingerprint_runs"] = False
         return IndexConfig(**merged)
 
     def _read_config(self, conn) -> dict | None:
@@ -595,6 +598,12 @@ class SeenIndex(GroupCommit, Queries):
         # the columns as Python lists first (one conversion per column, not per value)
         counts = [int(c) for c in n_shingles]
         fp_col = [None if fp is None else signed(int(fp)) for fp in fingerprints]
+        # (profiles default and full: a small write's postings go to the row tables, see ROWS_BELOW)
+        as_run = cfg.posting_runs and n >= cfg.rows_below
+        # a bulk write's fingerprints go to a run (found through it, not docs_fingerprint)
+        run_fp_col = None
+        if as_run and cfg.fingerprint_runs:
+            run_fp_col, fp_col = fp_col, [None] * n
         sh_col = [None if sh is None else signed(int(sh)) for sh in simhashes]
         # a text without shingles has no signature (its values are all the "empty" marker,
         # 2**64 - 1, which 4 bytes cannot hold) and no band postings
@@ -607,7 +616,8 @@ class SeenIndex(GroupCommit, Queries):
             sample_sizes, sample_col = [0] * n, [None] * n
         shingle_col = [None if x is None else x.astype("<u8", copy=False).tobytes() for x in shingles]
         rows = list(zip(range(n), [source] * n, ids, fp_col, [int(x) for x in lengths], counts,
-                        sample_sizes, sh_col, sig_col, sample_col, shingle_col, metas))
+                        sample_sizes, sh_col, sig_col, sample_col, shingle_col, metas,
+                        *([run_fp_col or [None] * n] if cfg.fingerprint_runs else [])))
         offsets = np.arange(n, dtype=np.int64)
         banded = np.asarray(n_shingles, dtype=np.int64) > 0
         bands = simhash = None
@@ -621,13 +631,18 @@ class SeenIndex(GroupCommit, Queries):
         if contained and sum(sample_sizes):
             values = np.concatenate(samples).astype(np.uint64, copy=False).view(np.int64)
             sample_rows = (values, np.repeat(offsets, sample_sizes))
-        # (profiles default and full: a small write's postings go to the row tables, see ROWS_BELOW)
-        as_run = cfg.posting_runs and n >= cfg.rows_below
         encoded = None
         if as_run:
             none = np.empty(0, dtype=np.int64)
             encoded = (runs.encode_run(none if bands is None else bands, n),
                        runs.encode_run(none if simhash is None else simhash, n))
+            if run_fp_col is not None:
+                has = [k for k, fp in enumerate(fingerprints) if fp is not None]
+                fp_postings = none
+                if has:
+                    values = np.array([int(fingerprints[k]) for k in has], dtype=np.uint64)
+                    fp_postings = (fingerprint_buckets(values) << DOC_BITS) | offsets[has]
+                encoded += (runs.encode_run(fp_postings, n),)
         packed = None
         if n >= ROWS_BELOW and not contained and all(x is None for x in shingles):
             # a bulk write's rows as one JSON array and its signatures as one blob, inserted by one
@@ -636,7 +651,8 @@ class SeenIndex(GroupCommit, Queries):
 
             width = self._m * cfg.signature_width if sig_bytes is not None else 0
             packed = (orjson.dumps([list(r) for r in zip(ids, fp_col, [int(x) for x in lengths], counts, sh_col,
-                                                         metas)]).decode(),
+                                                         metas, *([run_fp_col or [None] * n]
+                                                                  if cfg.fingerprint_runs else []))]).decode(),
                       np.ascontiguousarray(sig_bytes).tobytes() if width else b"", width, source)
         return _Columns(n, rows, bands, simhash, sample_rows, encoded, packed)
 
@@ -659,16 +675,20 @@ class SeenIndex(GroupCommit, Queries):
             text, blob, width, source = cols.packed
             signature = (f"CASE WHEN json_extract(j.value, '$[3]') > 0 THEN substr(?2, j.key * {int(width)} + 1, "
                          f"{int(width)}) END" if width else "NULL")
+            run_fp, run_fp_value = ((", run_fingerprint", ", json_extract(j.value, '$[6]')")
+                                    if self.config.fingerprint_runs else ("", ""))
             conn.execute("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
-                         "signature, meta, added_at) "
+                         f"signature, meta, added_at{run_fp}) "
                          f"SELECT {int(first)} + j.key, ?1, json_extract(j.value, '$[0]'), "
                          "json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]'), json_extract(j.value, '$[3]'), "
-                         f"0, json_extract(j.value, '$[4]'), {signature}, json_extract(j.value, '$[5]'), {now!r} "
-                         "FROM json_each(?3) j", (source, blob, text))
+                         f"0, json_extract(j.value, '$[4]'), {signature}, json_extract(j.value, '$[5]'), {now!r}"
+                         f"{run_fp_value} FROM json_each(?3) j", (source, blob, text))
         else:
+            run_fp, run_fp_value = (", run_fingerprint", ", ?") if self.config.fingerprint_runs else ("", "")
             conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
-                             "signature, sample, shingles, meta, added_at, cluster) "
-                             f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {now!r}, {cluster_sql})", rows)
+                             f"signature, sample, shingles, meta{run_fp}, added_at, cluster) "
+                             f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{run_fp_value}, {now!r}, "
+                             f"{cluster_sql})", rows)
         fanout = runs.BULK_FANOUT if n >= ROWS_BELOW else runs.FANOUT
         for kind, table, postings, encoded in ((runs.KIND_BANDS, "bands", cols.bands, 0),
                                                (runs.KIND_SIMHASH, "simhash_blocks", cols.simhash, 1)):
@@ -676,6 +696,8 @@ class SeenIndex(GroupCommit, Queries):
                 runs.add_encoded_run(conn, kind, cols.encoded[encoded], first, first + n - 1, fanout=fanout)
             elif postings is not None:
                 _insert_postings(conn, table, np.sort(postings) + first)
+        if cols.encoded is not None and len(cols.encoded) > 2:
+            runs.add_encoded_run(conn, runs.KIND_FINGERPRINTS, cols.encoded[2], first, first + n - 1, fanout=fanout)
         if cols.sample_rows is not None:
             values, offsets = cols.sample_rows
             conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)", _sorted_rows(values, offsets + first))
