@@ -32,8 +32,17 @@ command -v "${CC:-cc}" >/dev/null || command -v gcc >/dev/null || pkgs+=(gcc)
 if [ "$what" = test ]; then
   command -v chromium >/dev/null || pkgs+=(chromium)          # the report's browser test
   command -v java >/dev/null || pkgs+=(default-jre-headless)  # Spark in local mode
-  command -v clang >/dev/null || pkgs+=(clang)                # the fuzz targets' sanitized build (ASan, UBSan)
-  command -v qemu-x86_64 >/dev/null || pkgs+=(qemu-user)      # the kernel's CPU dispatch on emulated CPUs
+fi
+# Tools some tests use and skip without (saying so): installed when this can be done unasked (as
+# root or with password-less sudo), never a reason to stop.
+optional=()
+if [ "$what" = test ]; then
+  # the fuzz targets' sanitized build: clang and its ASan/UBSan run-time libraries
+  case "$(clang -print-file-name=libclang_rt.asan-x86_64.a 2>/dev/null)" in
+    /*) ;;
+    *) optional+=(clang libclang-rt-dev) ;;
+  esac
+  command -v qemu-x86_64 >/dev/null || optional+=(qemu-user)  # the kernel's CPU dispatch on emulated CPUs
 fi
 
 if [ ${#pkgs[@]} -gt 0 ]; then
@@ -51,6 +60,20 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   say "installing Debian packages: ${pkgs[*]}"
   "${SUDO[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+if [ ${#optional[@]} -gt 0 ] && command -v apt-get >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then OPT_SUDO=()
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then OPT_SUDO=(sudo -n)
+  else OPT_SUDO=(unasked)
+  fi
+  if [ "${OPT_SUDO[0]:-}" = unasked ]; then
+    say "optional test tools missing: ${optional[*]} (Debian names): the tests that need them skip"
+  else
+    say "installing optional test tools: ${optional[*]}"
+    { "${OPT_SUDO[@]}" apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive "${OPT_SUDO[@]}" apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null; } ||
+      say "could not install ${optional[*]}: the tests that need them skip"
+  fi
 fi
 
 if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import pip' 2>/dev/null; then

@@ -41,9 +41,20 @@ HAVE_ATHERIS = importlib.util.find_spec("atheris") is not None
 _needs_atheris = pytest.mark.skipif(
     not HAVE_ATHERIS and os.environ.get("NEARDUP_REQUIRE_ATHERIS") != "1",
     reason="atheris is not installed (pip install atheris); NEARDUP_REQUIRE_ATHERIS=1 makes this a failure")
+def _clang_sanitizers() -> bool:
+    """Whether clang is here with its ASan run-time library (Debian's libclang-rt-dev; clang
+    alone compiles but cannot link -fsanitize=address)."""
+    if shutil.which("clang") is None:
+        return False
+    found = subprocess.run(["clang", "-print-file-name=libclang_rt.asan-x86_64.a"], capture_output=True,
+                           text=True).stdout.strip()
+    return os.path.isabs(found) and os.path.exists(found)
+
+
 _needs_clang = pytest.mark.skipif(
-    (shutil.which("clang") is None or not HAVE_ATHERIS) and os.environ.get("NEARDUP_REQUIRE_SANITIZERS") != "1",
-    reason="clang and atheris are needed for the sanitized build; NEARDUP_REQUIRE_SANITIZERS=1 makes this a failure")
+    (not HAVE_ATHERIS or not _clang_sanitizers()) and os.environ.get("NEARDUP_REQUIRE_SANITIZERS") != "1",
+    reason="clang with its sanitizer run-time (Debian: clang libclang-rt-dev) and atheris are needed for the "
+           "sanitized build; NEARDUP_REQUIRE_SANITIZERS=1 makes this a failure")
 
 FAST = settings(max_examples=120, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
