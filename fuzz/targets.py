@@ -428,6 +428,7 @@ def htmlscan(data: bytes) -> None:
     if mode == 0:
         assert _htmlscan.is_utf8(raw) == html_scan.is_utf8_python(raw)
         assert _htmlscan.scan(raw) == html_scan.scan_python(raw)
+        assert _htmlscan.scan(raw, True) == html_scan.scan_python(raw, True)
         return
     if mode == 3:  # any UTF-16 code units: 2- and 4-byte str, lone surrogates
         text = raw[: len(raw) // 2 * 2].decode("utf-16-le", "surrogatepass")
@@ -435,6 +436,7 @@ def htmlscan(data: bytes) -> None:
         text = raw.decode("utf-8", "replace")
     if mode == 1:
         assert _htmlscan.scan(text) == html_scan.scan_python(text)
+        assert _htmlscan.scan(text, True) == html_scan.scan_python(text, True)
         # what the scan marks is what lines() and stats() read next
         text = _htmlscan.scan(text)[0].decode("utf-8", "replace")
     assert _htmlscan.lines(text) == html_scan.lines_python(text)

@@ -151,8 +151,8 @@ def test_htmlscan_target_catches_a_wrong_scan(monkeypatch):
 
     real = html_scan.scan_python
 
-    def lying(html):
-        marked, *rest = real(html)
+    def lying(html, *args):
+        marked, *rest = real(html, *args)
         return (marked.replace(b"Text", b"Test"), *rest)
 
     monkeypatch.setattr(html_scan, "scan_python", lying)

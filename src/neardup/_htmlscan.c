@@ -5,7 +5,7 @@
  * Python call per node costs more than lexbor's parse of the page, so what can be learnt from
  * the markup itself is learnt here, in one pass over the bytes, before the parse:
  *
- *   scan(html) -> (marked, flags, title, class_names, ids)
+ *   scan(html, cut_navigation=False) -> (marked, flags, title, class_names, ids)
  *       marked: the UTF-8 page to parse, with
  *         - a form feed (HTML white space, kept by the parser where it stands) before every
  *           start or end tag of a block element, a space before every table cell tag, so that
@@ -25,7 +25,11 @@
  *           them when the page has attributes like the marks (OWN_MARKS: it is scanned again);
  *         - <script>, <style>, <textarea> and <iframe> elements, comments and processing
  *           instructions cut out (the extraction drops them anyway; lexbor has less to parse);
- *         - form feeds, \x01 and \x02 of the page itself replaced by spaces.
+ *         - form feeds, \x01 and \x02 of the page itself replaced by spaces;
+ *         - (cut_navigation: for "main" mode, which drops <nav> and <dialog> wherever they
+ *           are) every <nav> and <dialog> element whose content provably stays inside it in
+ *           the parser's tree replaced by an empty one (see cut_region): a seventh of the
+ *           markup lexbor parses is navigation, parsed only to be removed.
  *       flags: a bit per element of TAGS that has a start tag in the page, and the attribute
  *         bits below (hidden, a style that hides, the navigation, main and complementary
  *         roles), so that the caller queries the tree only for what the page has;
@@ -333,7 +337,12 @@ static void spans_add(spans *l, const unsigned char *base, size_t off, size_t n)
 /* ------------------------------------------------------------------------------------------- */
 /* the scan                                                                                    */
 
-static inline int is_html_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
+/* Character classes of the tag reader, one table lookup instead of up to eight comparisons. */
+enum { C_SP = 1, C_SL = 2, C_GT = 4, C_EQ = 8 };
+static const unsigned char CCLASS[256] = {
+    ['\t'] = C_SP, ['\n'] = C_SP, ['\f'] = C_SP, ['\r'] = C_SP, [' '] = C_SP, ['/'] = C_SL, ['>'] = C_GT,
+    ['='] = C_EQ};
+static inline int is_html_space(unsigned char c) { return CCLASS[c] & C_SP; }
 static inline int is_alpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 /* Text copied as it is, but for the page's own form feeds, \x01 and \x02 (the marks), when
@@ -412,7 +421,7 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
     t->bits = 0;
     t->closed = t->self_closing = 0;
     t->n_kept = 0;
-    while (j < n && !is_html_space(s[j]) && s[j] != '/' && s[j] != '>')
+    while (j < n && !(CCLASS[s[j]] & (C_SP | C_SL | C_GT)))
         j++;
     t->name_len = j - start;
     t->name_end = j;
@@ -420,7 +429,7 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
         t->name[k] = ascii_lower(s[start + k]);
     while (j < n) {
         int slash = 0;  /* a '/' right before the '>': the tokenizer's self-closing flag */
-        while (j < n && (is_html_space(s[j]) || s[j] == '/'))
+        while (j < n && (CCLASS[s[j]] & (C_SP | C_SL)))
             slash = s[j++] == '/';
         if (j >= n)
             break;
@@ -433,7 +442,7 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
         }
         size_t an = j;
         j++;  /* an attribute name's first character may be '=' */
-        while (j < n && !is_html_space(s[j]) && s[j] != '/' && s[j] != '>' && s[j] != '=')
+        while (j < n && !(CCLASS[s[j]] & (C_SP | C_SL | C_GT | C_EQ)))
             j++;
         size_t an_len = j - an;
         size_t k = j;
@@ -454,7 +463,7 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
                 j = ve < n ? ve + 1 : n;
             } else {
                 v = k;
-                while (k < n && !is_html_space(s[k]) && s[k] != '>')
+                while (k < n && !(CCLASS[s[k]] & (C_SP | C_GT)))
                     k++;
                 v_len = k - v;
                 j = k;
@@ -564,8 +573,147 @@ static void put_start_tag(buf *out, const unsigned char *s, size_t at, const tag
         buf_put(out, t->self_closing ? "/>" : ">", t->self_closing ? 2 : 1);
 }
 
-static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title, int strip) {
+/* ------------------------------------------------------------------------------------------- */
+/* navigation cut out before the parse (cut_navigation)                                       */
+
+/* A <nav> or <dialog> element is replaced by an empty one ("\f<nav></nav>") when what lies
+ * between its start tag and its end tag provably ends up inside it, and nothing of it outside,
+ * in the HTML5 tree construction; the caller removes the element anyway, so its text is the
+ * same. Proven by a stack of the element names opened inside: every end tag must close one of
+ * them (all above it being elements whose end tags are implied: li, p, dd, dt, option...), so
+ * that no end tag closes an element opened outside (which would close the nav too), and no
+ * element is left open at its end tag (a formatting element left open would be re-opened after
+ * it); tags that change the insertion mode or scope (tables, forms, select, button, template,
+ * foreign content, body...) give up. Not started inside an <a> or in svg/math/template (whose
+ * rules differ), nor for an element the page does not close. When a proof fails the element is
+ * kept as it was, so the cut never changes a text; the flags met inside a cut element are
+ * forgotten (the queries they would ask find nothing). */
+#define CUT_DEPTH 64
+typedef struct {
+    int active;            /* inside a candidate element */
+    size_t out_at;         /* out->len at its start */
+    int flags_at;          /* f->flags at its start */
+    int root_flag;         /* F_NAV or F_DIALOG */
+    int depth;             /* names[0] is the element itself */
+    unsigned char names[CUT_DEPTH][MAX_TAG];
+    unsigned char lens[CUT_DEPTH];
+    unsigned char kinds[CUT_DEPTH];  /* K_* */
+    int in_a;              /* outside candidates: an <a> is open */
+    int foreign;           /* outside candidates: svg, math or template elements open */
+} cut_region;
+
+/* What a tag name is to the cut: one lookup by first letter and length (as find_tag), filled
+ * once at import (index_cut), read only after. */
+enum { K_OTHER = 0, K_GIVE_UP, K_FOREIGN, K_VOID, K_IMPLIED, K_A };
+typedef struct {
+    const char *name;
+    unsigned char kind;
+} cut_name;
+static const cut_name CUT_NAMES[] = {
+    {"table", K_GIVE_UP}, {"caption", K_GIVE_UP}, {"colgroup", K_GIVE_UP}, {"col", K_GIVE_UP},
+    {"tbody", K_GIVE_UP}, {"thead", K_GIVE_UP}, {"tfoot", K_GIVE_UP}, {"tr", K_GIVE_UP}, {"td", K_GIVE_UP},
+    {"th", K_GIVE_UP}, {"applet", K_GIVE_UP}, {"object", K_GIVE_UP}, {"marquee", K_GIVE_UP},
+    {"select", K_GIVE_UP}, {"button", K_GIVE_UP}, {"body", K_GIVE_UP}, {"html", K_GIVE_UP},
+    {"head", K_GIVE_UP}, {"frameset", K_GIVE_UP}, {"frame", K_GIVE_UP}, {"plaintext", K_GIVE_UP},
+    {"form", K_GIVE_UP}, {"template", K_FOREIGN}, {"svg", K_FOREIGN}, {"math", K_FOREIGN},
+    {"area", K_VOID}, {"base", K_VOID}, {"basefont", K_VOID}, {"bgsound", K_VOID}, {"br", K_VOID},
+    {"embed", K_VOID}, {"hr", K_VOID}, {"img", K_VOID}, {"image", K_VOID}, {"input", K_VOID},
+    {"keygen", K_VOID}, {"link", K_VOID}, {"meta", K_VOID}, {"param", K_VOID}, {"source", K_VOID},
+    {"track", K_VOID}, {"wbr", K_VOID}, {"li", K_IMPLIED}, {"p", K_IMPLIED}, {"dd", K_IMPLIED},
+    {"dt", K_IMPLIED}, {"option", K_IMPLIED}, {"optgroup", K_IMPLIED}, {"rb", K_IMPLIED}, {"rp", K_IMPLIED},
+    {"rt", K_IMPLIED}, {"rtc", K_IMPLIED}, {"a", K_A},
+};
+#define NCUT ((int)(sizeof(CUT_NAMES) / sizeof(CUT_NAMES[0])))
+static signed char cut_by_name[26][MAX_TAG + 1][GROUP];
+
+static int index_cut(void) {
+    memset(cut_by_name, -1, sizeof(cut_by_name));
+    for (int t = 0; t < NCUT; t++) {
+        size_t len = strlen(CUT_NAMES[t].name);
+        int c = CUT_NAMES[t].name[0] - 'a';
+        if (c < 0 || c >= 26 || len > MAX_TAG)
+            return -1;
+        signed char *g = cut_by_name[c][len];
+        int k = 0;
+        while (k < GROUP && g[k] >= 0)
+            k++;
+        if (k == GROUP)
+            return -1;
+        g[k] = (signed char)t;
+    }
+    return 0;
+}
+
+/* The K_* of a lower-cased tag name (the first MAX_TAG bytes of it: longer names are none). */
+static int cut_kind(const unsigned char *name, size_t len) {
+    if (len == 0 || len > MAX_TAG || name[0] < 'a' || name[0] > 'z')
+        return K_OTHER;
+    const signed char *g = cut_by_name[name[0] - 'a'][len];
+    for (int k = 0; k < GROUP && g[k] >= 0; k++)
+        if (memcmp(name, CUT_NAMES[g[k]].name, len) == 0)
+            return CUT_NAMES[g[k]].kind;
+    return K_OTHER;
+}
+
+/* Outside a candidate: a tag of the page (it may start one). */
+static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int is_end, size_t out_len, int flags) {
+    if (!info)  /* a, svg, math, template, nav and dialog are all in TAGS */
+        return;
+    if (info->name[0] == 'a' && info->name[1] == 0) {
+        c->in_a = !is_end;
+        return;
+    }
+    if (info->flag & (F_SVG | F_MATH | F_TEMPLATE)) {
+        if (!is_end)
+            c->foreign++;
+        else if (c->foreign > 0)
+            c->foreign--;
+        return;
+    }
+    if (is_end || !(info->flag & (F_NAV | F_DIALOG)) || c->in_a || c->foreign)
+        return;
+    c->active = 1;
+    c->out_at = out_len;
+    c->flags_at = flags;
+    c->root_flag = info->flag;
+    c->depth = 1;
+    memcpy(c->names[0], t->name, t->name_len);
+    c->lens[0] = (unsigned char)t->name_len;
+    c->kinds[0] = K_OTHER;
+}
+
+/* Inside a candidate: 0 go on, 1 its end tag (cut it), -1 give up (keep it; the tag is then
+ * read as outside). */
+static int cut_inside(cut_region *c, const tag *t, int kind, int is_end) {
+    if (t->name_len > MAX_TAG || kind == K_GIVE_UP || kind == K_FOREIGN)
+        return -1;
+    if (!is_end) {
+        if (kind == K_VOID)
+            return 0;
+        if (c->depth == CUT_DEPTH)
+            return -1;
+        memcpy(c->names[c->depth], t->name, t->name_len);
+        c->lens[c->depth] = (unsigned char)t->name_len;
+        c->kinds[c->depth] = (unsigned char)kind;
+        c->depth++;
+        return 0;
+    }
+    int k = c->depth - 1;
+    while (k >= 0 && !(c->lens[k] == t->name_len && memcmp(c->names[k], t->name, t->name_len) == 0))
+        k--;
+    if (k < 0)
+        return -1;  /* closes an element opened outside, or none */
+    for (int x = k + 1; x < c->depth; x++)
+        if (c->kinds[x] != K_IMPLIED)
+            return -1;  /* left open (a formatting element would be re-opened after it) */
+    c->depth = k;
+    return k == 0 ? 1 : 0;
+}
+
+static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title, int strip, int cut) {
     size_t i = 0;
+    cut_region region;
+    region.active = region.in_a = region.foreign = 0;
     int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);
     title->title_at = SIZE_MAX;
     title->title_len = 0;
@@ -591,6 +739,32 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                 }
                 i = e;
                 continue;
+            }
+            if (cut) {
+                if (region.active) {
+                    int r = cut_inside(&region, &t, cut_kind(t.name, t.name_len), is_end);
+                    if (r == 1) {  /* its end tag: the element goes, an empty one stays */
+                        out->len = region.out_at;
+                        f->flags = region.flags_at | region.root_flag;
+                        buf_byte(out, '\f');
+                        buf_put(out, "<", 1);
+                        buf_put(out, region.names[0], region.lens[0]);
+                        buf_put(out, "></", 3);
+                        buf_put(out, region.names[0], region.lens[0]);
+                        buf_put(out, ">", 1);
+                        region.active = 0;
+                        i = t.end;
+                        continue;
+                    }
+                    if (r < 0) {
+                        region.active = 0;
+                        for (int x = 1; x < region.depth; x++)  /* an <a> opened inside is still open */
+                            if (region.kinds[x] == K_A)
+                                region.in_a = 1;
+                    }
+                }
+                if (!region.active)
+                    cut_outside(&region, &t, info, is_end, out->len, f->flags);
             }
             if (info) {
                 if (!is_end)
@@ -676,8 +850,12 @@ static PyObject *spans_list(spans *l, const unsigned char *s) {
     return list;
 }
 
-static PyObject *py_scan(PyObject *self, PyObject *arg) {
+static PyObject *py_scan(PyObject *self, PyObject *args) {
     (void)self;
+    PyObject *arg;
+    int cut = 0;
+    if (!PyArg_ParseTuple(args, "O|p:scan", &arg, &cut))
+        return NULL;
     const char *data;
     Py_ssize_t n;
     PyObject *keep = arg;  /* holds the buffer alive while the GIL is released */
@@ -703,7 +881,7 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
     const unsigned char *s = (const unsigned char *)data;
     Py_BEGIN_ALLOW_THREADS
     buf_reserve(&out, (size_t)n + (size_t)n / 8 + 64);
-    scan_page(s, (size_t)n, &out, &f, &title, 1);
+    scan_page(s, (size_t)n, &out, &f, &title, 1, cut);
     if (f.flags & F_OWN_MARKS) {
         /* attributes like the marks: the caller queries the page's own attributes (class, id,
          * style, hidden, role), so they all stay; scanned again (rare) */
@@ -714,7 +892,7 @@ static PyObject *py_scan(PyObject *self, PyObject *arg) {
         f.flags = 0;
         memset(names, 0, sizeof(name_cache));
         out.len = 0;
-        scan_page(s, (size_t)n, &out, &f, &title, 0);
+        scan_page(s, (size_t)n, &out, &f, &title, 0, cut);
     }
     Py_END_ALLOW_THREADS
     PyObject *result = NULL, *marked = NULL, *tt = NULL, *cl = NULL, *ids = NULL;
@@ -995,7 +1173,7 @@ static PyObject *py_is_utf8(PyObject *self, PyObject *arg) {
 }
 
 static PyMethodDef methods[] = {
-    {"scan", py_scan, METH_O, "scan(html) -> (marked UTF-8 bytes, flags, title or None, class names, ids)"},
+    {"scan", py_scan, METH_VARARGS, "scan(html, cut_navigation=False) -> (marked UTF-8 bytes, flags, title or None, class names, ids)"},
     {"lines", py_lines, METH_O, "lines(text) -> the text, one line per block"},
     {"stats", py_stats, METH_O, "stats(text) -> (collapsed length, of it inside links)"},
     {"is_utf8", py_is_utf8, METH_O, "is_utf8(data) -> whether bytes.decode('utf-8') would succeed"},
@@ -1014,7 +1192,7 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
             Py_DECREF(m);
             return NULL;
         }
-    if (index_tags() < 0 || index_words() < 0) {
+    if (index_tags() < 0 || index_words() < 0 || index_cut() < 0) {
         PyErr_SetString(PyExc_ImportError, "neardup._htmlscan: too many tags or words with one first letter and length");
         Py_DECREF(m);
         return NULL;

@@ -45,9 +45,10 @@ def _pages():
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_scan_matches_python(case):
-    assert _htmlscan.scan(case) == html_scan.scan_python(case)
-    assert _htmlscan.scan(case.encode("utf-8")) == html_scan.scan_python(case.encode("utf-8"))
+@pytest.mark.parametrize("cut", [False, True])
+def test_scan_matches_python(case, cut):
+    assert _htmlscan.scan(case, cut) == html_scan.scan_python(case, cut)
+    assert _htmlscan.scan(case.encode("utf-8"), cut) == html_scan.scan_python(case.encode("utf-8"), cut)
 
 
 def test_scan_matches_python_on_real_pages():
@@ -56,13 +57,16 @@ def test_scan_matches_python_on_real_pages():
     for p in pages:
         data = p.read_bytes()
         assert _htmlscan.scan(data) == html_scan.scan_python(data), p
+        assert _htmlscan.scan(data, True) == html_scan.scan_python(data, True), p
 
 
 def test_scan_on_random_bytes():
     rng = random.Random(15)
     alphabet = b"<>/!-?='\" \t\nabcdiptvnasrlmAPNV\x0c\x01\x02\xee\x80\x81&;"
     words = [b"<a ", b"<p>", b"</a>", b"<script>", b"</script>", b"<!--", b"-->", b"class=", b"id=", b"nav",
-             b"<title>", b"</title>", b"hidden", b"role=menu", b"style='display:none'", b"<td>", b"<plaintext>"]
+             b"<title>", b"</title>", b"hidden", b"role=menu", b"style='display:none'", b"<td>", b"<plaintext>",
+             b"<nav>", b"</nav>", b"<NAV class=x>", b"<dialog>", b"</dialog>", b"<li>", b"</li>", b"<ul>", b"</ul>",
+             b"<svg>", b"</svg>", b"<table>", b"<b>", b"</b>", b"</div>", b"<div>"]
     for _ in range(3000):
         parts = []
         for _ in range(rng.randrange(1, 30)):
@@ -70,6 +74,7 @@ def test_scan_on_random_bytes():
                                                                              for _ in range(rng.randrange(1, 6))))
         data = b"".join(parts)
         assert _htmlscan.scan(data) == html_scan.scan_python(data), data
+        assert _htmlscan.scan(data, True) == html_scan.scan_python(data, True), data
 
 
 @pytest.mark.parametrize("text", ["", " ", "\x0c", "a", " a  b \x0c\x0c c\x01d\x02 e ", "x\u2028y\u3000z\x85w\xa0v",

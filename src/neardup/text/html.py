@@ -541,13 +541,16 @@ def _drop_dense_blocks(body) -> None:
         node = nxt
 
 
-def _scanned(html: str | bytes):
+def _scanned(html: str | bytes, cut_navigation: bool = False):
+    """The scan of the markup; ``cut_navigation`` for "main" mode only, which drops every
+    ``nav`` and ``dialog`` element: the scan replaces those it can prove self-contained by empty
+    ones, so lexbor does not parse them (the same texts; "whole" mode keeps them)."""
     if isinstance(html, (bytearray, memoryview)):
         html = bytes(html)
     try:
-        return _scan(html)
+        return _scan(html, cut_navigation)
     except UnicodeEncodeError:  # lone surrogates in a str: as lexbor would see them, replaced
-        return _scan(html.encode("utf-8", "replace"))
+        return _scan(html.encode("utf-8", "replace"), cut_navigation)
 
 
 def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
@@ -661,11 +664,13 @@ def _titled(text: str, title: str) -> bool:
 def _main(html: str | bytes, url: str | None) -> str | None:
     if not _get_lexbor():
         require("selectolax", "io")
-    scanned = _scanned(html)
+    scanned = _scanned(html, cut_navigation=True)
     out = _fast(html, "main", scanned)
     if out:
         return out
-    return _fast(html, "whole", scanned)  # the same markup, scanned once
+    if not scanned[1] & (_FLAGS["NAV"] | _FLAGS["DIALOG"]):
+        return _fast(html, "whole", scanned)  # no navigation was cut: the same markup
+    return _fast(html, "whole")  # scanned again, navigation kept
 
 
 def _dist_version(name: str) -> str:

@@ -219,19 +219,76 @@ def _unique(values: list[bytes]) -> list[str]:
     return out
 
 
-def scan_python(html: str | bytes):
+def scan_python(html: str | bytes, cut_navigation: bool = False):
     s = html if isinstance(html, bytes) else html.encode("utf-8")
-    result = _scan(s, True)
+    result = _scan(s, True, cut_navigation)
     if result[1] & FLAGS["OWN_MARKS"]:  # the page's own attributes are queried: all of them stay
-        result = _scan(s, False)
+        result = _scan(s, False, cut_navigation)
     return result
 
 
-def _scan(s: bytes, strip: bool):
+# The navigation cut (cut_navigation; see cut_region in _htmlscan.c): tags that give up a
+# candidate, void elements, elements whose end tags are implied, and where none starts.
+_CUT_GIVE_UP = frozenset(b"""table caption colgroup col tbody thead tfoot tr td th template svg math applet object
+    marquee select button body html head frameset frame plaintext form""".split())
+_CUT_VOID = frozenset(b"area base basefont bgsound br embed hr img image input keygen link meta param source track wbr".split())
+_CUT_IMPLIED = frozenset(b"li p dd dt option optgroup rb rp rt rtc".split())
+_CUT_FOREIGN = frozenset({b"svg", b"math", b"template"})
+_CUT_DEPTH = 64
+
+
+class _Region:
+    __slots__ = ("active", "out_at", "flags_at", "root_flag", "names", "in_a", "foreign")
+
+    def __init__(self):
+        self.active, self.in_a, self.foreign = False, False, 0
+        self.out_at = self.flags_at = self.root_flag = 0
+        self.names: list[bytes] = []
+
+    def outside(self, name: bytes, tag: str | None, is_end: bool, out_len: int, flags: int) -> None:
+        if name == b"a":
+            self.in_a = not is_end
+            return
+        if name in _CUT_FOREIGN:
+            if not is_end:
+                self.foreign += 1
+            elif self.foreign > 0:
+                self.foreign -= 1
+            return
+        if is_end or tag not in ("nav", "dialog") or self.in_a or self.foreign:
+            return
+        self.active = True
+        self.out_at, self.flags_at, self.root_flag = out_len, flags, _TAG_FLAGS[tag]
+        self.names = [name]
+
+    def inside(self, name: bytes, is_end: bool) -> int:
+        """0 go on, 1 the candidate's end tag, -1 give up."""
+        if len(name) > _MAX_TAG or name in _CUT_GIVE_UP:
+            return -1
+        if not is_end:
+            if name in _CUT_VOID:
+                return 0
+            if len(self.names) == _CUT_DEPTH:
+                return -1
+            self.names.append(name)
+            return 0
+        k = len(self.names) - 1
+        while k >= 0 and self.names[k] != name:
+            k -= 1
+        if k < 0:
+            return -1
+        if any(x not in _CUT_IMPLIED for x in self.names[k + 1:]):
+            return -1
+        del self.names[k:]
+        return 1 if k == 0 else 0
+
+
+def _scan(s: bytes, strip: bool, cut: bool = False):
     n = len(s)
     out = bytearray()
     found = {"flags": 0, "classes": [], "ids": []}
     title = None
+    region = _Region()
     i = 0
     while i < n:
         at = s.find(b"<", i)
@@ -254,6 +311,22 @@ def _scan(s: bytes, strip: bool):
                     e = _read_tag(s, n, e, True, found).end
                 i = e
                 continue
+            if cut:
+                if region.active:
+                    r = region.inside(name, is_end)
+                    if r == 1:  # its end tag: the element goes, an empty one stays
+                        del out[region.out_at:]
+                        found["flags"] = region.flags_at | region.root_flag
+                        out += b"\x0c<" + name + b"></" + name + b">"
+                        region.active = False
+                        i = end
+                        continue
+                    if r < 0:
+                        region.active = False
+                        if b"a" in region.names[1:]:
+                            region.in_a = True
+                if not region.active:
+                    region.outside(name, tag, is_end, len(out), found["flags"])
             if tag is not None:
                 if not is_end:
                     found["flags"] |= _TAG_FLAGS.get(tag, 0)

@@ -1,0 +1,88 @@
+"""The navigation cut of the markup scan (scan(html, cut_navigation=True), used by "main" mode):
+a <nav> or <dialog> the scan can prove self-contained is replaced by an empty one before the
+parse; the extracted texts must be those of the uncut markup, on tricky pages and real ones."""
+
+from pathlib import Path
+
+import pytest
+
+from neardup.text import html as H
+from neardup.text import html_scan
+
+DATA = Path(__file__).parent.parent / "data" / "html"
+BODY = "<p>" + "Real content of the page, long enough to be the main text of it. " * 4 + "</p>"
+
+# (page, whether the nav is cut)
+TRICKY = [
+    ("<p>before</p><nav><ul><li><a href=/>home</a></li></ul></nav>" + BODY, True),
+    ("<nav><nav><a href=/>inner</a></nav><a href=/>outer</a></nav>" + BODY, True),
+    ("<main>" + BODY + "<nav><a href=/>in main</a></nav><p>after nav in main</p></main>", True),
+    ("<NAV CLASS=Top><UL><LI><A HREF=/>Upper</A></UL></NAV>" + BODY, True),
+    ("<nav/><p>a self-closing nav is an open one: the rest is in it</p>" + BODY, False),
+    ("<nav><ul><li>unclosed items<li>second</ul><p>open p</nav>" + BODY, True),
+    ("<nav><script>document.write('</nav>')</script><a>x</a></nav>" + BODY, True),
+    ("<nav><!-- </nav> --><a>x</a></nav>" + BODY, True),
+    ("<nav><a title='</nav>'>x</a></nav>" + BODY, True),
+    ("<nav><dialog>d</dialog><a>x</a></nav><dialog open>modal</dialog>" + BODY, True),
+    ("<p>p closed by nav<nav>n</nav>continued text</p>" + BODY, True),
+    ("<nav>unclosed nav, the rest of the page in it" + BODY, False),
+    ("<nav><b class=menu>bold left open</nav>after the nav, bold" + BODY, False),
+    ("<div><nav>x</div>after the div, outside the nav</nav>" + BODY, False),
+    ("<h2><nav>x</h2>after the heading</nav>" + BODY, False),
+    ("<table><tr><td><nav>in a cell</td><td>next cell</td></tr></table>" + BODY, False),
+    ("<nav><table><tr><td>x</nav>still in the cell</td></tr></table>" + BODY, False),
+    ("<svg><nav><p>breaks out</nav>after</svg>" + BODY, False),
+    ("<svg><nav>svg nav</nav></svg><p>after svg</p>" + BODY, False),
+    ("<template><nav>t</nav></template>" + BODY, False),
+    ("<nav><template>t</template></nav>" + BODY, False),
+    ("<a href=/><nav>nav in a link</nav>after</a>" + BODY, False),
+    ("<nav><select><option>o</nav>in the select</select>" + BODY, False),
+    ("<nav><form><input></form></nav><form><p>second form</p></form>" + BODY, False),
+    ("<nav><body hidden>x</nav>" + BODY, False),
+    ("<nav><title>T in nav</title></nav>" + BODY, True),
+    ("<nav>a</nav><nav><b>b</nav>c" + BODY, None),  # the first cut, the second not
+    ("<nav data-neardup-name>own marks</nav><div class=sidebar>s</div>" + BODY, True),
+    ("<nav><a href=/>only navigation</a></nav>", True),  # main is empty: whole keeps the nav
+]
+
+
+def _uncut(monkeypatch):
+    real = H._scan
+    monkeypatch.setattr(H, "_scan", lambda html, cut=False: real(html))
+
+
+@pytest.mark.parametrize("page,cut", TRICKY)
+def test_cut_gives_the_same_texts(page, cut, monkeypatch):
+    got = {m: H.extract_text(page, m) for m in ("main", "whole")}
+    got_bytes = H.extract_text(page.encode("utf-8"))
+    marked = html_scan.scan(page, True)[0]
+    _uncut(monkeypatch)
+    assert got == {m: H.extract_text(page, m) for m in ("main", "whole")}
+    assert got_bytes == got["main"]
+    if cut is not None:  # the cut happened where it can be proven, and only there
+        assert (len(marked) < len(html_scan.scan(page)[0])) == cut, marked
+    assert html_scan.scan(page, True) == html_scan.scan_python(page, True)
+
+
+def test_only_navigation_falls_back_to_the_whole_text_with_the_nav():
+    assert H.extract_text("<nav><a href=/>only navigation</a></nav>") == "only navigation"
+
+
+def test_cut_forgets_what_was_inside():
+    page = "<nav class=menu><h1 hidden>x</h1><main>m</main></nav><p>text</p>"
+    marked, flags, *_ = html_scan.scan(page, True)
+    assert b"main" not in marked and b"h1" not in marked
+    assert flags & html_scan.FLAGS["NAV"]
+    assert not flags & (html_scan.FLAGS["MAIN"] | html_scan.FLAGS["H1"] | html_scan.FLAGS["HIDDEN"]
+                        | html_scan.FLAGS["NAMED"])
+
+
+def test_cut_gives_the_same_texts_on_real_pages(monkeypatch):
+    pages = sorted(DATA.rglob("*.html"))
+    assert pages, "the sample pages of tests/data/html are missing"
+    raw = [p.read_bytes() for p in pages]
+    got = [H.extract_text(b) for b in raw]
+    cut = sum(len(html_scan.scan(b, True)[0]) < len(html_scan.scan(b)[0]) for b in raw)
+    _uncut(monkeypatch)
+    assert cut, "no sample page had a nav the scan could cut"
+    assert got == [H.extract_text(b) for b in raw]
