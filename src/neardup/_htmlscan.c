@@ -117,20 +117,29 @@ static const tag_info TAGS[] = {
 static signed char by_name[26][MAX_TAG + 1][GROUP];  /* indices into TAGS, -1 after the last */
 static size_t tag_len[NTAGS];
 
+/* Files entry t of a table of names (TAGS, CUT_NAMES) under its first letter and length in
+ * ``index`` (cleared to -1 before the first); -1 when the name does not fit the index. */
+static int index_name(signed char index[26][MAX_TAG + 1][GROUP], const char *name, int t) {
+    size_t len = strlen(name);
+    int c = name[0] - 'a';
+    if (c < 0 || c >= 26 || len > MAX_TAG)
+        return -1;
+    signed char *g = index[c][len];
+    int k = 0;
+    while (k < GROUP && g[k] >= 0)
+        k++;
+    if (k == GROUP)
+        return -1;
+    g[k] = (signed char)t;
+    return 0;
+}
+
 static int index_tags(void) {
     memset(by_name, -1, sizeof(by_name));
     for (int t = 0; t < NTAGS; t++) {
         tag_len[t] = strlen(TAGS[t].name);
-        int c = TAGS[t].name[0] - 'a';
-        if (c < 0 || c >= 26 || tag_len[t] > MAX_TAG)
+        if (index_name(by_name, TAGS[t].name, t) < 0)
             return -1;
-        signed char *g = by_name[c][tag_len[t]];
-        int k = 0;
-        while (k < GROUP && g[k] >= 0)
-            k++;
-        if (k == GROUP)
-            return -1;
-        g[k] = (signed char)t;
     }
     return 0;
 }
@@ -628,19 +637,9 @@ static signed char cut_by_name[26][MAX_TAG + 1][GROUP];
 
 static int index_cut(void) {
     memset(cut_by_name, -1, sizeof(cut_by_name));
-    for (int t = 0; t < NCUT; t++) {
-        size_t len = strlen(CUT_NAMES[t].name);
-        int c = CUT_NAMES[t].name[0] - 'a';
-        if (c < 0 || c >= 26 || len > MAX_TAG)
+    for (int t = 0; t < NCUT; t++)
+        if (index_name(cut_by_name, CUT_NAMES[t].name, t) < 0)
             return -1;
-        signed char *g = cut_by_name[c][len];
-        int k = 0;
-        while (k < GROUP && g[k] >= 0)
-            k++;
-        if (k == GROUP)
-            return -1;
-        g[k] = (signed char)t;
-    }
     return 0;
 }
 
