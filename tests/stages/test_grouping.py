@@ -10,7 +10,7 @@ import pytest
 
 from neardup.cluster.broder import mod_m_sample, sampled_candidates as in_memory_candidates
 from neardup.stages.candidates import sampled_candidates
-from neardup.stages.grouping import KeyGrouper
+from neardup.stages.grouping import KeyGrouper, stable_sorted
 
 
 def _grouped(grouper: KeyGrouper) -> dict[int, list[int]]:
@@ -21,6 +21,19 @@ def _grouped(grouper: KeyGrouper) -> dict[int, list[int]]:
             assert k not in out, "a key's records came in two chunks"
             out[k] = vals[keys == k].tolist()
     return out
+
+
+@pytest.mark.parametrize("distinct", [1, 7, 1_000, 2**63])
+def test_stable_sorted_is_a_stable_argsort(distinct):
+    # values in no particular order: a run of equal keys must keep them as they came
+    rng = np.random.default_rng(distinct % 1000)
+    keys = rng.integers(0, distinct, 50_000, dtype=np.uint64)
+    vals = rng.permutation(keys.size).astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    got_keys, got_vals = stable_sorted(keys, vals)
+    assert np.array_equal(got_keys, keys[order]) and np.array_equal(got_vals, vals[order])
+    empty = stable_sorted(keys[:0], vals[:0])
+    assert empty[0].size == empty[1].size == 0
 
 
 @pytest.mark.parametrize("fanout", [4, 256])
