@@ -274,11 +274,19 @@ class _GzipFile:
         self.raw.close()
 
 
+def zstd_stream_writer(raw, *, closefd: bool):
+    """A zstd stream (level 3) onto the binary file ``raw``, compressed on every core: the kept
+    corpus is most of a run's output, and one core compressing it was the longest part of a
+    large run's writing. zstd's multi-threaded mode gives the same bytes whatever the number of
+    workers, so the outputs do not depend on the machine."""
+    zstd = require("zstandard", "io")
+    return zstd.ZstdCompressor(level=3, threads=-1).stream_writer(raw, closefd=closefd)
+
+
 class _ZstdFile:
     def __init__(self, path: str):
-        zstd = require("zstandard", "io")
         self.raw = open(path, "wb")
-        self.zw = zstd.ZstdCompressor(level=3).stream_writer(self.raw, closefd=False)
+        self.zw = zstd_stream_writer(self.raw, closefd=False)
         self.write = self.zw.write
 
     def close(self):

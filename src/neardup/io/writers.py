@@ -14,7 +14,8 @@ from ..errors import ConfigError, InputError, require
 from .documents import Document
 from . import warc
 from .texts import SpilledTexts, document_line, extracts
-from .shards import JsonlShards, KeptLayout, ParquetShards, Places, ShardNames, extension_of, sniff_compression
+from .shards import (JsonlShards, KeptLayout, ParquetShards, Places, ShardNames, extension_of, sniff_compression,
+                     zstd_stream_writer)
 from .readers import (JSONL_BLOCK_BYTES, PARQUET_BATCH_ROWS, BrokenInput, RecordReader, extract_in_parallel,
                       has_line_scanner, input_leaves, jsonl_blocks, jsonl_line_ends, line_or_size, open_parquet,
                       plan_inputs, read_lines)
@@ -54,9 +55,8 @@ class JsonlWriter:
         if self.path.endswith(".gz"):
             self._fh = gzip.open(self.path, mode, compresslevel=6)
         elif self.path.endswith((".zst", ".zstd")):
-            zstd = require("zstandard", "io")
             self._raw = open(self.path, mode)
-            self._fh = zstd.ZstdCompressor(level=3).stream_writer(self._raw, closefd=True)
+            self._fh = zstd_stream_writer(self._raw, closefd=True)
         else:
             self._fh = open(self.path, mode, buffering=buffer_size)
         self._write = self._fh.write
