@@ -80,21 +80,16 @@ class FingerprintTable:
             s = slot[todo]
             free = self.keys[s] == 0
             cand, cs = todo[free], s[free]
-            _, first = np.unique(cs, return_index=True)  # one fingerprint per free slot
-            won = cand[first]
-            self.keys[slot[won]] = fps[won]
-            self.values[slot[won]] = ordinals[won]
-            placed = np.zeros(fps.size, dtype=bool)
-            placed[won] = True
-            todo = todo[~placed[todo]]
+            # every candidate writes its fingerprint into its free slot; where several share a
+            # slot one of them is left there, and reading the slots back tells which (the
+            # fingerprints are distinct). Which one wins changes only the table's layout, never a
+            # look-up's answer.
+            self.keys[cs] = fps[cand]
+            landed = self.keys[cs] == fps[cand]
+            won = cand[landed]
+            self.values[cs[landed]] = ordinals[won]
+            todo = np.concatenate((cand[~landed], todo[~free]))
             slot[todo] = (slot[todo] + np.uint64(1)) & mask
-
-    def items(self):
-        """``(fingerprint, ordinal)`` pairs (in slot order)."""
-        full = np.flatnonzero(self.keys)
-        yield from zip(self.keys[full].tolist(), self.values[full].tolist())
-        if self.zero is not None:
-            yield 0, self.zero
 
 
 def first_holders(ordinals, fingerprints: np.ndarray, n_shingles: np.ndarray, first_by_fp):
