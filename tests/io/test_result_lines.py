@@ -48,6 +48,7 @@ def test_clusters_from_arrays_are_the_dict_writers_bytes(tmp_path, n, monkeypatc
     arrays, lists = _outcomes(n, seed=n)
     assert result_lines.available(arrays) and not result_lines.available(lists)
     monkeypatch.setattr(result_lines, "CHUNK", 7)  # several chunks, one cut mid-way
+    monkeypatch.setattr(result_lines, "_SCAN_BYTES", 5)  # the ids' escapes looked for in slices, cut mid-id
     fast = b"".join(result_lines.cluster_chunks(arrays, chunk=7))
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()

@@ -47,6 +47,10 @@ def available_for_ids() -> bool:
     return _gather() is not None
 
 
+#: Bytes of the ids' buffer looked at by one step of :class:`_IdTable`'s scan.
+_SCAN_BYTES = 1 << 24
+
+
 class _IdTable:
     """Each record's id as a JSON string: a segment of the ids' buffer between two quotes, or,
     for the few ids JSON must escape, a segment of a buffer of their orjson dumps."""
@@ -56,7 +60,11 @@ class _IdTable:
         self.ends = ids.ends
         self.base = base  # where the ids' buffer starts in the gathered buffers
         data = np.frombuffer(ids.data, dtype=np.uint8)
-        bad = np.flatnonzero((data < 0x20) | (data == 0x22) | (data == 0x5C) | (data == 0xED))
+        # the bytes JSON escapes (and 0xED, which starts an encoded surrogate), looked for a slice
+        # at a time: whole-buffer masks would be several times the ids' size at once (1 GB for 30M)
+        bad = [a + np.flatnonzero((d < 0x20) | (d == 0x22) | (d == 0x5C) | (d == 0xED))
+               for a in range(0, data.size, _SCAN_BYTES) for d in (data[a:a + _SCAN_BYTES],)]
+        bad = np.concatenate(bad) if bad else np.empty(0, np.int64)
         self.special = np.unique(np.searchsorted(self.ends, bad, side="right")) if bad.size else np.empty(0, np.int64)
         dumped = [orjson.dumps(s) for s in ids.take(self.special)] if self.special.size else []
         self.escaped = b"".join(dumped)
@@ -144,7 +152,6 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
     has_sim = ~np.isnan(sims)
     sim_text, sim_start, sim_len = _floats_text(sims[has_sim])
     sim_base = ids.esc_base + len(ids.escaped)
-    sim_rank = np.cumsum(has_sim) - 1  # a record's place among the records with a similarity
     buffers = [const.data, *ids.buffers(), sim_text]
     kept = np.asarray(outcome.kept, dtype=bool)
     codes = outcome.reason.codes.array()
@@ -160,6 +167,7 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
     for col, name in ((0, "open"), (4, "cluster"), (12, "similarity")):
         table_starts[:, col], table_lens[:, col] = const.at[name], const.len[name]
     table_starts[:, [1, 3, 5, 7, 9, 11]] = q_at
+    sim_before = 0  # records with a similarity before the chunk
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         m = hi - lo
@@ -171,7 +179,8 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
         lens[:, 8] = np.where(k, const.len["kept1"], const.len["kept0"])
         _put_quoted(starts, lens, 9, *_ref_segments(ids, outcome.duplicate_of.ordinals[lo:hi], const.at["null"]))
         h = has_sim[lo:hi]
-        r = sim_rank[lo:hi][h]
+        r = sim_before + np.arange(int(np.count_nonzero(h)), dtype=np.int64)  # their places among the similarities
+        sim_before += r.size
         starts[:, 13], lens[:, 13] = const.at["null"], 4
         starts[h, 13], lens[h, 13] = sim_base + sim_start[r], sim_len[r]
         c = codes[lo:hi]
