@@ -150,9 +150,7 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
     ids = _IdTable(outcome.ids, len(const.data))
     sims = outcome.similarity.values
     has_sim = ~np.isnan(sims)
-    sim_text, sim_start, sim_len = _floats_text(sims[has_sim])
     sim_base = ids.esc_base + len(ids.escaped)
-    buffers = [const.data, *ids.buffers(), sim_text]
     kept = np.asarray(outcome.kept, dtype=bool)
     codes = outcome.reason.codes.array()
     reason_at = np.array([const.at[f"reason{k}"] for k in range(len(labels))], dtype=np.int64)
@@ -167,7 +165,6 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
     for col, name in ((0, "open"), (4, "cluster"), (12, "similarity")):
         table_starts[:, col], table_lens[:, col] = const.at[name], const.len[name]
     table_starts[:, [1, 3, 5, 7, 9, 11]] = q_at
-    sim_before = 0  # records with a similarity before the chunk
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         m = hi - lo
@@ -178,14 +175,15 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
         starts[:, 8] = np.where(k, const.at["kept1"], const.at["kept0"])
         lens[:, 8] = np.where(k, const.len["kept1"], const.len["kept0"])
         _put_quoted(starts, lens, 9, *_ref_segments(ids, outcome.duplicate_of.ordinals[lo:hi], const.at["null"]))
+        # the chunk's similarities as text (every kept record has one: the whole corpus's at once
+        # were a Python float and a list slot per record, 1.5 GB at 30M records)
         h = has_sim[lo:hi]
-        r = sim_before + np.arange(int(np.count_nonzero(h)), dtype=np.int64)  # their places among the similarities
-        sim_before += r.size
+        sim_text, sim_start, sim_len = _floats_text(sims[lo:hi][h])
         starts[:, 13], lens[:, 13] = const.at["null"], 4
-        starts[h, 13], lens[h, 13] = sim_base + sim_start[r], sim_len[r]
+        starts[h, 13], lens[h, 13] = sim_base + sim_start, sim_len
         c = codes[lo:hi]
         starts[:, 14], lens[:, 14] = reason_at[c], reason_len[c]
-        yield gather(buffers, starts.ravel(), lens.ravel())
+        yield gather([const.data, *ids.buffers(), sim_text], starts.ravel(), lens.ravel())
 
 
 def pair_chunks(ids: Ids, a: np.ndarray, b: np.ndarray, jaccard: np.ndarray, estimate: np.ndarray,
