@@ -91,6 +91,13 @@ class FingerprintTable:
             todo = np.concatenate((cand[~landed], todo[~free]))
             slot[todo] = (slot[todo] + np.uint64(1)) & mask
 
+    def items(self):
+        """``(fingerprint, ordinal)`` pairs (in slot order)."""
+        full = np.flatnonzero(self.keys)
+        yield from zip(self.keys[full].tolist(), self.values[full].tolist())
+        if self.zero is not None:
+            yield 0, self.zero
+
 
 def first_holders(ordinals, fingerprints: np.ndarray, n_shingles: np.ndarray, first_by_fp):
     """Split a batch of records into empty ones, exact copies and first holders.
