@@ -61,7 +61,7 @@ class _IdTable:
         self.base = base  # where the ids' buffer starts in the gathered buffers
         data = np.frombuffer(ids.data, dtype=np.uint8)
         # the bytes JSON escapes (and 0xED, which starts an encoded surrogate), looked for a slice
-        # at a time: whole-buffer masks would be several times the ids' size at once (1 GB for 30M)
+        # at a time: masks of the whole buffer would be several bytes per byte of ids at once
         bad = [a + np.flatnonzero((d < 0x20) | (d == 0x22) | (d == 0x5C) | (d == 0xED))
                for a in range(0, data.size, _SCAN_BYTES) for d in (data[a:a + _SCAN_BYTES],)]
         bad = np.concatenate(bad) if bad else np.empty(0, np.int64)
@@ -176,7 +176,7 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
         lens[:, 8] = np.where(k, const.len["kept1"], const.len["kept0"])
         _put_quoted(starts, lens, 9, *_ref_segments(ids, outcome.duplicate_of.ordinals[lo:hi], const.at["null"]))
         # the chunk's similarities as text (every kept record has one: the whole corpus's at once
-        # were a Python float and a list slot per record, 1.5 GB at 30M records)
+        # were a Python float and a list slot per record)
         h = has_sim[lo:hi]
         sim_text, sim_start, sim_len = _floats_text(sims[lo:hi][h])
         starts[:, 13], lens[:, 13] = const.at["null"], 4
