@@ -442,6 +442,7 @@ def signatures_encoded(
     jobs: int = 1,
     with_ids: bool = False,
     with_fingerprints: bool = False,
+    with_simhashes: bool = False,
 ) -> Signatures:
     """:func:`signatures` of texts given as the bytes the kernel reads, in place: ``segments``
     is a list of ``(data, offsets)`` pairs, and the texts are ``data[offsets[i]:offsets[i+1]]``
@@ -450,10 +451,11 @@ def signatures_encoded(
     jobs = max(1, int(jobs))
     if jobs == 1:
         return submit_signatures_encoded(None, segments, shingle_params, minhash_params, jobs=1, with_ids=with_ids,
-                                         with_fingerprints=with_fingerprints).result()
+                                         with_fingerprints=with_fingerprints, with_simhashes=with_simhashes).result()
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-kernel") as pool:
         return submit_signatures_encoded(pool, segments, shingle_params, minhash_params, jobs=jobs,
-                                         with_ids=with_ids, with_fingerprints=with_fingerprints).result()
+                                         with_ids=with_ids, with_fingerprints=with_fingerprints,
+                                         with_simhashes=with_simhashes).result()
 
 
 class PendingSignatures:
@@ -471,13 +473,14 @@ class PendingSignatures:
 
 def submit_signatures_encoded(pool, segments: Sequence[tuple], shingle_params: ShingleParams = ShingleParams(),
                               minhash_params: MinHashParams = MinHashParams(), *, jobs: int = 1,
-                              with_ids: bool = False, with_fingerprints: bool = False) -> PendingSignatures:
+                              with_ids: bool = False, with_fingerprints: bool = False,
+                              with_simhashes: bool = False) -> PendingSignatures:
     """:func:`signatures_encoded`, its chunks (about a quarter of the batch over ``jobs``) run as
     tasks of ``pool`` (or here, without one). A caller that submits its next batch before
     taking this one's result keeps every thread busy across batches: no thread waits for the
     last chunk of a batch while another one is ready."""
     _check(shingle_params)
-    args = _signature_args(shingle_params, minhash_params, with_ids, with_fingerprints)
+    args = _signature_args(shingle_params, minhash_params, with_ids, with_fingerprints, with_simhashes)
     segments = [(data, np.ascontiguousarray(offsets, dtype=np.int64)) for data, offsets in segments]
     n = sum(offsets.size - 1 for _, offsets in segments)
     jobs = max(1, int(jobs))

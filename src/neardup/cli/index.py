@@ -227,23 +227,43 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
     return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **extra, **index_params(args))
 
 
-def _records(args):
+def _records(args, normalize=None, plan=None):
+    """The input's records (of ``plan``, the inputs already checked, when given). With
+    ``normalize`` (the index's, for ``index add``), runs of ordinary JSONL records come as
+    EncodedDocuments, their texts UTF-8 that the kernel reads in place, as ``neardup dedup``
+    reads them (:func:`neardup.io.readers.read_encoded`)."""
     from ..io import read_documents
 
     from ._common import expanded_inputs
 
-    return read_documents(expanded_inputs(args), format=args.format, id_field=args.id_field, text_field=args.text_field,
-                          content=args.content, html=args.html, max_bytes=args.max_bytes, on_error=args.on_error)
+    inputs = plan if plan is not None else expanded_inputs(args)
+    options = dict(format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
+                   html=args.html, max_bytes=args.max_bytes, on_error=args.on_error)
+    if normalize is None:
+        return read_documents(inputs, **options)
+    from ..io.readers import read_encoded
+    from ..stages.sketch import flag_table
+
+    return read_encoded(inputs, table=flag_table(normalize), **options)
 
 
 def _batches(records, size: int):
-    """Lists of up to ``size`` records (Documents and Skipped)."""
-    batch = []
+    """Lists of ``size`` records (Documents, Skipped and the records of EncodedDocuments, which
+    are cut where a batch ends), the last one shorter."""
+    from ..io.documents import EncodedDocuments
+
+    batch, count = [], 0
     for rec in records:
-        batch.append(rec)
-        if len(batch) >= size:
+        while type(rec) is EncodedDocuments and count + len(rec) > size:
+            head, rec = rec.split(size - count)
+            batch.append(head)
             yield batch
-            batch = []
+            batch, count = [], 0
+        batch.append(rec)
+        count += len(rec) if type(rec) is EncodedDocuments else 1
+        if count >= size:
+            yield batch
+            batch, count = [], 0
     if batch:
         yield batch
 
@@ -294,10 +314,15 @@ def _read_ahead(batches, depth: int = 1):
 
 
 def add_command(args) -> int:
-    from ..io import Document
+    from ..io import Skipped
+    from ..io.documents import EncodedDocuments
+    from ..io.readers import plan_inputs
     from ..progress import Progress
 
-    records = _records(args)
+    from ._common import expanded_inputs
+
+    # (the inputs checked before the index is opened: a missing one creates no index file)
+    plan = plan_inputs(expanded_inputs(args), args.format)
     added = 0
     skipped: dict[str, int] = {}
     start = time.monotonic()
@@ -310,19 +335,24 @@ def add_command(args) -> int:
             outcome = index.run_prepared([sketching.result()])[0]
             if isinstance(outcome, BaseException):
                 raise outcome
-            added += len(docs)
-            progress.update(len(docs), sum(len(d.text) for d in docs))
+            count = sum(len(d) if type(d) is EncodedDocuments else 1 for d in docs)
+            added += count
+            # (progress in characters for Documents, in UTF-8 bytes for EncodedDocuments)
+            progress.update(count, sum(int(d.offsets[-1] - d.offsets[0]) if type(d) is EncodedDocuments
+                                       else len(d.text) for d in docs))
             if args.verbose:
-                print(f"neardup: committed {added} documents (last id {docs[-1].id})", file=sys.stderr, flush=True)
+                last = docs[-1].ids[-1] if type(docs[-1]) is EncodedDocuments else docs[-1].id
+                print(f"neardup: committed {added} documents (last id {last})", file=sys.stderr, flush=True)
 
         # A batch is sketched on a thread (the kernel releases the GIL) while the one before it
         # is written and the next one read: at most two batches are held, and the reading, the
         # sketching and SQLite's inserts overlap instead of taking turns. Batches commit in order.
         waiting = None
+        records = _records(args, index.config.shingle.normalize, plan)
         for batch in _read_ahead(_batches(records, args.batch_size)):
-            docs = [r for r in batch if isinstance(r, Document)]
+            docs = [r for r in batch if not isinstance(r, Skipped)]
             for r in batch:
-                if not isinstance(r, Document):
+                if isinstance(r, Skipped):
                     skipped[r.reason] = skipped.get(r.reason, 0) + 1
             if not docs:
                 continue

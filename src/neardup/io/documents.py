@@ -91,6 +91,16 @@ class EncodedDocuments:
     def source(self, i: int) -> str:
         return f"{self.path}:{self.first_line + i}"
 
+    def split(self, k: int) -> tuple["EncodedDocuments", "EncodedDocuments"]:
+        """The first ``k`` records and the rest, as two EncodedDocuments over the same bytes."""
+        head = EncodedDocuments(ids=self.ids[:k], start=self.start, path=self.path, first_line=self.first_line,
+                                data=self.data, offsets=self.offsets[: k + 1], lengths=self.lengths[:k],
+                                flagged=self.flagged[:k], flag_spans=self.flag_spans[:k])
+        tail = EncodedDocuments(ids=self.ids[k:], start=self.start + k, path=self.path, first_line=self.first_line + k,
+                                data=self.data, offsets=self.offsets[k:], lengths=self.lengths[k:],
+                                flagged=self.flagged[k:], flag_spans=self.flag_spans[k:])
+        return head, tail
+
     def documents(self):
         """The same records as Documents."""
         return [Document(self.ids[i], self.text(i), self.start + i, self.source(i)) for i in range(len(self.ids))]

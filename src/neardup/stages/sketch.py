@@ -21,7 +21,7 @@ from .encode import batch_texts, encode_batch
 
 __all__ = ["Signatures", "DocumentSketches", "kernel_handles", "flag_table", "sketch_texts", "submit_batch", "sketch_parts",
            "SubmittedBatch", "without_too_large",
-           "sketch_folded", "sketch_documents", "mod_m_samples", "shingle_runs", "simhashes", "signature_matrix",
+           "sketch_folded", "sketch_documents", "sketch_document_parts", "mod_m_samples", "shingle_runs", "simhashes", "signature_matrix",
            "python_signatures"]
 
 
@@ -195,9 +195,7 @@ def sketch_documents(texts: Sequence[str], shingle: ShingleParams, minhash: MinH
     if kernel_handles(shingle) and shingle.hash == "xxh3":
         sig = _native.signatures(texts, shingle, minhash, jobs=jobs, with_ids=with_ids or with_samples,
                                  with_fingerprints=True, with_simhashes=True)
-        has_words = (sig.words > 0).tolist()
-        fingerprints = [int(f) if w else None for f, w in zip(sig.fingerprints.tolist(), has_words)]
-        simhash_values = [int(h) if w else None for h, w in zip(sig.simhashes.tolist(), has_words)]
+        return _document_sketches(sig, minhash, mod_m=mod_m, with_samples=with_samples)
     else:
         from ..exact.fingerprint import fingerprint_of_content
         from ..sketch.simhash import simhashes_of_words
@@ -211,11 +209,40 @@ def sketch_documents(texts: Sequence[str], shingle: ShingleParams, minhash: MinH
         fingerprints = [fingerprint_of_content(" ".join(words).encode("utf-8", "surrogatepass")) if words else None
                         for words in tokens]
         simhash_values = simhashes_of_words(tokens, shingle.hash)
+    return _with_samples(sig, fingerprints, simhash_values, minhash, mod_m=mod_m, with_samples=with_samples)
+
+
+def sketch_document_parts(parts: list, shingle: ShingleParams, minhash: MinHashParams, *, mod_m: int, jobs: int = 1,
+                          with_samples: bool = True, with_ids: bool = True) -> DocumentSketches:
+    """:func:`sketch_documents` of a batch given as parts (:mod:`.encode`: lists of texts and
+    EncodedDocuments, whose UTF-8 the kernel reads in place, as ``neardup dedup``'s sketch stage
+    does). A text over the kernel's limit (:func:`without_too_large`) is sketched as empty, as in
+    that stage."""
+    if not (kernel_handles(shingle) and shingle.hash == "xxh3"):
+        return sketch_documents(batch_texts(parts), shingle, minhash, mod_m=mod_m, jobs=jobs,
+                                with_samples=with_samples, with_ids=with_ids)
+    segments, _ = without_too_large(encode_batch(parts, shingle.normalize))
+    sig = _native.signatures_encoded(segments, shingle, minhash, jobs=jobs, with_ids=with_ids or with_samples,
+                                     with_fingerprints=True, with_simhashes=True)
+    return _document_sketches(sig, minhash, mod_m=mod_m, with_samples=with_samples)
+
+
+def _document_sketches(sig: Signatures, minhash: MinHashParams, *, mod_m: int, with_samples: bool) -> DocumentSketches:
+    """The kernel's signatures with fingerprints and simhashes as :class:`DocumentSketches`
+    (None for a text without words)."""
+    has_words = (sig.words > 0).tolist()
+    fingerprints = [int(f) if w else None for f, w in zip(sig.fingerprints.tolist(), has_words)]
+    simhash_values = [int(h) if w else None for h, w in zip(sig.simhashes.tolist(), has_words)]
+    return _with_samples(sig, fingerprints, simhash_values, minhash, mod_m=mod_m, with_samples=with_samples)
+
+
+def _with_samples(sig: Signatures, fingerprints: list, simhash_values: list, minhash: MinHashParams, *, mod_m: int,
+                  with_samples: bool) -> DocumentSketches:
     if with_samples:
         samples = mod_m_samples(sig.ids, sig.offsets, minhash.seed, mod_m)
     else:
         empty = np.empty(0, dtype=np.uint64)
-        samples = [empty] * len(texts)
+        samples = [empty] * (sig.offsets.size - 1)
     return DocumentSketches(signatures=sig, fingerprints=fingerprints, simhashes=simhash_values, samples=samples)
 
 
