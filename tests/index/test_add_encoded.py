@@ -120,3 +120,23 @@ def test_parts_sketch_as_the_texts_do(tmp_path, with_samples):
     assert (a.signatures.offsets == b.signatures.offsets).all()
     assert len(a.samples) == len(b.samples) == len(texts)
     assert all((x == y).all() for x, y in zip(a.samples, b.samples))
+
+
+def test_the_packed_insert_without_the_arrow_operator_writes_the_same_rows(tmp_path, monkeypatch):
+    """SQLite before 3.38 (Ubuntu 22.04's 3.37) has no ``->>``: the packed insert then reads
+    its rows with json_extract, and must store the same values."""
+    import neardup.store.sqlite as store
+
+    path = tmp_path / "c.jsonl"
+    _corpus(path, 1500)
+    docs = [r for r in read_documents([str(path)]) if not isinstance(r, Skipped)]
+    dbs = []
+    for arrow in ([True] if store._ARROW else []) + [False]:
+        monkeypatch.setattr(store, "_ARROW", arrow)
+        db = str(tmp_path / f"arrow-{arrow}.db")
+        with SeenIndex(db, create=True) as index:
+            index.add_many(docs)
+        dbs.append(db)
+    assert "->>" not in store._json_item(0) and "json_extract" in store._json_item(0)
+    rows = [_rows(db) for db in dbs]
+    assert len(rows[-1]) > 1000 and all(r == rows[0] for r in rows)
