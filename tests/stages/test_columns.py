@@ -2,6 +2,7 @@
 the Python objects they replace."""
 
 import numpy as np
+import pytest
 
 from neardup.stages.columns import Floats, Growable, Ids, Labels, Names, repeated_names
 from neardup.stages.exact import FingerprintTable, first_holders
@@ -73,7 +74,9 @@ def test_labels_names_floats_growable():
     assert len(g) == 3005 and g[2999] == 2999 and np.asarray(g)[-1] == 4
 
 
-def test_fingerprint_table_gives_the_first_holders_of_a_dict():
+@pytest.mark.parametrize("grow_slice", [FingerprintTable.GROW_SLICE, 64])
+def test_fingerprint_table_gives_the_first_holders_of_a_dict(grow_slice, monkeypatch):
+    monkeypatch.setattr(FingerprintTable, "GROW_SLICE", grow_slice)  # 64: each growth placed in many slices
     rng = np.random.default_rng(7)
     as_dict, table = {}, FingerprintTable(capacity=16)  # small: grows many times
     start = 0
