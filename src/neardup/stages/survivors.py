@@ -64,7 +64,9 @@ def array_components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     Labels only fall and are always members of their component, and the smallest member keeps
     its own, so what remains is each component's smallest member (as union-find names them,
     tests/test_properties.py). A few rounds of whole-array passes, O(log n) of them in practice."""
-    label = np.arange(n, dtype=np.int64)
+    # labels in 32 bits when every node's fits: the labels and each round's jump are the cluster
+    # stage's largest arrays while the second read's shingle ids are still held
+    label = np.arange(n, dtype=np.int32 if n < 2 ** 31 else np.int64)
     i = np.asarray(i, dtype=np.int64)
     j = np.asarray(j, dtype=np.int64)
     while i.size:
