@@ -621,12 +621,19 @@ class Deduplicator:
                     got.exact_of[o] = first
             if run is not None:
                 self._save_sketch(run, got)
+                # what was read is let go before the saved stage is read back: both at once were
+                # every per-record array twice (and the exact pass's table) at the stage's end
+                got = None
                 got = self._load_sketch(run)
 
-        sk = np.array(got.sketched, dtype=np.int64)
+        # the sketched ordinals and shingle counts as the stage holds them (views, not copies)
+        sk = got.sketched.array()
         if self.save_index is None and self.against is None:  # the index's records need it; nothing else
             got.first_by_fp = None
-        counts = np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)
+        counts = (got.n_shingles[0] if len(got.n_shingles) == 1 else np.concatenate(got.n_shingles)
+                  if got.n_shingles else np.zeros(0, dtype=np.int64))
+        got.n_shingles = [counts]
+        stats_shingles = int(counts.sum())
         offsets = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         shingle_ids = got.id_pieces.finish()
@@ -635,7 +642,9 @@ class Deduplicator:
             from .io.outputs import folder_bytes
 
             self._sketch_bytes = folder_bytes(os.path.join(run.path, "sketch"))
-        stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0}
+        stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0,
+                       "n_shingles_total": stats_shingles}
+        spilled_again = 0  # bytes of the second read's shingle ids spilled (when the first dropped them)
 
         t = time.perf_counter()
         if stage("candidates"):
@@ -660,7 +669,9 @@ class Deduplicator:
                 need = np.union1d(arrays["i"], arrays["j"])
             else:
                 need = np.union1d(ci, cj)
+            shingle_ids = offsets = None  # the first read's (its ids were dropped): not held beside the second's
             shingle_ids, offsets, again = self._ids_again(sk, counts, need, work)  # timed with verify
+            spilled_again = again.spilled_bytes
         if stage("verify"):
             arrays, meta = run.load("verify")
             edges = Edges(arrays["i"], arrays["j"], arrays["jaccard"], arrays["estimate"], arrays["score"])
@@ -702,12 +713,21 @@ class Deduplicator:
             if kept_known is not None:
                 kept_known(outcome.kept)
         else:
-            outcome, survivor_local = self._cluster(got, sk, shingle_ids, offsets, counts, edges, stats, kept_known)
+            survivors = self._survivors(got, sk, shingle_ids, offsets, counts, edges, kept_known)
+            if self.save_index is None:
+                # the last stage that reads the shingle ids, their offsets and counts, and the
+                # texts' lengths is done: they are let go before every record's outcome is made,
+                # the largest arrays of the run (at 30M records about 40 bytes a record and the
+                # second read's ids, up to the memory budget)
+                shingle_ids = offsets = counts = again = None
+                got.n_shingles, got.lengths = [], None
+                got.id_pieces.held = []
+            outcome = self._outcome(got, sk, survivors, stats)
             if self.save_index is not None:
                 from .store.incremental import save_run
 
                 stats["index_documents_saved"] = save_run(
-                    self.save_index, self._run_records(got, sk, counts, offsets, shingle_ids), survivor_local)
+                    self.save_index, self._run_records(got, sk, counts, offsets, shingle_ids), survivors[0])
             self.seconds["cluster"] = time.perf_counter() - t
             if run is not None:
                 self._save_cluster(run, outcome, stats)
@@ -716,9 +736,8 @@ class Deduplicator:
         if self.against is not None:
             self.seconds["cluster"] = time.perf_counter() - t
         stats["skipped"] = dict(sorted(got.skipped.items()))
-        stats["n_shingles_total"] = int(counts.sum())
         stats["spilled_bytes"] = (got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
-                                  + stats.get("grouping_spilled_bytes", 0) + (again.spilled_bytes if again else 0))
+                                  + stats.get("grouping_spilled_bytes", 0) + spilled_again)
         if "duplicate_ids" not in stats:  # a cluster stage saved by an earlier run
             named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
             stats["duplicate_ids"] = sum(g.size - 1 for g in repeated_names(named))
@@ -797,13 +816,14 @@ class Deduplicator:
         got.sig_pieces.close_file()
         arrays = {
             "shingles-0": got.id_pieces.held, "signatures-0": got.sig_pieces.held,  # -1: the spill files
-            "lengths": np.array(got.lengths, dtype=np.int64),
-            "keyvals": np.array(got.keyvals, dtype=np.float64),
+            # views of the columns (np.array would copy every one while the whole record is held)
+            "lengths": got.lengths.array(),
+            "keyvals": got.keyvals.array(),
             "exact_of": (np.stack(got.exact_of.arrays(), axis=1) if isinstance(got.exact_of, Copies)
                          else np.array(sorted(got.exact_of.items()), dtype=np.int64).reshape(-1, 2)),
-            "sketched": np.array(got.sketched, dtype=np.int64),
+            "sketched": got.sketched.array(),
             "n_shingles": (np.concatenate(got.n_shingles) if got.n_shingles else np.zeros(0, dtype=np.int64)),
-            "id_bytes": np.frombuffer(bytes(got.ids.data), dtype=np.uint8), "id_ends": got.ids.ends,
+            "id_bytes": np.frombuffer(got.ids.data, dtype=np.uint8), "id_ends": got.ids.ends,
             "reason_codes": got.reason.codes.array(),
         }
         if got.band_parts:
@@ -824,7 +844,7 @@ class Deduplicator:
 
     def _load_sketch(self, run) -> _Sketched:
         arrays, meta = run.load("sketch")
-        got = _Sketched(ids=Ids(arrays["id_bytes"].tobytes(), arrays["id_ends"]),
+        got = _Sketched(ids=Ids(arrays.pop("id_bytes").data, arrays["id_ends"]),
                         reason=Labels(meta["reason_labels"], arrays["reason_codes"]),
                         lengths=Growable(np.int64, arrays["lengths"]), keyvals=Growable(np.float64, arrays["keyvals"]),
                         skipped=Counter(meta["skipped"]),
@@ -1135,9 +1155,10 @@ class Deduplicator:
         none = np.empty(0, dtype=np.int64)
         return none, none, np.empty(0)
 
-    def _cluster(self, got: _Sketched, sk, shingle_ids, offsets, counts, edges: Edges, stats: dict,
-                 kept_known) -> Outcome:
-        """Clusters over the sketched records, their survivors, and every record's outcome."""
+    def _survivors(self, got: _Sketched, sk, shingle_ids, offsets, counts, edges: Edges, kept_known):
+        """``(survivor_local, kept, members, member_sims)``: clusters over the sketched records,
+        their survivors (``kept``, by ordinal, given to ``kept_known`` at once) and each other
+        member's exact similarity to its survivor: the last step that reads the shingle ids."""
         cfg = self.config
         comp = components(sk.size, edges.i, edges.j)
         keyvals = np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None
@@ -1146,12 +1167,19 @@ class Deduplicator:
             rank = {s: r for r, s in reversed(list(enumerate(cfg.keep_sources)))}
             priority = np.array([rank.get(got.sources[o], len(rank)) for o in sk.tolist()], dtype=np.int64)
         survivor_local = choose_survivors(comp, sk, "first" if cfg.keep == "source" else cfg.keep,
-                                          np.array(got.lengths, dtype=np.int64), keyvals, priority=priority)
+                                          got.lengths.array(), keyvals, priority=priority)
+        del comp, keyvals, priority
         kept = kept_mask(len(got.ids), sk, survivor_local)
         if kept_known is not None:
             kept_known(kept)
         members, member_sims = similarity_to_survivors(shingle_ids, offsets, counts, survivor_local, cfg.measure,
                                                        jobs=self.jobs, in_slices=in_pair_slices)
+        return survivor_local, kept, members, member_sims
+
+    def _outcome(self, got: _Sketched, sk, survivors, stats: dict) -> Outcome:
+        """Every record's outcome from :meth:`_survivors`'s ``survivors``, and the clusters' figures."""
+        cfg = self.config
+        survivor_local, kept, members, member_sims = survivors
         # with sources, records are named (source, id): ids need only be unique within a source
         names = got.ids if got.sources is None else list(zip(got.sources, got.ids))
         repeated = repeated_names(names)  # found once: for the cluster sizes and duplicate_ids
@@ -1166,7 +1194,7 @@ class Deduplicator:
         stats["chained"] = len(chained)
         stats["chained_examples"] = chained[:20]
         stats["cluster_sizes"] = cluster_sizes
-        return outcome, survivor_local
+        return outcome
 
     def _survivor_config(self):
         """The configuration the survivors are chosen with against an index (indexed documents

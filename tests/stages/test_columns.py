@@ -2,6 +2,7 @@
 the Python objects they replace."""
 
 import numpy as np
+import pytest
 
 from neardup.stages.columns import Floats, Growable, Ids, Labels, Names, repeated_names
 from neardup.stages.exact import FingerprintTable, first_holders
@@ -36,6 +37,20 @@ def test_repeated_names_finds_exactly_the_shared_ids():
     assert len(set(ids.hashes().tolist())) == len(set(strings))
 
 
+def test_equal_ids_hash_alike_in_slices_of_other_widths(monkeypatch):
+    """An id's hash does not depend on the longest id hashed in the same slice: the same id in a
+    slice of short ids and in a slice holding a 60-byte one is found repeated."""
+    import neardup.stages.columns as columns
+
+    monkeypatch.setattr(columns, "_HASH_ROWS", 4)
+    strings = ["a1", "b2", "c3", "d4", "a1", "x" * 60, "e5", "f6", "b2"]
+    ids = Ids()
+    ids.extend(strings)
+    h = ids.hashes().tolist()
+    assert h[0] == h[4] and h[1] == h[8]
+    assert [g.tolist() for g in repeated_names(ids)] == [[0, 4], [1, 8]]
+
+
 def test_labels_names_floats_growable():
     labels = Labels()
     labels.extend_with("", 3)
@@ -59,7 +74,9 @@ def test_labels_names_floats_growable():
     assert len(g) == 3005 and g[2999] == 2999 and np.asarray(g)[-1] == 4
 
 
-def test_fingerprint_table_gives_the_first_holders_of_a_dict():
+@pytest.mark.parametrize("grow_slice", [FingerprintTable.GROW_SLICE, 64])
+def test_fingerprint_table_gives_the_first_holders_of_a_dict(grow_slice, monkeypatch):
+    monkeypatch.setattr(FingerprintTable, "GROW_SLICE", grow_slice)  # 64: each growth placed in many slices
     rng = np.random.default_rng(7)
     as_dict, table = {}, FingerprintTable(capacity=16)  # small: grows many times
     start = 0

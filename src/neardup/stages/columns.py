@@ -194,23 +194,29 @@ class Ids(_Column):
 
     def hashes(self) -> np.ndarray:
         """A 64-bit hash of every string (equal strings, equal hashes). Ids of up to 64 bytes (all
-        but a few) are hashed in whole-array steps, a million at a time: each padded to a row of
-        eight-byte words, the words folded FNV-style, the length mixed in; longer ones by XXH3."""
+        but a few) are hashed in whole-array steps, :data:`_HASH_ROWS` at a time: each padded to a
+        row of eight-byte words, the words of its own length folded FNV-style (a row's padding is
+        not folded: the hash must not depend on the longest id of its slice), the length mixed
+        in; longer ones by XXH3. Bounds are taken a slice at a time too: only the hashes (8 bytes
+        a record) outlive a slice."""
         import xxhash
 
-        starts, ends = self.bounds()
+        ends = self._ends.array()
         n = ends.size
         out = np.zeros(n, dtype=np.uint64)
         if not n:
             return out
         data = np.frombuffer(self._buf, dtype=np.uint8)
-        lengths = ends - starts
         prime = np.uint64(0x100000001B3)
-        step = 1 << 20
+        step = _HASH_ROWS
         with np.errstate(over="ignore"):
             for lo in range(0, n, step):
                 hi = min(n, lo + step)
-                ln = lengths[lo:hi]
+                stop = ends[lo:hi]
+                start = np.empty_like(stop)
+                start[0] = ends[lo - 1] if lo else 0
+                start[1:] = stop[:-1]
+                ln = stop - start
                 short = ln <= 64
                 width = (int(ln[short].max(initial=0)) + 7) // 8 * 8
                 rows = np.flatnonzero(short)
@@ -219,41 +225,54 @@ class Ids(_Column):
                     counts = ln[rows]
                     row = np.repeat(rows, counts)
                     col = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-                    mat[row, col] = data[starts[lo:hi][row] + col]
+                    mat[row, col] = data[start[row] + col]
+                    del row, col
                 words = mat.view(np.uint64)
+                n_words = (ln + 7) // 8
                 h = np.full(hi - lo, np.uint64(0xCBF29CE484222325))
                 for w in range(words.shape[1]):
-                    h = (h ^ words[:, w]) * prime
+                    live = n_words > w
+                    h[live] = (h[live] ^ words[live, w]) * prime
                 h ^= ln.astype(np.uint64)
                 h = (h ^ (h >> np.uint64(31))) * np.uint64(0xBF58476D1CE4E5B9)
                 h ^= h >> np.uint64(29)
                 for k in np.flatnonzero(~short).tolist():
-                    a, b = int(starts[lo + k]), int(ends[lo + k])
+                    a, b = int(start[k]), int(stop[k])
                     h[k] = xxhash.xxh3_64_intdigest(bytes(self._buf[a:b]))
                 out[lo:hi] = h
         return out
 
 
+#: Records hashed at a time by :meth:`Ids.hashes` (bounds its temporary arrays: about 16 bytes
+#: per byte of ids of a slice, some 40 MB).
+_HASH_ROWS = 1 << 18
+
+
 def repeated_names(names) -> list[np.ndarray]:
     """The ordinals of every name held by two or more records (one array per name, ordinals in
     increasing order), found by hash for an :class:`Ids` column and confirmed by comparing the
-    strings, so that a collision of hashes never joins two names."""
+    strings, so that a collision of hashes never joins two names. For a column, what lives
+    besides the hashes is their sorted copy (16 bytes a record in all), not an argsort's
+    ordinals: the repeated hashes are looked up again a slice at a time."""
     if isinstance(names, Ids):
         h = names.hashes()
-        order = np.argsort(h, kind="stable")
-        hs = h[order]
-        same = np.flatnonzero(hs[1:] == hs[:-1])
-        if not same.size:
+        hs = np.sort(h)
+        dup = np.unique(hs[1:][hs[1:] == hs[:-1]])
+        del hs
+        if not dup.size:
             return []
         groups: dict = {}
-        for k in np.unique(np.concatenate((same, same + 1))).tolist():
-            groups.setdefault(int(hs[k]), []).append(int(order[k]))
+        for lo in range(0, h.size, _HASH_ROWS):
+            part = h[lo:lo + _HASH_ROWS]
+            pos = np.minimum(np.searchsorted(dup, part), dup.size - 1)
+            for k in np.flatnonzero(dup[pos] == part).tolist():  # ordinals in increasing order
+                groups.setdefault(int(part[k]), []).append(lo + k)
         out = []
         for ords in groups.values():
             by_name: dict = {}
             for o, name in zip(ords, names.take(np.array(ords, dtype=np.int64))):
                 by_name.setdefault(name, []).append(o)
-            out += [np.array(sorted(v), dtype=np.int64) for v in by_name.values() if len(v) > 1]
+            out += [np.array(v, dtype=np.int64) for v in by_name.values() if len(v) > 1]
         return sorted(out, key=lambda a: int(a[0]))
     by_name = {}
     for o, name in enumerate(names):

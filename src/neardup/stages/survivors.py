@@ -64,7 +64,9 @@ def array_components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     Labels only fall and are always members of their component, and the smallest member keeps
     its own, so what remains is each component's smallest member (as union-find names them,
     tests/test_properties.py). A few rounds of whole-array passes, O(log n) of them in practice."""
-    label = np.arange(n, dtype=np.int64)
+    # labels in 32 bits when every node's fits: the labels and each round's jump are the cluster
+    # stage's largest arrays while the second read's shingle ids are still held
+    label = np.arange(n, dtype=np.int32 if n < 2 ** 31 else np.int64)
     i = np.asarray(i, dtype=np.int64)
     j = np.asarray(j, dtype=np.int64)
     while i.size:
@@ -92,6 +94,10 @@ def choose_survivors(comp: np.ndarray, sk: np.ndarray, keep: str, lengths: np.nd
     optional) comes before the policy: the lowest value survives (a preferred source, an indexed
     document that must stay)."""
     n = sk.size
+    if keep == "first" and priority is None and _increasing(sk):
+        # components are named by their smallest member, which is then also the first in input
+        # order: the labels are the survivors (no sort, and none of its full-size temporaries)
+        return comp
     if keep == "first":
         primary = np.zeros(n)
     elif keep == "longest":
@@ -158,18 +164,30 @@ def outcomes(ids, reason, sk: np.ndarray, survivor_local: np.ndarray, kept: np.n
     from .columns import Floats, Labels, Names, repeated_names
 
     n_all = len(ids)
-    n = sk.size
     reason = reason.copy() if isinstance(reason, Labels) else _labels(reason)
+    # ordinals in 32 bits when every one fits: the two columns that hold them are the largest
+    # arrays of this stage (4 bytes a record each instead of 8)
+    otype = np.int32 if n_all < 2 ** 31 else np.int64
     survivor_of = sk[survivor_local]
     is_survivor = survivor_of == sk
     survivors = sk[is_survivor]
-    cluster = np.full(n_all, -1, dtype=np.int64)
-    duplicate_of = np.full(n_all, -1, dtype=np.int64)
-    similarity = np.full(n_all, np.nan)
+    del is_survivor
+    cluster = np.full(n_all, -1, dtype=otype)
     cluster[sk] = survivor_of
-    similarity[survivors] = 1.0
     m_ord, m_surv = sk[members], survivor_of[members]
+    if isinstance(exact_of, dict):
+        e_ord = np.fromiter(exact_of.keys(), np.int64, len(exact_of))
+        e_first = np.fromiter(exact_of.values(), np.int64, len(exact_of))
+    else:
+        e_ord, e_first = (np.asarray(a, dtype=np.int64) for a in exact_of)
+    e_surv = survivor_of[_local_indices(sk, e_first, n_all)]
+    del survivor_of
+    cluster[e_ord] = e_surv
+    duplicate_of = np.full(n_all, -1, dtype=otype)
     duplicate_of[m_ord] = m_surv
+    duplicate_of[e_ord] = e_surv
+    similarity = np.full(n_all, np.nan)
+    similarity[survivors] = 1.0
     # Python's round (correctly rounded), as clusters.jsonl always had it
     similarity[m_ord] = [round(float(x), 6) for x in np.asarray(member_similarity).tolist()]
     reason[m_ord] = "near"
@@ -177,35 +195,84 @@ def outcomes(ids, reason, sk: np.ndarray, survivor_local: np.ndarray, kept: np.n
     if chain_below is not None and members.size:
         low = m_ord[np.asarray(member_similarity) < chain_below]
         chained = take_values(ids, low)
-    if isinstance(exact_of, dict):
-        e_ord = np.fromiter(exact_of.keys(), np.int64, len(exact_of))
-        e_first = np.fromiter(exact_of.values(), np.int64, len(exact_of))
-    else:
-        e_ord, e_first = (np.asarray(a, dtype=np.int64) for a in exact_of)
-    local_of = np.full(n_all, -1, dtype=np.int64)
-    local_of[sk] = np.arange(n)
-    e_surv = survivor_of[local_of[e_first]]
-    cluster[e_ord] = e_surv
-    duplicate_of[e_ord] = e_surv
     # a copy of a survivor has similarity 1.0; of a near duplicate, that one's to its survivor
     similarity[e_ord] = similarity[e_first]
     reason[e_ord[e_surv != e_first]] = "near"
-    # cluster sizes by cluster id (records of equal ids share a count, as their lines share
-    # the id); a survivor is "kept" when its cluster has other members, "unique" otherwise
-    size_of = np.bincount(np.concatenate((survivor_of, e_surv)), minlength=n_all)
-    named_size = size_of.copy()
-    for group in repeated_names(ids) if repeated is None else repeated:
-        named_size[group] = size_of[group].sum()
-    multi = np.flatnonzero(named_size > 1)
+    # Cluster sizes by cluster id (records of equal ids share a count, as their lines share the
+    # id); a survivor is "kept" when its cluster has other members, "unique" otherwise. Only the
+    # survivors with members have a size above 1: they are counted from the members and copies
+    # (a few arrays as long as those), not by a count per record.
+    s_ord, s_count = np.unique(np.concatenate((m_surv, e_surv)), return_counts=True)
+    s_size = s_count + 1  # the survivor itself
+    groups = repeated_names(ids) if repeated is None else repeated
+    if groups:
+        g_ord = np.concatenate(groups)
+        own = _sizes_at(g_ord, s_ord, s_size, sk, survivor_local, n_all)
+        g_size = np.repeat(np.add.reduceat(own, np.cumsum([0] + [g.size for g in groups[:-1]])),
+                           [g.size for g in groups])
+        alone = ~np.isin(s_ord, g_ord)
+        ords = np.concatenate((s_ord[alone], g_ord))
+        sizes = np.concatenate((s_size[alone], g_size))
+        order = np.argsort(ords, kind="stable")
+        ords, sizes = ords[order], sizes[order]
+        big = sizes > 1
+        multi, multi_size = ords[big], sizes[big]
+        multi_survivors = multi[_sizes_at(multi, s_ord, s_size, sk, survivor_local, n_all) > 0]
+    else:
+        multi, multi_size, multi_survivors = s_ord, s_size, s_ord
     cluster_sizes: Counter = Counter()
-    for name, size in zip(take_values(ids, multi), named_size[multi].tolist()):
+    for name, size in zip(take_values(ids, multi), multi_size.tolist()):
         cluster_sizes[name] = size
-    big = named_size[survivors] > 1
-    reason[survivors[big]] = "kept"
-    reason[survivors[~big]] = "unique"
+    reason[survivors] = "unique"
+    reason[multi_survivors] = "kept"
     outcome = Outcome(ids=ids, reason=reason, cluster=Names(cluster, ids), duplicate_of=Names(duplicate_of, ids),
                       similarity=Floats(similarity), kept=kept)
     return outcome, cluster_sizes, chained
+
+
+def _increasing(sk: np.ndarray) -> bool:
+    """Whether the sketched records' ordinals are in increasing order (they are, but for
+    ``keep="source"``, which moves a holder's place to a later copy)."""
+    return bool(sk.size < 2 or (sk[1:] > sk[:-1]).all())
+
+
+def _local_indices(sk: np.ndarray, ordinals: np.ndarray, n_all: int) -> np.ndarray:
+    """The local index of each of ``ordinals`` (all sketched): found in ``sk`` by bisection when it
+    is increasing, else through a table by ordinal (8 bytes a record)."""
+    if _increasing(sk):
+        return np.searchsorted(sk, ordinals)
+    local_of = np.full(n_all, -1, dtype=np.int64)
+    local_of[sk] = np.arange(sk.size)
+    return local_of[ordinals]
+
+
+def _sizes_at(ordinals: np.ndarray, s_ord: np.ndarray, s_size: np.ndarray, sk: np.ndarray,
+              survivor_local: np.ndarray, n_all: int) -> np.ndarray:
+    """The size of the cluster each of ``ordinals`` survives (its members and itself), 0 for a
+    record that is no survivor: ``s_size`` for the survivors ``s_ord`` (sorted) with members, 1
+    for the other survivors."""
+    out = np.zeros(ordinals.size, dtype=np.int64)
+    if not ordinals.size:
+        return out
+    if s_ord.size:
+        pos = np.minimum(np.searchsorted(s_ord, ordinals), s_ord.size - 1)
+        hit = s_ord[pos] == ordinals
+        out[hit] = s_size[pos[hit]]
+    else:
+        hit = np.zeros(ordinals.size, dtype=bool)
+    if sk.size:
+        if _increasing(sk):
+            loc = np.minimum(np.searchsorted(sk, ordinals), sk.size - 1)
+            sketched = sk[loc] == ordinals
+        else:
+            local_of = np.full(n_all, -1, dtype=np.int64)
+            local_of[sk] = np.arange(sk.size)
+            loc = local_of[ordinals]
+            sketched = loc >= 0
+            loc = np.maximum(loc, 0)
+        alone = ~hit & sketched & (survivor_local[loc] == loc)
+        out[alone] = 1
+    return out
 
 
 def _labels(values):
