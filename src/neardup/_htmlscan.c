@@ -969,18 +969,67 @@ static inline int str_ready(PyObject *s) {
 
 static inline int is_printable_ascii(Py_UCS4 c) { return c > 0x20 && c < 0x7f; }
 
+/* Words of eight bytes tested at once (SWAR): whether every byte is in 0x20..0x7e (printable
+ * ASCII or a space) with no two spaces side by side. Exact: the range tests are the classic
+ * "has a byte less than / more than" tests (exact about whether there is one), the spaces are
+ * found byte by byte exactly (no borrow crosses a byte). */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline int word_of_words(uint64_t w, int unit_bits) {
+    if ((((w - ONES * 0x20) & ~w) | ((w + ONES) | w)) & HIGHS)
+        return 0;  /* a byte below 0x20, or above 0x7e */
+    uint64_t t = w ^ (ONES * 0x20);
+    uint64_t sp = ~(((t & ~HIGHS) + ~HIGHS) | t) & HIGHS;  /* the high bit of every space byte */
+    return !(sp & (sp << unit_bits));
+}
+
+/* The end of the run that starts at s[i], a printable ASCII character: printable ASCII
+ * characters and single spaces between two of them, which lines copies as they are and stats
+ * counts one each (a space between two characters collapses to itself). Read a word at a
+ * time where the width allows (1 and 2 bytes a character), then a character at a time. At
+ * the top of the loop s[j - 1] is printable ASCII, not a space. */
+#define RUN_IMPL(NAME, T)                                                                   \
+    static inline size_t NAME(const T *s, size_t i, size_t n) {                             \
+        const size_t per_word = 8 / sizeof(T);                                              \
+        size_t j = i + 1;                                                                   \
+        for (;;) {                                                                          \
+            if (sizeof(T) <= 2 && j + per_word <= n && s[j + per_word - 1] != ' ') {        \
+                uint64_t w;                                                                 \
+                memcpy(&w, s + j, 8);                                                       \
+                int ok;                                                                     \
+                if (sizeof(T) == 1)                                                         \
+                    ok = word_of_words(w, 8);                                               \
+                else /* every high byte 0, then the low ones tested with 'A' above them */ \
+                    ok = !(w & 0xFF00FF00FF00FF00ULL) && word_of_words(w | 0x4100410041004100ULL, 16); \
+                if (ok) {                                                                   \
+                    j += per_word;                                                          \
+                    continue;                                                               \
+                }                                                                           \
+            }                                                                               \
+            if (j < n && is_printable_ascii(s[j])) {                                        \
+                j++;                                                                        \
+            } else if (j + 1 < n && s[j] == ' ' && is_printable_ascii(s[j + 1])) {          \
+                j += 2;                                                                     \
+            } else {                                                                        \
+                return j;                                                                   \
+            }                                                                               \
+        }                                                                                   \
+    }
+
+RUN_IMPL(run_1, Py_UCS1)
+RUN_IMPL(run_2, Py_UCS2)
+RUN_IMPL(run_4, Py_UCS4)
+
 /* lines: ``o`` the output's length so far, ``pending`` 0 (nothing), 1 (a space) or 2 (a line
  * break) owed before the next character. */
-#define LINES_IMPL(NAME, T)                                                                 \
+#define LINES_IMPL(NAME, T, RUN)                                                            \
     static size_t NAME(const T *s, size_t n, T *out) {                                      \
         size_t o = 0;                                                                       \
         int pending = 0;                                                                    \
         for (size_t i = 0; i < n;) {                                                        \
             Py_UCS4 c = s[i];                                                               \
-            if (is_printable_ascii(c)) { /* a run of printable ASCII: copied at once */     \
-                size_t j = i + 1;                                                           \
-                while (j < n && is_printable_ascii(s[j]))                                   \
-                    j++;                                                                    \
+            if (is_printable_ascii(c)) { /* a run of words: copied at once */               \
+                size_t j = RUN(s, i, n);                                                    \
                 if (o && pending)                                                           \
                     out[o++] = pending == 2 ? '\n' : ' ';                                   \
                 pending = 0;                                                                \
@@ -1006,9 +1055,9 @@ static inline int is_printable_ascii(Py_UCS4 c) { return c > 0x20 && c < 0x7f; }
         return o;                                                                           \
     }
 
-LINES_IMPL(lines_1, Py_UCS1)
-LINES_IMPL(lines_2, Py_UCS2)
-LINES_IMPL(lines_4, Py_UCS4)
+LINES_IMPL(lines_1, Py_UCS1, run_1)
+LINES_IMPL(lines_2, Py_UCS2, run_2)
+LINES_IMPL(lines_4, Py_UCS4, run_4)
 
 static PyObject *py_lines(PyObject *self, PyObject *arg) {
     (void)self;
@@ -1043,16 +1092,14 @@ static PyObject *py_lines(PyObject *self, PyObject *arg) {
     return r;
 }
 
-#define STATS_IMPL(NAME, T)                                                                 \
+#define STATS_IMPL(NAME, T, RUN)                                                            \
     static void NAME(const T *s, size_t n, Py_ssize_t *chars_out, Py_ssize_t *link_out) {   \
         Py_ssize_t chars = 0, link = 0;                                                     \
         int pending = 0, in_link = 0, any = 0;                                              \
         for (size_t i = 0; i < n;) {                                                        \
             Py_UCS4 c = s[i];                                                               \
-            if (is_printable_ascii(c)) { /* a run of printable ASCII: counted at once */    \
-                size_t j = i + 1;                                                           \
-                while (j < n && is_printable_ascii(s[j]))                                   \
-                    j++;                                                                    \
+            if (is_printable_ascii(c)) { /* a run of words: counted at once */              \
+                size_t j = RUN(s, i, n);                                                    \
                 Py_ssize_t add = (Py_ssize_t)(j - i) + (any && pending);                    \
                 chars += add;                                                               \
                 if (in_link)                                                                \
@@ -1083,9 +1130,9 @@ static PyObject *py_lines(PyObject *self, PyObject *arg) {
         *link_out = link;                                                                   \
     }
 
-STATS_IMPL(stats_1, Py_UCS1)
-STATS_IMPL(stats_2, Py_UCS2)
-STATS_IMPL(stats_4, Py_UCS4)
+STATS_IMPL(stats_1, Py_UCS1, run_1)
+STATS_IMPL(stats_2, Py_UCS2, run_2)
+STATS_IMPL(stats_4, Py_UCS4, run_4)
 
 static PyObject *py_stats(PyObject *self, PyObject *arg) {
     (void)self;
