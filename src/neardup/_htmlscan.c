@@ -200,12 +200,17 @@ typedef struct {
 } letter_words;
 static letter_words by_letter[26];
 
+static size_t min_word_len;  /* the shortest word of the vocabulary */
+
 static int index_words(void) {
     memset(by_letter, 0, sizeof(by_letter));
+    min_word_len = SIZE_MAX;
     for (int pass = 0; pass < 2; pass++) {
         const word *list = pass ? EXACT : AFFIX;
         size_t count = pass ? NEXACT : NAFFIX;
         for (size_t k = 0; k < count; k++) {
+            if (list[k].len < min_word_len)
+                min_word_len = list[k].len;
             letter_words *l = &by_letter[list[k].w[0] - 'a'];
             if (l->n == MAX_WORDS_PER_LETTER)
                 return -1;
@@ -249,6 +254,8 @@ typedef struct {
 } name_cache;
 
 static int name_is_navigation(name_cache *cache, const unsigned char *base, size_t off, size_t n) {
+    if (n < min_word_len)
+        return 0;  /* holds no word (most of a page's class names: "k", "nf", "s1" of highlighted code) */
     uint32_t h = 2166136261u;
     for (size_t k = 0; k < n; k++)
         h = (h ^ base[off + k]) * 16777619u;
@@ -481,6 +488,10 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
         }
         if (is_end || an_len > MAX_ATTR)
             continue;
+        /* only the names read below: id (2), role (4), class and style (5), hidden (6), and the
+         * data-neardup- ones (more than 13) */
+        if (an_len != 2 && an_len != 4 && an_len != 5 && an_len != 6 && an_len <= 13)
+            continue;
         unsigned char a[MAX_ATTR];
         for (size_t x = 0; x < an_len; x++)
             a[x] = ascii_lower(s[an + x]);
@@ -549,11 +560,18 @@ typedef struct {
  * a <font color> in SVG, the encoding of MathML's <annotation-xml>, a declarative shadow root):
  * they keep all of theirs. */
 static int attributes_matter(const tag *t) {
-    static const char *const names[] = {"input", "font", "annotation-xml", "template"};
-    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-        if (t->name_len == strlen(names[k]) && memcmp(t->name, names[k], t->name_len) == 0)
-            return 1;
-    return 0;
+    switch (t->name_len) {  /* by length first: one comparison for most tags */
+    case 4:
+        return memcmp(t->name, "font", 4) == 0;
+    case 5:
+        return memcmp(t->name, "input", 5) == 0;
+    case 8:
+        return memcmp(t->name, "template", 8) == 0;
+    case 14:
+        return memcmp(t->name, "annotation-xml", 14) == 0;
+    default:
+        return 0;
+    }
 }
 
 /* A start tag as it goes to the parser: its name, the marks, and (``strip``) of its attributes

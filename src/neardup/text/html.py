@@ -545,14 +545,13 @@ _BODY_BLOCKS = frozenset({"table", "ul", "ol", "dl", "div", "p", "center", "form
 def _drop_dense_blocks(body) -> None:
     """Under <body>, drop the top-level blocks that are mostly links (menus without names)."""
     blocks = _get_ids().body_blocks
-    node = body.child
-    while node is not None:
-        nxt = node.next
+    # The element children, listed before any is removed (a removed node has no next sibling);
+    # iter() skips the text nodes in C (the form feeds between blocks make one per block).
+    for node in list(body.iter()):
         if node.tag_id in blocks:
             chars, links = _stats(node.text_lexbor())
             if chars and links >= BODY_LINK_DENSITY * chars:
                 node.remove()
-        node = nxt
 
 
 def _scanned(html: str | bytes, cut_navigation: bool = False):
