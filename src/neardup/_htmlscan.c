@@ -200,12 +200,17 @@ typedef struct {
 } letter_words;
 static letter_words by_letter[26];
 
+static size_t min_word_len;  /* the shortest word of the vocabulary */
+
 static int index_words(void) {
     memset(by_letter, 0, sizeof(by_letter));
+    min_word_len = SIZE_MAX;
     for (int pass = 0; pass < 2; pass++) {
         const word *list = pass ? EXACT : AFFIX;
         size_t count = pass ? NEXACT : NAFFIX;
         for (size_t k = 0; k < count; k++) {
+            if (list[k].len < min_word_len)
+                min_word_len = list[k].len;
             letter_words *l = &by_letter[list[k].w[0] - 'a'];
             if (l->n == MAX_WORDS_PER_LETTER)
                 return -1;
@@ -249,6 +254,8 @@ typedef struct {
 } name_cache;
 
 static int name_is_navigation(name_cache *cache, const unsigned char *base, size_t off, size_t n) {
+    if (n < min_word_len)
+        return 0;  /* holds no word (most of a page's class names: "k", "nf", "s1" of highlighted code) */
     uint32_t h = 2166136261u;
     for (size_t k = 0; k < n; k++)
         h = (h ^ base[off + k]) * 16777619u;
@@ -481,6 +488,10 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
         }
         if (is_end || an_len > MAX_ATTR)
             continue;
+        /* only the names read below: id (2), role (4), class and style (5), hidden (6), and the
+         * data-neardup- ones (more than 13) */
+        if (an_len != 2 && an_len != 4 && an_len != 5 && an_len != 6 && an_len <= 13)
+            continue;
         unsigned char a[MAX_ATTR];
         for (size_t x = 0; x < an_len; x++)
             a[x] = ascii_lower(s[an + x]);
@@ -549,11 +560,18 @@ typedef struct {
  * a <font color> in SVG, the encoding of MathML's <annotation-xml>, a declarative shadow root):
  * they keep all of theirs. */
 static int attributes_matter(const tag *t) {
-    static const char *const names[] = {"input", "font", "annotation-xml", "template"};
-    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-        if (t->name_len == strlen(names[k]) && memcmp(t->name, names[k], t->name_len) == 0)
-            return 1;
-    return 0;
+    switch (t->name_len) {  /* by length first: one comparison for most tags */
+    case 4:
+        return memcmp(t->name, "font", 4) == 0;
+    case 5:
+        return memcmp(t->name, "input", 5) == 0;
+    case 8:
+        return memcmp(t->name, "template", 8) == 0;
+    case 14:
+        return memcmp(t->name, "annotation-xml", 14) == 0;
+    default:
+        return 0;
+    }
 }
 
 /* A start tag as it goes to the parser: its name, the marks, and (``strip``) of its attributes
@@ -969,18 +987,67 @@ static inline int str_ready(PyObject *s) {
 
 static inline int is_printable_ascii(Py_UCS4 c) { return c > 0x20 && c < 0x7f; }
 
+/* Words of eight bytes tested at once (SWAR): whether every byte is in 0x20..0x7e (printable
+ * ASCII or a space) with no two spaces side by side. Exact: the range tests are the classic
+ * "has a byte less than / more than" tests (exact about whether there is one), the spaces are
+ * found byte by byte exactly (no borrow crosses a byte). */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline int word_of_words(uint64_t w, int unit_bits) {
+    if ((((w - ONES * 0x20) & ~w) | ((w + ONES) | w)) & HIGHS)
+        return 0;  /* a byte below 0x20, or above 0x7e */
+    uint64_t t = w ^ (ONES * 0x20);
+    uint64_t sp = ~(((t & ~HIGHS) + ~HIGHS) | t) & HIGHS;  /* the high bit of every space byte */
+    return !(sp & (sp << unit_bits));
+}
+
+/* The end of the run that starts at s[i], a printable ASCII character: printable ASCII
+ * characters and single spaces between two of them, which lines copies as they are and stats
+ * counts one each (a space between two characters collapses to itself). Read a word at a
+ * time where the width allows (1 and 2 bytes a character), then a character at a time. At
+ * the top of the loop s[j - 1] is printable ASCII, not a space. */
+#define RUN_IMPL(NAME, T)                                                                   \
+    static inline size_t NAME(const T *s, size_t i, size_t n) {                             \
+        const size_t per_word = 8 / sizeof(T);                                              \
+        size_t j = i + 1;                                                                   \
+        for (;;) {                                                                          \
+            if (sizeof(T) <= 2 && j + per_word <= n && s[j + per_word - 1] != ' ') {        \
+                uint64_t w;                                                                 \
+                memcpy(&w, s + j, 8);                                                       \
+                int ok;                                                                     \
+                if (sizeof(T) == 1)                                                         \
+                    ok = word_of_words(w, 8);                                               \
+                else /* every high byte 0, then the low ones tested with 'A' above them */ \
+                    ok = !(w & 0xFF00FF00FF00FF00ULL) && word_of_words(w | 0x4100410041004100ULL, 16); \
+                if (ok) {                                                                   \
+                    j += per_word;                                                          \
+                    continue;                                                               \
+                }                                                                           \
+            }                                                                               \
+            if (j < n && is_printable_ascii(s[j])) {                                        \
+                j++;                                                                        \
+            } else if (j + 1 < n && s[j] == ' ' && is_printable_ascii(s[j + 1])) {          \
+                j += 2;                                                                     \
+            } else {                                                                        \
+                return j;                                                                   \
+            }                                                                               \
+        }                                                                                   \
+    }
+
+RUN_IMPL(run_1, Py_UCS1)
+RUN_IMPL(run_2, Py_UCS2)
+RUN_IMPL(run_4, Py_UCS4)
+
 /* lines: ``o`` the output's length so far, ``pending`` 0 (nothing), 1 (a space) or 2 (a line
  * break) owed before the next character. */
-#define LINES_IMPL(NAME, T)                                                                 \
+#define LINES_IMPL(NAME, T, RUN)                                                            \
     static size_t NAME(const T *s, size_t n, T *out) {                                      \
         size_t o = 0;                                                                       \
         int pending = 0;                                                                    \
         for (size_t i = 0; i < n;) {                                                        \
             Py_UCS4 c = s[i];                                                               \
-            if (is_printable_ascii(c)) { /* a run of printable ASCII: copied at once */     \
-                size_t j = i + 1;                                                           \
-                while (j < n && is_printable_ascii(s[j]))                                   \
-                    j++;                                                                    \
+            if (is_printable_ascii(c)) { /* a run of words: copied at once */               \
+                size_t j = RUN(s, i, n);                                                    \
                 if (o && pending)                                                           \
                     out[o++] = pending == 2 ? '\n' : ' ';                                   \
                 pending = 0;                                                                \
@@ -1006,9 +1073,9 @@ static inline int is_printable_ascii(Py_UCS4 c) { return c > 0x20 && c < 0x7f; }
         return o;                                                                           \
     }
 
-LINES_IMPL(lines_1, Py_UCS1)
-LINES_IMPL(lines_2, Py_UCS2)
-LINES_IMPL(lines_4, Py_UCS4)
+LINES_IMPL(lines_1, Py_UCS1, run_1)
+LINES_IMPL(lines_2, Py_UCS2, run_2)
+LINES_IMPL(lines_4, Py_UCS4, run_4)
 
 static PyObject *py_lines(PyObject *self, PyObject *arg) {
     (void)self;
@@ -1043,16 +1110,14 @@ static PyObject *py_lines(PyObject *self, PyObject *arg) {
     return r;
 }
 
-#define STATS_IMPL(NAME, T)                                                                 \
+#define STATS_IMPL(NAME, T, RUN)                                                            \
     static void NAME(const T *s, size_t n, Py_ssize_t *chars_out, Py_ssize_t *link_out) {   \
         Py_ssize_t chars = 0, link = 0;                                                     \
         int pending = 0, in_link = 0, any = 0;                                              \
         for (size_t i = 0; i < n;) {                                                        \
             Py_UCS4 c = s[i];                                                               \
-            if (is_printable_ascii(c)) { /* a run of printable ASCII: counted at once */    \
-                size_t j = i + 1;                                                           \
-                while (j < n && is_printable_ascii(s[j]))                                   \
-                    j++;                                                                    \
+            if (is_printable_ascii(c)) { /* a run of words: counted at once */              \
+                size_t j = RUN(s, i, n);                                                    \
                 Py_ssize_t add = (Py_ssize_t)(j - i) + (any && pending);                    \
                 chars += add;                                                               \
                 if (in_link)                                                                \
@@ -1083,9 +1148,9 @@ static PyObject *py_lines(PyObject *self, PyObject *arg) {
         *link_out = link;                                                                   \
     }
 
-STATS_IMPL(stats_1, Py_UCS1)
-STATS_IMPL(stats_2, Py_UCS2)
-STATS_IMPL(stats_4, Py_UCS4)
+STATS_IMPL(stats_1, Py_UCS1, run_1)
+STATS_IMPL(stats_2, Py_UCS2, run_2)
+STATS_IMPL(stats_4, Py_UCS4, run_4)
 
 static PyObject *py_stats(PyObject *self, PyObject *arg) {
     (void)self;
@@ -1110,10 +1175,18 @@ static PyObject *py_stats(PyObject *self, PyObject *arg) {
 
 /* Whether bytes are valid UTF-8 as Python's strict decoder reads it (no overlong forms, no
  * surrogates, nothing above U+10FFFF): then the page is read as its bytes, not decoded to a str
- * and encoded back. Runs of ASCII are skipped eight bytes at a time. */
+ * and encoded back. Runs of ASCII are skipped 32 bytes, then eight bytes at a time. */
 static int utf8_valid(const unsigned char *s, size_t n) {
     size_t i = 0;
     while (i < n) {
+        if (i + 32 <= n) {  /* four words at a time while they are ASCII */
+            uint64_t w[4];
+            memcpy(w, s + i, 32);
+            if (!((w[0] | w[1] | w[2] | w[3]) & 0x8080808080808080ULL)) {
+                i += 32;
+                continue;
+            }
+        }
         if (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, s + i, 8);

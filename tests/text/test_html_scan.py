@@ -93,6 +93,21 @@ def test_lines_and_stats_on_random_text():
         assert _htmlscan.stats(t) == html_scan.stats_python(t), repr(t)
 
 
+def test_lines_and_stats_on_runs_of_words():
+    # runs of printable ASCII with single spaces are copied and counted a word (8 bytes) at a
+    # time: the bytes at the edges of the range (0x1f, space, '!', '~', 0x7f), double spaces
+    # and a space at the end of a word, at every alignment and in every width of str
+    rng = random.Random(11)
+    pieces = ["word", "a", "!~", " ", " ", "  ", "\x1f", "\x7f", "\x80", "\x0c", "\x01", "\x02", "\t", "\u0120",
+              "\u2000", "\u4e2d", "\U0001f600", "\x00", "xyzzy!"]
+    for _ in range(3000):
+        t = "".join(rng.choice(pieces[:6]) if rng.random() < 0.85 else rng.choice(pieces)
+                    for _ in range(rng.randrange(0, 60)))
+        for u in (t, t + "\u4e2d", "\U0001f600" + t, t[1:]):
+            assert _htmlscan.lines(u) == html_scan.lines_python(u), repr(u)
+            assert _htmlscan.stats(u) == html_scan.stats_python(u), repr(u)
+
+
 def test_lines_and_stats_read_every_width_of_str():
     # a str is stored 1, 2 or 4 bytes a character (PEP 393); lines() and stats() read each in
     # place, and lines() returns the narrowest str that holds its result (else it would not

@@ -404,14 +404,28 @@ _lexbor = None
 
 
 def _get_lexbor():
+    """A function of the markup that gives its lexbor tree, or False when selectolax is missing.
+
+    The tree is built without lexbor's mutation events (WO_EVENTS): they run a callback over every
+    inserted node, for what only a browser needs (style sheets, and the copy of a select's chosen
+    option into its <selectedcontent>, inside a select, which every mode drops); 5 % of the parse's
+    instructions on the labelled set, the same texts."""
     global _lexbor
     if _lexbor is None:
         try:
             from selectolax.lexbor import LexborHTMLParser
-
-            _lexbor = LexborHTMLParser
         except ImportError:
             _lexbor = False
+        else:
+            _lexbor = LexborHTMLParser
+            try:
+                from selectolax.lexbor import LexborDocumentOptions
+
+                quiet = functools.partial(LexborHTMLParser, options=int(LexborDocumentOptions.WO_EVENTS))
+                quiet("<p>")
+                _lexbor = quiet
+            except (ImportError, TypeError):  # pragma: no cover - a selectolax without the option
+                pass
     return _lexbor
 
 
@@ -531,14 +545,13 @@ _BODY_BLOCKS = frozenset({"table", "ul", "ol", "dl", "div", "p", "center", "form
 def _drop_dense_blocks(body) -> None:
     """Under <body>, drop the top-level blocks that are mostly links (menus without names)."""
     blocks = _get_ids().body_blocks
-    node = body.child
-    while node is not None:
-        nxt = node.next
+    # The element children, listed before any is removed (a removed node has no next sibling);
+    # iter() skips the text nodes in C (the form feeds between blocks make one per block).
+    for node in list(body.iter()):
         if node.tag_id in blocks:
             chars, links = _stats(node.text_lexbor())
             if chars and links >= BODY_LINK_DENSITY * chars:
                 node.remove()
-        node = nxt
 
 
 def _scanned(html: str | bytes, cut_navigation: bool = False):
