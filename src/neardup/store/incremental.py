@@ -21,11 +21,11 @@ joined are merged in the index, so that the next run finds what a joint run of a
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+import orjson
 
 from ..errors import ConfigError
 from ..stages.candidates import band_keys, estimate_filter, estimate_floor
@@ -185,11 +185,12 @@ class Against:
         distinct = np.unique(buckets)
         # the buckets in a temporary table, and one join: each bucket is a range of the postings' key
         # (handed over as one JSON array: 3 times faster than an insert per bucket; sorted, so
-        # the join walks the postings' B-tree in order)
+        # the join walks the postings' B-tree in order; orjson writes it from the array, where the
+        # json module's encoder walked a Python list under the GIL)
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS against_buckets (lo INTEGER NOT NULL)")
         conn.execute("DELETE FROM temp.against_buckets")
         conn.execute("INSERT INTO temp.against_buckets (lo) SELECT value FROM json_each(?)",
-                     (json.dumps((distinct << DOC_BITS).tolist()),))
+                     (orjson.dumps(distinct << DOC_BITS, option=orjson.OPT_SERIALIZE_NUMPY).decode(),))
         rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
                             f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
         conn.execute("DELETE FROM temp.against_buckets")
