@@ -561,7 +561,7 @@ def process_age_seconds() -> float | None:
 
 def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | None = None,
          in_memory_mb: float | None = None, sample_records: int = DEFAULT_SAMPLE_RECORDS, write_kept: bool = True,
-         startup_seconds: float = 0.0, machine: dict | None = None) -> dict:
+         startup_seconds: float = 0.0, machine: dict | None = None, runs: dict | None = None) -> dict:
     """Predict the ``neardup dedup`` run of ``paths`` with ``config`` (see the module).
 
     Returns one dict: ``documents``, ``input_bytes``, ``candidate_pairs``, ``verified_pairs``,
@@ -573,7 +573,9 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
     ``startup_seconds``: the interpreter start and imports of a ``neardup dedup`` process, added
     to the predicted time (the command line measures its own). ``machine``: the facts of
     :func:`machine_facts` to plan for (default: this machine's, now), for a machine with less
-    memory or disk than this one.
+    memory or disk than this one. ``runs``: the ``runs`` of an earlier plan of the same inputs
+    and options, to plan again (for another ``machine``) from those measurements instead of
+    running the sample again: the same predictions, only the advice differs.
     """
     from .cpus import available_cpus
 
@@ -588,6 +590,21 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
     n_sample = sample.records
     if not n_sample or documents <= 0:
         raise InputError("the inputs hold no records")
+    if runs is not None:
+        start, small, large, unheld = (runs[k] for k in ("smallest", "half", "whole", "nothing_held"))
+        half_how = small.get("how", "the half sample of the earlier plan")
+        f0, f1, f2 = (run.get("fraction", min(1.0, run["records"] / documents)) for run in (start, small, large))
+    else:
+        start, small, large, unheld, half_how, (f0, f1, f2) = _sample_runs(sample, documents, config, jobs,
+                                                                           budget_mb, write_kept)
+    return _predict(sample, config, machine, budget_mb, jobs, startup_seconds, start, small, large, unheld,
+                    half_how, f0, f1, f2)
+
+
+def _sample_runs(sample, documents: int, config: DedupConfig, jobs: int, budget_mb: float, write_kept: bool):
+    """The engine run on the sample's smallest part, half, whole, and half with nothing held:
+    ``(smallest, half, whole, nothing_held, how the half was taken, (f0, f1, f2))``, each run's
+    records as a fraction of the input's."""
     scratch = tempfile.mkdtemp(prefix="neardup-plan-")
     try:
         whole, n2 = sample.write(os.path.join(scratch, "sample"))
@@ -608,6 +625,18 @@ def plan(paths: list[str], config: DedupConfig = DedupConfig(), *, jobs: int | N
         unheld = measure(half, config, jobs=jobs, in_memory_mb=0, write_kept=write_kept, scratch=scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    small["how"] = half_how
+    for run, fraction in ((start, f0), (small, f1), (large, f2)):
+        run["fraction"] = fraction  # (what a plan from these runs again needs: runs=)
+    return start, small, large, unheld, half_how, (f0, f1, f2)
+
+
+def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs: int, startup_seconds: float,
+             start: dict, small: dict, large: dict, unheld: dict, half_how: str, f0: float, f1: float,
+             f2: float) -> dict:
+    """:func:`plan`'s predictions and advice from its sample runs."""
+    documents = sample.documents
+    n_sample = sample.records
     n0, n1, n2 = start["records"], small["records"], large["records"]
     n = documents
 
