@@ -237,13 +237,23 @@ def _increasing(sk: np.ndarray) -> bool:
 
 
 def _local_indices(sk: np.ndarray, ordinals: np.ndarray, n_all: int) -> np.ndarray:
-    """The local index of each of ``ordinals`` (all sketched): found in ``sk`` by bisection when it
-    is increasing, else through a table by ordinal (8 bytes a record)."""
+    """The local index of each of ``ordinals`` (all sketched): :func:`_locate`'s."""
+    if not ordinals.size:
+        return np.zeros(0, dtype=np.int64)
+    return _locate(sk, ordinals, n_all)[0]
+
+
+def _locate(sk: np.ndarray, ordinals: np.ndarray, n_all: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(local index, sketched)`` of each of ``ordinals`` in ``sk`` (non-empty): found by bisection
+    when ``sk`` is increasing, else through a table by ordinal (8 bytes a record); the index of
+    an ordinal that is not sketched is some valid index, and ``sketched`` False."""
     if _increasing(sk):
-        return np.searchsorted(sk, ordinals)
+        loc = np.minimum(np.searchsorted(sk, ordinals), sk.size - 1)
+        return loc, sk[loc] == ordinals
     local_of = np.full(n_all, -1, dtype=np.int64)
     local_of[sk] = np.arange(sk.size)
-    return local_of[ordinals]
+    loc = local_of[ordinals]
+    return np.maximum(loc, 0), loc >= 0
 
 
 def _sizes_at(ordinals: np.ndarray, s_ord: np.ndarray, s_size: np.ndarray, sk: np.ndarray,
@@ -261,15 +271,7 @@ def _sizes_at(ordinals: np.ndarray, s_ord: np.ndarray, s_size: np.ndarray, sk: n
     else:
         hit = np.zeros(ordinals.size, dtype=bool)
     if sk.size:
-        if _increasing(sk):
-            loc = np.minimum(np.searchsorted(sk, ordinals), sk.size - 1)
-            sketched = sk[loc] == ordinals
-        else:
-            local_of = np.full(n_all, -1, dtype=np.int64)
-            local_of[sk] = np.arange(sk.size)
-            loc = local_of[ordinals]
-            sketched = loc >= 0
-            loc = np.maximum(loc, 0)
+        loc, sketched = _locate(sk, ordinals, n_all)
         alone = ~hit & sketched & (survivor_local[loc] == loc)
         out[alone] = 1
     return out
