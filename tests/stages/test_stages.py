@@ -120,3 +120,27 @@ def test_outcomes_in_columns_equal_outcomes_of_lists():
     assert sizes_a == sizes_b == {"a": 3, "d": 2} and chained_a == chained_b == ["b"]
     assert list(b.reason) == ["kept", "near", "near", "kept", "skipped:empty", "kept"]
     assert list(b.similarity)[1] == round(0.123456789, 6)
+
+
+@pytest.mark.parametrize("family", ["mulshift32", "mulshift64", "affine61"])
+@pytest.mark.parametrize("kernel", [True, False])
+def test_signatures_of_ids_are_the_sketch_signatures(family, kernel, monkeypatch):
+    """The Spark engine stores shingle ids only and computes its candidates' signatures again
+    from them: they must be the sketch's own values, with the kernel and with the Python
+    definition, for every family (texts shorter than a shingle and repeated words included)."""
+    import dataclasses
+
+    from neardup import _native
+    from neardup.stages.sketch import signatures_of_ids, sketch_texts
+
+    config = DedupConfig()
+    minhash = dataclasses.replace(config.minhash, family=family)
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
+    texts = [" ".join(words[(i * 7 + j * 3) % len(words)] for j in range(5 + i % 23)) for i in range(60)]
+    texts += ["short", "two words", "again again again again again again again"]
+    sketch = sketch_texts(texts, config.shingle, minhash, jobs=1)
+    if not kernel:
+        monkeypatch.setattr(_native, "available", lambda: False)
+    again = signatures_of_ids(sketch.ids, sketch.offsets, minhash)
+    assert again.dtype == np.uint64 and again.shape == sketch.values.shape
+    assert np.array_equal(again, sketch.values)

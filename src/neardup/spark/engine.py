@@ -65,6 +65,7 @@ import numpy as np
 
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
+from ..params import MinHashParams
 from ..pipeline import peak_memory_mb, run_summary, stage_table
 from ..stages.candidates import estimate_floor
 from ..stages.survivors import keep_value, kinds_table
@@ -267,10 +268,14 @@ def _sketch_schema(extra_fields=()):
         T.StructField("keyval", T.DoubleType()),
         T.StructField("fp", T.LongType()),
         T.StructField("n", T.LongType()),
-        T.StructField("sig", T.BinaryType()),
+        # the sorted distinct shingle ids (uint64 each): verification reads them, and the
+        # signatures of the candidate pairs' documents are computed again from them
+        # (:func:`neardup.stages.sketch.signatures_of_ids`) rather than stored for every
+        # document: the table is the largest thing a run materializes, and a signature
+        # (8 bytes a permutation) was almost half of it
         T.StructField("ids", T.BinaryType()),
         # the band keys (uint64 each, minhash), computed with the signatures: the candidate
-        # stage reads them, 8 bytes a band instead of the signature's 8 bytes a permutation
+        # stage reads them, 8 bytes a band
         T.StructField("bands", T.BinaryType()),
     ]
     return T.StructType(fields + list(extra_fields))
@@ -318,7 +323,6 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
         length = [0] * n_rows
         fp: list = [None] * n_rows
         ns: list = [None] * n_rows
-        sig: list = [None] * n_rows
         ids: list = [None] * n_rows
         bands: list = [None] * n_rows
         docs = []
@@ -351,7 +355,6 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
                 reason[i] = ""
                 fp[i] = fps_i[k]
                 if want_sig:
-                    sig[i] = s.values[k].tobytes()
                     bands[i] = keys[k].tobytes()
                 if want_ids:
                     ids[i] = s.ids[offs[k]:offs[k + 1]].tobytes()
@@ -363,11 +366,10 @@ def _sketch_recs(recs: Iterator[_Recs], config: DedupConfig, need_kernel: bool =
             pa.array(rb.keyvals, type=pa.float64()),
             pa.array(fp, type=pa.int64()),
             pa.array(ns, type=pa.int64()),
-            pa.array(sig, type=pa.binary()),
             pa.array(ids, type=pa.binary()),
             pa.array(bands, type=pa.binary()),
         ]
-        names = ["_key", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids", "bands"]
+        names = ["_key", "id", "reason", "length", "keyval", "fp", "n", "ids", "bands"]
         for name, arr in rb.extras.items():
             arrays.append(arr)
             names.append(name)
@@ -487,7 +489,7 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
         fp = np.zeros(n_rows, dtype=np.int64)
         ns = np.zeros(n_rows, dtype=np.int64)
         has_n = np.zeros(n_rows, dtype=bool)
-        sig_data, ids_data, band_data, id_bytes = b"", b"", b"", np.zeros(n_rows, dtype=np.int64)
+        ids_data, band_data, id_bytes = b"", b"", np.zeros(n_rows, dtype=np.int64)
         if sk_rows:
             rows = np.array(sk_rows, dtype=np.int64)
             s, too_large = sketch_parts(parts, config.shingle, config.minhash, with_ids=want_ids)
@@ -500,9 +502,7 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
             for k in np.flatnonzero(~ok).tolist():
                 reason[int(rows[k])] = "skipped:too_large_nfkc" if k in too_large else "skipped:empty"
             if want_sig:
-                values = np.ascontiguousarray(s.values[ok])
-                sig_data = values.tobytes()
-                band_data = _band_keys_of(values, band).tobytes()
+                band_data = _band_keys_of(np.ascontiguousarray(s.values[ok]), band).tobytes()
             if want_ids:
                 ids_data = np.asarray(s.ids, dtype=np.uint64).tobytes()
                 id_bytes[rows] = counts * 8
@@ -514,10 +514,9 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
             pa.array(np.full(n_rows, np.nan)),
             pa.array(fp, mask=~valid),
             pa.array(ns, mask=~has_n),
-            _binary_column(valid & want_sig, np.full(n_rows, m * 8), sig_data),
             _binary_column(valid & want_ids, id_bytes, ids_data),
             _binary_column(valid & want_sig, np.full(n_rows, 8 * (band.bands if band else 0)), band_data),
-        ], names=["_key", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids", "bands"])
+        ], names=["_key", "id", "reason", "length", "keyval", "fp", "n", "ids", "bands"])
 
 
 def _map_jsonl(batches, ctx, config):
@@ -679,28 +678,30 @@ def _distinct_pairs(batches):
                                          names=["a", "b"])
 
 
-def _verify_groups(batches, pairs_of, num_perm: int, floor: float | None, measure: str):
-    """The documents of a shuffle partition's group of candidate pairs, ``(part, ordinal, sig,
-    ids)`` (``pairs_of.value[part]``: the group's pairs ``(a, b)``) -> every pair's ``(a, b,
-    passed, score, jaccard_r, estimate_r)``: the local engine's estimate filter
+def _verify_groups(batches, pairs_of, minhash: MinHashParams, floor: float | None, measure: str):
+    """The documents of a shuffle partition's group of candidate pairs, ``(part, ordinal, ids)``
+    (``pairs_of.value[part]``: the group's pairs ``(a, b)``) -> every pair's ``(a, b, passed,
+    score, jaccard_r, estimate_r)``: the local engine's estimate filter
     (:func:`neardup.stages.candidates.estimate_filter`, ``floor`` None: all pass) and exact
     verification (:func:`neardup.stages.verify.pair_similarities`) of the pairs that pass it,
-    with the signatures and shingle ids read in place from the Arrow batches."""
+    with the shingle ids read in place from the Arrow batches and the signatures computed from
+    them (:func:`neardup.stages.sketch.signatures_of_ids`: the sketch's own values)."""
     import pyarrow as pa
+
+    from ..stages.sketch import signatures_of_ids
 
     part_l, ord_l, sig_l, ids_l, count_l = [], [], [], [], []
     for rb in batches:
         if rb.num_rows:
             part_l.append(rb.column(0).to_numpy().astype(np.int64))
             ord_l.append(rb.column(1).to_numpy())
-            sig_l.append(_u64_runs(rb.column(2)).reshape(-1, num_perm))
-            ids_l.append(_u64_runs(rb.column(3)))
-            count_l.append(np.diff(_binary_offsets(rb.column(3))) // 8)
+            ids_l.append(_u64_runs(rb.column(2)))
+            count_l.append(np.diff(_binary_offsets(rb.column(2))) // 8)
+            sig_l.append(signatures_of_ids(ids_l[-1], _run_offsets(count_l[-1]), minhash))
     if not ord_l:
         return
     part, ords, counts = np.concatenate(part_l), np.concatenate(ord_l), np.concatenate(count_l)
-    offsets = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
+    offsets = _run_offsets(counts)
     keyed = (part << 32) | ords  # ordinals are below 2**32 (see _bucket_pairs)
     order = np.argsort(keyed, kind="stable")
     keyed = keyed[order]
@@ -720,6 +721,13 @@ def _verify_groups(batches, pairs_of, num_perm: int, floor: float | None, measur
         yield pa.RecordBatch.from_arrays([
             pa.array(ga), pa.array(gb), pa.array(passed), pa.array(score), _rounded(jac), _rounded(est),
         ], names=["a", "b", "passed", "score", "jaccard_r", "estimate_r"])
+
+
+def _run_offsets(counts: np.ndarray) -> np.ndarray:
+    """The ``counts.size + 1`` offsets of runs of ``counts`` values laid end to end."""
+    offsets = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets
 
 
 def _measured_pairs(signatures, ids, offsets, counts, ia: np.ndarray, ib: np.ndarray, floor: float | None,
@@ -766,20 +774,22 @@ def _partition_targets(spark, nparts: int) -> tuple:
     return tuple(first.get(p, p) for p in range(nparts))
 
 
-def _estimate_and_verify(batches, num_perm: int, floor: float | None, measure: str):
-    """(a, b, sig_a, ids_a, sig_b, ids_b) -> (a, b, estimate, passed, jaccard, score, jaccard_r,
-    estimate_r): :func:`_measured_pairs` of each candidate pair."""
+def _estimate_and_verify(batches, minhash: MinHashParams, floor: float | None, measure: str):
+    """(a, b, ids_a, ids_b) -> (a, b, estimate, passed, jaccard, score, jaccard_r, estimate_r):
+    :func:`_measured_pairs` of each candidate pair, the signatures computed from the ids."""
     import pyarrow as pa
+
+    from ..stages.sketch import signatures_of_ids
 
     for rb in batches:
         k = rb.num_rows
         if k == 0:
             continue
-        sigs = [_u64_runs(rb.column(c)).reshape(-1, num_perm) for c in (2, 4)]
-        ids = [_u64_runs(rb.column(c)) for c in (3, 5)]
-        counts = np.concatenate([np.diff(_binary_offsets(rb.column(c))) // 8 for c in (3, 5)])
-        offsets = np.zeros(2 * k + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
+        ids = [_u64_runs(rb.column(c)) for c in (2, 3)]
+        side_counts = [np.diff(_binary_offsets(rb.column(c))) // 8 for c in (2, 3)]
+        sigs = [signatures_of_ids(i, _run_offsets(c), minhash) for i, c in zip(ids, side_counts)]
+        counts = np.concatenate(side_counts)
+        offsets = _run_offsets(counts)
         est, passed, jac, score = _measured_pairs(sigs, ids, offsets, counts, np.arange(k), np.arange(k, 2 * k),
                                                      floor, measure)
         yield pa.RecordBatch.from_arrays([
@@ -910,7 +920,7 @@ def _partitions_for(spark, nbytes: float) -> int:
 
 
 def _core(spark, docs, config: DedupConfig, st: _Stages):
-    """Everything after sketching. ``docs``: (ordinal, id, reason, length, keyval, fp, n, sig, ids),
+    """Everything after sketching. ``docs``: (ordinal, id, reason, length, keyval, fp, n, ids, bands),
     one row per input record, materialized. Returns (clusters, pairs, stats)."""
     sketched, exact, edges, stats = _verified_edges(spark, docs, config, st)
     return _cluster_frames(spark, docs, sketched, exact, edges, stats, config, st)
@@ -919,7 +929,7 @@ def _core(spark, docs, config: DedupConfig, st: _Stages):
 def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
     """The exact pass, candidates and verification as DataFrames (the DataFrame API and outputs
     on a Hadoop file system; :func:`_dedup_on_driver` for local outputs): ``(sketched, exact,
-    edges, stats)``, the first holders' (ordinal, length, keyval, n, sig, ids), the exact copies'
+    edges, stats)``, the first holders' (ordinal, length, keyval, n, ids, bands), the exact copies'
     (ordinal, rep), and the verified edges (a, b, estimate, jaccard, score, jaccard_r,
     estimate_r), by ordinals."""
     from pyspark.sql import functions as F
@@ -931,7 +941,7 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
     parts = _partitions(spark)
 
     # -- exact pass: all but the lowest ordinal of each fingerprint are exact duplicates
-    columns = ("ordinal", "length", "keyval", "n", "sig", "ids", "bands")
+    columns = ("ordinal", "length", "keyval", "n", "ids", "bands")
     valid = docs.where(F.col("reason") == "").select("ordinal", "fp")
     rep = valid.groupBy("fp").agg(F.min("ordinal").alias("rep"))
     with_rep = valid.join(rep, "fp").select("ordinal", "rep")
@@ -961,16 +971,16 @@ def _verified_edges(spark, docs, config: DedupConfig, st: _Stages):
                                                  .select("pairs").mapInArrow(_distinct_pairs, "a long, b long"))
         st.lap("candidates")
 
-        # the signatures and shingle ids of the documents in a pair (a broadcast semi-join:
-        # one scan of the sketch table), joined to both ends of each pair
+        # the shingle ids of the documents in a pair (a broadcast semi-join: one scan of the
+        # sketch table), joined to both ends of each pair
         members = cand.select(F.col("a").alias("ordinal")).union(cand.select(F.col("b").alias("ordinal"))).distinct()
-        data = sketched.select("ordinal", "sig", "ids").join(F.broadcast(members), "ordinal", "left_semi")
-        side_a = data.select(F.col("ordinal").alias("a"), F.col("sig").alias("sa"), F.col("ids").alias("ia"))
-        side_b = data.select(F.col("ordinal").alias("b"), F.col("sig").alias("sb"), F.col("ids").alias("ib"))
-        joined = cand.join(side_a, "a").join(side_b, "b").select("a", "b", "sa", "ia", "sb", "ib")
+        data = sketched.select("ordinal", "ids").join(F.broadcast(members), "ordinal", "left_semi")
+        side_a = data.select(F.col("ordinal").alias("a"), F.col("ids").alias("ia"))
+        side_b = data.select(F.col("ordinal").alias("b"), F.col("ids").alias("ib"))
+        joined = cand.join(side_a, "a").join(side_b, "b").select("a", "b", "ia", "ib")
         floor = estimate_floor(config.threshold, m, config.measure) if config.verify else None
         checked = st.keep(joined.mapInArrow(
-            functools.partial(_estimate_and_verify, num_perm=m, floor=floor, measure=config.measure),
+            functools.partial(_estimate_and_verify, minhash=config.minhash, floor=floor, measure=config.measure),
             "a long, b long, estimate double, passed boolean, jaccard double, score double, jaccard_r double, "
             "estimate_r double"), count=False)
         passed = checked.where(F.col("passed"))
@@ -1054,7 +1064,7 @@ def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
     # the sketch table's first holders: the exact copies (usually few) left out by a broadcast anti-join
     copies_df = spark.createDataFrame(pa.table({"ordinal": pa.array(list(exact_of), pa.int64())}))
     sketched = (docs.where(F.col("reason") == "").join(F.broadcast(copies_df), "ordinal", "left_anti")
-                .select("ordinal", "sig", "ids", "bands"))
+                .select("ordinal", "ids", "bands"))
     st.lap("exact_pass")
 
     a = b = np.empty(0, dtype=np.int64)
@@ -1085,7 +1095,8 @@ def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
             del packed
             # each pair to a group (one per shuffle partition), each document to every group
             # that holds one of its pairs; a group's documents meet in one task
-            doc_bytes = 8.0 * (m + band.bands) + 8.0 * stats["n_shingles_total"] / sk.size
+            # a document in a task: its shingle ids and the signature computed from them
+            doc_bytes = 8.0 * m + 8.0 * stats["n_shingles_total"] / sk.size
             parts = _partitions_for(spark, 2 * ca.size * doc_bytes)  # at most two documents a pair
             targets = _partition_targets(spark, parts)
             group = ca % parts
@@ -1101,8 +1112,9 @@ def _dedup_on_driver(spark, docs, config: DedupConfig, st: _Stages):
             floor = estimate_floor(config.threshold, m, config.measure) if config.verify else None
             try:
                 got = (sketched.join(F.broadcast(req_df), "ordinal").repartition(parts, "part")
-                       .select("part", "ordinal", "sig", "ids")
-                       .mapInArrow(functools.partial(_verify_groups, pairs_of=pairs_of, num_perm=m, floor=floor,
+                       .select("part", "ordinal", "ids")
+                       .mapInArrow(functools.partial(_verify_groups, pairs_of=pairs_of, minhash=config.minhash,
+                                                     floor=floor,
                                                      measure=config.measure),
                                    "a long, b long, passed boolean, score double, jaccard_r double, estimate_r double")
                        .toArrow())
@@ -1436,7 +1448,7 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
             raise ConfigError(f"order_col {order_col!r} is not unique: {dup[0][col]!r} is the value of "
                               f"{dup[0]['count']} rows")
     docs = docs.withColumn("id", F.coalesce(F.col("id"), F.concat(F.lit("row:"), F.col("ordinal").cast("string"))))
-    docs = docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n", "sig", "ids", "bands",
+    docs = docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n", "ids", "bands",
                        *[c for c in ("_key", "_okey") if c in docs.columns and c != "ordinal"])
     docs = st.checkpoint(docs)
     st.lap("read_and_sketch")
@@ -1567,16 +1579,17 @@ def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str |
     return fmt, leaves
 
 
-def _jsonl_frame(spark, uris: list[str], *, as_binary: bool = True):
+def _jsonl_frame(spark, uris: list[str], *, as_binary: bool = True, with_line: bool = True):
     """(line, file, block) of every line. ``as_binary=False`` leaves the line a string column: the
     same bytes (the text source does not check UTF-8), for a reader of the Arrow buffers that
-    never decodes them (:func:`_joined_lines`), without the JVM's copy of every line."""
+    never decodes them (:func:`_joined_lines`), without the JVM's copy of every line.
+    ``with_line=False``: (file, block) only, for counting the lines of each split (half the
+    time of counting with the lines: no line is copied out of the reader)."""
     from pyspark.sql import functions as F
 
     line = F.col("value").cast("binary") if as_binary else F.col("value")
-    return (spark.read.option("lineSep", "\n").text(uris)
-            .select(line.alias("line"), F.col("_metadata.file_path").alias("file"),
-                    F.col("_metadata.file_block_start").alias("block")))
+    where = [F.col("_metadata.file_path").alias("file"), F.col("_metadata.file_block_start").alias("block")]
+    return spark.read.option("lineSep", "\n").text(uris).select(*([line.alias("line")] if with_line else []), *where)
 
 
 def _uri_map(seen_uris, leaves) -> dict[str, tuple[int, str]]:
@@ -1606,7 +1619,8 @@ def _read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, tex
     counts: dict = {}
     if fmt == "jsonl":
         frame = _jsonl_frame(spark, uris) if uris else None
-        rows = frame.groupBy("file", "block").count().collect() if frame is not None else []
+        rows = (_jsonl_frame(spark, uris, with_line=False).groupBy("file", "block").count().collect()
+                if frame is not None else [])
         fmap = _uri_map({r["file"] for r in rows}, leaves)
         for r in rows:
             counts[(fmap[r["file"]][0], r["block"])] = (r["file"], int(r["count"]))
@@ -1659,7 +1673,7 @@ def _read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, tex
         sk = frame.select(*sel).mapInArrow(functools.partial(_map_rows, ctx=ctx, config=config), _sketch_schema())
     if synthetic:
         extra = spark.createDataFrame(
-            [(o, leaf, why, 0, None, None, None, None, None, None) for o, leaf, why in synthetic], _sketch_schema())
+            [(o, leaf, why, 0, None, None, None, None, None) for o, leaf, why in synthetic], _sketch_schema())
         sk = sk.unionByName(extra)
     locate = {"format": fmt, "frame": frame, "blocks": blocks, "files": files}
     return sk.withColumnRenamed("_key", "ordinal"), total, locate

@@ -63,6 +63,25 @@ def python_signatures(texts: Sequence[str], shingle: ShingleParams, minhash: Min
     return Signatures(values=values, n_shingles=counts, offsets=offsets, id_parts=(ids,), fingerprints=fps)
 
 
+def signatures_of_ids(ids: np.ndarray, offsets: np.ndarray, minhash: MinHashParams) -> np.ndarray:
+    """The MinHash signatures (n, num_perm) of runs of shingle ids, run i being
+    ``ids[offsets[i]:offsets[i+1]]``: the values :func:`sketch_texts` gives the texts those ids
+    came from (a signature is a function of the distinct shingle ids alone). For an engine that
+    keeps only the ids of most documents and needs the signatures of a few again (the Spark
+    engine, for its candidate pairs). The kernel when it is built, else the Python definition."""
+    from ..sketch.minhash import MinHash
+
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if _native.available():
+        return _native.minhash_ids(ids, offsets, minhash)
+    values = np.empty((offsets.size - 1, minhash.num_perm), dtype=np.uint64)
+    for i in range(offsets.size - 1):
+        mh = MinHash(minhash)
+        mh.update_ids(ids[offsets[i]:offsets[i + 1]])
+        values[i] = mh.hashvalues
+    return values
+
+
 def sketch_texts(texts: Sequence[str], shingle: ShingleParams, minhash: MinHashParams, *, jobs: int = 1,
                  with_fingerprints: bool = True) -> Signatures:
     """Signatures, shingle ids and (by default) content fingerprints of a list of texts.
