@@ -71,7 +71,7 @@ def plan_and_run(path: Path, tmp_path: Path, *options) -> tuple[dict, dict]:
     memory = run_sampled([sys.executable, "-m", "neardup", "dedup", str(path), "-o", str(out), "--quiet",
                           *map(str, options)], every=0.02)
     summary = json.loads((out / "summary.json").read_text())
-    return predicted, dict(summary, peak_rss_mb=memory["peak_rss_mb"])
+    return predicted, dict(summary, peak_rss_mb=memory["peak_rss_mb"], peak_anonymous_mb=memory["peak_anonymous_mb"])
 
 
 def check_against(predicted: dict, summary: dict) -> None:
@@ -81,6 +81,8 @@ def check_against(predicted: dict, summary: dict) -> None:
     assert within_factor(predicted["verified_pairs"], summary["verified_pairs"]), predicted["basis"]
     assert within_factor(predicted["peak_memory_mb"], summary["peak_rss_mb"]), (summary["peak_rss_mb"],
                                                                                predicted["basis"])
+    assert within_factor(predicted["peak_anonymous_mb"], summary["peak_anonymous_mb"]), (
+        summary["peak_anonymous_mb"], predicted["basis"]["peak_anonymous_mb"])
     spilled = summary["spilled_mb"] * (1 << 20)
     if spilled == 0:
         assert predicted["spill_bytes"] == 0, predicted["basis"]["spill_bytes"]
@@ -231,3 +233,25 @@ def test_bad_input_is_one_line_and_its_status(args, says, status, corpus, tmp_pa
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("neardup: error:") and says in lines[0], done.stderr
+
+
+def test_the_anonymous_parts_follow_the_engine_structures():
+    """Two of the parts the plan adds are the engine's own rules: the fingerprint table's slots
+    at its last growth (filled here for real), and arrays that double as the engine's do."""
+    import numpy as np
+
+    from neardup.stages.columns import Growable
+    from neardup.stages.exact import FingerprintTable
+
+    table, peak = FingerprintTable(), 0
+    fps = (np.arange(1, 200_001, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
+    for lo in range(0, fps.size, 10_000):
+        before = table.nbytes
+        table.insert(fps[lo:lo + 10_000], np.arange(lo, lo + 10_000))
+        # while it grows, the old slots are held beside the new ones
+        peak = max(peak, table.nbytes + (before if table.nbytes != before else 0))
+    assert FingerprintTable.peak_bytes_for(fps.size) == peak
+    column = Growable(np.int64)
+    for k in range(5000):
+        column.append(k)
+    assert Growable.slots_for(5000) == column._data.size  # noqa: SLF001 - the rule against the array

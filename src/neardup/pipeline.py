@@ -260,6 +260,17 @@ class _Sketched:
     ids_dropped: bool = False
 
 
+def record_array_bytes(records: int, id_bytes: float) -> int:
+    """The bytes of :class:`_Sketched`'s arrays after ``records`` records whose ids have
+    ``id_bytes`` UTF-8 bytes on average, every record counted as sketched (the most there can be):
+    id end offsets (int64), reason codes (uint8), lengths (int64), keep values (float64) and
+    sketched ordinals (int64) in doubling arrays, the ids' bytes, shingle counts (int64). The
+    part of a run's memory that grows with every record whatever the budget (the held sketches
+    and the groupings are bounded by it), for :mod:`neardup.plan`."""
+    slots = Growable.slots_for(records)
+    return int(slots * (8 + 1 + 8 + 8 + 8) + records * (id_bytes + 8))
+
+
 class Deduplicator:
     """The local engine: runs the stages (:mod:`neardup.stages`) over documents from
     :func:`neardup.io.read_documents`, in batches sketched on a thread pool, with shingle ids

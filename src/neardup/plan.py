@@ -433,6 +433,7 @@ def measure_run(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: fl
         peak_kb = max(_status_kb("VmHWM")["VmHWM"], watch.peak_rss_kb)
         spill = max(watch.peak_disk, int(summary.get("spilled_mb", 0) * MIB))
         output_bytes = _disk_bytes(out)
+        id_bytes = _mean_id_bytes(os.path.join(out, "clusters.jsonl"))
     finally:
         shutil.rmtree(out, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
@@ -445,7 +446,24 @@ def measure_run(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: fl
             # sampled, it can miss the peak by a little; it cannot exceed the resident peak
             "peak_anonymous_bytes": min(peak_kb, watch.peak_anon_kb) * 1024,
             "before_run_bytes": before["VmRSS"] * 1024, "before_run_anonymous_bytes": before["RssAnon"] * 1024,
-            "spill_bytes": spill, "output_bytes": output_bytes, "in_memory_mb": in_memory_mb}
+            "spill_bytes": spill, "output_bytes": output_bytes, "in_memory_mb": in_memory_mb,
+            "id_bytes_per_record": id_bytes}
+
+
+def _mean_id_bytes(clusters_path: str) -> float | None:
+    """Mean UTF-8 bytes of the record ids in a run's ``clusters.jsonl`` (None without one)."""
+    import json
+
+    total = lines = 0
+    try:
+        with open(clusters_path, "rb") as fh:
+            for line in fh:
+                ident = json.loads(line).get("id")
+                total += len(str(ident).encode("utf-8", "surrogatepass")) if ident is not None else 0
+                lines += 1
+    except OSError:
+        return None
+    return total / lines if lines else None
 
 
 def measure(paths: list[str], config: DedupConfig, *, jobs, in_memory_mb: float, write_kept: bool,
@@ -655,8 +673,11 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
 
     peak, peak_lo, peak_hi, mem_fit = scaled("peak_bytes")
     peak, peak_lo, peak_hi = peak / MIB, peak_lo / MIB, peak_hi / MIB
-    anon, _, _, anon_fit = scaled("peak_anonymous_bytes")
-    peak_anon = min(peak, anon / MIB)
+    # Anonymous memory by its parts rather than by a line: a sample's run is mostly the fixed
+    # cost and its budget-bound parts, so a line through samples (1,300 bytes a record on
+    # generated documents) said 7.5 GB where a 10M-record run took 1.6 GB.
+    anon_model = _AnonymousModel.of(large, unheld, config)
+    peak_anon = min(peak, anon_model.at(n, budget_mb) / MIB)
     spill, spill_lo, spill_hi, _ = scaled("spill_bytes")
     output, _, _, _ = scaled("output_bytes")
     cand = scale_pairs(f1, small["candidate_pairs"], f2, large["candidate_pairs"])
@@ -673,7 +694,11 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
     # What each record holds (all of it spills when nothing is held), and the anonymous memory
     # that stays whatever the budget: the half sample's run with nothing held, its intercept
     # (the process's start and fixed costs) the line's.
-    held_per_record = unheld["spill_bytes"] / unheld["records"] if unheld["records"] else 0.0
+    # For a smaller budget, the run with nothing held says what stays (a run that spills pays
+    # for the spill's buffers and for reading the candidates' shingle ids again, which the
+    # parts above leave out): the line's intercept plus that run's memory per record.
+    _, _, _, anon_fit = scaled("peak_anonymous_bytes")
+    held_per_record = anon_model.held_per_record
     unheld_anon = max(0.0, unheld["peak_anonymous_bytes"] - anon_fit[0]) / max(1, unheld["records"])
     floor_anon = (anon_fit[0] + unheld_anon * n) / MIB
     warnings, suggested, with_suggestion = [], None, None
@@ -718,7 +743,11 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
         "peak memory: a line through the peak resident memory of the half and the whole sample's runs, each in "
         "a new process as neardup dedup runs (through the smallest and the whole sample's where the first starts "
         "below what the smallest cost: the interpreter, the engine and a batch in flight); the same for "
-        "anonymous memory (sampled every 20 ms), spill and time (less verification); ranges span both lines",
+        "spill and time (less verification); ranges span both lines",
+        "anonymous memory by its parts: the whole sample's run less its parts (a fixed cost), plus the "
+        "per-record arrays (the engine's columns, ids as long as the sample's), the sketches held within "
+        "--in-memory-mb (bytes a record from the run with nothing held), and the larger of the exact pass's "
+        "fingerprint table (at its last growth) and the band-key grouping within its budget",
         "pairs(f) ~ f^e, e from the two runs' counts kept within [1, 2] (f: the sampled fraction; 1 for copies "
         "next to each other in the input, 2 for copies spread over it); verification time per candidate pair",
         "ranges: two standard deviations of the pair counts (Poisson) and of the pieces' records per byte; "
@@ -753,8 +782,7 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
             "verified_pairs": _pair_basis(ver),
             "peak_memory_mb": f"line through the peaks of new processes on {n0:,}, {n1:,} and {n2:,} records: "
                               f"{mem_fit[0] / MIB:.0f} MB + {mem_fit[1]:,.0f} bytes/record",
-            "peak_anonymous_mb": f"the same for anonymous memory (sampled every 20 ms): {anon_fit[0] / MIB:.0f} MB + "
-                                 f"{anon_fit[1]:,.0f} bytes/record; the rest is file-backed pages",
+            "peak_anonymous_mb": anon_model.describe(n, budget_mb),
             "spill_bytes": (f"{spill / n if n else 0:,.0f} bytes/record past the {budget_mb} MB budget"
                             if spill else f"none: the sketches fit in --in-memory-mb {budget_mb} "
                                           f"(held {held_per_record:,.0f} bytes/record, so about "
@@ -766,7 +794,8 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
                   "sample_is_whole_input": whole_input,
                   "anonymous_floor_mb": round(floor_anon, 1),
                   "memory_mb_at_0": round(mem_fit[0] / MIB, 1), "memory_bytes_per_record": round(mem_fit[1], 1),
-                  "anonymous_mb_at_0": round(anon_fit[0] / MIB, 1), "anonymous_bytes_per_record": round(anon_fit[1], 1),
+                  "anonymous_fixed_mb": round(anon_model.fixed / MIB, 1),
+                  "anonymous_array_bytes_per_record": round(anon_model.array_bytes_per_record(n), 1),
                   "startup_seconds": startup_seconds},
         "sample": {"records": n_sample, "fraction": round(f2, 6), "half_records": n1,
                    "inputs": [{"path": s.path, "format": s.format, "how": s.how, "codec": s.codec,
@@ -782,6 +811,57 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
         "assumptions": assumptions,
         "config_fingerprint": config.fingerprint(),
     }
+
+
+@dataclass
+class _AnonymousModel:
+    """A run's peak anonymous memory by its parts, calibrated on the sample's whole run:
+
+    ``fixed`` (the interpreter, the engine, batches in flight: the run's peak less its parts)
+    + the per-record arrays (:func:`neardup.pipeline.record_array_bytes`) + the sketches held
+    within the budget (``held_per_record`` each, from the run with nothing held: all of it
+    spilled) + the larger of the exact pass's fingerprint table at its last growth
+    (:meth:`~neardup.stages.exact.FingerprintTable.peak_bytes_for`, let go before the
+    candidates) and the band keys grouped within the grouping's budget (minhash)."""
+
+    fixed: float
+    held_per_record: float
+    id_bytes: float
+    bands: int
+
+    @classmethod
+    def of(cls, large: dict, unheld: dict, config: DedupConfig) -> "_AnonymousModel":
+        held = unheld["spill_bytes"] / unheld["records"] if unheld["records"] else 0.0
+        id_bytes = large.get("id_bytes_per_record")
+        model = cls(0.0, held, 16.0 if id_bytes is None else float(id_bytes),
+                    config.banding().bands if config.method == "minhash" else 0)
+        model.fixed = max(0.0, large["peak_anonymous_bytes"] - model.parts(large["records"], large["in_memory_mb"]))
+        return model
+
+    def parts(self, n: int, budget_mb: float) -> float:
+        from .pipeline import Deduplicator, record_array_bytes
+        from .stages.exact import FingerprintTable
+        from .stages.grouping import BYTES_PER_RECORD
+
+        budget = budget_mb * MIB
+        grouping_budget = max(budget_mb, Deduplicator.GROUPING_MIN_MB) * MIB
+        grouping = min(grouping_budget, BYTES_PER_RECORD * self.bands * n)
+        return (record_array_bytes(n, self.id_bytes) + min(budget, self.held_per_record * n)
+                + max(FingerprintTable.peak_bytes_for(n), grouping))
+
+    def at(self, n: int, budget_mb: float) -> float:
+        return self.fixed + self.parts(n, budget_mb)
+
+    def array_bytes_per_record(self, n: int) -> float:
+        from .pipeline import record_array_bytes
+
+        return record_array_bytes(n, self.id_bytes) / n if n else 0.0
+
+    def describe(self, n: int, budget_mb: float) -> str:
+        return (f"by parts: {self.fixed / MIB:.0f} MB fixed (the whole sample's run less its parts) + "
+                f"{self.array_bytes_per_record(n):,.0f} bytes/record of arrays + {self.held_per_record:,.0f} "
+                f"bytes/record of sketches within {budget_mb} MB + the larger of the fingerprint table and the "
+                f"band-key grouping; the rest of the resident memory is file-backed pages")
 
 
 def _documents_basis(sample: Sample) -> str:

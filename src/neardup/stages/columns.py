@@ -70,8 +70,20 @@ class Growable:
     """An append-only array of ``dtype`` (doubling), read as :meth:`array` (a view of what was
     added); indexing, assignment and iteration go to that view."""
 
+    #: Slots of a new array; each growth at least doubles them.
+    FIRST_SLOTS = 1024
+
+    @classmethod
+    def slots_for(cls, n: int) -> int:
+        """Slots of a Growable that ``n`` values were appended to a few at a time (doubling from
+        :data:`FIRST_SLOTS`): what it occupies, for a plan of the memory a run needs."""
+        slots = cls.FIRST_SLOTS
+        while slots < n:
+            slots *= 2
+        return slots
+
     def __init__(self, dtype, values=None):
-        self._data = np.empty(1024, dtype=dtype)
+        self._data = np.empty(self.FIRST_SLOTS, dtype=dtype)
         self._n = 0
         if values is not None:
             self.extend(values)

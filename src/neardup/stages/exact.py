@@ -29,6 +29,18 @@ class FingerprintTable:
     def __len__(self) -> int:
         return self.count + (self.zero is not None)
 
+    SLOT_BYTES = 12  # a uint64 key and a uint32 ordinal
+
+    @classmethod
+    def peak_bytes_for(cls, records: int, capacity: int = 1 << 16) -> int:
+        """The most a table filled with ``records`` distinct fingerprints occupies at once: its
+        last growth holds the old slots beside the new ones (for a plan of a run's memory)."""
+        size = 1 << max(4, int(capacity - 1).bit_length())
+        old = 0
+        while records > cls.LOAD * size:
+            old, size = size, size * 2
+        return (size + old) * cls.SLOT_BYTES
+
     @property
     def nbytes(self) -> int:
         return self.keys.nbytes + self.values.nbytes
