@@ -698,7 +698,7 @@ class Deduplicator:
         write = None
         if self.against is not None:
             outcome, (all_edges, all_sk, names), sizes, kinds, chained, write = self.against.resolve(
-                ids=got.ids.tolist(), sources=got.sources, reason=got.reason.tolist(),
+                ids=got.ids, sources=got.sources, reason=got.reason.tolist(),
                 lengths=np.array(got.lengths, dtype=np.int64),
                 keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
                 exact_of=dict(got.exact_of.items()), sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
@@ -920,8 +920,8 @@ class Deduplicator:
         budget = _Budget(int(self.in_memory_mb * (1 << 20)))
         # (named as the sketch stage's saved folder has them: -0 what was held, -1 the spill)
         # signatures of the 32-bit family (the default) are kept at their width, uint32: half the
-        # memory and spill of uint64 (an index stores uint64 signatures: runs with one keep those)
-        narrow = (cfg.minhash.family == "mulshift32" and self.against is None and self.save_index is None)
+        # memory and spill of uint64
+        narrow = cfg.minhash.family == "mulshift32"
         got.sig_pieces = (_Pieces(os.path.join(work, "signatures-1.u32"), budget, np.uint32) if narrow
                           else _Pieces(os.path.join(work, "signatures-1.u64"), budget))
         got.id_pieces = _Pieces(os.path.join(work, "shingles-1.u64"), budget)
@@ -948,6 +948,8 @@ class Deduplicator:
             def flush():
                 nonlocal parts, ords, nbytes
                 if parts:
+                    if self.against is not None and band is not None:  # (the index may start reading its postings)
+                        self.against.expect(len(ords))
                     batch = sketch_stage.submit_batch(sketcher, parts, cfg.shingle, cfg.minhash, jobs=self.jobs)
                     pending.append((batch, parts, ords, nbytes))
                     parts, ords, nbytes = [], [], 0

@@ -29,10 +29,12 @@ import orjson
 
 from ..errors import ConfigError, StoreError
 from ..stages.candidates import band_keys, estimate_filter, estimate_floor
+from ..stages.columns import Ids
 from ..stages.sketch import mod_m_samples
 from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
                                 similarity_to_survivors, split_sources)
 from ..stages.verify import Edges, verify_pairs
+from .runs import _sorted_unique
 from .schema import DOC_BITS, MAX_VARS, band_buckets, unsigned
 from .sqlite import SeenIndex
 
@@ -74,36 +76,57 @@ def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
     return out[0] if len(out) == 1 else np.concatenate(out)
 
 
-def _bucket_pairs(keys: np.ndarray, postings: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
+class _Postings:
+    """Band postings of the index, sorted (so by bucket, then number), with their buckets and,
+    for a scan's (``with_map``), a byte map of the buckets' low bits: a key whose bucket's low
+    bits are not in it has no posting. Most of a run's keys find none; the map drops them
+    before they are sorted and searched (5 times as many keys as the buckets they hit, in the
+    half split of the benchmark corpus)."""
+
+    def __init__(self, postings: np.ndarray, *, with_map: bool = False):
+        self.postings = postings
+        self.buckets = postings >> DOC_BITS
+        self.map = None
+        if with_map and postings.size:
+            # about 8 bytes a posting, so about 1 key in 8 without a posting passes
+            bits = min(max(int(postings.size * 8).bit_length(), 16), 26)
+            self.map = np.zeros(1 << bits, dtype=bool)
+            self.map[self.buckets & ((1 << bits) - 1)] = True
+
+
+def _bucket_pairs(keys: np.ndarray, held: _Postings, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """Distinct ``(row of keys, index number)`` pairs sharing a band bucket, sorted, from the
-    index's sorted ``postings`` (those of the buckets of ``keys``, or more: the others are not
+    index's postings ``held`` (those of the buckets of ``keys``, or more: the others are not
     read); each bucket gives its oldest ``cap`` documents (its first postings)."""
     none = np.empty(0, dtype=np.int64)
-    if not postings.size or not keys.size:
+    if not held.postings.size or not keys.size:
         return none, none
     mask = (1 << DOC_BITS) - 1
     buckets = band_buckets(keys).ravel()
+    position = np.arange(buckets.size)
+    if held.map is not None:
+        maybe = np.flatnonzero(held.map[buckets & (held.map.size - 1)])
+        buckets, position = buckets[maybe], maybe
     # the keys' buckets sorted (searched in that order they walk the postings once: 6 times
     # faster than in key order), with their positions; (bucket, position) packed in one
     # integer where the position fits beside the 35-bit bucket: a sort, faster than an argsort
-    if buckets.size <= mask:
-        packed = np.sort(buckets << DOC_BITS | np.arange(buckets.size))
+    if keys.size <= mask:
+        packed = np.sort(buckets << DOC_BITS | position)
         buckets, position = packed >> DOC_BITS, packed & mask
     else:
-        position = np.argsort(buckets)
-        buckets = buckets[position]
+        order = np.argsort(buckets)
+        buckets, position = buckets[order], position[order]
     # each key's bucket is a range of the postings (by bucket, then number): its first `cap`
-    held = postings >> DOC_BITS
-    left = np.searchsorted(held, buckets, side="left")
-    hit = np.flatnonzero(held[np.minimum(left, held.size - 1)] == buckets)
+    left = np.searchsorted(held.buckets, buckets, side="left")
+    hit = np.flatnonzero(held.buckets[np.minimum(left, held.buckets.size - 1)] == buckets)
     if not hit.size:
         return none, none
     left = left[hit]
-    n = np.minimum(np.searchsorted(held, buckets[hit], side="right") - left, cap)
+    n = np.minimum(np.searchsorted(held.buckets, buckets[hit], side="right") - left, cap)
     at = np.repeat(left - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
-    # (row, number) packed in one integer: distinct and sorted by one np.unique of integers
+    # (row, number) packed in one integer: distinct and sorted by one sort of integers
     rows = position[hit] // keys.shape[1]
-    pairs = np.unique(np.repeat(rows, n) << DOC_BITS | (postings[at] & mask))
+    pairs = _sorted_unique(np.repeat(rows, n) << DOC_BITS | (held.postings[at] & mask))
     return pairs >> DOC_BITS, pairs & mask
 
 
@@ -175,7 +198,7 @@ class Against:
         self._pool = None
         self._lookups: list = []  # futures of look_up's joins, in batch order
         self._scan = None  # the future of the scan of the index's postings, once started
-        self._buckets = 0  # band keys looked up so far
+        self._buckets = 0  # band keys of the batches so far (expect)
         self._postings = 0
         self._rows: dict = {}  # what _load read: the documents matched and their survivors
         self.stats: dict = {}
@@ -233,28 +256,35 @@ class Against:
     #: hands over (about 20 bytes a posting).
     SCAN_CHUNK = 1 << 20
 
-    def look_up(self, keys: np.ndarray, *, first_local: int) -> None:
-        """Start looking up a batch's band keys (its records are the sketched ones from
-        ``first_local`` on) on a thread of this object's, with its own connection: SQLite
-        releases the GIL, so the lookups overlap with the sketching of the next batch. Once a
-        scan of the index's postings is cheaper than the joins (:attr:`SCAN_BUCKETS_PER_POSTING`),
-        the scan is made on that thread instead, and this batch and the later ones are matched
-        against it there (in turn: the thread runs its tasks in order)."""
+    def expect(self, records: int) -> None:
+        """A batch of this many records is about to be sketched (called before its
+        :meth:`look_up`): once the run's band keys reach :attr:`SCAN_BUCKETS_PER_POSTING` of the
+        index's postings, the scan of them is started on this object's thread, while the batch
+        is sketched (its keys and the later batches' are matched against it)."""
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-against")
             self._postings = len(self.index) * self.index.config.bands  # (an index of rows: at most this many)
-        self._buckets += keys.size
+        self._buckets += records * self.index.config.bands  # (at most: copies and empty texts have none)
         if (self._scan is None and self._postings <= self.SCAN_MAX_POSTINGS
                 and self._buckets >= self.SCAN_BUCKETS_PER_POSTING * self._postings):
             self._scan = self._pool.submit(self._scanned_postings)
+
+    def look_up(self, keys: np.ndarray, *, first_local: int) -> None:
+        """Start looking up a batch's band keys (its records are the sketched ones from
+        ``first_local`` on) on this object's thread, with its own connection: SQLite releases
+        the GIL, so the lookups overlap with the sketching of the next batch. They are joined
+        in the index, or matched against its postings once :meth:`expect` started their scan
+        (on the same thread, so that scan is read by then: the thread runs its tasks in turn)."""
+        if self._pool is None:
+            self.expect(0)
         cap, scan = self.index.CANDIDATES_PER_BUCKET, self._scan
 
         def run():
             with self.index._read() as conn:
-                postings = scan.result() if scan is not None else self._joined_postings(conn, keys)
-                bi, bn = _bucket_pairs(keys, postings, cap)
+                held = scan.result() if scan is not None else _Postings(self._joined_postings(conn, keys))
+                bi, bn = _bucket_pairs(keys, held, cap)
                 # the documents matched, read here while the run sketches (resolve needs them all)
                 self._load(conn, np.unique(bn).tolist())
             return bi + first_local, bn
@@ -270,7 +300,8 @@ class Against:
         self._lookups, self._scan = [], None
         if not found and keys is not None and keys.size:
             with self.index._read() as conn:
-                found.append(_bucket_pairs(keys, self._joined_postings(conn, keys), self.index.CANDIDATES_PER_BUCKET))
+                found.append(_bucket_pairs(keys, _Postings(self._joined_postings(conn, keys)),
+                                           self.index.CANDIDATES_PER_BUCKET))
         if not found:
             none = np.empty(0, dtype=np.int64)
             return none, none
@@ -293,11 +324,12 @@ class Against:
         rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
                             f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
         conn.execute("DELETE FROM temp.against_buckets")
-        return np.unique(np.array(rows, dtype=np.int64).ravel())
+        return _sorted_unique(np.array(rows, dtype=np.int64).ravel())
 
-    def _scanned_postings(self) -> np.ndarray:
-        """Every band posting of the index (sorted), read in ranges of the key, each range's as
-        one text that numpy parses (a Python int a row cost twice the time)."""
+    def _scanned_postings(self) -> _Postings:
+        """Every band posting of the index (with the map of their buckets), read in ranges of
+        the key, each range's as one text that numpy parses (a Python int a row cost twice the
+        time)."""
         top = 1 << 63  # postings are below: a 35-bit bucket shifted by DOC_BITS
         step = -(-top // max(1, -(-self._postings // self.SCAN_CHUNK)))
         parts = []
@@ -312,8 +344,8 @@ class Against:
                     parts.append(part)
         postings = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
         if postings.size > 1 and not (postings[1:] > postings[:-1]).all():  # (SQLite reads them in key order)
-            postings = np.unique(postings)
-        return postings
+            postings = _sorted_unique(postings)
+        return _Postings(postings, with_map=True)
 
     def _load(self, conn, nums) -> None:
         """Read into :attr:`_rows` ``num -> (id, source, length, cluster, signature, shingle ids)``
@@ -361,11 +393,13 @@ class Against:
         a_counts = np.array([len(r[5]) // 8 for r in a_rows], dtype=np.int64)
         a_offsets = np.zeros(n_a + 1, dtype=np.int64)
         np.cumsum(a_counts, out=a_offsets[1:])
-        a_shingles = np.frombuffer(b"".join(r[5] for r in a_rows), dtype="<u8").astype(np.uint64, copy=False)
-        a_sigs = index._signature_matrix([r[4] for r in a_rows])
+        a_shingles = [np.frombuffer(b"".join(r[5] for r in a_rows), dtype="<u8").astype(np.uint64, copy=False)]
+        # the run's signatures are uint32 where the family's values fit 32 bits: the index's too then
+        narrow = any(np.asarray(p).dtype == np.uint32 for p in records.signatures)
+        a_sigs = index._signature_matrix([r[4] for r in a_rows], narrow=narrow)
 
         n_b = sk.size
-        shingles = ([a_shingles] if n_a else []) + list(records.shingle_ids)
+        shingles = a_shingles + list(records.shingle_ids)
         offsets = np.concatenate((a_offsets[:-1], records.offsets + a_offsets[-1]))
         counts = np.concatenate((a_counts, records.counts))
         signatures = ([a_sigs] if n_a else []) + list(records.signatures)
@@ -405,10 +439,15 @@ class Against:
         exact_all = {}
         for o, first in exact_of.items():
             exact_all[o + n_a] = first + n_a if first >= 0 else local_of_num[self.holder_nums[-1 - first]]
-        names = list(zip(a_sources, a_ids)) + list(zip(sources, ids))
+        names = list(zip(a_sources, a_ids)) + list(zip(sources, ids.tolist()))
         outcome, sizes, chained = outcomes(names, [""] * n_a + list(reason), sk_all, survivor_local, kept,
                                            members, sims, exact_all,
                                            chain_below=config.threshold if config.verify else None)
+        # every id of the combined run as a column (the indexed documents' then the run's): the
+        # pairs' lines are assembled from it
+        all_ids = Ids()
+        all_ids.extend(a_ids)
+        all_ids = Ids(bytes(all_ids.data) + bytes(ids.data), np.concatenate((all_ids.ends, ids.ends + len(all_ids.data))))
         new = slice(n_a, None)
         mine = Outcome(ids=outcome.ids[new], reason=outcome.reason[new], cluster=outcome.cluster[new],
                        duplicate_of=outcome.duplicate_of[new], similarity=outcome.similarity[new], kept=kept[new])
@@ -422,7 +461,7 @@ class Against:
         write = None
         if self.update:
             write = self._update_write(records, survivor_local, n_a, nums, cluster_of)
-        return mine, (joined, sk_all, a_ids + list(ids)), clusters, kinds, [i for _, i in chained], write
+        return mine, (joined, sk_all, all_ids), clusters, kinds, [i for _, i in chained], write
 
     def _update_write(self, records: RunRecords, survivor_local: np.ndarray, n_a: int, nums: list, cluster_of):
         """The write of ``--update-index``: the new sketched records with their survivors, and

@@ -737,10 +737,13 @@ class SeenIndex(GroupCommit, Queries):
         last = max(int(row[0]) if row else 0, conn.execute("SELECT coalesce(max(num), 0) FROM docs").fetchone()[0])
         return last + 1
 
-    def _signature_matrix(self, blobs: list) -> np.ndarray:
-        """The (len(blobs), num_perm) uint64 signatures of stored signature blobs."""
-        dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[self.config.signature_width]
-        return np.frombuffer(b"".join(blobs), dtype=dtype).astype(np.uint64).reshape(len(blobs), self._m)
+    def _signature_matrix(self, blobs: list, *, narrow: bool = False) -> np.ndarray:
+        """The (len(blobs), num_perm) uint64 signatures of stored signature blobs (``narrow``:
+        uint32 where the index stores 4-byte values)."""
+        width = self.config.signature_width
+        values = np.frombuffer(b"".join(blobs), dtype={2: "<u2", 4: "<u4", 8: "<u8"}[width])
+        dtype = np.uint32 if narrow and width == 4 else np.uint64
+        return values.astype(dtype, copy=False).reshape(len(blobs), self._m)
 
     def _count(self, conn, delta: int) -> None:
         conn.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = 'documents'",
