@@ -698,7 +698,7 @@ class Deduplicator:
         write = None
         if self.against is not None:
             outcome, (all_edges, all_sk, names), sizes, kinds, chained, write = self.against.resolve(
-                ids=got.ids, sources=got.sources, reason=got.reason.tolist(),
+                ids=got.ids, sources=got.sources, reason=got.reason,
                 lengths=np.array(got.lengths, dtype=np.int64),
                 keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
                 exact_of=dict(got.exact_of.items()), sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),

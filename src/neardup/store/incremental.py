@@ -29,7 +29,7 @@ import orjson
 
 from ..errors import ConfigError, StoreError
 from ..stages.candidates import band_keys, estimate_filter, estimate_floor
-from ..stages.columns import Ids
+from ..stages.columns import Ids, Labels
 from ..stages.sketch import mod_m_samples
 from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
                                 similarity_to_survivors, split_sources)
@@ -440,7 +440,10 @@ class Against:
         for o, first in exact_of.items():
             exact_all[o + n_a] = first + n_a if first >= 0 else local_of_num[self.holder_nums[-1 - first]]
         names = list(zip(a_sources, a_ids)) + list(zip(sources, ids.tolist()))
-        outcome, sizes, chained = outcomes(names, [""] * n_a + list(reason), sk_all, survivor_local, kept,
+        # the reasons as a column (the run's Labels), the indexed documents' empty
+        reasons = Labels(reason.labels, np.concatenate((np.full(n_a, reason.code(""), dtype=np.uint8),
+                                                        reason.codes.array())))
+        outcome, sizes, chained = outcomes(names, reasons, sk_all, survivor_local, kept,
                                            members, sims, exact_all,
                                            chain_below=config.threshold if config.verify else None)
         # every id of the combined run as a column (the indexed documents' then the run's): the
