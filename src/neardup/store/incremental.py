@@ -201,6 +201,10 @@ class Against:
         self._buckets = 0  # band keys of the batches so far (expect)
         self._postings = 0
         self._rows: dict = {}  # what _load read: the documents matched and their survivors
+        self._read_nums: list = []  # the numbers of the documents read, in order
+        self._counts: list = []  # and their counts of shingle ids
+        self._shingle_pieces: list = []  # their shingle ids and signatures, a piece per _load
+        self._signature_pieces: list = []
         self.stats: dict = {}
 
     # -- the exact pass ----------------------------------------------------------------------
@@ -348,23 +352,32 @@ class Against:
         return _Postings(postings, with_map=True)
 
     def _load(self, conn, nums) -> None:
-        """Read into :attr:`_rows` ``num -> (id, source, length, cluster, signature, shingle ids)``
-        of these documents and of the survivors of their clusters (None for a number the index
-        no longer holds), those not read yet."""
+        """Read these documents and the survivors of their clusters, those not read yet: into
+        :attr:`_rows` ``num -> (id, source, length, cluster)`` (None for a number the index no
+        longer holds), their shingle ids and signatures into one piece each per call (the
+        documents in the order read: :meth:`resolve` numbers them so, each blob copied once)."""
         rows = self._rows
         want = sorted(set(nums) - rows.keys())
+        sigs, shingles = [], []
         while want:
             for lo in range(0, len(want), MAX_VARS):
                 chunk = want[lo : lo + MAX_VARS]
-                for num, doc_id, source, length, cluster, sig, shingles in conn.execute(
+                for num, doc_id, source, length, cluster, sig, ids in conn.execute(
                         "SELECT num, id, source, length, cluster, signature, shingles FROM docs WHERE num IN "
                         f"({','.join('?' * len(chunk))})", chunk):
-                    rows[num] = (doc_id, source, length, cluster, sig, shingles)
+                    rows[num] = (doc_id, source, length, cluster)
+                    self._read_nums.append(num)
+                    self._counts.append(len(ids) // 8)
+                    sigs.append(sig)
+                    shingles.append(ids)
             # a survivor may have been replaced since (a re-crawled id): its members lead themselves
             for num in want:
                 rows.setdefault(num, None)
             want = sorted({v[3] for v in (rows[num] for num in want) if v is not None and v[3] is not None}
                           - rows.keys())
+        if sigs:
+            self._signature_pieces.append(self.index._signature_matrix(sigs, narrow=True))
+            self._shingle_pieces.append(np.frombuffer(b"".join(shingles), dtype="<u8").astype(np.uint64, copy=False))
 
     # -- clusters ----------------------------------------------------------------------------
     def resolve(self, *, ids, sources, reason, lengths, keyvals, exact_of, sk, records: RunRecords, keys,
@@ -383,29 +396,33 @@ class Against:
         bi, bn = self._matches(keys)
         with index._read() as conn:  # (the look-ups read their documents already)
             self._load(conn, bn.tolist() + self.holder_nums)
-        nums = sorted(num for num, row in self._rows.items() if row is not None)
-        n_a = len(nums)
-        local_of_num = {num: k for k, num in enumerate(nums)}
-        a_rows = [self._rows[num] for num in nums]
-        self._rows = {}
+        # the indexed documents by local index in the order read (their pieces'), and by ordinal
+        # in the order of their numbers (the oldest first, as in a run over the index's records
+        # and then the new ones): ordinal_of[local]
+        nums = np.array(self._read_nums, dtype=np.int64)
+        n_a = nums.size
+        by_num = np.argsort(nums)
+        ordinal_of = np.empty(n_a, dtype=np.int64)
+        ordinal_of[by_num] = np.arange(n_a)
+        a_rows = [self._rows[num] for num in nums[by_num].tolist()]  # by ordinal
+        local_of_num = {num: k for k, num in enumerate(self._read_nums)}
+        a_counts = np.array(self._counts, dtype=np.int64)
+        a_shingles, a_sigs = self._shingle_pieces, self._signature_pieces
+        self._rows, self._read_nums, self._counts, self._shingle_pieces, self._signature_pieces = {}, [], [], [], []
         a_ids = [r[0] for r in a_rows]
         a_sources = [r[1] or self.label for r in a_rows]
-        a_counts = np.array([len(r[5]) // 8 for r in a_rows], dtype=np.int64)
         a_offsets = np.zeros(n_a + 1, dtype=np.int64)
         np.cumsum(a_counts, out=a_offsets[1:])
-        a_shingles = [np.frombuffer(b"".join(r[5] for r in a_rows), dtype="<u8").astype(np.uint64, copy=False)]
-        # the run's signatures are uint32 where the family's values fit 32 bits: the index's too then
-        narrow = any(np.asarray(p).dtype == np.uint32 for p in records.signatures)
-        a_sigs = index._signature_matrix([r[4] for r in a_rows], narrow=narrow)
 
         n_b = sk.size
         shingles = a_shingles + list(records.shingle_ids)
         offsets = np.concatenate((a_offsets[:-1], records.offsets + a_offsets[-1]))
         counts = np.concatenate((a_counts, records.counts))
-        signatures = ([a_sigs] if n_a else []) + list(records.signatures)
+        signatures = a_sigs + list(records.signatures)
+        sk_all = np.concatenate((ordinal_of, sk + n_a))
 
         # candidates new x indexed, the estimate filter and exact verification, as a joint run's
-        ci = np.searchsorted(np.array(nums, dtype=np.int64), bn)  # (every matched number was read)
+        ci = by_num[np.searchsorted(nums[by_num], bn)]  # (every matched number was read)
         cj = bi + n_a
         order = np.lexsort((cj, ci))
         ci, cj = ci[order], cj[order]
@@ -417,16 +434,18 @@ class Against:
                       "against_verified_pairs": len(cross), "indexed_documents_read": n_a}
         joined = Edges(*(np.concatenate((getattr(cross, f), getattr(edges, f) + (n_a if f in "ij" else 0)))
                          for f in ("i", "j", "jaccard", "estimate", "score")))
-        order = np.lexsort((joined.j, joined.i))
+        # the pairs in the order of their ordinals, as a joint run has them (an indexed document's
+        # local index comes before every new record's: i < j holds)
+        order = np.lexsort((sk_all[joined.j], sk_all[joined.i]))
         joined = Edges(*(getattr(joined, f)[order] for f in ("i", "j", "jaccard", "estimate", "score")))
 
         # each indexed document joined to its recorded survivor (not a pair of the outputs)
-        cluster_of = [r[3] if r[3] is not None and r[3] in local_of_num else None for r in a_rows]
+        a_cluster = {num: row[3] for num, row in zip(nums[by_num].tolist(), a_rows)}
+        cluster_of = [a_cluster[num] if a_cluster[num] in local_of_num else None for num in nums.tolist()]  # by local
         link_a = np.array([local_of_num[c] for c in cluster_of if c is not None], dtype=np.int64)
         link_b = np.array([k for k, c in enumerate(cluster_of) if c is not None], dtype=np.int64)
         n = n_a + n_b
         comp = components(n, np.concatenate((joined.i, link_a)), np.concatenate((joined.j, link_b)))
-        sk_all = np.concatenate((np.arange(n_a, dtype=np.int64), sk + n_a))
         lengths_all = np.concatenate((np.array([r[2] for r in a_rows], dtype=np.int64), lengths))
         keyvals_all = None if keyvals is None else np.concatenate((np.full(n_a, np.nan), keyvals))
         # indexed survivors first, then the other indexed documents, then the new records
@@ -436,9 +455,11 @@ class Against:
         n_records = len(ids)
         kept = kept_mask(n_a + n_records, sk_all, survivor_local)
         members, sims = similarity_to_survivors(shingles, offsets, counts, survivor_local, config.measure, jobs=jobs)
+        by_ordinal = np.argsort(sk_all[members], kind="stable")  # (the chained members in input order)
+        members, sims = members[by_ordinal], sims[by_ordinal]
         exact_all = {}
         for o, first in exact_of.items():
-            exact_all[o + n_a] = first + n_a if first >= 0 else local_of_num[self.holder_nums[-1 - first]]
+            exact_all[o + n_a] = first + n_a if first >= 0 else int(ordinal_of[local_of_num[self.holder_nums[-1 - first]]])
         names = list(zip(a_sources, a_ids)) + list(zip(sources, ids.tolist()))
         # the reasons as a column (the run's Labels), the indexed documents' empty
         reasons = Labels(reason.labels, np.concatenate((np.full(n_a, reason.code(""), dtype=np.uint8),
@@ -463,19 +484,21 @@ class Against:
         mine = split_sources(mine)
         write = None
         if self.update:
-            write = self._update_write(records, survivor_local, n_a, nums, cluster_of)
+            write = self._update_write(records, survivor_local, n_a, nums.tolist(), cluster_of, by_num)
         return mine, (joined, sk_all, all_ids), clusters, kinds, [i for _, i in chained], write
 
-    def _update_write(self, records: RunRecords, survivor_local: np.ndarray, n_a: int, nums: list, cluster_of):
+    def _update_write(self, records: RunRecords, survivor_local: np.ndarray, n_a: int, nums: list, cluster_of,
+                      by_num: np.ndarray):
         """The write of ``--update-index``: the new sketched records with their survivors, and
-        the indexed clusters that a new record merged, joined under their new survivor."""
+        the indexed clusters that a new record merged, joined under their new survivor (``nums``
+        and ``cluster_of`` by local index, ``by_num`` the local indices in the order of numbers)."""
         index = self.index
         clusters = []
         for k in range(n_a, survivor_local.size):
             s = int(survivor_local[k])
             clusters.append(nums[s] if s < n_a else (None if s == k else -1 - (s - n_a)))
         merges = []
-        for k in range(n_a):
+        for k in by_num.tolist():  # (in the order of their numbers, as they were made)
             s = int(survivor_local[k])
             if cluster_of[k] is None and s != k:  # an indexed survivor that now follows another
                 merges.append((nums[s], nums[k], nums[k]))
