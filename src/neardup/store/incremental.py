@@ -34,8 +34,7 @@ from ..stages.sketch import mod_m_samples
 from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
                                 similarity_to_survivors, split_sources)
 from ..stages.verify import Edges, verify_pairs
-from .runs import _sorted_unique
-from .schema import DOC_BITS, MAX_VARS, band_buckets, unsigned
+from .schema import DOC_BITS, MAX_VARS, band_buckets, sorted_unique, unsigned
 from .sqlite import SeenIndex
 
 __all__ = ["RunRecords", "Against", "save_run"]
@@ -126,7 +125,7 @@ def _bucket_pairs(keys: np.ndarray, held: _Postings, cap: int) -> tuple[np.ndarr
     at = np.repeat(left - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
     # (row, number) packed in one integer: distinct and sorted by one sort of integers
     rows = position[hit] // keys.shape[1]
-    pairs = _sorted_unique(np.repeat(rows, n) << DOC_BITS | (held.postings[at] & mask))
+    pairs = sorted_unique(np.repeat(rows, n) << DOC_BITS | (held.postings[at] & mask))
     return pairs >> DOC_BITS, pairs & mask
 
 
@@ -215,7 +214,7 @@ class Against:
         :func:`neardup.stages.exact.first_holders`."""
         fps = np.asarray(fingerprints, dtype=np.uint64)
         out = np.zeros(fps.size, dtype=np.int64)
-        distinct = _sorted_unique(fps[np.asarray(n_shingles) != 0].view(np.int64)).view(np.uint64)
+        distinct = sorted_unique(fps[np.asarray(n_shingles) != 0].view(np.int64)).view(np.uint64)
         if not distinct.size:
             return out
         with self.index._read() as conn:
@@ -290,7 +289,7 @@ class Against:
                 held = scan.result() if scan is not None else _Postings(self._joined_postings(conn, keys))
                 bi, bn = _bucket_pairs(keys, held, cap)
                 # the documents matched, read here while the run sketches (resolve needs them all)
-                self._load(conn, _sorted_unique(bn).tolist())
+                self._load(conn, sorted_unique(bn).tolist())
             return bi + first_local, bn
 
         self._lookups.append(self._pool.submit(run))
@@ -316,7 +315,7 @@ class Against:
     def _joined_postings(self, conn, keys: np.ndarray) -> np.ndarray:
         """The index's postings in the band buckets of ``keys`` (sorted), by a join."""
         mask = (1 << DOC_BITS) - 1
-        distinct = _sorted_unique(band_buckets(keys).ravel())
+        distinct = sorted_unique(band_buckets(keys).ravel())
         # the buckets in a temporary table, and one join: each bucket is a range of the postings' key
         # (handed over as one JSON array: 3 times faster than an insert per bucket; sorted, so
         # the join walks the postings' B-tree in order; orjson writes it from the array, where the
@@ -328,7 +327,7 @@ class Against:
         rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
                             f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
         conn.execute("DELETE FROM temp.against_buckets")
-        return _sorted_unique(np.array(rows, dtype=np.int64).ravel())
+        return sorted_unique(np.array(rows, dtype=np.int64).ravel())
 
     def _scanned_postings(self) -> _Postings:
         """Every band posting of the index (with the map of their buckets), read in ranges of
@@ -348,7 +347,7 @@ class Against:
                     parts.append(part)
         postings = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
         if postings.size > 1 and not (postings[1:] > postings[:-1]).all():  # (SQLite reads them in key order)
-            postings = _sorted_unique(postings)
+            postings = sorted_unique(postings)
         return _Postings(postings, with_map=True)
 
     def _load(self, conn, nums) -> None:
