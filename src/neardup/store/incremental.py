@@ -21,6 +21,7 @@ joined are merged in the index, so that the next run finds what a joint run of a
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass
 
@@ -29,10 +30,10 @@ import orjson
 
 from ..errors import ConfigError, StoreError
 from ..stages.candidates import band_keys, estimate_filter, estimate_floor
-from ..stages.columns import Ids, Labels
+from ..stages.columns import Floats, Ids, Labels, Names, SourcedNames
 from ..stages.sketch import mod_m_samples
 from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
-                                similarity_to_survivors, split_sources)
+                                similarity_to_survivors)
 from ..stages.verify import Edges, verify_pairs
 from .schema import DOC_BITS, MAX_VARS, band_buckets, sorted_unique, unsigned
 from .sqlite import SeenIndex
@@ -459,28 +460,39 @@ class Against:
         exact_all = {}
         for o, first in exact_of.items():
             exact_all[o + n_a] = first + n_a if first >= 0 else int(ordinal_of[local_of_num[self.holder_nums[-1 - first]]])
-        names = list(zip(a_sources, a_ids)) + list(zip(sources, ids.tolist()))
+        # the combined run's records named (source, id) by two columns (the indexed documents'
+        # then the run's), and the new records' outcome as columns of them: no tuple per record
+        all_ids = Ids()
+        all_ids.extend(a_ids)
+        all_ids = Ids(bytes(all_ids.data) + bytes(ids.data), np.concatenate((all_ids.ends, ids.ends + len(all_ids.data))))
+        all_sources = Labels()
+        all_sources.codes.extend(np.fromiter(map(all_sources.code, itertools.chain(a_sources, sources)), np.uint8,
+                                             n_a + n_records))
+        names = SourcedNames(all_sources, all_ids)
         # the reasons as a column (the run's Labels), the indexed documents' empty
         reasons = Labels(reason.labels, np.concatenate((np.full(n_a, reason.code(""), dtype=np.uint8),
                                                         reason.codes.array())))
         outcome, sizes, chained = outcomes(names, reasons, sk_all, survivor_local, kept,
                                            members, sims, exact_all,
                                            chain_below=config.threshold if config.verify else None)
-        # every id of the combined run as a column (the indexed documents' then the run's): the
-        # pairs' lines are assembled from it
-        all_ids = Ids()
-        all_ids.extend(a_ids)
-        all_ids = Ids(bytes(all_ids.data) + bytes(ids.data), np.concatenate((all_ids.ends, ids.ends + len(all_ids.data))))
-        new = slice(n_a, None)
-        mine = Outcome(ids=outcome.ids[new], reason=outcome.reason[new], cluster=outcome.cluster[new],
-                       duplicate_of=outcome.duplicate_of[new], similarity=outcome.similarity[new], kept=kept[new])
+        own = np.arange(n_a, n_a + n_records, dtype=np.int64)
+        cluster, duplicate_of = outcome.cluster.ordinals[n_a:], outcome.duplicate_of.ordinals[n_a:]
+        new_reason = Labels(outcome.reason.labels, outcome.reason.codes.array()[n_a:])
         # clusters as the new records see them: their members, and the survivor
-        clusters = Counter(c for c in mine.cluster if c is not None)
-        new_names = set(mine.ids)
-        for c in {c for c in mine.cluster if c is not None and c not in new_names}:
-            clusters[c] += 1  # an indexed survivor
-        kinds = cluster_kinds(mine, clusters)
-        mine = split_sources(mine)
+        survivors, members_of = np.unique(cluster[cluster >= 0], return_counts=True)
+        clusters = Counter()
+        for name, count in zip(names.take(survivors), members_of.tolist()):
+            clusters[name] += count
+        indexed = survivors[survivors < n_a]
+        if indexed.size:
+            new_names = set(zip(sources, ids.tolist()))
+            for c in set(names.take(indexed)) - new_names:
+                clusters[c] += 1  # an indexed survivor
+        kinds = cluster_kinds(Outcome(ids=None, reason=new_reason, cluster=Names(cluster, names), duplicate_of=None,
+                                      similarity=None, kept=None), clusters)
+        mine = Outcome(ids=Names(own, all_ids), reason=new_reason, cluster=Names(cluster, all_ids),
+                       duplicate_of=Names(duplicate_of, all_ids), similarity=Floats(outcome.similarity.values[n_a:]),
+                       kept=kept[n_a:], source=Names(own, all_sources), duplicate_of_source=Names(duplicate_of, all_sources))
         write = None
         if self.update:
             write = self._update_write(records, survivor_local, n_a, nums.tolist(), cluster_of, by_num)
