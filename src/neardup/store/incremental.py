@@ -31,11 +31,12 @@ import orjson
 from ..errors import ConfigError, StoreError
 from ..stages.candidates import band_keys, estimate_filter, estimate_floor
 from ..stages.columns import Floats, Ids, Labels, Names, SourcedNames
+from ..stages.grouping import sorted_unique
 from ..stages.sketch import mod_m_samples
 from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
                                 similarity_to_survivors)
 from ..stages.verify import Edges, verify_pairs
-from .schema import DOC_BITS, MAX_VARS, band_buckets, sorted_unique, unsigned
+from .schema import DOC_BITS, MAX_VARS, band_buckets, unsigned
 from .sqlite import SeenIndex
 
 __all__ = ["RunRecords", "Against", "save_run"]
@@ -479,15 +480,18 @@ class Against:
         cluster, duplicate_of = outcome.cluster.ordinals[n_a:], outcome.duplicate_of.ordinals[n_a:]
         new_reason = Labels(outcome.reason.labels, outcome.reason.codes.array()[n_a:])
         # clusters as the new records see them: their members, and the survivor
-        survivors, members_of = np.unique(cluster[cluster >= 0], return_counts=True)
-        clusters = Counter()
-        for name, count in zip(names.take(survivors), members_of.tolist()):
-            clusters[name] += count
-        indexed = survivors[survivors < n_a]
+        clusters = Counter(names.take(cluster[cluster >= 0]))
+        indexed = sorted_unique(cluster[(cluster >= 0) & (cluster < n_a)])
         if indexed.size:
-            new_names = set(zip(sources, ids.tolist()))
-            for c in set(names.take(indexed)) - new_names:
-                clusters[c] += 1  # an indexed survivor
+            # an indexed survivor counts itself, unless a new record has its name (the same id
+            # from the same source): looked for by id first
+            led = set(names.take(indexed))
+            new_ids = set(ids.tolist())
+            maybe = {c for c in led if c[1] in new_ids}
+            if maybe:
+                led -= maybe & set(zip(sources, ids.tolist()))
+            for c in led:
+                clusters[c] += 1
         kinds = cluster_kinds(Outcome(ids=None, reason=new_reason, cluster=Names(cluster, names), duplicate_of=None,
                                       similarity=None, kept=None), clusters)
         mine = Outcome(ids=Names(own, all_ids), reason=new_reason, cluster=Names(cluster, all_ids),

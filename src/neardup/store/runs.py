@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .schema import DOC_BITS, sorted_unique
+from ..stages.grouping import sorted_unique
+from .schema import DOC_BITS
 
 __all__ = ["KIND_BANDS", "KIND_SIMHASH", "KIND_FINGERPRINTS", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
            "has_runs", "lookup", "all_postings", "run_stats",

@@ -197,15 +197,6 @@ def band_posting(band: int, key: int, doc: int) -> int:
     return band_bucket(band, key) << DOC_BITS | doc
 
 
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (a sort and a comparison: numpy 2's hash-based ``unique`` is
-    several times slower on a batch's postings, and its first call costs some 8 ms more)."""
-    v = np.sort(np.asarray(values, dtype=np.int64))
-    if v.size:
-        v = v[np.concatenate(([True], v[1:] != v[:-1]))]
-    return v
-
-
 def signed(x: int) -> int:
     return x - (1 << 64) if x >= 1 << 63 else x
 
