@@ -250,9 +250,9 @@ class Against:
     #: Reading one band posting in a scan of the whole table costs about a fifth of looking one
     #: bucket up in the join of :meth:`_joined_postings` (0.18 against 0.9 µs a bucket on the
     #: reference machine, 2026-12-02: 207,846 postings read in 0.037 s, the 213,000 buckets of
-    #: half the benchmark corpus joined in 0.19 s). Once the run has looked up this many buckets
-    #: per posting of the index, the index's postings are read in one scan instead, and the
-    #: run's later batches are matched against it.
+    #: half the benchmark corpus joined in 0.19 s). Once the batches of the run (:meth:`expect`)
+    #: hold this many band keys per posting of the index, its postings are read in one scan,
+    #: and that batch and the later ones are matched against it (the earlier ones were joined).
     SCAN_BUCKETS_PER_POSTING = 0.2
     #: The most postings a scan holds (8 bytes each, until the run's clusters are resolved):
     #: an index with more is only joined.
