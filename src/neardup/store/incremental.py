@@ -30,7 +30,7 @@ import orjson
 
 from ..errors import ConfigError, StoreError
 from ..stages.candidates import band_keys, estimate_filter, estimate_floor
-from ..stages.columns import Floats, Ids, Labels, Names, SourcedNames
+from ..stages.columns import Floats, Ids, Labels, Names, SourcedNames, repeated_names
 from ..stages.grouping import sorted_unique
 from ..stages.sketch import mod_m_samples
 from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
@@ -473,25 +473,28 @@ class Against:
         # the reasons as a column (the run's Labels), the indexed documents' empty
         reasons = Labels(reason.labels, np.concatenate((np.full(n_a, reason.code(""), dtype=np.uint8),
                                                         reason.codes.array())))
+        repeated = repeated_names(names)
         outcome, sizes, chained = outcomes(names, reasons, sk_all, survivor_local, kept,
                                            members, sims, exact_all,
-                                           chain_below=config.threshold if config.verify else None)
+                                           chain_below=config.threshold if config.verify else None, repeated=repeated)
         own = np.arange(n_a, n_a + n_records, dtype=np.int64)
         cluster, duplicate_of = outcome.cluster.ordinals[n_a:], outcome.duplicate_of.ordinals[n_a:]
         new_reason = Labels(outcome.reason.labels, outcome.reason.codes.array()[n_a:])
-        # clusters as the new records see them: their members, and the survivor
-        clusters = Counter(names.take(cluster[cluster >= 0]))
-        indexed = sorted_unique(cluster[(cluster >= 0) & (cluster < n_a)])
-        if indexed.size:
-            # an indexed survivor counts itself, unless a new record has its name (the same id
-            # from the same source): looked for by id first
-            led = set(names.take(indexed))
-            new_ids = set(ids.tolist())
-            maybe = {c for c in led if c[1] in new_ids}
-            if maybe:
-                led -= maybe & set(zip(sources, ids.tolist()))
-            for c in led:
-                clusters[c] += 1
+        # the clusters of two or more as the new records see them, by name: their members, and
+        # the survivor (a record alone in its cluster is not named; records of one name count
+        # together, as their lines share it)
+        again = np.concatenate(repeated) if repeated else np.empty(0, dtype=np.int64)
+        survivors, count = np.unique(cluster[cluster >= 0], return_counts=True)
+        named = (count > 1) | (survivors < n_a) | np.isin(survivors, again)
+        clusters = Counter()
+        for name, c in zip(names.take(survivors[named]), count[named].tolist()):
+            clusters[name] += c
+        # an indexed survivor counts itself, unless a new record has its name (then they are
+        # in one group of ordinals with that name)
+        shared = {int(o) for g in repeated if g[-1] >= n_a for o in g.tolist()}
+        indexed = survivors[named & (survivors < n_a)]
+        for c in set(names.take(np.array([o for o in indexed.tolist() if o not in shared], dtype=np.int64))):
+            clusters[c] += 1
         kinds = cluster_kinds(Outcome(ids=None, reason=new_reason, cluster=Names(cluster, names), duplicate_of=None,
                                       similarity=None, kept=None), clusters)
         mine = Outcome(ids=Names(own, all_ids), reason=new_reason, cluster=Names(cluster, all_ids),
