@@ -7,7 +7,7 @@ Usage:
     python benchmarks/index_scale.py --docs N --generate-only benchmarks/data/generated-N.jsonl
     python benchmarks/index_scale.py --docs N [--input benchmarks/data/generated-N.jsonl]
                                      [--profiles default lean] [--redis] [--deadline S]
-    python benchmarks/index_scale.py --half-split [--corpus benchmarks/data/corpus.jsonl]
+    python benchmarks/index_scale.py --half-split [--corpus benchmarks/data/corpus.jsonl] [--repeat N] [--output PATH]
 
 ``--docs N``: N documents from ``benchmarks/scale.py``'s generator (about 600 bytes each, 5 %
 planted near-copies). For each profile: ``neardup index add`` (wall seconds, documents/s and the
@@ -17,8 +17,9 @@ latency of 1,000 single-document queries of stored texts; ``neardup dedup --no-k
 file in the same run gives the documents/s ratio. ``--redis``: a ``redis-server`` started on a
 loopback port, the same documents' MinHash signatures (neardup's, 18 bands of 7 rows, as the
 index bands them) inserted into datasketch's ``MinHashLSH`` with Redis storage, and Redis's
-``used_memory`` per document. Writes ``benchmarks/results/index-scale-<N>-<date>.json`` (or
-``index-half-split-<date>.json``). Run it under ``flock /work/bench.lock``.
+``used_memory`` per document. ``--half-split --repeat N``: N rounds of its four commands, the
+medians and every round. Writes ``benchmarks/results/index-scale-<N>-<date>.json`` (or
+``index-half-split-<date>.json``; ``--output`` another name). Run it under ``flock /work/bench.lock``.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ import platform
 import shutil
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -106,7 +109,17 @@ def run_measured(cmd: list[str], env: dict | None = None, every: float = 0.05, d
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     hwm = 0
     killed = None
-    while True:
+    # the process is waited for on a thread, so that its end is timed when it comes (waited for
+    # between two readings, it was timed up to `every` seconds late: 50 ms of a 0.5 s run)
+    ended: dict = {}
+
+    def reap() -> None:
+        _, ended["status"], ended["usage"] = os.wait4(proc.pid, 0)
+        ended["at"] = time.perf_counter()
+
+    waiter = threading.Thread(target=reap, daemon=True)
+    waiter.start()
+    while waiter.is_alive():
         try:
             with open(f"/proc/{proc.pid}/status") as fh:
                 for line in fh:
@@ -114,14 +127,12 @@ def run_measured(cmd: list[str], env: dict | None = None, every: float = 0.05, d
                         hwm = max(hwm, int(line.split()[1]))
         except OSError:
             pass
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
         if deadline is not None and killed is None and time.perf_counter() - t > deadline:
             killed = round(time.perf_counter() - t, 1)
             proc.kill()
-        time.sleep(every)
-    seconds = time.perf_counter() - t
+        waiter.join(every)
+    status, usage = ended["status"], ended["usage"]
+    seconds = ended["at"] - t
     if err:
         err.close()
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -211,9 +222,11 @@ def redis_run(corpus: str, work: str) -> dict:
         proc.wait()
 
 
-def half_split(corpus: str, work: str) -> dict:
+def half_split(corpus: str, work: str, repeat: int = 1) -> dict:
     """The corpus cut in two halves in input order: A with --save-index, then B --against it,
-    against B alone (and A alone, the save's cost)."""
+    against B alone (and A alone, the save's cost). With ``repeat`` > 1 the four commands run
+    that many rounds in turn: each command's figures are the medians, its ``runs`` every round's,
+    and the ratios are of the medians."""
     lines = Path(corpus).read_bytes().splitlines(keepends=True)
     half = len(lines) // 2
     a, b = os.path.join(work, "half-a.jsonl"), os.path.join(work, "half-b.jsonl")
@@ -221,15 +234,24 @@ def half_split(corpus: str, work: str) -> dict:
     Path(b).write_bytes(b"".join(lines[half:]))
     del lines
     db = os.path.join(work, "half-a.db")
+    runs: dict = {}
+    for _ in range(repeat):
+        if os.path.exists(db):  # (--save-index writes a new index)
+            remove_db(db)
+        for name, cmd in (("dedup A alone", neardup("dedup", a, "-o", os.path.join(work, "oa0"), "--no-kept", "-q")),
+                          ("dedup A --save-index", neardup("dedup", a, "-o", os.path.join(work, "oa"), "--no-kept",
+                                                           "-q", "--save-index", db)),
+                          ("dedup B alone", neardup("dedup", b, "-o", os.path.join(work, "ob0"), "--no-kept", "-q")),
+                          ("dedup B --against", neardup("dedup", b, "-o", os.path.join(work, "ob"), "--no-kept", "-q",
+                                                        "--against", db))):
+            for folder in ("oa0", "oa", "ob0", "ob"):
+                shutil.rmtree(os.path.join(work, folder), ignore_errors=True)
+            runs.setdefault(name, []).append(run_measured(cmd))
+            print(name, json.dumps(runs[name][-1]), flush=True)
     out = {}
-    for name, cmd in (("dedup A alone", neardup("dedup", a, "-o", os.path.join(work, "oa0"), "--no-kept", "-q")),
-                      ("dedup A --save-index", neardup("dedup", a, "-o", os.path.join(work, "oa"), "--no-kept", "-q",
-                                                       "--save-index", db)),
-                      ("dedup B alone", neardup("dedup", b, "-o", os.path.join(work, "ob0"), "--no-kept", "-q")),
-                      ("dedup B --against", neardup("dedup", b, "-o", os.path.join(work, "ob"), "--no-kept", "-q",
-                                                    "--against", db))):
-        out[name] = run_measured(cmd)
-        print(name, json.dumps(out[name]), flush=True)
+    for name, got in runs.items():
+        out[name] = got[0] if repeat == 1 else {**{k: statistics.median(r[k] for r in got) for k in got[0]},
+                                                "runs": got}
     out["index_bytes"] = os.path.getsize(db)
     out["against_over_alone"] = round(out["dedup B --against"]["seconds"] / out["dedup B alone"]["seconds"], 3)
     out["save_over_alone"] = round(out["dedup A --save-index"]["seconds"] / out["dedup A alone"]["seconds"], 3)
@@ -257,6 +279,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--redis", action="store_true", help="also datasketch's MinHashLSH on Redis")
     ap.add_argument("--half-split", action="store_true", help="the corpus split in two halves instead")
+    ap.add_argument("--repeat", type=int, default=1, help="--half-split: rounds of the four commands (medians)")
     ap.add_argument("--corpus", default=str(HERE / "data" / "corpus.jsonl"))
     ap.add_argument("--note", default="", help="what else ran on the machine meanwhile")
     ap.add_argument("--output", metavar="PATH", help="the results file (default: benchmarks/results/"
@@ -274,9 +297,11 @@ def main() -> None:
     try:
         out = {"date": date, "machine": machine(), "note": args.note}
         if args.half_split:
-            out["corpus"] = {"path": os.path.relpath(args.corpus, HERE.parent), "bytes": os.path.getsize(args.corpus)}
-            out["half_split"] = half_split(args.corpus, work)
-            dest = HERE / "results" / f"index-half-split-{date}.json"
+            out["corpus"] = {"path": os.path.relpath(args.corpus, HERE.parent), "bytes": os.path.getsize(args.corpus),
+                             "documents": sum(1 for _ in open(args.corpus, "rb"))}
+            out["environment"] = {k: os.environ[k] for k in ("PYTHONDONTWRITEBYTECODE",) if k in os.environ}
+            out["half_split"] = half_split(args.corpus, work, args.repeat)
+            dest = Path(args.output) if args.output else HERE / "results" / f"index-half-split-{date}.json"
         else:
             path = args.input or os.path.join(work, f"generated-{args.docs}.jsonl")
             if not args.input:

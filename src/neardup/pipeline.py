@@ -247,9 +247,11 @@ class _Sketched:
     #: per record (by ordinal) its source, when the run has sources (several inputs, a source
     #: field, an index); None otherwise
     sources: list | None = None
-    #: fingerprint -> ordinal of its first holder (negative: a holder in the index); a dict where
-    #: the index or keep="source" needs one, else a FingerprintTable (arrays)
+    #: fingerprint -> ordinal of its first holder in the run (an index's holders are the
+    #: Against's); a dict where keep="source" needs one, else a FingerprintTable (arrays)
     first_by_fp: dict | FingerprintTable = field(default_factory=dict)
+    #: a run with an index: the content fingerprints of the sketched records, batch by batch
+    fingerprint_parts: list[np.ndarray] = field(default_factory=list)
     #: kept for a run against an index (or saving one): the signature pieces and band keys
     signatures: list | None = None
     band_keys: np.ndarray | None = None
@@ -639,8 +641,7 @@ class Deduplicator:
 
         # the sketched ordinals and shingle counts as the stage holds them (views, not copies)
         sk = got.sketched.array()
-        if self.save_index is None and self.against is None:  # the index's records need it; nothing else
-            got.first_by_fp = None
+        got.first_by_fp = None  # (the exact pass is done)
         counts = (got.n_shingles[0] if len(got.n_shingles) == 1 else np.concatenate(got.n_shingles)
                   if got.n_shingles else np.zeros(0, dtype=np.int64))
         got.n_shingles = [counts]
@@ -708,7 +709,7 @@ class Deduplicator:
         write = None
         if self.against is not None:
             outcome, (all_edges, all_sk, names), sizes, kinds, chained, write = self.against.resolve(
-                ids=got.ids.tolist(), sources=got.sources, reason=got.reason.tolist(),
+                ids=got.ids, sources=got.sources, reason=got.reason,
                 lengths=np.array(got.lengths, dtype=np.int64),
                 keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
                 exact_of=dict(got.exact_of.items()), sk=sk, records=self._run_records(got, sk, counts, offsets, shingle_ids),
@@ -930,15 +931,14 @@ class Deduplicator:
         budget = _Budget(int(self.in_memory_mb * (1 << 20)))
         # (named as the sketch stage's saved folder has them: -0 what was held, -1 the spill)
         # signatures of the 32-bit family (the default) are kept at their width, uint32: half the
-        # memory and spill of uint64 (an index stores uint64 signatures: runs with one keep those)
-        narrow = (cfg.minhash.family == "mulshift32" and self.against is None and self.save_index is None)
+        # memory and spill of uint64
+        narrow = cfg.minhash.family == "mulshift32"
         got.sig_pieces = (_Pieces(os.path.join(work, "signatures-1.u32"), budget, np.uint32) if narrow
                           else _Pieces(os.path.join(work, "signatures-1.u64"), budget))
         got.id_pieces = _Pieces(os.path.join(work, "shingles-1.u64"), budget)
         band = cfg.banding() if cfg.method == "minhash" else None
-        if self.against is None and self.save_index is None and cfg.keep != "source":
-            got.first_by_fp = FingerprintTable()
         if cfg.keep != "source":
+            got.first_by_fp = FingerprintTable()
             got.exact_of = Copies()
         first_by_fp = got.first_by_fp
         sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
@@ -959,6 +959,8 @@ class Deduplicator:
             def flush():
                 nonlocal parts, ords, nbytes
                 if parts:
+                    if self.against is not None and band is not None:  # (the index may start reading its postings)
+                        self.against.expect(len(ords))
                     batch = sketch_stage.submit_batch(sketcher, parts, cfg.shingle, cfg.minhash, jobs=self.jobs)
                     pending.append((batch, parts, ords, nbytes))
                     parts, ords, nbytes = [], [], 0
@@ -1016,9 +1018,9 @@ class Deduplicator:
         positions in the batch of texts the kernel could not take (sketched as empty)."""
         cfg = self.config
         t = time.perf_counter()
-        if self.against is not None:
-            self.against.seed_exact(sig.fingerprints, sig.n_shingles, first_by_fp)
-        new, empty, copies = first_holders(ords, sig.fingerprints, sig.n_shingles, first_by_fp)
+        indexed = (self.against.indexed_holders(sig.fingerprints, sig.n_shingles) if self.against is not None
+                   else None)
+        new, empty, copies = first_holders(ords, sig.fingerprints, sig.n_shingles, first_by_fp, indexed)
         oversized = {ords[k] for k in too_large}
         for o in empty:
             why = "too_large_nfkc" if o in oversized else "empty"
@@ -1035,6 +1037,8 @@ class Deduplicator:
         self.seconds["exact_pass"] += time.perf_counter() - t
         if new.any():
             got.sketched.extend(np.asarray(ords, dtype=np.int64)[new])
+            if self.against is not None or self.save_index is not None:  # the index stores them
+                got.fingerprint_parts.append(sig.fingerprints[new])
         if cfg.keep == "source" and copies:
             self._prefer_sources(got, copies, dict(zip(ords, sig.fingerprints.tolist())))
         if not new.any():
@@ -1219,11 +1223,13 @@ class Deduplicator:
         """The sketched records as the index stores them (:class:`neardup.store.incremental.RunRecords`)."""
         from .store.incremental import RunRecords
 
-        fingerprint_of = {o: fp for fp, o in got.first_by_fp.items() if o >= 0}
         sources = got.sources or [""] * len(got.ids)
         ords = sk.tolist()
+        # (keep="source" may have put a copy in its holder's place: the same content, the same fingerprint)
+        fingerprints = (np.concatenate(got.fingerprint_parts) if got.fingerprint_parts
+                        else np.zeros(0, dtype=np.uint64)).astype(np.uint64, copy=False)
         return RunRecords(ids=take_values(got.ids, np.asarray(ords, dtype=np.int64)), sources=[sources[o] for o in ords],
-                          fingerprints=np.array([fingerprint_of[o] for o in ords], dtype=np.uint64),
+                          fingerprints=fingerprints,
                           lengths=np.array(got.lengths, dtype=np.int64)[sk], counts=counts, offsets=offsets,
                           shingle_ids=shingle_ids, signatures=got.signatures or [])
 

@@ -88,8 +88,10 @@ def test_against_equals_a_joint_run_record_for_record(tmp_path, halves):
     assert any(p["a"] not in b_ids for p in joint_pairs)  # pairs across the halves exist
 
 
-def test_update_index_then_a_third_run_equals_the_joint_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("ratio", [incremental.Against.SCAN_BUCKETS_PER_POSTING, float("inf")])  # scanned, joined
+def test_update_index_then_a_third_run_equals_the_joint_run(tmp_path, monkeypatch, ratio):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(incremental.Against, "SCAN_BUCKETS_PER_POSTING", ratio)
     docs = corpus(360, seed=11)
     a, b, c = write("A.jsonl", docs[:120]), write("B.jsonl", docs[120:240]), write("C.jsonl", docs[240:])
     assert run(a, "-o", "o1", "--save-index", "seen.db") == 0
@@ -198,3 +200,125 @@ def test_api_result_carries_sources_as_the_cli_does(tmp_path, monkeypatch):
                                             "similarity", "reason"]
     assert result.outcomes.to_pylist() == lines("out/clusters.jsonl")
     assert any(r["duplicate_of_source"] == "a" for r in result.outcomes.to_pylist())
+
+
+# -- the look-ups: joined, or matched against one scan of the postings ------------------------
+
+def _count_calls(monkeypatch, cls, name) -> list:
+    """Calls of ``cls.name`` (the real method still runs)."""
+    calls = []
+    real = getattr(cls, name)
+
+    def counted(self, *args, **kw):
+        calls.append(1)
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(cls, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("ratio, joins, scans", [(float("inf"), "all", 0), (0.0, 0, 1), (0.5, "some", 1)])
+def test_against_joined_or_scanned_equals_the_joint_run(tmp_path, monkeypatch, ratio, joins, scans):
+    """Joined batch by batch, scanned from the first batch on, or joined until the batches'
+    band keys reach half the index's postings and then scanned: B's lines as the joint run's."""
+    from neardup.io import readers
+    from neardup.pipeline import Deduplicator
+
+    monkeypatch.chdir(tmp_path)
+    docs = corpus(600, seed=3)
+    a, b = write("A.jsonl", docs[:300]), write("B.jsonl", docs[300:])
+    assert run(a, "-o", "outA", "--save-index", "A.db") == 0
+    assert run(a, b, "-o", "joint") == 0
+    monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", 1 << 14)  # B read in small blocks,
+    monkeypatch.setattr(Deduplicator, "BATCH_BYTES", 20_000)  # sketched in about ten batches
+    monkeypatch.setattr(incremental.Against, "SCAN_BUCKETS_PER_POSTING", ratio)
+    joined = _count_calls(monkeypatch, incremental.Against, "_joined_postings")
+    scanned = _count_calls(monkeypatch, incremental.Against, "_scanned_postings")
+    assert run(b, "-o", "outB", "--against", "A.db") == 0
+    assert len(scanned) == scans
+    if joins == "all":
+        assert len(joined) >= 5
+    elif joins == "some":
+        assert 1 <= len(joined) <= 8
+    else:
+        assert not joined
+    assert lines("outB/clusters.jsonl") == [r for r in lines("joint/clusters.jsonl") if r["source"] == "B.jsonl"]
+    b_ids = {r["id"] for r in lines("outB/clusters.jsonl")}
+    joint_pairs = [p for p in lines("joint/pairs.jsonl") if p["a"] in b_ids or p["b"] in b_ids]
+    assert sorted(map(json.dumps, lines("outB/pairs.jsonl"))) == sorted(map(json.dumps, joint_pairs))
+
+
+def test_scan_and_join_take_the_same_oldest_documents_of_a_full_bucket(tmp_path, monkeypatch):
+    """Many indexed copies of a few texts (buckets past a small cap): the scan and the join
+    give each bucket the same oldest documents, so the same outcomes and pairs."""
+    monkeypatch.chdir(tmp_path)
+    base = corpus(12, seed=9)
+    docs = [{"id": f"a{i}", "text": base[i % 6]["text"] + f" x{i}"} for i in range(120)]
+    new = [{"id": f"b{i}", "text": base[i % 6]["text"] + f" y{i}"} for i in range(30)]
+    a, b = write("A.jsonl", docs), write("B.jsonl", new)
+    assert run(a, "-o", "outA", "--save-index", "A.db") == 0
+    assert run(b, "-o", "uncapped", "--against", "A.db") == 0
+    monkeypatch.setattr(SeenIndex, "CANDIDATES_PER_BUCKET", 3)
+    got = {}
+    for name, ratio in (("joined", float("inf")), ("scanned", 0.0)):
+        monkeypatch.setattr(incremental.Against, "SCAN_BUCKETS_PER_POSTING", ratio)
+        assert run(b, "-o", name, "--against", "A.db") == 0
+        got[name] = (open(f"{name}/clusters.jsonl", "rb").read(), open(f"{name}/pairs.jsonl", "rb").read(),
+                     json.load(open(f"{name}/summary.json"))["index"])
+    assert got["joined"] == got["scanned"]
+    uncapped = json.load(open("uncapped/summary.json"))["index"]
+    assert got["joined"][2]["against_candidate_pairs"] < uncapped["against_candidate_pairs"]  # the cap held
+    assert any(r["duplicate_of_source"] == "A.jsonl" for r in lines("joined/clusters.jsonl"))
+
+
+def test_bucket_pairs_are_a_buckets_first_documents():
+    """_bucket_pairs against its definition, with and without the scan's map of buckets."""
+    import numpy as np
+
+    from neardup.store.schema import DOC_BITS, band_buckets
+
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 2**63, size=(400, 6), dtype=np.uint64)
+    keys[50:60] = keys[0]  # records sharing every bucket
+    buckets = band_buckets(keys)
+    # indexed documents in some of the keys' buckets (several in a few) and in others
+    chosen = np.concatenate([buckets[rng.integers(0, 400, 300), rng.integers(0, 6, 300)],
+                             np.repeat(buckets[0, :2], 7), rng.integers(0, 2**35, 200)])
+    docs = rng.integers(0, 5000, chosen.size)
+    postings = np.unique((chosen.astype(np.int64) << DOC_BITS) | docs)
+    for cap in (1, 3, 1000):
+        by_bucket: dict = {}
+        for p in postings.tolist():
+            by_bucket.setdefault(p >> DOC_BITS, []).append(p & ((1 << DOC_BITS) - 1))
+        want = sorted({(r, d) for r in range(400) for bk in buckets[r].tolist() for d in by_bucket.get(bk, [])[:cap]})
+        for with_map in (False, True):
+            rows, nums = incremental._bucket_pairs(keys, incremental._Postings(postings, with_map=with_map), cap)
+            assert list(zip(rows.tolist(), nums.tolist())) == want
+    assert len(want) > 300
+
+
+def test_clusters_with_sources_the_same_bytes_from_the_arrays(tmp_path, monkeypatch):
+    """clusters.jsonl of a run against an index, assembled from its columns, byte for byte what
+    the writer of a dict a line gives; ids and source names that JSON escapes included."""
+    from neardup.io import result_lines
+
+    monkeypatch.chdir(tmp_path)
+    docs = corpus(240, seed=13)
+    odd = ['q"uote', "back\\slash", "tab\there", "é ü ∂", "ctl\x01", "nul\x00l"]
+    for k, d in enumerate(docs):
+        d["id"] = odd[k % len(odd)] + str(k)
+    a, b = write('A "one".jsonl', docs[:120]), write("B\\two.jsonl", docs[120:])
+    assert run(a, "-o", "outA", "--save-index", "A.db") == 0
+    assembled = []
+    real = result_lines.cluster_chunks
+    monkeypatch.setattr(result_lines, "cluster_chunks", lambda *args, **kw: assembled.append(1) or real(*args, **kw))
+    assert run(b, "-o", "arrays", "--against", "A.db") == 0
+    assert assembled  # (the lines came from the arrays)
+    monkeypatch.setattr(result_lines, "available", lambda *args, **kw: False)
+    assert run(b, "-o", "dicts", "--against", "A.db") == 0
+    got = open("arrays/clusters.jsonl", "rb").read()
+    assert got == open("dicts/clusters.jsonl", "rb").read()
+    rows = [json.loads(line) for line in got.splitlines()]
+    assert {r["source"] for r in rows} == {"B\\two.jsonl"}
+    assert any(r["duplicate_of_source"] == 'A "one".jsonl' for r in rows)
+    assert any(r["duplicate_of"] is None for r in rows) and any("\x00" in r["id"] for r in rows)

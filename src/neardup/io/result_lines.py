@@ -34,12 +34,30 @@ def _gather():
 
 
 def available(outcome, urls=None) -> bool:
-    """Whether :func:`cluster_chunks` can write ``outcome`` (the local engine's arrays, records
-    without sources or URLs, and the compiled kernel)."""
-    return (_gather() is not None and not urls and getattr(outcome, "source", None) is None
-            and isinstance(outcome.ids, Ids) and isinstance(outcome.reason, Labels)
-            and isinstance(outcome.similarity, Floats)
-            and all(isinstance(c, Names) and c.names is outcome.ids for c in (outcome.cluster, outcome.duplicate_of)))
+    """Whether :func:`cluster_chunks` can write ``outcome`` (the local engine's arrays and the
+    compiled kernel, records without URLs): ids an :class:`Ids` column (or :class:`Names` of
+    one) that the clusters and survivors name too; with sources, both source columns
+    :class:`Names` of one :class:`Labels` column."""
+    if _gather() is None or urls or not (isinstance(outcome.reason, Labels) and isinstance(outcome.similarity, Floats)):
+        return False
+    table = _id_table_of(outcome.ids)
+    if table is None or not all(isinstance(c, Names) and c.names is table for c in (outcome.cluster, outcome.duplicate_of)):
+        return False
+    sources = getattr(outcome, "source", None)
+    if sources is None:
+        return True
+    dup = getattr(outcome, "duplicate_of_source", None)
+    return (isinstance(sources, Names) and isinstance(sources.names, Labels) and isinstance(dup, Names)
+            and dup.names is sources.names)
+
+
+def _id_table_of(ids):
+    """The :class:`Ids` column the record ids are read from (themselves, or what they name)."""
+    if isinstance(ids, Ids):
+        return ids
+    if isinstance(ids, Names) and isinstance(ids.names, Ids):
+        return ids.names
+    return None
 
 
 def available_for_ids() -> bool:
@@ -139,15 +157,26 @@ def _ref_segments(ids: _IdTable, refs: np.ndarray, null_at: int):
 
 def cluster_chunks(outcome, chunk: int = CHUNK):
     """The bytes of ``clusters.jsonl`` for ``outcome`` (see :func:`available`), a chunk at a time:
-    what :func:`neardup.io.writers.write_clusters` writes, byte for byte."""
+    what :func:`neardup.io.writers.write_clusters` writes, byte for byte (with sources: the
+    ``source`` after the id and the ``duplicate_of_source`` after the survivor, each a constant
+    per label)."""
     gather = _gather()
     labels = outcome.reason.labels
+    sourced = getattr(outcome, "source", None) is not None
     pieces = {"open": b'{"id":', "quote": b'"', "null": b"null", "cluster": b',"cluster":',
               "kept1": b',"kept":true,"duplicate_of":', "kept0": b',"kept":false,"duplicate_of":',
               "similarity": b',"similarity":'}
     pieces.update({f"reason{k}": b',"reason":' + orjson.dumps(label) + b"}\n" for k, label in enumerate(labels)})
+    if sourced:
+        source_labels = outcome.source.names.labels
+        pieces.update({f"source{k}": b',"source":' + orjson.dumps(label) for k, label in enumerate(source_labels)})
+        pieces.update({f"dsource{k}": b',"duplicate_of_source":' + orjson.dumps(label)
+                       for k, label in enumerate(source_labels)})
+        pieces["dsource_null"] = b',"duplicate_of_source":null'
     const = _Constants(pieces)
-    ids = _IdTable(outcome.ids, len(const.data))
+    table = _id_table_of(outcome.ids)
+    ids = _IdTable(table, len(const.data))
+    rows_of = None if isinstance(outcome.ids, Ids) else outcome.ids.ordinals  # the records' ids in the table
     sims = outcome.similarity.values
     has_sim = ~np.isnan(sims)
     sim_base = ids.esc_base + len(ids.escaped)
@@ -155,34 +184,54 @@ def cluster_chunks(outcome, chunk: int = CHUNK):
     codes = outcome.reason.codes.array()
     reason_at = np.array([const.at[f"reason{k}"] for k in range(len(labels))], dtype=np.int64)
     reason_len = np.array([const.len[f"reason{k}"] for k in range(len(labels))], dtype=np.int64)
+    if sourced:
+        source_codes = outcome.source.names.codes.array()
+        k_all = range(len(source_labels))
+        source_at = np.array([const.at[f"source{k}"] for k in k_all], dtype=np.int64)
+        source_len = np.array([const.len[f"source{k}"] for k in k_all], dtype=np.int64)
+        # (the last entry: a record without a survivor)
+        dsource_at = np.array([const.at[f"dsource{k}"] for k in k_all] + [const.at["dsource_null"]], dtype=np.int64)
+        dsource_len = np.array([const.len[f"dsource{k}"] for k in k_all] + [const.len["dsource_null"]], dtype=np.int64)
     n = len(outcome.ids)
     q_at = const.at["quote"]
+    # the columns of a line's segments: with sources two more (its source; its survivor's)
+    width = 17 if sourced else 15
+    col_id, col_cluster, col_dup = 1, (6 if sourced else 5), (10 if sourced else 9)
+    col_kept, col_sim, col_reason = col_dup - 1, width - 2, width - 1
     # one table of segments for every chunk, its constant columns filled once (a fresh table per
     # chunk cost more in first-touch page faults than the filling itself)
     rows = min(n, chunk)
-    table_starts = np.empty((rows, 15), dtype=np.int64)
-    table_lens = np.empty((rows, 15), dtype=np.int64)
-    for col, name in ((0, "open"), (4, "cluster"), (12, "similarity")):
+    table_starts = np.empty((rows, width), dtype=np.int64)
+    table_lens = np.empty((rows, width), dtype=np.int64)
+    for col, name in ((0, "open"), (col_cluster - 1, "cluster"), (col_sim - 1, "similarity")):
         table_starts[:, col], table_lens[:, col] = const.at[name], const.len[name]
-    table_starts[:, [1, 3, 5, 7, 9, 11]] = q_at
+    table_starts[:, [col_id, col_id + 2, col_cluster, col_cluster + 2, col_dup, col_dup + 2]] = q_at
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         m = hi - lo
         starts, lens = table_starts[:m], table_lens[:m]
-        _put_quoted(starts, lens, 1, *ids.segments(np.arange(lo, hi, dtype=np.int64)))
-        _put_quoted(starts, lens, 5, *_ref_segments(ids, outcome.cluster.ordinals[lo:hi], const.at["null"]))
+        own = np.arange(lo, hi, dtype=np.int64) if rows_of is None else rows_of[lo:hi]
+        _put_quoted(starts, lens, col_id, *ids.segments(own))
+        _put_quoted(starts, lens, col_cluster, *_ref_segments(ids, outcome.cluster.ordinals[lo:hi], const.at["null"]))
         k = kept[lo:hi]
-        starts[:, 8] = np.where(k, const.at["kept1"], const.at["kept0"])
-        lens[:, 8] = np.where(k, const.len["kept1"], const.len["kept0"])
-        _put_quoted(starts, lens, 9, *_ref_segments(ids, outcome.duplicate_of.ordinals[lo:hi], const.at["null"]))
+        starts[:, col_kept] = np.where(k, const.at["kept1"], const.at["kept0"])
+        lens[:, col_kept] = np.where(k, const.len["kept1"], const.len["kept0"])
+        dup = outcome.duplicate_of.ordinals[lo:hi]
+        _put_quoted(starts, lens, col_dup, *_ref_segments(ids, dup, const.at["null"]))
+        if sourced:
+            sc = source_codes[outcome.source.ordinals[lo:hi]]
+            starts[:, col_id + 3], lens[:, col_id + 3] = source_at[sc], source_len[sc]
+            ds = outcome.duplicate_of_source.ordinals[lo:hi]
+            dc = np.where(ds >= 0, source_codes[np.maximum(ds, 0)], len(source_labels))
+            starts[:, col_dup + 3], lens[:, col_dup + 3] = dsource_at[dc], dsource_len[dc]
         # the chunk's similarities as text (every kept record has one: the whole corpus's at once
         # were a Python float and a list slot per record)
         h = has_sim[lo:hi]
         sim_text, sim_start, sim_len = _floats_text(sims[lo:hi][h])
-        starts[:, 13], lens[:, 13] = const.at["null"], 4
-        starts[h, 13], lens[h, 13] = sim_base + sim_start, sim_len
+        starts[:, col_sim], lens[:, col_sim] = const.at["null"], 4
+        starts[h, col_sim], lens[h, col_sim] = sim_base + sim_start, sim_len
         c = codes[lo:hi]
-        starts[:, 14], lens[:, 14] = reason_at[c], reason_len[c]
+        starts[:, col_reason], lens[:, col_reason] = reason_at[c], reason_len[c]
         yield gather([const.data, *ids.buffers(), sim_text], starts.ravel(), lens.ravel())
 
 

@@ -4,6 +4,7 @@ and a run's clusters and pairs (:func:`write_clusters`, :func:`write_pairs`: eve
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 from typing import Callable
 
@@ -439,15 +440,18 @@ def _cluster_rows(outcome, urls: dict):
     """The rows of ``clusters.*`` as dicts, in input order: with ``source`` and
     ``duplicate_of_source`` when the records carry sources, and ``url`` for web pages."""
     sources = getattr(outcome, "source", None)
-    for o, (doc_id, cluster, kept, dup, sim, reason) in enumerate(zip(
+    # (the source columns iterated beside the others: a column read by ordinal decodes one value a call)
+    none = itertools.repeat(None)
+    for o, (doc_id, cluster, kept, dup, sim, reason, source, dup_source) in enumerate(zip(
             outcome.ids, outcome.cluster, np.asarray(outcome.kept).tolist(), outcome.duplicate_of, outcome.similarity,
-            outcome.reason)):
+            outcome.reason, none if sources is None else sources,
+            none if sources is None else outcome.duplicate_of_source)):
         if sources is None:
             row = {"id": doc_id, "cluster": cluster, "kept": kept, "duplicate_of": dup, "similarity": sim,
                    "reason": reason}
         else:  # records with sources: each line names its own and its survivor's
-            row = {"id": doc_id, "source": sources[o], "cluster": cluster, "kept": kept, "duplicate_of": dup,
-                   "duplicate_of_source": outcome.duplicate_of_source[o], "similarity": sim, "reason": reason}
+            row = {"id": doc_id, "source": source, "cluster": cluster, "kept": kept, "duplicate_of": dup,
+                   "duplicate_of_source": dup_source, "similarity": sim, "reason": reason}
         if o in urls:  # web pages: where the page was (WARC-Target-URI, a JSONL "url")
             row["url"] = urls[o]
         yield row

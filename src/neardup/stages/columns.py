@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["Growable", "Ids", "Labels", "Names", "Floats", "Copies", "repeated_names", "take_values"]
+__all__ = ["Growable", "Ids", "Labels", "Names", "SourcedNames", "Floats", "Copies", "repeated_names", "take_values"]
 
 #: Values decoded at a time when a column is iterated (bounds the temporary Python objects).
 _CHUNK = 1 << 16
@@ -286,10 +286,33 @@ def repeated_names(names) -> list[np.ndarray]:
                 by_name.setdefault(name, []).append(o)
             out += [np.array(v, dtype=np.int64) for v in by_name.values() if len(v) > 1]
         return sorted(out, key=lambda a: int(a[0]))
+    if isinstance(names, SourcedNames):
+        # the ids repeated first (strings: no tuple per record), then those ids' names
+        ids = names.ids.tolist()
+        again = _repeated_values(ids)
+        by_name = {}
+        for o, doc_id in enumerate(ids):
+            if doc_id in again:
+                by_name.setdefault((names.sources[o], doc_id), []).append(o)
+        return [np.array(v, dtype=np.int64) for v in by_name.values() if len(v) > 1]
+    names = names if isinstance(names, list) else list(names)
+    again = _repeated_values(names)
     by_name = {}
     for o, name in enumerate(names):
-        by_name.setdefault(name, []).append(o)
-    return [np.array(v, dtype=np.int64) for v in by_name.values() if len(v) > 1]
+        if name in again:  # (a list of ordinals only for the names that repeat)
+            by_name.setdefault(name, []).append(o)
+    return [np.array(v, dtype=np.int64) for v in by_name.values()]
+
+
+def _repeated_values(values: list) -> set:
+    """The values that occur more than once."""
+    seen, again = set(), set()
+    for v in values:
+        if v in seen:
+            again.add(v)
+        else:
+            seen.add(v)
+    return again
 
 
 class Labels(_Column):
@@ -364,6 +387,25 @@ class Names(_Column):
             for k, v in zip(some.tolist(), values):
                 out[k] = v
         return out
+
+
+class SourcedNames(_Column):
+    """Records named ``(source, id)`` (ids unique only within a source) as two columns by
+    ordinal, ``sources`` (a :class:`Labels` column) and ``ids`` (an :class:`Ids` column): a
+    name is made when it is read."""
+
+    def __init__(self, sources: "Labels", ids: Ids):
+        self.sources = sources
+        self.ids = ids
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _values(self, lo: int, hi: int) -> list:
+        return list(zip(self.sources[lo:hi], self.ids[lo:hi]))
+
+    def take(self, ordinals: np.ndarray) -> list:
+        return list(zip(self.sources.take(ordinals), self.ids.take(ordinals)))
 
 
 class Floats(_Column):

@@ -119,23 +119,30 @@ class FingerprintTable:
             yield 0, self.zero
 
 
-def first_holders(ordinals, fingerprints: np.ndarray, n_shingles: np.ndarray, first_by_fp):
+def first_holders(ordinals, fingerprints: np.ndarray, n_shingles: np.ndarray, first_by_fp, indexed=None):
     """Split a batch of records into empty ones, exact copies and first holders.
 
     ``first_by_fp`` maps a fingerprint to the ordinal of its first holder (a dict, or a
     :class:`FingerprintTable`); it carries over from batch to batch (records must come in input
-    order) and gains this batch's first holders. Returns ``(new, empty, copies)``: a boolean mask
+    order) and gains this batch's first holders. ``indexed`` (a run against an index): per
+    record, the holder of its content in the index (a negative pseudo ordinal), 0 where the
+    index has none; such a record is a copy of it (the index comes before the run), and its
+    content is not added to ``first_by_fp``. Returns ``(new, empty, copies)``: a boolean mask
     of the batch's first holders, a list of the ordinals without shingles, and ``(ordinal, first
-    holder)`` for each exact copy.
+    holder)`` for each exact copy, in input order.
     """
     if isinstance(first_by_fp, FingerprintTable):
-        return _first_holders_table(ordinals, fingerprints, n_shingles, first_by_fp)
+        return _first_holders_table(ordinals, fingerprints, n_shingles, first_by_fp, indexed)
     new = np.zeros(len(ordinals), dtype=bool)
     empty: list[int] = []
     copies: list[tuple[int, int]] = []
-    for k, (o, fp, ns) in enumerate(zip(ordinals, fingerprints.tolist(), n_shingles.tolist())):
+    held = indexed.tolist() if indexed is not None else [0] * len(ordinals)
+    for k, (o, fp, ns, at) in enumerate(zip(ordinals, fingerprints.tolist(), n_shingles.tolist(), held)):
         if ns == 0:
             empty.append(o)
+            continue
+        if at:
+            copies.append((o, at))
             continue
         first = first_by_fp.get(fp)
         if first is not None:
@@ -146,7 +153,7 @@ def first_holders(ordinals, fingerprints: np.ndarray, n_shingles: np.ndarray, fi
     return new, empty, copies
 
 
-def _first_holders_table(ordinals, fingerprints, n_shingles, table: FingerprintTable):
+def _first_holders_table(ordinals, fingerprints, n_shingles, table: FingerprintTable, indexed=None):
     """:func:`first_holders` with a :class:`FingerprintTable`, in whole-array steps."""
     ords = np.asarray(ordinals, dtype=np.int64)
     fps = np.asarray(fingerprints, dtype=np.uint64)
@@ -154,6 +161,13 @@ def _first_holders_table(ordinals, fingerprints, n_shingles, table: FingerprintT
     new = np.zeros(ords.size, dtype=bool)
     full = np.flatnonzero(ns != 0)
     empty = ords[ns == 0].tolist()
+    if indexed is not None and full.size:
+        at = np.asarray(indexed, dtype=np.int64)[full] != 0
+        if at.any():  # copies of indexed holders; the others go through the table, as the run's own
+            new_, _, copies = _first_holders_table(ords[full[~at]], fps[full[~at]], ns[full[~at]], table)
+            new[full[~at]] = new_
+            copies += zip(ords[full[at]].tolist(), np.asarray(indexed, dtype=np.int64)[full[at]].tolist())
+            return new, empty, sorted(copies)
     if not full.size:
         return new, empty, []
     uniq, first_at, inverse = np.unique(fps[full], return_index=True, return_inverse=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .columns import take_values
+from .grouping import sorted_unique
 from .verify import pair_similarities, score_of
 
 __all__ = ["KEEP_POLICIES", "Outcome", "cluster_kinds", "kinds_table", "keep_value", "components", "array_components",
@@ -305,7 +306,7 @@ def cluster_kinds(outcome: Outcome, sizes: dict) -> dict:
     from .columns import Labels, Names
 
     if isinstance(outcome.cluster, Names) and isinstance(outcome.reason, Labels):  # arrays: no str per record
-        ords = np.unique(outcome.cluster.ordinals[outcome.reason.mask("near")])
+        ords = sorted_unique(outcome.cluster.ordinals[outcome.reason.mask("near")])
         with_near = set(outcome.cluster.names.take(ords[ords >= 0])) if hasattr(outcome.cluster.names, "take") \
             else {outcome.cluster.names[o] for o in ords[ords >= 0].tolist()}
     else:

@@ -21,19 +21,22 @@ joined are merged in the index, so that the next run finds what a joint run of a
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 import orjson
 
-from ..errors import ConfigError
+from ..errors import ConfigError, StoreError
 from ..stages.candidates import band_keys, estimate_filter, estimate_floor
+from ..stages.columns import Floats, Ids, Labels, Names, SourcedNames, repeated_names
+from ..stages.grouping import sorted_unique
 from ..stages.sketch import mod_m_samples
 from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
-                                similarity_to_survivors, split_sources)
+                                similarity_to_survivors)
 from ..stages.verify import Edges, verify_pairs
-from .schema import DOC_BITS, MAX_VARS, band_buckets, signed, unsigned
+from .schema import DOC_BITS, MAX_VARS, band_buckets, unsigned
 from .sqlite import SeenIndex
 
 __all__ = ["RunRecords", "Against", "save_run"]
@@ -72,6 +75,60 @@ def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
     if not out:
         return np.empty((0,) + tuple(pieces[0].shape[1:]) if pieces else (0,), dtype=np.uint64)
     return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+class _Postings:
+    """Band postings of the index, sorted (so by bucket, then number), with their buckets and,
+    for a scan's (``with_map``), a byte map of the buckets' low bits: a key whose bucket's low
+    bits are not in it has no posting. Most of a run's keys find none; the map drops them
+    before they are sorted and searched (5 times as many keys as the buckets they hit, in the
+    half split of the benchmark corpus)."""
+
+    def __init__(self, postings: np.ndarray, *, with_map: bool = False):
+        self.postings = postings
+        self.buckets = postings >> DOC_BITS
+        self.map = None
+        if with_map and postings.size:
+            # about 8 bytes a posting, so about 1 key in 8 without a posting passes
+            bits = min(max(int(postings.size * 8).bit_length(), 16), 26)
+            self.map = np.zeros(1 << bits, dtype=bool)
+            self.map[self.buckets & ((1 << bits) - 1)] = True
+
+
+def _bucket_pairs(keys: np.ndarray, held: _Postings, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``(row of keys, index number)`` pairs sharing a band bucket, sorted, from the
+    index's postings ``held`` (those of the buckets of ``keys``, or more: the others are not
+    read); each bucket gives its oldest ``cap`` documents (its first postings)."""
+    none = np.empty(0, dtype=np.int64)
+    if not held.postings.size or not keys.size:
+        return none, none
+    mask = (1 << DOC_BITS) - 1
+    buckets = band_buckets(keys).ravel()
+    position = np.arange(buckets.size)
+    if held.map is not None:
+        maybe = np.flatnonzero(held.map[buckets & (held.map.size - 1)])
+        buckets, position = buckets[maybe], maybe
+    # the keys' buckets sorted (searched in that order they walk the postings once: 6 times
+    # faster than in key order), with their positions; (bucket, position) packed in one
+    # integer where the position fits beside the 35-bit bucket: a sort, faster than an argsort
+    if keys.size <= mask:
+        packed = np.sort(buckets << DOC_BITS | position)
+        buckets, position = packed >> DOC_BITS, packed & mask
+    else:
+        order = np.argsort(buckets)
+        buckets, position = buckets[order], position[order]
+    # each key's bucket is a range of the postings (by bucket, then number): its first `cap`
+    left = np.searchsorted(held.buckets, buckets, side="left")
+    hit = np.flatnonzero(held.buckets[np.minimum(left, held.buckets.size - 1)] == buckets)
+    if not hit.size:
+        return none, none
+    left = left[hit]
+    n = np.minimum(np.searchsorted(held.buckets, buckets[hit], side="right") - left, cap)
+    at = np.repeat(left - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+    # (row, number) packed in one integer: distinct and sorted by one sort of integers
+    rows = position[hit] // keys.shape[1]
+    pairs = sorted_unique(np.repeat(rows, n) << DOC_BITS | (held.postings[at] & mask))
+    return pairs >> DOC_BITS, pairs & mask
 
 
 def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -> None:
@@ -138,51 +195,129 @@ class Against:
         self.measure = measure
         self.verify = verify
         self.holder_nums: list[int] = []  # k -> the index number of exact holder k (pseudo ordinal -1 - k)
+        self._holder_of: dict = {}  # fingerprint -> k
         self._pool = None
-        self._lookups: list = []  # futures of look_up, in batch order
+        self._lookups: list = []  # futures of look_up's joins, in batch order
+        self._scan = None  # the future of the scan of the index's postings, once started
+        self._buckets = 0  # band keys of the batches so far (expect)
+        self._postings = 0
+        self._rows: dict = {}  # what _load read: the documents matched and their survivors
+        self._read_nums: list = []  # the numbers of the documents read, in order
+        self._counts: list = []  # and their counts of shingle ids
+        self._shingle_pieces: list = []  # their shingle ids and signatures, a piece per _load
+        self._signature_pieces: list = []
         self.stats: dict = {}
 
     # -- the exact pass ----------------------------------------------------------------------
-    def seed_exact(self, fingerprints: np.ndarray, n_shingles: np.ndarray, first_by_fp: dict) -> None:
-        """Give ``first_by_fp`` (:func:`neardup.stages.exact.first_holders`) the batch's contents
-        that the index holds, each as a pseudo ordinal ``-1 - k`` standing for indexed holder k."""
-        fps = sorted({fp for fp, ns in zip(fingerprints.tolist(), n_shingles.tolist())
-                      if ns and fp not in first_by_fp})
-        if not fps:
-            return
+    def indexed_holders(self, fingerprints: np.ndarray, n_shingles: np.ndarray) -> np.ndarray:
+        """Per record of a batch, its content's holder in the index as a pseudo ordinal
+        ``-1 - k`` standing for indexed holder k (the oldest document of that fingerprint), 0
+        where the index has none (or the record has no shingles), for
+        :func:`neardup.stages.exact.first_holders`."""
+        fps = np.asarray(fingerprints, dtype=np.uint64)
+        out = np.zeros(fps.size, dtype=np.int64)
+        distinct = sorted_unique(fps[np.asarray(n_shingles) != 0].view(np.int64)).view(np.uint64)
+        if not distinct.size:
+            return out
         with self.index._read() as conn:
-            for lo in range(0, len(fps), MAX_VARS):
-                chunk = [signed(f) for f in fps[lo : lo + MAX_VARS]]
-                rows = conn.execute(f"SELECT fingerprint, min(num) FROM docs WHERE fingerprint IN "
-                                    f"({','.join('?' * len(chunk))}) GROUP BY fingerprint", chunk).fetchall()
-                for fp, num in rows:
-                    first_by_fp[unsigned(fp)] = -1 - len(self.holder_nums)
-                    self.holder_nums.append(num)
+            # the fingerprints handed over as one JSON array of their signed values (sorted, so
+            # the join walks the fingerprint index in order): one statement, where a list of
+            # bound parameters was 2.5 times the time
+            rows = conn.execute("SELECT d.fingerprint, min(d.num) FROM json_each(?) q JOIN docs d "
+                                "ON d.fingerprint = q.value GROUP BY d.fingerprint",
+                                (orjson.dumps(distinct.view(np.int64), option=orjson.OPT_SERIALIZE_NUMPY).decode(),)
+                                ).fetchall()
+        if not rows:
+            return out
+        held, pseudo = [], []
+        for fp, num in rows:
+            fp = unsigned(fp)
+            k = self._holder_of.get(fp)
+            if k is None:
+                k = self._holder_of[fp] = len(self.holder_nums)
+                self.holder_nums.append(num)
+            held.append(fp)
+            pseudo.append(-1 - k)
+        held, pseudo = np.array(held, dtype=np.uint64), np.array(pseudo, dtype=np.int64)
+        order = np.argsort(held)
+        held, pseudo = held[order], pseudo[order]
+        at = np.minimum(np.searchsorted(held, fps), held.size - 1)
+        hit = (held[at] == fps) & (np.asarray(n_shingles) != 0)
+        out[hit] = pseudo[at[hit]]
+        return out
 
     # -- candidates --------------------------------------------------------------------------
-    def look_up(self, keys: np.ndarray, *, first_local: int) -> None:
-        """Start looking up a batch's band keys (its records are the sketched ones from
-        ``first_local`` on) on a thread of this object's, with its own connection: SQLite
-        releases the GIL, so the lookups overlap with the sketching of the next batch."""
+    #: Reading one band posting in a scan of the whole table costs about a fifth of looking one
+    #: bucket up in the join of :meth:`_joined_postings` (0.18 against 0.9 µs a bucket on the
+    #: reference machine, 2026-12-02: 207,846 postings read in 0.037 s, the 213,000 buckets of
+    #: half the benchmark corpus joined in 0.19 s). Once the batches of the run (:meth:`expect`)
+    #: hold this many band keys per posting of the index, its postings are read in one scan,
+    #: and that batch and the later ones are matched against it (the earlier ones were joined).
+    SCAN_BUCKETS_PER_POSTING = 0.2
+    #: The most postings a scan holds (8 bytes each, until the run's clusters are resolved):
+    #: an index with more is only joined.
+    SCAN_MAX_POSTINGS = 1 << 25
+    #: Postings read per statement of a scan (a range of the key): bounds the text SQLite
+    #: hands over (about 20 bytes a posting).
+    SCAN_CHUNK = 1 << 20
+
+    def expect(self, records: int) -> None:
+        """A batch of this many records is about to be sketched (called before its
+        :meth:`look_up`): once the run's band keys reach :attr:`SCAN_BUCKETS_PER_POSTING` of the
+        index's postings, the scan of them is started on this object's thread, while the batch
+        is sketched (its keys and the later batches' are matched against it)."""
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-against")
+            self._postings = len(self.index) * self.index.config.bands  # (an index of rows: at most this many)
+        self._buckets += records * self.index.config.bands  # (at most: copies and empty texts have none)
+        if (self._scan is None and self._postings <= self.SCAN_MAX_POSTINGS
+                and self._buckets >= self.SCAN_BUCKETS_PER_POSTING * self._postings):
+            self._scan = self._pool.submit(self._scanned_postings)
+
+    def look_up(self, keys: np.ndarray, *, first_local: int) -> None:
+        """Start looking up a batch's band keys (its records are the sketched ones from
+        ``first_local`` on) on this object's thread, with its own connection: SQLite releases
+        the GIL, so the lookups overlap with the sketching of the next batch. They are joined
+        in the index, or matched against its postings once :meth:`expect` started their scan
+        (on the same thread, so that scan is read by then: the thread runs its tasks in turn)."""
+        if self._pool is None:
+            self.expect(0)
+        cap, scan = self.index.CANDIDATES_PER_BUCKET, self._scan
 
         def run():
             with self.index._read() as conn:
-                bi, bn = self._band_matches(conn, keys)
+                held = scan.result() if scan is not None else _Postings(self._joined_postings(conn, keys))
+                bi, bn = _bucket_pairs(keys, held, cap)
+                # the documents matched, read here while the run sketches (resolve needs them all)
+                self._load(conn, sorted_unique(bn).tolist())
             return bi + first_local, bn
 
         self._lookups.append(self._pool.submit(run))
 
-    def _band_matches(self, conn, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct ``(new local, index number)`` pairs sharing a band bucket; each bucket gives
-        its oldest :attr:`SeenIndex.CANDIDATES_PER_BUCKET` documents."""
-        cap = self.index.CANDIDATES_PER_BUCKET
+    def _matches(self, keys) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct ``(new local, index number)`` pairs sharing a band bucket, of every batch
+        looked up (or of ``keys``, the run's, when none was)."""
+        found = [f.result() for f in self._lookups]
+        if self._pool is not None:
+            self._pool.shutdown()
+        self._lookups, self._scan = [], None
+        if not found and keys is not None and keys.size:
+            with self.index._read() as conn:
+                found.append(_bucket_pairs(keys, _Postings(self._joined_postings(conn, keys)),
+                                           self.index.CANDIDATES_PER_BUCKET))
+        if not found:
+            none = np.empty(0, dtype=np.int64)
+            return none, none
+        if len(found) == 1:
+            return found[0]
+        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
+
+    def _joined_postings(self, conn, keys: np.ndarray) -> np.ndarray:
+        """The index's postings in the band buckets of ``keys`` (sorted), by a join."""
         mask = (1 << DOC_BITS) - 1
-        buckets = band_buckets(keys).ravel()
-        distinct = np.unique(buckets)
+        distinct = sorted_unique(band_buckets(keys).ravel())
         # the buckets in a temporary table, and one join: each bucket is a range of the postings' key
         # (handed over as one JSON array: 3 times faster than an insert per bucket; sorted, so
         # the join walks the postings' B-tree in order; orjson writes it from the array, where the
@@ -194,43 +329,56 @@ class Against:
         rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
                             f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
         conn.execute("DELETE FROM temp.against_buckets")
-        if not rows:
-            none = np.empty(0, dtype=np.int64)
-            return none, none
-        postings = np.unique(np.array(rows, dtype=np.int64).ravel())
-        bucket, doc = postings >> DOC_BITS, postings & mask
-        # the first `cap` documents of each bucket (postings are sorted by bucket, then number)
-        starts = np.concatenate(([0], np.flatnonzero(bucket[1:] != bucket[:-1]) + 1))
-        rank = np.arange(bucket.size) - np.repeat(starts, np.diff(np.append(starts, bucket.size)))
-        bucket, doc = bucket[rank < cap], doc[rank < cap]
-        # every new record in each matched bucket
-        order = np.argsort(buckets, kind="stable")
-        sorted_buckets = buckets[order]
-        left = np.searchsorted(sorted_buckets, bucket, side="left")
-        reps = np.searchsorted(sorted_buckets, bucket, side="right") - left
-        pos = np.repeat(left, reps) + (np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps))
-        new_local = order[pos] // keys.shape[1]
-        pairs = np.unique(np.stack([new_local, np.repeat(doc, reps)], axis=1), axis=0)
-        return pairs[:, 0], pairs[:, 1]
+        return sorted_unique(np.array(rows, dtype=np.int64).ravel())
 
-    def _load(self, conn, nums) -> dict:
-        """``num -> (id, source, length, cluster, signature, shingle ids)`` of these documents and of
-        the survivors of their clusters."""
-        out: dict = {}
-        want = sorted(set(nums))
+    def _scanned_postings(self) -> _Postings:
+        """Every band posting of the index (with the map of their buckets), read in ranges of
+        the key, each range's as one text that numpy parses (a Python int a row cost twice the
+        time)."""
+        top = 1 << 63  # postings are below: a 35-bit bucket shifted by DOC_BITS
+        step = -(-top // max(1, -(-self._postings // self.SCAN_CHUNK)))
+        parts = []
+        with self.index._read() as conn:
+            for lo in range(0, top, step):
+                text = conn.execute("SELECT group_concat(posting, ' ') FROM bands WHERE posting BETWEEN ? AND ?",
+                                    (lo, min(lo + step, top) - 1)).fetchone()[0]
+                if text:
+                    part = np.fromstring(text, dtype=np.int64, sep=" ")
+                    if part.size != text.count(" ") + 1:
+                        raise StoreError(f"index {self.label}: a band posting could not be read")
+                    parts.append(part)
+        postings = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        if postings.size > 1 and not (postings[1:] > postings[:-1]).all():  # (SQLite reads them in key order)
+            postings = sorted_unique(postings)
+        return _Postings(postings, with_map=True)
+
+    def _load(self, conn, nums) -> None:
+        """Read these documents and the survivors of their clusters, those not read yet: into
+        :attr:`_rows` ``num -> (id, source, length, cluster)`` (None for a number the index no
+        longer holds), their shingle ids and signatures into one piece each per call (the
+        documents in the order read: :meth:`resolve` numbers them so, each blob copied once)."""
+        rows = self._rows
+        want = sorted(set(nums) - rows.keys())
+        sigs, shingles = [], []
         while want:
             for lo in range(0, len(want), MAX_VARS):
                 chunk = want[lo : lo + MAX_VARS]
-                for num, doc_id, source, length, cluster, sig, shingles in conn.execute(
+                for num, doc_id, source, length, cluster, sig, ids in conn.execute(
                         "SELECT num, id, source, length, cluster, signature, shingles FROM docs WHERE num IN "
                         f"({','.join('?' * len(chunk))})", chunk):
-                    out[num] = (doc_id, source, length, cluster, sig, shingles)
+                    rows[num] = (doc_id, source, length, cluster)
+                    self._read_nums.append(num)
+                    self._counts.append(len(ids) // 8)
+                    sigs.append(sig)
+                    shingles.append(ids)
             # a survivor may have been replaced since (a re-crawled id): its members lead themselves
             for num in want:
-                if num not in out:
-                    out[num] = None
-            want = sorted({v[3] for v in out.values() if v is not None and v[3] is not None} - set(out))
-        return {num: v for num, v in out.items() if v is not None}
+                rows.setdefault(num, None)
+            want = sorted({v[3] for v in (rows[num] for num in want) if v is not None and v[3] is not None}
+                          - rows.keys())
+        if sigs:
+            self._signature_pieces.append(self.index._signature_matrix(sigs, narrow=True))
+            self._shingle_pieces.append(np.frombuffer(b"".join(shingles), dtype="<u8").astype(np.uint64, copy=False))
 
     # -- clusters ----------------------------------------------------------------------------
     def resolve(self, *, ids, sources, reason, lengths, keyvals, exact_of, sk, records: RunRecords, keys,
@@ -246,39 +394,36 @@ class Against:
         """
         index = self.index
         m = index.config.minhash.num_perm
-        if self._lookups:
-            found = [f.result() for f in self._lookups]
-            self._lookups = []
-            self._pool.shutdown()
-            bi = np.concatenate([f[0] for f in found])
-            bn = np.concatenate([f[1] for f in found])
-        elif keys is not None and keys.size:
-            with index._read() as conn:
-                bi, bn = self._band_matches(conn, keys)
-        else:
-            bi = bn = np.empty(0, dtype=np.int64)
-        with index._read() as conn:
-            loaded = self._load(conn, bn.tolist() + self.holder_nums)
-        nums = sorted(loaded)
-        n_a = len(nums)
-        local_of_num = {num: k for k, num in enumerate(nums)}
-        a_rows = [loaded[num] for num in nums]
+        bi, bn = self._matches(keys)
+        with index._read() as conn:  # (the look-ups read their documents already)
+            self._load(conn, bn.tolist() + self.holder_nums)
+        # the indexed documents by local index in the order read (their pieces'), and by ordinal
+        # in the order of their numbers (the oldest first, as in a run over the index's records
+        # and then the new ones): ordinal_of[local]
+        nums = np.array(self._read_nums, dtype=np.int64)
+        n_a = nums.size
+        by_num = np.argsort(nums)
+        ordinal_of = np.empty(n_a, dtype=np.int64)
+        ordinal_of[by_num] = np.arange(n_a)
+        a_rows = [self._rows[num] for num in nums[by_num].tolist()]  # by ordinal
+        local_of_num = {num: k for k, num in enumerate(self._read_nums)}
+        a_counts = np.array(self._counts, dtype=np.int64)
+        a_shingles, a_sigs = self._shingle_pieces, self._signature_pieces
+        self._rows, self._read_nums, self._counts, self._shingle_pieces, self._signature_pieces = {}, [], [], [], []
         a_ids = [r[0] for r in a_rows]
         a_sources = [r[1] or self.label for r in a_rows]
-        a_counts = np.array([len(r[5]) // 8 for r in a_rows], dtype=np.int64)
         a_offsets = np.zeros(n_a + 1, dtype=np.int64)
         np.cumsum(a_counts, out=a_offsets[1:])
-        a_shingles = np.frombuffer(b"".join(r[5] for r in a_rows), dtype="<u8").astype(np.uint64, copy=False)
-        a_sigs = index._signature_matrix([r[4] for r in a_rows])
 
         n_b = sk.size
-        shingles = ([a_shingles] if n_a else []) + list(records.shingle_ids)
+        shingles = a_shingles + list(records.shingle_ids)
         offsets = np.concatenate((a_offsets[:-1], records.offsets + a_offsets[-1]))
         counts = np.concatenate((a_counts, records.counts))
-        signatures = ([a_sigs] if n_a else []) + list(records.signatures)
+        signatures = a_sigs + list(records.signatures)
+        sk_all = np.concatenate((ordinal_of, sk + n_a))
 
         # candidates new x indexed, the estimate filter and exact verification, as a joint run's
-        ci = np.array([local_of_num[n] for n in bn.tolist()], dtype=np.int64)
+        ci = by_num[np.searchsorted(nums[by_num], bn)]  # (every matched number was read)
         cj = bi + n_a
         order = np.lexsort((cj, ci))
         ci, cj = ci[order], cj[order]
@@ -290,16 +435,18 @@ class Against:
                       "against_verified_pairs": len(cross), "indexed_documents_read": n_a}
         joined = Edges(*(np.concatenate((getattr(cross, f), getattr(edges, f) + (n_a if f in "ij" else 0)))
                          for f in ("i", "j", "jaccard", "estimate", "score")))
-        order = np.lexsort((joined.j, joined.i))
+        # the pairs in the order of their ordinals, as a joint run has them (an indexed document's
+        # local index comes before every new record's: i < j holds)
+        order = np.lexsort((sk_all[joined.j], sk_all[joined.i]))
         joined = Edges(*(getattr(joined, f)[order] for f in ("i", "j", "jaccard", "estimate", "score")))
 
         # each indexed document joined to its recorded survivor (not a pair of the outputs)
-        cluster_of = [r[3] if r[3] is not None and r[3] in local_of_num else None for r in a_rows]
+        a_cluster = {num: row[3] for num, row in zip(nums[by_num].tolist(), a_rows)}
+        cluster_of = [a_cluster[num] if a_cluster[num] in local_of_num else None for num in nums.tolist()]  # by local
         link_a = np.array([local_of_num[c] for c in cluster_of if c is not None], dtype=np.int64)
         link_b = np.array([k for k, c in enumerate(cluster_of) if c is not None], dtype=np.int64)
         n = n_a + n_b
         comp = components(n, np.concatenate((joined.i, link_a)), np.concatenate((joined.j, link_b)))
-        sk_all = np.concatenate((np.arange(n_a, dtype=np.int64), sk + n_a))
         lengths_all = np.concatenate((np.array([r[2] for r in a_rows], dtype=np.int64), lengths))
         keyvals_all = None if keyvals is None else np.concatenate((np.full(n_a, np.nan), keyvals))
         # indexed survivors first, then the other indexed documents, then the new records
@@ -309,38 +456,67 @@ class Against:
         n_records = len(ids)
         kept = kept_mask(n_a + n_records, sk_all, survivor_local)
         members, sims = similarity_to_survivors(shingles, offsets, counts, survivor_local, config.measure, jobs=jobs)
+        by_ordinal = np.argsort(sk_all[members], kind="stable")  # (the chained members in input order)
+        members, sims = members[by_ordinal], sims[by_ordinal]
         exact_all = {}
         for o, first in exact_of.items():
-            exact_all[o + n_a] = first + n_a if first >= 0 else local_of_num[self.holder_nums[-1 - first]]
-        names = list(zip(a_sources, a_ids)) + list(zip(sources, ids))
-        outcome, sizes, chained = outcomes(names, [""] * n_a + list(reason), sk_all, survivor_local, kept,
+            exact_all[o + n_a] = first + n_a if first >= 0 else int(ordinal_of[local_of_num[self.holder_nums[-1 - first]]])
+        # the combined run's records named (source, id) by two columns (the indexed documents'
+        # then the run's), and the new records' outcome as columns of them: no tuple per record
+        all_ids = Ids()
+        all_ids.extend(a_ids)
+        all_ids = Ids(bytes(all_ids.data) + bytes(ids.data), np.concatenate((all_ids.ends, ids.ends + len(all_ids.data))))
+        all_sources = Labels()
+        all_sources.codes.extend(np.fromiter(map(all_sources.code, itertools.chain(a_sources, sources)), np.uint8,
+                                             n_a + n_records))
+        names = SourcedNames(all_sources, all_ids)
+        # the reasons as a column (the run's Labels), the indexed documents' empty
+        reasons = Labels(reason.labels, np.concatenate((np.full(n_a, reason.code(""), dtype=np.uint8),
+                                                        reason.codes.array())))
+        repeated = repeated_names(names)
+        outcome, sizes, chained = outcomes(names, reasons, sk_all, survivor_local, kept,
                                            members, sims, exact_all,
-                                           chain_below=config.threshold if config.verify else None)
-        new = slice(n_a, None)
-        mine = Outcome(ids=outcome.ids[new], reason=outcome.reason[new], cluster=outcome.cluster[new],
-                       duplicate_of=outcome.duplicate_of[new], similarity=outcome.similarity[new], kept=kept[new])
-        # clusters as the new records see them: their members, and the survivor
-        clusters = Counter(c for c in mine.cluster if c is not None)
-        new_names = set(mine.ids)
-        for c in {c for c in mine.cluster if c is not None and c not in new_names}:
-            clusters[c] += 1  # an indexed survivor
-        kinds = cluster_kinds(mine, clusters)
-        mine = split_sources(mine)
+                                           chain_below=config.threshold if config.verify else None, repeated=repeated)
+        own = np.arange(n_a, n_a + n_records, dtype=np.int64)
+        cluster, duplicate_of = outcome.cluster.ordinals[n_a:], outcome.duplicate_of.ordinals[n_a:]
+        new_reason = Labels(outcome.reason.labels, outcome.reason.codes.array()[n_a:])
+        # the clusters of two or more as the new records see them, by name: their members, and
+        # the survivor (a record alone in its cluster is not named; records of one name count
+        # together, as their lines share it)
+        again = np.concatenate(repeated) if repeated else np.empty(0, dtype=np.int64)
+        survivors, count = np.unique(cluster[cluster >= 0], return_counts=True)
+        named = (count > 1) | (survivors < n_a) | np.isin(survivors, again)
+        clusters = Counter()
+        for name, c in zip(names.take(survivors[named]), count[named].tolist()):
+            clusters[name] += c
+        # an indexed survivor counts itself, unless a new record has its name (then they are
+        # in one group of ordinals with that name)
+        shared = {int(o) for g in repeated if g[-1] >= n_a for o in g.tolist()}
+        indexed = survivors[named & (survivors < n_a)]
+        for c in set(names.take(np.array([o for o in indexed.tolist() if o not in shared], dtype=np.int64))):
+            clusters[c] += 1
+        kinds = cluster_kinds(Outcome(ids=None, reason=new_reason, cluster=Names(cluster, names), duplicate_of=None,
+                                      similarity=None, kept=None), clusters)
+        mine = Outcome(ids=Names(own, all_ids), reason=new_reason, cluster=Names(cluster, all_ids),
+                       duplicate_of=Names(duplicate_of, all_ids), similarity=Floats(outcome.similarity.values[n_a:]),
+                       kept=kept[n_a:], source=Names(own, all_sources), duplicate_of_source=Names(duplicate_of, all_sources))
         write = None
         if self.update:
-            write = self._update_write(records, survivor_local, n_a, nums, cluster_of)
-        return mine, (joined, sk_all, a_ids + list(ids)), clusters, kinds, [i for _, i in chained], write
+            write = self._update_write(records, survivor_local, n_a, nums.tolist(), cluster_of, by_num)
+        return mine, (joined, sk_all, all_ids), clusters, kinds, [i for _, i in chained], write
 
-    def _update_write(self, records: RunRecords, survivor_local: np.ndarray, n_a: int, nums: list, cluster_of):
+    def _update_write(self, records: RunRecords, survivor_local: np.ndarray, n_a: int, nums: list, cluster_of,
+                      by_num: np.ndarray):
         """The write of ``--update-index``: the new sketched records with their survivors, and
-        the indexed clusters that a new record merged, joined under their new survivor."""
+        the indexed clusters that a new record merged, joined under their new survivor (``nums``
+        and ``cluster_of`` by local index, ``by_num`` the local indices in the order of numbers)."""
         index = self.index
         clusters = []
         for k in range(n_a, survivor_local.size):
             s = int(survivor_local[k])
             clusters.append(nums[s] if s < n_a else (None if s == k else -1 - (s - n_a)))
         merges = []
-        for k in range(n_a):
+        for k in by_num.tolist():  # (in the order of their numbers, as they were made)
             s = int(survivor_local[k])
             if cluster_of[k] is None and s != k:  # an indexed survivor that now follows another
                 merges.append((nums[s], nums[k], nums[k]))

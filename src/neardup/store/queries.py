@@ -14,7 +14,6 @@ import numpy as np
 
 from .._validate import check_int
 from ..errors import InputError
-from . import runs
 from .schema import (DEFAULT_LIMIT, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, SCHEMA_VERSION, Sketch, band_buckets, block_bucket,
                      fingerprint_buckets, signed, unsigned)
 
@@ -62,6 +61,8 @@ class Queries:
         value = signed(fingerprint)
         ids = [r[0] for r in conn.execute("SELECT id FROM docs WHERE fingerprint = ? ORDER BY id LIMIT ?",
                                           (value, -1 if limit is None else limit))]
+        from . import runs  # (here, not at the top: a read of an index of rows does not load it)
+
         if self.config.fingerprint_runs and runs.has_runs(conn, runs.KIND_FINGERPRINTS):
             bucket = int(fingerprint_buckets(np.array([fingerprint], dtype=np.uint64))[0])
             nums = runs.lookup(conn, runs.KIND_FINGERPRINTS, [bucket], MAX_DOCUMENTS, drop_stale=False)[0]
@@ -78,6 +79,8 @@ class Queries:
         cap = self.CANDIDATES_PER_BUCKET
         mask = (1 << DOC_BITS) - 1
         buckets = band_buckets(sk.bands[None, :])[0].tolist()
+        from . import runs
+
         if cfg.posting_runs and (not cfg.rows_below or runs.has_runs(conn, runs.KIND_BANDS)):
             rows = self._near_rows_of_runs(conn, buckets, cap)
         else:
@@ -114,6 +117,8 @@ class Queries:
     def _near_rows_of_runs(self, conn, buckets: list[int], cap: int) -> list:
         """``self._near_sql``'s rows ``(id, signature[, shingles], shared)`` from posting runs
         (and the row table, where small writes put theirs)."""
+        from . import runs
+
         found = runs.lookup(conn, runs.KIND_BANDS, buckets, cap, drop_stale=self.config.exact_signatures,
                             rows=self._row_bucket_docs(conn, "bands", buckets, cap) if self.config.rows_below else None)
         docs, shared = np.unique(np.concatenate(found), return_counts=True)
@@ -200,6 +205,8 @@ class Queries:
         cap = self.CANDIDATES_PER_BUCKET
         mask = (1 << DOC_BITS) - 1
         buckets = [block_bucket(b, key, w) for (b, key), w in zip(self._block_keys(sk.simhash), self._block_widths)]
+        from . import runs
+
         if self.config.posting_runs and (not self.config.rows_below or runs.has_runs(conn, runs.KIND_SIMHASH)):
             found = runs.lookup(conn, runs.KIND_SIMHASH, buckets, cap, rows=self._row_bucket_docs(
                 conn, "simhash_blocks", buckets, cap) if self.config.rows_below else None)
@@ -275,6 +282,8 @@ class Queries:
             meta = dict(conn.execute("SELECT key, value FROM meta"))
             pages = conn.execute("PRAGMA page_count").fetchone()[0]
             page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+            from . import runs
+
             posting_runs = runs.run_stats(conn) if self.config.posting_runs else None
         wal = self.path + "-wal"
         return {

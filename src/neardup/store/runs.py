@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..stages.grouping import sorted_unique
 from .schema import DOC_BITS
 
 __all__ = ["KIND_BANDS", "KIND_SIMHASH", "KIND_FINGERPRINTS", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
@@ -174,15 +175,6 @@ def _append_blocks(conn, kind: int, run: int, postings: np.ndarray, first_doc: i
                      encode_blocks(q))
 
 
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (a sort and a comparison: numpy 2's hash-based ``unique`` is
-    several times slower on a batch's postings)."""
-    v = np.sort(np.asarray(values, dtype=np.int64))
-    if v.size:
-        v = v[np.concatenate(([True], v[1:] != v[:-1]))]
-    return v
-
-
 def _read_range(conn, kind: int, run: int, first_doc: int, w: int, bucket_lo: int, bucket_hi: int) -> np.ndarray:
     """The absolute postings of one run whose buckets are in [bucket_lo, bucket_hi], sorted."""
     lo, hi = bucket_lo << w, ((bucket_hi + 1) << w) - 1
@@ -196,7 +188,7 @@ def encode_run(postings: np.ndarray, n_docs: int) -> tuple[list, int]:
     order, repeats allowed) are ``bucket << DOC_BITS | k`` for the batch's k-th document. (Inside
     a run a document is its offset from the run's first one, and the width is that of the span,
     so the blocks do not depend on the numbers the documents get.) Returns (blocks, postings)."""
-    p = _sorted_unique(postings)
+    p = sorted_unique(postings)
     w = _width(n_docs - 1)
     return encode_blocks(((p >> DOC_BITS) << w) | (p & ((1 << DOC_BITS) - 1))), int(p.size)
 

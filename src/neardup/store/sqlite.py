@@ -73,7 +73,6 @@ from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreErro
 from ..io.documents import Document, EncodedDocuments
 from ..params import TOKENIZER_VERSION, MinHashParams, ShingleParams
 from ..stages.candidates import band_keys
-from . import runs
 from .queries import Queries, as_record as _as_record, check_limit as _check_limit
 from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, LAYOUT_FIELDS, MAX_DOCUMENTS, MAX_VARS,
                      PROFILES, READABLE_VERSIONS, ROWS_BELOW, SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
@@ -648,6 +647,8 @@ class SeenIndex(GroupCommit, Queries):
             sample_rows = (values, np.repeat(offsets, sample_sizes))
         encoded = None
         if as_run:
+            from . import runs
+
             none = np.empty(0, dtype=np.int64)
             encoded = (runs.encode_run(none if bands is None else bands, n),
                        runs.encode_run(none if simhash is None else simhash, n))
@@ -714,6 +715,8 @@ class SeenIndex(GroupCommit, Queries):
                              f"signature, sample, shingles, meta{run_fp}, added_at, cluster) "
                              f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{run_fp_value}, {now!r}, "
                              f"{cluster_sql})", rows)
+        from . import runs  # (imported by the writes and the queries of runs: a read of rows does not)
+
         fanout = runs.BULK_FANOUT if n >= ROWS_BELOW else runs.FANOUT
         for kind, table, postings, encoded in ((runs.KIND_BANDS, "bands", cols.bands, 0),
                                                (runs.KIND_SIMHASH, "simhash_blocks", cols.simhash, 1)):
@@ -737,10 +740,13 @@ class SeenIndex(GroupCommit, Queries):
         last = max(int(row[0]) if row else 0, conn.execute("SELECT coalesce(max(num), 0) FROM docs").fetchone()[0])
         return last + 1
 
-    def _signature_matrix(self, blobs: list) -> np.ndarray:
-        """The (len(blobs), num_perm) uint64 signatures of stored signature blobs."""
-        dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[self.config.signature_width]
-        return np.frombuffer(b"".join(blobs), dtype=dtype).astype(np.uint64).reshape(len(blobs), self._m)
+    def _signature_matrix(self, blobs: list, *, narrow: bool = False) -> np.ndarray:
+        """The (len(blobs), num_perm) uint64 signatures of stored signature blobs (``narrow``:
+        uint32 where the index stores 4-byte values)."""
+        width = self.config.signature_width
+        values = np.frombuffer(b"".join(blobs), dtype={2: "<u2", 4: "<u4", 8: "<u8"}[width])
+        dtype = np.uint32 if narrow and width == 4 else np.uint64
+        return values.astype(dtype, copy=False).reshape(len(blobs), self._m)
 
     def _count(self, conn, delta: int) -> None:
         conn.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + ? AS TEXT) WHERE key = 'documents'",
@@ -774,6 +780,8 @@ class SeenIndex(GroupCommit, Queries):
             conn.executemany("DELETE FROM samples WHERE value = ? AND doc = ?",
                              [(v, r[0]) for r in banded for v in np.frombuffer(r[4], dtype="<i8").tolist()])
         if self.config.posting_runs:
+            from . import runs
+
             runs.count_stale(conn, len(found))
         if not self.config.posting_runs or self.config.rows_below:
             # the row tables' simhash postings (runs are immutable: there the postings of a
