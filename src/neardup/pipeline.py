@@ -176,28 +176,106 @@ def release_pages(arrays) -> None:
             pass
 
 
-#: Pairs measured at a time when the pieces they read are memory-mapped: a slice's pairs touch at
-#: most twice as many rows, each a 4 kB page or more, released before the next slice (about 1 GB).
+#: Bytes of memory-mapped spill a pass reads before it lets their pages go: the band keys'
+#: sequential pass over the signatures, and each slice of pairs read at random (verification,
+#: the estimate filter, the similarity to survivors). Released pages stay in the kernel's page
+#: cache, so letting them go costs no reads; it bounds what the process holds resident at once
+#: (a 30M-document run, releasing every 2 GB, peaked at 2 GB of file-backed pages).
+MAPPED_PASS_BYTES = 256 << 20
+
+#: The most a read of one byte of a memory-mapped file can make resident: the page cache holds
+#: a file in folios of up to a PMD (2 MB with 4 kB pages), and a fault maps the whole folio. Seen
+#: here (Linux 6.18): one byte read of a freshly written spill file made 2 MB resident, with
+#: MADV_NOHUGEPAGE or MADV_RANDOM too; so a slice of pairs is sized by the 2 MB grains its rows
+#: lie in, not by their bytes.
+MAPPING_GRAIN = 2 << 20
+
+#: Pairs measured at a time at most when the pieces they read are memory-mapped (fewer where
+#: their rows lie in more grains than MAPPED_PASS_BYTES holds: see in_pair_slices).
 PAIR_SLICE = 1 << 17
+
+
+def mapped_resident_bound(row_bytes: float) -> int:
+    """The most bytes of memory-mapped spill this engine holds resident at once, for rows (a
+    document's signature or shingle ids) of ``row_bytes``: a pass's stretch
+    (:data:`MAPPED_PASS_BYTES`, or one slice of band rows, or the two rows of one pair, whichever
+    is larger) and the grains (:data:`MAPPING_GRAIN`) that its ends and the pair's rows straddle."""
+    return int(max(MAPPED_PASS_BYTES, Deduplicator.BAND_ROWS * row_bytes, 2 * row_bytes) + 4 * MAPPING_GRAIN)
 
 
 def _mapped(pieces) -> bool:
     return any(getattr(p, "_mmap", None) is not None for p in (pieces if isinstance(pieces, list) else [pieces]))
 
 
-def in_pair_slices(pieces, ci: np.ndarray, measure):
-    """``measure(lo, hi)`` over slices of the pairs when ``pieces`` are memory-mapped (their pages
-    released after each slice, so the pages a stage touches at random do not pile up as resident
-    memory), else over all pairs at once; returns the list of results in order."""
-    if not _mapped(pieces) or ci.size <= PAIR_SLICE:
-        out = [measure(0, ci.size)]
-        release_pages(pieces)
-        return out
+class _RowGrains:
+    """Which grains (:data:`MAPPING_GRAIN`) of the memory-mapped pieces a row lies in: rows of
+    matrices (signatures), or, with ``offsets``, runs of a flat array (shingle ids: row ``r`` is
+    ``offsets[r]:offsets[r + 1]`` of the pieces laid end to end). Held pieces have no grains."""
+
+    def __init__(self, pieces, offsets=None):
+        pieces = pieces if isinstance(pieces, list) else [pieces]
+        self.offsets = offsets
+        units = [p.shape[0] for p in pieces]  # rows of a matrix, elements of a flat piece
+        self.starts = np.concatenate(([0], np.cumsum(units))).astype(np.int64)
+        self.unit_bytes = np.array([p.strides[0] for p in pieces], dtype=np.int64)
+        mapped = np.array([getattr(p, "_mmap", None) is not None for p in pieces], dtype=bool)
+        grains = np.where(mapped, (np.array(units, dtype=np.int64) * self.unit_bytes) // MAPPING_GRAIN + 1, 0)
+        self.first_grain = np.concatenate(([0], np.cumsum(grains)[:-1])).astype(np.int64)
+        self.mapped = mapped
+
+    def _grain(self, unit: np.ndarray, last: bool) -> np.ndarray:
+        k = np.searchsorted(self.starts, unit, side="right") - 1
+        k = np.minimum(k, self.mapped.size - 1)
+        byte = (unit - self.starts[k]) * self.unit_bytes[k] + (self.unit_bytes[k] - 1 if last and self.offsets is None
+                                                               else 0)
+        return np.where(self.mapped[k], self.first_grain[k] + byte // MAPPING_GRAIN, -1)
+
+    def of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(first, last)`` grain of each row, -1 for a row in a held piece (or empty)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.offsets is None:
+            return self._grain(rows, False), self._grain(rows, True)
+        begin = np.asarray(self.offsets[rows], dtype=np.int64)
+        end = np.asarray(self.offsets[rows + 1], dtype=np.int64) - 1
+        empty = end < begin
+        first, last = self._grain(begin, False), self._grain(np.maximum(end, begin), False)
+        return np.where(empty, -1, first), np.where(empty, -1, last)
+
+
+def in_pair_slices(pieces, ci: np.ndarray, cj: np.ndarray, measure, offsets=None):
+    """``measure(lo, hi)`` over slices of the pairs ``(ci, cj)`` (rows of ``pieces``, see
+    :class:`_RowGrains` for ``offsets``), and the list of its results in order. When ``pieces``
+    are memory-mapped, each slice's rows lie in at most :data:`MAPPED_PASS_BYTES` of grains
+    (a slice of one pair excepted), and its pages are let go before the next one: what a stage
+    holds resident of the spill is bounded by :func:`mapped_resident_bound`, wherever the pairs'
+    rows lie (copies next to each other share grains; copies spread over the corpus do not)."""
+    if not _mapped(pieces) or not ci.size:
+        return [measure(0, ci.size)]
+    grains = _RowGrains(pieces, offsets)
+    limit = max(1, MAPPED_PASS_BYTES // MAPPING_GRAIN)
     out = []
     for lo in range(0, ci.size, PAIR_SLICE):
-        out.append(measure(lo, min(ci.size, lo + PAIR_SLICE)))
-        release_pages(pieces)
+        hi = min(ci.size, lo + PAIR_SLICE)
+        (i0, i1), (j0, j1) = grains.of(ci[lo:hi]), grains.of(cj[lo:hi])
+        # grains between a long row's first and last, counted apart (never shared, at worst)
+        between = np.maximum(i1 - i0 - 1, 0) + np.maximum(j1 - j0 - 1, 0)
+        for a, b in _slices_within(np.stack([i0, i1, j0, j1]), between, 0, hi - lo, limit):
+            out.append(measure(lo + a, lo + b))
+            release_pages(pieces)
     return out
+
+
+def _slices_within(grains: np.ndarray, between: np.ndarray, lo: int, hi: int, limit: int):
+    """Consecutive ``(lo, hi)`` slices of the pairs whose rows lie in at most ``limit`` grains
+    (``grains``: 4 x pairs, -1 for none), each split in proportion to its count until it fits."""
+    g = grains[:, lo:hi].ravel()
+    count = np.unique(g[g >= 0]).size + int(between[lo:hi].sum())
+    if count <= limit or hi - lo <= 1:
+        yield lo, hi
+        return
+    step = max(1, -(-(hi - lo) // -(-count // limit)))
+    for a in range(lo, hi, step):
+        yield from _slices_within(grains, between, a, min(hi, a + step), limit)
 
 
 def peak_memory_mb() -> float:
@@ -693,9 +771,9 @@ class Deduplicator:
                 edges = Edges.empty()
             else:
                 threshold = cfg.threshold if cfg.verify and cfg.method in ("minhash", "broder") else None
-                parts = in_pair_slices(shingle_ids, ci, lambda lo, hi: verify_pairs(
+                parts = in_pair_slices(shingle_ids, ci, cj, lambda lo, hi: verify_pairs(
                     shingle_ids, offsets, counts, ci[lo:hi], cj[lo:hi], est[lo:hi], measure=cfg.measure,
-                    threshold=threshold, jobs=self.jobs))
+                    threshold=threshold, jobs=self.jobs), offsets=offsets)
                 edges = parts[0] if len(parts) == 1 else Edges(
                     *(np.concatenate([getattr(p, k) for p in parts]) for k in ("i", "j", "jaccard", "estimate", "score")))
             self.seconds["verify"] = time.perf_counter() - t
@@ -1124,9 +1202,11 @@ class Deduplicator:
         band = self.config.banding()
         with candidate_stage.BandKeys(self._grouping_budget(), work) as keys:
             for piece in signatures:
-                for a in range(0, piece.shape[0], self.BAND_ROWS):
+                # a mapped piece's pages let go every MAPPED_PASS_BYTES read (see mapped_resident_bound)
+                every = max(1, MAPPED_PASS_BYTES // max(1, self.BAND_ROWS * piece.strides[0]))
+                for k, a in enumerate(range(0, piece.shape[0], self.BAND_ROWS)):
                     keys.add(candidate_stage.band_keys(piece[a:a + self.BAND_ROWS], band.bands, band.rows))
-                    if a // self.BAND_ROWS % 64 == 63:  # every 64 slices (512 MB of signatures)
+                    if k % every == every - 1:
                         release_pages(piece)
                 release_pages(piece)
             return keys.candidates()
@@ -1154,7 +1234,7 @@ class Deduplicator:
             stats["candidate_pairs"] = int(ci.size)
             floor = (candidate_stage.estimate_floor(cfg.threshold, cfg.minhash.num_perm, cfg.measure)
                      if cfg.verify else None)
-            parts = in_pair_slices(signatures, ci, lambda lo, hi: candidate_stage.estimate_filter(
+            parts = in_pair_slices(signatures, ci, cj, lambda lo, hi: candidate_stage.estimate_filter(
                 signatures, ci[lo:hi], cj[lo:hi], floor, jobs=self.jobs))
             if len(parts) == 1:
                 ci, cj, est, stats["estimate_filtered"] = parts[0]

@@ -671,13 +671,22 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
         a, b = fit[0] + fit[1] * n, other[0] + other[1] * n
         return a, min(a, b), max(a, b), fit
 
-    peak, peak_lo, peak_hi, mem_fit = scaled("peak_bytes")
-    peak, peak_lo, peak_hi = peak / MIB, peak_lo / MIB, peak_hi / MIB
+    _, _, _, mem_fit = scaled("peak_bytes")
     # Anonymous memory by its parts rather than by a line: a sample's run is mostly the fixed
     # cost and its budget-bound parts, so a line through samples (1,300 bytes a record on
     # generated documents) said 7.5 GB where a 10M-record run took 1.6 GB.
     anon_model = _AnonymousModel.of(large, unheld, config)
-    peak_anon = min(peak, anon_model.at(n, budget_mb) / MIB)
+    peak_anon = anon_model.at(n, budget_mb) / MIB
+    # Resident memory is that plus file-backed pages: the libraries' (the smallest run's, less
+    # its own mapped spill) and the spilled sketches' the engine has mapped, which it lets go in
+    # bounded stretches (pipeline.mapped_resident_bound). A line through the samples' peaks
+    # (sketches spilled all along) said 25.8 GB where a 30M-record run peaked at 4.4 GB.
+    file_model = _FileBackedModel.of(start, budget_mb * f0, anon_model.held_per_record)
+    peak_lo = peak_anon + file_model.fixed / MIB
+    peak = peak_hi = peak_anon + file_model.at(n, budget_mb) / MIB
+    if n2 >= n and {s.how for s in sample.inputs} == {"whole"}:  # the whole sample's run was the run
+        peak = peak_lo = peak_hi = large["peak_bytes"] / MIB
+        peak_anon = large["peak_anonymous_bytes"] / MIB
     spill, spill_lo, spill_hi, _ = scaled("spill_bytes")
     output, _, _, _ = scaled("output_bytes")
     cand = scale_pairs(f1, small["candidate_pairs"], f2, large["candidate_pairs"])
@@ -740,10 +749,12 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
         f"the engine ran on {n0:,}, {n1:,} and {n2:,} records (the first ones, {half_how}, and the whole sample), "
         f"with --in-memory-mb scaled to each one's share of the corpus ({budget_mb * f1:.2f} and {budget_mb * f2:.2f} "
         f"MB for {budget_mb} MB), on {jobs} threads",
-        "peak memory: a line through the peak resident memory of the half and the whole sample's runs, each in "
+        "spill and time (less verification): a line through the half and the whole sample's runs, each in "
         "a new process as neardup dedup runs (through the smallest and the whole sample's where the first starts "
-        "below what the smallest cost: the interpreter, the engine and a batch in flight); the same for "
-        "spill and time (less verification); ranges span both lines",
+        "below what the smallest cost: the interpreter, the engine and a batch in flight); ranges span both lines",
+        "peak resident memory: the peak anonymous memory plus file-backed pages, the libraries' (the smallest "
+        "run's) and as much of the spilled sketches as the engine maps at once (a bounded stretch); an upper "
+        "bound, since the two peaks need not come at once; the range's low end has no spilled pages resident",
         "anonymous memory by its parts: the whole sample's run less its parts (a fixed cost), plus the "
         "per-record arrays (the engine's columns, ids as long as the sample's), the sketches held within "
         "--in-memory-mb (bytes a record from the run with nothing held), and the larger of the exact pass's "
@@ -780,9 +791,8 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
             "input_bytes": "file sizes",
             "candidate_pairs": _pair_basis(cand),
             "verified_pairs": _pair_basis(ver),
-            "peak_memory_mb": f"line through the peaks of new processes on {n0:,}, {n1:,} and {n2:,} records: "
-                              f"{mem_fit[0] / MIB:.0f} MB + {mem_fit[1]:,.0f} bytes/record",
             "peak_anonymous_mb": anon_model.describe(n, budget_mb),
+            "peak_memory_mb": file_model.describe(n, budget_mb),
             "spill_bytes": (f"{spill / n if n else 0:,.0f} bytes/record past the {budget_mb} MB budget"
                             if spill else f"none: the sketches fit in --in-memory-mb {budget_mb} "
                                           f"(held {held_per_record:,.0f} bytes/record, so about "
@@ -862,6 +872,41 @@ class _AnonymousModel:
                 f"{self.array_bytes_per_record(n):,.0f} bytes/record of arrays + {self.held_per_record:,.0f} "
                 f"bytes/record of sketches within {budget_mb} MB + the larger of the fingerprint table and the "
                 f"band-key grouping; the rest of the resident memory is file-backed pages")
+
+
+@dataclass
+class _FileBackedModel:
+    """A run's file-backed resident pages at their most: ``fixed`` (the interpreter's and the
+    libraries' mapped code, from the smallest sample run less its own mapped spill) + the
+    sketches spilled past the budget (``held_per_record`` each, as in :class:`_AnonymousModel`),
+    of which the engine holds at most :func:`neardup.pipeline.mapped_resident_bound` resident
+    (rows of ``held_per_record`` bytes: a signature and shingle ids)."""
+
+    fixed: float
+    held_per_record: float
+
+    @classmethod
+    def of(cls, smallest: dict, budget_mb: float, held_per_record: float) -> "_FileBackedModel":
+        model = cls(0.0, held_per_record)
+        file_backed = max(0.0, smallest["peak_bytes"] - smallest["peak_anonymous_bytes"])
+        model.fixed = max(0.0, file_backed - model.mapped(smallest["records"], budget_mb))
+        return model
+
+    def bound(self) -> int:
+        from .pipeline import mapped_resident_bound
+
+        return mapped_resident_bound(self.held_per_record)
+
+    def mapped(self, n: int, budget_mb: float) -> float:
+        return min(max(0.0, self.held_per_record * n - budget_mb * MIB), self.bound())
+
+    def at(self, n: int, budget_mb: float) -> float:
+        return self.fixed + self.mapped(n, budget_mb)
+
+    def describe(self, n: int, budget_mb: float) -> str:
+        return (f"the peak anonymous memory + {self.fixed / MIB:.0f} MB of libraries + the spilled sketches "
+                f"mapped at once ({self.mapped(n, budget_mb) / MIB:,.0f} MB: what spills past {budget_mb} MB, "
+                f"at most {self.bound() / MIB:,.0f} MB, the engine's stretch); an upper bound")
 
 
 def _documents_basis(sample: Sample) -> str:

@@ -133,8 +133,8 @@ def kept_mask(n_all: int, sk: np.ndarray, survivor_local: np.ndarray) -> np.ndar
 def similarity_to_survivors(ids, offsets, counts, survivor_local: np.ndarray, measure: str, *,
                             jobs: int = 1, in_slices=None) -> tuple[np.ndarray, np.ndarray]:
     """``(members, similarity)``: the local indices that are not their cluster's survivor, and
-    each one's exact similarity to its survivor (the measure's score). ``in_slices(pieces, a,
-    measure)``: how the engine splits the pairs (:func:`neardup.pipeline.in_pair_slices`)."""
+    each one's exact similarity to its survivor (the measure's score). ``in_slices(pieces, a, b,
+    measure, offsets=)``: how the engine splits the pairs (:func:`neardup.pipeline.in_pair_slices`)."""
     members = np.flatnonzero(survivor_local != np.arange(survivor_local.size))
     if not members.size:
         return members, np.empty(0)
@@ -142,8 +142,8 @@ def similarity_to_survivors(ids, offsets, counts, survivor_local: np.ndarray, me
     b = np.maximum(members, survivor_local[members])
     if in_slices is None:
         return members, score_of(pair_similarities(ids, offsets, counts, a, b, jobs=jobs), measure)
-    parts = in_slices(ids, a, lambda lo, hi: score_of(pair_similarities(ids, offsets, counts, a[lo:hi], b[lo:hi],
-                                                                        jobs=jobs), measure))
+    parts = in_slices(ids, a, b, lambda lo, hi: score_of(pair_similarities(ids, offsets, counts, a[lo:hi], b[lo:hi],
+                                                                           jobs=jobs), measure), offsets=offsets)
     return members, np.concatenate(parts)
 
 
