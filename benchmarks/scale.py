@@ -202,6 +202,9 @@ def main() -> None:
     size_mb = corpus.stat().st_size / 1e6
     print(f"generated {corpus} ({size_mb:.0f} MB, {len(pairs):,} planted pairs) in {gen_s:.0f} s", flush=True)
     out = data / f"scale-out-{args.docs}"
+    import shutil
+
+    shutil.rmtree(out, ignore_errors=True)  # an earlier run's outputs would count in the folder's size
     extra = ["--in-memory-mb", str(args.in_memory_mb)] if args.in_memory_mb is not None else []
     plan = None
     if args.plan:
@@ -266,8 +269,6 @@ def main() -> None:
     dest.write_text(json.dumps(result, indent=2) + "\n")
     if not args.keep_data:
         corpus.unlink()
-        import shutil
-
         shutil.rmtree(out, ignore_errors=True)
 
 

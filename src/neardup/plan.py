@@ -25,14 +25,16 @@ engine as it is installed, so the prediction follows the engine when it changes)
    and verified pairs are recorded. A third run of the half sample with nothing held in memory
    (``in_memory_mb=0``) gives the bytes each record would hold, for the advice on
    ``--in-memory-mb``.
-3. **Scale.** Documents and bytes linearly; memory, spill and time by a line through the
-   smallest and the whole sample's runs (time: per document, plus the verification per
+3. **Scale.** Documents and bytes linearly; memory by its parts (anonymous: a fixed cost, the
+   per-record arrays, the sketches held within the budget, the grouping; resident: that plus the
+   libraries' pages and the engine's bounded stretch of mapped spill, :class:`_FileBackedModel`);
+   spill and time by a line through the smallest and the whole sample's runs (time: per document, plus the verification per
    candidate pair; the line through the half and the whole sample's runs gives the range); pairs by
    ``pairs(f) ~ f**e``, ``f`` being the sampled fraction: copies next to each other in the input
    (both in the same sampled piece) are found in proportion to ``f``, copies spread over the
    corpus in proportion to ``f**2``; the ratio of the two runs' counts gives ``e`` (within
    [1, 2]), which is reported (:func:`scale_pairs`). Ranges come from the counts' Poisson error
-   (two standard deviations) and, for memory, spill and time, from the two lines.
+   (two standard deviations) and, for spill and time, from the two lines.
 """
 
 from __future__ import annotations
