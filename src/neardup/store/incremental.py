@@ -577,7 +577,9 @@ class Against:
         all_ids.extend(a_ids)
         all_ids = Ids(bytes(all_ids.data) + bytes(ids.data), np.concatenate((all_ids.ends, ids.ends + len(all_ids.data))))
         all_sources = Labels()
-        all_sources.codes.extend(np.fromiter(map(all_sources.code, itertools.chain(a_sources, sources)), np.uint8,
+        # each distinct source coded once (in the order of first use), then a dict look-up a record
+        code = {s: all_sources.code(s) for s in dict.fromkeys(itertools.chain(a_sources, sources))}
+        all_sources.codes.extend(np.fromiter(map(code.__getitem__, itertools.chain(a_sources, sources)), np.uint8,
                                              n_a + n_records))
         names = SourcedNames(all_sources, all_ids)
         # the reasons as a column (the run's Labels), the indexed documents' empty
