@@ -44,7 +44,7 @@ from .config import KEEP_POLICIES, MEASURES, METHODS, DedupConfig
 from .params import IN_MEMORY_MB
 from .stages import candidates as candidate_stage
 from .stages import sketch as sketch_stage
-from .stages.columns import Copies, Floats, Growable, Ids, Labels, Names, repeated_names, take_values
+from .stages.columns import Copies, Floats, Growable, Ids, Labels, Names, SourcedNames, repeated_names, take_values
 from .stages.exact import FingerprintTable, first_holders
 from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
                                similarity_to_survivors, split_sources)
@@ -829,8 +829,7 @@ class Deduplicator:
         stats["spilled_bytes"] = (got.id_pieces.spilled_bytes + got.sig_pieces.spilled_bytes
                                   + stats.get("grouping_spilled_bytes", 0) + spilled_again)
         if "duplicate_ids" not in stats:  # a cluster stage saved by an earlier run
-            named = got.ids if got.sources is None else list(zip(got.sources, got.ids))
-            stats["duplicate_ids"] = sum(g.size - 1 for g in repeated_names(named))
+            stats["duplicate_ids"] = sum(g.size - 1 for g in repeated_names(_named(got)))
         stats["urls"] = got.urls
         return outcome, pairs, stats
 
@@ -1387,6 +1386,20 @@ def _reason_counts(reason) -> Counter:
                 out["skipped" if label.startswith("skipped:") else label] += c
         return out
     return Counter(r if not r.startswith("skipped:") else "skipped" for r in reason)
+
+
+def _named(got: _Sketched):
+    """The run's records' names for :func:`repeated_names`: the ids, or with sources the
+    ``(source, id)`` pairs as two columns (a distinct source coded once, no tuple per record)."""
+    if got.sources is None:
+        return got.ids
+    distinct = dict.fromkeys(got.sources)
+    if len(distinct) >= 255:  # more than a Labels column codes
+        return list(zip(got.sources, got.ids))
+    labels = Labels()
+    code = {s: labels.code(s) for s in distinct}
+    labels.codes.extend(np.fromiter(map(code.__getitem__, got.sources), np.uint8, len(got.sources)))
+    return SourcedNames(labels, got.ids)
 
 
 #: The run's statistics about an index, in summary.json's ``index``.

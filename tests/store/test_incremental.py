@@ -92,6 +92,7 @@ def test_against_equals_a_joint_run_record_for_record(tmp_path, halves):
 def test_update_index_then_a_third_run_equals_the_joint_run(tmp_path, monkeypatch, ratio):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(incremental.Against, "SCAN_BUCKETS_PER_POSTING", ratio)
+    monkeypatch.setattr(incremental.Against, "SCAN_RECORDS_PER_DOCUMENT", ratio)
     docs = corpus(360, seed=11)
     a, b, c = write("A.jsonl", docs[:120]), write("B.jsonl", docs[120:240]), write("C.jsonl", docs[240:])
     assert run(a, "-o", "o1", "--save-index", "seen.db") == 0
@@ -220,7 +221,8 @@ def _count_calls(monkeypatch, cls, name) -> list:
 @pytest.mark.parametrize("ratio, joins, scans", [(float("inf"), "all", 0), (0.0, 0, 1), (0.5, "some", 1)])
 def test_against_joined_or_scanned_equals_the_joint_run(tmp_path, monkeypatch, ratio, joins, scans):
     """Joined batch by batch, scanned from the first batch on, or joined until the batches'
-    band keys reach half the index's postings and then scanned: B's lines as the joint run's."""
+    band keys reach half the index's postings (and their records half its documents, for the
+    content fingerprints) and then scanned: B's lines as the joint run's."""
     from neardup.io import readers
     from neardup.pipeline import Deduplicator
 
@@ -232,10 +234,13 @@ def test_against_joined_or_scanned_equals_the_joint_run(tmp_path, monkeypatch, r
     monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", 1 << 14)  # B read in small blocks,
     monkeypatch.setattr(Deduplicator, "BATCH_BYTES", 20_000)  # sketched in about ten batches
     monkeypatch.setattr(incremental.Against, "SCAN_BUCKETS_PER_POSTING", ratio)
+    monkeypatch.setattr(incremental.Against, "SCAN_RECORDS_PER_DOCUMENT", ratio)
     joined = _count_calls(monkeypatch, incremental.Against, "_joined_postings")
-    scanned = _count_calls(monkeypatch, incremental.Against, "_scanned_postings")
+    scanned = _count_calls(monkeypatch, incremental.Against, "_scanned_prefixes")
+    fingerprints = _count_calls(monkeypatch, incremental.Against, "_scanned_fingerprints")
     assert run(b, "-o", "outB", "--against", "A.db") == 0
-    assert len(scanned) == scans
+    assert len(scanned) == scans and len(fingerprints) == scans
+    assert any(r["reason"] == "exact" and r["duplicate_of_source"] == "A.jsonl" for r in lines("outB/clusters.jsonl"))
     if joins == "all":
         assert len(joined) >= 5
     elif joins == "some":
@@ -272,7 +277,8 @@ def test_scan_and_join_take_the_same_oldest_documents_of_a_full_bucket(tmp_path,
 
 
 def test_bucket_pairs_are_a_buckets_first_documents():
-    """_bucket_pairs against its definition, with and without the scan's map of buckets."""
+    """_bucket_pairs against its definition, over every key and over the keys that the scan's
+    bucket prefixes keep (which must keep every key whose bucket holds a posting)."""
     import numpy as np
 
     from neardup.store.schema import DOC_BITS, band_buckets
@@ -281,18 +287,26 @@ def test_bucket_pairs_are_a_buckets_first_documents():
     keys = rng.integers(0, 2**63, size=(400, 6), dtype=np.uint64)
     keys[50:60] = keys[0]  # records sharing every bucket
     buckets = band_buckets(keys)
-    # indexed documents in some of the keys' buckets (several in a few) and in others
+    # indexed documents in some of the keys' buckets (several in a few) and in others, some of
+    # those sharing a prefix (but not a bucket) with a key
+    near = buckets[rng.integers(0, 400, 40), rng.integers(0, 6, 40)] ^ rng.integers(1, 8, 40)
     chosen = np.concatenate([buckets[rng.integers(0, 400, 300), rng.integers(0, 6, 300)],
-                             np.repeat(buckets[0, :2], 7), rng.integers(0, 2**35, 200)])
+                             np.repeat(buckets[0, :2], 7), rng.integers(0, 2**35, 200), near])
     docs = rng.integers(0, 5000, chosen.size)
     postings = np.unique((chosen.astype(np.int64) << DOC_BITS) | docs)
+    prefixes = incremental._Prefixes(postings >> (DOC_BITS + incremental.BUCKET_BITS - incremental.PREFIX_BITS))
+    flat = buckets.ravel()
+    maybe = prefixes.maybe(flat)
+    held = set((postings >> DOC_BITS).tolist())
+    assert {k for k, b in enumerate(flat.tolist()) if b in held} <= set(maybe.tolist())
+    assert maybe.size < flat.size
     for cap in (1, 3, 1000):
         by_bucket: dict = {}
         for p in postings.tolist():
             by_bucket.setdefault(p >> DOC_BITS, []).append(p & ((1 << DOC_BITS) - 1))
         want = sorted({(r, d) for r in range(400) for bk in buckets[r].tolist() for d in by_bucket.get(bk, [])[:cap]})
-        for with_map in (False, True):
-            rows, nums = incremental._bucket_pairs(keys, incremental._Postings(postings, with_map=with_map), cap)
+        for candidates in (None, (flat[maybe], maybe)):
+            rows, nums = incremental._bucket_pairs(keys, incremental._Postings(postings), cap, candidates=candidates)
             assert list(zip(rows.tolist(), nums.tolist())) == want
     assert len(want) > 300
 

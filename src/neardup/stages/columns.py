@@ -287,14 +287,16 @@ def repeated_names(names) -> list[np.ndarray]:
             out += [np.array(v, dtype=np.int64) for v in by_name.values() if len(v) > 1]
         return sorted(out, key=lambda a: int(a[0]))
     if isinstance(names, SourcedNames):
-        # the ids repeated first (strings: no tuple per record), then those ids' names
-        ids = names.ids.tolist()
-        again = _repeated_values(ids)
-        by_name = {}
-        for o, doc_id in enumerate(ids):
-            if doc_id in again:
-                by_name.setdefault((names.sources[o], doc_id), []).append(o)
-        return [np.array(v, dtype=np.int64) for v in by_name.values() if len(v) > 1]
+        # the ids repeated first (by hash, as for a column of ids: no string per record), then
+        # each such id's records split by source
+        labels, codes = names.sources.labels, names.sources.codes.array()
+        out = []
+        for group in repeated_names(names.ids):
+            by_source: dict = {}
+            for o, c in zip(group.tolist(), codes[group].tolist()):
+                by_source.setdefault(labels[c], []).append(o)
+            out += [np.array(v, dtype=np.int64) for v in by_source.values() if len(v) > 1]
+        return sorted(out, key=lambda a: int(a[0]))  # (in the order of their first records)
     names = names if isinstance(names, list) else list(names)
     again = _repeated_values(names)
     by_name = {}

@@ -78,36 +78,72 @@ def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
 
 
 class _Postings:
-    """Band postings of the index, sorted (so by bucket, then number), with their buckets and,
-    for a scan's (``with_map``), a byte map of the buckets' low bits: a key whose bucket's low
-    bits are not in it has no posting. Most of a run's keys find none; the map drops them
-    before they are sorted and searched (5 times as many keys as the buckets they hit, in the
-    half split of the benchmark corpus)."""
+    """Band postings of the index, sorted (so by bucket, then number), with their buckets."""
 
-    def __init__(self, postings: np.ndarray, *, with_map: bool = False):
+    def __init__(self, postings: np.ndarray):
         self.postings = postings
         self.buckets = postings >> DOC_BITS
+
+
+#: The bits of a band posting's bucket (its top bits: ``posting >> DOC_BITS``; postings are
+#: below 2**63).
+BUCKET_BITS = 63 - DOC_BITS
+#: The bits of a bucket that a scan of the postings reads (its top ones, :class:`_Prefixes`):
+#: ten decimal digits a posting where the whole posting has nineteen, so SQLite's
+#: ``group_concat`` and numpy's parse take about two thirds of the time, and a key that shares
+#: a prefix but not a bucket with a posting (one in 2**32 per posting: some 400 of the 1.8M
+#: keys of 100,000 generated documents against as many indexed) costs one bucket's join.
+PREFIX_BITS = 32
+
+
+class _Prefixes:
+    """The top :data:`PREFIX_BITS` bits of every band posting's bucket, sorted (the scan reads
+    them in key order; repeats kept), and a byte map of their low bits: a key whose bucket's
+    prefix has no posting's cannot share a bucket with the index. Most of a run's keys find
+    none: the map drops most of them, a search of the sorted prefixes the rest, and only the
+    keys left have their buckets' postings read (:meth:`Against._bucket_postings`)."""
+
+    def __init__(self, prefixes: np.ndarray):
+        self.prefixes = prefixes
         self.map = None
-        if with_map and postings.size:
-            # about 8 bytes a posting, so about 1 key in 8 without a posting passes
-            bits = min(max(int(postings.size * 8).bit_length(), 16), 26)
+        if prefixes.size:
+            # about 8 bytes a prefix, so about 1 key in 8 without a posting passes the map
+            bits = min(max(int(prefixes.size * 8).bit_length(), 16), 26)
             self.map = np.zeros(1 << bits, dtype=bool)
-            self.map[self.buckets & ((1 << bits) - 1)] = True
+            self.map[prefixes & ((1 << bits) - 1)] = True
+
+    def maybe(self, buckets: np.ndarray) -> np.ndarray:
+        """The positions in ``buckets`` (flat, int64) of those whose prefix is a posting's:
+        every bucket that holds a posting among them."""
+        if self.map is None or not buckets.size:
+            return np.empty(0, dtype=np.int64)
+        prefix = buckets >> (BUCKET_BITS - PREFIX_BITS)
+        maybe = np.flatnonzero(self.map[prefix & (self.map.size - 1)])
+        if not maybe.size:
+            return maybe
+        wanted = prefix[maybe]
+        at = np.minimum(np.searchsorted(self.prefixes, wanted), self.prefixes.size - 1)
+        return maybe[self.prefixes[at] == wanted]
 
 
-def _bucket_pairs(keys: np.ndarray, held: _Postings, cap: int) -> tuple[np.ndarray, np.ndarray]:
+def _bucket_pairs(keys: np.ndarray, held: _Postings, cap: int, *,
+                  candidates: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Distinct ``(row of keys, index number)`` pairs sharing a band bucket, sorted, from the
     index's postings ``held`` (those of the buckets of ``keys``, or more: the others are not
-    read); each bucket gives its oldest ``cap`` documents (its first postings)."""
+    read); each bucket gives its oldest ``cap`` documents (its first postings). ``candidates``:
+    ``(buckets, positions in keys.ravel())`` of the only keys that may share one (those a
+    :class:`_Prefixes` kept); by default every key."""
     none = np.empty(0, dtype=np.int64)
     if not held.postings.size or not keys.size:
         return none, none
     mask = (1 << DOC_BITS) - 1
-    buckets = band_buckets(keys).ravel()
-    position = np.arange(buckets.size)
-    if held.map is not None:
-        maybe = np.flatnonzero(held.map[buckets & (held.map.size - 1)])
-        buckets, position = buckets[maybe], maybe
+    if candidates is None:
+        buckets = band_buckets(keys).ravel()
+        position = np.arange(buckets.size)
+    else:
+        buckets, position = candidates
+        if not buckets.size:
+            return none, none
     # the keys' buckets sorted (searched in that order they walk the postings once: 6 times
     # faster than in key order), with their positions; (bucket, position) packed in one
     # integer where the position fits beside the 35-bit bucket: a sort, faster than an argsort
@@ -175,6 +211,15 @@ def save_run(index: SeenIndex, records: RunRecords, survivor_local: np.ndarray) 
     return len(records.ids)
 
 
+def _parsed(text: str, why: str) -> np.ndarray:
+    """The integers of a text of them separated by single spaces (as ``group_concat`` writes
+    them), parsed by numpy; ``why`` is the error when one could not be read."""
+    values = np.fromstring(text, dtype=np.int64, sep=" ")
+    if values.size != text.count(" ") + 1:
+        raise StoreError(why)
+    return values
+
+
 class Against:
     """The index side of ``dedup --against``: the exact pass's lookups and the resolution of the
     new records' clusters over the indexed documents they touch (see the module docstring)."""
@@ -198,9 +243,12 @@ class Against:
         self._holder_of: dict = {}  # fingerprint -> k
         self._pool = None
         self._lookups: list = []  # futures of look_up's joins, in batch order
-        self._scan = None  # the future of the scan of the index's postings, once started
+        self._scan = None  # the future of the scan of the index's postings' prefixes, once started
+        self._fingerprint_scan = None  # the future of the scan of its content fingerprints, once started
         self._buckets = 0  # band keys of the batches so far (expect)
+        self._records = 0  # and their records
         self._postings = 0
+        self._documents = 0
         self._rows: dict = {}  # what _load read: the documents matched and their survivors
         self._read_nums: list = []  # the numbers of the documents read, in order
         self._counts: list = []  # and their counts of shingle ids
@@ -219,14 +267,23 @@ class Against:
         distinct = sorted_unique(fps[np.asarray(n_shingles) != 0].view(np.int64)).view(np.uint64)
         if not distinct.size:
             return out
-        with self.index._read() as conn:
-            # the fingerprints handed over as one JSON array of their signed values (sorted, so
-            # the join walks the fingerprint index in order): one statement, where a list of
-            # bound parameters was 2.5 times the time
-            rows = conn.execute("SELECT d.fingerprint, min(d.num) FROM json_each(?) q JOIN docs d "
-                                "ON d.fingerprint = q.value GROUP BY d.fingerprint",
-                                (orjson.dumps(distinct.view(np.int64), option=orjson.OPT_SERIALIZE_NUMPY).decode(),)
-                                ).fetchall()
+        if self._fingerprint_scan is not None:  # matched against every fingerprint of the index
+            held_fps, held_nums = self._fingerprint_scan.result()
+            signed_fps = distinct.view(np.int64)
+            rows = []
+            if held_fps.size:
+                at = np.minimum(np.searchsorted(held_fps, signed_fps), held_fps.size - 1)
+                hit = held_fps[at] == signed_fps
+                rows = list(zip(signed_fps[hit].tolist(), held_nums[at[hit]].tolist()))  # (by signed value, as the join)
+        else:
+            with self.index._read() as conn:
+                # the fingerprints handed over as one JSON array of their signed values (sorted, so
+                # the join walks the fingerprint index in order): one statement, where a list of
+                # bound parameters was 2.5 times the time
+                rows = conn.execute("SELECT d.fingerprint, min(d.num) FROM json_each(?) q JOIN docs d "
+                                    "ON d.fingerprint = q.value GROUP BY d.fingerprint",
+                                    (orjson.dumps(distinct.view(np.int64), option=orjson.OPT_SERIALIZE_NUMPY).decode(),)
+                                    ).fetchall()
         if not rows:
             return out
         held, pseudo = [], []
@@ -247,49 +304,77 @@ class Against:
         return out
 
     # -- candidates --------------------------------------------------------------------------
-    #: Reading one band posting in a scan of the whole table costs about a fifth of looking one
-    #: bucket up in the join of :meth:`_joined_postings` (0.18 against 0.9 µs a bucket on the
-    #: reference machine, 2026-12-02: 207,846 postings read in 0.037 s, the 213,000 buckets of
-    #: half the benchmark corpus joined in 0.19 s). Once the batches of the run (:meth:`expect`)
-    #: hold this many band keys per posting of the index, its postings are read in one scan,
-    #: and that batch and the later ones are matched against it (the earlier ones were joined).
+    #: Reading one band posting's bucket prefix in a scan of the whole table
+    #: (:meth:`_scanned_prefixes`) costs about a tenth of looking one bucket up in the join of
+    #: :meth:`_joined_postings` (0.09 against 0.9 µs a bucket on the reference machine,
+    #: 2026-12-03: the 1.8M postings of 100,000 generated documents read in 0.17 s; 2026-12-02:
+    #: the 213,000 buckets of half the benchmark corpus joined in 0.19 s), and the keys the
+    #: prefixes keep have their buckets joined still. Once the batches of the run
+    #: (:meth:`expect`) hold this many band keys per posting of the index, the prefixes are
+    #: read in one scan, and that batch and the later ones are matched against them (the
+    #: earlier ones were joined).
     SCAN_BUCKETS_PER_POSTING = 0.2
     #: The most postings a scan holds (8 bytes each, until the run's clusters are resolved):
-    #: an index with more is only joined.
+    #: an index with more is only joined. Its documents' fingerprints are scanned only below
+    #: this many documents too.
     SCAN_MAX_POSTINGS = 1 << 25
     #: Postings read per statement of a scan (a range of the key): bounds the text SQLite
-    #: hands over (about 20 bytes a posting).
+    #: hands over (about 11 bytes a posting).
     SCAN_CHUNK = 1 << 20
+    #: Reading one document's content fingerprint (and number) in a scan of the fingerprint
+    #: index costs about a seventh of looking one fingerprint up in :meth:`indexed_holders`'s
+    #: join (the 100,000 of 100,000 generated documents scanned in 0.019 s, the 100,000 of
+    #: as many new records joined in 0.135 s, 2026-12-03). Once the run's records reach this
+    #: many per indexed document, the fingerprints are read in one scan (on this object's
+    #: thread, while the batch is sketched) and that batch's and the later ones' are matched
+    #: against them.
+    SCAN_RECORDS_PER_DOCUMENT = 0.2
 
     def expect(self, records: int) -> None:
         """A batch of this many records is about to be sketched (called before its
-        :meth:`look_up`): once the run's band keys reach :attr:`SCAN_BUCKETS_PER_POSTING` of the
-        index's postings, the scan of them is started on this object's thread, while the batch
-        is sketched (its keys and the later batches' are matched against it)."""
+        :meth:`look_up` and its :meth:`indexed_holders`): once the run's band keys reach
+        :attr:`SCAN_BUCKETS_PER_POSTING` of the index's postings, the scan of their prefixes is
+        started on this object's thread, while the batch is sketched (its keys and the later
+        batches' are matched against it); once its records reach
+        :attr:`SCAN_RECORDS_PER_DOCUMENT` of the index's documents, the scan of their
+        fingerprints, first."""
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-against")
-            self._postings = len(self.index) * self.index.config.bands  # (an index of rows: at most this many)
+            self._documents = len(self.index)
+            self._postings = self._documents * self.index.config.bands  # (an index of rows: at most this many)
+        self._records += records
         self._buckets += records * self.index.config.bands  # (at most: copies and empty texts have none)
+        if (self._fingerprint_scan is None and self._documents <= self.SCAN_MAX_POSTINGS
+                and self._records >= self.SCAN_RECORDS_PER_DOCUMENT * self._documents):
+            self._fingerprint_scan = self._pool.submit(self._scanned_fingerprints)
         if (self._scan is None and self._postings <= self.SCAN_MAX_POSTINGS
                 and self._buckets >= self.SCAN_BUCKETS_PER_POSTING * self._postings):
-            self._scan = self._pool.submit(self._scanned_postings)
+            self._scan = self._pool.submit(self._scanned_prefixes)
 
     def look_up(self, keys: np.ndarray, *, first_local: int) -> None:
         """Start looking up a batch's band keys (its records are the sketched ones from
         ``first_local`` on) on this object's thread, with its own connection: SQLite releases
         the GIL, so the lookups overlap with the sketching of the next batch. They are joined
-        in the index, or matched against its postings once :meth:`expect` started their scan
-        (on the same thread, so that scan is read by then: the thread runs its tasks in turn)."""
+        in the index, or matched against its postings' prefixes once :meth:`expect` started
+        their scan (on the same thread, so that scan is read by then: the thread runs its tasks
+        in turn), and only the buckets these keep are joined."""
         if self._pool is None:
             self.expect(0)
         cap, scan = self.index.CANDIDATES_PER_BUCKET, self._scan
 
         def run():
             with self.index._read() as conn:
-                held = scan.result() if scan is not None else _Postings(self._joined_postings(conn, keys))
-                bi, bn = _bucket_pairs(keys, held, cap)
+                if scan is None:
+                    bi, bn = _bucket_pairs(keys, _Postings(self._joined_postings(conn, keys)), cap)
+                else:
+                    buckets = band_buckets(keys).ravel()
+                    maybe = scan.result().maybe(buckets)
+                    buckets = buckets[maybe]
+                    held = _Postings(self._bucket_postings(conn, buckets) if buckets.size
+                                     else np.empty(0, dtype=np.int64))
+                    bi, bn = _bucket_pairs(keys, held, cap, candidates=(buckets, maybe))
                 # the documents matched, read here while the run sketches (resolve needs them all)
                 self._load(conn, sorted_unique(bn).tolist())
             return bi + first_local, bn
@@ -302,7 +387,7 @@ class Against:
         found = [f.result() for f in self._lookups]
         if self._pool is not None:
             self._pool.shutdown()
-        self._lookups, self._scan = [], None
+        self._lookups, self._scan, self._fingerprint_scan = [], None, None
         if not found and keys is not None and keys.size:
             with self.index._read() as conn:
                 found.append(_bucket_pairs(keys, _Postings(self._joined_postings(conn, keys)),
@@ -316,8 +401,12 @@ class Against:
 
     def _joined_postings(self, conn, keys: np.ndarray) -> np.ndarray:
         """The index's postings in the band buckets of ``keys`` (sorted), by a join."""
+        return self._bucket_postings(conn, band_buckets(keys))
+
+    def _bucket_postings(self, conn, buckets: np.ndarray) -> np.ndarray:
+        """The index's postings in ``buckets`` (sorted), by a join."""
         mask = (1 << DOC_BITS) - 1
-        distinct = sorted_unique(band_buckets(keys).ravel())
+        distinct = sorted_unique(np.asarray(buckets, dtype=np.int64).ravel())
         # the buckets in a temporary table, and one join: each bucket is a range of the postings' key
         # (handed over as one JSON array: 3 times faster than an insert per bucket; sorted, so
         # the join walks the postings' B-tree in order; orjson writes it from the array, where the
@@ -331,26 +420,47 @@ class Against:
         conn.execute("DELETE FROM temp.against_buckets")
         return sorted_unique(np.array(rows, dtype=np.int64).ravel())
 
-    def _scanned_postings(self) -> _Postings:
-        """Every band posting of the index (with the map of their buckets), read in ranges of
-        the key, each range's as one text that numpy parses (a Python int a row cost twice the
-        time)."""
+    def _scanned_prefixes(self) -> _Prefixes:
+        """The bucket prefixes of every band posting of the index (:class:`_Prefixes`), read in
+        ranges of the key, each range's as one text that numpy parses (a Python int a row cost
+        twice the time)."""
         top = 1 << 63  # postings are below: a 35-bit bucket shifted by DOC_BITS
+        shift = DOC_BITS + BUCKET_BITS - PREFIX_BITS
         step = -(-top // max(1, -(-self._postings // self.SCAN_CHUNK)))
         parts = []
         with self.index._read() as conn:
             for lo in range(0, top, step):
-                text = conn.execute("SELECT group_concat(posting, ' ') FROM bands WHERE posting BETWEEN ? AND ?",
-                                    (lo, min(lo + step, top) - 1)).fetchone()[0]
+                text = conn.execute(f"SELECT group_concat(posting >> {shift}, ' ') FROM bands "
+                                    f"WHERE posting BETWEEN ? AND ?", (lo, min(lo + step, top) - 1)).fetchone()[0]
                 if text:
-                    part = np.fromstring(text, dtype=np.int64, sep=" ")
-                    if part.size != text.count(" ") + 1:
-                        raise StoreError(f"index {self.label}: a band posting could not be read")
-                    parts.append(part)
-        postings = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-        if postings.size > 1 and not (postings[1:] > postings[:-1]).all():  # (SQLite reads them in key order)
-            postings = sorted_unique(postings)
-        return _Postings(postings, with_map=True)
+                    parts.append(_parsed(text, f"index {self.label}: a band posting could not be read"))
+        prefixes = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        if prefixes.size > 1 and not (prefixes[1:] >= prefixes[:-1]).all():  # (SQLite reads them in key order)
+            prefixes = np.sort(prefixes)
+        return _Prefixes(prefixes)
+
+    def _scanned_fingerprints(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every distinct content fingerprint of the index (signed, sorted) and the number of
+        its oldest document, from one scan of the fingerprint index (its entries are
+        ``(fingerprint, num)``, read as two texts that numpy parses)."""
+        with self.index._read() as conn:
+            fps, nums = conn.execute("SELECT group_concat(fingerprint, ' '), group_concat(num, ' ') FROM docs "
+                                     "WHERE fingerprint IS NOT NULL").fetchone()
+        if not fps:
+            none = np.empty(0, dtype=np.int64)
+            return none, none
+        why = f"index {self.label}: a content fingerprint could not be read"
+        fps, nums = _parsed(fps, why), _parsed(nums, why)
+        if fps.size != nums.size:
+            raise StoreError(why)
+        # the oldest document of each fingerprint: the first of its run once sorted by
+        # (fingerprint, number), the fingerprint index's own order (sorted here if it is not)
+        if fps.size > 1 and not ((fps[1:] > fps[:-1]) | ((fps[1:] == fps[:-1]) & (nums[1:] > nums[:-1]))).all():
+            order = np.lexsort((nums, fps))
+            fps, nums = fps[order], nums[order]
+        first = np.ones(fps.size, dtype=bool)
+        first[1:] = fps[1:] != fps[:-1]
+        return fps[first], nums[first]
 
     def _load(self, conn, nums) -> None:
         """Read these documents and the survivors of their clusters, those not read yet: into
@@ -467,7 +577,9 @@ class Against:
         all_ids.extend(a_ids)
         all_ids = Ids(bytes(all_ids.data) + bytes(ids.data), np.concatenate((all_ids.ends, ids.ends + len(all_ids.data))))
         all_sources = Labels()
-        all_sources.codes.extend(np.fromiter(map(all_sources.code, itertools.chain(a_sources, sources)), np.uint8,
+        # each distinct source coded once (in the order of first use), then a dict look-up a record
+        code = {s: all_sources.code(s) for s in dict.fromkeys(itertools.chain(a_sources, sources))}
+        all_sources.codes.extend(np.fromiter(map(code.__getitem__, itertools.chain(a_sources, sources)), np.uint8,
                                              n_a + n_records))
         names = SourcedNames(all_sources, all_ids)
         # the reasons as a column (the run's Labels), the indexed documents' empty
