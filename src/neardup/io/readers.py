@@ -77,7 +77,11 @@ from typing import Iterator
 import orjson
 
 from ..errors import ConfigError, InputError, require
-from ..text.html import HTML_MODES, _extract, decode_html, extract_utf8, utf8_page
+from ..text.html import HTML_MODES, _extract, decode_html
+# the workers' functions live beside the extraction, so that a worker process imports only that
+from ..text.html_pages import FROM_STR as _FROM_STR
+from ..text.html_pages import extract_many as _extract_many
+from ..text.html_pages import extract_page as _extract_page
 from .documents import Document, EncodedDocuments, Skipped
 from .texts import TextSpill, needed as _texts_needed
 from .sources import exists, is_folder, local_path, missing, open_binary, size_of, walk
@@ -1146,36 +1150,6 @@ def _extracted(ident, n, src, meta, text: str | None):
     return Document(ident, text, n, src, meta)
 
 
-_FROM_STR = "\x00str"  # the charset of a str sent as its UTF-8 (_Pending.job)
-
-
-def _extract_page(mode: str, html, url, charset, errors):
-    """The text of one page (None: unparsable), or ``(reason, detail)`` of a page that is not
-    decodable ("" for detail: the reader's) or has no text, as the serial reader would say it."""
-    if charset == _FROM_STR:
-        # a UTF-8 page is extracted from its bytes (the same text as from the str: the scan
-        # would encode the str back to these bytes); lone surrogates and blank pages take the str
-        page = utf8_page(html, text=True) if mode != "article" else None
-        if page is not None:
-            return extract_utf8(page, mode, url=url)
-        html = html.decode("utf-8", "surrogatepass")
-    elif type(html) is bytes:
-        page = utf8_page(html, charset) if mode != "article" else None
-        if page is not None:  # needs no decoding (and is not blank)
-            return extract_utf8(page, mode, url=url)
-        html = decode_html(html, charset, errors=errors)
-        if html is None:
-            return ("undecodable", "")
-        if not html or html.isspace():
-            return ("empty", "the text is empty" if not html else "the text is only white space")
-    return _extract(html, mode, url=url)
-
-
-def _extract_many(mode: str, pages: list[tuple]) -> list:
-    """Run in a worker process: extract a chunk of pages (:meth:`_Pending.job`)."""
-    return [_extract_page(mode, *page) for page in pages]
-
-
 _CHUNK_PAGES = 8
 #: Where ``jobs > 1`` extracts HTML: "processes" (scale with the cores; a second to start) or
 #: "threads" (lexbor's parse and the markup scan release the GIL, the CSS queries do not).
@@ -1232,7 +1206,8 @@ def _parallel(items, mode: str, jobs: int):
         pool_cm = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-extract")
     else:
         ctx = multiprocessing.get_context("forkserver")  # no fork of a process that may run threads
-        ctx.set_forkserver_preload(["neardup.text.html", "selectolax.lexbor"])  # import once, not per worker
+        # imported once, not per worker: a worker then imports nothing to unpickle its calls
+        ctx.set_forkserver_preload(["neardup.text.html_pages", "selectolax.lexbor"])
         pool_cm = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
     with pool_cm as pool:
         buf: list = []

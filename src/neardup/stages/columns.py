@@ -269,7 +269,9 @@ def repeated_names(names) -> list[np.ndarray]:
     if isinstance(names, Ids):
         h = names.hashes()
         hs = np.sort(h)
-        dup = np.unique(hs[1:][hs[1:] == hs[:-1]])
+        rep = hs[1:][hs[1:] == hs[:-1]]  # sorted: each value's copies are side by side
+        # not np.unique, which imports numpy.ma (~13 ms of every command) to check for a mask
+        dup = rep[np.concatenate(([True], rep[1:] != rep[:-1]))] if rep.size else rep
         del hs
         if not dup.size:
             return []
