@@ -226,8 +226,7 @@ class _RowGrains:
     def _grain(self, unit: np.ndarray, last: bool) -> np.ndarray:
         k = np.searchsorted(self.starts, unit, side="right") - 1
         k = np.minimum(k, self.mapped.size - 1)
-        byte = (unit - self.starts[k]) * self.unit_bytes[k] + (self.unit_bytes[k] - 1 if last and self.offsets is None
-                                                               else 0)
+        byte = (unit - self.starts[k]) * self.unit_bytes[k] + (self.unit_bytes[k] - 1 if last else 0)
         return np.where(self.mapped[k], self.first_grain[k] + byte // MAPPING_GRAIN, -1)
 
     def of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -238,7 +237,7 @@ class _RowGrains:
         begin = np.asarray(self.offsets[rows], dtype=np.int64)
         end = np.asarray(self.offsets[rows + 1], dtype=np.int64) - 1
         empty = end < begin
-        first, last = self._grain(begin, False), self._grain(np.maximum(end, begin), False)
+        first, last = self._grain(begin, False), self._grain(np.maximum(end, begin), True)
         return np.where(empty, -1, first), np.where(empty, -1, last)
 
 

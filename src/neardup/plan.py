@@ -686,7 +686,8 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
     file_model = _FileBackedModel.of(start, budget_mb * f0, anon_model.held_per_record)
     peak_lo = peak_anon + file_model.fixed / MIB
     peak = peak_hi = peak_anon + file_model.at(n, budget_mb) / MIB
-    if n2 >= n and {s.how for s in sample.inputs} == {"whole"}:  # the whole sample's run was the run
+    whole_input = {s.how for s in sample.inputs} == {"whole"} and n2 >= n
+    if whole_input:  # the whole sample's run was the run
         peak = peak_lo = peak_hi = large["peak_bytes"] / MIB
         peak_anon = large["peak_anonymous_bytes"] / MIB
     spill, spill_lo, spill_hi, _ = scaled("spill_bytes")
@@ -743,7 +744,6 @@ def _predict(sample, config: DedupConfig, machine: dict, budget_mb: float, jobs:
                            if suggested is None else ""))
 
     how = {s.how for s in sample.inputs}
-    whole_input = how == {"whole"} and n2 >= n
     assumptions = [
         "documents and input bytes scale with the input's bytes from the sample's records per byte"
         + ("; compressed inputs were sampled as a prefix of their stream (the rest assumed alike)"
