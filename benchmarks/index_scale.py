@@ -18,7 +18,9 @@ file in the same run gives the documents/s ratio. ``--redis``: a ``redis-server`
 loopback port, the same documents' MinHash signatures (neardup's, 18 bands of 7 rows, as the
 index bands them) inserted into datasketch's ``MinHashLSH`` with Redis storage, and Redis's
 ``used_memory`` per document. ``--half-split --repeat N``: N rounds of its four commands, the
-medians and every round. Writes ``benchmarks/results/index-scale-<N>-<date>.json`` (or
+medians and every round; then ``dedup A B`` together once (not timed), and B's clusters.jsonl
+lines and pairs compared with the last ``--against`` run's, record for record (``joint_equality``).
+Writes ``benchmarks/results/index-scale-<N>-<date>.json`` (or
 ``index-half-split-<date>.json``; ``--output`` another name). Run it under ``flock /work/bench.lock``.
 """
 
@@ -222,6 +224,36 @@ def redis_run(corpus: str, work: str) -> dict:
         proc.wait()
 
 
+def read_jsonl(path: str) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def joint_equality(a: str, b: str, against_out: str, work: str) -> dict:
+    """What the goal asks of ``--against``: B's records have the same outcomes (clusters.jsonl
+    lines) and pairs as in ``dedup A B`` together. Compared record for record, not timed."""
+    joint = os.path.join(work, "joint")
+    shutil.rmtree(joint, ignore_errors=True)
+    subprocess.run(neardup("dedup", a, b, "-o", joint, "--no-kept", "-q"), check=True)
+    mine = read_jsonl(os.path.join(against_out, "clusters.jsonl"))
+    joint_b = [r for r in read_jsonl(os.path.join(joint, "clusters.jsonl")) if r.get("source") == b]
+    b_ids = {r["id"] for r in mine}
+    # (ids are unique across the halves of the benchmark corpus: file paths; generated ids too)
+    joint_pairs = sorted(json.dumps(p, sort_keys=True) for p in read_jsonl(os.path.join(joint, "pairs.jsonl"))
+                         if p["a"] in b_ids or p["b"] in b_ids)
+    my_pairs = sorted(json.dumps(p, sort_keys=True) for p in read_jsonl(os.path.join(against_out, "pairs.jsonl")))
+    differing = sum(1 for x, y in zip(mine, joint_b) if x != y) + abs(len(mine) - len(joint_b))
+    reasons: dict = {}
+    for r in mine:
+        key = f'{r["reason"]} of {"A" if r.get("duplicate_of_source") == a else "B"}' if r.get("duplicate_of") \
+            is not None else r["reason"]
+        reasons[key] = reasons.get(key, 0) + 1
+    shutil.rmtree(joint, ignore_errors=True)
+    return {"records_compared": len(mine), "records_differing": differing, "pairs": len(my_pairs),
+            "pairs_equal": my_pairs == joint_pairs, "outcomes": reasons,
+            "equal": differing == 0 and my_pairs == joint_pairs}
+
+
 def half_split(corpus: str, work: str, repeat: int = 1) -> dict:
     """The corpus cut in two halves in input order: A with --save-index, then B --against it,
     against B alone (and A alone, the save's cost). With ``repeat`` > 1 the four commands run
@@ -253,6 +285,7 @@ def half_split(corpus: str, work: str, repeat: int = 1) -> dict:
         out[name] = got[0] if repeat == 1 else {**{k: statistics.median(r[k] for r in got) for k in got[0]},
                                                 "runs": got}
     out["index_bytes"] = os.path.getsize(db)
+    out["joint_equality"] = joint_equality(a, b, os.path.join(work, "ob"), work)
     out["against_over_alone"] = round(out["dedup B --against"]["seconds"] / out["dedup B alone"]["seconds"], 3)
     out["save_over_alone"] = round(out["dedup A --save-index"]["seconds"] / out["dedup A alone"]["seconds"], 3)
     out["records"] = {"A": half, "B": sum(1 for _ in open(b, "rb"))}
