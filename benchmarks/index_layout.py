@@ -78,7 +78,9 @@ def components(db: str) -> dict:
     share = {k: run_pages * v / max(1, sum(run_bytes.values())) for k, v in run_bytes.items()}
     conn.close()
     total = os.path.getsize(db)
-    autoindex = sum(v for k, v in pages.items() if k.startswith("sqlite_autoindex_docs"))
+    # the id index: UNIQUE (id, source) up to schema 5 (a second copy of every id), the 4-byte
+    # key index docs_id from schema 6
+    autoindex = sum(v for k, v in pages.items() if k.startswith("sqlite_autoindex_docs")) + pages.get("docs_id", 0)
     parts = {
         "band_postings": pages.get("bands", 0) + share[0],
         "signatures": sig,

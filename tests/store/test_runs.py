@@ -19,7 +19,7 @@ import pytest
 from conftest import real_texts
 
 from neardup.store import SeenIndex, runs
-from neardup.store.sqlite import DOC_BITS
+from neardup.store.sqlite import DOC_BITS, SCHEMA_VERSION
 
 WORDS = ("crawler page link fetch index store query near copy shingle hash band row text web site "
          "server client token answer document content sample value block table file disk").split()
@@ -288,7 +288,7 @@ def test_files_of_schema_3_and_row_files_open_and_keep_their_layout(tmp_path):
     with SeenIndex(tmp_path / "new.db") as new:
         assert new.config.posting_runs and new.config.rows_below == 1000 and new.config.profile == "default"
     conn = sqlite3.connect(tmp_path / "new.db")
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
 
 

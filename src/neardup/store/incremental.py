@@ -167,17 +167,25 @@ def _bucket_pairs(keys: np.ndarray, held: _Postings, cap: int, *,
     return pairs >> DOC_BITS, pairs & mask
 
 
-def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -> None:
-    """Insert the run's records in order, replacing documents of the same source and id.
-    ``clusters[k]``: the index number of record k's survivor, ``-1 - j`` for record j of this
-    write, or None (itself)."""
+def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -> int:
+    """Insert the run's records in order, replacing documents of the same source and id;
+    returns the number of documents stored. ``clusters[k]``: the index number of record k's
+    survivor, ``-1 - j`` for record j of this write, or None (itself).
+
+    An id repeated within the run (a page crawled twice in one shard) is stored once, with its
+    last record: every record is written in order and the earlier ones of such an id removed
+    after, as if each replaced the one before. Members of a cluster whose survivor was so
+    replaced lead themselves when read, as after any replacement (its number is never given
+    again)."""
     cfg = index.config
     n = len(records.ids)
     by_source: dict = {}
     for k in range(n):
-        by_source.setdefault(records.sources[k], []).append(records.ids[k])
-    for source, ids in by_source.items():
-        index._delete(conn, ids, source)
+        by_source.setdefault(records.sources[k], {})[records.ids[k]] = k  # (the last occurrence wins)
+    for source, last in by_source.items():
+        index._delete(conn, list(last), source)
+    replaced = [] if sum(map(len, by_source.values())) == n else \
+        [k for k in range(n) if by_source[records.sources[k]][records.ids[k]] != k]
     # One writer inside one transaction: the records get consecutive numbers from `base`.
     base = index._next_number(conn)
     absolute = [None if c is None else (base + (-1 - c) if c < 0 else c) for c in clusters]
@@ -202,13 +210,19 @@ def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) 
                 [ids[local[r] : local[r + 1]] for r in range(k - lo, e - lo)] if cfg.store_shingles else [None] * (e - k),
                 [None] * (e - k), band_keys=keys[rel], source=records.sources[k], clusters=absolute[k:e])
             k = e
+    if replaced:
+        import orjson
+
+        found = conn.execute(f"SELECT {index._REMOVED_COLUMNS} FROM json_each(?) j JOIN docs d ON d.num = j.value",
+                             (orjson.dumps([base + k for k in replaced]).decode(),)).fetchall()
+        index._remove_rows(conn, found)
+    return n - len(replaced)
 
 
 def save_run(index: SeenIndex, records: RunRecords, survivor_local: np.ndarray) -> int:
     """``--save-index``: store the run's sketched records with their clusters, in one transaction."""
     clusters = [None if int(s) == k else -1 - int(s) for k, s in enumerate(survivor_local.tolist())]
-    index._run_write(lambda conn: _write_records(index, conn, records, clusters))
-    return len(records.ids)
+    return index._run_write(lambda conn: _write_records(index, conn, records, clusters))
 
 
 def _parsed(text: str, why: str) -> np.ndarray:
@@ -636,7 +650,6 @@ class Against:
         def work(conn):
             if merges:
                 conn.executemany("UPDATE docs SET cluster = ? WHERE num = ? OR cluster = ?", merges)
-            _write_records(index, conn, records, clusters)
-            return len(records.ids)
+            return _write_records(index, conn, records, clusters)
 
         return work

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._validate import check_int
 from ..errors import InputError
-from .schema import (DEFAULT_LIMIT, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, SCHEMA_VERSION, Sketch, band_buckets, block_bucket,
+from .schema import (DEFAULT_LIMIT, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, Sketch, band_buckets, block_bucket,
                      fingerprint_buckets, signed, unsigned)
 
 __all__ = ["Queries", "as_record", "check_limit", "jaccard"]
@@ -255,7 +255,7 @@ class Queries:
         with self._read() as conn:
             fingerprint = "coalesce(fingerprint, run_fingerprint)" if self.config.fingerprint_runs else "fingerprint"
             row = conn.execute(f"SELECT id, {fingerprint}, length, n_shingles, n_sample, simhash, meta, added_at "
-                               "FROM docs WHERE source = '' AND id = ?", (doc_id,)).fetchone()
+                               f"FROM docs d WHERE {self._id_match}", self._id_match_params(doc_id)).fetchone()
         if row is None:
             return None
         return {"id": row[0], "fingerprint": None if row[1] is None else f"{unsigned(row[1]):016x}",
@@ -264,8 +264,11 @@ class Queries:
                 "meta": None if row[6] is None else json.loads(row[6]), "added_at": row[7]}
 
     def __contains__(self, doc_id) -> bool:
+        if not isinstance(doc_id, str):
+            return False
         with self._read() as conn:
-            return conn.execute("SELECT 1 FROM docs WHERE source = '' AND id = ?", (doc_id,)).fetchone() is not None
+            return conn.execute(f"SELECT 1 FROM docs d WHERE {self._id_match}",
+                                self._id_match_params(doc_id)).fetchone() is not None
 
     def ids(self) -> list[str]:
         """Every stored id, in the order the documents were added."""
@@ -289,7 +292,7 @@ class Queries:
         return {
             "path": self.path,
             "documents": int(meta["documents"]),
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": conn.execute("PRAGMA user_version").fetchone()[0],
             "created_at": meta.get("created_at"),
             "created_by": meta.get("created_by"),
             "config_fingerprint": meta["config_fingerprint"],

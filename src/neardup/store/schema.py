@@ -30,9 +30,14 @@ from ..stages.candidates import banding_for
 #: from 3 on) and those of small writes in the row tables, and queries read both
 #: (``IndexConfig.rows_below``); the tables are those of 3. Files of 3 open, read and write as
 #: before (their layout is recorded in them).
-SCHEMA_VERSION = 5
+#: 5: the content fingerprints of bulk writes in posting runs (``IndexConfig.fingerprint_runs``).
+#: 6: ids found through a 31-bit key of ``(source, id)`` (:func:`id_keys`, the ``docs_id`` index)
+#: instead of the ``UNIQUE (id, source)`` index, which held a second copy of every id (an id is
+#: then stored once: half the id bytes of long ids, URLs and paths). Files of 3-5 open, read and
+#: write as before (``IndexConfig.id_keys`` is False for them).
+SCHEMA_VERSION = 6
 #: The schema versions this code opens.
-READABLE_VERSIONS = (3, 4, 5)
+READABLE_VERSIONS = (3, 4, 5, 6)
 #: Band postings hold a document number in their low bits: at most this many documents per index.
 DOC_BITS = 28
 MAX_DOCUMENTS = (1 << DOC_BITS) - 1
@@ -53,7 +58,7 @@ PROFILES = {
 }
 #: How the postings are laid out, not what is stored: a file keeps its own (recorded) layout
 #: whatever profile an open names, and the profile's name does not depend on it.
-LAYOUT_FIELDS = ("posting_runs", "rows_below", "fingerprint_runs")
+LAYOUT_FIELDS = ("posting_runs", "rows_below", "fingerprint_runs", "id_keys")
 #: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
 APPLICATION_ID = 0x4E445550
 MASK64 = (1 << 64) - 1
@@ -80,6 +85,7 @@ DEFAULTS = {
     "posting_runs": True,
     "rows_below": ROWS_BELOW,
     "fingerprint_runs": True,
+    "id_keys": True,
 }
 
 SCHEMA = """
@@ -103,8 +109,9 @@ CREATE TABLE docs (
     added_at    REAL NOT NULL,
     cluster     INTEGER,
     run_fingerprint INTEGER,
-    UNIQUE (id, source)
+    id_key      INTEGER NOT NULL
 );
+CREATE INDEX docs_id ON docs (id_key);
 CREATE INDEX docs_fingerprint ON docs (fingerprint) WHERE fingerprint IS NOT NULL;
 CREATE TABLE bands (
     posting INTEGER PRIMARY KEY
@@ -197,6 +204,23 @@ def band_posting(band: int, key: int, doc: int) -> int:
     return band_bucket(band, key) << DOC_BITS | doc
 
 
+#: The seed of :func:`id_keys` (part of the file format: changing it makes old files' keys wrong).
+ID_KEY_SEED = 0x6E64_6964
+
+
+def id_keys(source: str, ids) -> list[int]:
+    """The ``docs.id_key`` of each id of ``source``: 31 bits of XXH3-64 of the source's and the
+    id's UTF-8 joined by a NUL byte (a non-negative integer below 2**31: 4 bytes in an SQLite
+    record). The key only narrows a look-up: the rows it finds are compared on ``id`` and
+    ``source``, so two ids sharing a key (about 1 in 2**31 a pair by chance; ids made to collide
+    cost their own look-ups a row each) are still two documents."""
+    import xxhash
+
+    digest = xxhash.xxh3_64_intdigest
+    prefix = source.encode("utf-8", "surrogatepass") + b"\0"
+    return [digest(prefix + doc_id.encode("utf-8", "surrogatepass"), ID_KEY_SEED) >> 33 for doc_id in ids]
+
+
 def signed(x: int) -> int:
     return x - (1 << 64) if x >= 1 << 63 else x
 
@@ -248,10 +272,13 @@ class IndexConfig:
     #: documents that index more than doubled the cost of inserting the docs rows, and every
     #: batch rewrote a page of it per document in the WAL. Small writes keep ``fingerprint``.
     fingerprint_runs: bool = False
+    #: (schema 6) ids found through ``docs.id_key`` (:func:`id_keys`) and the ``docs_id`` index;
+    #: files of 3-5 (False) through their ``UNIQUE (id, source)`` index
+    id_keys: bool = False
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
-        for name in ("signatures", "containment", "posting_runs", "fingerprint_runs"):
+        for name in ("signatures", "containment", "posting_runs", "fingerprint_runs", "id_keys"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"The '{name}' parameter of {owner} must be a bool. "
                                   f"Got {getattr(self, name)!r} instead.")
@@ -280,8 +307,9 @@ class IndexConfig:
 
     def as_dict(self) -> dict:
         return {
-            # (a file without fingerprint runs is in the format of schema 4, which opens as before)
-            "store_format": SCHEMA_VERSION if self.fingerprint_runs else 4,
+            # (a file without id keys is in the format of schema 5, or of 4 without fingerprint
+            # runs: it opens as before)
+            "store_format": 6 if self.id_keys else 5 if self.fingerprint_runs else 4,
             "shingle": self.shingle.as_dict(),
             "minhash": self.minhash.as_dict(),
             "lsh": {"threshold": self.threshold, "bands": self.bands, "rows": self.rows},
@@ -296,6 +324,7 @@ class IndexConfig:
             "fingerprint": {"hash": "blake2b-64", "of": "normalized text",
                             **({"layout": "runs"} if self.fingerprint_runs else {})},
             "store_shingles": self.store_shingles,
+            **({"ids": {"key": "xxh3-64 >> 33 of source NUL id", "seed": ID_KEY_SEED}} if self.id_keys else {}),
         }
 
     @property
@@ -338,7 +367,8 @@ class IndexConfig:
                    signatures=d["signatures"]["stored"], containment=d["containment"]["stored"],
                    posting_runs=d["band_postings"].get("layout") == "runs",
                    rows_below=d["band_postings"].get("rows_below", 0),
-                   fingerprint_runs=d.get("fingerprint", {}).get("layout") == "runs")
+                   fingerprint_runs=d.get("fingerprint", {}).get("layout") == "runs",
+                   id_keys="ids" in d)
 
 
 def flatten(d: dict, prefix: str = "") -> dict:

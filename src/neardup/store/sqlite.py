@@ -76,7 +76,7 @@ from ..stages.candidates import band_keys
 from .queries import Queries, as_record as _as_record, check_limit as _check_limit
 from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, LAYOUT_FIELDS, MAX_DOCUMENTS, MAX_VARS,
                      PROFILES, READABLE_VERSIONS, ROWS_BELOW, SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
-                     block_bucket, block_postings, config_fingerprint, differences, fingerprint_buckets, flatten, signed,
+                     block_bucket, block_postings, config_fingerprint, differences, fingerprint_buckets, flatten, id_keys, signed,
                      simhash_blocks, unsigned)
 from .writer import GroupCommit, Pending, Prepared
 
@@ -483,7 +483,16 @@ class SeenIndex(GroupCommit, Queries):
                                                   f"WHERE posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)"
                                                   for _ in self._blocks)
                              + ") c JOIN docs d ON d.num = c.doc")
+        # one document by (id, source), over ``docs d``: through the id key (schema 6) or the
+        # UNIQUE (id, source) index of older files; its parameters from _id_match_params
+        self._id_match = ("d.id_key = ? AND d.id = ? AND d.source = ?" if cfg.id_keys
+                          else "d.id = ? AND d.source = ?")
 
+    def _id_match_params(self, doc_id: str, source: str = "") -> tuple:
+        """The parameters of ``_id_match`` for one id."""
+        if self.config.id_keys:
+            return (id_keys(source, (doc_id,))[0], doc_id, source)
+        return (doc_id, source)
 
     # -- sketching ---------------------------------------------------------------------------
     def _sketch_batch(self, texts: list[str]):
@@ -659,6 +668,7 @@ class SeenIndex(GroupCommit, Queries):
                     values = np.array([int(fingerprints[k]) for k in has], dtype=np.uint64)
                     fp_postings = (fingerprint_buckets(values) << DOC_BITS) | offsets[has]
                 encoded += (runs.encode_run(fp_postings, n),)
+        key_cols = [id_keys(source, ids)] if cfg.id_keys else []
         packed = rows = None
         if packable and n >= ROWS_BELOW and not contained and all(x is None for x in shingles):
             # a bulk write's rows as one JSON array (of tuples: orjson writes them as arrays) and
@@ -667,7 +677,8 @@ class SeenIndex(GroupCommit, Queries):
 
             width = self._m * cfg.signature_width if sig_bytes is not None else 0
             packed = (orjson.dumps(list(zip(ids, fp_col, length_col, counts, sh_col, metas,
-                                            *([run_fp_col or [None] * n] if cfg.fingerprint_runs else [])))).decode(),
+                                            *([run_fp_col or [None] * n] if cfg.fingerprint_runs else []),
+                                            *key_cols))).decode(),
                       np.ascontiguousarray(sig_bytes).tobytes() if width else b"", width, source)
         else:
             # a text without shingles has no signature (its values are all the "empty" marker,
@@ -678,7 +689,7 @@ class SeenIndex(GroupCommit, Queries):
             shingle_col = [None if x is None else x.astype("<u8", copy=False).tobytes() for x in shingles]
             rows = list(zip(range(n), [source] * n, ids, fp_col, length_col, counts,
                             sample_sizes or [0] * n, sh_col, sig_col, sample_col, shingle_col, metas,
-                            *([run_fp_col or [None] * n] if cfg.fingerprint_runs else [])))
+                            *([run_fp_col or [None] * n] if cfg.fingerprint_runs else []), *key_cols))
         return _Columns(n, rows, bands, simhash, sample_rows, encoded, packed)
 
     def _write_columns(self, conn, cols: "_Columns", clusters=None) -> int:
@@ -704,17 +715,20 @@ class SeenIndex(GroupCommit, Queries):
                          f"{int(width)}) END" if width else "NULL")
             run_fp, run_fp_value = ((", run_fingerprint", f", {item(6)}")
                                     if self.config.fingerprint_runs else ("", ""))
+            key, key_value = ((", id_key", f", {item(7 if self.config.fingerprint_runs else 6)}")
+                              if self.config.id_keys else ("", ""))
             conn.execute("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
-                         f"signature, meta, added_at{run_fp}) "
+                         f"signature, meta, added_at{run_fp}{key}) "
                          f"SELECT {int(first)} + j.key, ?1, {item(0)}, {item(1)}, {item(2)}, {item(3)}, "
                          f"0, {item(4)}, {signature}, {item(5)}, {now!r}"
-                         f"{run_fp_value} FROM json_each(?3) j", (source, blob, text))
+                         f"{run_fp_value}{key_value} FROM json_each(?3) j", (source, blob, text))
         else:
             run_fp, run_fp_value = (", run_fingerprint", ", ?") if self.config.fingerprint_runs else ("", "")
+            key, key_value = (", id_key", ", ?") if self.config.id_keys else ("", "")
             conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
-                             f"signature, sample, shingles, meta{run_fp}, added_at, cluster) "
-                             f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{run_fp_value}, {now!r}, "
-                             f"{cluster_sql})", rows)
+                             f"signature, sample, shingles, meta{run_fp}{key}, added_at, cluster) "
+                             f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{run_fp_value}{key_value}, "
+                             f"{now!r}, {cluster_sql})", rows)
         from . import runs  # (imported by the writes and the queries of runs: a read of rows does not)
 
         fanout = runs.BULK_FANOUT if n >= ROWS_BELOW else runs.FANOUT
@@ -754,17 +768,32 @@ class SeenIndex(GroupCommit, Queries):
 
     def _delete(self, conn, doc_ids, source: str = "") -> set:
         """Remove the documents with these ids (of ``source``); returns the ids that were found."""
+        columns = self._REMOVED_COLUMNS
         if len(doc_ids) == 1:
-            found = conn.execute("SELECT num, id, n_shingles, signature, sample, simhash FROM docs WHERE source = ? "
-                                 "AND id = ?", (source, doc_ids[0])).fetchall()
+            found = conn.execute(f"SELECT {columns} FROM docs d WHERE {self._id_match}",
+                                 (*self._id_match_params(doc_ids[0], source),)).fetchall()
         else:
             import orjson
 
-            # (the ids as one JSON array, each a look-up of the (id, source) index: a batch's
-            # IN list of thousands of parameters was a statement to parse and a temporary index)
-            found = conn.execute("SELECT d.num, d.id, d.n_shingles, d.signature, d.sample, d.simhash FROM json_each(?) j "
-                                 "JOIN docs d ON d.id = j.value AND d.source = ?",
-                                 (orjson.dumps(list(doc_ids)).decode(), source)).fetchall()
+            # (the ids as one JSON array, each a look-up of the id index: a batch's IN list of
+            # thousands of parameters was a statement to parse and a temporary index)
+            if self.config.id_keys:
+                found = conn.execute(f"SELECT {columns} FROM json_each(?) j JOIN docs d ON "
+                                     "d.id_key = json_extract(j.value, '$[1]') AND d.id = json_extract(j.value, '$[0]') "
+                                     "AND d.source = ?",
+                                     (orjson.dumps(list(zip(doc_ids, id_keys(source, doc_ids)))).decode(),
+                                      source)).fetchall()
+            else:
+                found = conn.execute(f"SELECT {columns} FROM json_each(?) j JOIN docs d ON d.id = j.value AND "
+                                     "d.source = ?", (orjson.dumps(list(doc_ids)).decode(), source)).fetchall()
+        return self._remove_rows(conn, found)
+
+    #: The columns of ``docs d`` that :meth:`_remove_rows` takes, in its rows' order.
+    _REMOVED_COLUMNS = "d.num, d.id, d.n_shingles, d.signature, d.sample, d.simhash"
+
+    def _remove_rows(self, conn, found: list) -> set:
+        """Remove the documents of these ``docs`` rows (:data:`_REMOVED_COLUMNS`), their
+        postings where rows hold them, and their count; returns their ids."""
         if not found:
             return set()
         banded = [r for r in found if r[2]]

@@ -1,0 +1,172 @@
+"""Ids found through a 31-bit key (schema 6): one copy of each id in the file, answers as before.
+
+Schema 5 and earlier made ids unique with a ``UNIQUE (id, source)`` index, a second copy of
+every id (137 of a lean document's 307 bytes on the benchmark corpus, whose ids are file paths).
+Schema 6 stores an id once and finds it through ``docs.id_key`` (``schema.id_keys``) and the
+``docs_id`` index; the rows a key finds are compared on id and source. Tested here: the id
+index's size, every operation by id with every id forced onto one key, repeated ids within one
+``dedup --save-index`` run, and files of schema 5 (``tests/data/index/make_schema5.py``) opening,
+answering and taking writes in their own layout.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from neardup.cli import main
+from neardup.store import SeenIndex, schema
+from neardup.store import sqlite as store_sqlite
+from neardup.store import incremental
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "index"
+VOCAB = [f"w{i}" for i in range(3000)]
+
+
+def text(rng: random.Random, n: int = 40) -> str:
+    return " ".join(rng.choice(VOCAB) for _ in range(n))
+
+
+def url(i: int) -> str:
+    return f"https://www.example.org/archive/2026/section-{i % 7}/articles/page-{i:06d}-of-the-long-url.html"
+
+
+@pytest.fixture
+def one_key(monkeypatch):
+    """Every id of every source on the same key: look-ups must still tell ids apart."""
+    def constant(source, ids):
+        return [12345] * len(list(ids))
+
+    monkeypatch.setattr(schema, "id_keys", constant)
+    monkeypatch.setattr(store_sqlite, "id_keys", constant)
+    return constant
+
+
+def test_keys_are_stable_31_bit_and_depend_on_source_and_id():
+    keys = schema.id_keys("", ["a", "b", "https://example.org/"])
+    assert keys == schema.id_keys("", ["a", "b", "https://example.org/"])
+    assert all(0 <= k < 2 ** 31 for k in keys) and len(set(keys)) == 3
+    assert schema.id_keys("A.jsonl", ["a"]) != schema.id_keys("B.jsonl", ["a"])
+    # the format: XXH3-64 (seeded) of source NUL id, top 31 bits; a change here breaks old files
+    import xxhash
+    assert keys[0] == xxhash.xxh3_64_intdigest(b"\0a", schema.ID_KEY_SEED) >> 33
+
+
+@pytest.mark.parametrize("profile", ["lean", "default"])
+def test_an_id_is_stored_once(tmp_path, profile):
+    rng = random.Random(1)
+    n = 3000
+    with SeenIndex(tmp_path / "x.db", profile=profile) as index:
+        index.add_many([(url(i), text(rng)) for i in range(n)])
+        index.checkpoint()
+    conn = sqlite3.connect(tmp_path / "x.db")
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert "docs_id" in names and not any(x.startswith("sqlite_autoindex_docs") for x in names)
+    pages = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"))
+    id_bytes = sum(len(url(i)) for i in range(n))
+    # the key index: a 4-byte key and the row number a document, against a whole id (87 bytes
+    # here) in the UNIQUE index of schema 5
+    assert pages["docs_id"] < 20 * n < id_bytes / 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 6
+    conn.close()
+
+
+@pytest.mark.parametrize("profile", ["lean", "default"])
+def test_every_operation_by_id_with_every_id_on_one_key(tmp_path, one_key, profile):
+    rng = random.Random(2)
+    docs = [(url(i), text(rng)) for i in range(1200)]  # a bulk write (runs, packed rows)
+    with SeenIndex(tmp_path / "x.db", profile=profile) as index:
+        index.add_many(docs)
+        index.add_many([(url(5), docs[9][1]), ("short", text(rng))])  # a replacement and a small write
+        assert len(index) == 1201
+        assert index.get(url(5))["fingerprint"] == index.get(url(9))["fingerprint"]
+        assert url(5) in index and url(1200) not in index and "short" in index
+        assert sorted(index.query(docs[9][1])["exact"]) == sorted([url(5), url(9)])
+        assert index.remove(url(9)) and not index.remove(url(9))
+        assert index.query(docs[9][1])["exact"] == [url(5)]
+        assert index.remove_many([url(1), url(2), "nope"]) == ["nope"]  # (the ids not found)
+        assert url(1) not in index and url(3) in index and len(index) == 1198
+        got = index.check_and_add(url(3), docs[4][1])  # re-crawled under its id, now a copy of 4
+        assert got["exact"] == [url(4)] and not got["added"]
+        assert index.ids().count(url(3)) == 1
+        assert index.integrity_check() == "ok"
+
+
+def _dedup(*argv) -> int:
+    return main(["dedup", *map(str, argv), "-q"])
+
+
+def _lines(path) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def test_against_with_every_id_on_one_key_equals_the_joint_run(tmp_path, monkeypatch, one_key):
+    monkeypatch.chdir(tmp_path)
+    from tests.store.test_incremental import corpus, write
+
+    docs = corpus(240, seed=3)
+    a, b = write("A.jsonl", docs[:120]), write("B.jsonl", docs[120:])
+    assert _dedup(a, "-o", "oa", "--save-index", "A.db") == 0
+    assert _dedup(b, "-o", "ob", "--against", "A.db", "--update-index") == 0
+    assert _dedup(a, b, "-o", "joint") == 0
+    assert _lines("ob/clusters.jsonl") == [r for r in _lines("joint/clusters.jsonl") if r["source"] == "B.jsonl"]
+    with SeenIndex("A.db", create=False) as index:
+        assert index.integrity_check() == "ok"
+
+
+def test_an_id_repeated_in_a_save_index_run_is_stored_once_with_its_last_record(tmp_path, monkeypatch):
+    """A shard that holds a page twice: the run writes the index (schema 5 refused it with
+    'UNIQUE constraint failed'), keeping the id's last record, as index add does."""
+    monkeypatch.chdir(tmp_path)
+    rng = random.Random(4)
+    first, second, other = text(rng, 60), text(rng, 60), text(rng, 60)
+    near = " ".join(second.split()[:-1] + ["changed"])
+    rows = [{"id": "p", "text": first}, {"id": "q", "text": other}, {"id": "p", "text": second},
+            {"id": "r", "text": near}]
+    Path("s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert _dedup("s.jsonl", "-o", "out", "--save-index", "s.db") == 0
+    summary = json.load(open("out/summary.json"))
+    assert summary["index"]["documents_saved"] == 3
+    with SeenIndex("s.db", create=False) as index:
+        assert sorted(index.ids()) == ["p", "q", "r"] and len(index) == 3
+        assert index.integrity_check() == "ok"
+    # the index answers with the last record of p: a later run finds r's near-copy of it, not
+    # of the first text
+    Path("n.jsonl").write_text(json.dumps({"id": "n", "text": first}) + "\n"
+                               + json.dumps({"id": "m", "text": second}) + "\n", encoding="utf-8")
+    assert _dedup("n.jsonl", "-o", "on", "--against", "s.db") == 0
+    got = {r["id"]: r for r in _lines("on/clusters.jsonl")}
+    assert got["n"]["duplicate_of"] is None
+    assert got["m"]["duplicate_of"] == "p" and got["m"]["reason"] == "exact"
+
+
+@pytest.mark.parametrize("profile", ["default", "lean"])
+def test_a_schema_5_file_opens_answers_and_keeps_its_layout(tmp_path, profile):
+    """Written by schema 5 (make_schema5.py): ids behind UNIQUE (id, source), no id_key column.
+    It opens, answers by id, takes bulk and small writes, replacements and removals in its own
+    layout, and stays schema 5."""
+    path = tmp_path / "old.db"
+    shutil.copy(DATA / f"schema5-{profile}.db", path)
+    rng = random.Random(5)  # the texts of make_schema5.py
+    texts = [" ".join(rng.choice(VOCAB) for _ in range(30)) for _ in range(1000)]
+    b = "https://example.org/pages/b{}.html".format
+    with SeenIndex(path, create=False) as old:
+        assert not old.config.id_keys and old.config.profile == profile
+        assert sorted(old.query(texts[3])["exact"]) == sorted([b(3), "https://example.org/copies/c3.html", "s3"])
+        assert b(7) not in old and b(8) in old and old.get(b(12))["fingerprint"] is not None
+        old.add_many([(f"n{i}", texts[i % 20]) for i in range(1200)])  # bulk
+        old.add_many([(b(8), texts[3])])  # a small replacement
+        assert b(3) in old.query(texts[3])["exact"] and b(8) in old.query(texts[3])["exact"]
+        assert old.remove(b(8)) and b(8) not in old
+        assert old.stats()["schema_version"] == 5
+        assert old.integrity_check() == "ok"
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert "id_key" not in {r[1] for r in conn.execute("PRAGMA table_info(docs)")}
+    conn.close()
