@@ -22,7 +22,9 @@ import pytest
 from neardup.cli import main
 from neardup.store import SeenIndex, schema
 from neardup.store import sqlite as store_sqlite
-from neardup.store import incremental
+from neardup.store import ids
+
+import numpy as np
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "index"
 VOCAB = [f"w{i}" for i in range(3000)]
@@ -38,23 +40,46 @@ def url(i: int) -> str:
 
 @pytest.fixture
 def one_key(monkeypatch):
-    """Every id of every source on the same key: look-ups must still tell ids apart."""
+    """Every id of every source on the same hash: look-ups must still tell ids apart."""
     def constant(source, ids):
-        return [12345] * len(list(ids))
+        return np.full(len(list(ids)), 0x9E3779B97F4A7C15, dtype=np.uint64)
 
-    monkeypatch.setattr(schema, "id_keys", constant)
-    monkeypatch.setattr(store_sqlite, "id_keys", constant)
+    monkeypatch.setattr(store_sqlite, "id_hashes", constant)
     return constant
 
 
-def test_keys_are_stable_31_bit_and_depend_on_source_and_id():
-    keys = schema.id_keys("", ["a", "b", "https://example.org/"])
-    assert keys == schema.id_keys("", ["a", "b", "https://example.org/"])
-    assert all(0 <= k < 2 ** 31 for k in keys) and len(set(keys)) == 3
-    assert schema.id_keys("A.jsonl", ["a"]) != schema.id_keys("B.jsonl", ["a"])
-    # the format: XXH3-64 (seeded) of source NUL id, top 31 bits; a change here breaks old files
+def test_keys_are_stable_and_depend_on_source_and_id():
+    hashes = ids.id_hashes("", ["a", "b", "https://example.org/"])
+    assert hashes.tolist() == ids.id_hashes("", ["a", "b", "https://example.org/"]).tolist()
+    assert len(set(hashes.tolist())) == 3
+    assert ids.id_hashes("A.jsonl", ["a"])[0] != ids.id_hashes("B.jsonl", ["a"])[0]
+    # the format: XXH3-64 (seeded) of source NUL id; row keys its top 32 bits less 2**31, run
+    # buckets its top 35 bits. A change here makes old files' keys wrong.
     import xxhash
-    assert keys[0] == xxhash.xxh3_64_intdigest(b"\0a", schema.ID_KEY_SEED) >> 33
+    h = xxhash.xxh3_64_intdigest(b"\0a", schema.ID_KEY_SEED)
+    assert int(hashes[0]) == h
+    assert ids.row_keys(hashes[:1]) == [(h >> 32) - 2 ** 31] and -2 ** 31 <= ids.row_keys(hashes)[1] < 2 ** 31
+    assert int(ids.run_buckets(hashes[:1])[0]) == h >> 29
+
+
+def test_the_run_key_filter_is_a_superset_that_catches_up(tmp_path):
+    """A second writer (another process, here another SeenIndex on the file) adds ids between two
+    bulk writes of the first: the first's filter catches up and replaces them, not duplicates."""
+    rng = random.Random(7)
+    path = tmp_path / "x.db"
+    with SeenIndex(path, profile="lean") as first, SeenIndex(path, create=False) as second:
+        first.add_many([(url(i), text(rng)) for i in range(1000)])
+        second.add_many([(url(i), text(rng)) for i in range(1000, 2000)])  # (its own filter)
+        first.add_many([(url(i), text(rng)) for i in range(500, 1500)])  # replaces 500 of each
+        assert len(first) == 2000 == len(set(first.ids()))
+        flt = first._run_key_filter
+        conn = first._conn()
+        every = ids.keys32(ids.id_hashes("", [url(i) for i in range(2000)]))
+        assert flt.may_hold(every).all()
+        # what it saw before its own last write, which the next write's refresh reads back
+        assert flt.seen_last == 2000 < int(conn.execute("SELECT value FROM meta WHERE key = 'last_num'").fetchone()[0])
+        # new ids are mostly not held (a 32-bit key: about one in 2**32 by chance)
+        assert not flt.may_hold(ids.keys32(ids.id_hashes("", [url(i) for i in range(5000, 6000)]))).any()
 
 
 @pytest.mark.parametrize("profile", ["lean", "default"])
@@ -67,11 +92,13 @@ def test_an_id_is_stored_once(tmp_path, profile):
     conn = sqlite3.connect(tmp_path / "x.db")
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert "docs_id" in names and not any(x.startswith("sqlite_autoindex_docs") for x in names)
-    pages = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"))
     id_bytes = sum(len(url(i)) for i in range(n))
-    # the key index: a 4-byte key and the row number a document, against a whole id (87 bytes
-    # here) in the UNIQUE index of schema 5
-    assert pages["docs_id"] < 20 * n < id_bytes / 4
+    pages = dict(conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"))
+    # a bulk write's keys in an id run (about 5 bytes a document), none in docs_id; schema 5's
+    # UNIQUE index held the whole id again (87 bytes here)
+    assert pages["docs_id"] <= 4096 and conn.execute("SELECT count(id_key) FROM docs").fetchone()[0] == 0
+    run_bytes = conn.execute("SELECT sum(length(data)) FROM posting_blocks WHERE kind = 3").fetchone()[0]
+    assert run_bytes < 6 * n < id_bytes / 10
     assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 6
     conn.close()
 
@@ -170,3 +197,29 @@ def test_a_schema_5_file_opens_answers_and_keeps_its_layout(tmp_path, profile):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
     assert "id_key" not in {r[1] for r in conn.execute("PRAGMA table_info(docs)")}
     conn.close()
+
+
+def test_a_failed_write_drops_the_run_key_filter(tmp_path, monkeypatch):
+    """The numbers a rolled-back write saw are given again: its filter must not keep them as seen."""
+    from neardup.store import runs
+
+    rng = random.Random(8)
+    path = tmp_path / "x.db"
+    with SeenIndex(path, profile="lean") as index:
+        index.add_many([(url(i), text(rng)) for i in range(1000)])
+        index.add_many([(url(i), text(rng)) for i in range(900, 1100)])  # a refresh: the filter exists
+        assert index._run_key_filter is not None
+        real = runs.add_encoded_run
+
+        def failing(conn, kind, *args, **kw):
+            if kind == runs.KIND_IDS:
+                raise OSError("disk full")
+            return real(conn, kind, *args, **kw)
+
+        monkeypatch.setattr(runs, "add_encoded_run", failing)
+        with pytest.raises(OSError):
+            index.add_many([(url(i), text(rng)) for i in range(1100, 1300)])
+        assert index._run_key_filter is None and len(index) == 1100
+        monkeypatch.setattr(runs, "add_encoded_run", real)
+        index.add_many([(url(i), text(rng)) for i in range(1000, 1300)])
+        assert len(index) == 1300 == len(set(index.ids()))

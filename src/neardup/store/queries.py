@@ -253,11 +253,13 @@ class Queries:
     def get(self, doc_id: str) -> dict | None:
         """What is stored for a document: id, fingerprint and simhash (hex), length, counts, meta."""
         with self._read() as conn:
-            fingerprint = "coalesce(fingerprint, run_fingerprint)" if self.config.fingerprint_runs else "fingerprint"
-            row = conn.execute(f"SELECT id, {fingerprint}, length, n_shingles, n_sample, simhash, meta, added_at "
-                               f"FROM docs d WHERE {self._id_match}", self._id_match_params(doc_id)).fetchone()
-        if row is None:
+            fingerprint = "coalesce(d.fingerprint, d.run_fingerprint)" if self.config.fingerprint_runs \
+                else "d.fingerprint"
+            found = self._rows_of_ids(conn, [doc_id], "", f"d.id, {fingerprint}, d.length, d.n_shingles, "
+                                      "d.n_sample, d.simhash, d.meta, d.added_at")
+        if not found:
             return None
+        row = found[0]
         return {"id": row[0], "fingerprint": None if row[1] is None else f"{unsigned(row[1]):016x}",
                 "length": row[2], "n_shingles": row[3],
                 "n_sample": row[4], "simhash": None if row[5] is None else f"{unsigned(row[5]):016x}",
@@ -267,8 +269,7 @@ class Queries:
         if not isinstance(doc_id, str):
             return False
         with self._read() as conn:
-            return conn.execute(f"SELECT 1 FROM docs d WHERE {self._id_match}",
-                                self._id_match_params(doc_id)).fetchone() is not None
+            return bool(self._rows_of_ids(conn, [doc_id], "", "1"))
 
     def ids(self) -> list[str]:
         """Every stored id, in the order the documents were added."""

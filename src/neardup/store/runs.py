@@ -25,13 +25,13 @@ import numpy as np
 from ..stages.grouping import sorted_unique
 from .schema import DOC_BITS
 
-__all__ = ["KIND_BANDS", "KIND_SIMHASH", "KIND_FINGERPRINTS", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
-           "has_runs", "lookup", "all_postings", "run_stats",
+__all__ = ["KIND_BANDS", "KIND_SIMHASH", "KIND_FINGERPRINTS", "KIND_IDS", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
+           "has_runs", "lookup", "lookup_every", "postings_after", "all_postings", "run_stats",
            "stale_documents", "count_stale"]
 
 #: ``posting_runs.kind``: band postings, simhash-block postings, content-fingerprint postings
 #: (schema 5, ``IndexConfig.fingerprint_runs``)
-KIND_BANDS, KIND_SIMHASH, KIND_FINGERPRINTS = 0, 1, 2
+KIND_BANDS, KIND_SIMHASH, KIND_FINGERPRINTS, KIND_IDS = 0, 1, 2, 3
 #: postings per block (a block is read whole: 128 postings are 500-700 bytes)
 BLOCK = 128
 #: runs of one level merged into one of the next
@@ -427,6 +427,31 @@ def _live_first(conn, docs: np.ndarray, cap: int) -> np.ndarray:
                                                 part)}
             live += [d for d in part if d in found]
     return np.array(live[:cap], dtype=np.int64)
+
+
+def lookup_every(conn, kind: int, buckets: list[int]) -> np.ndarray:
+    """The numbers of every document holding any of ``buckets`` in the runs of ``kind``, stale
+    ones included (the caller checks each in ``docs``), however many buckets: in statements of
+    at most about 2,000 (bucket, run) ranges."""
+    n_runs = conn.execute("SELECT count(*) FROM posting_runs WHERE kind = ?", (kind,)).fetchone()[0]
+    if not n_runs or not buckets:
+        return np.empty(0, dtype=np.int64)
+    step = max(1, 2000 // n_runs)
+    found = [np.concatenate(lookup(conn, kind, buckets[lo:lo + step], 1 << 62, drop_stale=False))
+             for lo in range(0, len(buckets), step)]
+    return np.concatenate(found)
+
+
+def postings_after(conn, kind: int, after: int) -> np.ndarray:
+    """The absolute postings (``bucket << DOC_BITS | num``) of the documents numbered after
+    ``after`` in the runs of ``kind``, unsorted: the runs whose span reaches past it are read."""
+    runs = conn.execute("SELECT run, first_doc, width FROM posting_runs WHERE kind = ? AND last_doc > ?",
+                        (kind, after)).fetchall()
+    parts = [_read_range(conn, kind, run, first_doc, w, 0, (1 << BUCKET_BITS) - 1) for run, first_doc, w in runs]
+    if not parts:
+        return np.empty(0, dtype=np.int64)
+    postings = np.concatenate(parts)
+    return postings[(postings & ((1 << DOC_BITS) - 1)) > after]
 
 
 def all_postings(conn, kind: int) -> np.ndarray:

@@ -31,10 +31,10 @@ from ..stages.candidates import banding_for
 #: (``IndexConfig.rows_below``); the tables are those of 3. Files of 3 open, read and write as
 #: before (their layout is recorded in them).
 #: 5: the content fingerprints of bulk writes in posting runs (``IndexConfig.fingerprint_runs``).
-#: 6: ids found through a 31-bit key of ``(source, id)`` (:func:`id_keys`, the ``docs_id`` index)
-#: instead of the ``UNIQUE (id, source)`` index, which held a second copy of every id (an id is
-#: then stored once: half the id bytes of long ids, URLs and paths). Files of 3-5 open, read and
-#: write as before (``IndexConfig.id_keys`` is False for them).
+#: 6: ids found through a hash of ``(source, id)`` (:mod:`.ids`: small writes' keys in the
+#: ``docs_id`` index, bulk writes' in posting runs) instead of the ``UNIQUE (id, source)`` index,
+#: which held a second copy of every id and took a random insert per id. Files of 3-5 open, read
+#: and write as before (``IndexConfig.id_keys`` is False for them).
 SCHEMA_VERSION = 6
 #: The schema versions this code opens.
 READABLE_VERSIONS = (3, 4, 5, 6)
@@ -109,9 +109,9 @@ CREATE TABLE docs (
     added_at    REAL NOT NULL,
     cluster     INTEGER,
     run_fingerprint INTEGER,
-    id_key      INTEGER NOT NULL
+    id_key      INTEGER
 );
-CREATE INDEX docs_id ON docs (id_key);
+CREATE INDEX docs_id ON docs (id_key) WHERE id_key IS NOT NULL;
 CREATE INDEX docs_fingerprint ON docs (fingerprint) WHERE fingerprint IS NOT NULL;
 CREATE TABLE bands (
     posting INTEGER PRIMARY KEY
@@ -204,21 +204,9 @@ def band_posting(band: int, key: int, doc: int) -> int:
     return band_bucket(band, key) << DOC_BITS | doc
 
 
-#: The seed of :func:`id_keys` (part of the file format: changing it makes old files' keys wrong).
-ID_KEY_SEED = 0x6E64_6964
-
-
-def id_keys(source: str, ids) -> list[int]:
-    """The ``docs.id_key`` of each id of ``source``: 31 bits of XXH3-64 of the source's and the
-    id's UTF-8 joined by a NUL byte (a non-negative integer below 2**31: 4 bytes in an SQLite
-    record). The key only narrows a look-up: the rows it finds are compared on ``id`` and
-    ``source``, so two ids sharing a key (about 1 in 2**31 a pair by chance; ids made to collide
-    cost their own look-ups a row each) are still two documents."""
-    import xxhash
-
-    digest = xxhash.xxh3_64_intdigest
-    prefix = source.encode("utf-8", "surrogatepass") + b"\0"
-    return [digest(prefix + doc_id.encode("utf-8", "surrogatepass"), ID_KEY_SEED) >> 33 for doc_id in ids]
+#: The seed of the ids' hash (:func:`neardup.store.ids.id_hashes`; part of the file format: another
+#: seed makes old files' keys wrong).
+ID_KEY_SEED = 0x6E646964
 
 
 def signed(x: int) -> int:
@@ -272,8 +260,9 @@ class IndexConfig:
     #: documents that index more than doubled the cost of inserting the docs rows, and every
     #: batch rewrote a page of it per document in the WAL. Small writes keep ``fingerprint``.
     fingerprint_runs: bool = False
-    #: (schema 6) ids found through ``docs.id_key`` (:func:`id_keys`) and the ``docs_id`` index;
-    #: files of 3-5 (False) through their ``UNIQUE (id, source)`` index
+    #: (schema 6) ids found through their hash (:mod:`.ids`): ``docs.id_key`` and the ``docs_id``
+    #: index for small writes, id runs for bulk writes (with ``posting_runs``); files of 3-5
+    #: (False) through their ``UNIQUE (id, source)`` index
     id_keys: bool = False
 
     def __post_init__(self) -> None:
@@ -324,7 +313,9 @@ class IndexConfig:
             "fingerprint": {"hash": "blake2b-64", "of": "normalized text",
                             **({"layout": "runs"} if self.fingerprint_runs else {})},
             "store_shingles": self.store_shingles,
-            **({"ids": {"key": "xxh3-64 >> 33 of source NUL id", "seed": ID_KEY_SEED}} if self.id_keys else {}),
+            **({"ids": {"hash": "xxh3-64 of source NUL id", "seed": ID_KEY_SEED, "row_key": "hash >> 32, less 2**31",
+                        **({"layout": "runs", "bucket_bits": 35} if self.posting_runs else {})}}
+               if self.id_keys else {}),
         }
 
     @property

@@ -73,10 +73,11 @@ from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreErro
 from ..io.documents import Document, EncodedDocuments
 from ..params import TOKENIZER_VERSION, MinHashParams, ShingleParams
 from ..stages.candidates import band_keys
-from .queries import Queries, as_record as _as_record, check_limit as _check_limit
+from .ids import RunKeyFilter, id_hashes, keys32, row_keys, run_buckets
+from .queries import Queries, as_record as _as_record, check_limit as _check_limit, docs_of
 from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, LAYOUT_FIELDS, MAX_DOCUMENTS, MAX_VARS,
                      PROFILES, READABLE_VERSIONS, ROWS_BELOW, SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
-                     block_bucket, block_postings, config_fingerprint, differences, fingerprint_buckets, flatten, id_keys, signed,
+                     block_bucket, block_postings, config_fingerprint, differences, fingerprint_buckets, flatten, signed,
                      simhash_blocks, unsigned)
 from .writer import GroupCommit, Pending, Prepared
 
@@ -174,6 +175,9 @@ class SeenIndex(GroupCommit, Queries):
         self._write_conn: sqlite3.Connection | None = None
         self._stop = threading.Event()
         self._written = False
+        #: ids.RunKeyFilter of the id runs, made by the first bulk write that needs it; dropped
+        #: after a write transaction rolls back (writer.py)
+        self._run_key_filter = None
         #: how many times the background checkpoint cut the write-ahead log back (``stats()``)
         self.truncations = 0
         self._resident = None
@@ -483,16 +487,57 @@ class SeenIndex(GroupCommit, Queries):
                                                   f"WHERE posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)"
                                                   for _ in self._blocks)
                              + ") c JOIN docs d ON d.num = c.doc")
-        # one document by (id, source), over ``docs d``: through the id key (schema 6) or the
-        # UNIQUE (id, source) index of older files; its parameters from _id_match_params
-        self._id_match = ("d.id_key = ? AND d.id = ? AND d.source = ?" if cfg.id_keys
-                          else "d.id = ? AND d.source = ?")
 
-    def _id_match_params(self, doc_id: str, source: str = "") -> tuple:
-        """The parameters of ``_id_match`` for one id."""
-        if self.config.id_keys:
-            return (id_keys(source, (doc_id,))[0], doc_id, source)
-        return (doc_id, source)
+    #: A look-up of at least this many ids asks the run key filter (ids.RunKeyFilter) before
+    #: the id runs: a bulk write's batch, whose ids are mostly new.
+    FILTERED_LOOKUP = 64
+
+    def _rows_of_ids(self, conn, doc_ids: list, source: str, columns: str) -> list:
+        """The ``docs d`` rows (``columns``, of ``d.``) of the stored documents with these ids
+        of ``source``: through the ``UNIQUE (id, source)`` index of files of schema 3-5, or the
+        ids' hashes (:mod:`.ids`): ``docs_id`` for small writes and the id runs for bulk writes,
+        every row found compared on id and source."""
+        import orjson
+
+        if not doc_ids:
+            return []
+        if not self.config.id_keys:
+            if len(doc_ids) == 1:
+                return conn.execute(f"SELECT {columns} FROM docs d WHERE d.id = ? AND d.source = ?",
+                                    (doc_ids[0], source)).fetchall()
+            # (the ids as one JSON array, each a look-up of the index: a batch's IN list of
+            # thousands of parameters was a statement to parse and a temporary index)
+            return conn.execute(f"SELECT {columns} FROM json_each(?) j JOIN docs d ON d.id = j.value AND "
+                                "d.source = ?", (orjson.dumps(doc_ids).decode(), source)).fetchall()
+        hashes = id_hashes(source, doc_ids)
+        keys = row_keys(hashes)
+        if len(doc_ids) == 1:
+            found = conn.execute(f"SELECT {columns} FROM docs d WHERE d.id_key = ? AND d.id = ? AND d.source = ?",
+                                 (keys[0], doc_ids[0], source)).fetchall()
+        else:
+            found = conn.execute(f"SELECT {columns} FROM json_each(?) j JOIN docs d ON d.id_key = {_json_item(1)} "
+                                 f"AND d.id = {_json_item(0)} AND d.source = ?",
+                                 (orjson.dumps(list(zip(doc_ids, keys))).decode(), source)).fetchall()
+        if not self.config.posting_runs:
+            return found
+        from . import runs
+
+        if not runs.has_runs(conn, runs.KIND_IDS):
+            return found
+        pick = np.arange(len(doc_ids))
+        if len(doc_ids) >= self.FILTERED_LOOKUP:
+            if self._run_key_filter is None:
+                self._run_key_filter = RunKeyFilter()
+            self._run_key_filter.refresh(conn)
+            pick = np.flatnonzero(self._run_key_filter.may_hold(keys32(hashes)))
+        if pick.size:
+            buckets = np.unique(run_buckets(hashes[pick])).tolist()
+            wanted = {doc_ids[k] for k in pick.tolist()}
+            # (a run's document has no id_key: one found through docs_id is not counted twice)
+            found += [row[1:-3] for row in docs_of(conn, f"{columns}, d.id, d.source, d.id_key",
+                                                   np.unique(runs.lookup_every(conn, runs.KIND_IDS, buckets)))
+                      if row[-2] == source and row[-1] is None and row[-3] in wanted]
+        return found
 
     # -- sketching ---------------------------------------------------------------------------
     def _sketch_batch(self, texts: list[str]):
@@ -668,7 +713,12 @@ class SeenIndex(GroupCommit, Queries):
                     values = np.array([int(fingerprints[k]) for k in has], dtype=np.uint64)
                     fp_postings = (fingerprint_buckets(values) << DOC_BITS) | offsets[has]
                 encoded += (runs.encode_run(fp_postings, n),)
-        key_cols = [id_keys(source, ids)] if cfg.id_keys else []
+        # ids (schema 6): a bulk write's in an id run, a small write's in docs.id_key (ids.py)
+        hashes = id_hashes(source, ids) if cfg.id_keys else None
+        key_cols = [row_keys(hashes)] if hashes is not None and not as_run else []
+        id_run = None
+        if as_run and hashes is not None:
+            id_run = runs.encode_run((run_buckets(hashes) << DOC_BITS) | offsets, n)
         packed = rows = None
         if packable and n >= ROWS_BELOW and not contained and all(x is None for x in shingles):
             # a bulk write's rows as one JSON array (of tuples: orjson writes them as arrays) and
@@ -690,7 +740,7 @@ class SeenIndex(GroupCommit, Queries):
             rows = list(zip(range(n), [source] * n, ids, fp_col, length_col, counts,
                             sample_sizes or [0] * n, sh_col, sig_col, sample_col, shingle_col, metas,
                             *([run_fp_col or [None] * n] if cfg.fingerprint_runs else []), *key_cols))
-        return _Columns(n, rows, bands, simhash, sample_rows, encoded, packed)
+        return _Columns(n, rows, bands, simhash, sample_rows, encoded, packed, id_run, bool(key_cols))
 
     def _write_columns(self, conn, cols: "_Columns", clusters=None) -> int:
         """Insert what :meth:`_columns` made (documents not in the index: the caller removed
@@ -716,7 +766,7 @@ class SeenIndex(GroupCommit, Queries):
             run_fp, run_fp_value = ((", run_fingerprint", f", {item(6)}")
                                     if self.config.fingerprint_runs else ("", ""))
             key, key_value = ((", id_key", f", {item(7 if self.config.fingerprint_runs else 6)}")
-                              if self.config.id_keys else ("", ""))
+                              if cols.keyed else ("", ""))
             conn.execute("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
                          f"signature, meta, added_at{run_fp}{key}) "
                          f"SELECT {int(first)} + j.key, ?1, {item(0)}, {item(1)}, {item(2)}, {item(3)}, "
@@ -724,7 +774,7 @@ class SeenIndex(GroupCommit, Queries):
                          f"{run_fp_value}{key_value} FROM json_each(?3) j", (source, blob, text))
         else:
             run_fp, run_fp_value = (", run_fingerprint", ", ?") if self.config.fingerprint_runs else ("", "")
-            key, key_value = (", id_key", ", ?") if self.config.id_keys else ("", "")
+            key, key_value = (", id_key", ", ?") if cols.keyed else ("", "")
             conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
                              f"signature, sample, shingles, meta{run_fp}{key}, added_at, cluster) "
                              f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{run_fp_value}{key_value}, "
@@ -740,6 +790,8 @@ class SeenIndex(GroupCommit, Queries):
                 _insert_postings(conn, table, np.sort(postings) + first)
         if cols.encoded is not None and len(cols.encoded) > 2:
             runs.add_encoded_run(conn, runs.KIND_FINGERPRINTS, cols.encoded[2], first, first + n - 1, fanout=fanout)
+        if cols.id_run is not None:
+            runs.add_encoded_run(conn, runs.KIND_IDS, cols.id_run, first, first + n - 1, fanout=fanout)
         if cols.sample_rows is not None:
             values, offsets = cols.sample_rows
             conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)", _sorted_rows(values, offsets + first))
@@ -768,24 +820,7 @@ class SeenIndex(GroupCommit, Queries):
 
     def _delete(self, conn, doc_ids, source: str = "") -> set:
         """Remove the documents with these ids (of ``source``); returns the ids that were found."""
-        columns = self._REMOVED_COLUMNS
-        if len(doc_ids) == 1:
-            found = conn.execute(f"SELECT {columns} FROM docs d WHERE {self._id_match}",
-                                 (*self._id_match_params(doc_ids[0], source),)).fetchall()
-        else:
-            import orjson
-
-            # (the ids as one JSON array, each a look-up of the id index: a batch's IN list of
-            # thousands of parameters was a statement to parse and a temporary index)
-            if self.config.id_keys:
-                found = conn.execute(f"SELECT {columns} FROM json_each(?) j JOIN docs d ON "
-                                     "d.id_key = json_extract(j.value, '$[1]') AND d.id = json_extract(j.value, '$[0]') "
-                                     "AND d.source = ?",
-                                     (orjson.dumps(list(zip(doc_ids, id_keys(source, doc_ids)))).decode(),
-                                      source)).fetchall()
-            else:
-                found = conn.execute(f"SELECT {columns} FROM json_each(?) j JOIN docs d ON d.id = j.value AND "
-                                     "d.source = ?", (orjson.dumps(list(doc_ids)).decode(), source)).fetchall()
+        found = self._rows_of_ids(conn, list(doc_ids), source, self._REMOVED_COLUMNS)
         return self._remove_rows(conn, found)
 
     #: The columns of ``docs d`` that :meth:`_remove_rows` takes, in its rows' order.
@@ -1101,11 +1136,13 @@ class SeenIndex(GroupCommit, Queries):
 class _Columns:
     """A batch's rows and postings before its documents are numbered (:meth:`SeenIndex._columns`)."""
 
-    __slots__ = ("n", "rows", "bands", "simhash", "sample_rows", "encoded", "packed")
+    __slots__ = ("n", "rows", "bands", "simhash", "sample_rows", "encoded", "packed", "id_run", "keyed")
 
-    def __init__(self, n, rows, bands, simhash, sample_rows, encoded, packed=None):
+    def __init__(self, n, rows, bands, simhash, sample_rows, encoded, packed=None, id_run=None, keyed=False):
         self.n, self.rows, self.bands, self.simhash = n, rows, bands, simhash
         self.sample_rows, self.encoded, self.packed = sample_rows, encoded, packed
+        #: the id run's blocks (a bulk write of schema 6), and whether the rows carry id_key
+        self.id_run, self.keyed = id_run, keyed
 
 
 #: SQLite 3.38 added ``->>``; with an integer on its right it reads an array element without

@@ -218,6 +218,8 @@ class GroupCommit:
             conn.execute("COMMIT")
             self._written = True
         except BaseException as exc:
+            # (the run key filter may have seen numbers of this transaction, given again after it)
+            self._run_key_filter = None
             if conn is not None and conn.in_transaction:
                 conn.execute("ROLLBACK")
             error = self._store_error(exc) if isinstance(exc, sqlite3.Error) else exc

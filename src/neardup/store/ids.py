@@ -1,0 +1,105 @@
+"""Ids of an index of schema 6: each stored once, found through a hash of ``(source, id)``.
+
+Up to schema 5 a ``UNIQUE (id, source)`` index made ids unique and found them; it holds a second
+copy of every id (on the benchmark corpus, whose ids are paths of 69 bytes, half of a lean
+document's bytes), and every batch of ``index add`` inserts its ids at random places of it
+unless they arrive in order: with URL ids, 1M generated pages took 31.1 s to add where
+``d0000001``-style ids took 10.1. Schema 6 keys an id by :func:`id_hashes` (XXH3-64 of the
+source's and the id's UTF-8 joined by a NUL byte):
+
+- a **small write**'s documents carry ``docs.id_key`` (:func:`row_keys`: the hash's top 32 bits,
+  as a signed 4-byte integer) in the partial index ``docs_id``;
+- a **bulk write**'s documents (posting runs, ``IndexConfig.posting_runs``) leave ``id_key`` NULL
+  and go to a run of kind :data:`.runs.KIND_IDS` instead (:func:`run_buckets`: the top 35 bits,
+  appended and merged as the other postings are, with no random insert).
+
+A look-up reads both and compares the rows it finds on ``id`` and ``source``, so two ids that
+share a key are still two documents (about one pair in 2**32 by chance; ids made to collide
+cost their own look-ups a row each). A bulk write's look-up of its batch's ids (to replace those
+stored already) first asks a :class:`RunKeyFilter`, a superset in memory of the 32-bit keys of
+the documents in the id runs, so that only the few ids it may hold are looked up in the runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .schema import DOC_BITS, ID_KEY_SEED
+#: Id runs' buckets: the hash's top bits (the posting runs' bucket width, ``runs.BUCKET_BITS``).
+RUN_BUCKET_BITS = 35
+
+
+def id_hashes(source: str, ids) -> np.ndarray:
+    """The uint64 hash of each id of ``source`` (the key of :func:`row_keys` and :func:`run_buckets`)."""
+    import xxhash
+
+    digest = xxhash.xxh3_64_intdigest
+    prefix = source.encode("utf-8", "surrogatepass") + b"\0"
+    return np.fromiter((digest(prefix + doc_id.encode("utf-8", "surrogatepass"), ID_KEY_SEED) for doc_id in ids),
+                       dtype=np.uint64)
+
+
+def keys32(hashes: np.ndarray) -> np.ndarray:
+    """The hashes' top 32 bits (uint32): what :class:`RunKeyFilter` holds."""
+    return (np.asarray(hashes, dtype=np.uint64) >> np.uint64(32)).astype(np.uint32)
+
+
+def row_keys(hashes: np.ndarray) -> list[int]:
+    """``docs.id_key`` of each hash: its top 32 bits less 2**31 (a signed integer of 4 bytes in
+    an SQLite record)."""
+    return (keys32(hashes).astype(np.int64) - (1 << 31)).tolist()
+
+
+def run_buckets(hashes: np.ndarray) -> np.ndarray:
+    """The buckets of the hashes in the id runs (int64, :data:`RUN_BUCKET_BITS` bits)."""
+    return (np.asarray(hashes, dtype=np.uint64) >> np.uint64(64 - RUN_BUCKET_BITS)).astype(np.int64)
+
+
+def id_keys(source: str, ids) -> list[int]:
+    """``docs.id_key`` of each id of ``source``."""
+    return row_keys(id_hashes(source, ids))
+
+
+class RunKeyFilter:
+    """A superset, in memory, of the 32-bit keys (:func:`keys32`) of the documents in an index's
+    id runs: what a bulk write asks before it looks its batch's ids up in the runs. 4 bytes a
+    document (40 MB at 10M), in sorted parts merged two of a size at a time (about log2 of
+    documents / batch parts; each key is re-sorted once per merge level).
+
+    :meth:`refresh`, inside the write transaction, adds the keys of every document numbered after
+    the last one it saw (the numbers only grow, ``meta.last_num``): what this process wrote and
+    what others did. Keys of removed or replaced documents stay (a superset: the look-up that
+    follows drops them), and after a write that rolled back the owner drops the whole filter
+    (the numbers it saw may be given again)."""
+
+    def __init__(self) -> None:
+        self.parts: list[np.ndarray] = []
+        self.seen_last: int | None = None
+
+    def refresh(self, conn) -> None:
+        from . import runs
+
+        row = conn.execute("SELECT value FROM meta WHERE key = 'last_num'").fetchone()
+        last = int(row[0]) if row else 0
+        if self.seen_last is not None and last < self.seen_last:  # (another file under the path)
+            self.parts, self.seen_last = [], None
+        after = -1 if self.seen_last is None else self.seen_last
+        if last > after:
+            postings = runs.postings_after(conn, runs.KIND_IDS, after)
+            if postings.size:
+                self._add(np.sort((postings >> DOC_BITS >> (RUN_BUCKET_BITS - 32)).astype(np.uint32)))
+        self.seen_last = last
+
+    def _add(self, keys: np.ndarray) -> None:
+        self.parts.append(keys)
+        while len(self.parts) > 1 and self.parts[-2].size <= 2 * self.parts[-1].size:
+            top = self.parts.pop()
+            self.parts[-1] = np.sort(np.concatenate((self.parts[-1], top)), kind="stable")
+
+    def may_hold(self, keys: np.ndarray) -> np.ndarray:
+        """For each uint32 key, whether a document of the runs may have it."""
+        out = np.zeros(keys.size, dtype=bool)
+        for part in self.parts:
+            at = np.minimum(np.searchsorted(part, keys), part.size - 1)
+            out |= part[at] == keys
+        return out
