@@ -71,7 +71,7 @@ def components(db: str) -> dict:
         + ", coalesce(sum(length(id)), 0) FROM docs").fetchone()
     # posting runs (profile lean): the pages of the two run tables, shared out by each kind's block bytes
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    run_bytes = {0: 0, 1: 0, 2: 0}  # kinds: band postings, simhash blocks, fingerprints (schema 5)
+    run_bytes = {0: 0, 1: 0, 2: 0, 3: 0}  # kinds: band postings, simhash blocks, fingerprints (schema 5), ids (6)
     if "posting_blocks" in tables:
         run_bytes.update(dict(conn.execute("SELECT kind, sum(length(data)) FROM posting_blocks GROUP BY kind")))
     run_pages = pages.get("posting_blocks", 0) + pages.get("posting_runs", 0)
@@ -86,7 +86,7 @@ def components(db: str) -> dict:
         "signatures": sig,
         "containment_samples": pages.get("samples", 0) + sample,
         "simhash_blocks": pages.get("simhash_blocks", 0) + share[1],
-        "ids": ids + autoindex,
+        "ids": ids + autoindex + share.get(3, 0),  # (kind 3: schema 6's id runs)
         # exact answers: the docs_fingerprint index (every document before schema 5, small writes
         # since) and the fingerprint runs of bulk writes (the 8 bytes in the row are in "other")
         "fingerprint_lookup": pages.get("docs_fingerprint", 0) + share[2],
