@@ -68,7 +68,7 @@ def components(db: str) -> dict:
     sig, sample, ids = conn.execute(
         "SELECT coalesce(sum(length(signature)), 0), "
         + ("coalesce(sum(length(sample)), 0)" if "sample" in cols else "0")
-        + ", coalesce(sum(length(id)), 0) FROM docs").fetchone()
+        + ", coalesce(sum(length(CAST(id AS BLOB))), 0) FROM docs").fetchone()
     # posting runs (profile lean): the pages of the two run tables, shared out by each kind's block bytes
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     run_bytes = {0: 0, 1: 0, 2: 0, 3: 0}  # kinds: band postings, simhash blocks, fingerprints (schema 5), ids (6)
@@ -79,8 +79,10 @@ def components(db: str) -> dict:
     conn.close()
     total = os.path.getsize(db)
     # the id index: UNIQUE (id, source) up to schema 5 (a second copy of every id), the 4-byte
-    # key index docs_id from schema 6
-    autoindex = sum(v for k, v in pages.items() if k.startswith("sqlite_autoindex_docs")) + pages.get("docs_id", 0)
+    # key index docs_id from schema 6, and (schema 6 with prefixes) the id_prefixes table and its
+    # UNIQUE index
+    autoindex = sum(v for k, v in pages.items() if k.startswith(("sqlite_autoindex_docs", "sqlite_autoindex_id_prefixes"))) \
+        + pages.get("docs_id", 0) + pages.get("id_prefixes", 0)
     parts = {
         "band_postings": pages.get("bands", 0) + share[0],
         "signatures": sig,

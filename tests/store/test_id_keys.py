@@ -223,3 +223,113 @@ def test_a_failed_write_drops_the_run_key_filter(tmp_path, monkeypatch):
         monkeypatch.setattr(runs, "add_encoded_run", real)
         index.add_many([(url(i), text(rng)) for i in range(1000, 1300)])
         assert len(index) == 1300 == len(set(index.ids()))
+
+
+def _stored_ids(path) -> list[tuple]:
+    """(prefix text or None, id column) of every docs row, in number order."""
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT p.text, d.id FROM docs d LEFT JOIN id_prefixes p ON p.num = d.id_prefix "
+                            "ORDER BY d.num").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("profile", ["lean", "default"])
+def test_shared_prefixes_are_stored_once(tmp_path, profile):
+    rng = random.Random(9)
+    path = tmp_path / "x.db"
+    with SeenIndex(path, profile=profile) as index:
+        assert index.config.id_prefixes
+        index.add_many([(url(i), text(rng)) for i in range(1000)])  # a bulk write: packed rows
+        index.add_many([(url(i), text(rng)) for i in range(1000, 1010)])  # a small write: rows
+        index.add_many([("https://one.example.net/only/a.html", text(rng))])  # a prefix seen once
+        index.add_many([("https://one.example.net/only/b.html", text(rng))])  # seen before: stored
+        index.add_many([("no-slash", text(rng)), ("a/b", text(rng))])  # none, and too short
+        assert len(index) == 1014 and index.integrity_check() == "ok"
+        assert index.ids()[:3] == [url(0), url(1), url(2)] and index.ids()[-4:] == [
+            "https://one.example.net/only/a.html", "https://one.example.net/only/b.html", "no-slash", "a/b"]
+    rows = _stored_ids(path)
+    prefixes = {p for p, _ in rows if p is not None}
+    assert prefixes == {url(i)[:url(i).rfind("/") + 1] for i in range(7)} | {"https://one.example.net/only/"}
+    assert all(p is not None and p + rest == url(k) for k, (p, rest) in enumerate(rows[:1010]))
+    assert rows[1010:] == [(None, "https://one.example.net/only/a.html"),
+                           ("https://one.example.net/only/", "b.html"), (None, "no-slash"), (None, "a/b")]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT count(*) FROM id_prefixes").fetchone()[0] == 8
+    conn.close()
+
+
+@pytest.mark.parametrize("profile", ["lean", "default"])
+def test_ids_answer_the_same_with_and_without_prefixes(tmp_path, monkeypatch, profile):
+    """Every operation by id, on ids of which some are stored with a prefix and some whole (one
+    written before its prefix was stored), against the same writes to a file without prefixes."""
+    def run(path):
+        rng = random.Random(10)
+        docs = [(url(i), text(rng)) for i in range(1200)]
+        late = [f"https://later.example.com/ページ/記事-{i}.html" for i in range(4)]  # (not ASCII)
+        out = []
+        with SeenIndex(path, profile=profile) as index:
+            index.add_many([(late[0], docs[3][1])])  # whole: its prefix is not yet stored
+            index.add_many(docs)
+            index.add_many([(late[1], docs[3][1]), (late[2], text(rng))])  # the prefix is stored now
+            index.add_many([(url(5), docs[9][1]), (late[2], docs[4][1])])  # replacements
+            out.append(sorted(index.query(docs[3][1])["exact"]))
+            out.append(sorted(index.query(docs[4][1])["exact"]))
+            out.append([e["id"] for e in index.query(docs[9][1])["near"]])
+            out.append([index.get(x)["fingerprint"] for x in (url(5), late[0], late[2])])
+            out.append([x in index for x in (late[0], late[1], late[3], url(1199), url(1200))])
+            out.append(index.remove_many([late[1], url(1), "nope"]))
+            out.append(sorted(index.query(docs[3][1])["exact"]))
+            got = index.check_and_add(late[3], docs[6][1])
+            out.append((got["added"], got["exact"]))
+            out.append(index.ids())
+            out.append(len(index))
+            assert index.integrity_check() == "ok"
+        return out
+
+    late = "https://later.example.com/ページ/記事-{}.html".format
+    with_prefixes = run(tmp_path / "p.db")
+    assert sum(p is not None for p, _ in _stored_ids(tmp_path / "p.db")) >= 1200
+    assert (None, late(0)) in _stored_ids(tmp_path / "p.db")  # written before its prefix was stored
+    monkeypatch.setattr(store_sqlite, "prefix_length", lambda doc_id: None)
+    without = run(tmp_path / "w.db")
+    assert all(p is None for p, _ in _stored_ids(tmp_path / "w.db"))
+    assert with_prefixes == without
+    assert with_prefixes[0] == sorted([url(3), late(0), late(1)]) and with_prefixes[6] == sorted([url(3), late(0)])
+
+
+def test_prefix_hints_choose_shared_and_seen_prefixes():
+    from collections import Counter
+
+    hints = ids.PrefixHints(capacity=3)
+    assert hints.choose(Counter({"a/": 2, "b/": 1})) == ["a/"]
+    assert hints.choose(Counter({"b/": 1, "c/": 1})) == ["b/"]  # b seen before
+    assert hints.choose(Counter({"c/": 1})) == ["c/"]
+    assert hints.choose(Counter({"d/": 1, "e/": 1, "f/": 1, "g/": 1})) == []  # over capacity: forgets
+    assert len(hints._seen) <= 3
+    assert ids.prefix_length("https://x.org/a/b.html") == len("https://x.org/a/")
+    assert ids.prefix_length("short/x") is None and ids.prefix_length("none") is None
+
+
+def test_a_schema_6_file_without_prefixes_opens_answers_and_keeps_its_layout(tmp_path):
+    """Written by schema 6 before prefixes (make_schema6.py): whole ids, no id_prefix column."""
+    path = tmp_path / "old6.db"
+    shutil.copy(DATA / "schema6-lean.db", path)
+    rng = random.Random(6)  # the texts of make_schema6.py
+    texts = [" ".join(rng.choice(VOCAB) for _ in range(30)) for _ in range(1000)]
+    b = "https://example.org/pages/b{}.html".format
+    with SeenIndex(path, create=False) as old:
+        assert old.config.id_keys and not old.config.id_prefixes
+        assert sorted(old.query(texts[3])["exact"]) == sorted(
+            [b(3), "https://example.org/copies/c3.html", "https://example.org/small/s3"])
+        assert b(7) not in old and b(8) in old
+        old.add_many([(f"https://example.org/new/n{i}", texts[i % 20]) for i in range(1200)])  # bulk
+        old.add_many([(b(8), texts[3])])  # a small replacement
+        assert b(8) in old.query(texts[3])["exact"] and "https://example.org/new/n3" in old.query(texts[3])["exact"]
+        assert old.remove(b(8)) and b(8) not in old
+        assert old.stats()["schema_version"] == 6 and old.integrity_check() == "ok"
+    conn = sqlite3.connect(path)
+    assert "id_prefix" not in {r[1] for r in conn.execute("PRAGMA table_info(docs)")}
+    assert "id_prefixes" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    conn.close()

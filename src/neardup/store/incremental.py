@@ -213,7 +213,7 @@ def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) 
     if replaced:
         import orjson
 
-        found = conn.execute(f"SELECT {index._REMOVED_COLUMNS} FROM json_each(?) j JOIN docs d ON d.num = j.value",
+        found = conn.execute(f"SELECT {index._removed_columns} FROM json_each(?) j JOIN docs d ON d.num = j.value",
                              (orjson.dumps([base + k for k in replaced]).decode(),)).fetchall()
         index._remove_rows(conn, found)
     return n - len(replaced)
@@ -488,8 +488,8 @@ class Against:
             for lo in range(0, len(want), MAX_VARS):
                 chunk = want[lo : lo + MAX_VARS]
                 for num, doc_id, source, length, cluster, sig, ids in conn.execute(
-                        "SELECT num, id, source, length, cluster, signature, shingles FROM docs WHERE num IN "
-                        f"({','.join('?' * len(chunk))})", chunk):
+                        f"SELECT d.num, {self.index._id_sql}, d.source, d.length, d.cluster, d.signature, "
+                        f"d.shingles FROM docs d WHERE d.num IN ({','.join('?' * len(chunk))})", chunk):
                     rows[num] = (doc_id, source, length, cluster)
                     self._read_nums.append(num)
                     self._counts.append(len(ids) // 8)

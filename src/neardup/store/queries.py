@@ -59,7 +59,8 @@ class Queries:
         through the fingerprint runs, each candidate checked on its ``run_fingerprint`` (a
         stray bucket-mate, or a removed or replaced document's stale posting, is dropped)."""
         value = signed(fingerprint)
-        ids = [r[0] for r in conn.execute("SELECT id FROM docs WHERE fingerprint = ? ORDER BY id LIMIT ?",
+        ids = [r[0] for r in conn.execute(f"SELECT {self._id_sql} AS whole FROM docs d WHERE d.fingerprint = ? "
+                                          "ORDER BY whole LIMIT ?",
                                           (value, -1 if limit is None else limit))]
         from . import runs  # (here, not at the top: a read of an index of rows does not load it)
 
@@ -67,7 +68,7 @@ class Queries:
             bucket = int(fingerprint_buckets(np.array([fingerprint], dtype=np.uint64))[0])
             nums = runs.lookup(conn, runs.KIND_FINGERPRINTS, [bucket], MAX_DOCUMENTS, drop_stale=False)[0]
             if nums.size:
-                ids += [r[1] for r in docs_of(conn, "d.id, d.run_fingerprint", nums) if r[2] == value]
+                ids += [r[1] for r in docs_of(conn, f"{self._id_sql}, d.run_fingerprint", nums) if r[2] == value]
                 ids.sort()  # (ORDER BY id's order: UTF-8 bytes compare as code points do)
                 if limit is not None:
                     del ids[limit:]
@@ -124,7 +125,7 @@ class Queries:
         docs, shared = np.unique(np.concatenate(found), return_counts=True)
         count_of = dict(zip(docs.tolist(), shared.tolist()))
         extra = ", d.shingles" if self.config.store_shingles else ""
-        return [(*row[1:], count_of[row[0]]) for row in docs_of(conn, f"d.id, d.signature{extra}", docs)]
+        return [(*row[1:], count_of[row[0]]) for row in docs_of(conn, f"{self._id_sql}, d.signature{extra}", docs)]
 
     def _row_bucket_docs(self, conn, table: str, buckets: list[int], cap: int) -> list[np.ndarray]:
         """For each bucket, the sorted numbers of its first ``cap`` documents in a row table
@@ -146,7 +147,7 @@ class Queries:
         values = sk.sample.view(np.int64).tolist()
         n_q = len(values)
         exact = cfg.store_shingles
-        columns = "d.num, d.id, d.n_sample, count(*)" + (", d.shingles" if exact else "")
+        columns = f"d.num, {self._id_sql}, d.n_sample, count(*)" + (", d.shingles" if exact else "")
         rows = []
         # Each sample value gives at most CANDIDATES_PER_BUCKET documents, the oldest: those up
         # to its cap-th document (a seek in the (value, doc) key), as _near does for bands.
@@ -229,7 +230,7 @@ class Queries:
             return []
         found = dict(zip(nums[close].tolist(), distance[close].tolist()))  # a doc may match several blocks
         out = [{"id": doc_id, "distance": int(found[num])}
-               for num, doc_id in docs_of(conn, "d.id", np.fromiter(found, dtype=np.int64, count=len(found)))]
+               for num, doc_id in docs_of(conn, self._id_sql, np.fromiter(found, dtype=np.int64, count=len(found)))]
         out.sort(key=lambda e: (e["distance"], e["id"]))
         return out[:limit] if limit is not None else out
 
@@ -255,7 +256,7 @@ class Queries:
         with self._read() as conn:
             fingerprint = "coalesce(d.fingerprint, d.run_fingerprint)" if self.config.fingerprint_runs \
                 else "d.fingerprint"
-            found = self._rows_of_ids(conn, [doc_id], "", f"d.id, {fingerprint}, d.length, d.n_shingles, "
+            found = self._rows_of_ids(conn, [doc_id], "", f"{self._id_sql}, {fingerprint}, d.length, d.n_shingles, "
                                       "d.n_sample, d.simhash, d.meta, d.added_at")
         if not found:
             return None
@@ -274,7 +275,7 @@ class Queries:
     def ids(self) -> list[str]:
         """Every stored id, in the order the documents were added."""
         with self._read() as conn:
-            return [r[0] for r in conn.execute("SELECT id FROM docs ORDER BY num")]
+            return [r[0] for r in conn.execute(f"SELECT {self._id_sql} FROM docs d ORDER BY d.num")]
 
     def __len__(self) -> int:
         with self._read() as conn:

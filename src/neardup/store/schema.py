@@ -34,7 +34,9 @@ from ..stages.candidates import banding_for
 #: 6: ids found through a hash of ``(source, id)`` (:mod:`.ids`: small writes' keys in the
 #: ``docs_id`` index, bulk writes' in posting runs) instead of the ``UNIQUE (id, source)`` index,
 #: which held a second copy of every id and took a random insert per id. Files of 3-5 open, read
-#: and write as before (``IndexConfig.id_keys`` is False for them).
+#: and write as before (``IndexConfig.id_keys`` is False for them). An id's text up to its last
+#: ``/``, where other ids share it, is stored once in ``id_prefixes`` and the row keeps the rest
+#: (``IndexConfig.id_prefixes``, :func:`.ids.prefix_length`).
 SCHEMA_VERSION = 6
 #: The schema versions this code opens.
 READABLE_VERSIONS = (3, 4, 5, 6)
@@ -58,7 +60,7 @@ PROFILES = {
 }
 #: How the postings are laid out, not what is stored: a file keeps its own (recorded) layout
 #: whatever profile an open names, and the profile's name does not depend on it.
-LAYOUT_FIELDS = ("posting_runs", "rows_below", "fingerprint_runs", "id_keys")
+LAYOUT_FIELDS = ("posting_runs", "rows_below", "fingerprint_runs", "id_keys", "id_prefixes")
 #: ``PRAGMA application_id``: "NDUP", so that other tools (``file``) can tell the file apart.
 APPLICATION_ID = 0x4E445550
 MASK64 = (1 << 64) - 1
@@ -86,6 +88,7 @@ DEFAULTS = {
     "rows_below": ROWS_BELOW,
     "fingerprint_runs": True,
     "id_keys": True,
+    "id_prefixes": True,
 }
 
 SCHEMA = """
@@ -109,7 +112,12 @@ CREATE TABLE docs (
     added_at    REAL NOT NULL,
     cluster     INTEGER,
     run_fingerprint INTEGER,
-    id_key      INTEGER
+    id_key      INTEGER,
+    id_prefix   INTEGER
+);
+CREATE TABLE id_prefixes (
+    num  INTEGER PRIMARY KEY,
+    text TEXT NOT NULL UNIQUE
 );
 CREATE INDEX docs_id ON docs (id_key) WHERE id_key IS NOT NULL;
 CREATE INDEX docs_fingerprint ON docs (fingerprint) WHERE fingerprint IS NOT NULL;
@@ -264,10 +272,13 @@ class IndexConfig:
     #: index for small writes, id runs for bulk writes (with ``posting_runs``); files of 3-5
     #: (False) through their ``UNIQUE (id, source)`` index
     id_keys: bool = False
+    #: (schema 6) an id's text up to its last ``/`` stored once in ``id_prefixes`` where other
+    #: ids share it, the ``docs`` row holding the number of the prefix and the rest (:mod:`.ids`)
+    id_prefixes: bool = False
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
-        for name in ("signatures", "containment", "posting_runs", "fingerprint_runs", "id_keys"):
+        for name in ("signatures", "containment", "posting_runs", "fingerprint_runs", "id_keys", "id_prefixes"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"The '{name}' parameter of {owner} must be a bool. "
                                   f"Got {getattr(self, name)!r} instead.")
@@ -314,7 +325,8 @@ class IndexConfig:
                             **({"layout": "runs"} if self.fingerprint_runs else {})},
             "store_shingles": self.store_shingles,
             **({"ids": {"hash": "xxh3-64 of source NUL id", "seed": ID_KEY_SEED, "row_key": "hash >> 32, less 2**31",
-                        **({"layout": "runs", "bucket_bits": 35} if self.posting_runs else {})}}
+                        **({"layout": "runs", "bucket_bits": 35} if self.posting_runs else {}),
+                        **({"prefixes": "up to the last '/', when shared"} if self.id_prefixes else {})}}
                if self.id_keys else {}),
         }
 
@@ -359,7 +371,7 @@ class IndexConfig:
                    posting_runs=d["band_postings"].get("layout") == "runs",
                    rows_below=d["band_postings"].get("rows_below", 0),
                    fingerprint_runs=d.get("fingerprint", {}).get("layout") == "runs",
-                   id_keys="ids" in d)
+                   id_keys="ids" in d, id_prefixes="prefixes" in d.get("ids", {}))
 
 
 def flatten(d: dict, prefix: str = "") -> dict:

@@ -73,7 +73,8 @@ from ..errors import ConfigError, IncompatibleSketchError, InputError, StoreErro
 from ..io.documents import Document, EncodedDocuments
 from ..params import TOKENIZER_VERSION, MinHashParams, ShingleParams
 from ..stages.candidates import band_keys
-from .ids import RunKeyFilter, id_hashes, keys32, row_keys, run_buckets
+from .ids import (ID_SQL, PrefixHints, RunKeyFilter, id_hashes, keys32, prefix_counts, prefix_length, row_keys,
+                  run_buckets)
 from .queries import Queries, as_record as _as_record, check_limit as _check_limit, docs_of
 from .schema import (APPLICATION_ID, DEFAULT_LIMIT, DEFAULTS, DOC_BITS, LAYOUT_FIELDS, MAX_DOCUMENTS, MAX_VARS,
                      PROFILES, READABLE_VERSIONS, ROWS_BELOW, SCHEMA, SCHEMA_VERSION, IndexConfig, Sketch, band_bucket, band_buckets, band_posting,
@@ -178,6 +179,8 @@ class SeenIndex(GroupCommit, Queries):
         #: ids.RunKeyFilter of the id runs, made by the first bulk write that needs it; dropped
         #: after a write transaction rolls back (writer.py)
         self._run_key_filter = None
+        #: which id prefixes to store (ids.PrefixHints; files with IndexConfig.id_prefixes)
+        self._prefix_hints = PrefixHints()
         #: how many times the background checkpoint cut the write-ahead log back (``stats()``)
         self.truncations = 0
         self._resident = None
@@ -476,7 +479,11 @@ class SeenIndex(GroupCommit, Queries):
         # key orders a bucket by doc number), so that a flood of copies of one text cannot make
         # every similar query load all of them before ``limit`` applies.
         mask = (1 << DOC_BITS) - 1
-        self._near_sql = ("SELECT d.id, d.signature" + (", d.shingles" if cfg.store_shingles else "")
+        #: SQL of the whole id of row ``d`` of ``docs`` (ids.ID_SQL where prefixes are stored)
+        self._id_sql = ID_SQL if cfg.id_prefixes else "d.id"
+        #: the columns of ``docs d`` that :meth:`_remove_rows` takes, in its rows' order
+        self._removed_columns = f"d.num, {self._id_sql}, d.n_shingles, d.signature, d.sample, d.simhash"
+        self._near_sql = (f"SELECT {self._id_sql}, d.signature" + (", d.shingles" if cfg.store_shingles else "")
                           + ", c.shared FROM (SELECT doc, count(*) AS shared FROM ("
                           + " UNION ALL ".join(f"SELECT doc FROM (SELECT posting & {mask} AS doc FROM bands WHERE "
                                                f"posting BETWEEN ? AND ? ORDER BY posting LIMIT ?)"
@@ -512,11 +519,12 @@ class SeenIndex(GroupCommit, Queries):
         hashes = id_hashes(source, doc_ids)
         keys = row_keys(hashes)
         if len(doc_ids) == 1:
-            found = conn.execute(f"SELECT {columns} FROM docs d WHERE d.id_key = ? AND d.id = ? AND d.source = ?",
+            found = conn.execute(f"SELECT {columns} FROM docs d WHERE d.id_key = ? AND {self._id_sql} = ? "
+                                 "AND d.source = ?",
                                  (keys[0], doc_ids[0], source)).fetchall()
         else:
             found = conn.execute(f"SELECT {columns} FROM json_each(?) j JOIN docs d ON d.id_key = {_json_item(1)} "
-                                 f"AND d.id = {_json_item(0)} AND d.source = ?",
+                                 f"AND {self._id_sql} = {_json_item(0)} AND d.source = ?",
                                  (orjson.dumps(list(zip(doc_ids, keys))).decode(), source)).fetchall()
         if not self.config.posting_runs:
             return found
@@ -534,7 +542,7 @@ class SeenIndex(GroupCommit, Queries):
             buckets = np.unique(run_buckets(hashes[pick])).tolist()
             wanted = {doc_ids[k] for k in pick.tolist()}
             # (a run's document has no id_key: one found through docs_id is not counted twice)
-            found += [row[1:-3] for row in docs_of(conn, f"{columns}, d.id, d.source, d.id_key",
+            found += [row[1:-3] for row in docs_of(conn, f"{columns}, {self._id_sql}, d.source, d.id_key",
                                                    np.unique(runs.lookup_every(conn, runs.KIND_IDS, buckets)))
                       if row[-2] == source and row[-1] is None and row[-3] in wanted]
         return found
@@ -719,6 +727,11 @@ class SeenIndex(GroupCommit, Queries):
         id_run = None
         if as_run and hashes is not None:
             id_run = runs.encode_run((run_buckets(hashes) << DOC_BITS) | offsets, n)
+        # id prefixes (ids.py): how long each id's storable prefix is; the write decides which
+        # prefixes are stored and the insert finds their numbers (_write_columns)
+        plens = [prefix_length(doc_id) for doc_id in ids] if cfg.id_prefixes else None
+        prefixes = prefix_counts(ids, plens) if plens is not None else None
+        prefix_cols = [plens] if plens is not None else []
         packed = rows = None
         if packable and n >= ROWS_BELOW and not contained and all(x is None for x in shingles):
             # a bulk write's rows as one JSON array (of tuples: orjson writes them as arrays) and
@@ -728,7 +741,7 @@ class SeenIndex(GroupCommit, Queries):
             width = self._m * cfg.signature_width if sig_bytes is not None else 0
             packed = (orjson.dumps(list(zip(ids, fp_col, length_col, counts, sh_col, metas,
                                             *([run_fp_col or [None] * n] if cfg.fingerprint_runs else []),
-                                            *key_cols))).decode(),
+                                            *key_cols, *prefix_cols))).decode(),
                       np.ascontiguousarray(sig_bytes).tobytes() if width else b"", width, source)
         else:
             # a text without shingles has no signature (its values are all the "empty" marker,
@@ -739,8 +752,9 @@ class SeenIndex(GroupCommit, Queries):
             shingle_col = [None if x is None else x.astype("<u8", copy=False).tobytes() for x in shingles]
             rows = list(zip(range(n), [source] * n, ids, fp_col, length_col, counts,
                             sample_sizes or [0] * n, sh_col, sig_col, sample_col, shingle_col, metas,
-                            *([run_fp_col or [None] * n] if cfg.fingerprint_runs else []), *key_cols))
-        return _Columns(n, rows, bands, simhash, sample_rows, encoded, packed, id_run, bool(key_cols))
+                            *([run_fp_col or [None] * n] if cfg.fingerprint_runs else []), *key_cols,
+                            *prefix_cols))
+        return _Columns(n, rows, bands, simhash, sample_rows, encoded, packed, id_run, bool(key_cols), prefixes)
 
     def _write_columns(self, conn, cols: "_Columns", clusters=None) -> int:
         """Insert what :meth:`_columns` made (documents not in the index: the caller removed
@@ -750,11 +764,25 @@ class SeenIndex(GroupCommit, Queries):
         if first + n - 1 > MAX_DOCUMENTS:
             raise StoreError(f"index {self.path} is full: its band postings number documents in {DOC_BITS} bits "
                              f"({MAX_DOCUMENTS:,} documents); start another index file")
-        if clusters is None:
-            rows, cluster_sql = cols.rows, "NULL"
-        else:
-            rows = [(*row, None if c == first + k else c) for k, (row, c) in enumerate(zip(cols.rows, clusters))]
-            cluster_sql = "?"
+        # the insert joins id_prefixes only where some prefix of the batch is stored (ids
+        # without one, as the generator's, and ids whose prefixes no other id shares cost no
+        # look-up a row)
+        prefixed = False
+        if cols.prefixes:
+            import orjson
+
+            chosen = self._prefix_hints.choose(cols.prefixes)
+            if chosen:
+                conn.execute("INSERT OR IGNORE INTO id_prefixes (text) SELECT value FROM json_each(?)",
+                             (orjson.dumps(chosen).decode(),))
+            prefixed = bool(chosen) or bool(conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM json_each(?) j JOIN id_prefixes p ON p.text = j.value)",
+                (orjson.dumps(list(cols.prefixes)).decode(),)).fetchone()[0])
+        rows = cols.rows
+        if rows is not None and cols.prefixes is not None and not prefixed:
+            rows = [row[:-1] for row in rows]  # (their prefix lengths: the insert does not join)
+        if clusters is not None:
+            rows = [(*row, None if c == first + k else c) for k, (row, c) in enumerate(zip(rows, clusters))]
         # (the number and the time as literals: the rows were made before the numbers were known)
         # (whole seconds: SQLite keeps a REAL without a fraction as an integer, 4 bytes instead of
         # 8, which kept 13 rows of profile default to a page rather than 12)
@@ -765,22 +793,40 @@ class SeenIndex(GroupCommit, Queries):
             item = _json_item
             signature = (f"CASE WHEN {item(3)} > 0 THEN substr(?2, j.key * {int(width)} + 1, "
                          f"{int(width)}) END" if width else "NULL")
-            run_fp, run_fp_value = ((", run_fingerprint", f", {item(6)}")
-                                    if self.config.fingerprint_runs else ("", ""))
-            key, key_value = ((", id_key", f", {item(7 if self.config.fingerprint_runs else 6)}")
-                              if cols.keyed else ("", ""))
+            extra = 6
+            run_fp = run_fp_value = key = key_value = ""
+            if self.config.fingerprint_runs:
+                run_fp, run_fp_value, extra = ", run_fingerprint", f", {item(extra)}", extra + 1
+            if cols.keyed:
+                key, key_value, extra = ", id_key", f", {item(extra)}", extra + 1
+            id_value, prefix, prefix_value, join = item(0), "", "", ""
+            if prefixed:
+                id_value, prefix_value, join = _prefixed_id(item(0), item(extra))
+                prefix = ", id_prefix"
             conn.execute("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
-                         f"signature, meta, added_at{run_fp}{key}) "
-                         f"SELECT {int(first)} + j.key, ?1, {item(0)}, {item(1)}, {item(2)}, {item(3)}, "
+                         f"signature, meta, added_at{run_fp}{key}{prefix}) "
+                         f"SELECT {int(first)} + j.key, ?1, {id_value}, {item(1)}, {item(2)}, {item(3)}, "
                          f"0, {item(4)}, {signature}, {item(5)}, {now!r}"
-                         f"{run_fp_value}{key_value} FROM json_each(?3) j", (source, blob, text))
+                         f"{run_fp_value}{key_value}{prefix_value} FROM json_each(?3) j{join}", (source, blob, text))
         else:
-            run_fp, run_fp_value = (", run_fingerprint", ", ?") if self.config.fingerprint_runs else ("", "")
-            key, key_value = (", id_key", ", ?") if cols.keyed else ("", "")
-            conn.executemany("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
-                             f"signature, sample, shingles, meta{run_fp}{key}, added_at, cluster) "
-                             f"VALUES (? + {int(first)}, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{run_fp_value}{key_value}, "
-                             f"{now!r}, {cluster_sql})", rows)
+            # the row's values by position (?1 its offset, ?3 its id, ...: an id with a prefix is
+            # read twice, and the prefix's number is joined in)
+            names = ["num", "source", "id", "fingerprint", "length", "n_shingles", "n_sample", "simhash",
+                     "signature", "sample", "shingles", "meta"]
+            names += ["run_fingerprint"] * self.config.fingerprint_runs + ["id_key"] * cols.keyed
+            values = [f"?{k + 1}" for k in range(len(names))]
+            values[0] = f"?1 + {int(first)}"
+            join = ""
+            at = len(names) + 1
+            if prefixed:
+                values[2], prefix_value, join = _prefixed_id("?3", f"?{at}")
+                names.append("id_prefix")
+                values.append(prefix_value[2:])
+                at += 1
+            names += ["added_at", "cluster"]
+            values += [repr(now), f"?{at}" if clusters is not None else "NULL"]
+            conn.executemany(f"INSERT INTO docs ({', '.join(names)}) SELECT {', '.join(values)} "
+                             f"FROM (SELECT 1){join}", rows)
         from . import runs  # (imported by the writes and the queries of runs: a read of rows does not)
 
         fanout = runs.BULK_FANOUT if n >= ROWS_BELOW else runs.FANOUT
@@ -822,14 +868,11 @@ class SeenIndex(GroupCommit, Queries):
 
     def _delete(self, conn, doc_ids, source: str = "") -> set:
         """Remove the documents with these ids (of ``source``); returns the ids that were found."""
-        found = self._rows_of_ids(conn, list(doc_ids), source, self._REMOVED_COLUMNS)
+        found = self._rows_of_ids(conn, list(doc_ids), source, self._removed_columns)
         return self._remove_rows(conn, found)
 
-    #: The columns of ``docs d`` that :meth:`_remove_rows` takes, in its rows' order.
-    _REMOVED_COLUMNS = "d.num, d.id, d.n_shingles, d.signature, d.sample, d.simhash"
-
     def _remove_rows(self, conn, found: list) -> set:
-        """Remove the documents of these ``docs`` rows (:data:`_REMOVED_COLUMNS`), their
+        """Remove the documents of these ``docs`` rows (``_removed_columns``), their
         postings where rows hold them, and their count; returns their ids."""
         if not found:
             return set()
@@ -1138,13 +1181,25 @@ class SeenIndex(GroupCommit, Queries):
 class _Columns:
     """A batch's rows and postings before its documents are numbered (:meth:`SeenIndex._columns`)."""
 
-    __slots__ = ("n", "rows", "bands", "simhash", "sample_rows", "encoded", "packed", "id_run", "keyed")
+    __slots__ = ("n", "rows", "bands", "simhash", "sample_rows", "encoded", "packed", "id_run", "keyed", "prefixes")
 
-    def __init__(self, n, rows, bands, simhash, sample_rows, encoded, packed=None, id_run=None, keyed=False):
+    def __init__(self, n, rows, bands, simhash, sample_rows, encoded, packed=None, id_run=None, keyed=False,
+                 prefixes=None):
         self.n, self.rows, self.bands, self.simhash = n, rows, bands, simhash
         self.sample_rows, self.encoded, self.packed = sample_rows, encoded, packed
         #: the id run's blocks (a bulk write of schema 6), and whether the rows carry id_key
         self.id_run, self.keyed = id_run, keyed
+        #: the batch's id prefixes and how many of its ids have each (None: the file stores none)
+        self.prefixes = prefixes
+
+
+def _prefixed_id(whole: str, length: str) -> tuple[str, str, str]:
+    """SQL of an insert into ``docs`` of an id (``whole``) whose prefix of ``length`` characters
+    may be stored in ``id_prefixes``: the ``id`` column's value (the rest where the prefix is
+    stored, else the whole id), the ``, id_prefix`` value, and the join that finds the prefix
+    (by the table's unique index; a NULL length finds none)."""
+    return (f"CASE WHEN p.num IS NULL THEN {whole} ELSE substr({whole}, {length} + 1) END", ", p.num",
+            f" LEFT JOIN id_prefixes p ON p.text = substr({whole}, 1, {length})")
 
 
 #: SQLite 3.38 added ``->>``; with an integer on its right it reads an array element without
