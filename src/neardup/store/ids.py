@@ -17,7 +17,8 @@ A look-up reads both and compares the rows it finds on ``id`` and ``source``, so
 share a key are still two documents (about one pair in 2**32 by chance; ids made to collide
 cost their own look-ups a row each). A bulk write's look-up of its batch's ids (to replace those
 stored already) first asks a :class:`RunKeyFilter`, a superset in memory of the 32-bit keys of
-the documents in the id runs, so that only the few ids it may hold are looked up in the runs.
+the documents in the id runs (a Bloom filter), so that only the few ids it may hold are looked
+up in the runs.
 
 **Prefixes.** Ids that are paths or URLs repeat their directories: the benchmark corpus's 70,891
 ids (69 bytes on average) have 2,242 distinct texts up to their last ``/``, and what follows it
@@ -76,9 +77,16 @@ def id_keys(source: str, ids) -> list[int]:
 
 class RunKeyFilter:
     """A superset, in memory, of the 32-bit keys (:func:`keys32`) of the documents in an index's
-    id runs: what a bulk write asks before it looks its batch's ids up in the runs. 4 bytes a
-    document (40 MB at 10M), in sorted parts merged two of a size at a time (about log2 of
-    documents / batch parts; each key is re-sorted once per merge level).
+    id runs: what a bulk write asks before it looks its batch's ids up in the runs.
+
+    A blocked Bloom filter: each key sets :data:`BITS_SET` bits of one 64-bit word, the word and
+    the bits from a mix of the key (:meth:`_words_and_masks`); about :data:`BITS_PER_KEY` bits a
+    key at its capacity (1.5 bytes; about 1 % of the keys it does not hold answer "may hold",
+    ``tests/store/test_id_keys.py``). It is made for half again as many documents as the index
+    has numbered (at least :data:`MIN_CAPACITY`) and made again, from the runs, a slice of
+    postings at a time, when the numbers pass that: from 1.5 to 2.25 bytes a document, 150-225
+    MB at 100M, and no copy of it while it grows (a sorted array of every key took 4 bytes a
+    document and twice that again for each merge of its parts).
 
     :meth:`refresh`, inside the write transaction, adds the keys of every document numbered after
     the last one it saw (the numbers only grow, ``meta.last_num``): what this process wrote and
@@ -86,8 +94,18 @@ class RunKeyFilter:
     follows drops them), and after a write that rolled back the owner drops the whole filter
     (the numbers it saw may be given again)."""
 
+    #: bits of the filter per key at its capacity
+    BITS_PER_KEY = 12
+    #: bits each key sets in its word
+    BITS_SET = 5
+    #: the smallest capacity (keys): 96 kB
+    MIN_CAPACITY = 1 << 16
+    #: capacity made for this many times the documents numbered
+    GROWTH = 1.5
+
     def __init__(self) -> None:
-        self.parts: list[np.ndarray] = []
+        self.words: np.ndarray | None = None
+        self.capacity = 0
         self.seen_last: int | None = None
 
     def refresh(self, conn) -> None:
@@ -96,27 +114,48 @@ class RunKeyFilter:
         row = conn.execute("SELECT value FROM meta WHERE key = 'last_num'").fetchone()
         last = int(row[0]) if row else 0
         if self.seen_last is not None and last < self.seen_last:  # (another file under the path)
-            self.parts, self.seen_last = [], None
-        after = -1 if self.seen_last is None else self.seen_last
-        if last > after:
-            postings = runs.postings_after(conn, runs.KIND_IDS, after)
+            self.words, self.seen_last = None, None
+        if self.words is None or last > self.capacity:
+            # (made for the numbers, not the documents: removed ones keep theirs, and their keys
+            # may stay in the runs)
+            self.capacity = max(self.MIN_CAPACITY, int(last * self.GROWTH))
+            self.words = None  # (the old one freed before the new one is made)
+            self.words = np.zeros(-(-self.capacity * self.BITS_PER_KEY // 64), dtype=np.uint64)
+            for postings in runs.iter_postings(conn, runs.KIND_IDS):
+                self._add(self._keys_of(postings))
+        elif last > self.seen_last:
+            postings = runs.postings_after(conn, runs.KIND_IDS, self.seen_last)
             if postings.size:
-                self._add(np.sort((postings >> DOC_BITS >> (RUN_BUCKET_BITS - 32)).astype(np.uint32)))
+                self._add(self._keys_of(postings))
         self.seen_last = last
 
+    @staticmethod
+    def _keys_of(postings: np.ndarray) -> np.ndarray:
+        return (postings >> DOC_BITS >> (RUN_BUCKET_BITS - 32)).astype(np.uint32)
+
+    def _words_and_masks(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # splitmix64's finalizer of the key: the word from the top 32 bits (multiply-shift onto
+        # the number of words), the bits from five 6-bit fields of the low 30
+        x = keys.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+        words = ((x >> np.uint64(32)) * np.uint64(self.words.size)) >> np.uint64(32)
+        masks = np.zeros(keys.size, dtype=np.uint64)
+        for i in range(self.BITS_SET):
+            masks |= np.uint64(1) << ((x >> np.uint64(6 * i)) & np.uint64(63))
+        return words.astype(np.int64), masks
+
     def _add(self, keys: np.ndarray) -> None:
-        self.parts.append(keys)
-        while len(self.parts) > 1 and self.parts[-2].size <= 2 * self.parts[-1].size:
-            top = self.parts.pop()
-            self.parts[-1] = np.sort(np.concatenate((self.parts[-1], top)), kind="stable")
+        words, masks = self._words_and_masks(keys)
+        np.bitwise_or.at(self.words, words, masks)
 
     def may_hold(self, keys: np.ndarray) -> np.ndarray:
         """For each uint32 key, whether a document of the runs may have it."""
-        out = np.zeros(keys.size, dtype=bool)
-        for part in self.parts:
-            at = np.minimum(np.searchsorted(part, keys), part.size - 1)
-            out |= part[at] == keys
-        return out
+        if self.words is None or not keys.size:
+            return np.zeros(keys.size, dtype=bool)
+        words, masks = self._words_and_masks(np.asarray(keys, dtype=np.uint32))
+        return (self.words[words] & masks) == masks
 
 
 #: A prefix shorter than this is not worth a reference (the number's 1-4 bytes and a header byte).

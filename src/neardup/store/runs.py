@@ -27,7 +27,7 @@ from .schema import DOC_BITS
 
 __all__ = ["KIND_BANDS", "KIND_SIMHASH", "KIND_FINGERPRINTS", "KIND_IDS", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
            "has_runs", "lookup", "lookup_every", "postings_after", "all_postings", "run_stats",
-           "stale_documents", "count_stale"]
+           "stale_documents", "count_stale", "iter_postings"]
 
 #: ``posting_runs.kind``: band postings, simhash-block postings, content-fingerprint postings
 #: (schema 5, ``IndexConfig.fingerprint_runs``)
@@ -452,6 +452,19 @@ def postings_after(conn, kind: int, after: int) -> np.ndarray:
         return np.empty(0, dtype=np.int64)
     postings = np.concatenate(parts)
     return postings[(postings & ((1 << DOC_BITS) - 1)) > after]
+
+
+def iter_postings(conn, kind: int):
+    """Every absolute posting of a kind, unsorted, in arrays of at most about
+    :data:`SLICE_POSTINGS` (a run's buckets a slice at a time, as :func:`_merge` reads them)."""
+    runs = conn.execute("SELECT run, first_doc, width, postings FROM posting_runs WHERE kind = ?", (kind,)).fetchall()
+    for run, first_doc, w, total in runs:
+        slices = max(1, -(-total // SLICE_POSTINGS))
+        step = -(-(1 << BUCKET_BITS) // slices)
+        for lo in range(0, 1 << BUCKET_BITS, step):
+            part = _read_range(conn, kind, run, first_doc, w, lo, min((1 << BUCKET_BITS) - 1, lo + step - 1))
+            if part.size:
+                yield part
 
 
 def all_postings(conn, kind: int) -> np.ndarray:
