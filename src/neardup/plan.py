@@ -63,7 +63,7 @@ DEFAULT_SAMPLE_RECORDS = 100_000
 PIECES = 64
 #: Smallest sampled piece, in bytes (the read at a random offset loses the part line before it).
 MIN_PIECE_BYTES = 64 << 10
-#: Fewest records a plan samples: below a few of the engine's 8 MB batches its memory is lumpy.
+#: Fewest records a plan samples: below a few of the engine's 2 MB batches its memory is lumpy.
 MIN_SAMPLE_RECORDS = 4_000
 #: Records of the smallest run: what a run costs before its records count (the interpreter, the
 #: modules, the kernel and its thread pool, a batch in flight) is its cost.
