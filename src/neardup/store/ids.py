@@ -79,14 +79,17 @@ class RunKeyFilter:
     """A superset, in memory, of the 32-bit keys (:func:`keys32`) of the documents in an index's
     id runs: what a bulk write asks before it looks its batch's ids up in the runs.
 
-    A blocked Bloom filter: each key sets :data:`BITS_SET` bits of one 64-bit word, the word and
-    the bits from a mix of the key (:meth:`_words_and_masks`); about :data:`BITS_PER_KEY` bits a
-    key at its capacity (1.5 bytes; about 1 % of the keys it does not hold answer "may hold",
-    ``tests/store/test_id_keys.py``). It is made for half again as many documents as the index
-    has numbered (at least :data:`MIN_CAPACITY`) and made again, from the runs, a slice of
-    postings at a time, when the numbers pass that: from 1.5 to 2.25 bytes a document, 150-225
-    MB at 100M, and no copy of it while it grows (a sorted array of every key took 4 bytes a
-    document and twice that again for each merge of its parts).
+    A blocked Bloom filter: each key sets :data:`BITS_SET` bits in one block of
+    :data:`BLOCK_WORDS` 64-bit words (half of them in each word), the block and the bits from a mix of
+    the key (:meth:`_words_and_masks`); about :data:`BITS_PER_KEY` bits a key at its capacity (2
+    bytes): about 0.2 % of the keys it does not hold answer "may hold" there, fewer below it
+    (``tests/store/test_id_keys.py``). Each of those costs a look-up in every id run, which at
+    10M documents was a fifth of ``index add``'s writer with the one-word filter of 12 bits a key
+    it replaces (1 % false positives at capacity). It is made for :data:`GROWTH` times as many
+    documents as the index has numbered (at least :data:`MIN_CAPACITY`) and made again, from the
+    runs, a slice of postings at a time, when the numbers pass that: from 2 to 2.5 bytes a
+    document, 200-250 MB at 100M, and no copy of it while it grows (a sorted array of every key
+    took 4 bytes a document and twice that again for each merge of its parts).
 
     :meth:`refresh`, inside the write transaction, adds the keys of every document numbered after
     the last one it saw (the numbers only grow, ``meta.last_num``): what this process wrote and
@@ -95,13 +98,15 @@ class RunKeyFilter:
     (the numbers it saw may be given again)."""
 
     #: bits of the filter per key at its capacity
-    BITS_PER_KEY = 12
-    #: bits each key sets in its word
-    BITS_SET = 5
-    #: the smallest capacity (keys): 96 kB
+    BITS_PER_KEY = 16
+    #: 64-bit words of a key's block
+    BLOCK_WORDS = 2
+    #: bits each key sets in its block (BITS_SET / BLOCK_WORDS in each word)
+    BITS_SET = 8
+    #: the smallest capacity (keys): 128 kB
     MIN_CAPACITY = 1 << 16
     #: capacity made for this many times the documents numbered
-    GROWTH = 1.5
+    GROWTH = 1.25
 
     def __init__(self) -> None:
         self.words: np.ndarray | None = None
@@ -120,7 +125,8 @@ class RunKeyFilter:
             # may stay in the runs)
             self.capacity = max(self.MIN_CAPACITY, int(last * self.GROWTH))
             self.words = None  # (the old one freed before the new one is made)
-            self.words = np.zeros(-(-self.capacity * self.BITS_PER_KEY // 64), dtype=np.uint64)
+            blocks = -(-self.capacity * self.BITS_PER_KEY // (64 * self.BLOCK_WORDS))
+            self.words = np.zeros(blocks * self.BLOCK_WORDS, dtype=np.uint64)
             for postings in runs.iter_postings(conn, runs.KIND_IDS):
                 self._add(self._keys_of(postings))
         elif last > self.seen_last:
@@ -133,29 +139,45 @@ class RunKeyFilter:
     def _keys_of(postings: np.ndarray) -> np.ndarray:
         return (postings >> DOC_BITS >> (RUN_BUCKET_BITS - 32)).astype(np.uint32)
 
-    def _words_and_masks(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # splitmix64's finalizer of the key: the word from the top 32 bits (multiply-shift onto
-        # the number of words), the bits from five 6-bit fields of the low 30
-        x = keys.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    @staticmethod
+    def _mix(x: np.ndarray) -> np.ndarray:
+        """splitmix64's finalizer (uint64 to uint64)."""
+        x = x + np.uint64(0x9E3779B97F4A7C15)
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        x ^= x >> np.uint64(31)
-        words = ((x >> np.uint64(32)) * np.uint64(self.words.size)) >> np.uint64(32)
-        masks = np.zeros(keys.size, dtype=np.uint64)
-        for i in range(self.BITS_SET):
-            masks |= np.uint64(1) << ((x >> np.uint64(6 * i)) & np.uint64(63))
-        return words.astype(np.int64), masks
+        return x ^ (x >> np.uint64(31))
+
+    def _words_and_masks(self, keys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each word of a key's block: the word's index and the key's bits in it. The block
+        from the top 32 bits of a mix of the key (multiply-shift onto the number of blocks), the
+        bits from 6-bit fields of a second mix."""
+        x = self._mix(keys.astype(np.uint64))
+        bits = self._mix(x)
+        blocks = np.uint64(self.words.size // self.BLOCK_WORDS)
+        first = (((x >> np.uint64(32)) * blocks) >> np.uint64(32)).astype(np.int64) * self.BLOCK_WORDS
+        per_word = self.BITS_SET // self.BLOCK_WORDS
+        out = []
+        field = 0
+        for w in range(self.BLOCK_WORDS):
+            masks = np.zeros(keys.size, dtype=np.uint64)
+            for _ in range(per_word):
+                masks |= np.uint64(1) << ((bits >> np.uint64(6 * field)) & np.uint64(63))
+                field += 1
+            out.append((first + w, masks))
+        return out
 
     def _add(self, keys: np.ndarray) -> None:
-        words, masks = self._words_and_masks(keys)
-        np.bitwise_or.at(self.words, words, masks)
+        for words, masks in self._words_and_masks(keys):
+            np.bitwise_or.at(self.words, words, masks)
 
     def may_hold(self, keys: np.ndarray) -> np.ndarray:
         """For each uint32 key, whether a document of the runs may have it."""
         if self.words is None or not keys.size:
             return np.zeros(keys.size, dtype=bool)
-        words, masks = self._words_and_masks(np.asarray(keys, dtype=np.uint32))
-        return (self.words[words] & masks) == masks
+        held = np.ones(keys.size, dtype=bool)
+        for words, masks in self._words_and_masks(np.asarray(keys, dtype=np.uint32)):
+            held &= (self.words[words] & masks) == masks
+        return held
 
 
 #: A prefix shorter than this is not worth a reference (the number's 1-4 bytes and a header byte).
