@@ -6,7 +6,8 @@ the issue's half split (``dedup A --save-index``, then ``dedup B --against``, ag
 Usage:
     python benchmarks/index_scale.py --docs N --generate-only benchmarks/data/generated-N.jsonl
     python benchmarks/index_scale.py --docs N [--input benchmarks/data/generated-N.jsonl]
-                                     [--profiles default lean] [--redis] [--deadline S]
+                                     [--profiles default lean] [--redis [--redis-docs N]] [--deadline S]
+                                     [--today-src DIR [--today-deadline S]]
     python benchmarks/index_scale.py --half-split [--corpus benchmarks/data/corpus.jsonl] [--repeat N] [--output PATH]
 
 ``--docs N``: N documents from ``benchmarks/scale.py``'s generator (about 600 bytes each, 5 %
@@ -17,7 +18,10 @@ latency of 1,000 single-document queries of stored texts; ``neardup dedup --no-k
 file in the same run gives the documents/s ratio. ``--redis``: a ``redis-server`` started on a
 loopback port, the same documents' MinHash signatures (neardup's, 18 bands of 7 rows, as the
 index bands them) inserted into datasketch's ``MinHashLSH`` with Redis storage, and Redis's
-``used_memory`` per document. ``--half-split --repeat N``: N rounds of its four commands, the
+``used_memory`` per document (``--redis-docs N``: of the first N documents). ``--today-src DIR``:
+the same ``index add`` in the layout of the day issue 17 was filed (a checkout of main at
+``4e332f4``, schema 2, its extensions built in place; DIR is its ``src``), as profile ``today``,
+``--today-deadline S`` to stop it (it adds about 1,600 documents a second). ``--half-split --repeat N``: N rounds of its four commands, the
 medians and every round; then ``dedup A B`` together once (not timed), and B's clusters.jsonl
 lines and pairs compared with the last ``--against`` run's, record for record (``joint_equality``).
 Writes ``benchmarks/results/index-scale-<N>-<date>.json`` (or
@@ -56,6 +60,7 @@ from datasketch import LeanMinHash, MinHashLSH
 from neardup.config import DedupConfig
 from neardup.stages.sketch import sketch_texts
 corpus, port, bands, rows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+limit = int(sys.argv[5]) if len(sys.argv) > 5 else None  # the first documents only
 client = redis.Redis(host="127.0.0.1", port=port)
 client.flushall()
 before = client.info("memory")["used_memory"]
@@ -81,6 +86,8 @@ def flush(batch):
 
 with open(corpus, "rb") as fh:
     for line in fh:
+        if limit is not None and n + len(batch) >= limit:
+            break
         rec = json.loads(line)
         batch.append((rec["id"], rec["text"]))
         if len(batch) >= 20000:
@@ -165,22 +172,33 @@ def dedup_run(corpus: str, work: str, n: int) -> dict:
     return {**m, "docs_per_s": round(n / m["seconds"])}
 
 
-def index_run(corpus: str, work: str, n: int, profile: str, queries: int, deadline: float | None) -> dict:
+def index_run(corpus: str, work: str, n: int, profile: str, queries: int, deadline: float | None,
+              today_src: str | None = None) -> dict:
+    """``neardup index add`` of ``corpus`` with ``profile``; or, with ``today_src``, the layout of
+    the checkout whose ``src`` that is (the index of the day issue 17 was filed, schema 2: no
+    profiles, its own defaults), run with that folder first on ``PYTHONPATH``."""
     db = os.path.join(work, f"{profile}.db")
     remove_db(db)
     log = os.path.join(work, f"{profile}.log")
-    m = run_measured(neardup("index", "add", "--db", db, "--profile", profile, "-v", corpus), deadline=deadline,
-                     log=log)
+    env = None
+    if today_src:
+        env = {**os.environ, "PYTHONPATH": os.path.abspath(today_src)}
+        cmd = neardup("index", "add", "--db", db, "-v", corpus)
+    else:
+        cmd = neardup("index", "add", "--db", db, "--profile", profile, "-v", corpus)
+    m = run_measured(cmd, env=env, deadline=deadline, log=log)
     if "killed_after_s" in m:
         # the documents committed before the deadline (index add -v logs every commit)
         lines = [x for x in Path(log).read_text().splitlines() if x.startswith("neardup: committed ")]
         done = int(lines[-1].split()[2]) if lines else 0
+        # (the bytes per document of what was committed: SQLite recovers the file from its WAL)
+        parts = components(db) if done else {}
         remove_db(db)
         return {"profile": profile, **m, "documents_committed": done,
-                "docs_per_s": round(done / m["killed_after_s"]) if done else 0}
+                "docs_per_s": round(done / m["killed_after_s"]) if done else 0, **parts}
     parts = components(db)
     q = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, db, corpus, str(queries), str(n)], capture_output=True,
-                       text=True, check=True)
+                       text=True, check=True, env=env)
     remove_db(db)
     return {"profile": profile, **m, "docs_per_s": round(n / m["seconds"]), **parts, "query": json.loads(q.stdout)}
 
@@ -191,7 +209,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def redis_run(corpus: str, work: str) -> dict:
+def redis_run(corpus: str, work: str, limit: int | None = None) -> dict:
     server = shutil.which("redis-server")
     if server is None:
         return {"skipped": "redis-server is not installed (apt-get install -y redis-server)"}
@@ -209,8 +227,8 @@ def redis_run(corpus: str, work: str) -> dict:
             except OSError:
                 time.sleep(0.1)
         t = time.perf_counter()
-        r = subprocess.run([sys.executable, "-c", REDIS_SCRIPT, corpus, str(port), str(band.bands), str(band.rows)],
-                           capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-c", REDIS_SCRIPT, corpus, str(port), str(band.bands), str(band.rows),
+                            *([str(limit)] if limit else [])], capture_output=True, text=True)
         if r.returncode:
             raise RuntimeError(f"the MinHashLSH run failed: {r.stderr.strip()[-2000:]}")
         out = {**json.loads(r.stdout), "seconds": round(time.perf_counter() - t, 2)}
@@ -311,6 +329,14 @@ def main() -> None:
     ap.add_argument("--profiles", nargs="*", default=["default", "lean"])
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--redis", action="store_true", help="also datasketch's MinHashLSH on Redis")
+    ap.add_argument("--redis-docs", type=int, default=None, metavar="N",
+                    help="--redis: insert only the input's first N documents (datasketch inserts about 550 a "
+                         "second: 1M take half an hour)")
+    ap.add_argument("--today-src", metavar="DIR",
+                    help="also index add in the layout of another checkout's src folder (the day the issue was "
+                         "filed: main at 4e332f4, schema 2, with its extensions built in place), as profile 'today'")
+    ap.add_argument("--today-deadline", type=float, default=None, metavar="S",
+                    help="--deadline for the --today-src run alone")
     ap.add_argument("--half-split", action="store_true", help="the corpus split in two halves instead")
     ap.add_argument("--repeat", type=int, default=1, help="--half-split: rounds of the four commands (medians)")
     ap.add_argument("--corpus", default=str(HERE / "data" / "corpus.jsonl"))
@@ -344,16 +370,21 @@ def main() -> None:
             out["dedup"] = dedup_run(path, work, n)
             print("dedup", json.dumps(out["dedup"]), flush=True)
             out["index"] = []
-            for profile in args.profiles:
-                r = index_run(path, work, n, profile, args.queries, args.deadline)
+            runs_to_make = [(p, None, args.deadline) for p in args.profiles]
+            if args.today_src:
+                runs_to_make.append(("today", args.today_src, args.today_deadline or args.deadline))
+                commit = (Path(args.today_src) / "COMMIT")
+                out["today_commit"] = commit.read_text().strip() if commit.exists() else None
+            for profile, today_src, deadline in runs_to_make:
+                r = index_run(path, work, n, profile, args.queries, deadline, today_src)
                 if out["dedup"]["docs_per_s"]:
                     r["docs_per_s_over_dedup"] = round(r["docs_per_s"] / out["dedup"]["docs_per_s"], 3)
                 out["index"].append(r)
                 print(profile, json.dumps(r), flush=True)
             if args.redis:
-                out["redis_minhashlsh"] = redis_run(path, work)
+                out["redis_minhashlsh"] = redis_run(path, work, args.redis_docs)
                 print("redis", json.dumps(out["redis_minhashlsh"]), flush=True)
-            suffix = "-".join(args.profiles) + ("-redis" if args.redis else "")
+            suffix = "-".join(args.profiles) + ("-today" if args.today_src else "") + ("-redis" if args.redis else "")
             dest = Path(args.output) if args.output else HERE / "results" / f"index-scale-{args.docs}-{suffix}-{date}.json"
         out["machine"]["load_after"] = [round(x, 2) for x in os.getloadavg()]
         dest.write_text(json.dumps(out, indent=2) + "\n")
