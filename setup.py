@@ -70,7 +70,7 @@ setup(
         # one extension from the files of src/neardup/kernel (one concern each; kernel.h has the overview)
         Extension("neardup._kernel",
                   sources=[f"src/neardup/kernel/{name}.c"
-                           for name in ("module", "tokenize", "hash", "rabin", "distinct", "minhash", "pairs")],
+                           for name in ("module", "tokenize", "hash", "rabin", "distinct", "minhash", "pairs", "postings")],
                   depends=["src/neardup/kernel/kernel.h", "src/neardup/_vendor/xxhash/xxhash.h"]),
         # the SimhashIndex query probe (neardup.index.simhash); no external header
         Extension("neardup._hamming", sources=["src/neardup/_hamming.c"]),

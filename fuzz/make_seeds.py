@@ -94,6 +94,16 @@ def main() -> None:
     htmlscan = [bytes([m]) + page for page in pages for m in range(3)]
     htmlscan.append(bytes([0]) + bytes(rng.randrange(256) for _ in range(300)))
     write("htmlscan", htmlscan)
+    postings = [bytes([0, 0, n, bits]) + bytes(rng.randrange(256) for _ in range(8 * n))
+                for n, bits in ((1, 1), (3, 8), (40, 20), (129 - 0, 33), (200, 56), (60, 57), (70, 64))]
+    postings.append(bytes([1, 0, 150]) + bytes(rng.randrange(256) for _ in range(1200)))
+    raw_blocks = [bytes([7, 3, 255]), bytes([64, 2]) + bytes(range(9)), bytes([0, 1, 1]), bytes([65, 0]), b"",
+                  bytes([1, 127]) + bytes(rng.randrange(256) for _ in range(16)), bytes([13, 255, 1, 2, 3])]
+    for block in raw_blocks:
+        # mode 2, two blocks (8 bytes of first key, a length byte, the data), no last one
+        postings.append(bytes([2, 2]) + bytes(8) + bytes([len(block)]) + block
+                        + bytes(rng.randrange(256) for _ in range(8)) + bytes([2, 1, 0, 0]))
+    write("postings", postings)
 
 
 if __name__ == "__main__":

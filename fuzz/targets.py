@@ -19,6 +19,8 @@ kernel_args    every function of neardup._kernel, with     a Python exception or
                hostile offsets, pairs, pieces and sizes    never a crash
 htmlscan       neardup._htmlscan scan / lines / stats /    their Python twins in
                is_utf8 (the markup pre-scan of web pages)  neardup.text.html_scan
+postings       neardup._kernel encode_posting_blocks /     neardup.store.runs' numpy coder;
+               decode_posting_blocks (the index's runs)    raw blocks: numpy, or ValueError
 =============  ==========================================  =====================================
 
 The input is read by :class:`Input`, a deterministic byte reader (no randomness of its own):
@@ -441,3 +443,62 @@ def htmlscan(data: bytes) -> None:
         text = _htmlscan.scan(text)[0].decode("utf-8", "replace")
     assert _htmlscan.lines(text) == html_scan.lines_python(text)
     assert _htmlscan.stats(text) == html_scan.stats_python(text)
+
+
+# --- the posting runs' block coder against numpy's ---------------------------------------
+
+
+@target
+def postings(data: bytes) -> None:
+    """kernel/postings.c against neardup.store.runs' numpy coder: keys of any kind (sorted
+    narrow deltas, wide ones, any order) code to numpy's bytes and decode back exactly; blocks
+    made of raw bytes (what a damaged or hostile index file holds) decode as numpy decodes each
+    alone, or are refused with ValueError when they cannot be blocks, never a crash."""
+    from neardup import _kernel
+    from neardup.store import runs
+
+    inp = Input(data)
+    mode = inp.byte() % 3
+    if mode < 2:
+        n = inp.int(0, 600)
+        bits = 1 + inp.byte() % 64
+        raw = inp.u64s(n).view(np.int64)
+        if mode == 0:  # sorted, deltas of up to `bits` bits (wrapping past 2**63 as int64 does)
+            keys = np.cumsum(raw.view(np.uint64) >> np.uint64(64 - bits)).view(np.int64)
+        else:
+            keys = raw
+        blocks = _kernel.encode_posting_blocks(keys)
+        assert blocks == runs.encode_blocks_numpy(keys)
+        got, block_of = (np.frombuffer(x, dtype=np.int64) for x in _kernel.decode_posting_blocks(blocks))
+        assert np.array_equal(got, keys)
+        assert np.array_equal(block_of, np.arange(keys.size) // runs.BLOCK)
+        return
+    blocks = []
+    for _ in range(inp.int(0, 6)):
+        first = int(inp.u64s(1)[0]) - (1 << 63)
+        blocks.append((first, inp.take(inp.int(0, 40))))
+    if inp.flag():
+        blocks.append((0, inp.rest()))
+    well_formed = all(len(d) >= 2 and 1 <= d[0] <= 64 for _, d in blocks)
+    try:
+        got, block_of = (np.frombuffer(x, dtype=np.int64) for x in _kernel.decode_posting_blocks(blocks))
+    except ValueError:
+        assert not well_formed
+        return
+    assert well_formed
+    # the format read bit by bit with Python's integers (a body shorter than its n deltas need
+    # reads zeros past its end)
+    want = [_block_keys(first, d) for first, d in blocks]
+    assert got.tolist() == [k for keys in want for k in keys]
+    assert block_of.tolist() == [b for b, keys in enumerate(want) for _ in keys]
+
+
+def _block_keys(first: int, data: bytes) -> list[int]:
+    w, n = data[0], data[1]
+    body = int.from_bytes(data[2:], "little")
+    key = first % (1 << 64)
+    keys = [key]
+    for t in range(n):
+        key = (key + ((body >> (t * w)) & ((1 << w) - 1))) % (1 << 64)
+        keys.append(key)
+    return [k - (1 << 64) if k >= 1 << 63 else k for k in keys]

@@ -144,7 +144,39 @@ def test_hypothesis_htmlscan_markup(mode, parts):
     targets.htmlscan(bytes([mode]) + "".join(parts).encode("utf-8"))
 
 
+@FAST
+@given(st.sampled_from([0, 1, 2]), st.binary(max_size=900))
+def test_hypothesis_postings(mode, data):
+    targets.postings(bytes([mode]) + data)
+
+
 # --- each target notices a wrong answer ------------------------------------------------------
+
+@pytest.mark.parametrize("wrong", ["encode", "decode"])
+def test_postings_target_catches_a_wrong_block(monkeypatch, wrong):
+    from neardup import _kernel
+
+    real_encode, real_decode = _kernel.encode_posting_blocks, _kernel.decode_posting_blocks
+
+    def lying_encode(keys):
+        blocks = real_encode(keys)
+        return [(first + 1, data) for first, data in blocks]
+
+    def lying_decode(blocks):
+        keys, block_of = real_decode(blocks)
+        keys = bytearray(keys)
+        if len(keys) > 8:
+            keys[8] ^= 1
+        return keys, block_of
+
+    if wrong == "encode":
+        monkeypatch.setattr(_kernel, "encode_posting_blocks", lying_encode)
+    else:
+        monkeypatch.setattr(_kernel, "decode_posting_blocks", lying_decode)
+    with pytest.raises(AssertionError):
+        for data in seeds("postings"):
+            targets.postings(data)
+
 
 def test_htmlscan_target_catches_a_wrong_scan(monkeypatch):
     from neardup.text import html_scan

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from conftest import real_texts
 
+from neardup.errors import StoreError
 from neardup.store import SeenIndex, runs
 from neardup.store.sqlite import DOC_BITS, SCHEMA_VERSION
 
@@ -167,13 +168,45 @@ def test_grouped_block_coding_is_the_value_by_value_coding():
         keys = np.unique(rng.integers(0, span, size=n))
         if keys.size < runs.GROUPED_BLOCKS * runs.BLOCK:
             keys = np.unique(np.concatenate((keys, np.arange(runs.GROUPED_BLOCKS * runs.BLOCK))))
-        blocks = runs.encode_blocks(keys)
+        blocks = runs.encode_blocks_numpy(keys)
         assert blocks == runs._encode_by_value(keys)
         assert len({b[1][0] for b in blocks}) > 1 or span == 40000
-        decoded, block_of = runs.decode_many(blocks)
+        decoded, block_of = runs.decode_many_numpy(blocks)
         by_value, block_of_by_value = runs._decode_by_value(blocks)
         assert np.array_equal(decoded, keys) and np.array_equal(by_value, keys)
         assert np.array_equal(block_of, block_of_by_value)
+
+
+@pytest.mark.skipif(runs._encode_compiled is None, reason="the compiled kernel is not built")
+def test_the_compiled_coder_writes_and_reads_numpys_bytes():
+    """kernel/postings.c against runs.py's numpy coder: the same blocks for every width (a
+    largest delta just under and over each power of two, 2**53 and up where a double rounds),
+    a partial last block, keys in any order (deltas that wrap), and the same keys back, also
+    from bodies shorter than their count needs (read as zeros)."""
+    rng = np.random.default_rng(10)  # test data only
+    cases = [np.arange(n, dtype=np.int64) for n in (1, 2, 127, 128, 129, 8193)]
+    for bits in range(1, 64):
+        steps = rng.integers(1, 1 << bits, size=300, dtype=np.int64)
+        steps[::37] = (1 << bits) - 1
+        cases.append(np.cumsum(steps % (1 << 62)).astype(np.int64))
+    cases.append(rng.integers(-(1 << 63), (1 << 63) - 1, size=5000, dtype=np.int64))  # any order
+    cases.append(np.array([0, (1 << 53) + 1, (1 << 54) + (1 << 53) - 1, (1 << 62)], dtype=np.int64))
+    for keys in cases:
+        blocks = runs.encode_blocks(keys)
+        assert blocks == runs.encode_blocks_numpy(keys)
+        decoded, block_of = runs.decode_many(blocks)
+        want, want_block_of = runs.decode_many_numpy(blocks)
+        assert np.array_equal(decoded, keys) and np.array_equal(want, keys)
+        assert np.array_equal(block_of, want_block_of)
+    # (each alone: numpy's value-by-value decoder joins the bodies, so that a short body there
+    # reads on into the next block's bytes; the compiled one, as the grouped one, reads zeros)
+    short = [(5, bytes((7, 3, 0xFF))), (-2, bytes((64, 2)) + bytes(range(9)))]
+    alone = [runs._decode_by_value([block])[0] for block in short]
+    assert [runs.decode_many([block])[0].tolist() for block in short] == [k.tolist() for k in alone]
+    assert np.array_equal(runs.decode_many(short)[0], np.concatenate(alone))
+    for damaged in ([(1, b"")], [(1, b"\x05")], [(1, bytes((0, 1, 1)))], [(1, bytes((65, 1, 1)))]):
+        with pytest.raises(StoreError, match="damaged"):
+            runs.decode_many([(0, bytes((1, 0)))] + damaged)
 
 
 def test_lean_file_is_smaller_with_runs(tmp_path):

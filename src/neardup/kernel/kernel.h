@@ -248,4 +248,7 @@ ND_HIDDEN extern PyMethodDef nd_dispatch_methods[]; /* set_simd, simd, cpu_featu
 /* pairs.c: intersections, agreements, band keys and candidate pairs */
 ND_HIDDEN extern PyMethodDef nd_pairs_methods[];
 
+/* postings.c: the posting runs' blocks (neardup.store.runs), coded and decoded */
+ND_HIDDEN extern PyMethodDef nd_postings_methods[];
+
 #endif

@@ -982,7 +982,8 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     rabin_init(); /* read-only tables from here on, so every thread may use them */
     PyObject *mod = PyModule_Create(&moduledef);
     if (!mod) return NULL;
-    if (PyModule_AddFunctions(mod, nd_dispatch_methods) < 0 || PyModule_AddFunctions(mod, nd_pairs_methods) < 0) {
+    if (PyModule_AddFunctions(mod, nd_dispatch_methods) < 0 || PyModule_AddFunctions(mod, nd_pairs_methods) < 0 ||
+        PyModule_AddFunctions(mod, nd_postings_methods) < 0) {
         Py_DECREF(mod);
         return NULL;
     }
