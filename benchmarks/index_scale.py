@@ -172,11 +172,13 @@ def dedup_run(corpus: str, work: str, n: int) -> dict:
     return {**m, "docs_per_s": round(n / m["seconds"])}
 
 
-def index_run(corpus: str, work: str, n: int, profile: str, queries: int, deadline: float | None,
+def index_add(corpus: str, work: str, n: int, profile: str, deadline: float | None,
               today_src: str | None = None) -> dict:
-    """``neardup index add`` of ``corpus`` with ``profile``; or, with ``today_src``, the layout of
-    the checkout whose ``src`` that is (the index of the day issue 17 was filed, schema 2: no
-    profiles, its own defaults), run with that folder first on ``PYTHONPATH``."""
+    """``neardup index add`` of ``corpus`` with ``profile`` into ``<work>/<profile>.db`` (made
+    anew); or, with ``today_src``, in the layout of the checkout whose ``src`` that is (the index
+    of the day issue 17 was filed, schema 2: no profiles, its own defaults), run with that folder
+    first on ``PYTHONPATH``. Its wall and CPU seconds and peak resident memory; the file stays
+    for :func:`index_report`."""
     db = os.path.join(work, f"{profile}.db")
     remove_db(db)
     log = os.path.join(work, f"{profile}.log")
@@ -191,16 +193,41 @@ def index_run(corpus: str, work: str, n: int, profile: str, queries: int, deadli
         # the documents committed before the deadline (index add -v logs every commit)
         lines = [x for x in Path(log).read_text().splitlines() if x.startswith("neardup: committed ")]
         done = int(lines[-1].split()[2]) if lines else 0
-        # (the bytes per document of what was committed: SQLite recovers the file from its WAL)
-        parts = components(db) if done else {}
+        return {**m, "documents_committed": done, "docs_per_s": round(done / m["killed_after_s"]) if done else 0}
+    return {**m, "docs_per_s": round(n / m["seconds"])}
+
+
+def index_report(corpus: str, work: str, n: int, profile: str, queries: int, today_src: str | None,
+                 killed: bool) -> dict:
+    """The bytes per document of the file :func:`index_add` left (of what was committed, when it
+    was stopped: SQLite recovers the file from its WAL) and, when it ran to the end, the latency
+    of ``queries`` single-document queries; the file is removed."""
+    db = os.path.join(work, f"{profile}.db")
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(today_src)} if today_src else None
+    try:
+        if not os.path.exists(db):
+            return {}
+        with sqlite3.connect(db) as conn:  # (a run stopped before its first commit has no documents)
+            if not conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'docs'").fetchone()[0] or \
+                    not conn.execute("SELECT count(*) FROM docs").fetchone()[0]:
+                return {}
+        parts = components(db)
+        if killed:
+            return parts
+        q = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, db, corpus, str(queries), str(n)],
+                           capture_output=True, text=True, check=True, env=env)
+        return {**parts, "query": json.loads(q.stdout)}
+    finally:
         remove_db(db)
-        return {"profile": profile, **m, "documents_committed": done,
-                "docs_per_s": round(done / m["killed_after_s"]) if done else 0, **parts}
-    parts = components(db)
-    q = subprocess.run([sys.executable, "-c", QUERY_SCRIPT, db, corpus, str(queries), str(n)], capture_output=True,
-                       text=True, check=True, env=env)
-    remove_db(db)
-    return {"profile": profile, **m, "docs_per_s": round(n / m["seconds"]), **parts, "query": json.loads(q.stdout)}
+
+
+def median_of(rounds: list[dict]) -> dict:
+    """Each figure's median over the rounds (the rounds themselves under ``rounds``)."""
+    if len(rounds) == 1:
+        return dict(rounds[0])
+    keys = [k for k, v in rounds[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    out = {k: round(statistics.median(r[k] for r in rounds if k in r), 3) for k in keys}
+    return {**out, "rounds": rounds}
 
 
 def free_port() -> int:
@@ -338,7 +365,9 @@ def main() -> None:
     ap.add_argument("--today-deadline", type=float, default=None, metavar="S",
                     help="--deadline for the --today-src run alone")
     ap.add_argument("--half-split", action="store_true", help="the corpus split in two halves instead")
-    ap.add_argument("--repeat", type=int, default=1, help="--half-split: rounds of the four commands (medians)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds of the commands in turn, medians (--half-split: its four commands; --docs: dedup "
+                         "and each profile's index add; sizes and queries from the last round)")
     ap.add_argument("--corpus", default=str(HERE / "data" / "corpus.jsonl"))
     ap.add_argument("--note", default="", help="what else ran on the machine meanwhile")
     ap.add_argument("--output", metavar="PATH", help="the results file (default: benchmarks/results/"
@@ -367,20 +396,31 @@ def main() -> None:
                 generate(Path(path), args.docs, 0.05, 1)
             n = sum(1 for _ in open(path, "rb"))
             out["input"] = {"generator": "benchmarks/scale.py", "documents": n, "bytes": os.path.getsize(path)}
-            out["dedup"] = dedup_run(path, work, n)
-            print("dedup", json.dumps(out["dedup"]), flush=True)
-            out["index"] = []
             runs_to_make = [(p, None, args.deadline) for p in args.profiles]
             if args.today_src:
                 runs_to_make.append(("today", args.today_src, args.today_deadline or args.deadline))
                 commit = (Path(args.today_src) / "COMMIT")
                 out["today_commit"] = commit.read_text().strip() if commit.exists() else None
-            for profile, today_src, deadline in runs_to_make:
-                r = index_run(path, work, n, profile, args.queries, deadline, today_src)
-                if out["dedup"]["docs_per_s"]:
+            # rounds in turn (dedup, then each profile), so that a slow minute of the machine
+            # falls on all of them; each figure is the median of its rounds
+            dedups: list = []
+            adds: dict = {p: [] for p, _, _ in runs_to_make}
+            for r in range(args.repeat):
+                dedups.append(dedup_run(path, work, n))
+                print(f"round {r + 1} dedup", json.dumps(dedups[-1]), flush=True)
+                for profile, today_src, deadline in runs_to_make:
+                    adds[profile].append(index_add(path, work, n, profile, deadline, today_src))
+                    print(f"round {r + 1} {profile}", json.dumps(adds[profile][-1]), flush=True)
+            out["dedup"] = median_of(dedups)
+            out["index"] = []
+            for profile, today_src, _ in runs_to_make:
+                r = {"profile": profile, **median_of(adds[profile]),
+                     **index_report(path, work, n, profile, args.queries, today_src,
+                                    killed=any("killed_after_s" in x for x in adds[profile]))}
+                if out["dedup"].get("docs_per_s"):
                     r["docs_per_s_over_dedup"] = round(r["docs_per_s"] / out["dedup"]["docs_per_s"], 3)
                 out["index"].append(r)
-                print(profile, json.dumps(r), flush=True)
+                print(profile, json.dumps({k: v for k, v in r.items() if k != "rounds"}), flush=True)
             if args.redis:
                 out["redis_minhashlsh"] = redis_run(path, work, args.redis_docs)
                 print("redis", json.dumps(out["redis_minhashlsh"]), flush=True)
