@@ -390,5 +390,48 @@ def test_bulk_writes_merge_bulk_fanout_runs_a_level(tmp_path, monkeypatch):
             rows.add_many(part)
             bulk.add_many(part)
             levels = sorted(r[0] for r in conn.execute("SELECT level FROM posting_runs WHERE kind = 0"))
-            assert levels == ([0] * (k + 1) if k < 2 else [1])  # the third run merged the level
+            # (bulk writes' levels start at BULK_LEVEL) the third run merged the level
+            assert levels == ([runs.BULK_LEVEL] * (k + 1) if k < 2 else [runs.BULK_LEVEL + 1])
         same_answers(rows, bulk, [t for _, t in docs[::97]])
+
+
+def test_small_writes_after_a_bulk_load_merge_only_their_own_runs(tmp_path, monkeypatch):
+    """A lean index filled by bulk writes, then written a document at a time (a service on it):
+    the small writes' runs merge among themselves at FANOUT, and never pull the bulk runs into
+    their merges (which rewrote every posting of the index at the first small write after a
+    load); answers stay those of the rows."""
+    from neardup.store.schema import ROWS_BELOW
+
+    monkeypatch.setattr(runs, "BULK_FANOUT", 8)
+    docs = corpus(23, 5 * ROWS_BELOW + 12)
+    rows = SeenIndex(tmp_path / "rows.db", profile="lean", posting_runs=False)
+    lean = SeenIndex(tmp_path / "lean.db", profile="lean")
+    with rows, lean:
+        conn = lean._conn()
+
+        def levels():
+            return sorted(r[0] for r in conn.execute("SELECT level FROM posting_runs WHERE kind = 0"))
+
+        for k in range(5):
+            part = docs[k * ROWS_BELOW:(k + 1) * ROWS_BELOW]
+            rows.add_many(part)
+            lean.add_many(part)
+        assert levels() == [runs.BULK_LEVEL] * 5
+        merges = []
+        real = runs._merge
+        monkeypatch.setattr(runs, "_merge", lambda conn, kind, level, merged: (merges.append(
+            (kind, level, len(merged), sum(r[4] for r in merged))), real(conn, kind, level, merged)))
+        added = 0
+        for doc in docs[5 * ROWS_BELOW:]:  # 12 single documents: runs of level 0, merged 4 at a time
+            rows.check_and_add(*doc)
+            added += lean.check_and_add(*doc)["added"]
+        # the small runs: the base-4 digits of the documents added (an exact copy adds none)
+        small, level, left = [], 0, added
+        while left:
+            small += [level] * (left % runs.FANOUT)
+            left, level = left // runs.FANOUT, level + 1
+        assert added >= 8 and levels() == sorted(small) + [runs.BULK_LEVEL] * 5
+        assert merges and all(level < runs.BULK_LEVEL and n == runs.FANOUT for _, level, n, _ in merges)
+        # (each merge rewrote 4 small runs' postings, never the 5,000 documents' of the load)
+        assert max(postings for *_, postings in merges) < 100
+        same_answers(rows, lean, [t for _, t in docs[::211]] + [t for _, t in docs[-12:]])

@@ -834,17 +834,17 @@ class SeenIndex(GroupCommit, Queries):
                              f"FROM (SELECT 1){join}", rows)
         from . import runs  # (imported by the writes and the queries of runs: a read of rows does not)
 
-        fanout = runs.BULK_FANOUT if n >= ROWS_BELOW else runs.FANOUT
+        bulk = n >= ROWS_BELOW
         for kind, table, postings, encoded in ((runs.KIND_BANDS, "bands", cols.bands, 0),
                                                (runs.KIND_SIMHASH, "simhash_blocks", cols.simhash, 1)):
             if cols.encoded is not None:
-                runs.add_encoded_run(conn, kind, cols.encoded[encoded], first, first + n - 1, fanout=fanout)
+                runs.add_encoded_run(conn, kind, cols.encoded[encoded], first, first + n - 1, bulk=bulk)
             elif postings is not None:
                 _insert_postings(conn, table, np.sort(postings) + first)
         if cols.encoded is not None and len(cols.encoded) > 2:
-            runs.add_encoded_run(conn, runs.KIND_FINGERPRINTS, cols.encoded[2], first, first + n - 1, fanout=fanout)
+            runs.add_encoded_run(conn, runs.KIND_FINGERPRINTS, cols.encoded[2], first, first + n - 1, bulk=bulk)
         if cols.id_run is not None:
-            runs.add_encoded_run(conn, runs.KIND_IDS, cols.id_run, first, first + n - 1, fanout=fanout)
+            runs.add_encoded_run(conn, runs.KIND_IDS, cols.id_run, first, first + n - 1, bulk=bulk)
         if cols.sample_rows is not None:
             values, offsets = cols.sample_rows
             conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)", _sorted_rows(values, offsets + first))
