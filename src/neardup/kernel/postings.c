@@ -17,18 +17,19 @@
 
 #include "kernel.h"
 
-#include <math.h>
-
 #define BLOCK_KEYS 128 /* keys a block: runs.BLOCK */
 #define MAX_PACKED_BITS 56 /* runs.MAX_PACKED_BITS: a wider largest delta is stored in 64 bits */
 
-/* The bits of a block's largest delta (at least 1), or 64 past MAX_PACKED_BITS: taken from
- * the exponent of the delta as a double, as runs.py's numpy coder does (rounding to the nearest
- * double can only make a width larger, never too small), so that both write the same bytes. */
+/* The bits of a block's largest delta (at least 1), or 64 past MAX_PACKED_BITS, as runs.py's
+ * numpy coder takes them: from the exponent of the delta converted to a double, which rounds a
+ * delta of more than 53 bits up to the next power of two when it is close enough (a width can
+ * only come out larger, never too small); the same bytes from both. (A comparison of doubles,
+ * not frexp: no libm.) */
 static unsigned bit_width(uint64_t largest) {
-    int e;
-    frexp((double)(largest ? largest : 1), &e);
-    return e > MAX_PACKED_BITS ? 64 : (unsigned)e;
+    unsigned w = 64 - (unsigned)__builtin_clzll(largest | 1);
+    if (w > MAX_PACKED_BITS) return 64;
+    if (w > 53 && (double)largest >= (double)(UINT64_C(1) << w)) w++; /* rounded up to 2**w */
+    return w > MAX_PACKED_BITS ? 64 : w;
 }
 
 /* the n deltas of one block, packed LSB first into out (ceil(n * w / 8) bytes, zeroed here) */
@@ -142,7 +143,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         goto done;
     }
     size_t total = 0;
-    for (Py_ssize_t b = 0; b < nb; b++, held++) {
+    for (Py_ssize_t b = 0; b < nb; b++) {
         PyObject *item = PyTuple_GET_ITEM(seq, b);
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
             PyErr_Format(PyExc_TypeError, "block %zd is not a (first, data) tuple", b);
@@ -157,16 +158,15 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         firsts[b] = (uint64_t)PyLong_AsUnsignedLongLongMask(first);
         if (PyErr_Occurred()) goto done;
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &views[b], PyBUF_SIMPLE) < 0) goto done;
+        held = b + 1; /* views[0..held) are released at the end */
         const uint8_t *d = (const uint8_t *)views[b].buf;
         if (views[b].len < 2) {
             PyErr_Format(PyExc_ValueError, "posting block %zd is shorter than its header (%zd bytes)", b,
                          views[b].len);
-            held++;
             goto done;
         }
         if (d[0] < 1 || d[0] > 64) {
             PyErr_Format(PyExc_ValueError, "posting block %zd has a delta width of %d bits (1-64)", b, (int)d[0]);
-            held++;
             goto done;
         }
         total += (size_t)d[1] + 1;
@@ -194,9 +194,7 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
     }
     result = PyTuple_Pack(2, keys_out, block_out);
 done:
-    if (views)
-        for (Py_ssize_t b = 0; b < held; b++)
-            if (views[b].obj) PyBuffer_Release(&views[b]);
+    for (Py_ssize_t b = 0; b < held; b++) PyBuffer_Release(&views[b]);
     PyMem_Free(views);
     PyMem_Free(firsts);
     Py_XDECREF(keys_out);

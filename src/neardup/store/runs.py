@@ -53,7 +53,7 @@ BULK_FANOUT = 16
 #: reach 32). With one set of levels, the first small write after a bulk load (``index add``'s
 #: last batch, a service's first check-and-add on a lean index) found up to 15 bulk runs on level
 #: 0, merged them at its fanout of 4, and so on up: every posting of the index rewritten in one
-#: transaction (2 s of a 15 s ``index add`` of 1M pages, with 130 MB more memory at its peak).
+#: transaction (2 s of a 13-15 s lean ``index add`` of 1M pages, and about 200 MB more at its peak).
 BULK_LEVEL = 32
 #: buckets have 35 bits (band_bucket, block_bucket)
 BUCKET_BITS = 35
@@ -93,13 +93,11 @@ def encode_blocks(q: np.ndarray) -> list[tuple[int, bytes]]:
     """``(first, data)`` rows of sorted distinct int64 run keys ``q``: per block of :data:`BLOCK`,
     its first key, and ``data``: one byte w (the bits of the block's largest delta, or 64), one
     byte n (the keys after the first), then the n deltas to them as w-bit integers, packed least
-    significant bit first. All blocks at once, with numpy."""
+    significant bit first. All blocks at once, in C (numpy where the kernel is not built)."""
+    if _encode_compiled is None:
+        return encode_blocks_numpy(q)
     q = np.ascontiguousarray(q, dtype=np.int64)
-    if not q.size:
-        return []
-    if _encode_compiled is not None:
-        return _encode_compiled(q)
-    return encode_blocks_numpy(q)
+    return _encode_compiled(q) if q.size else []
 
 
 def encode_blocks_numpy(q: np.ndarray) -> list[tuple[int, bytes]]:
