@@ -15,7 +15,7 @@ import pytest
 from neardup import DedupConfig
 from neardup.cli import main
 from neardup.store import SeenIndex
-from neardup.store import incremental
+from neardup.store import incremental, schema
 
 VOCAB = [f"w{i}" for i in range(4000)]
 
@@ -62,6 +62,18 @@ def run(*argv) -> int:
     return main(["dedup", *map(str, argv), "-q"])
 
 
+@pytest.fixture(params=["runs", "rows and runs", "rows"])
+def layout(request, monkeypatch):
+    """How ``--save-index`` lays its band postings out: every write in posting runs (as a bulk
+    save does), small writes in rows and bulk ones in runs (the default: these tests' writes are
+    all small), or rows only (indexes made before the runs)."""
+    if request.param == "runs":
+        monkeypatch.setitem(schema.DEFAULTS, "rows_below", 0)
+    elif request.param == "rows":
+        monkeypatch.setitem(schema.DEFAULTS, "posting_runs", False)
+    return request.param
+
+
 @pytest.fixture
 def halves(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # sources are the inputs as given: short relative names
@@ -69,7 +81,7 @@ def halves(tmp_path, monkeypatch):
     return write("A.jsonl", docs[:180]), write("B.jsonl", docs[180:]), docs
 
 
-def test_against_equals_a_joint_run_record_for_record(tmp_path, halves):
+def test_against_equals_a_joint_run_record_for_record(tmp_path, halves, layout):
     a, b, _ = halves
     assert run(a, "-o", "outA", "--save-index", "A.db") == 0
     assert run(b, "-o", "outB", "--against", "A.db") == 0
@@ -88,10 +100,10 @@ def test_against_equals_a_joint_run_record_for_record(tmp_path, halves):
     assert any(p["a"] not in b_ids for p in joint_pairs)  # pairs across the halves exist
 
 
-@pytest.mark.parametrize("ratio", [incremental.Against.SCAN_BUCKETS_PER_POSTING, float("inf")])  # scanned, joined
-def test_update_index_then_a_third_run_equals_the_joint_run(tmp_path, monkeypatch, ratio):
+@pytest.mark.parametrize("ratio", [0.0, float("inf")])  # scanned, looked up
+def test_update_index_then_a_third_run_equals_the_joint_run(tmp_path, monkeypatch, ratio, layout):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(incremental.Against, "SCAN_BUCKETS_PER_POSTING", ratio)
+    monkeypatch.setattr(incremental.Against, "SCAN_AFTER", ratio)
     monkeypatch.setattr(incremental.Against, "SCAN_RECORDS_PER_DOCUMENT", ratio)
     docs = corpus(360, seed=11)
     a, b, c = write("A.jsonl", docs[:120]), write("B.jsonl", docs[120:240]), write("C.jsonl", docs[240:])
@@ -218,11 +230,15 @@ def _count_calls(monkeypatch, cls, name) -> list:
     return calls
 
 
-@pytest.mark.parametrize("ratio, joins, scans", [(float("inf"), "all", 0), (0.0, 0, 1), (0.5, "some", 1)])
-def test_against_joined_or_scanned_equals_the_joint_run(tmp_path, monkeypatch, ratio, joins, scans):
-    """Joined batch by batch, scanned from the first batch on, or joined until the batches'
-    band keys reach half the index's postings (and their records half its documents, for the
-    content fingerprints) and then scanned: B's lines as the joint run's."""
+@pytest.mark.parametrize("ratio, most, joins, scans, streams", [
+    (float("inf"), None, "all", 0, 0), (0.0, None, 0, 1, 0), (0.5, None, "some", 1, 0),
+    (0.0, 0, 0, 0, 1), (0.5, 0, "some", 0, 1)])
+def test_against_looked_up_scanned_or_streamed_equals_the_joint_run(tmp_path, monkeypatch, layout, ratio, most,
+                                                                     joins, scans, streams):
+    """Looked up batch by batch, scanned from the first batch on, or looked up until the
+    batches' band keys reach half the index's postings (and their records half its documents,
+    for the content fingerprints) and then scanned; with a scan that may hold no posting, the
+    keys kept for one pass at the end instead: B's lines as the joint run's."""
     from neardup.io import readers
     from neardup.pipeline import Deduplicator
 
@@ -233,13 +249,22 @@ def test_against_joined_or_scanned_equals_the_joint_run(tmp_path, monkeypatch, r
     assert run(a, b, "-o", "joint") == 0
     monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", 1 << 14)  # B read in small blocks,
     monkeypatch.setattr(Deduplicator, "BATCH_BYTES", 20_000)  # sketched in about ten batches
-    monkeypatch.setattr(incremental.Against, "SCAN_BUCKETS_PER_POSTING", ratio)
+    # (every way of reading a posting at one cost: the scan starts once the keys reach `ratio`
+    # of the postings, whatever the layout)
+    for name in ("JOIN_SECONDS_A_BUCKET", "SCAN_SECONDS_A_ROW", "SCAN_SECONDS_A_RUN_POSTING"):
+        monkeypatch.setattr(incremental.Against, name, 1e-6)
+    monkeypatch.setattr(incremental.Against, "LOOKUP_SECONDS_A_RUN", 0.0)
+    monkeypatch.setattr(incremental.Against, "SCAN_AFTER", ratio)
     monkeypatch.setattr(incremental.Against, "SCAN_RECORDS_PER_DOCUMENT", ratio)
-    joined = _count_calls(monkeypatch, incremental.Against, "_joined_postings")
-    scanned = _count_calls(monkeypatch, incremental.Against, "_scanned_prefixes")
+    if most is not None:
+        monkeypatch.setattr(incremental.Against, "SCAN_MAX_POSTINGS", most)
+    joined = _count_calls(monkeypatch, incremental.Against, "_bucket_postings")
+    scanned = _count_calls(monkeypatch, incremental.Against, "_scanned_postings")
+    streamed = _count_calls(monkeypatch, incremental.Against, "_streamed_postings")
     fingerprints = _count_calls(monkeypatch, incremental.Against, "_scanned_fingerprints")
     assert run(b, "-o", "outB", "--against", "A.db") == 0
-    assert len(scanned) == scans and len(fingerprints) == scans
+    assert (len(scanned), len(streamed)) == (scans, streams)
+    assert len(fingerprints) == (0 if most == 0 or ratio == float("inf") else 1)
     assert any(r["reason"] == "exact" and r["duplicate_of_source"] == "A.jsonl" for r in lines("outB/clusters.jsonl"))
     if joins == "all":
         assert len(joined) >= 5
@@ -253,9 +278,10 @@ def test_against_joined_or_scanned_equals_the_joint_run(tmp_path, monkeypatch, r
     assert sorted(map(json.dumps, lines("outB/pairs.jsonl"))) == sorted(map(json.dumps, joint_pairs))
 
 
-def test_scan_and_join_take_the_same_oldest_documents_of_a_full_bucket(tmp_path, monkeypatch):
-    """Many indexed copies of a few texts (buckets past a small cap): the scan and the join
-    give each bucket the same oldest documents, so the same outcomes and pairs."""
+def test_scan_and_join_take_the_same_oldest_documents_of_a_full_bucket(tmp_path, monkeypatch, layout):
+    """Many indexed copies of a few texts (buckets past a small cap): the look-ups, the scan and
+    the pass at the end give each bucket the same oldest documents, so the same outcomes and
+    pairs."""
     monkeypatch.chdir(tmp_path)
     base = corpus(12, seed=9)
     docs = [{"id": f"a{i}", "text": base[i % 6]["text"] + f" x{i}"} for i in range(120)]
@@ -264,21 +290,54 @@ def test_scan_and_join_take_the_same_oldest_documents_of_a_full_bucket(tmp_path,
     assert run(a, "-o", "outA", "--save-index", "A.db") == 0
     assert run(b, "-o", "uncapped", "--against", "A.db") == 0
     monkeypatch.setattr(SeenIndex, "CANDIDATES_PER_BUCKET", 3)
-    got = {}
-    for name, ratio in (("joined", float("inf")), ("scanned", 0.0)):
-        monkeypatch.setattr(incremental.Against, "SCAN_BUCKETS_PER_POSTING", ratio)
-        assert run(b, "-o", name, "--against", "A.db") == 0
-        got[name] = (open(f"{name}/clusters.jsonl", "rb").read(), open(f"{name}/pairs.jsonl", "rb").read(),
-                     json.load(open(f"{name}/summary.json"))["index"])
-    assert got["joined"] == got["scanned"]
+    got = _each_way(monkeypatch, b)
+    assert got["joined"] == got["scanned"] == got["streamed"]
     uncapped = json.load(open("uncapped/summary.json"))["index"]
     assert got["joined"][2]["against_candidate_pairs"] < uncapped["against_candidate_pairs"]  # the cap held
     assert any(r["duplicate_of_source"] == "A.jsonl" for r in lines("joined/clusters.jsonl"))
 
 
+def _each_way(monkeypatch, new: str) -> dict:
+    """``dedup new --against A.db`` with its keys looked up, scanned and streamed: each way's
+    clusters.jsonl, pairs.jsonl (bytes) and the summary's index figures."""
+    got = {}
+    for name, ratio, most in (("joined", float("inf"), None), ("scanned", 0.0, None), ("streamed", 0.0, 0)):
+        monkeypatch.setattr(incremental.Against, "SCAN_AFTER", ratio)
+        if most is not None:
+            monkeypatch.setattr(incremental.Against, "SCAN_MAX_POSTINGS", most)
+        assert run(new, "-o", name, "--against", "A.db") == 0
+        got[name] = (open(f"{name}/clusters.jsonl", "rb").read(), open(f"{name}/pairs.jsonl", "rb").read(),
+                     json.load(open(f"{name}/summary.json"))["index"])
+    return got
+
+
+def test_replaced_documents_do_not_take_a_full_buckets_places(tmp_path, monkeypatch, layout):
+    """Re-crawled pages (the same source and id, another text) replace indexed ones: the posting
+    runs keep the postings of the old texts, and these must not count among a bucket's oldest
+    documents. The oldest copies of a few texts are replaced by unrelated ones; with a cap of 3
+    a bucket, the new records still find the oldest copies left, each way of reading the index."""
+    monkeypatch.chdir(tmp_path)
+    base = corpus(12, seed=9)
+    docs = [{"id": f"a{i}", "text": base[i % 6]["text"] + f" x{i}"} for i in range(120)]
+    rng = random.Random(21)
+    replaced = [{"id": f"a{i}", "text": " ".join(rng.choice(VOCAB) for _ in range(150)), "src": "A.jsonl"}
+                for i in range(60)]
+    new = [{"id": f"b{i}", "text": base[i % 6]["text"] + f" y{i}"} for i in range(30)]
+    a, r, b = write("A.jsonl", docs), write("R.jsonl", replaced), write("B.jsonl", new)
+    assert run(a, "-o", "outA", "--save-index", "A.db") == 0
+    assert run(r, "-o", "outR", "--against", "A.db", "--update-index", "--source-field", "src") == 0
+    with SeenIndex("A.db", create=False) as index:
+        assert len(index) == 120
+    monkeypatch.setattr(SeenIndex, "CANDIDATES_PER_BUCKET", 3)
+    got = _each_way(monkeypatch, b)
+    assert got["joined"] == got["scanned"] == got["streamed"]
+    found = [rec for rec in lines("joined/clusters.jsonl") if rec["duplicate_of_source"] == "A.jsonl"]
+    assert len(found) == 30 and all(int(rec["duplicate_of"][1:]) >= 60 for rec in found)
+
+
 def test_bucket_pairs_are_a_buckets_first_documents():
     """_bucket_pairs against its definition, over every key and over the keys that the scan's
-    bucket prefixes keep (which must keep every key whose bucket holds a posting)."""
+    map of buckets keeps (which must keep every key whose bucket holds a posting)."""
     import numpy as np
 
     from neardup.store.schema import DOC_BITS, band_buckets
@@ -288,17 +347,17 @@ def test_bucket_pairs_are_a_buckets_first_documents():
     keys[50:60] = keys[0]  # records sharing every bucket
     buckets = band_buckets(keys)
     # indexed documents in some of the keys' buckets (several in a few) and in others, some of
-    # those sharing a prefix (but not a bucket) with a key
-    near = buckets[rng.integers(0, 400, 40), rng.integers(0, 6, 40)] ^ rng.integers(1, 8, 40)
+    # those sharing their low bits (but not the bucket) with a key's
+    near = buckets[rng.integers(0, 400, 40), rng.integers(0, 6, 40)] ^ (rng.integers(1, 8, 40) << 30)
     chosen = np.concatenate([buckets[rng.integers(0, 400, 300), rng.integers(0, 6, 300)],
                              np.repeat(buckets[0, :2], 7), rng.integers(0, 2**35, 200), near])
     docs = rng.integers(0, 5000, chosen.size)
     postings = np.unique((chosen.astype(np.int64) << DOC_BITS) | docs)
-    prefixes = incremental._Prefixes(postings >> (DOC_BITS + incremental.BUCKET_BITS - incremental.PREFIX_BITS))
+    held = incremental._Held(postings)
     flat = buckets.ravel()
-    maybe = prefixes.maybe(flat)
-    held = set((postings >> DOC_BITS).tolist())
-    assert {k for k, b in enumerate(flat.tolist()) if b in held} <= set(maybe.tolist())
+    maybe = held.maybe(flat)
+    holding = set((postings >> DOC_BITS).tolist())
+    assert {k for k, b in enumerate(flat.tolist()) if b in holding} <= set(maybe.tolist())
     assert maybe.size < flat.size
     for cap in (1, 3, 1000):
         by_bucket: dict = {}
@@ -306,7 +365,7 @@ def test_bucket_pairs_are_a_buckets_first_documents():
             by_bucket.setdefault(p >> DOC_BITS, []).append(p & ((1 << DOC_BITS) - 1))
         want = sorted({(r, d) for r in range(400) for bk in buckets[r].tolist() for d in by_bucket.get(bk, [])[:cap]})
         for candidates in (None, (flat[maybe], maybe)):
-            rows, nums = incremental._bucket_pairs(keys, incremental._Postings(postings), cap, candidates=candidates)
+            rows, nums = incremental._bucket_pairs(keys, postings, cap, candidates=candidates)
             assert list(zip(rows.tolist(), nums.tolist())) == want
     assert len(want) > 300
 

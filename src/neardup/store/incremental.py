@@ -37,6 +37,7 @@ from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, compon
                                 similarity_to_survivors)
 from ..stages.verify import Edges, verify_pairs
 from .schema import DOC_BITS, MAX_VARS, band_buckets, unsigned
+from . import runs
 from .sqlite import SeenIndex
 
 __all__ = ["RunRecords", "Against", "save_run"]
@@ -77,64 +78,38 @@ def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
     return out[0] if len(out) == 1 else np.concatenate(out)
 
 
-class _Postings:
-    """Band postings of the index, sorted (so by bucket, then number), with their buckets."""
+class _Held:
+    """Every live band posting of the index, sorted (so by bucket, then number), read in one scan
+    (:meth:`Against._scanned_postings`), and a byte map of their buckets' low bits: a key whose
+    bucket's bits are not in the map cannot share a bucket with the index. Most of a run's keys
+    find none: the map drops most of them, and only the others are searched in the postings."""
 
     def __init__(self, postings: np.ndarray):
         self.postings = postings
-        self.buckets = postings >> DOC_BITS
-
-
-#: The bits of a band posting's bucket (its top bits: ``posting >> DOC_BITS``; postings are
-#: below 2**63).
-BUCKET_BITS = 63 - DOC_BITS
-#: The bits of a bucket that a scan of the postings reads (its top ones, :class:`_Prefixes`):
-#: ten decimal digits a posting where the whole posting has nineteen, so SQLite's
-#: ``group_concat`` and numpy's parse take about two thirds of the time, and a key that shares
-#: a prefix but not a bucket with a posting (one in 2**32 per posting: some 400 of the 1.8M
-#: keys of 100,000 generated documents against as many indexed) costs one bucket's join.
-PREFIX_BITS = 32
-
-
-class _Prefixes:
-    """The top :data:`PREFIX_BITS` bits of every band posting's bucket, sorted (the scan reads
-    them in key order; repeats kept), and a byte map of their low bits: a key whose bucket's
-    prefix has no posting's cannot share a bucket with the index. Most of a run's keys find
-    none: the map drops most of them, a search of the sorted prefixes the rest, and only the
-    keys left have their buckets' postings read (:meth:`Against._bucket_postings`)."""
-
-    def __init__(self, prefixes: np.ndarray):
-        self.prefixes = prefixes
         self.map = None
-        if prefixes.size:
-            # about 8 bytes a prefix, so about 1 key in 8 without a posting passes the map
-            bits = min(max(int(prefixes.size * 8).bit_length(), 16), 26)
+        if postings.size:
+            # about 8 bits a posting, so about 1 key in 8 without a posting passes the map
+            bits = min(max(int(postings.size * 8).bit_length(), 16), 26)
             self.map = np.zeros(1 << bits, dtype=bool)
-            self.map[prefixes & ((1 << bits) - 1)] = True
+            self.map[(postings >> DOC_BITS) & ((1 << bits) - 1)] = True
 
     def maybe(self, buckets: np.ndarray) -> np.ndarray:
-        """The positions in ``buckets`` (flat, int64) of those whose prefix is a posting's:
-        every bucket that holds a posting among them."""
+        """The positions in ``buckets`` (flat, int64) that the map keeps: every bucket that holds
+        a posting among them."""
         if self.map is None or not buckets.size:
             return np.empty(0, dtype=np.int64)
-        prefix = buckets >> (BUCKET_BITS - PREFIX_BITS)
-        maybe = np.flatnonzero(self.map[prefix & (self.map.size - 1)])
-        if not maybe.size:
-            return maybe
-        wanted = prefix[maybe]
-        at = np.minimum(np.searchsorted(self.prefixes, wanted), self.prefixes.size - 1)
-        return maybe[self.prefixes[at] == wanted]
+        return np.flatnonzero(self.map[buckets & (self.map.size - 1)])
 
 
-def _bucket_pairs(keys: np.ndarray, held: _Postings, cap: int, *,
+def _bucket_pairs(keys: np.ndarray, held: np.ndarray, cap: int, *,
                   candidates: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Distinct ``(row of keys, index number)`` pairs sharing a band bucket, sorted, from the
-    index's postings ``held`` (those of the buckets of ``keys``, or more: the others are not
-    read); each bucket gives its oldest ``cap`` documents (its first postings). ``candidates``:
-    ``(buckets, positions in keys.ravel())`` of the only keys that may share one (those a
-    :class:`_Prefixes` kept); by default every key."""
+    index's live postings ``held`` (sorted: those of the buckets of ``keys``, or more: the others
+    are not read); each bucket gives its oldest ``cap`` documents (its first postings).
+    ``candidates``: ``(buckets, positions in keys.ravel())`` of the only keys that may share one
+    (those a :class:`_Held` map kept); by default every key."""
     none = np.empty(0, dtype=np.int64)
-    if not held.postings.size or not keys.size:
+    if not held.size or not keys.size:
         return none, none
     mask = (1 << DOC_BITS) - 1
     if candidates is None:
@@ -154,16 +129,17 @@ def _bucket_pairs(keys: np.ndarray, held: _Postings, cap: int, *,
         order = np.argsort(buckets)
         buckets, position = buckets[order], position[order]
     # each key's bucket is a range of the postings (by bucket, then number): its first `cap`
-    left = np.searchsorted(held.buckets, buckets, side="left")
-    hit = np.flatnonzero(held.buckets[np.minimum(left, held.buckets.size - 1)] == buckets)
+    first = buckets << DOC_BITS
+    left = np.searchsorted(held, first, side="left")
+    hit = np.flatnonzero((held[np.minimum(left, held.size - 1)] >> DOC_BITS) == buckets)
     if not hit.size:
         return none, none
     left = left[hit]
-    n = np.minimum(np.searchsorted(held.buckets, buckets[hit], side="right") - left, cap)
+    n = np.minimum(np.searchsorted(held, first[hit] + (1 << DOC_BITS), side="left") - left, cap)
     at = np.repeat(left - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
     # (row, number) packed in one integer: distinct and sorted by one sort of integers
     rows = position[hit] // keys.shape[1]
-    pairs = sorted_unique(np.repeat(rows, n) << DOC_BITS | (held.postings[at] & mask))
+    pairs = sorted_unique(np.repeat(rows, n) << DOC_BITS | (held[at] & mask))
     return pairs >> DOC_BITS, pairs & mask
 
 
@@ -244,10 +220,9 @@ class Against:
             raise ConfigError(f"index {label} holds no shingle ids (made without store_shingles): --against "
                               f"verifies pairs exactly on them; write the index with 'neardup dedup --save-index' "
                               f"or 'neardup index add --store-shingles'")
-        if not index.config.signatures or index.config.posting_runs:
-            raise ConfigError(f"index {label} holds no MinHash signatures or keeps its postings in runs (profile "
-                              f"lean): --against needs an index of profile default or full (as 'neardup dedup "
-                              f"--save-index' writes)")
+        if not index.config.signatures:
+            raise ConfigError(f"index {label} holds no MinHash signatures (profile lean): --against needs an index "
+                              f"of profile default or full (as 'neardup dedup --save-index' writes)")
         self.index = index
         self.label = label
         self.update = update
@@ -257,11 +232,12 @@ class Against:
         self._holder_of: dict = {}  # fingerprint -> k
         self._pool = None
         self._lookups: list = []  # futures of look_up's joins, in batch order
-        self._scan = None  # the future of the scan of the index's postings' prefixes, once started
+        self._scan = None  # the future of the scan of the index's postings once started (or _STREAMED)
+        self._streamed: list = []  # (keys, first local) of the batches kept for one pass (_STREAMED)
         self._fingerprint_scan = None  # the future of the scan of its content fingerprints, once started
         self._buckets = 0  # band keys of the batches so far (expect)
         self._records = 0  # and their records
-        self._postings = 0
+        self._runs = self._run_postings = self._row_postings = 0  # (expect: the index's band posting runs)
         self._documents = 0
         self._rows: dict = {}  # what _load read: the documents matched and their survivors
         self._read_nums: list = []  # the numbers of the documents read, in order
@@ -318,22 +294,29 @@ class Against:
         return out
 
     # -- candidates --------------------------------------------------------------------------
-    #: Reading one band posting's bucket prefix in a scan of the whole table
-    #: (:meth:`_scanned_prefixes`) costs about a tenth of looking one bucket up in the join of
-    #: :meth:`_joined_postings` (0.09 against 0.9 µs a bucket on the reference machine,
-    #: 2026-12-03: the 1.8M postings of 100,000 generated documents read in 0.17 s; 2026-12-02:
-    #: the 213,000 buckets of half the benchmark corpus joined in 0.19 s), and the keys the
-    #: prefixes keep have their buckets joined still. Once the batches of the run
-    #: (:meth:`expect`) hold this many band keys per posting of the index, the prefixes are
-    #: read in one scan, and that batch and the later ones are matched against them (the
-    #: earlier ones were joined).
-    SCAN_BUCKETS_PER_POSTING = 0.2
+    #: What reading the index's band postings costs, in seconds (2026-12-04, the reference
+    #: machine), for :meth:`expect`'s choice: a bucket looked up in the rows (``bands``, one
+    #: join a batch), a bucket looked up in each posting run (one range of blocks a run), a
+    #: posting of the rows read in a scan (as text), and a posting of the runs read in a scan
+    #: (its block decoded in C).
+    JOIN_SECONDS_A_BUCKET = 0.9e-6
+    LOOKUP_SECONDS_A_RUN = 2.5e-6
+    SCAN_SECONDS_A_ROW = 0.15e-6
+    SCAN_SECONDS_A_RUN_POSTING = 0.02e-6
+    #: The batches of a run are looked up (joined in the rows, their buckets' blocks read in the
+    #: runs) until what their keys cost so far reaches this many times what one scan of every
+    #: posting of the index costs; then the postings are scanned, and that batch and the later
+    #: ones matched against them (so a run never pays more than about twice the cheaper of the
+    #: two, whatever its size against the index's).
+    SCAN_AFTER = 1.0
     #: The most postings a scan holds (8 bytes each, until the run's clusters are resolved):
-    #: an index with more is only joined. Its documents' fingerprints are scanned only below
-    #: this many documents too.
+    #: past this many, the keys of the batches left are matched in one pass over the postings
+    #: once every batch is sketched (the runs read a slice at a time, see
+    #: :meth:`_streamed_postings`). Its documents' fingerprints are scanned only below this
+    #: many documents too.
     SCAN_MAX_POSTINGS = 1 << 25
-    #: Postings read per statement of a scan (a range of the key): bounds the text SQLite
-    #: hands over (about 11 bytes a posting).
+    #: Postings of the rows read per statement of a scan (a range of the key): bounds the text
+    #: SQLite hands over (about 20 bytes a posting).
     SCAN_CHUNK = 1 << 20
     #: Reading one document's content fingerprint (and number) in a scan of the fingerprint
     #: index costs about a seventh of looking one fingerprint up in :meth:`indexed_holders`'s
@@ -343,52 +326,70 @@ class Against:
     #: thread, while the batch is sketched) and that batch's and the later ones' are matched
     #: against them.
     SCAN_RECORDS_PER_DOCUMENT = 0.2
+    #: :attr:`_scan` when the postings are too many to hold: the keys wait for one pass
+    _STREAMED = "streamed"
 
     def expect(self, records: int) -> None:
         """A batch of this many records is about to be sketched (called before its
-        :meth:`look_up` and its :meth:`indexed_holders`): once the run's band keys reach
-        :attr:`SCAN_BUCKETS_PER_POSTING` of the index's postings, the scan of their prefixes is
-        started on this object's thread, while the batch is sketched (its keys and the later
-        batches' are matched against it); once its records reach
-        :attr:`SCAN_RECORDS_PER_DOCUMENT` of the index's documents, the scan of their
-        fingerprints, first."""
+        :meth:`look_up` and its :meth:`indexed_holders`): once looking up the run's band keys
+        would cost :attr:`SCAN_AFTER` times a scan of the index's postings, the scan is started
+        on this object's thread, while the batch is sketched (its keys and the later batches'
+        are matched against it), or past :attr:`SCAN_MAX_POSTINGS` the later keys wait for one
+        pass over the postings; once its records reach :attr:`SCAN_RECORDS_PER_DOCUMENT` of the
+        index's documents, the scan of their fingerprints, first."""
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-against")
             self._documents = len(self.index)
-            self._postings = self._documents * self.index.config.bands  # (an index of rows: at most this many)
+            with self.index._read() as conn:
+                self._runs, self._run_postings = (conn.execute(
+                    "SELECT count(*), coalesce(sum(postings), 0) FROM posting_runs WHERE kind = ?",
+                    (runs.KIND_BANDS,)).fetchone() if self.index.config.posting_runs else (0, 0))
+            # (the rows: at most the rest of a posting a band for every document)
+            self._row_postings = max(0, self._documents * self.index.config.bands - self._run_postings)
         self._records += records
         self._buckets += records * self.index.config.bands  # (at most: copies and empty texts have none)
         if (self._fingerprint_scan is None and self._documents <= self.SCAN_MAX_POSTINGS
                 and self._records >= self.SCAN_RECORDS_PER_DOCUMENT * self._documents):
-            self._fingerprint_scan = self._pool.submit(self._scanned_fingerprints)
-        if (self._scan is None and self._postings <= self.SCAN_MAX_POSTINGS
-                and self._buckets >= self.SCAN_BUCKETS_PER_POSTING * self._postings):
-            self._scan = self._pool.submit(self._scanned_prefixes)
+            # (on a thread of its own: the next batch's exact pass waits for it, not behind the
+            # postings' scan and the look-ups)
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-against-fingerprints")
+            self._fingerprint_scan = pool.submit(self._scanned_fingerprints)
+            pool.shutdown(wait=False)  # (its thread ends with the scan)
+        if self._scan is None:
+            looked_up = self._buckets * (self.JOIN_SECONDS_A_BUCKET + self._runs * self.LOOKUP_SECONDS_A_RUN)
+            scanned = (self._row_postings * self.SCAN_SECONDS_A_ROW
+                       + self._run_postings * self.SCAN_SECONDS_A_RUN_POSTING)
+            if looked_up >= self.SCAN_AFTER * scanned:
+                self._scan = (self._pool.submit(self._scanned_postings)
+                              if self._row_postings + self._run_postings <= self.SCAN_MAX_POSTINGS else self._STREAMED)
 
     def look_up(self, keys: np.ndarray, *, first_local: int) -> None:
         """Start looking up a batch's band keys (its records are the sketched ones from
         ``first_local`` on) on this object's thread, with its own connection: SQLite releases
-        the GIL, so the lookups overlap with the sketching of the next batch. They are joined
-        in the index, or matched against its postings' prefixes once :meth:`expect` started
-        their scan (on the same thread, so that scan is read by then: the thread runs its tasks
-        in turn), and only the buckets these keep are joined."""
+        the GIL, so the lookups overlap with the sketching of the next batch. They are looked up
+        in the index, or matched against its postings once :meth:`expect` started their scan
+        (on the same thread, so that scan is read by then: the thread runs its tasks in turn),
+        or kept for one pass over the postings at the end (:meth:`_matches`)."""
         if self._pool is None:
             self.expect(0)
         cap, scan = self.index.CANDIDATES_PER_BUCKET, self._scan
+        if scan is self._STREAMED:
+            self._streamed.append((keys, first_local))
+            return
 
         def run():
             with self.index._read() as conn:
                 if scan is None:
-                    bi, bn = _bucket_pairs(keys, _Postings(self._joined_postings(conn, keys)), cap)
+                    bi, bn = _bucket_pairs(keys, self._bucket_postings(conn, band_buckets(keys).ravel()), cap)
                 else:
+                    held = scan.result()
                     buckets = band_buckets(keys).ravel()
-                    maybe = scan.result().maybe(buckets)
-                    buckets = buckets[maybe]
-                    held = _Postings(self._bucket_postings(conn, buckets) if buckets.size
-                                     else np.empty(0, dtype=np.int64))
-                    bi, bn = _bucket_pairs(keys, held, cap, candidates=(buckets, maybe))
+                    maybe = held.maybe(buckets)
+                    bi, bn = _bucket_pairs(keys, held.postings, cap, candidates=(buckets[maybe], maybe))
                 # the documents matched, read here while the run sketches (resolve needs them all)
                 self._load(conn, sorted_unique(bn).tolist())
             return bi + first_local, bn
@@ -397,15 +398,22 @@ class Against:
 
     def _matches(self, keys) -> tuple[np.ndarray, np.ndarray]:
         """Distinct ``(new local, index number)`` pairs sharing a band bucket, of every batch
-        looked up (or of ``keys``, the run's, when none was)."""
+        looked up or kept for one pass (or of ``keys``, the run's, when none was)."""
+        if self._pool is None:
+            self.expect(0)
         found = [f.result() for f in self._lookups]
-        if self._pool is not None:
-            self._pool.shutdown()
-        self._lookups, self._scan, self._fingerprint_scan = [], None, None
-        if not found and keys is not None and keys.size:
+        self._pool.shutdown()
+        streamed = self._streamed
+        self._lookups, self._scan, self._fingerprint_scan, self._streamed = [], None, None, []
+        if not found and not streamed and keys is not None and keys.size:
+            streamed = [(keys, 0)]
+        if streamed:
+            cap = self.index.CANDIDATES_PER_BUCKET
+            keys = np.concatenate([k for k, _ in streamed])
+            local = np.concatenate([np.arange(first, first + k.shape[0]) for k, first in streamed])
             with self.index._read() as conn:
-                found.append(_bucket_pairs(keys, _Postings(self._joined_postings(conn, keys)),
-                                           self.index.CANDIDATES_PER_BUCKET))
+                bi, bn = _bucket_pairs(keys, self._streamed_postings(conn, band_buckets(keys).ravel()), cap)
+            found.append((local[bi], bn))
         if not found:
             none = np.empty(0, dtype=np.int64)
             return none, none
@@ -413,14 +421,45 @@ class Against:
             return found[0]
         return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
 
-    def _joined_postings(self, conn, keys: np.ndarray) -> np.ndarray:
-        """The index's postings in the band buckets of ``keys`` (sorted), by a join."""
-        return self._bucket_postings(conn, band_buckets(keys))
-
     def _bucket_postings(self, conn, buckets: np.ndarray) -> np.ndarray:
-        """The index's postings in ``buckets`` (sorted), by a join."""
-        mask = (1 << DOC_BITS) - 1
+        """The index's live postings in ``buckets`` (sorted): the rows', by a join, and the
+        runs', their buckets' blocks read (each bucket's oldest documents, as many as a bucket
+        gives a run)."""
         distinct = sorted_unique(np.asarray(buckets, dtype=np.int64).ravel())
+        postings = self._row_postings_in(conn, distinct)
+        if self._runs and distinct.size:
+            cap = self.index.CANDIDATES_PER_BUCKET
+            step = max(1, 2000 // self._runs)  # (bucket, run) ranges a statement
+            found = []
+            for lo in range(0, distinct.size, step):
+                part = distinct[lo : lo + step]
+                docs = runs.lookup(conn, runs.KIND_BANDS, part.tolist(), cap)
+                sizes = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+                if sizes.any():
+                    found.append(np.repeat(part << DOC_BITS, sizes) | np.concatenate(docs))
+            if found:
+                postings = np.sort(np.concatenate([postings, *found]))
+        return self._live(conn, postings)
+
+    def _streamed_postings(self, conn, buckets: np.ndarray) -> np.ndarray:
+        """The index's live postings in ``buckets`` (sorted): the rows', by a join, and the
+        runs', read whole a slice at a time (:func:`runs.iter_postings`) and kept where their
+        bucket is one of these: for more keys than a scan may hold postings, one pass."""
+        distinct = sorted_unique(np.asarray(buckets, dtype=np.int64).ravel())
+        parts = [self._row_postings_in(conn, distinct)]
+        if self._runs and distinct.size:
+            for part in runs.iter_postings(conn, runs.KIND_BANDS):
+                bucket = part >> DOC_BITS
+                at = np.minimum(np.searchsorted(distinct, bucket), distinct.size - 1)
+                parts.append(part[distinct[at] == bucket])
+        return self._live(conn, np.sort(np.concatenate(parts)))
+
+    def _row_postings_in(self, conn, distinct: np.ndarray) -> np.ndarray:
+        """The postings of the row table in the buckets ``distinct`` (sorted, distinct), by a join."""
+        none = np.empty(0, dtype=np.int64)
+        if not distinct.size:
+            return none
+        mask = (1 << DOC_BITS) - 1
         # the buckets in a temporary table, and one join: each bucket is a range of the postings' key
         # (handed over as one JSON array: 3 times faster than an insert per bucket; sorted, so
         # the join walks the postings' B-tree in order; orjson writes it from the array, where the
@@ -432,26 +471,40 @@ class Against:
         rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
                             f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
         conn.execute("DELETE FROM temp.against_buckets")
-        return sorted_unique(np.array(rows, dtype=np.int64).ravel())
+        return np.array(rows, dtype=np.int64).ravel() if rows else none
 
-    def _scanned_prefixes(self) -> _Prefixes:
-        """The bucket prefixes of every band posting of the index (:class:`_Prefixes`), read in
-        ranges of the key, each range's as one text that numpy parses (a Python int a row cost
-        twice the time)."""
-        top = 1 << 63  # postings are below: a 35-bit bucket shifted by DOC_BITS
-        shift = DOC_BITS + BUCKET_BITS - PREFIX_BITS
-        step = -(-top // max(1, -(-self._postings // self.SCAN_CHUNK)))
+    def _live(self, conn, postings: np.ndarray) -> np.ndarray:
+        """``postings`` without those of documents the index no longer holds. The row tables
+        lose a document's postings with it; the runs keep them (:func:`runs.stale_documents`),
+        and they must go before a bucket's oldest documents are taken."""
+        if not postings.size or not self._runs or not runs.stale_documents(conn):
+            return postings
+        nums = sorted_unique(postings & ((1 << DOC_BITS) - 1))
+        live = np.array(conn.execute("SELECT d.num FROM json_each(?) j JOIN docs d ON d.num = j.value",
+                                     (orjson.dumps(nums, option=orjson.OPT_SERIALIZE_NUMPY).decode(),)).fetchall(),
+                        dtype=np.int64).ravel()
+        return postings[np.isin(postings & ((1 << DOC_BITS) - 1), live)]
+
+    def _scanned_postings(self) -> _Held:
+        """Every live band posting of the index (:class:`_Held`): the runs' blocks decoded (about
+        0.02 us a posting), the rows' read in ranges of the key, each range's as one text that
+        numpy parses (a Python int a row cost twice the time)."""
         parts = []
         with self.index._read() as conn:
+            if self._runs:
+                parts.append(runs.all_postings(conn, runs.KIND_BANDS))
+            top = 1 << 63  # postings are below: a 35-bit bucket shifted by DOC_BITS
+            step = -(-top // max(1, -(-self._row_postings // self.SCAN_CHUNK)))
             for lo in range(0, top, step):
-                text = conn.execute(f"SELECT group_concat(posting >> {shift}, ' ') FROM bands "
-                                    f"WHERE posting BETWEEN ? AND ?", (lo, min(lo + step, top) - 1)).fetchone()[0]
+                text = conn.execute("SELECT group_concat(posting, ' ') FROM bands WHERE posting BETWEEN ? AND ?",
+                                    (lo, min(lo + step, top) - 1)).fetchone()[0]
                 if text:
                     parts.append(_parsed(text, f"index {self.label}: a band posting could not be read"))
-        prefixes = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-        if prefixes.size > 1 and not (prefixes[1:] >= prefixes[:-1]).all():  # (SQLite reads them in key order)
-            prefixes = np.sort(prefixes)
-        return _Prefixes(prefixes)
+            postings = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+            if len(parts) > 1 or (postings.size > 1 and not (postings[1:] >= postings[:-1]).all()):
+                postings = np.sort(postings, kind="stable")  # (sorted parts: merged)
+            postings = self._live(conn, postings)
+        return _Held(postings)
 
     def _scanned_fingerprints(self) -> tuple[np.ndarray, np.ndarray]:
         """Every distinct content fingerprint of the index (signed, sorted) and the number of

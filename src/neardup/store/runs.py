@@ -510,10 +510,15 @@ def iter_postings(conn, kind: int):
 
 
 def all_postings(conn, kind: int) -> np.ndarray:
-    """Every absolute posting of a kind, sorted (for tests and inspection)."""
-    runs = conn.execute("SELECT run, first_doc, width FROM posting_runs WHERE kind = ?", (kind,)).fetchall()
-    parts = [_read_range(conn, kind, run, first_doc, w, 0, (1 << BUCKET_BITS) - 1) for run, first_doc, w in runs]
-    return np.sort(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+    """Every absolute posting of a kind, sorted: each run read a slice at a time (its postings in
+    order), the runs then merged (a stable sort, timsort, merges sorted runs)."""
+    parts = list(iter_postings(conn, kind))
+    if not parts:
+        return np.empty(0, dtype=np.int64)
+    postings = np.concatenate(parts)
+    if postings.size > 1 and not (postings[1:] > postings[:-1]).all():
+        postings = np.sort(postings, kind="stable")
+    return postings
 
 
 def run_stats(conn) -> dict:

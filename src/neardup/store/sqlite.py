@@ -384,11 +384,11 @@ class SeenIndex(GroupCommit, Queries):
     @staticmethod
     def _new_config(given: dict) -> IndexConfig:
         """The configuration of a new file: the defaults, then what was given. An index that
-        stores shingle ids and signatures (made for ``dedup --against``, which joins its batch's
-        band buckets with the ``bands`` table) keeps its postings as rows."""
+        stores shingle ids and signatures (made for ``dedup --against``) keeps its content
+        fingerprints in ``docs``, where a run against it reads them all at once."""
         merged = {**DEFAULTS, **given}
         if merged["store_shingles"] and merged["signatures"]:
-            merged["posting_runs"], merged["rows_below"] = False, 0
+            merged["fingerprint_runs"] = False
         if not merged["posting_runs"]:
             merged["fingerprint_runs"] = False
         return IndexConfig(**merged)
