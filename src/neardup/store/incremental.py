@@ -44,6 +44,9 @@ __all__ = ["RunRecords", "Against", "save_run"]
 
 #: Documents written per insert while a run is stored (one transaction for all of them).
 WRITE_CHUNK = 8192
+#: The bits of a band posting's bucket (its top bits: ``posting >> DOC_BITS``; postings are
+#: below 2**63).
+BUCKET_BITS = 63 - DOC_BITS
 
 
 @dataclass
@@ -80,25 +83,37 @@ def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
 
 class _Held:
     """Every live band posting of the index, sorted (so by bucket, then number), read in one scan
-    (:meth:`Against._scanned_postings`), and a byte map of their buckets' low bits: a key whose
+    (:meth:`Against._scanned_postings`), and a byte map of their buckets' top bits: a key whose
     bucket's bits are not in the map cannot share a bucket with the index. Most of a run's keys
     find none: the map drops most of them, and only the others are searched in the postings."""
+
+    #: postings whose bits are written to the map at a time
+    MAP_SLICE = 1 << 20
 
     def __init__(self, postings: np.ndarray):
         self.postings = postings
         self.map = None
         if postings.size:
-            # about 8 bits a posting, so about 1 key in 8 without a posting passes the map
+            # about 8 bits a posting, so about 1 key in 8 without a posting passes the map; its
+            # top bits (buckets are hashes), so that the postings set it in order (their low
+            # bits wrote 16M postings' all over a 64 MB map: 3 times the time)
             bits = min(max(int(postings.size * 8).bit_length(), 16), 26)
+            self.shift = BUCKET_BITS - bits
             self.map = np.zeros(1 << bits, dtype=bool)
-            self.map[(postings >> DOC_BITS) & ((1 << bits) - 1)] = True
+            # a slice at a time through one buffer: a temporary array of every posting's bits
+            # (128 MB for 16M postings) cost more in page faults than the shift and the writes
+            buffer = np.empty(min(postings.size, self.MAP_SLICE), dtype=np.int64)
+            for lo in range(0, postings.size, self.MAP_SLICE):
+                part = buffer[: min(self.MAP_SLICE, postings.size - lo)]
+                np.right_shift(postings[lo : lo + part.size], DOC_BITS + self.shift, out=part)
+                self.map[part] = True
 
     def maybe(self, buckets: np.ndarray) -> np.ndarray:
         """The positions in ``buckets`` (flat, int64) that the map keeps: every bucket that holds
         a posting among them."""
         if self.map is None or not buckets.size:
             return np.empty(0, dtype=np.int64)
-        return np.flatnonzero(self.map[buckets & (self.map.size - 1)])
+        return np.flatnonzero(self.map[buckets >> self.shift])
 
 
 def _bucket_pairs(keys: np.ndarray, held: np.ndarray, cap: int, *,
@@ -294,15 +309,17 @@ class Against:
         return out
 
     # -- candidates --------------------------------------------------------------------------
-    #: What reading the index's band postings costs, in seconds (2026-12-04, the reference
-    #: machine), for :meth:`expect`'s choice: a bucket looked up in the rows (``bands``, one
-    #: join a batch), a bucket looked up in each posting run (one range of blocks a run), a
-    #: posting of the rows read in a scan (as text), and a posting of the runs read in a scan
-    #: (its block decoded in C).
-    JOIN_SECONDS_A_BUCKET = 0.9e-6
-    LOOKUP_SECONDS_A_RUN = 2.5e-6
-    SCAN_SECONDS_A_ROW = 0.15e-6
-    SCAN_SECONDS_A_RUN_POSTING = 0.02e-6
+    #: What reading the index's band postings costs, in seconds, for :meth:`expect`'s choice: a
+    #: bucket looked up in the rows (``bands``, one join a batch), a bucket looked up in each
+    #: posting run (a range of its blocks), a posting of the rows read in a scan (as text), and a
+    #: posting of the runs read in a scan (its block decoded in C, the runs merged). Measured on
+    #: the reference machine (2026-12-04) against the two layouts of half the 200,000 generated
+    #: documents (1.8M postings; the runs: 13): 0.46-0.71 us a bucket joined, 4.4-4.7 us a bucket
+    #: and a run looked up, 171-196 ns a row and 40-60 ns a run's posting scanned.
+    JOIN_SECONDS_A_BUCKET = 0.6e-6
+    LOOKUP_SECONDS_A_RUN = 4.5e-6
+    SCAN_SECONDS_A_ROW = 0.18e-6
+    SCAN_SECONDS_A_RUN_POSTING = 0.05e-6
     #: The batches of a run are looked up (joined in the rows, their buckets' blocks read in the
     #: runs) until what their keys cost so far reaches this many times what one scan of every
     #: posting of the index costs; then the postings are scanned, and that batch and the later
@@ -486,9 +503,9 @@ class Against:
         return postings[np.isin(postings & ((1 << DOC_BITS) - 1), live)]
 
     def _scanned_postings(self) -> _Held:
-        """Every live band posting of the index (:class:`_Held`): the runs' blocks decoded (about
-        0.02 us a posting), the rows' read in ranges of the key, each range's as one text that
-        numpy parses (a Python int a row cost twice the time)."""
+        """Every live band posting of the index (:class:`_Held`): the runs' blocks decoded and the
+        runs merged (about 0.05 us a posting), the rows' read in ranges of the key, each range's
+        as one text that numpy parses (a Python int a row cost twice the time)."""
         parts = []
         with self.index._read() as conn:
             if self._runs:
@@ -500,9 +517,11 @@ class Against:
                                     (lo, min(lo + step, top) - 1)).fetchone()[0]
                 if text:
                     parts.append(_parsed(text, f"index {self.label}: a band posting could not be read"))
-            postings = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-            if len(parts) > 1 or (postings.size > 1 and not (postings[1:] >= postings[:-1]).all()):
-                postings = np.sort(postings, kind="stable")  # (sorted parts: merged)
+            parts = [p for p in parts if p.size]
+            if len(parts) == 1:  # (sorted: the runs' merged, or the rows' read in key order)
+                postings = parts[0]
+            else:  # (sorted parts: merged)
+                postings = np.sort(np.concatenate(parts), kind="stable") if parts else np.empty(0, dtype=np.int64)
             postings = self._live(conn, postings)
         return _Held(postings)
 
