@@ -299,11 +299,19 @@ def joint_equality(a: str, b: str, against_out: str, work: str) -> dict:
             "equal": differing == 0 and my_pairs == joint_pairs}
 
 
-def half_split(corpus: str, work: str, repeat: int = 1) -> dict:
+def half_split(corpus: str, work: str, repeat: int = 1, compile_each_run: bool = False) -> dict:
     """The corpus cut in two halves in input order: A with --save-index, then B --against it,
     against B alone (and A alone, the save's cost). With ``repeat`` > 1 the four commands run
     that many rounds in turn: each command's figures are the medians, its ``runs`` every round's,
-    and the ratios are of the medians."""
+    and the ratios are of the medians.
+
+    The commands run as an installed neardup does, with its modules' bytecode cached: one round
+    first, not counted, writes the caches (and reads the halves into the page cache), and the
+    commands run without PYTHONDONTWRITEBYTECODE. With that variable set every command compiled
+    the modules it imports, and a run against an index imports the store's (0.08-0.1 s of
+    compiling that a user's run does not pay). ``compile_each_run``: every command compiles
+    every module it imports (PYTHONDONTWRITEBYTECODE set, and an empty folder as the cache), and
+    the first round counts."""
     lines = Path(corpus).read_bytes().splitlines(keepends=True)
     half = len(lines) // 2
     a, b = os.path.join(work, "half-a.jsonl"), os.path.join(work, "half-b.jsonl")
@@ -312,7 +320,12 @@ def half_split(corpus: str, work: str, repeat: int = 1) -> dict:
     del lines
     db = os.path.join(work, "half-a.db")
     runs: dict = {}
-    for _ in range(repeat):
+    if compile_each_run:  # (no cache to read either: an empty folder for one, and none written)
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": os.path.join(work, "no-pycache")}
+    else:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for round_ in range(repeat + (0 if compile_each_run else 1)):
+        counted = compile_each_run or round_ > 0
         if os.path.exists(db):  # (--save-index writes a new index)
             remove_db(db)
         for name, cmd in (("dedup A alone", neardup("dedup", a, "-o", os.path.join(work, "oa0"), "--no-kept", "-q")),
@@ -323,8 +336,10 @@ def half_split(corpus: str, work: str, repeat: int = 1) -> dict:
                                                         "--against", db))):
             for folder in ("oa0", "oa", "ob0", "ob"):
                 shutil.rmtree(os.path.join(work, folder), ignore_errors=True)
-            runs.setdefault(name, []).append(run_measured(cmd))
-            print(name, json.dumps(runs[name][-1]), flush=True)
+            measured = run_measured(cmd, env=env)
+            if counted:
+                runs.setdefault(name, []).append(measured)
+            print(name, "" if counted else "(warm-up)", json.dumps(measured), flush=True)
     out = {}
     for name, got in runs.items():
         out[name] = got[0] if repeat == 1 else {**{k: statistics.median(r[k] for r in got) for k in got[0]},
@@ -365,6 +380,9 @@ def main() -> None:
     ap.add_argument("--today-deadline", type=float, default=None, metavar="S",
                     help="--deadline for the --today-src run alone")
     ap.add_argument("--half-split", action="store_true", help="the corpus split in two halves instead")
+    ap.add_argument("--compile-each-run", action="store_true",
+                    help="--half-split: no warm-up round, and every command compiles the modules it imports (no "
+                         "bytecode cache read or written); the default runs them with cached bytecode, as installed")
     ap.add_argument("--repeat", type=int, default=1,
                     help="rounds of the commands in turn, medians (--half-split: its four commands; --docs: dedup "
                          "and each profile's index add; sizes and queries from the last round)")
@@ -388,7 +406,9 @@ def main() -> None:
             out["corpus"] = {"path": os.path.relpath(args.corpus, HERE.parent), "bytes": os.path.getsize(args.corpus),
                              "documents": sum(1 for _ in open(args.corpus, "rb"))}
             out["environment"] = {k: os.environ[k] for k in ("PYTHONDONTWRITEBYTECODE",) if k in os.environ}
-            out["half_split"] = half_split(args.corpus, work, args.repeat)
+            out["bytecode"] = ("compiled by every command (no cache read or written)" if args.compile_each_run else
+                               "cached (a warm-up round first; PYTHONDONTWRITEBYTECODE not passed on)")
+            out["half_split"] = half_split(args.corpus, work, args.repeat, args.compile_each_run)
             dest = Path(args.output) if args.output else HERE / "results" / f"index-half-split-{date}.json"
         else:
             path = args.input or os.path.join(work, f"generated-{args.docs}.jsonl")

@@ -211,9 +211,18 @@ def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) 
 
 
 def save_run(index: SeenIndex, records: RunRecords, survivor_local: np.ndarray) -> int:
-    """``--save-index``: store the run's sketched records with their clusters, in one transaction."""
+    """``--save-index``: store the run's sketched records with their clusters, in one transaction;
+    the runs its chunks wrote merged into one a kind (see :func:`runs.merge_all`)."""
     clusters = [None if int(s) == k else -1 - int(s) for k, s in enumerate(survivor_local.tolist())]
-    return index._run_write(lambda conn: _write_records(index, conn, records, clusters))
+
+    def work(conn) -> int:
+        saved = _write_records(index, conn, records, clusters)
+        if index.config.posting_runs:
+            for kind in (runs.KIND_BANDS, runs.KIND_IDS):
+                runs.merge_all(conn, kind)
+        return saved
+
+    return index._run_write(work)
 
 
 def _parsed(text: str, why: str) -> np.ndarray:
@@ -472,7 +481,8 @@ class Against:
         return self._live(conn, np.sort(np.concatenate(parts)))
 
     def _row_postings_in(self, conn, distinct: np.ndarray) -> np.ndarray:
-        """The postings of the row table in the buckets ``distinct`` (sorted, distinct), by a join."""
+        """The postings of the row table in the buckets ``distinct`` (sorted, distinct), by a
+        join; sorted."""
         none = np.empty(0, dtype=np.int64)
         if not distinct.size:
             return none
@@ -488,7 +498,7 @@ class Against:
         rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
                             f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
         conn.execute("DELETE FROM temp.against_buckets")
-        return np.array(rows, dtype=np.int64).ravel() if rows else none
+        return np.sort(np.array(rows, dtype=np.int64).ravel()) if rows else none
 
     def _live(self, conn, postings: np.ndarray) -> np.ndarray:
         """``postings`` without those of documents the index no longer holds. The row tables
