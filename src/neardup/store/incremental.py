@@ -52,11 +52,12 @@ BUCKET_BITS = 63 - DOC_BITS
 @dataclass
 class RunRecords:
     """The sketched records of a run (by local index, in input order), as the local engine holds
-    them: ids, sources, content fingerprints, lengths, shingle counts, shingle ids (pieces read as
-    their concatenation, run r at ``offsets[r]:offsets[r+1]``) and signature matrices (pieces)."""
+    them: ids, sources (None where the index is not written), content fingerprints, lengths,
+    shingle counts, shingle ids (pieces read as their concatenation, run r at
+    ``offsets[r]:offsets[r+1]``) and signature matrices (pieces)."""
 
-    ids: list
-    sources: list
+    ids: list | None
+    sources: list | None
     fingerprints: np.ndarray
     lengths: np.ndarray
     counts: np.ndarray
@@ -83,37 +84,41 @@ def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
 
 class _Held:
     """Every live band posting of the index, sorted (so by bucket, then number), read in one scan
-    (:meth:`Against._scanned_postings`), and a byte map of their buckets' top bits: a key whose
-    bucket's bits are not in the map cannot share a bucket with the index. Most of a run's keys
-    find none: the map drops most of them, and only the others are searched in the postings."""
+    (:meth:`Against._scanned_postings`), and a bit map of their buckets' top bits: a key whose
+    bucket's bits are not set cannot share a bucket with the index. Most of a run's keys find
+    none: the map drops nearly all of them, and only the others are searched in the postings."""
 
-    #: postings whose bits are written to the map at a time
+    #: bits of the map a posting (1.8M postings: a 16 MB map, 1.3 % of its bits set, so about 1
+    #: key in 75 without a posting is searched; with a byte a bit and 8 a posting, 1 in 9 was,
+    #: and their searches were most of the matching's time)
+    MAP_BITS_A_POSTING = 64
+    #: the most bits of a map (64 MB)
+    MAX_MAP_BITS = 29
+    #: postings whose bits are set at a time
     MAP_SLICE = 1 << 20
 
     def __init__(self, postings: np.ndarray):
         self.postings = postings
         self.map = None
         if postings.size:
-            # about 8 bits a posting, so about 1 key in 8 without a posting passes the map; its
-            # top bits (buckets are hashes), so that the postings set it in order (their low
-            # bits wrote 16M postings' all over a 64 MB map: 3 times the time)
-            bits = min(max(int(postings.size * 8).bit_length(), 16), 26)
+            bits = min(max(int(postings.size * self.MAP_BITS_A_POSTING).bit_length(), 16), self.MAX_MAP_BITS)
+            # its top bits (buckets are hashes), so that the postings set it in order
             self.shift = BUCKET_BITS - bits
-            self.map = np.zeros(1 << bits, dtype=bool)
-            # a slice at a time through one buffer: a temporary array of every posting's bits
-            # (128 MB for 16M postings) cost more in page faults than the shift and the writes
-            buffer = np.empty(min(postings.size, self.MAP_SLICE), dtype=np.int64)
-            for lo in range(0, postings.size, self.MAP_SLICE):
-                part = buffer[: min(self.MAP_SLICE, postings.size - lo)]
-                np.right_shift(postings[lo : lo + part.size], DOC_BITS + self.shift, out=part)
-                self.map[part] = True
+            self.map = np.zeros(1 << (bits - 3), dtype=np.uint8)
+            for lo in range(0, postings.size, self.MAP_SLICE):  # (temporaries of a slice: see runs.iter_postings)
+                slots = postings[lo : lo + self.MAP_SLICE] >> (DOC_BITS + self.shift)
+                byte = slots >> 3
+                starts = np.flatnonzero(np.concatenate(([True], byte[1:] != byte[:-1])))  # (sorted: runs of a byte)
+                mask = np.left_shift(1, slots & 7).astype(np.uint8)
+                self.map[byte[starts]] |= np.bitwise_or.reduceat(mask, starts)
 
     def maybe(self, buckets: np.ndarray) -> np.ndarray:
         """The positions in ``buckets`` (flat, int64) that the map keeps: every bucket that holds
         a posting among them."""
         if self.map is None or not buckets.size:
             return np.empty(0, dtype=np.int64)
-        return np.flatnonzero(self.map[buckets >> self.shift])
+        slots = buckets >> self.shift
+        return np.flatnonzero((self.map[slots >> 3] >> (slots & 7).astype(np.uint8)) & 1)
 
 
 def _bucket_pairs(keys: np.ndarray, held: np.ndarray, cap: int, *,
