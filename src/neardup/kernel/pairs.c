@@ -449,55 +449,37 @@ static inline uint64_t splitmix64(uint64_t z) {
 }
 
 PyDoc_STRVAR(band_keys_doc,
-"band_keys(values, m, bands, rows, width=8) -> bytearray\n\n"
-"LSH band keys of the (n, m) signature matrix values, as neardup.lsh.banding.band_keys:\n"
-"key = band, then key = splitmix64(key ^ values[i, row]) for each row of the band. values are\n"
-"uint64 (width 8) or uint32 (width 4: each widened, as numpy's astype(uint64) would, without\n"
-"the copy). Returns n*bands uint64 (row-major). The GIL is released.");
+"band_keys(values, m, bands, rows) -> bytearray\n\n"
+"LSH band keys of the (n, m) uint64 signature matrix values, as neardup.lsh.banding.band_keys:\n"
+"key = band, then key = splitmix64(key ^ values[i, row]) for each row of the band. Returns\n"
+"n*bands uint64 (row-major). The GIL is released.");
 
 static PyObject *py_band_keys(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *values_obj;
-    Py_ssize_t m, bands, rows, width = 8;
-    if (!PyArg_ParseTuple(args, "Onnn|n", &values_obj, &m, &bands, &rows, &width)) return NULL;
-    if (width != 4 && width != 8) {
-        PyErr_SetString(PyExc_ValueError, "width must be 4 (uint32 values) or 8 (uint64)");
-        return NULL;
-    }
+    Py_ssize_t m, bands, rows;
+    if (!PyArg_ParseTuple(args, "Onnn", &values_obj, &m, &bands, &rows)) return NULL;
     Py_buffer vb;
     if (PyObject_GetBuffer(values_obj, &vb, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     PyObject *result = NULL;
-    /* rows > m / bands rather than bands * rows > m, and whole values first: for huge
-     * arguments both products overflow (width * m to 0, then % 0) */
-    if (m < 1 || bands < 1 || rows < 1 || bands > m || rows > m / bands || vb.len % width ||
-        (vb.len / width) % m) {
-        PyErr_SetString(PyExc_ValueError, "values must be (n, m) uint64 or uint32 (width) with bands * rows <= m");
+    /* rows > m / bands rather than bands * rows > m, and whole uint64 first: for huge
+     * arguments both products overflow (8 * m to 0, then % 0) */
+    if (m < 1 || bands < 1 || rows < 1 || bands > m || rows > m / bands || vb.len % 8 || (vb.len / 8) % m) {
+        PyErr_SetString(PyExc_ValueError, "values must be (n, m) uint64 with bands * rows <= m");
         goto done;
     }
-    const size_t n = (size_t)vb.len / (size_t)width / (size_t)m;
+    const size_t n = (size_t)vb.len / 8 / (size_t)m;
     result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * (size_t)bands * 8));
     if (!result) goto done;
+    const uint64_t *v = (const uint64_t *)vb.buf;
     uint64_t *out = (uint64_t *)PyByteArray_AS_STRING(result);
     Py_BEGIN_ALLOW_THREADS
-    if (width == 8) {
-        const uint64_t *v = (const uint64_t *)vb.buf;
-        for (size_t i = 0; i < n; i++) {
-            const uint64_t *row = v + i * (size_t)m;
-            for (Py_ssize_t b = 0; b < bands; b++) {
-                uint64_t key = (uint64_t)b;
-                for (Py_ssize_t r = b * rows; r < (b + 1) * rows; r++) key = splitmix64(key ^ row[r]);
-                out[i * (size_t)bands + (size_t)b] = key;
-            }
-        }
-    } else {
-        const uint32_t *v = (const uint32_t *)vb.buf;
-        for (size_t i = 0; i < n; i++) {
-            const uint32_t *row = v + i * (size_t)m;
-            for (Py_ssize_t b = 0; b < bands; b++) {
-                uint64_t key = (uint64_t)b;
-                for (Py_ssize_t r = b * rows; r < (b + 1) * rows; r++) key = splitmix64(key ^ (uint64_t)row[r]);
-                out[i * (size_t)bands + (size_t)b] = key;
-            }
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *row = v + i * (size_t)m;
+        for (Py_ssize_t b = 0; b < bands; b++) {
+            uint64_t key = (uint64_t)b;
+            for (Py_ssize_t r = b * rows; r < (b + 1) * rows; r++) key = splitmix64(key ^ row[r]);
+            out[i * (size_t)bands + (size_t)b] = key;
         }
     }
     Py_END_ALLOW_THREADS

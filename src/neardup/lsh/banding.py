@@ -23,16 +23,14 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
     Only the first ``bands * rows`` values of each signature are used.
     """
-    sig = np.asarray(signatures)
-    if sig.dtype != np.uint32:  # (32-bit values are read as they are by the kernel, widened there)
-        sig = sig.astype(np.uint64, copy=False)
+    sig = np.asarray(signatures, dtype=np.uint64)
     if sig.ndim == 1:
         sig = sig[None, :]
     n = sig.shape[0]
     if _kernel is not None and sig.shape[1] >= bands * rows and n:
-        raw = _kernel.band_keys(np.ascontiguousarray(sig), sig.shape[1], bands, rows, sig.dtype.itemsize)
+        raw = _kernel.band_keys(np.ascontiguousarray(sig), sig.shape[1], bands, rows)
         return np.frombuffer(raw, dtype=np.uint64).reshape(n, bands)
-    return _band_keys_numpy(sig.astype(np.uint64, copy=False), bands, rows)
+    return _band_keys_numpy(sig, bands, rows)
 
 
 def _band_keys_numpy(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
