@@ -65,10 +65,13 @@ def run(*argv) -> int:
 @pytest.fixture(params=["runs", "rows and runs", "rows"])
 def layout(request, monkeypatch):
     """How ``--save-index`` lays its band postings out: every write in posting runs (as a bulk
-    save does), small writes in rows and bulk ones in runs (the default: these tests' writes are
-    all small), or rows only (indexes made before the runs)."""
+    save does), small writes in rows and bulk ones in runs (as the default does from 1,000
+    documents; here from 100, so that these tests' saves are runs and their smaller updates
+    rows), or rows only (indexes made before the runs)."""
     if request.param == "runs":
         monkeypatch.setitem(schema.DEFAULTS, "rows_below", 0)
+    elif request.param == "rows and runs":
+        monkeypatch.setitem(schema.DEFAULTS, "rows_below", 100)
     elif request.param == "rows":
         monkeypatch.setitem(schema.DEFAULTS, "posting_runs", False)
     return request.param

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,9 +45,6 @@ __all__ = ["RunRecords", "Against", "save_run"]
 
 #: Documents written per insert while a run is stored (one transaction for all of them).
 WRITE_CHUNK = 8192
-#: The bits of a band posting's bucket (its top bits: ``posting >> DOC_BITS``; postings are
-#: below 2**63).
-BUCKET_BITS = 63 - DOC_BITS
 
 
 @dataclass
@@ -103,7 +101,7 @@ class _Held:
         if postings.size:
             bits = min(max(int(postings.size * self.MAP_BITS_A_POSTING).bit_length(), 16), self.MAX_MAP_BITS)
             # its top bits (buckets are hashes), so that the postings set it in order
-            self.shift = BUCKET_BITS - bits
+            self.shift = runs.BUCKET_BITS - bits
             self.map = np.zeros(1 << (bits - 3), dtype=np.uint8)
             for lo in range(0, postings.size, self.MAP_SLICE):  # (temporaries of a slice: see runs.iter_postings)
                 slots = postings[lo : lo + self.MAP_SLICE] >> (DOC_BITS + self.shift)
@@ -353,8 +351,8 @@ class Against:
     #: index costs about a seventh of looking one fingerprint up in :meth:`indexed_holders`'s
     #: join (the 100,000 of 100,000 generated documents scanned in 0.019 s, the 100,000 of
     #: as many new records joined in 0.135 s, 2026-12-03). Once the run's records reach this
-    #: many per indexed document, the fingerprints are read in one scan (on this object's
-    #: thread, while the batch is sketched) and that batch's and the later ones' are matched
+    #: many per indexed document, the fingerprints are read in one scan (on a thread of its
+    #: own, while the batch is sketched) and that batch's and the later ones' are matched
     #: against them.
     SCAN_RECORDS_PER_DOCUMENT = 0.2
     #: :attr:`_scan` when the postings are too many to hold: the keys wait for one pass
@@ -369,8 +367,6 @@ class Against:
         pass over the postings; once its records reach :attr:`SCAN_RECORDS_PER_DOCUMENT` of the
         index's documents, the scan of their fingerprints, first."""
         if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-against")
             self._documents = len(self.index)
             with self.index._read() as conn:
@@ -385,8 +381,6 @@ class Against:
                 and self._records >= self.SCAN_RECORDS_PER_DOCUMENT * self._documents):
             # (on a thread of its own: the next batch's exact pass waits for it, not behind the
             # postings' scan and the look-ups)
-            from concurrent.futures import ThreadPoolExecutor
-
             pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-against-fingerprints")
             self._fingerprint_scan = pool.submit(self._scanned_fingerprints)
             pool.shutdown(wait=False)  # (its thread ends with the scan)
@@ -414,11 +408,12 @@ class Against:
 
         def run():
             with self.index._read() as conn:
+                buckets = band_buckets(keys).ravel()
                 if scan is None:
-                    bi, bn = _bucket_pairs(keys, self._bucket_postings(conn, band_buckets(keys).ravel()), cap)
+                    bi, bn = _bucket_pairs(keys, self._bucket_postings(conn, buckets), cap,
+                                           candidates=(buckets, np.arange(buckets.size)))
                 else:
                     held = scan.result()
-                    buckets = band_buckets(keys).ravel()
                     maybe = held.maybe(buckets)
                     bi, bn = _bucket_pairs(keys, held.postings, cap, candidates=(buckets[maybe], maybe))
                 # the documents matched, read here while the run sketches (resolve needs them all)
@@ -442,8 +437,10 @@ class Against:
             cap = self.index.CANDIDATES_PER_BUCKET
             keys = np.concatenate([k for k, _ in streamed])
             local = np.concatenate([np.arange(first, first + k.shape[0]) for k, first in streamed])
+            buckets = band_buckets(keys).ravel()
             with self.index._read() as conn:
-                bi, bn = _bucket_pairs(keys, self._streamed_postings(conn, band_buckets(keys).ravel()), cap)
+                bi, bn = _bucket_pairs(keys, self._streamed_postings(conn, buckets), cap,
+                                       candidates=(buckets, np.arange(buckets.size)))
             found.append((local[bi], bn))
         if not found:
             none = np.empty(0, dtype=np.int64)

@@ -205,8 +205,6 @@ def _read_range(conn, kind: int, run: int, first_doc: int, w: int, bucket_lo: in
     # the postings are made in place of one array (each temporary array of a slice of 2M
     # postings cost its 16 MB of page faults again)
     q = q[np.searchsorted(q, lo, side="left") : np.searchsorted(q, hi, side="right")]
-    if not q.flags.writeable:
-        q = q.copy()
     out = np.right_shift(q, w)
     np.left_shift(out, DOC_BITS, out=out)
     np.bitwise_and(q, (1 << w) - 1, out=q)
@@ -305,7 +303,8 @@ def merge_all(conn, kind: int) -> None:
 
 
 def decode_many(blocks: list[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
-    """The keys of many blocks at once, and for each key the position of its block in ``blocks``.
+    """The keys of many blocks at once, and for each key the position of its block in ``blocks``
+    (arrays of their own, writable: :func:`_read_range` makes its postings in place of them).
     A block that cannot be one (shorter than its header, a width of 0 or past 64: a damaged
     file) raises :class:`StoreError`."""
     if not blocks:
