@@ -3,7 +3,7 @@
 Each target turns its input into a call of a compiled function and checks the answer against
 an oracle; a mismatch raises AssertionError, a memory error is caught by the sanitizers of a
 sanitized build (fuzz/build_sanitized.sh). The same functions are driven by atheris
-(coverage-guided, fuzz/run_atheris.py), by hypothesis (tests/test_fuzz.py) and by the replay
+(coverage-guided, fuzz/run_atheris.py), by hypothesis (tests/kernel/test_fuzz.py) and by the replay
 of a corpus, so a finding of one reproduces with the others.
 
 =============  ==========================================  =====================================

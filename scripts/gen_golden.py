@@ -3,7 +3,7 @@
 
 The values are persisted by users (SQLite indexes store fingerprints, signatures, band keys,
 MOD_m samples and simhashes; sketches carry signatures), so none may change while ``neardup.params.FORMAT_VERSION``
-stays: ``tests/test_golden.py`` compares them. Run this only together with a version bump.
+stays: ``tests/sketch/test_golden.py`` compares them. Run this only together with a version bump.
 """
 
 from __future__ import annotations

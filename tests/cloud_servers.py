@@ -1,5 +1,5 @@
 """Cloud storage services on loopback for the input and output tests (tests/io/test_inputs.py,
-tests/test_outputs.py): a Google Cloud Storage API (the gcp-storage-emulator package, from the
+tests/io/test_outputs.py): a Google Cloud Storage API (the gcp-storage-emulator package, from the
 test extra) and a stand-in for the Hugging Face Hub's HTTP API (written here: the Hub's own server
 is not software that can run on this machine).
 

@@ -129,7 +129,7 @@ def test_signature_matrix_is_what_dedup_bands():
 
 
 def test_all_is_what_the_docs_list():
-    path = os.path.join(os.path.dirname(__file__), "..", "docs", "api.md")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "api.md")
     with open(path, encoding="utf-8") as fh:
         listed = [line.split("`")[1] for line in fh if line.startswith("- `")]
     assert sorted(listed) == sorted(set(listed)), "a name is listed twice"

@@ -21,7 +21,7 @@ import pytest
 from neardup import DedupConfig, exitcodes
 from neardup.plan import plan, sample_inputs, scale_pairs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from scale import generate, run_sampled  # noqa: E402
 

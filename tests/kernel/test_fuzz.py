@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from neardup import _native
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FUZZ = os.path.join(ROOT, "fuzz")
 sys.path.insert(0, FUZZ)
 

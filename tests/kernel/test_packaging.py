@@ -21,7 +21,7 @@ import pytest
 
 from conftest import D1, D2
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 pytest.importorskip("build")

@@ -20,7 +20,7 @@ from neardup.stages.sketch import python_signatures, sketch_texts
 from neardup.store import SeenIndex
 from neardup.store.sqlite import DOC_BITS, band_bucket
 
-PATH = os.path.join(os.path.dirname(__file__), "data", "golden.json")
+PATH = os.path.join(os.path.dirname(__file__), "..", "data", "golden.json")
 with open(PATH, encoding="utf-8") as _fh:
     GOLDEN = json.load(_fh)
 

@@ -15,7 +15,7 @@ pytest.importorskip("selectolax")
 from neardup.io import Document, read_documents  # noqa: E402
 from neardup.text.html import extract_text  # noqa: E402
 
-DEBIAN = Path(__file__).parent / "data" / "html" / "debian"
+DEBIAN = Path(__file__).parent.parent / "data" / "html" / "debian"
 
 
 def _pages() -> list[tuple[str, bytes]]:
@@ -121,7 +121,7 @@ def test_service_html_requests_use_the_same_text(tmp_path):
     pytest.importorskip("uvicorn")
     import sys
 
-    sys.path.insert(0, str(Path(__file__).parent / "service"))
+    sys.path.insert(0, str(Path(__file__).parent.parent / "service"))
     from test_app import Server  # tests/service/test_app.py: a real `neardup serve` process
 
     html, texts, jsonl, folder, warc = _corpus(tmp_path)
