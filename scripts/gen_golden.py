@@ -3,7 +3,10 @@
 
 The values are persisted by users (SQLite indexes store fingerprints, signatures, band keys,
 MOD_m samples and simhashes; sketches carry signatures), so none may change while ``neardup.params.FORMAT_VERSION``
-stays: ``tests/sketch/test_golden.py`` compares them. Run this only together with a version bump.
+stays: ``tests/sketch/test_golden.py`` compares them, and fails while the file's versions are not the
+code's. Run this only together with a version bump, from the checkout's root:
+
+    PYTHONPATH=src python scripts/gen_golden.py
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ def golden() -> dict:
     import numpy as np
 
     from neardup import MinHash, MinHashParams, ModM, ShingleParams, SimHash, band_keys, fingerprint, shingle_ids
-    from neardup.pipeline import DedupConfig
+    from neardup.config import DedupConfig
     from neardup.params import FORMAT_VERSION, TOKENIZER_VERSION
 
     dedup = DedupConfig()
