@@ -14,7 +14,13 @@ from neardup.cli import main
 
 from conftest import real_texts
 
-pa = pytest.importorskip("pyarrow")
+try:
+    import pyarrow as pa
+except ImportError:
+    pa = None
+
+#: neardup.dedup answers in Arrow tables: its tests need pyarrow; the rest of the module does not
+needs_pyarrow = pytest.mark.skipif(pa is None, reason="neardup.dedup needs pyarrow: pip install 'neardup[io]'")
 
 SUMMARY_KEYS = ("input", "kept", "unique", "exact_duplicates", "near_duplicates", "skipped", "skipped_by_reason",
                 "clusters", "candidate_pairs", "estimate_filtered_pairs", "verified_pairs", "chained_members",
@@ -66,14 +72,17 @@ def same_as_cli(result, cli_answer, records):
     assert {"exact", "near", "kept", "unique", "skipped:empty"} <= reasons
 
 
+@needs_pyarrow
 def test_a_list_of_dicts(records, cli_answer):
     same_as_cli(neardup.dedup(records, jobs=1), cli_answer, records)
 
 
+@needs_pyarrow
 def test_id_text_pairs(records, cli_answer):
     same_as_cli(neardup.dedup([(r["id"], r["text"]) for r in records]), cli_answer, records)
 
 
+@needs_pyarrow
 def test_a_pyarrow_table_and_its_batches(records, cli_answer):
     table = pa.Table.from_pylist(records)
     same_as_cli(neardup.dedup(table), cli_answer, records)
@@ -81,6 +90,7 @@ def test_a_pyarrow_table_and_its_batches(records, cli_answer):
     same_as_cli(neardup.dedup(reader), cli_answer, records)
 
 
+@needs_pyarrow
 def test_a_pandas_dataframe(records, cli_answer):
     pd = pytest.importorskip("pandas")
     df = pd.DataFrame(records)
@@ -89,6 +99,7 @@ def test_a_pandas_dataframe(records, cli_answer):
     assert df[result.keep]["id"].tolist() == cli_answer[3]
 
 
+@needs_pyarrow
 def test_a_polars_dataframe(records, cli_answer):
     pl = pytest.importorskip("polars")
     df = pl.DataFrame(records)
@@ -97,6 +108,7 @@ def test_a_polars_dataframe(records, cli_answer):
     assert df.filter(pl.Series(result.keep))["id"].to_list() == cli_answer[3]
 
 
+@needs_pyarrow
 def test_a_datasets_dataset(records, cli_answer):
     datasets = pytest.importorskip("datasets")
     ds = datasets.Dataset.from_list(records)  # in memory: nothing downloaded
@@ -105,6 +117,7 @@ def test_a_datasets_dataset(records, cli_answer):
     assert ds.select(np.flatnonzero(result.keep))["id"] == cli_answer[3]
 
 
+@needs_pyarrow
 def test_options_replace_the_config_and_unknown_ones_are_refused(records):
     strict = neardup.dedup(records, threshold=0.99)
     assert strict.summary["config"]["threshold"] == 0.99
@@ -148,6 +161,7 @@ def test_names_no_longer_exported_warn_with_their_home():
     assert "threshold" not in neardup.__all__
 
 
+@needs_pyarrow
 @pytest.mark.parametrize("kind", ["dicts", "arrow"])
 def test_keep_field_and_html_content_as_the_cli(kind, records, tmp_path):
     pytest.importorskip("trafilatura")

@@ -28,8 +28,11 @@ from neardup.io.sources import expand_inputs, is_hidden_name, walk
 
 from cloud_servers import FakeHub, gcs_emulator
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
+
+def parquet():
+    """pyarrow.parquet, or the calling test skipped: only the Arrow and Parquet inputs need pyarrow."""
+    return pytest.importorskip("pyarrow.parquet")
+
 
 BASE = [
     "the crawler fetches each page and follows its links to new pages on the web",
@@ -76,7 +79,7 @@ def outcome(out_dir):
         summary = json.load(fh)
     kept_path = summary["kept_output"]["path"]
     if kept_path.endswith(".parquet"):
-        kept = sorted((r["id"], r["text"]) for r in pq.read_table(kept_path).to_pylist())
+        kept = sorted((r["id"], r["text"]) for r in parquet().read_table(kept_path).to_pylist())
     else:
         # the kept corpus is compressed like the input (kept.jsonl.gz for gzip input: docs/formats.md)
         with open(kept_path, "rb") as fh:
@@ -242,12 +245,13 @@ def test_compressed_file_without_any_hint_is_found_by_content(tmp_path):
 
 
 def table():
-    return pa.Table.from_pylist(RECORDS)
+    """The records as an Arrow table, or the calling test skipped without pyarrow."""
+    return pytest.importorskip("pyarrow").Table.from_pylist(RECORDS)
 
 
 def test_parquet_under_another_name_is_parquet(tmp_path, reference):
     path = tmp_path / "export.dat"
-    pq.write_table(table(), path)
+    parquet().write_table(table(), path)
     assert detect_format(str(path)) == "parquet"
     code, _, err = run_cli(["dedup", str(path), "-o", str(tmp_path / "out"), "-q"])
     assert code == 0, err
@@ -256,10 +260,10 @@ def test_parquet_under_another_name_is_parquet(tmp_path, reference):
 
 @pytest.mark.parametrize("kind", ["arrow", "feather", "stream", "unnamed"])
 def test_arrow_ipc_files(tmp_path, reference, kind):
+    t = table()
     import pyarrow.feather as feather
     import pyarrow.ipc as ipc
 
-    t = table()
     if kind == "feather":
         path = tmp_path / "data.feather"
         feather.write_feather(t, path, chunksize=7)  # several record batches
@@ -366,7 +370,7 @@ def test_pyarrow_part_files_with_marker_files_and_a_readme(tmp_path, reference):
     folder.mkdir()
     t = table()
     for i, start in enumerate(range(0, 40, 10)):
-        pq.write_table(t.slice(start, 10), folder / f"part-{i:05d}-c000.snappy.parquet")
+        parquet().write_table(t.slice(start, 10), folder / f"part-{i:05d}-c000.snappy.parquet")
         (folder / f".part-{i:05d}-c000.snappy.parquet.crc").write_bytes(b"crc\x00\x01")
     (folder / "_SUCCESS").write_bytes(b"")
     (folder / "README.md").write_text("# A dataset\nwith a card\n")
@@ -524,7 +528,7 @@ def test_object_store_parquet_dataset(tmp_path, reference, object_store):
     t = table()
     for i, start in enumerate(range(0, 40, 20)):
         buf = io.BytesIO()
-        pq.write_table(t.slice(start, 20), buf)
+        parquet().write_table(t.slice(start, 20), buf)
         put(f"pq/lang=x{i}/part-{i:05d}.parquet", buf.getvalue())
     put("pq/_SUCCESS", b"")
     put("pq/lang=x0/.part-00000.parquet.crc", b"x")
@@ -555,7 +559,7 @@ def test_hf_dataset_jsonl_and_parquet(tmp_path, reference, hub):
     fake, env = hub
     lines = JSONL.splitlines(keepends=True)
     buf = io.BytesIO()
-    pq.write_table(table(), buf)
+    parquet().write_table(table(), buf)
     fake.repos["org/crawl"] = {
         ".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n",
         "README.md": b"---\nlicense: cc0\n---\n# A dataset card\n",
