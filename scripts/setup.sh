@@ -2,7 +2,8 @@
 # Installs neardup into a virtual environment of the checkout (.venv), with what it needs from the
 # system first. Safe to run again: it installs only what is missing.
 #   scripts/setup.sh            the library, the command line and the input readers
-#   scripts/setup.sh test       everything the test suite needs (service, Spark, report, Chromium)
+#   scripts/setup.sh test       everything the test suite and the documentation site need (service,
+#                               Spark, report, Chromium, mkdocs)
 #
 # The environment is made with the machine's own `python3 -m venv` (PEP 668: Debian's Python
 # refuses `pip install` outside one). Set PYTHON to use another interpreter; set

@@ -12,7 +12,7 @@
                     the message names the path; no output looks complete
     INTERRUPTED 130 stopped by Ctrl-C (SIGINT), as shells report it
 
-Documented in README.md ("Exit codes") and docs/formats.md.
+Documented in docs/cli.md ("Exit codes") and docs/formats.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The documented exit statuses of ``neardup dedup`` (neardup.exitcodes, README "Exit codes"):
+"""The documented exit statuses of ``neardup dedup`` (neardup.exitcodes, docs/cli.md "Exit codes"):
 0 done, 1 done with more skips than --max-skipped (any, with --strict), 2 usage, 3 an input that
 cannot be read; --on-error skip goes on and names each skipped file in summary.json."""
 

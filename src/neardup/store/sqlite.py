@@ -89,24 +89,28 @@ __all__ = ["SeenIndex", "IndexConfig", "SCHEMA_VERSION", "APPLICATION_ID", "DEFA
 class SeenIndex(GroupCommit, Queries):
     """A persistent "seen before?" index: exact copies, near-copies, containment and simhash.
 
+    A configuration value (defaults in :data:`DEFAULTS`) left at None is taken from the file when
+    it exists, else from the defaults; a value given for an existing file must equal the recorded
+    one, or :class:`IncompatibleSketchError` names every difference.
+
     Args:
         path: the SQLite file; created (with its WAL side files) when missing and ``create``.
-        shingle, minhash, threshold, containment_threshold, mod_m, simhash_max_distance,
-            store_shingles: the configuration (defaults in :data:`DEFAULTS`: 5-word shingles,
-            128 ``mulshift32`` permutations with seed 1, Jaccard threshold 0.8 and the banding
-            ``neardup dedup`` chooses for it (18 x 7), containment threshold 0.8 with MOD_8
-            samples, simhash neighbours within 3 bits, shingle ids not stored). A value left at
-            None is taken from the file when it exists, else from the defaults; a value given
-            for an existing file must equal the recorded one, or :class:`IncompatibleSketchError`
-            names every difference.
+        shingle: the shingles (default: words, 5 at a time).
+        minhash: the permutations (default: 128 ``mulshift32`` with seed 1).
+        threshold: the Jaccard threshold of near answers (0.8), with the banding ``neardup dedup``
+            chooses for it (18 x 7) unless ``bands`` and ``rows`` are given.
+        containment_threshold: the threshold of containment answers (0.8), on MOD_m samples.
+        mod_m: the modulus of the MOD_m samples (8).
+        simhash_max_distance: simhash neighbours within this many bits (3).
+        store_shingles: store each document's shingle ids (default: no).
         profile: what is stored (:data:`PROFILES`): ``"default"`` (signatures, band postings,
             simhash blocks, fingerprints), ``"lean"`` (no signatures: near answers estimated
             from the number of shared bands) or ``"full"`` (also MOD_m samples for containment
             answers); ``signatures`` and ``containment`` set one part alone.
-        posting_runs, rows_below: how a new file lays its postings out (an existing file keeps
-            its own): in posting runs (default), writes of fewer than ``rows_below`` documents
-            (:data:`~neardup.store.schema.ROWS_BELOW` in profiles default and full, 0 in lean) in
-            the row tables; ``posting_runs=False``: a row per posting (before schema 4).
+        posting_runs: how a new file lays its postings out (an existing file keeps its own): in
+            posting runs (default); ``posting_runs=False``: a row per posting (before schema 4).
+        rows_below: writes of fewer documents than this go to the row tables, not to a posting
+            run (:data:`~neardup.store.schema.ROWS_BELOW` in profiles default and full, 0 in lean).
         create: create a missing file (else :class:`StoreError`).
         synchronous: ``"normal"`` (durable when the process dies) or ``"full"`` (also when the
             machine does; one fsync per commit).
