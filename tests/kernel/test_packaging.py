@@ -109,7 +109,9 @@ def test_sdist_and_wheel_install_into_an_empty_venv(tmp_path):
     py = _venv_with(wheel, tmp_path / "venv")
     where = subprocess.run([str(py), "-c", "import neardup, neardup._kernel, neardup._hamming, neardup._jsonl as j; "
                             "from neardup import _native; print(neardup.__file__, j.__file__, _native.available())"],
-                           capture_output=True, text=True, cwd=tmp_path, check=True).stdout.split()
+                           capture_output=True, text=True, cwd=tmp_path, check=True,
+                           # a developer's PYTHONPATH=src would otherwise lead the venv back into the checkout
+                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}).stdout.split()
     assert all(p.startswith(str(tmp_path / "venv")) for p in where[:2]) and where[2] == "True", where
     r = _compare_seed(py, tmp_path)
     assert r.returncode == 0, r.stderr
