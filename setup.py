@@ -1,8 +1,8 @@
 """Build of the compiled extensions (``neardup._kernel``, ``_hamming``, ``_jsonl``, ``_htmlscan``); everything else is in
 pyproject.toml.
 
-The kernel (``src/neardup/kernel/*.c``) includes xxHash's single header from the tree
-(``src/neardup/_vendor/xxhash``), so a C compiler and the Python headers are all a build needs. Without a working compiler the package
+The C sources live in ``src/neardup/native/``: the kernel (``native/kernel/*.c``) includes xxHash's single
+header from the tree (``native/_vendor/xxhash``), so a C compiler and the Python headers are all a build needs. Without a working compiler the package
 still installs: each extension that does not build is left out with a warning, and neardup runs
 its pure-Python paths instead (correct, much slower; ``neardup._native.available()`` says which).
 ``NEARDUP_REQUIRE_EXTENSIONS=1`` turns a failed build into an error instead.
@@ -67,17 +67,17 @@ class BuildExt(build_ext):
 
 setup(
     ext_modules=[
-        # one extension from the files of src/neardup/kernel (one concern each; kernel.h has the overview)
+        # one extension from the files of src/neardup/native/kernel (one concern each; kernel.h has the overview)
         Extension("neardup._kernel",
-                  sources=[f"src/neardup/kernel/{name}.c"
+                  sources=[f"src/neardup/native/kernel/{name}.c"
                            for name in ("module", "tokenize", "hash", "rabin", "distinct", "minhash", "pairs", "postings")],
-                  depends=["src/neardup/kernel/kernel.h", "src/neardup/_vendor/xxhash/xxhash.h"]),
+                  depends=["src/neardup/native/kernel/kernel.h", "src/neardup/native/_vendor/xxhash/xxhash.h"]),
         # the SimhashIndex query probe (neardup.index.simhash); no external header
-        Extension("neardup._hamming", sources=["src/neardup/_hamming.c"]),
+        Extension("neardup._hamming", sources=["src/neardup/native/_hamming.c"]),
         # the JSONL reader's fast path (neardup.io.readers); no external header
-        Extension("neardup._jsonl", sources=["src/neardup/_jsonl.c"]),
+        Extension("neardup._jsonl", sources=["src/neardup/native/_jsonl.c"]),
         # the HTML extraction's scan of the markup (neardup.text.html); no external header
-        Extension("neardup._htmlscan", sources=["src/neardup/_htmlscan.c"]),
+        Extension("neardup._htmlscan", sources=["src/neardup/native/_htmlscan.c"]),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -634,3 +634,39 @@ def _pieces(values, *, narrow: bool = False) -> list[np.ndarray]:
     parts = values if isinstance(values, (list, tuple)) else [values]
     dtype = np.uint32 if narrow and parts and all(np.asarray(p).dtype == np.uint32 for p in parts) else np.uint64
     return [np.ascontiguousarray(p, dtype=dtype) for p in parts]
+
+
+# -- the kernel's other entry points -------------------------------------------------------------
+# This module is the one importer of the compiled kernel: the modules with a numpy path of their
+# own ask available() (or the function's own check) and call these.
+
+
+def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """The kernel's :func:`neardup.lsh.banding.band_keys` of C-contiguous uint64 ``signatures``
+    (n, at least ``bands * rows``): an (n, bands) uint64 array."""
+    raw = _kernel.band_keys(signatures, signatures.shape[1], bands, rows)
+    return np.frombuffer(raw, dtype=np.uint64).reshape(signatures.shape[0], bands)
+
+
+def band_pairs(keys: np.ndarray, window: int) -> tuple[bytes, int, int, int]:
+    """The kernel's candidate pairs of C-contiguous uint64 band ``keys`` (n, bands): the pairs
+    packed as int64 ``i << 32 | j`` (bytes), the buckets shared, the largest one, and the
+    buckets over ``window`` (see :func:`neardup.cluster.candidates.candidate_pairs`)."""
+    return _kernel.band_pairs(keys, keys.shape[1], window)
+
+
+def encode_posting_blocks(keys: np.ndarray) -> list[tuple[int, bytes]]:
+    """The kernel's coder of sorted distinct int64 run keys (:func:`neardup.store.runs.encode_blocks`)."""
+    return _kernel.encode_posting_blocks(keys)
+
+
+def decode_posting_blocks(blocks: list[tuple[int, bytes]]) -> tuple[bytes, bytes]:
+    """The kernel's decoder of posting blocks (:func:`neardup.store.runs.decode_many`); ValueError
+    for a block that cannot be one."""
+    return _kernel.decode_posting_blocks(blocks)
+
+
+def gather_function():
+    """The kernel's ``gather`` (the result lines' writer, :mod:`neardup.io.result_lines`), or None
+    when the kernel is not built (or is a build without it)."""
+    return getattr(_kernel, "gather", None)

@@ -575,13 +575,13 @@ class Deduplicator:
 
     def _check_disk(self, paths, folder: str, write_kept: bool) -> None:
         """Refuse a run whose work folder (and kept corpus) would not fit on its disk, before it
-        starts: :func:`neardup.plan.work_disk_estimate` from a small sample of the input, against
+        starts: :func:`neardup.engines.local.disk.work_disk_estimate` from a small sample of the input, against
         the free space where the work folder goes (OutputError, exit 4, one line). When a bound
         read from the files' first MB already fits (most runs), nothing is sampled: the check
         costs a run of the benchmark corpus about a millisecond, not the 0.9 s of sampling."""
         from .errors import OutputError
         from .io.outputs import free_bytes
-        from .plan import work_disk_bound, work_disk_estimate
+        from .engines.local.disk import work_disk_bound, work_disk_estimate
 
         if not all(isinstance(p, (str, os.PathLike)) and "://" not in os.fsdecode(p) for p in paths):
             return

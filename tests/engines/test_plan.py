@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from neardup import DedupConfig, exitcodes
+from neardup.cli.plan import local_engine
 from neardup.plan import plan, sample_inputs, scale_pairs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,12 +179,12 @@ def test_parquet_rows_are_counted_from_the_footer(corpus, tmp_path):
 
 def test_a_small_machine_gets_warnings_and_the_budget_to_use(corpus, tmp_path):
     config = DedupConfig()
-    default = plan([str(corpus)], config, sample_records=SAMPLE, jobs=2)
+    default = plan([str(corpus)], config, engine=local_engine(), sample_records=SAMPLE, jobs=2)
     assert default["suggested_in_memory_mb"] is None
     avail = default["peak_anonymous_mb"] * 0.9  # a machine without room for the default run's own memory
     # planned from the same sample runs (a second measurement of the same sample can find another
     # anonymous peak, sampled every 20 ms, and this machine's advice is about the first's)
-    small = plan([str(corpus)], config, sample_records=SAMPLE, jobs=2,
+    small = plan([str(corpus)], config, engine=local_engine(), sample_records=SAMPLE, jobs=2,
                  machine={"memory_available_mb": avail, "tmpdir_free_bytes": 1}, runs=default["runs"])
     for key in ("documents", "peak_memory_mb", "peak_anonymous_mb", "spill_bytes", "candidate_pairs"):
         assert small[key] == default[key], key  # the same predictions: only the advice differs

@@ -125,7 +125,7 @@ def test_parts_sketch_as_the_texts_do(tmp_path, with_samples):
 def test_the_packed_insert_without_the_arrow_operator_writes_the_same_rows(tmp_path, monkeypatch):
     """SQLite before 3.38 (Ubuntu 22.04's 3.37) has no ``->>``: the packed insert then reads
     its rows with json_extract, and must store the same values."""
-    import neardup.store.sqlite as store
+    import neardup.store.rows as store
 
     path = tmp_path / "c.jsonl"
     _corpus(path, 1500)

@@ -95,9 +95,10 @@ def test_sdist_and_wheel_install_into_an_empty_venv(tmp_path):
     (wheel,) = dist.glob("neardup-*.whl")
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    kernel = {f"src/neardup/kernel/{n}" for n in ("kernel.h", "module.c", "tokenize.c", "hash.c", "distinct.c",
+    kernel = {f"src/neardup/native/kernel/{n}" for n in ("kernel.h", "module.c", "tokenize.c", "hash.c", "distinct.c",
                                                   "minhash.c", "pairs.c")}
-    assert kernel | {"src/neardup/_vendor/xxhash/xxhash.h", "src/neardup/_vendor/xxhash/LICENSE", "src/neardup/_htmlscan.c",
+    assert kernel | {"src/neardup/native/_vendor/xxhash/xxhash.h", "src/neardup/native/_vendor/xxhash/LICENSE",
+            "src/neardup/native/_htmlscan.c",
             "src/neardup/text/casefold.bin", "setup.py", "pyproject.toml"} <= names
     with zipfile.ZipFile(wheel) as zf:
         inside = set(zf.namelist())

@@ -621,14 +621,14 @@ def test_writer_commits_concurrent_requests_together(tmp_path):
     import asyncio
 
     from neardup.errors import InputError
-    from neardup.service.app import _Writer
+    from neardup.service.writer import Writer
 
     text = "the crawler fetches each page and follows every link it finds there"
     with SeenIndex(str(tmp_path / "seen.db")) as index:
         groups = []
         run_prepared = index.run_prepared
         index.run_prepared = lambda prepared: (groups.append(len(prepared)), run_prepared(prepared))[1]
-        writer = _Writer(index)
+        writer = Writer(index)
 
         async def main():
             index._write_lock.acquire()  # the writer is "busy": everything below queues up
@@ -660,11 +660,11 @@ def test_writer_process_commits_in_order_and_survives_its_death(tmp_path):
     import asyncio
 
     from neardup.errors import InputError, StoreError
-    from neardup.service.app import _Writer
+    from neardup.service.writer import Writer
 
     text = "the crawler fetches each page and follows every link it finds there"
     with SeenIndex(str(tmp_path / "seen.db")) as index:
-        writer = _Writer(index, process=True)
+        writer = Writer(index, process=True)
         writer.start()
 
         async def burst(prefix, n=20):

@@ -21,7 +21,7 @@ import pytest
 
 from neardup.cli import main
 from neardup.store import SeenIndex, schema
-from neardup.store import sqlite as store_sqlite
+from neardup.store import rows as store_rows  # the module that keys ids (patched below)
 from neardup.store import ids
 
 import numpy as np
@@ -44,7 +44,7 @@ def one_key(monkeypatch):
     def constant(source, ids):
         return np.full(len(list(ids)), 0x9E3779B97F4A7C15, dtype=np.uint64)
 
-    monkeypatch.setattr(store_sqlite, "id_hashes", constant)
+    monkeypatch.setattr(store_rows, "id_hashes", constant)
     return constant
 
 
@@ -355,7 +355,7 @@ def test_ids_answer_the_same_with_and_without_prefixes(tmp_path, monkeypatch, pr
     with_prefixes = run(tmp_path / "p.db")
     assert sum(p is not None for p, _ in _stored_ids(tmp_path / "p.db")) >= 1200
     assert (None, late(0)) in _stored_ids(tmp_path / "p.db")  # written before its prefix was stored
-    monkeypatch.setattr(store_sqlite, "prefix_length", lambda doc_id: None)
+    monkeypatch.setattr(store_rows, "prefix_length", lambda doc_id: None)
     without = run(tmp_path / "w.db")
     assert all(p is None for p, _ in _stored_ids(tmp_path / "w.db"))
     assert with_prefixes == without

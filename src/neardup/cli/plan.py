@@ -44,7 +44,7 @@ def plan_command(args) -> int:
 
     args.inputs = expanded_inputs(args)
     config = config_from(args)
-    result = plan(args.inputs, config, jobs=args.jobs, in_memory_mb=args.in_memory_mb,
+    result = plan(args.inputs, config, engine=local_engine(), jobs=args.jobs, in_memory_mb=args.in_memory_mb,
                   sample_records=args.sample_records, write_kept=not args.no_kept, startup_seconds=startup)
     if args.json:
         print_json(result)
@@ -53,6 +53,28 @@ def plan_command(args) -> int:
     for line in result["warnings"]:
         print(f"neardup: warning: {line}", file=sys.stderr)
     return 0
+
+
+def run_local_engine(paths: list[str], output: str, config, *, jobs, in_memory_mb: float, work_dir: str,
+                     write_kept: bool) -> dict:
+    """One run of the local engine, as ``neardup dedup`` runs it: its summary. (The sample runs
+    of a plan unpickle this function by name, so a sample run's process has loaded what a
+    ``neardup dedup`` process has: this command-line package, then the engine.)"""
+    from ..pipeline import Deduplicator
+
+    return Deduplicator(config, jobs=jobs, in_memory_mb=in_memory_mb, work_dir=work_dir).run(
+        paths, output, write_kept=write_kept)
+
+
+def local_engine():
+    """The local engine's run and memory rules, for :func:`neardup.plan.plan`."""
+    from ..engines.local.disk import signature_value_bytes
+    from ..pipeline import Deduplicator, mapped_resident_bound, record_array_bytes
+    from ..plan import EngineRules
+
+    return EngineRules(run=run_local_engine, record_array_bytes=record_array_bytes,
+                       grouping_min_mb=Deduplicator.GROUPING_MIN_MB, mapped_resident_bound=mapped_resident_bound,
+                       band_rows=Deduplicator.BAND_ROWS, signature_value_bytes=signature_value_bytes)
 
 
 def _size(nbytes: float) -> str:

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-try:
-    from .. import _kernel
-except ImportError:  # not built: numpy sorts each band instead
-    _kernel = None
+from .. import _native
 
 #: Within one bucket, each document is compared with at most this many documents after it
 #: (in input order). Buckets no larger than this give all their pairs; larger ones (boilerplate
@@ -26,9 +23,9 @@ def candidate_pairs(band_keys: np.ndarray, *, window: int = BUCKET_WINDOW) -> tu
     the largest bucket and the buckets that hit the window.
     """
     n, bands = band_keys.shape
-    if n and _kernel is not None:  # buckets by hashing, one pass per band: no sort of every key
-        raw, shared_buckets, largest, capped = _kernel.band_pairs(
-            np.ascontiguousarray(band_keys, dtype=np.uint64), bands, window)
+    if n and _native.available():  # buckets by hashing, one pass per band: no sort of every key
+        raw, shared_buckets, largest, capped = _native.band_pairs(
+            np.ascontiguousarray(band_keys, dtype=np.uint64), window)
         packed = [np.frombuffer(raw, dtype=np.int64)] if raw else []
     else:
         packed, (shared_buckets, largest, capped) = _packed_pairs(band_keys, window)
@@ -81,8 +78,6 @@ def estimate_similarity(signatures, i: np.ndarray, j: np.ndarray, chunk: int = 6
     """MinHash estimates of the pairs: the fraction of equal signature positions (on ``jobs``
     threads with the compiled kernel). ``signatures`` is the (n, m) uint64 matrix, or a list of
     such matrices whose rows, in order, are the n documents."""
-    from .. import _native
-
     pieces = signatures if isinstance(signatures, list) else [signatures]
     m = pieces[0].shape[1] if pieces and pieces[0].ndim == 2 else 0
     if i.size and m and _native.available():  # compares in place: no gathering of two rows per pair
@@ -100,8 +95,6 @@ def exact_overlaps(ids, offsets: np.ndarray, i: np.ndarray, j: np.ndarray, *, jo
     """|A ∩ B| of the sorted distinct shingle-id runs of documents i and j, for each pair (on
     ``jobs`` threads with the compiled kernel). ``ids`` is one uint64 array, or a list of them
     read as their concatenation, each holding whole runs."""
-    from .. import _native
-
     if _native.available():
         return _native.intersections(ids, offsets, i, j, jobs=jobs)
     if isinstance(ids, list):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import orjson
 
+from .. import _native
 from ..stages.columns import Floats, Ids, Labels, Names
 
 __all__ = ["available", "available_for_ids", "cluster_chunks", "pair_chunks"]
@@ -26,11 +27,7 @@ CHUNK = 1 << 18
 
 
 def _gather():
-    try:
-        from .. import _kernel
-    except ImportError:
-        return None
-    return getattr(_kernel, "gather", None)
+    return _native.gather_function()
 
 
 def available(outcome, urls=None) -> bool:

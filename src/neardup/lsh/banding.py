@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _native
 from ..hashing import splitmix64_array
 
-try:
-    from .. import _kernel
-except ImportError:  # not built: numpy computes the same keys
-    _kernel = None
 
 
 def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
@@ -27,9 +24,8 @@ def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
     if sig.ndim == 1:
         sig = sig[None, :]
     n = sig.shape[0]
-    if _kernel is not None and sig.shape[1] >= bands * rows and n:
-        raw = _kernel.band_keys(np.ascontiguousarray(sig), sig.shape[1], bands, rows)
-        return np.frombuffer(raw, dtype=np.uint64).reshape(n, bands)
+    if _native.available() and sig.shape[1] >= bands * rows and n:  # (else numpy computes the same keys)
+        return _native.band_keys(np.ascontiguousarray(sig), bands, rows)
     return _band_keys_numpy(sig, bands, rows)
 
 

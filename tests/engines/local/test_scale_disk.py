@@ -1,4 +1,4 @@
-"""The run's own disk check (Deduplicator._check_disk, neardup.plan.work_disk_estimate): a run
+"""The run's own disk check (Deduplicator._check_disk, neardup.engines.local.disk.work_disk_estimate): a run
 whose work folder would not fit is refused before anything is written, with one line and exit 4."""
 
 import os
@@ -10,7 +10,7 @@ import orjson
 from neardup.cli import main
 from neardup.config import DedupConfig
 from neardup.exitcodes import OUTPUT_ERROR
-from neardup.plan import work_disk_estimate
+from neardup.engines.local.disk import work_disk_estimate
 
 
 def _corpus(path, n=600):
@@ -30,7 +30,7 @@ def test_estimate_counts_shingles_and_signatures(tmp_path):
     assert 50 <= est["shingles_per_record"] <= 60
     # a MinHash run keeps its 128 signature values as uint32, and the shingle ids of the documents
     # in candidate pairs only (made again from a second read): counted for a quarter of them
-    from neardup.plan import CANDIDATE_SHARE, PER_RECORD_BYTES
+    from neardup.engines.local.disk import CANDIDATE_SHARE, PER_RECORD_BYTES
 
     assert est["bytes_per_record"] == pytest.approx(4 * 128 + 8 * est["shingles_per_record"] * CANDIDATE_SHARE
                                                     + PER_RECORD_BYTES)
@@ -59,7 +59,7 @@ def test_run_refused_when_the_disk_is_too_small(tmp_path, monkeypatch, capsys):
 def test_folder_inputs_are_checked_without_opening_the_folder(tmp_path):
     # a dataset folder (JSONL or Parquet shards) is not bounded from its first MB: the bound is
     # None and the run goes on to the sampled estimate, instead of opening the folder as a file
-    from neardup.plan import work_disk_bound
+    from neardup.engines.local.disk import work_disk_bound
 
     folder = tmp_path / "shards"
     folder.mkdir()

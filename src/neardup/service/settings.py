@@ -1,0 +1,89 @@
+"""The service's settings: the defaults, and :class:`Settings`, the options of
+:func:`~neardup.service.app.create_app` checked once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._validate import check_float, check_int
+from ..errors import ConfigError
+
+__all__ = ["Settings", "SERVE_ENV", "MAX_ID_LENGTH", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_BATCH",
+           "DEFAULT_MAX_DOCUMENT_CHARS", "DEFAULT_MAX_DOCUMENT_TOKENS", "DEFAULT_REQUEST_TIMEOUT",
+           "DEFAULT_BODY_TIMEOUT", "DEFAULT_HEADER_TIMEOUT", "DEFAULT_WORK_THREADS"]
+
+DEFAULT_MAX_BODY_BYTES = 32 << 20
+DEFAULT_MAX_BATCH = 1000
+#: Longest document text, in code points after NFKC (a web page's main text is rarely 100,000).
+DEFAULT_MAX_DOCUMENT_CHARS = 1 << 20
+#: Most word tokens in one document: the simhash of a document costs 64 bytes per distinct word.
+DEFAULT_MAX_DOCUMENT_TOKENS = 200_000
+#: Seconds a request may take once its body has arrived (queueing included) before 503.
+DEFAULT_REQUEST_TIMEOUT = 30.0
+#: Seconds for the whole request body to arrive before 408.
+DEFAULT_BODY_TIMEOUT = 30.0
+#: Seconds for a request's headers to arrive (a new connection, or the next request of a
+#: kept-alive one) before the connection is closed: :func:`protocol_with_header_timeout`.
+DEFAULT_HEADER_TIMEOUT = 10.0
+#: Threads that sketch and query for requests outside the writer (checks, batches, HTML).
+DEFAULT_WORK_THREADS = 2
+MAX_ID_LENGTH = 4096
+
+SERVE_ENV = "NEARDUP_SERVE_SETTINGS"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The options of one app (:func:`~neardup.service.app.create_app`'s keywords), checked.
+
+    token: the bearer token every request but ``/healthz`` and ``/readyz`` must carry (None: no auth).
+    max_body_bytes: larger request bodies are refused with 413, after reading at most this
+        much of them.
+    max_batch: most documents in one ``{"documents": [...]}`` request (more: 422, before
+        the documents are validated or sketched).
+    html_mode: ``"main"`` or ``"whole"``, how ``html`` bodies become text.
+    close_index: close the index when the server shuts down (the app then owns it).
+    resident: when the server starts, keep the index file mapped in memory
+        (:meth:`SeenIndex.keep_resident`): a server's queries then do not wait for pages the
+        operating system evicted while they were not read (the p99 of a large index).
+    writer_process: run the fast path's writes (single-document add and check-and-add) in a
+        child process of their own (:class:`~neardup.service.writer.Writer`; ``neardup serve``
+        does). The index must be a file that the child can open.
+    max_document_chars: the budget of one document: most code points of its text (or HTML)
+        and of its text after NFKC (413 beyond).
+    max_document_tokens: the budget of one document in word tokens (413 beyond).
+    request_timeout: seconds a request may wait and work once its body has arrived; later,
+        503 with ``Retry-After`` (a check-and-add or add may still be stored then).
+    body_timeout: seconds for the whole body to arrive (408 and the connection closed).
+    work_threads: threads sketching and querying for checks, batches and HTML, off the
+        event loop (single-document writes go to the writer).
+    batch_processes: child processes (at a lower CPU priority, ``nice`` +10) that run
+        batches and HTML requests instead of the worker threads (``neardup serve`` uses
+        1). Sketching a batch of 1000 pages holds a GIL for about a second; in a process of
+        its own it does not hold this one's, which the event loop and the writer need for
+        every single-document request. The index must be a file that the children can open.
+    """
+
+    token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_batch: int = DEFAULT_MAX_BATCH
+    html_mode: str = "main"
+    close_index: bool = False
+    resident: bool = True
+    writer_process: bool = False
+    max_document_chars: int = DEFAULT_MAX_DOCUMENT_CHARS
+    max_document_tokens: int = DEFAULT_MAX_DOCUMENT_TOKENS
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    work_threads: int = DEFAULT_WORK_THREADS
+    batch_processes: int = 0
+
+    def __post_init__(self):
+        if self.token is not None and not self.token:
+            raise ConfigError("the service token must not be empty")
+        check_int("max_document_chars", self.max_document_chars, 1, None, owner="create_app")
+        check_int("max_document_tokens", self.max_document_tokens, 1, None, owner="create_app")
+        check_int("work_threads", self.work_threads, 1, 1024, owner="create_app")
+        check_int("batch_processes", self.batch_processes, 0, 1024, owner="create_app")
+        check_float("request_timeout", self.request_timeout, 0.0, float("inf"), closed="neither", owner="create_app")
+        check_float("body_timeout", self.body_timeout, 0.0, float("inf"), closed="neither", owner="create_app")
