@@ -471,6 +471,8 @@ class _Ids:
         self.sections = frozenset(ids[n] for n in ("article", "section", "main", "aside", "nav"))
         self.roots = frozenset(ids[n] for n in ("body", "html", "main"))
         self.body_blocks = frozenset(ids[n] for n in _BODY_BLOCKS)
+        # the elements a layout is made of (a paragraph or a list holding most of the text is not one)
+        self.containers = frozenset(ids[n] for n in ("div", "section", "center", "form"))
 
 
 _ids = None
@@ -571,6 +573,7 @@ def _drop_dense_blocks(body) -> None:
     blocks in turn, down to BLOCK_DEPTH levels. Beside such a wrapper, a short block half made of
     links (a strip of links with a line of text) goes too."""
     blocks = _get_ids().body_blocks
+    containers = _get_ids().containers
     parent, depth = body, 0
     parent_chars = _stats(body.text_lexbor())[0]
     while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
@@ -583,7 +586,7 @@ def _drop_dense_blocks(body) -> None:
                 items.append((node, chars, links))
         wrapper = None
         for node, chars, links in items:
-            if parent_chars and chars >= WRAPPER_SHARE * parent_chars:
+            if parent_chars and chars >= WRAPPER_SHARE * parent_chars and node.tag_id in containers:
                 wrapper = (node, chars)
         for node, chars, links in items:
             if not chars:
