@@ -243,7 +243,12 @@ def retemplate(data: bytes, select: str, drop: str, titles: list[str]) -> bytes:
     for d in (CSSSelector(drop)(root) if drop else []):
         if d.getparent() is not None:
             d.drop_tree()
-    main = "".join(lxml.html.tostring(m, encoding="unicode") for m in mains)
+    def markup(m):  # a <body> as the main element: its content (a second <body> would be ignored)
+        if m.tag in ("body", "html"):
+            return html_mod.escape(m.text or "") + "".join(lxml.html.tostring(c, encoding="unicode") for c in m)
+        return lxml.html.tostring(m, encoding="unicode")
+
+    main = "".join(markup(m) for m in mains)
     t = root.find(".//title")
     title = (t.text_content() if t is not None else "").strip()
     links = "".join(f'<li><a href="/p{k}">{html_mod.escape(x)}</a></li>' for k, x in enumerate(titles))

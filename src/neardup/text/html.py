@@ -420,6 +420,9 @@ JSON_LD_CHARS = 1000
 # The secondary vocabulary (comments, newsletter, ads...) is dropped when the rest of the content
 # has this many characters, or more than the secondary blocks.
 SECONDARY_REST_CHARS = 1000
+# Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
+# the page (a header line, a footer with its links).
+STRIP_LINK_DENSITY = 0.2
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
 
@@ -569,13 +572,15 @@ _BODY_BLOCKS = frozenset({"table", "ul", "ol", "dl", "div", "p", "center", "form
 
 def _drop_dense_blocks(body) -> None:
     """Under <body>, drop the blocks that are mostly links (menus without names): the top-level
-    blocks, and, inside a block that holds most of its parent's text (a layout wrapper), its
-    blocks in turn, down to BLOCK_DEPTH levels. Beside such a wrapper, a short block half made of
-    links (a strip of links with a line of text) goes too."""
-    blocks = _get_ids().body_blocks
-    containers = _get_ids().containers
+    blocks; then, level by level down to BLOCK_DEPTH, inside the block with the most text out of
+    links when it is a layout container (a ``div``, ``section``, ``center`` or ``form``: a column),
+    the blocks beside its own such column (a menu column beside the content column), and beside
+    it the short blocks half made of links (a strip of links with a line of text). Inside the
+    content (a paragraph holds the most text), a list of links stays: a table of contents; and
+    the blocks of a level made mostly of one element repeated are cards, kept whole."""
+    ids = _get_ids()
+    blocks, containers = ids.body_blocks, ids.containers
     parent, depth = body, 0
-    parent_chars = _stats(body.text_lexbor())[0]
     while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
         # The element children, listed before any is removed (a removed node has no next sibling);
         # iter() skips the text nodes in C (the form feeds between blocks make one per block).
@@ -583,24 +588,37 @@ def _drop_dense_blocks(body) -> None:
         for node in list(parent.iter()):
             if node.tag_id in blocks:
                 chars, links = _stats(node.text_lexbor())
-                items.append((node, chars, links))
-        wrapper = None
-        for node, chars, links in items:
-            if parent_chars and chars >= WRAPPER_SHARE * parent_chars and node.tag_id in containers:
-                wrapper = (node, chars)
-        for node, chars, links in items:
-            if not chars:
-                continue
-            if depth and (wrapper is None or node is wrapper[0]):
-                continue  # inside the content: a list of links there is the content's (a table of contents)
-            if links >= BODY_LINK_DENSITY * chars or (
-                    DEEP_DENSE_BLOCKS and wrapper is not None and node is not wrapper[0]
-                    and chars < SHORT_CHARS and links >= LINK_DENSITY * chars):
-                node.remove()
-        if wrapper is None:
+                if chars:
+                    items.append((node, chars, links))
+        if not items:
             break
-        parent, parent_chars = wrapper
+        if depth and _repeated(items):
+            break  # cards of a listing (or posts of a thread): kept whole
+        column = max(items, key=lambda x: x[1] - x[2])
+        if column[0].tag_id not in containers:
+            column = None  # (a layout of menu and content columns is dense in links as a whole)
+        if depth and column is None:
+            break  # inside the content: a list of links there is the content's (a table of contents)
+        for node, chars, links in items:
+            if column is not None and node is column[0]:
+                continue
+            if links >= BODY_LINK_DENSITY * chars or (
+                    column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
+                node.remove()
+        if column is None:
+            break
+        parent = column[0]
         depth += 1
+
+
+def _repeated(items) -> bool:
+    """Whether most of the blocks are one element, three or more times: the cards of a listing or
+    a collection, the posts of a thread, the items of a grid."""
+    counts = {}
+    for node, _chars, _links in items:
+        counts[node.tag_id] = counts.get(node.tag_id, 0) + 1
+    top = max(counts.values())
+    return top >= 3 and 2 * top >= len(items)
 
 
 def _scanned(html: str | bytes, cut_navigation: bool = False):
