@@ -150,3 +150,16 @@ def test_block_classifier_is_deterministic(monkeypatch):
     first = main(html)
     assert first == main(html)
     assert "Paragraph sentence 39" in first
+
+
+def test_content_column_found_when_the_menu_column_outweighs_it():
+    # The layout as a whole is mostly links (a long menu beside a short page): the column with
+    # the most text out of links is the content, and the strips around it go.
+    menu = "".join(f"<li><a href='/p{i}'>Page title number {i} of the manual</a></li>" for i in range(40))
+    html = ("<body><div class='upper-strip'><a href='/'>Library</a> <a href='/about'>About</a> <span>Browse the "
+            "manuals</span></div><div class='layout'><div class='left-col'><ul>" + menu + "</ul></div>"
+            "<div class='page-body'><h1>Macro X</h1><p>Expands to the size of the buffer in bytes.</p></div></div>"
+            "<div class='lower-strip'><p>Kept by the library.</p><a href='/terms'>Terms</a> <a href='/p'>Privacy</a></div>"
+            "</body>")
+    text = main(html)
+    assert text == "Macro X\nExpands to the size of the buffer in bytes."
