@@ -163,3 +163,10 @@ def test_content_column_found_when_the_menu_column_outweighs_it():
             "</body>")
     text = main(html)
     assert text == "Macro X\nExpands to the size of the buffer in bytes."
+
+
+def test_code_comments_are_not_comment_threads():
+    code = "".join(f"<span class='hljs-comment'>// step {i} of the loop</span>\n<span>x{i} = {i};</span>\n" for i in range(30))
+    html = f"<body><main><h1>Loops</h1><p>A short note.</p><pre>{code}</pre></main></body>"
+    text = main(html)
+    assert "// step 29 of the loop" in text

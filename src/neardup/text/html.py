@@ -460,7 +460,8 @@ class _Ids:
     the node, where ``node.tag`` makes a str each time (a few times slower, per node)."""
 
     def __init__(self):
-        names = ("html", "body", "main", "article", "section", "aside", "nav", "header", "footer", "h1") + tuple(
+        names = ("html", "body", "main", "article", "section", "aside", "nav", "header", "footer", "h1", "ul", "ol",
+                 "table") + tuple(
             sorted(_BODY_BLOCKS))
         tree = _get_lexbor()("".join(f"<{n}></{n}>" for n in names if n not in ("html", "body")))
         ids = {n.tag: n.tag_id for n in tree.root.traverse() if n.tag in names}
@@ -476,6 +477,8 @@ class _Ids:
         self.body_blocks = frozenset(ids[n] for n in _BODY_BLOCKS)
         # the elements a layout is made of (a paragraph or a list holding most of the text is not one)
         self.containers = frozenset(ids[n] for n in ("div", "section", "center", "form"))
+        self.secondary_blocks = frozenset(ids[n] for n in ("div", "section", "aside", "article", "ul", "ol", "form",
+                                                            "table", "footer"))
 
 
 _ids = None
@@ -889,7 +892,9 @@ def _drop_secondary(root) -> bool:
     """Drop what sits beside the content (comment threads, newsletter boxes, advertising,
     recommendations: the secondary vocabulary of class and id names) when the rest of the root
     outweighs it; a forum thread or a page of reviews, where it is the content, keeps it."""
-    found = [n for n in root.css(f"[{_MARK_SECONDARY}]") if n.mem_id != root.mem_id]
+    # blocks only: a span named "comment" is a comment of highlighted code
+    sections = _get_ids().secondary_blocks
+    found = [n for n in root.css(f"[{_MARK_SECONDARY}]") if n.mem_id != root.mem_id and n.tag_id in sections]
     if not found:
         return False
     total = _stats(root.text_lexbor())[0]
