@@ -25,7 +25,12 @@ a shared machine) and by elapsed time (``pages_per_s_wall``). Run it under
 Usage::
 
     python benchmarks/html_quality.py [--set benchmarks/data/html_set] [--extractors neardup,trafilatura,resiliparse]
-        [--json results/html_quality.json] [--no-speed] [--rounds 3] [--overall-only]
+        [--json results/html_quality.json] [--no-speed] [--rounds 3] [--overall-only] [--two-templates]
+
+``--two-templates`` also measures one site under two templates: the pages together with copies of
+their true main content put into a second template made by :func:`retemplate` (recall counts a
+page and its copy, J_main = 1, as a pair to find; a trap is a pair of copies whose whole pages
+are near-duplicates, found by a dedup of the copies' whole texts at 0.8, with J_main < 0.5).
 """
 
 from __future__ import annotations
@@ -208,6 +213,103 @@ def rates(c) -> dict:
             "trap_rate": div(c["traps_merged"], c["traps"]), "traps": c["traps"]}
 
 
+# ------------------------------------------------------------------------------------------------
+# One site under two templates: every page's true main markup (the generator's own main
+# elements, furniture dropped) is put into a second template, made here, with a header strip, a
+# left column listing the titles of 40 other pages of the same generator as links, and a footer;
+# its class names are none of the navigation vocabulary, so the extraction cannot lean on names.
+# The set is then the pages and their copies: a page and its copy have the same main content
+# (J_main = 1), a copy and another page the J_main of the two originals.
+
+_TEMPLATE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title} - Library mirror</title></head>
+<body><div class="upper-strip"><a href="/">Library mirror</a> <a href="/about">About</a> <a href="/new">What is new</a>
+<a href="/help">Help</a> <a href="/contact">Contact</a> <span>Browse the mirrored manuals of this site by section</span></div>
+<div class="layout"><div class="left-col"><div class="col-title">In this manual</div><ul>{links}</ul></div>
+<div class="page-body">{main}</div></div>
+<div class="lower-strip"><p>This page is a copy kept by the library mirror; the original remains with its authors.</p>
+<a href="/terms">Terms</a> <a href="/privacy">Privacy</a> <a href="/mirror">Mirror status</a></div></body></html>"""
+
+
+def retemplate(data: bytes, select: str, drop: str, titles: list[str]) -> bytes:
+    """The page's true main markup in the second template."""
+    import html as html_mod
+
+    import lxml.html
+    from lxml.cssselect import CSSSelector
+
+    root = lxml.html.document_fromstring(data)
+    mains = CSSSelector(select)(root)
+    mains = [m for m in mains if not any(a in mains for a in m.iterancestors())]
+    for d in (CSSSelector(drop)(root) if drop else []):
+        if d.getparent() is not None:
+            d.drop_tree()
+    def markup(m):  # a <body> as the main element: its content (a second <body> would be ignored)
+        if m.tag in ("body", "html"):
+            return html_mod.escape(m.text or "") + "".join(lxml.html.tostring(c, encoding="unicode") for c in m)
+        return lxml.html.tostring(m, encoding="unicode")
+
+    main = "".join(markup(m) for m in mains)
+    t = root.find(".//title")
+    title = (t.text_content() if t is not None else "").strip()
+    links = "".join(f'<li><a href="/p{k}">{html_mod.escape(x)}</a></li>' for k, x in enumerate(titles))
+    return _TEMPLATE.format(title=html_mod.escape(title), links=links, main=main).encode("utf-8")
+
+
+def two_templates(labels, pairs, root: Path, fn, threshold: float = 0.8) -> dict:
+    """Recall, edge precision and trap rate of the dedup of ``fn``'s texts on the pages and
+    their copies under the second template (see above)."""
+    from neardup.text.html import decode_html, extract_text
+
+    by_gen = defaultdict(list)
+    for r in labels:
+        by_gen[r["generator"]].append(r)
+    titles = {}
+    for gen, recs in by_gen.items():
+        names = []
+        for r in recs[:40]:
+            t = extract_text(page_path(root, r).read_bytes(), "whole").split("\n", 1)[0]
+            names.append(t[:80])
+        titles[gen] = names
+    ids, texts, copy_texts = [], [], {}
+    for r in labels:
+        data = page_path(root, r).read_bytes()
+        ids.append(r["id"])
+        texts.append(fn(decode_html(data)))
+        copy = retemplate(data, r["truth_select"], r["truth_drop"], titles[r["generator"]])
+        copy_texts[r["id"] + "~copy"] = fn(decode_html(copy))
+    all_ids = ids + list(copy_texts)
+    edges, cluster = dedup(all_ids, texts + list(copy_texts.values()), threshold)
+    # the whole texts of the copies: which pairs of copies are near-duplicates as whole pages
+    whole_edges, _ = dedup(list(copy_texts), [extract_text(retemplate(page_path(root, r).read_bytes(), r["truth_select"],
+                                                                      r["truth_drop"], titles[r["generator"]]), "whole")
+                                              for r in labels], threshold)
+
+    def jm(a, b):
+        a0, b0 = a.removesuffix("~copy"), b.removesuffix("~copy")
+        if a0 == b0:
+            return 1.0
+        key = (a0, b0) if a0 < b0 else (b0, a0)
+        return pairs.get(key, (0.0, 0.0))[0]
+
+    pos = [(i, i + "~copy") for i in ids]
+    for (a, b), (m, _w) in pairs.items():
+        if m >= 0.85:
+            pos += [(a, b), (a + "~copy", b), (a, b + "~copy"), (a + "~copy", b + "~copy")]
+    found = sum(1 for a, b in pos if cluster.get(a) is not None and cluster.get(a) == cluster.get(b))
+    true_edges = sum(1 for a, b in edges if jm(a, b) >= 0.75)
+    same_main = sum(1 for a, b in pos[:len(ids)] if cluster.get(a) is not None and cluster.get(a) == cluster.get(b))
+    traps = [(a, b) for a, b in whole_edges if jm(a, b) < 0.5]
+    merged = sum(1 for a, b in traps if cluster.get(a) is not None and cluster.get(a) == cluster.get(b))
+
+    def div(x, y):
+        return round(x / y, 4) if y else None
+
+    return {"pages": len(all_ids), "recall": div(found, len(pos)), "pos": len(pos),
+            "page_and_copy_recall": div(same_main, len(ids)),
+            "edge_precision": div(true_edges, len(edges)), "edges": len(edges),
+            "trap_rate": div(merged, len(traps)), "traps": len(traps)}
+
+
 def speeds(fns: dict, htmls: list[str], rounds: int = 3) -> dict[str, dict[str, float]]:
     """Pages/s of each extractor on one core, the median of ``rounds`` passes over ``htmls``,
     the extractors alternating within each round so that a change in the machine's load falls
@@ -235,6 +337,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3,
                     help="timed passes per extractor (0: time the quality pass itself, one pass)")
     ap.add_argument("--overall-only", action="store_true", help="print the overall rows only, not each generator's")
+    ap.add_argument("--two-templates", action="store_true",
+                    help="also dedup the pages together with copies of their main content under a second template")
     args = ap.parse_args(argv)
 
     from neardup.text.html import decode_html
@@ -261,6 +365,8 @@ def main(argv=None) -> int:
                                                    ["overall", "developed", "held-out", *gens]}}
         for g, v in agreement(labels, truths, texts).items():
             res["groups"][g]["agreement"] = v
+        if args.two_templates:
+            res["two_templates"] = two_templates(labels, pairs, root, fn)
         result["extractors"][name] = res
     if not args.no_speed:
         result["load_before"] = os.getloadavg()
@@ -288,6 +394,15 @@ def main(argv=None) -> int:
             print(f"| {g} | {name} | {fmt(r['recall'], r['pos'])} | {fmt(r['edge_precision'], r['edges'])} | "
                   f"{trap} | {r.get('agreement', '-')} | "
                   f"{'' if sp is None or g != 'overall' else f'{sp:,.0f}'} |")
+    if args.two_templates:
+        print("\nOne site under two templates (the pages and copies of their main content in a second template):")
+        print("| extractor | recall (J_main>=0.85) | page and its copy found | edge precision | trap rate |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for name, res in result["extractors"].items():
+            t = res["two_templates"]
+            trap = "-" if t["trap_rate"] is None else f"{100 * t['trap_rate']:.1f} % ({t['traps']})"
+            print(f"| {name} | {t['recall']:.3f} ({t['pos']}) | {t['page_and_copy_recall']:.3f} | "
+                  f"{t['edge_precision']:.3f} ({t['edges']}) | {trap} |")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     return 0

@@ -105,7 +105,8 @@ def test_sdist_and_wheel_install_into_an_empty_venv(tmp_path):
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     assert {f"neardup/_kernel{suffix}", f"neardup/_hamming{suffix}", f"neardup/_jsonl{suffix}",
             f"neardup/_htmlscan{suffix}", "neardup/py.typed",
-            "neardup/text/casefold.bin", "neardup/text/charclass.bin", "neardup/text/nfkc_unsafe.bin"} <= inside
+            "neardup/text/casefold.bin", "neardup/text/charclass.bin", "neardup/text/nfkc_unsafe.bin",
+            "neardup/text/blocks.json"} <= inside
 
     py = _venv_with(wheel, tmp_path / "venv")
     where = subprocess.run([str(py), "-c", "import neardup, neardup._kernel, neardup._hamming, neardup._jsonl as j; "

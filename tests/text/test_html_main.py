@@ -77,7 +77,7 @@ def test_without_landmarks_dense_link_blocks_and_page_header_footer_go():
 
 def test_navigation_vocabulary_drops_link_lists_but_keeps_prose_boxes():
     html = (f"<body><div class='page-sidebar'>{LINKS}</div><div id='topnav'><a href='/'>Home</a></div>"
-            f"<div><h1>Rivers</h1><p>{PROSE}</p><div class='sidebar'><p>{PROSE}</p></div>"
+            f"<div><h1>Rivers</h1><p>{PROSE}</p><div class='sidebar'><p>{PROSE.replace('rivers', 'lakes')}</p></div>"
             f"<div class='toctree-wrapper'>{LINKS}</div></div></body>")
     text = main(html)
     assert "Home" not in text

@@ -71,12 +71,13 @@ enum {
     F_SELECT = 1 << 15, F_BUTTON = 1 << 16,
     /* attributes */
     F_HIDDEN = 1 << 20, F_STYLE_HIDDEN = 1 << 21, F_ROLE_NAV = 1 << 22, F_ROLE_MAIN = 1 << 23,
-    F_ROLE_COMPLEMENTARY = 1 << 24, F_NAMED = 1 << 25, F_OWN_MARKS = 1 << 26,
+    F_ROLE_COMPLEMENTARY = 1 << 24, F_NAMED = 1 << 25, F_OWN_MARKS = 1 << 26, F_SECONDARY = 1 << 27,
 };
 
 /* per start tag */
-enum { T_NAME = 1, T_HIDDEN = 2, T_ROLE = 4 };
+enum { T_NAME = 1, T_HIDDEN = 2, T_ROLE = 4, T_SECONDARY = 8 };
 static const char MARK_NAME[] = " data-neardup-name";
+static const char MARK_SECONDARY[] = " data-neardup-secondary";
 static const char MARK_HIDDEN[] = " data-neardup-hidden";
 static const char MARK_ROLE[] = " data-neardup-role";
 
@@ -180,22 +181,36 @@ static const word AFFIX[] = {
 static const word EXACT[] = {
     W("toc"), W("bar"), W("crumbs"), W("search"), W("top"), W("bottom"), W("foot"), W("skip"), W("hidden"), W("sr-only"), W("visually-hidden"),
 };
+/* The secondary vocabulary: what sits beside the content of a page (comment threads,
+ * newsletter boxes, advertising, recommendations). Matched as AFFIX (SECONDARY_AFFIX) and EXACT
+ * (SECONDARY_EXACT) words are, when no navigation word matches; the extraction drops these
+ * only when the rest of the content outweighs them (a forum thread is all comments). */
+static const word SECONDARY_AFFIX[] = {
+    W("comment"), W("comments"), W("newsletter"), W("subscribe"), W("subscription"), W("signup"), W("promo"),
+    W("advert"), W("advertisement"), W("sponsor"), W("sponsored"), W("recommended"), W("recommendations"),
+    W("trending"), W("popular"), W("widget"), W("respond"),
+};
+static const word SECONDARY_EXACT[] = {
+    W("ad"), W("ads"),
+};
 
 static inline int is_alnum_lower(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 static inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + 32) : c; }
 
 #define NAFFIX (sizeof(AFFIX) / sizeof(AFFIX[0]))
 #define NEXACT (sizeof(EXACT) / sizeof(EXACT[0]))
+#define NSECONDARY_AFFIX (sizeof(SECONDARY_AFFIX) / sizeof(SECONDARY_AFFIX[0]))
+#define NSECONDARY_EXACT (sizeof(SECONDARY_EXACT) / sizeof(SECONDARY_EXACT[0]))
 
 /* Whether a (lower-cased) name has a token of the vocabulary: the same answer as the regular
  * expression (^|[^a-z0-9])AFFIX | AFFIX($|[^a-z0-9]) | (^|[^a-z0-9])EXACT($|[^a-z0-9]). Only the
  * words that start with the character at hand are compared (by_letter). */
 /* The words by first letter ('a'..'z'), AFFIX words first, then EXACT ones; filled once at
  * import (index_words), read only after. */
-#define MAX_WORDS_PER_LETTER 12
+#define MAX_WORDS_PER_LETTER 16
 typedef struct {
     const word *w[MAX_WORDS_PER_LETTER];
-    unsigned char exact[MAX_WORDS_PER_LETTER];
+    unsigned char exact[MAX_WORDS_PER_LETTER];   /* bit 0: the whole token; bit 1: secondary */
     int n;
 } letter_words;
 static letter_words by_letter[26];
@@ -205,9 +220,11 @@ static size_t min_word_len;  /* the shortest word of the vocabulary */
 static int index_words(void) {
     memset(by_letter, 0, sizeof(by_letter));
     min_word_len = SIZE_MAX;
-    for (int pass = 0; pass < 2; pass++) {
-        const word *list = pass ? EXACT : AFFIX;
-        size_t count = pass ? NEXACT : NAFFIX;
+    for (int pass = 0; pass < 4; pass++) {
+        static const word *const lists[4] = {AFFIX, EXACT, SECONDARY_AFFIX, SECONDARY_EXACT};
+        static const size_t counts[4] = {NAFFIX, NEXACT, NSECONDARY_AFFIX, NSECONDARY_EXACT};
+        const word *list = lists[pass];
+        size_t count = counts[pass];
         for (size_t k = 0; k < count; k++) {
             if (list[k].len < min_word_len)
                 min_word_len = list[k].len;
@@ -222,7 +239,9 @@ static int index_words(void) {
     return 0;
 }
 
+/* 1: a navigation word; else 2: a secondary word; else 0. */
 static int names_navigation(const unsigned char *s, size_t n) {
+    int secondary = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = s[i];
         if (c < 'a' || c > 'z')
@@ -236,11 +255,14 @@ static int names_navigation(const unsigned char *s, size_t n) {
             if (i + len > n || memcmp(s + i, l->w[k]->w, len) != 0)
                 continue;
             int ends = i + len == n || !is_alnum_lower(s[i + len]);
-            if (l->exact[k] ? (start && ends) : (start || ends))
-                return 1;
+            if ((l->exact[k] & 1) ? (start && ends) : (start || ends)) {
+                if (!(l->exact[k] & 2))
+                    return 1;
+                secondary = 2;
+            }
         }
     }
-    return 0;
+    return secondary;
 }
 
 /* The answers for the names already met on this page (a page repeats its class names a lot):
@@ -503,15 +525,21 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
                 size_t ts = x;
                 while (x < e && !is_html_space(s[x]))
                     x++;
-                if (x > ts && name_is_navigation(f->names, s, ts, x - ts)) {
+                int kind = x > ts ? name_is_navigation(f->names, s, ts, x - ts) : 0;
+                if (kind == 1) {
                     spans_add(&f->classes, s, ts, x - ts);
                     t->bits |= T_NAME;
+                } else if (kind == 2) {
+                    t->bits |= T_SECONDARY;
                 }
             }
         } else if (an_len == 2 && a[0] == 'i' && a[1] == 'd' && has_value && v_len) {
-            if (name_is_navigation(f->names, s, v, v_len)) {
+            int kind = name_is_navigation(f->names, s, v, v_len);
+            if (kind == 1) {
                 spans_add(&f->ids, s, v, v_len);
                 t->bits |= T_NAME;
+            } else if (kind == 2) {
+                t->bits |= T_SECONDARY;
             }
         } else if (an_len == 6 && memcmp(a, "hidden", 6) == 0) {
             f->flags |= F_HIDDEN;
@@ -588,6 +616,10 @@ static void put_start_tag(buf *out, const unsigned char *s, size_t at, const tag
         buf_put(out, MARK_HIDDEN, sizeof(MARK_HIDDEN) - 1);
     if (t->bits & T_ROLE)
         buf_put(out, MARK_ROLE, sizeof(MARK_ROLE) - 1);
+    if ((t->bits & (T_SECONDARY | T_NAME)) == T_SECONDARY) {
+        buf_put(out, MARK_SECONDARY, sizeof(MARK_SECONDARY) - 1);
+        f->flags |= F_SECONDARY;
+    }
     if (!strip || t->n_kept < 0 || attributes_matter(t)) {
         buf_put(out, s + t->name_end, t->end - t->name_end);
         return;
@@ -1276,7 +1308,7 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
         {"CANVAS", F_CANVAS}, {"MATH", F_MATH}, {"SELECT", F_SELECT}, {"BUTTON", F_BUTTON},
         {"HIDDEN", F_HIDDEN}, {"STYLE_HIDDEN", F_STYLE_HIDDEN}, {"ROLE_NAV", F_ROLE_NAV},
         {"ROLE_MAIN", F_ROLE_MAIN}, {"ROLE_COMPLEMENTARY", F_ROLE_COMPLEMENTARY}, {"NAMED", F_NAMED},
-        {"OWN_MARKS", F_OWN_MARKS},
+        {"OWN_MARKS", F_OWN_MARKS}, {"SECONDARY", F_SECONDARY},
     };
     for (size_t k = 0; k < sizeof(consts) / sizeof(consts[0]); k++)
         if (PyModule_AddIntConstant(m, consts[k].name, consts[k].value) < 0) {

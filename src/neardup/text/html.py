@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import math
 import re
 
 from html import unescape as _unescape
@@ -46,6 +47,7 @@ from .html_scan import is_utf8 as _is_utf8
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
 from .html_scan import MARK_ROLE as _MARK_ROLE
+from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
@@ -58,8 +60,11 @@ HTML_MODES = ("main", "whole", "article")
 # 2: the markup scan in C (link density from marks, scripts and comments cut); 3: the attributes
 # the rules do not read are cut before the parse (the same texts on the labelled set; a tree may
 # differ in the parser's few attribute-sensitive corners, such as its limit of three identical
-# formatting elements)
-RULES_VERSION = 3
+# formatting elements); 4: the web as it is: <noscript> content when scripts write the page,
+# JSON-LD article bodies, the secondary vocabulary (comments, newsletters, ads) dropped when
+# outweighed, repeated lines once, link-dense blocks inside layout wrappers, the heading above a
+# landmark
+RULES_VERSION = 4
 
 _DROP = frozenset(
     {"head", "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas", "title"}
@@ -397,6 +402,27 @@ _LANDMARK_FLAGS = ("main", "article", "header", "footer", "h1", "aside")
 # it is short: what navigation looks like (a boxed note called "sidebar" is long, and prose).
 LINK_DENSITY = 0.3
 SHORT_CHARS = 200
+# A main text shorter than this, on a page with <noscript>, is compared with the text of the
+# page as shown without scripts.
+NOSCRIPT_CHARS = 500
+# ...and taken when it is twice as long and has this many more characters (a "please enable
+# JavaScript" line is no content).
+NOSCRIPT_GAIN_CHARS = 200
+# A line this long met again in the main text is a copy (0: copies kept).
+REPEATED_LINE_CHARS = 20
+OUTER_HEADING = True
+DEEP_DENSE_BLOCKS = True
+# Whether the block classifier runs after the rules.
+USE_CLASSIFIER = False
+# A main text shorter than this is compared with the article body (or description) of the
+# page's JSON-LD data, which a page whose scripts write the content often carries.
+JSON_LD_CHARS = 1000
+# The secondary vocabulary (comments, newsletter, ads...) is dropped when the rest of the content
+# has this many characters, or more than the secondary blocks.
+SECONDARY_REST_CHARS = 1000
+# Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
+# the page (a header line, a footer with its links).
+STRIP_LINK_DENSITY = 0.2
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
 
@@ -434,7 +460,8 @@ class _Ids:
     the node, where ``node.tag`` makes a str each time (a few times slower, per node)."""
 
     def __init__(self):
-        names = ("html", "body", "main", "article", "section", "aside", "nav", "header", "footer", "h1") + tuple(
+        names = ("html", "body", "main", "article", "section", "aside", "nav", "header", "footer", "h1", "ul", "ol",
+                 "table") + tuple(
             sorted(_BODY_BLOCKS))
         tree = _get_lexbor()("".join(f"<{n}></{n}>" for n in names if n not in ("html", "body")))
         ids = {n.tag: n.tag_id for n in tree.root.traverse() if n.tag in names}
@@ -448,6 +475,10 @@ class _Ids:
         self.sections = frozenset(ids[n] for n in ("article", "section", "main", "aside", "nav"))
         self.roots = frozenset(ids[n] for n in ("body", "html", "main"))
         self.body_blocks = frozenset(ids[n] for n in _BODY_BLOCKS)
+        # the elements a layout is made of (a paragraph or a list holding most of the text is not one)
+        self.containers = frozenset(ids[n] for n in ("div", "section", "center", "form"))
+        self.secondary_blocks = frozenset(ids[n] for n in ("div", "section", "aside", "article", "ul", "ol", "form",
+                                                            "table", "footer"))
 
 
 _ids = None
@@ -543,15 +574,54 @@ _BODY_BLOCKS = frozenset({"table", "ul", "ol", "dl", "div", "p", "center", "form
 
 
 def _drop_dense_blocks(body) -> None:
-    """Under <body>, drop the top-level blocks that are mostly links (menus without names)."""
-    blocks = _get_ids().body_blocks
-    # The element children, listed before any is removed (a removed node has no next sibling);
-    # iter() skips the text nodes in C (the form feeds between blocks make one per block).
-    for node in list(body.iter()):
-        if node.tag_id in blocks:
-            chars, links = _stats(node.text_lexbor())
-            if chars and links >= BODY_LINK_DENSITY * chars:
+    """Under <body>, drop the blocks that are mostly links (menus without names): the top-level
+    blocks; then, level by level down to BLOCK_DEPTH, inside the block with the most text out of
+    links when it is a layout container (a ``div``, ``section``, ``center`` or ``form``: a column),
+    the blocks beside its own such column (a menu column beside the content column), and beside
+    it the short blocks half made of links (a strip of links with a line of text). Inside the
+    content (a paragraph holds the most text), a list of links stays: a table of contents; and
+    the blocks of a level made mostly of one element repeated are cards, kept whole."""
+    ids = _get_ids()
+    blocks, containers = ids.body_blocks, ids.containers
+    parent, depth = body, 0
+    while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
+        # The element children, listed before any is removed (a removed node has no next sibling);
+        # iter() skips the text nodes in C (the form feeds between blocks make one per block).
+        items = []
+        for node in list(parent.iter()):
+            if node.tag_id in blocks:
+                chars, links = _stats(node.text_lexbor())
+                if chars:
+                    items.append((node, chars, links))
+        if not items:
+            break
+        if depth and _repeated(items):
+            break  # cards of a listing (or posts of a thread): kept whole
+        column = max(items, key=lambda x: x[1] - x[2])
+        if column[0].tag_id not in containers:
+            column = None  # (a layout of menu and content columns is dense in links as a whole)
+        if depth and column is None:
+            break  # inside the content: a list of links there is the content's (a table of contents)
+        for node, chars, links in items:
+            if column is not None and node is column[0]:
+                continue
+            if links >= BODY_LINK_DENSITY * chars or (
+                    column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
                 node.remove()
+        if column is None:
+            break
+        parent = column[0]
+        depth += 1
+
+
+def _repeated(items) -> bool:
+    """Whether most of the blocks are one element, three or more times: the cards of a listing or
+    a collection, the posts of a thread, the items of a grid."""
+    counts = {}
+    for node, _chars, _links in items:
+        counts[node.tag_id] = counts.get(node.tag_id, 0) + 1
+    top = max(counts.values())
+    return top >= 3 and 2 * top >= len(items)
 
 
 def _scanned(html: str | bytes, cut_navigation: bool = False):
@@ -566,10 +636,13 @@ def _scanned(html: str | bytes, cut_navigation: bool = False):
         return _scan(html.encode("utf-8", "replace"), cut_navigation)
 
 
-def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
+def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) -> str | None:
     """Main content (``mode="main"``) or the whole body's text on lexbor. ``html`` is a str, or
-    UTF-8 bytes; ``scanned`` its :func:`_scanned` when the caller has it already."""
+    UTF-8 bytes; ``scanned`` its :func:`_scanned` when the caller has it already; ``noscript``:
+    the page as a browser without scripts shows it (``noscript`` elements kept)."""
     marked, flags, raw_title, classes, ids = scanned or _scanned(html)
+    if noscript:
+        flags &= ~_FLAGS["NOSCRIPT"]
     tree = _get_lexbor()(marked)
     body = tree.body
     if body is None:
@@ -636,16 +709,206 @@ def _fast(html: str | bytes, mode: str, scanned=None) -> str | None:
             if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
                 node.remove()
                 root_text = None
+    if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:
+        if _drop_secondary(root):
+            root_text = None
+    if USE_CLASSIFIER and _classify_blocks(root):
+        root_text = None
     text = _lines(root_text if root_text is not None else root.text_lexbor())
     if not text:
         return ""
+    if REPEATED_LINE_CHARS:
+        text = _once(text)
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make
     # true near-duplicates whose headings agree (a page and its copy elsewhere) look apart.
-    if title and not _titled(text, title) and not _has_heading(root, heads):
+    if _has_heading(root, heads):
+        return text
+    # A heading the page shows above its content (the content's <h1> outside the main landmark
+    # or article) names the page better than the title, which carries the site's name.
+    heading = _outer_heading(root, body, heads) if OUTER_HEADING else ""
+    if heading:
+        title = heading
+    if title and not _titled(text, title):
         text = f"{title}\n{text}"
     return text
+
+
+def _outer_heading(root, body, heads) -> str:
+    for h in heads:
+        if root.mem_id != body.mem_id and _is_under(h, body) and not _is_under(h, root):
+            t = " ".join(_lines(h.text_lexbor()).split())
+            if 0 < len(t) <= 300:
+                return t
+    return ""
+
+
+# ------------------------------------------------------------------------------------------------
+# The block classifier: the content root's blocks (its children, and the children of a child that
+# holds most of its parent's text, a wrapper, down to BLOCK_DEPTH) are scored by a logistic model
+# of their text and link density, size, position, element, marks and repetition among their
+# siblings (blocks.json, trained on public data by benchmarks/train_blocks.py); a block scored
+# below the model's threshold is dropped. numpy only; the same scores on every machine (float64,
+# fixed order of operations).
+
+BLOCK_DEPTH = 4
+WRAPPER_SHARE = 0.6
+_BLOCK_TAGS = ("div", "section", "article", "aside", "header", "footer", "ul", "ol", "p", "table", "form", "h2",
+               "h3", "li", "span", "a")
+BLOCK_FEATURES = ("bias", "log_chars", "link_density", "share", "position", "depth", "named", "secondary",
+                  "punctuation", "log_lines", "log_line_chars", "digits", "same_tag_siblings", "log_siblings",
+                  "link_only", "root_link_density", "log_blocks") + tuple(f"tag_{t}" for t in _BLOCK_TAGS) + ("tag_other",)
+_model = None
+
+
+def _block_model():
+    """(weights, threshold) of the shipped block classifier, read once from the package."""
+    global _model
+    if _model is None:
+        import json
+        from importlib.resources import files
+
+        import numpy as np
+
+        spec = json.loads(files("neardup.text").joinpath("blocks.json").read_text(encoding="utf-8"))
+        if tuple(spec["features"]) != BLOCK_FEATURES:
+            raise RuntimeError("neardup/text/blocks.json was trained on other features; retrain it")
+        _model = (np.asarray(spec["weights"], dtype=np.float64), float(spec["threshold"]))
+    return _model
+
+
+def _tag_ids():
+    ids = _get_ids()
+    if not hasattr(ids, "block_tags"):
+        tree = _get_lexbor()("".join(f"<{n}></{n}>" for n in _BLOCK_TAGS))
+        found = {n.tag: n.tag_id for n in tree.root.traverse() if n.tag in _BLOCK_TAGS}
+        ids.block_tags = {found[n]: k for k, n in enumerate(_BLOCK_TAGS) if n in found}
+    return ids.block_tags
+
+
+_PUNCT = ".,;:!?"
+
+
+def _blocks(root):
+    """(nodes, feature rows) of the root's blocks, in document order."""
+    total, root_links = _stats(root.text_lexbor())
+    if not total:
+        return [], []
+    tags = _tag_ids()
+    nodes, rows = [], []
+    before = 0
+    stack = [(root, total, 0)]
+    pending = []  # (node, chars, links, text, depth, parent_children)
+    while stack:
+        parent, parent_chars, depth = stack.pop()
+        children = list(parent.iter())
+        counts = {}
+        for c in children:
+            counts[c.tag_id] = counts.get(c.tag_id, 0) + 1
+        items = []
+        for c in children:
+            t = c.text_lexbor()
+            chars, links = _stats(t)
+            if chars:
+                items.append((c, chars, links, t))
+        wrapper = None
+        if depth < BLOCK_DEPTH:
+            for it in items:
+                if it[1] >= WRAPPER_SHARE * parent_chars and it[0].child is not None:
+                    wrapper = it
+        for it in items:
+            if it is wrapper:
+                pending.append(("wrap", it, depth))
+            else:
+                pending.append(("block", it, depth, counts.get(it[0].tag_id, 0), len(children)))
+        if wrapper is not None:
+            stack.append((wrapper[0], wrapper[1], depth + 1))
+    # document order: a wrapper's blocks stand where the wrapper stands
+    for entry in pending:
+        if entry[0] != "block":
+            continue
+        _kind, (node, chars, links, text), depth, same, n_children = entry
+        lines = _lines(text)
+        n_lines = lines.count("\n") + 1
+        attrs = node.attributes
+        row = [1.0, math.log1p(chars), links / chars, chars / total, 0.0, depth / BLOCK_DEPTH,
+               float(_MARK_NAME in attrs), float(_MARK_SECONDARY in attrs),
+               min(sum(lines.count(p) for p in _PUNCT) * 10.0 / chars, 3.0), math.log1p(n_lines),
+               math.log1p(chars / n_lines), sum(map(lines.count, "0123456789")) / chars,
+               same / max(n_children, 1), math.log1p(n_children), float(links >= chars * 0.95),
+               root_links / total, 0.0]
+        onehot = [0.0] * (len(_BLOCK_TAGS) + 1)
+        onehot[tags.get(node.tag_id, len(_BLOCK_TAGS))] = 1.0
+        nodes.append(node)
+        rows.append(row + onehot)
+    # position: the characters before the block in the root, as a share
+    order = sorted(range(len(nodes)), key=lambda k: _doc_index(nodes[k]))
+    for k in order:
+        rows[k][16] = math.log1p(len(nodes))
+        rows[k][4] = before / total
+        before += _stats(nodes[k].text_lexbor())[0]
+    return nodes, rows
+
+
+def _doc_index(node):
+    return node.mem_id  # lexbor allocates nodes in document order while it parses
+
+
+def _classify_blocks(root) -> bool:
+    """Drop the root's blocks the model scores below its threshold; whether any was dropped."""
+    nodes, rows = _blocks(root)
+    if not nodes:
+        return False
+    import numpy as np
+
+    weights, threshold = _block_model()
+    scores = np.asarray(rows, dtype=np.float64) @ weights
+    dropped = False
+    for node, z in zip(nodes, scores):
+        if z < threshold:
+            node.remove()
+            dropped = True
+    return dropped
+
+
+def _once(text: str) -> str:
+    """The text without the second and later copies of a line of REPEATED_LINE_CHARS or more
+    characters: carousels, tabs and the mobile and desktop copies of one block repeat it, which a
+    reader sees once."""
+    lines = text.split("\n")
+    seen = set()
+    out = []
+    for line in lines:
+        if len(line) >= REPEATED_LINE_CHARS:
+            if line in seen:
+                continue
+            seen.add(line)
+        out.append(line)
+    return text if len(out) == len(lines) else "\n".join(out)
+
+
+def _drop_secondary(root) -> bool:
+    """Drop what sits beside the content (comment threads, newsletter boxes, advertising,
+    recommendations: the secondary vocabulary of class and id names) when the rest of the root
+    outweighs it; a forum thread or a page of reviews, where it is the content, keeps it."""
+    # blocks only: a span named "comment" is a comment of highlighted code
+    sections = _get_ids().secondary_blocks
+    found = [n for n in root.css(f"[{_MARK_SECONDARY}]") if n.mem_id != root.mem_id and n.tag_id in sections]
+    if not found:
+        return False
+    total = _stats(root.text_lexbor())[0]
+    outer = []
+    for n in found:
+        if not any(_is_under(n, o) for o in outer[-8:]):
+            outer.append(n)
+    inside = sum(_stats(n.text_lexbor())[0] for n in outer)
+    rest = total - inside
+    if rest < SECONDARY_REST_CHARS and rest < inside:
+        return False
+    for n in outer:
+        n.remove()
+    return True
 
 
 def _has_heading(root, heads) -> bool:
@@ -679,11 +942,59 @@ def _main(html: str | bytes, url: str | None) -> str | None:
         require("selectolax", "io")
     scanned = _scanned(html, cut_navigation=True)
     out = _fast(html, "main", scanned)
+    if scanned[1] & _FLAGS["NOSCRIPT"] and len(out or "") < NOSCRIPT_CHARS:
+        # A page whose scripts write the content shows little; its <noscript> may hold the
+        # content as it is served to readers without scripts (and to crawlers).
+        alt = _fast(html, "main", scanned, noscript=True)
+        if alt and len(alt) > 2 * len(out or "") and len(alt) - len(out or "") >= NOSCRIPT_GAIN_CHARS:
+            out = alt
+    if len(out or "") < JSON_LD_CHARS:
+        data = html if isinstance(html, bytes) else html.encode("utf-8", "replace")
+        body = _json_ld_body(data)
+        if body and len(body) > 2 * len(out or ""):
+            title = _unescape(scanned[2] or "").strip()
+            out = f"{title}\n{body}" if title and not _titled(body, title) else body
     if out:
         return out
     if not scanned[1] & (_FLAGS["NAV"] | _FLAGS["DIALOG"]):
         return _fast(html, "whole", scanned)  # no navigation was cut: the same markup
     return _fast(html, "whole")  # scanned again, navigation kept
+
+
+_RE_JSON_LD = re.compile(rb"""<script[^>]{0,200}?application/ld\+json[^>]{0,200}>(.*?)</script""", re.S | re.I)
+_BODY_KEYS = ("articleBody", "text", "description")
+
+
+def _json_ld_body(data: bytes) -> str:
+    """The longest article body, text or description in the page's JSON-LD (schema.org) data,
+    as lines; "" when none."""
+    import json
+
+    best = ""
+    for m in _RE_JSON_LD.finditer(data):
+        try:
+            value = json.loads(m.group(1).decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, list):
+                stack.extend(v)
+            elif isinstance(v, dict):
+                for k, x in v.items():
+                    if k in _BODY_KEYS and isinstance(x, str):
+                        if len(x) > len(best):
+                            best = x
+                    elif isinstance(x, (dict, list)):
+                        stack.append(x)
+    if not best:
+        return ""
+    if "<" in best:  # some put markup in it
+        best = _fast(best, "whole") or ""
+    elif "&" in best:
+        best = _unescape(best)
+    return "\n".join(" ".join(line.split()) for line in best.splitlines() if line.strip())
 
 
 def _dist_version(name: str) -> str:

@@ -25,6 +25,7 @@ LINK_CLOSE = "\x02"
 MARK_NAME = "data-neardup-name"
 MARK_HIDDEN = "data-neardup-hidden"
 MARK_ROLE = "data-neardup-role"
+MARK_SECONDARY = "data-neardup-secondary"
 
 _TAG_FLAGS = {"main": 1 << 0, "article": 1 << 1, "header": 1 << 2, "footer": 1 << 3, "h1": 1 << 4,
               "aside": 1 << 5, "nav": 1 << 6, "dialog": 1 << 7, "noscript": 1 << 8, "template": 1 << 9,
@@ -33,7 +34,8 @@ _TAG_FLAGS = {"main": 1 << 0, "article": 1 << 1, "header": 1 << 2, "footer": 1 <
 #: Bit of each flag of scan(): elements (upper-cased tag names) and attributes.
 FLAGS = {name.upper(): bit for name, bit in _TAG_FLAGS.items()}
 FLAGS.update({"HIDDEN": 1 << 20, "STYLE_HIDDEN": 1 << 21, "ROLE_NAV": 1 << 22, "ROLE_MAIN": 1 << 23,
-              "ROLE_COMPLEMENTARY": 1 << 24, "NAMED": 1 << 25, "OWN_MARKS": 1 << 26})
+              "ROLE_COMPLEMENTARY": 1 << 24, "NAMED": 1 << 25, "OWN_MARKS": 1 << 26,
+              "SECONDARY": 1 << 27})
 
 _BLOCK = frozenset(
     """address article aside blockquote body br caption center dd details dialog dir div dl dt fieldset
@@ -50,6 +52,12 @@ _AFFIX = (b"nav", b"navigation", b"menu", b"sidebar", b"breadcrumb", b"breadcrum
           b"copyright", b"searchbox")
 _EXACT = (b"toc", b"bar", b"crumbs", b"search", b"top", b"bottom", b"foot", b"skip", b"hidden", b"sr-only",
           b"visually-hidden")
+# What sits beside the content (see SECONDARY_AFFIX in _htmlscan.c): marked when no navigation
+# word matches.
+_SECONDARY_AFFIX = (b"comment", b"comments", b"newsletter", b"subscribe", b"subscription", b"signup", b"promo",
+                    b"advert", b"advertisement", b"sponsor", b"sponsored", b"recommended", b"recommendations",
+                    b"trending", b"popular", b"widget", b"respond")
+_SECONDARY_EXACT = (b"ad", b"ads")
 _NAV_ROLES = frozenset({b"navigation", b"banner", b"contentinfo", b"search", b"menu", b"menubar", b"toolbar",
                         b"tablist"})
 _SPACE = b" \t\n\x0c\r"
@@ -67,18 +75,25 @@ def _lower(b: bytes) -> bytes:
     return b.lower()  # bytes.lower() is ASCII-only, as the C code
 
 
-def _names_navigation(s: bytes) -> bool:
+def _names_in(s: bytes, affix, exact) -> bool:
     n = len(s)
     for i in range(n):
         start = i == 0 or s[i - 1] not in _ALNUM
-        for w in _AFFIX:
+        for w in affix:
             if s.startswith(w, i) and (start or i + len(w) == n or s[i + len(w)] not in _ALNUM):
                 return True
         if start:
-            for w in _EXACT:
+            for w in exact:
                 if s.startswith(w, i) and (i + len(w) == n or s[i + len(w)] not in _ALNUM):
                     return True
     return False
+
+
+def _names_navigation(s: bytes) -> int:
+    """1: the name has a navigation word; else 2: a secondary word; else 0."""
+    if _names_in(s, _AFFIX, _EXACT):
+        return 1
+    return 2 if _names_in(s, _SECONDARY_AFFIX, _SECONDARY_EXACT) else 0
 
 
 def _copy_text(out: bytearray, s: bytes, a: int, b: int) -> None:
@@ -161,13 +176,19 @@ def _read_tag(s: bytes, n: int, i: int, is_end: bool, found: dict) -> _Tag:
             continue
         if attr == b"class" and value is not None:
             for tok in _RE_HTML_SPACE.split(value):
-                if tok and _names_navigation(_lower(tok[:256])):
+                kind = _names_navigation(_lower(tok[:256])) if tok else 0
+                if kind == 1:
                     found["classes"].append(tok)
                     bits |= 1
+                elif kind == 2:
+                    bits |= 8
         elif attr == b"id" and value:
-            if _names_navigation(_lower(value[:256])):
+            kind = _names_navigation(_lower(value[:256]))
+            if kind == 1:
                 found["ids"].append(value)
                 bits |= 1
+            elif kind == 2:
+                bits |= 8
         elif attr == b"hidden":
             found["flags"] |= FLAGS["HIDDEN"]
             bits |= 2
@@ -201,6 +222,9 @@ def _put_start_tag(out: bytearray, s: bytes, at: int, t: _Tag, strip: bool, foun
         out += b" " + MARK_HIDDEN.encode()
     if t.bits & 4:
         out += b" " + MARK_ROLE.encode()
+    if t.bits & 9 == 8:
+        out += b" " + MARK_SECONDARY.encode()
+        found["flags"] |= FLAGS["SECONDARY"]
     if not strip or t.kept is None or (len(t.name) <= _MAX_TAG and t.name in _ATTRIBUTES_MATTER):
         out += s[t.name_end:t.end]
         return

@@ -1,0 +1,172 @@
+"""The main-content rules for pages of the open web (news, forums, shops, service pages), on small
+hand-made pages, and the block classifier's file and determinism."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("selectolax")
+
+from neardup.text import html as H  # noqa: E402
+from neardup.text import html_scan  # noqa: E402
+from neardup.text.html import extract_text  # noqa: E402
+
+ARTICLE = " ".join(f"Paragraph sentence {i} tells how the river flooded the valley in spring." for i in range(40))
+MENU = "".join(f"<li><a href='/s{i}'>Section {i}</a></li>" for i in range(25))
+
+
+def main(html: str) -> str:
+    return extract_text(html, "main")
+
+
+def test_comment_thread_under_an_article_is_dropped():
+    comments = "".join(f"<div class='comment-body'><p>Reader {i} says great story {i}.</p></div>" for i in range(10))
+    html = (f"<html><body><nav><ul>{MENU}</ul></nav><article><h1>Flood</h1><p>{ARTICLE}</p>"
+            f"<section id='comments'>{comments}</section></article></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text
+    assert "Reader" not in text
+
+
+def test_forum_thread_made_of_comments_is_kept():
+    # The comment-named posts are the page: the rest does not outweigh them.
+    posts = "".join(f"<div class='comment'><p>Post {i}: {ARTICLE[:300]}</p></div>" for i in range(8))
+    html = f"<html><body><nav><ul>{MENU}</ul></nav><main><h1>Question about floods</h1>{posts}</main></body></html>"
+    text = main(html)
+    assert all(f"Post {i}:" in text for i in range(8))
+
+
+def test_newsletter_box_beside_the_article_is_dropped():
+    html = (f"<body><main><h1>Flood</h1><p>{ARTICLE}</p><div class='newsletter-signup'><p>Get our daily "
+            f"newsletter in your inbox</p></div></main></body>")
+    text = main(html)
+    assert "Paragraph sentence 0" in text
+    assert "newsletter" not in text
+
+
+def test_listing_cards_are_kept_whole():
+    cards = "".join(f"<div class='card'><a href='/p{i}'>Blue kettle model {i}</a><p>Steel, 1.7 litres, "
+                    f"${20 + i}.00</p></div>" for i in range(12))
+    html = (f"<body><div class='site-header'><ul>{MENU}</ul></div><div class='content'><h1>Kettles</h1>"
+            f"<div class='grid'>{cards}</div></div></body>")
+    text = main(html)
+    for i in range(12):
+        assert f"Blue kettle model {i}" in text
+        assert f"${20 + i}.00" in text
+    assert "Section 3" not in text
+
+
+def test_menu_column_beside_the_content_column_is_dropped():
+    html = (f"<body><div class='layout'><div class='left-col'><ul>{MENU}</ul></div>"
+            f"<div class='page-body'><h1>Flood</h1><p>{ARTICLE}</p></div></div></body>")
+    text = main(html)
+    assert "Paragraph sentence 0" in text
+    assert "Section 3" not in text
+
+
+def test_table_of_contents_inside_the_content_is_kept():
+    html = (f"<body><div><h1>Manual</h1><p>{ARTICLE}</p><div class='children'><ul>{MENU}</ul></div></div></body>")
+    assert "Section 3" in main(html)
+
+
+def test_json_ld_article_body_when_the_page_shows_little():
+    body = "The council approved the new bridge on Monday. " * 20
+    data = json.dumps({"@context": "https://schema.org", "@graph": [
+        {"@type": "WebPage", "name": "x"}, {"@type": "NewsArticle", "headline": "Bridge", "articleBody": body}]})
+    html = (f"<html><head><title>Evening edition</title><script type='application/ld+json'>{data}</script></head>"
+            f"<body><div id='app'>Loading</div></body></html>")
+    text = main(html)
+    assert text.startswith("Evening edition\n")
+    assert text.count("The council approved the new bridge on Monday.") == 20
+
+
+def test_json_ld_is_not_used_when_the_page_shows_the_content():
+    data = json.dumps({"@type": "Article", "description": "A short teaser."})
+    html = (f"<html><head><script type='application/ld+json'>{data}</script></head>"
+            f"<body><main><p>{ARTICLE}</p></main></body></html>")
+    text = main(html)
+    assert "teaser" not in text and "Paragraph sentence 39" in text
+
+
+def test_noscript_content_of_a_page_written_by_scripts():
+    html = (f"<html><body><div id='splash'>Loading</div><noscript><main><h1>Thread</h1><p>{ARTICLE}</p></main>"
+            f"</noscript></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text
+    # a page that shows its content keeps ignoring the noscript apology
+    assert main(f"<body><main><p>{ARTICLE}</p><noscript>Please enable JavaScript to comment.</noscript></main></body>"
+                ).count("JavaScript") == 0
+
+
+def test_heading_above_the_landmark_is_kept():
+    html = (f"<html><head><title>Flood - The Daily Site</title></head><body><div class='intro'><h1>Storm report</h1></div><main><p>{ARTICLE}</p></main></body></html>")
+    text = main(html)
+    assert text.split("\n")[0] == "Storm report"
+    assert "Daily Site" not in text
+
+
+def test_repeated_lines_are_kept_once():
+    slide = "Free delivery on every order over fifty pounds"
+    html = f"<body><main><p>{ARTICLE}</p>" + f"<div>{slide}</div>" * 3 + "<p>ok</p><p>ok</p></main></body>"
+    text = main(html)
+    assert text.count(slide) == 1
+    assert text.count("ok") == 2  # short lines (a code brace, a cell) are not copies
+
+
+@pytest.mark.parametrize("cls", ["comment-list", "ad", "sponsored-links", "popular_posts", "comments"])
+def test_secondary_vocabulary_marked_alike_in_c_and_python(cls):
+    page = f"<div class='{cls}'><p>x</p></div><div id='{cls}'>y</div><div class='nav {cls}'>z</div>".encode()
+    out = html_scan.scan_python(page)
+    assert out[0].count(html_scan.MARK_SECONDARY.encode()) == 2  # the navigation word wins on the third
+    assert out[1] & html_scan.FLAGS["SECONDARY"]
+    if html_scan.compiled():
+        assert html_scan.scan(page) == out
+
+
+@pytest.mark.parametrize("cls", ["adventure", "loading", "commentary-x"])
+def test_secondary_vocabulary_words_are_tokens(cls):
+    out = html_scan.scan_python(f"<div class='{cls}'>x</div>".encode())
+    # "commentary" starts with "comment": an affix word matches; "adventure" is not "ad"
+    assert (html_scan.MARK_SECONDARY.encode() in out[0]) == cls.startswith("comment")
+
+
+def test_block_classifier_file_loads_and_matches_the_features():
+    weights, threshold = H._block_model()
+    assert weights.shape == (len(H.BLOCK_FEATURES),)
+    assert weights.dtype.name == "float64"
+    assert isinstance(threshold, float)
+
+
+def test_block_classifier_is_deterministic(monkeypatch):
+    html = (f"<body><div class='layout'><div class='left-col'><ul>{MENU}</ul></div><div><h1>Flood</h1>"
+            f"<p>{ARTICLE}</p><div><a href='/x'>Share</a> <a href='/y'>Print</a></div></div></div></body>")
+    tree = H._get_lexbor()(H._scanned(html)[0])
+    nodes, rows = H._blocks(tree.body)
+    assert nodes and all(len(r) == len(H.BLOCK_FEATURES) for r in rows)
+    assert H._blocks(H._get_lexbor()(H._scanned(html)[0]).body)[1] == rows
+    monkeypatch.setattr(H, "USE_CLASSIFIER", True)
+    first = main(html)
+    assert first == main(html)
+    assert "Paragraph sentence 39" in first
+
+
+def test_content_column_found_when_the_menu_column_outweighs_it():
+    # The layout as a whole is mostly links (a long menu beside a short page): the column with
+    # the most text out of links is the content, and the strips around it go.
+    menu = "".join(f"<li><a href='/p{i}'>Page title number {i} of the manual</a></li>" for i in range(40))
+    html = ("<body><div class='upper-strip'><a href='/'>Library</a> <a href='/about'>About</a> <span>Browse the "
+            "manuals</span></div><div class='layout'><div class='left-col'><ul>" + menu + "</ul></div>"
+            "<div class='page-body'><h1>Macro X</h1><p>Expands to the size of the buffer in bytes.</p></div></div>"
+            "<div class='lower-strip'><p>Kept by the library.</p><a href='/terms'>Terms</a> <a href='/p'>Privacy</a></div>"
+            "</body>")
+    text = main(html)
+    assert text == "Macro X\nExpands to the size of the buffer in bytes."
+
+
+def test_code_comments_are_not_comment_threads():
+    code = "".join(f"<span class='hljs-comment'>// step {i} of the loop</span>\n<span>x{i} = {i};</span>\n" for i in range(30))
+    html = f"<body><main><h1>Loops</h1><p>A short note.</p><pre>{code}</pre></main></body>"
+    text = main(html)
+    assert "// step 29 of the loop" in text
