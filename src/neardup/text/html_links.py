@@ -20,7 +20,9 @@ __all__ = ["HEAD_LIMIT", "page_claims"]
 #: Bytes of a page looked at when it has no ``</head>`` or ``<body>`` earlier.
 HEAD_LIMIT = 256 * 1024
 
-_TAG = r"<(link|meta)\b((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>"
+# the attribute run unrolled (plain characters, then quoted values each followed by plain ones):
+# a '>' inside quotes does not end the tag, and the regex engine does not branch per character
+_TAG = r"<(link|meta)\b([^>\"']*(?:(?:\"[^\"]*\"|'[^']*')[^>\"']*)*)>"
 _ATTR = r"([a-zA-Z_:][-a-zA-Z0-9_:.]*)\s*(?:=\s*(\"[^\"]*\"|'[^']*'|[^\s\"'>]+))?"
 _END = r"</head\s*>|<body[\s>]"
 _PATTERNS = {kind: tuple(re.compile(p if kind is str else p.encode(), re.IGNORECASE) for p in (_TAG, _ATTR, _END))
@@ -58,8 +60,15 @@ def page_claims(page: str | bytes, url: str | None = None) -> dict:
     tag, attr, end = _PATTERNS[kind]
     stop = end.search(page, 0, HEAD_LIMIT)
     head = page[: stop.start() if stop else HEAD_LIMIT]
+    lowered = head.lower()
+    marks = ("canonical", "og:url") if kind is str else (b"canonical", b"og:url")
+    if marks[0] not in lowered and marks[1] not in lowered:
+        return {}  # most pages: no attribute parsed at all
     found: dict = {}
     for m in tag.finditer(head):
+        body = m.group(2).lower()
+        if marks[0] not in body and marks[1] not in body:
+            continue
         attrs = {}
         for a in attr.finditer(m.group(2)):
             name = a.group(1).lower()
