@@ -6,8 +6,8 @@ import sys
 import time
 
 from ..config import MAX_BYTES
-from ._common import (add_minhash_options, add_shingle_options, minhash_params_from, positive_int,
-                      shingle_params_from, unit_float)
+from ._common import (add_minhash_options, add_shingle_options, add_url_options, minhash_params_from, positive_int,
+                      shingle_params_from, unit_float, url_rules_from)
 
 
 def register(sub) -> None:
@@ -53,27 +53,6 @@ def register(sub) -> None:
                      help="threads and extraction processes (default: the CPUs this process may use)")
     run.add_argument("--quiet", "-q", action="store_true", help="no summary on standard error")
     p.set_defaults(handler=changes_command)
-
-
-def add_url_options(g) -> None:
-    """``--url-field`` and the URL rules' options (:class:`neardup.urls.UrlRules`)."""
-    g.add_argument("--url-field", default=None, metavar="NAME",
-                   help="JSONL/CSV/Parquet/Arrow field with the record's URL (default: the WARC target URI, else "
-                        "the 'url' field when present)")
-    g.add_argument("--drop-params", default=None, metavar="A,B,...",
-                   help="query parameters dropped from URLs (names, * as a wildcard; '' keeps them all); default: "
-                        "utm_*, click ids (gclid, fbclid, msclkid, ...) and session ids (see docs/urls.md)")
-    g.add_argument("--fold-www", action="store_true", help="www.example.com is example.com (off by default)")
-    g.add_argument("--fold-trailing-slash", action="store_true",
-                   help="/docs/ is /docs (off by default: some servers answer them differently)")
-
-
-def url_rules_from(args):
-    from ..urls import TRACKING_PARAMS, UrlRules
-
-    params = TRACKING_PARAMS if args.drop_params is None else tuple(x.strip() for x in args.drop_params.split(",")
-                                                                      if x.strip())
-    return UrlRules(drop_params=params, fold_www=args.fold_www, fold_trailing_slash=args.fold_trailing_slash)
 
 
 def changes_command(args) -> int:

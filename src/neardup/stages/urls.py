@@ -71,13 +71,16 @@ class UrlLinks:
         return not self.i.size
 
 
-def url_links(keys: list, claims: list, agree, *, ids=None) -> UrlLinks:
+def url_links(keys: list, claims: list, agree, *, ids=None, aliases=()) -> UrlLinks:
     """The edges and survivor priorities of URL identity over sketched records.
 
     ``keys[k]``, ``claims[k]``: local record k's URL identity and its claim's canonical form
     (None for none). ``agree(a, b)``: for int64 arrays of local pairs, a bool array, True where
     the contents agree (same fingerprint, or a similarity at the threshold). ``ids``: a sequence
-    of record names by local index, for the examples of contradicted claims."""
+    of record names by local index, for the examples of contradicted claims. ``aliases``:
+    ``(key, k)`` for records that are not sketched (an engine's exact copies) whose URL ``key``
+    stands for local record k (their first holder): a record with that URL, or a claim naming
+    it, is joined to k."""
     n = len(keys)
     first_of: dict = {}
     gi, gj = [], []
@@ -90,6 +93,12 @@ def url_links(keys: list, claims: list, agree, *, ids=None) -> UrlLinks:
             gi.append(head)
             gj.append(k)
             grouped[head] = grouped[k] = True
+    for key, k in aliases:
+        head = first_of.setdefault(key, k)
+        if head != k:
+            gi.append(head)
+            gj.append(k)
+            grouped[head if keys[head] == key else k] = True  # the record that has the URL itself
     ca, cb = [], []  # claimant, claimed (the first record of the claimed URL)
     outside = 0
     for k, claim in enumerate(claims):
