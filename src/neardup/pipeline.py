@@ -1313,15 +1313,19 @@ class Deduplicator:
         ords = sk.tolist()
         keys = [got.url_keys.get(o) for o in ords]
         claims = [got.claim_keys.get(o) for o in ords]
-        aliases = []
-        if got.url_keys:
+        aliases, alias_claims = [], []
+        if got.url_keys or got.claim_keys:
             copies, holders = (got.exact_of.arrays() if isinstance(got.exact_of, Copies)
                                else (np.fromiter(got.exact_of.keys(), np.int64), np.fromiter(got.exact_of.values(), np.int64)))
             local = {o: k for k, o in enumerate(ords)}
             for o, h in zip(np.asarray(copies).tolist(), np.asarray(holders).tolist()):
-                key = got.url_keys.get(o)
-                if key is not None and h in local:
+                if h not in local:
+                    continue
+                key, claim = got.url_keys.get(o), got.claim_keys.get(o)
+                if key is not None:
                     aliases.append((key, local[h]))
+                if claim is not None:
+                    alias_claims.append((claim, local[h]))
 
         def agree(a, b):
             if cfg.method == "exact":  # only exact copies count: the same shingles
@@ -1329,7 +1333,7 @@ class Deduplicator:
             return score_of(pair_similarities(shingle_ids, offsets, counts, a, b, jobs=self.jobs),
                             cfg.measure) >= cfg.threshold
 
-        return url_links(keys, claims, agree, ids=take_values(got.ids, sk), aliases=aliases)
+        return url_links(keys, claims, agree, ids=take_values(got.ids, sk), aliases=aliases, alias_claims=alias_claims)
 
     def _outcome(self, got: _Sketched, sk, survivors, stats: dict) -> Outcome:
         """Every record's outcome from :meth:`_survivors`'s ``survivors``, and the clusters' figures."""
@@ -1345,8 +1349,11 @@ class Deduplicator:
             chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None, repeated=repeated)
         links = getattr(self, "_url_links", None)
         if links is not None:
-            relabel(outcome.reason, sk, survivor_local, links)
+            relabelled = relabel(outcome.reason, sk, survivor_local, links)
             stats["urls_identity"] = links.stats
+            if relabelled.size and chained:  # joined by their URL or claim, not through chains of content
+                by_url = set(take_values(names, relabelled))
+                chained = [c for c in chained if c not in by_url]
         if got.sources is not None:
             stats["kinds"] = cluster_kinds(outcome, cluster_sizes)
             outcome, chained = split_sources(outcome), [i for _, i in chained]

@@ -92,3 +92,26 @@ def test_refused_with_an_index(tmp_path, capsys):
     assert main(["dedup", str(src), "-o", str(tmp_path / "o"), "--content", "html", "--text-field", "html",
                  "--url-field", "url", "--save-index", str(tmp_path / "i.db")]) == 2
     assert "--url-field is not supported with an index" in capsys.readouterr().err
+
+
+def test_a_claim_of_an_exact_copy_is_followed(tmp_path):
+    """The claimant is an exact copy of an earlier record (removed before the URL stage): its claim
+    still picks the survivor of their cluster."""
+    rows = [
+        {"id": "first", "url": SITE + "mirror/bitmap_allocator.html", "html": page("docbook-0000.html")},
+        {"id": "copy", "url": SITE + "print/bitmap_allocator.html",
+         "html": page("docbook-0000.html", canonical=SITE + "libstdc++/bitmap_allocator.html")},
+        {"id": "named", "url": SITE + "libstdc++/bitmap_allocator.html",
+         "html": page("docbook-0000.html", extra="Revised.")},
+    ]
+    src = tmp_path / "crawl.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    out = tmp_path / "out"
+    assert main(["dedup", str(src), "-o", str(out), "--content", "html", "--text-field", "html", "--quiet",
+                 "--url-field", "url"]) == 0
+    lines = {json.loads(x)["id"]: json.loads(x) for x in (out / "clusters.jsonl").read_text().splitlines()}
+    # (an exact copy of a near duplicate is near, as in any run)
+    assert {k: (v["reason"], v["duplicate_of"]) for k, v in lines.items()} == {
+        "first": ("near", "named"), "copy": ("near", "named"), "named": ("kept", None)}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["canonical_claims"]["followed"] == 1 and summary["canonical_duplicates"] == 0

@@ -71,7 +71,7 @@ class UrlLinks:
         return not self.i.size
 
 
-def url_links(keys: list, claims: list, agree, *, ids=None, aliases=()) -> UrlLinks:
+def url_links(keys: list, claims: list, agree, *, ids=None, aliases=(), alias_claims=()) -> UrlLinks:
     """The edges and survivor priorities of URL identity over sketched records.
 
     ``keys[k]``, ``claims[k]``: local record k's URL identity and its claim's canonical form
@@ -80,7 +80,9 @@ def url_links(keys: list, claims: list, agree, *, ids=None, aliases=()) -> UrlLi
     of record names by local index, for the examples of contradicted claims. ``aliases``:
     ``(key, k)`` for records that are not sketched (an engine's exact copies) whose URL ``key``
     stands for local record k (their first holder): a record with that URL, or a claim naming
-    it, is joined to k."""
+    it, is joined to k. ``alias_claims``: ``(claim, k)`` for the claims of such records: checked
+    and followed as k's own (the claimed record then survives k's cluster), but k keeps its
+    reason (the claimant, an exact copy of k, is ``exact``)."""
     n = len(keys)
     first_of: dict = {}
     gi, gj = [], []
@@ -99,17 +101,21 @@ def url_links(keys: list, claims: list, agree, *, ids=None, aliases=()) -> UrlLi
             gi.append(head)
             gj.append(k)
             grouped[head if keys[head] == key else k] = True  # the record that has the URL itself
-    ca, cb = [], []  # claimant, claimed (the first record of the claimed URL)
-    outside = 0
-    for k, claim in enumerate(claims):
-        if claim is None or claim == keys[k]:
+    ca, cb, own = [], [], []  # claimant, claimed (the first record of the claimed URL), its own claim
+    outside = selves = 0
+    for k, claim, mine in [(k, c, True) for k, c in enumerate(claims)] + [(k, c, False) for c, k in alias_claims]:
+        if claim is None:
             continue
         target = first_of.get(claim)
+        if claim == keys[k] or target == k:
+            selves += 1
+            continue
         if target is None:
             outside += 1
             continue
         ca.append(k)
         cb.append(target)
+        own.append(mine)
     claimant = np.zeros(n, dtype=bool)
     priority = None
     contradicted: list = []
@@ -118,7 +124,7 @@ def url_links(keys: list, claims: list, agree, *, ids=None, aliases=()) -> UrlLi
         a, b = np.array(ca, dtype=np.int64), np.array(cb, dtype=np.int64)
         ok = np.asarray(agree(a, b), dtype=bool)
         followed = int(ok.sum())
-        claimant[a[ok]] = True
+        claimant[a[ok & np.array(own, dtype=bool)]] = True
         if followed:
             priority = np.ones(n, dtype=np.int64)
             priority[b[ok]] = 0
@@ -129,21 +135,21 @@ def url_links(keys: list, claims: list, agree, *, ids=None, aliases=()) -> UrlLi
                                  "claimed_id": None if ids is None else ids[int(b[q])]})
         gi.extend(a[ok].tolist())
         gj.extend(b[ok].tolist())
-    stats = {"claims": len(ca) + outside + sum(1 for k, c in enumerate(claims) if c is not None and c == keys[k]),
+    stats = {"claims": len(ca) + outside + selves,
              "followed": followed, "contradicted": len(ca) - followed, "contradicted_examples": contradicted,
              "outside_input": outside, "url_groups": sum(1 for k, key in enumerate(keys)
                                                          if key is not None and first_of[key] == k and grouped[k])}
     return UrlLinks(np.array(gi, dtype=np.int64), np.array(gj, dtype=np.int64), priority, grouped, claimant, stats)
 
 
-def relabel(reason, sk: np.ndarray, survivor_local: np.ndarray, links: UrlLinks) -> None:
+def relabel(reason, sk: np.ndarray, survivor_local: np.ndarray, links: UrlLinks) -> np.ndarray:
     """Give the members joined by URL identity their reason, in ``reason`` (by ordinal), before
     any content reason: ``canonical`` for a followed claimant, else ``url`` for a record that
     shares its canonical URL with another record (its cluster's survivor is then chosen among
     them by the keep policy). Survivors keep their reason; exact copies (not sketched) stay
-    ``exact``."""
+    ``exact``. Returns the ordinals relabelled."""
     if links.empty:
-        return
+        return np.empty(0, dtype=np.int64)
     member = survivor_local != np.arange(survivor_local.size)
     canonical = member & links.claimant
     by_url = member & links.grouped & ~links.claimant
@@ -151,3 +157,4 @@ def relabel(reason, sk: np.ndarray, survivor_local: np.ndarray, links: UrlLinks)
         reason[sk[canonical]] = "canonical"
     if by_url.any():
         reason[sk[by_url]] = "url"
+    return sk[canonical | by_url]
