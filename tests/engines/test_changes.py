@@ -190,3 +190,13 @@ def test_word_diff():
     long = " ".join(f"w{i}" for i in range(40))
     diff = word_diff(long + " end", long + " tail")
     assert diff.startswith("&hellip; w32 w33") and diff.endswith("<del>end</del> <ins>tail</ins>")
+
+
+def test_an_index_as_old_is_refused_in_one_line(tmp_path, capsys):
+    import sqlite3
+
+    db = tmp_path / "seen.db"
+    sqlite3.connect(db).execute("CREATE TABLE t (x)").connection.commit()
+    new = write_jsonl(tmp_path / "n.jsonl", [{"id": "a", "url": SITE + "a", "text": "some words of text here"}])
+    assert main(["changes", str(db), new, "--output", str(tmp_path / "out")]) == 2
+    assert "a saved index as OLD is not supported yet" in capsys.readouterr().err

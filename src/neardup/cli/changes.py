@@ -63,6 +63,12 @@ def changes_command(args) -> int:
     from ..text.html import extractor_id
 
     old, new = expand_inputs([args.old], None), expand_inputs([args.new], None)
+    for path in old + new:
+        if _is_index(path):
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{path} is a neardup index: a saved index as OLD is not supported yet (it stores no "
+                              "URLs); give the crawl's files")
     config = DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args),
                          threshold=args.threshold, measure=args.measure, format=args.format, id_field=args.id_field,
                          text_field=args.text_field, content=args.content, html=args.html, max_bytes=args.max_bytes,
@@ -75,3 +81,16 @@ def changes_command(args) -> int:
         print(f"{summary['urls']:,} URLs: " + ", ".join(f"{c[s]:,} {s}" for s in c)
               + f"; {time.perf_counter() - started:.2f} s", file=sys.stderr)
     return 0
+
+
+def _is_index(path: str) -> bool:
+    """Whether ``path`` is a SQLite file (a ``neardup index``), by its magic."""
+    import os
+
+    try:
+        if not os.path.isfile(path):
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
