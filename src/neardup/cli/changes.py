@@ -63,6 +63,13 @@ def changes_command(args) -> int:
     from ..text.html import extractor_id
 
     old, new = expand_inputs([args.old], None), expand_inputs([args.new], None)
+    from ..io.outputs import is_url
+
+    if is_url(args.output):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--output {args.output}: neardup changes writes to a local folder only (yet); copy the "
+                          "folder afterwards")
     for path in old + new:
         if _is_index(path):
             from ..errors import ConfigError
