@@ -48,3 +48,12 @@ def test_jsonl_html_warc_and_files(tmp_path, jobs):
     # not asked: no meta added
     docs = [d for d in read_documents([str(folder)], jobs=jobs) if type(d) is Document]
     assert docs[0].meta == {}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_want_reads_only_the_records_asked_for(tmp_path, jobs):
+    jsonl = tmp_path / "pages.jsonl"
+    jsonl.write_bytes(b"".join(orjson.dumps({"id": f"p{k}", "text": LYING.replace("few", f"few {k}")}) + b"\n"
+                               for k in range(4)))
+    docs = list(read_documents([str(jsonl)], content="html", jobs=jobs, want={1, 3}.__contains__))
+    assert [(d.id, d.ordinal) for d in docs] == [("p1", 1), ("p3", 3)]

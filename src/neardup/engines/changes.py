@@ -23,8 +23,9 @@ field), in canonical form; a record without one (an HTML file of its own) is kno
 below the input folder, so that two folders of the same site's files line up. When a crawl holds
 one URL more than once, its first record counts and the others are counted as
 ``duplicate_urls``. The whole page is read in a second pass over the HTML inputs (its text's
-fingerprint only is kept); plain-text inputs have no page around their content, so ``template``
-never occurs there.
+fingerprint only is kept), for the pages whose URL is in both crawls with the same main content
+(the others are counted, not extracted); plain-text inputs have no page around their content,
+so ``template`` never occurs there.
 
 Outputs, in ``output``: ``changes.jsonl`` (one line per URL, in SURT order of the URL),
 ``summary.json`` (counts per status, the most-changed pages, the configuration) and
@@ -77,6 +78,7 @@ class _Crawl:
     skipped: Counter = field(default_factory=Counter)
     duplicate_urls: int = 0
     whole: dict = field(default_factory=dict)  # ordinal -> fingerprint of the whole page's text
+    options: dict = field(default_factory=dict)  # the read options it was read with
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -144,13 +146,29 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
             flush()
     if batch:
         flush()
-    if config.html != "whole" and _has_pages(paths, config):
-        crawl.whole = _whole_fingerprints(paths, options, config, set(crawl.ordinals), jobs)
+    crawl.options = options
     return crawl
 
 
+def _same_main(crawls) -> tuple[set, set]:
+    """The ordinals, in each crawl, of the pages whose URL is in both crawls with the same main
+    content: only they are told apart by their whole page (``unchanged`` or ``template``)."""
+    old, new = crawls
+    old_fps = np.concatenate(old.fingerprints) if old.fingerprints else np.zeros(0, dtype=np.uint64)
+    new_fps = np.concatenate(new.fingerprints) if new.fingerprints else np.zeros(0, dtype=np.uint64)
+    new_at = {url: k for k, url in enumerate(new.urls)}
+    in_old, in_new = set(), set()
+    for i, url in enumerate(old.urls):
+        j = new_at.get(url)
+        if j is not None and old_fps[i] == new_fps[j]:
+            in_old.add(old.ordinals[i])
+            in_new.add(new.ordinals[j])
+    return in_old, in_new
+
+
 def _whole_fingerprints(paths, options, config: DedupConfig, wanted: set, jobs: int) -> dict:
-    """The exact fingerprint of every kept record's whole-page text (a second read, ``html="whole"``)."""
+    """The exact fingerprint of the whole-page text of the records ``wanted`` (by ordinal): a
+    second read with ``html="whole"``, in which the other records are counted but not extracted."""
     from .. import _native
     from ..exact.fingerprint import fingerprint
 
@@ -167,7 +185,7 @@ def _whole_fingerprints(paths, options, config: DedupConfig, wanted: set, jobs: 
         ordinals.clear()
         texts.clear()
 
-    for rec in read_documents(paths, **{**options, "html": "whole"}):
+    for rec in read_documents(paths, **{**options, "html": "whole"}, want=wanted.__contains__):
         if type(rec) is Document and rec.ordinal in wanted:
             ordinals.append(rec.ordinal)
             texts.append(rec.text)
@@ -201,6 +219,10 @@ def detect_changes(old: list[str], new: list[str], output: str, config: DedupCon
         with open(os.path.join(work, "texts"), "w+b") as spill:
             crawls = [_read_crawl(paths, config, url_field=field_name, rules=rules, jobs=jobs, spill=spill,
                                   bands=band.bands, rows=band.rows, on_error=on_error) for paths in (old, new)]
+            if config.html != "whole":
+                for paths, crawl, wanted in zip((old, new), crawls, _same_main(crawls)):
+                    if wanted and _has_pages(paths, config):
+                        crawl.whole = _whole_fingerprints(paths, crawl.options, config, wanted, jobs)
             spill.flush()
             lines, most = _join(crawls, config, jobs)
             texts = _Texts(spill, crawls)

@@ -635,8 +635,10 @@ class RecordReader:
     # -- JSONL -------------------------------------------------------------------------------
 
     def _read_jsonl(self, path: str, n: int):
+        want = self.want
         for lineno, line in read_lines(path, self.max_bytes):
-            yield self.jsonl_record(line, n, f"{path}:{lineno}")
+            if want is None or want(n):
+                yield self.jsonl_record(line, n, f"{path}:{lineno}")
             n += 1
         return n
 
@@ -1282,7 +1284,7 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
                    content: str = "text", html: str = "main", keep_fields: tuple[str, ...] = (),
                    max_bytes: int | None = None, errors: str = "replace", jobs: int = 1, on_error: str = "skip",
                    report: "InputReport | None" = None, text_spill: str | None = None,
-                   claims: bool = False) -> Iterator[Document | Skipped]:
+                   claims: bool = False, want=None) -> Iterator[Document | Skipped]:
     """Every record of ``paths`` (files or folders, in the order given), as a Document or a Skipped.
 
     Options and paths are checked when this is called (ConfigError, InputError); reading is lazy
@@ -1298,11 +1300,13 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     would extract again are kept there for :func:`~neardup.io.write_kept` (:mod:`neardup.io.texts`).
     ``claims``: a web page's ``<link rel="canonical">`` and ``og:url``, resolved against its URL,
     go into its meta as ``canonical`` and ``og_url`` (:func:`neardup.text.html_links.page_claims`).
+    ``want``: a predicate of ordinals; the records it refuses are counted (ordinals stay those of
+    the whole input) but neither yielded nor, for HTML, extracted.
     See the module docstring for each format.
     """
     reader = RecordReader(id_field=id_field, text_field=text_field, content=content, html=html,
                           keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs, on_error=on_error,
-                          report=report, text_spill=text_spill, claims=claims)
+                          report=report, text_spill=text_spill, claims=claims, want=want)
     return _read(reader, plan_inputs(paths, format))
 
 
