@@ -84,6 +84,12 @@ class DedupConfig:
     #: ``keep="source"``: the sources whose records survive first, in order of preference (a
     #: source not listed comes after them), then the first record.
     keep_sources: tuple = ()
+    #: URL identity (:mod:`neardup.stages.urls`): the field holding each record's URL (a WARC
+    #: record's is its target URI whatever the name); records under one canonical URL are one
+    #: page, and pages' canonical claims are checked against their content. None: off.
+    url_field: str | None = None
+    #: The rules of the canonical form (:class:`neardup.urls.UrlRules`; None: the defaults).
+    url_rules: object = None
 
     def __post_init__(self) -> None:
         check_choice("format", self.format, INPUT_FORMATS, owner="DedupConfig")
@@ -108,6 +114,15 @@ class DedupConfig:
             raise ConfigError(f"The 'source_field' parameter of DedupConfig must be a non-empty str or None. "
                               f"Got {self.source_field!r} instead.")
         object.__setattr__(self, "keep_sources", tuple(self.keep_sources))
+        if self.url_field is not None and (not isinstance(self.url_field, str) or not self.url_field):
+            raise ConfigError(f"The 'url_field' parameter of DedupConfig must be a non-empty str or None. "
+                              f"Got {self.url_field!r} instead.")
+        if self.url_rules is not None:
+            from .urls import UrlRules
+
+            if not isinstance(self.url_rules, UrlRules):
+                raise ConfigError(f"The 'url_rules' parameter of DedupConfig must be a neardup.urls.UrlRules or None. "
+                                  f"Got {self.url_rules!r} instead.")
         check_float("threshold", self.threshold, 0.0, 1.0, owner="DedupConfig", closed="right")
         check_int("max_distance", self.max_distance, 0, 7, owner="DedupConfig")
         if self.keep == "field" and not self.keep_field:
@@ -150,7 +165,16 @@ class DedupConfig:
             # Only when set, so that the fingerprints of runs without sources stay as they were.
             **({"source_field": self.source_field} if self.source_field is not None else {}),
             **({"keep_sources": list(self.keep_sources)} if self.keep == "source" else {}),
+            # Only when on, so that the fingerprints of runs without URL identity stay as they were;
+            # the rules carry their version (neardup.urls.URL_RULES_VERSION)
+            **({"urls": {"field": self.url_field, **self.rules_of_urls().as_dict()}} if self.url_field else {}),
         }
+
+    def rules_of_urls(self):
+        """The URL rules of the run (:class:`neardup.urls.UrlRules`)."""
+        from .urls import DEFAULT_RULES
+
+        return self.url_rules if self.url_rules is not None else DEFAULT_RULES
 
     def read_options(self) -> dict:
         """The options of :func:`neardup.io.read_documents` that this configuration fixes."""

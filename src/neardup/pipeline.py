@@ -48,7 +48,8 @@ from .stages.columns import Copies, Floats, Growable, Ids, Labels, Names, Source
 from .stages.exact import FingerprintTable, first_holders
 from .stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, keep_value, kept_mask, outcomes,
                                similarity_to_survivors, split_sources)
-from .stages.verify import Edges, verify_pairs
+from .stages.urls import claim_key, record_key, relabel, url_links
+from .stages.verify import Edges, pair_similarities, score_of, verify_pairs
 
 if TYPE_CHECKING:
     from .io.shards import KeptLayout
@@ -319,6 +320,10 @@ class _Sketched:
     simhashes: list[np.ndarray] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     urls: dict[int, str] = field(default_factory=dict)  # ordinal -> the page's URL (web archives)
+    #: URL identity (config.url_field): ordinal -> the record's canonical URL, and its page's
+    #: canonical claim in canonical form (neardup.stages.urls), for the records that have one
+    url_keys: dict[int, str] = field(default_factory=dict)
+    claim_keys: dict[int, str] = field(default_factory=dict)
     id_pieces: _Pieces | None = None
     sig_pieces: _Pieces | None = None
     #: per record (by ordinal) its source, when the run has sources (several inputs, a source
@@ -480,6 +485,10 @@ class Deduplicator:
         read_options = dict(self.config.read_options(), jobs=self.jobs)
         if self.config.source_field is not None:
             keep_fields += (self.config.source_field,)
+        url_reading = {}
+        if self.config.url_field is not None:  # URL identity: each record's URL and its page's claims
+            keep_fields += (self.config.url_field,)
+            url_reading = {"claims": True}
         inputs = list(paths) if not isinstance(paths, (str, bytes, os.PathLike)) else [paths]
         # this run's inputs, not an earlier run's: one engine may run several times
         self.source_labels = [os.fsdecode(p) for p in inputs] if self.has_sources(inputs) else None
@@ -505,8 +514,9 @@ class Deduplicator:
                 # becomes a Python str. Texts holding a code point that NFKC may change, and that
                 # the kernel does not map itself, are flagged.
                 table = sketch_stage.flag_table(self.config.shingle.normalize)
-                return read_encoded(plan, table=table, keep_fields=keep_fields, **read_options, **passing)
-            return read_documents(plan, keep_fields=keep_fields, **read_options, **passing)
+                return read_encoded(plan, table=table, keep_fields=keep_fields, **read_options, **url_reading,
+                                    **passing)
+            return read_documents(plan, keep_fields=keep_fields, **read_options, **url_reading, **passing)
 
         # The shingle ids are most of the work folder (8 bytes a distinct shingle, 1.1 kB a document
         # of benchmarks/scale.py's corpus) and only the documents in candidate pairs (a tenth there)
@@ -516,7 +526,9 @@ class Deduplicator:
         # which can be read once). A corpus whose ids fit is read once, as before.
         self._reread = None
         if (self.config.method == "minhash" and not self._unresumable and self.config.keep != "source"
-                and self.config.source_field is None and not labelled and _readable_twice(inputs)):
+                and self.config.source_field is None and not labelled and _readable_twice(inputs)
+                # (URL identity measures claimed pairs that need not be candidates: every id is kept)
+                and self.config.url_field is None):
             self._reread = lambda: read(paths, dict(on_error=on_error, report=InputReport()))
 
         if labelled:
@@ -926,6 +938,7 @@ class Deduplicator:
         run.save("sketch", arrays, {
             "reason_labels": got.reason.labels, "skipped": dict(got.skipped),
             "urls": sorted(got.urls.items()),  # web archives' pages: clusters.jsonl's url key
+            "url_keys": sorted(got.url_keys.items()), "claim_keys": sorted(got.claim_keys.items()),
             "sources": got.sources,  # each record's source (several inputs, --source-field), or None
             "spilled_bytes": [got.id_pieces.spilled_bytes, got.sig_pieces.spilled_bytes],
             "signature_dtype": got.sig_pieces.dtype.name,
@@ -945,6 +958,8 @@ class Deduplicator:
                                   if self.config.keep != "source" else dict(arrays["exact_of"].tolist())),
                         sketched=Growable(np.int64, arrays["sketched"]), n_shingles=[arrays["n_shingles"]])
         got.urls = {int(o): url for o, url in meta.get("urls", [])}
+        got.url_keys = {int(o): key for o, key in meta.get("url_keys", [])}
+        got.claim_keys = {int(o): key for o, key in meta.get("claim_keys", [])}
         got.sources = meta.get("sources")
         got.band_parts = [arrays["band_keys"]] if "band_keys" in arrays else []
         got.simhashes = [arrays["simhashes"]] if "simhashes" in arrays else []
@@ -1023,6 +1038,7 @@ class Deduplicator:
             got.exact_of = Copies()
         first_by_fp = got.first_by_fp
         sources = got.sources = [] if self.source_labels is not None or cfg.source_field is not None else None
+        url_field, url_rules = cfg.url_field, cfg.rules_of_urls()
         pending: list = []
         self.seconds["exact_pass"] = 0.0
 
@@ -1075,6 +1091,13 @@ class Deduplicator:
                     ords.append(len(got.ids))
                     if rec.meta and rec.meta.get("url"):
                         got.urls[len(got.ids)] = rec.meta["url"]
+                    if url_field is not None:
+                        key = record_key(rec.meta.get(url_field) or rec.meta.get("url"), url_rules)
+                        if key is not None:
+                            got.url_keys[len(got.ids)] = key
+                        claim = claim_key(rec.meta, url_rules)
+                        if claim is not None:
+                            got.claim_keys[len(got.ids)] = claim
                     got.ids.append(rec.id)
                     text = rec.text
                     got.lengths.append(len(text))
@@ -1258,12 +1281,20 @@ class Deduplicator:
         their survivors (``kept``, by ordinal, given to ``kept_known`` at once) and each other
         member's exact similarity to its survivor: the last step that reads the shingle ids."""
         cfg = self.config
-        comp = components(sk.size, edges.i, edges.j)
+        ei, ej = edges.i, edges.j
+        self._url_links = links = None
+        if cfg.url_field is not None:
+            links = self._url_links = self._links(got, sk, shingle_ids, offsets, counts)
+            ei, ej = np.concatenate((ei, links.i)), np.concatenate((ej, links.j))
+        comp = components(sk.size, ei, ej)
+        del ei, ej
         keyvals = np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None
         priority = None
         if cfg.keep == "source":  # the preferred sources first, then the first record
             rank = {s: r for r, s in reversed(list(enumerate(cfg.keep_sources)))}
             priority = np.array([rank.get(got.sources[o], len(rank)) for o in sk.tolist()], dtype=np.int64)
+        if links is not None and links.priority is not None:  # a claimed record first, whatever the policy
+            priority = links.priority if priority is None else links.priority * (int(priority.max()) + 1) + priority
         survivor_local = choose_survivors(comp, sk, "first" if cfg.keep == "source" else cfg.keep,
                                           got.lengths.array(), keyvals, priority=priority)
         del comp, keyvals, priority
@@ -1273,6 +1304,36 @@ class Deduplicator:
         members, member_sims = similarity_to_survivors(shingle_ids, offsets, counts, survivor_local, cfg.measure,
                                                        jobs=self.jobs, in_slices=in_pair_slices)
         return survivor_local, kept, members, member_sims
+
+    def _links(self, got: _Sketched, sk, shingle_ids, offsets, counts):
+        """URL identity over the sketched records (:func:`neardup.stages.urls.url_links`): an
+        exact copy's URL stands for its first holder, and a claim agrees with the content when
+        the pair's similarity (the run's measure) is at the threshold."""
+        cfg = self.config
+        ords = sk.tolist()
+        keys = [got.url_keys.get(o) for o in ords]
+        claims = [got.claim_keys.get(o) for o in ords]
+        aliases, alias_claims = [], []
+        if got.url_keys or got.claim_keys:
+            copies, holders = (got.exact_of.arrays() if isinstance(got.exact_of, Copies)
+                               else (np.fromiter(got.exact_of.keys(), np.int64), np.fromiter(got.exact_of.values(), np.int64)))
+            local = {o: k for k, o in enumerate(ords)}
+            for o, h in zip(np.asarray(copies).tolist(), np.asarray(holders).tolist()):
+                if h not in local:
+                    continue
+                key, claim = got.url_keys.get(o), got.claim_keys.get(o)
+                if key is not None:
+                    aliases.append((key, local[h]))
+                if claim is not None:
+                    alias_claims.append((claim, local[h]))
+
+        def agree(a, b):
+            if cfg.method == "exact":  # only exact copies count: the same shingles
+                return pair_similarities(shingle_ids, offsets, counts, a, b, jobs=self.jobs)["jaccard"] >= 1.0
+            return score_of(pair_similarities(shingle_ids, offsets, counts, a, b, jobs=self.jobs),
+                            cfg.measure) >= cfg.threshold
+
+        return url_links(keys, claims, agree, ids=take_values(got.ids, sk), aliases=aliases, alias_claims=alias_claims)
 
     def _outcome(self, got: _Sketched, sk, survivors, stats: dict) -> Outcome:
         """Every record's outcome from :meth:`_survivors`'s ``survivors``, and the clusters' figures."""
@@ -1286,6 +1347,13 @@ class Deduplicator:
             names, got.reason, sk, survivor_local, kept, members, member_sims,
             got.exact_of.arrays() if isinstance(got.exact_of, Copies) else got.exact_of,
             chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None, repeated=repeated)
+        links = getattr(self, "_url_links", None)
+        if links is not None:
+            relabelled = relabel(outcome.reason, sk, survivor_local, links)
+            stats["urls_identity"] = links.stats
+            if relabelled.size and chained:  # joined by their URL or claim, not through chains of content
+                by_url = set(take_values(names, relabelled))
+                chained = [c for c in chained if c not in by_url]
         if got.sources is not None:
             stats["kinds"] = cluster_kinds(outcome, cluster_sizes)
             outcome, chained = split_sources(outcome), [i for _, i in chained]
@@ -1344,6 +1412,9 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
         "unique": reasons.get("unique", 0),
         "exact_duplicates": reasons.get("exact", 0),
         "near_duplicates": reasons.get("near", 0),
+        # URL identity (--url-field): records under their survivor's URL, and followed canonical claims
+        **({"url_duplicates": reasons.get("url", 0), "canonical_duplicates": reasons.get("canonical", 0)}
+           if config.url_field is not None else {}),
         "skipped": sum(stats["skipped"].values()),
         "skipped_by_reason": stats["skipped"],
         "clusters": {
@@ -1367,6 +1438,8 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
         # method minhash past the grouping budget: the band keys' partition files
         **({"band_grouping": stats["band_grouping"]} if "band_grouping" in stats else {}),
         "duplicate_ids": stats["duplicate_ids"],
+        **({"canonical_claims": {k: v for k, v in stats["urls_identity"].items() if k != "url_groups"},
+            "url_groups": stats["urls_identity"]["url_groups"]} if "urls_identity" in stats else {}),
         # against an index, or saving one: what was read from it and written to it
         **({"index": {k[len("index_"):] if k.startswith("index_") else k: stats[k] for k in INDEX_STATS
                       if k in stats}} if any(k in stats for k in INDEX_STATS) else {}),
@@ -1380,6 +1453,7 @@ def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info
         "peak_memory_mb": round(peak_memory_mb(), 1),
     }
     assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
+        + summary.get("url_duplicates", 0) + summary.get("canonical_duplicates", 0) \
         == summary["input"], "internal error: counts do not add up"
     return summary
 

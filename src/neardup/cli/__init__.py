@@ -19,7 +19,7 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Modules that add sub-commands, in the order they appear in --help.
-COMMAND_MODULES = ["neardup.cli.core", "neardup.cli.dedup", "neardup.cli.plan", "neardup.cli.evaluate", "neardup.cli.report", "neardup.cli.index"]
+COMMAND_MODULES = ["neardup.cli.core", "neardup.cli.dedup", "neardup.cli.plan", "neardup.cli.evaluate", "neardup.cli.report", "neardup.cli.index", "neardup.cli.changes"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -188,3 +188,26 @@ def minhash_params_from(args):
     if args.seed < 0:
         raise ConfigError(f"--seed must be 0 or more, got {args.seed}")
     return MinHashParams(num_perm=args.num_perm, seed=args.seed, family=args.family)
+
+
+_URL_FIELD_HELP = ("JSONL/CSV/Parquet/Arrow field with the record's URL (default: the WARC target URI, else the "
+                   "'url' field when present)")
+
+
+def add_url_options(g, field_help: str = _URL_FIELD_HELP) -> None:
+    """``--url-field`` and the URL rules' options (:class:`neardup.urls.UrlRules`)."""
+    g.add_argument("--url-field", default=None, metavar="NAME", help=field_help)
+    g.add_argument("--drop-params", default=None, metavar="A,B,...",
+                   help="query parameters dropped from URLs (names, * as a wildcard; '' keeps them all); default: "
+                        "utm_*, click ids (gclid, fbclid, msclkid, ...) and session ids (see docs/urls.md)")
+    g.add_argument("--fold-www", action="store_true", help="www.example.com is example.com (off by default)")
+    g.add_argument("--fold-trailing-slash", action="store_true",
+                   help="/docs/ is /docs (off by default: some servers answer them differently)")
+
+
+def url_rules_from(args):
+    from ..urls import TRACKING_PARAMS, UrlRules
+
+    params = TRACKING_PARAMS if args.drop_params is None else tuple(x.strip() for x in args.drop_params.split(",")
+                                                                      if x.strip())
+    return UrlRules(drop_params=params, fold_www=args.fold_www, fold_trailing_slash=args.fold_trailing_slash)

@@ -8,8 +8,8 @@ import sys
 from ..config import MAX_BYTES
 from ..params import IN_MEMORY_MB
 from ._common import (add_error_options, add_input_list_options, add_minhash_options, add_shingle_options,
-                      expanded_inputs, minhash_params_from, positive_int, shingle_params_from, skipped_status,
-                      unit_float)
+                      add_url_options, expanded_inputs, minhash_params_from, positive_int, shingle_params_from,
+                      skipped_status, unit_float, url_rules_from)
 
 
 def register(sub) -> None:
@@ -84,6 +84,12 @@ def add_dedup_options(p) -> None:
     inc.add_argument("--update-index", action="store_true",
                      help="with --against: add the new sketched records to the index in the same run, in one "
                           "transaction")
+    urls = p.add_argument_group("URL identity")
+    add_url_options(urls, field_help=(
+        "turn URL identity on, with the record's URL in field NAME (a WARC record's target URI whatever NAME; "
+        "'url' for most crawls): records with the same canonical URL are one page, the survivor chosen by "
+        "--keep (reason url), and a page whose <link rel=canonical> or og:url names another record whose "
+        "content agrees is its duplicate, that record surviving (reason canonical); see docs/urls.md"))
     io = p.add_argument_group("input")
     add_input_list_options(io)
     from ..io.readers import FORMATS
@@ -149,7 +155,9 @@ def config_from(args):
                        html=args.html, max_bytes=args.max_bytes, extraction=extraction_of(args),
                        sample_mod=args.sample_mod, sample_cap=args.sample_cap, sample=args.sample,
                        sample_size=args.sample_size, source_field=getattr(args, "source_field", None),
-                       keep_sources=keep_sources if keep == "source" else ())
+                       keep_sources=keep_sources if keep == "source" else (),
+                       url_field=getattr(args, "url_field", None),
+                       url_rules=url_rules_from(args) if getattr(args, "url_field", None) else None)
 
 
 def extraction_of(args) -> str | None:
@@ -239,7 +247,7 @@ def dedup_command(args) -> int:
                               "file it cannot read; use --engine local")
         for flag, given in (("--against", args.against), ("--save-index", args.save_index),
                             ("--update-index", args.update_index or None), ("--source-field", args.source_field),
-                            ("--keep source:", config.keep == "source" or None)):
+                            ("--keep source:", config.keep == "source" or None), ("--url-field", args.url_field)):
             if given is not None:
                 raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): use the local engine")
         if args.resume:
@@ -262,6 +270,9 @@ def dedup_command(args) -> int:
 
         if args.spark_master is not None:
             raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
+        if args.url_field is not None and (args.against is not None or args.save_index is not None):
+            raise ConfigError("--url-field is not supported with an index (--against, --save-index) yet: the index "
+                              "does not store URLs; run without the index")
 
         if args.resume:  # before an index is opened (--save-index creates its file)
             for flag, given in (("--against", args.against), ("--save-index", args.save_index),

@@ -562,7 +562,8 @@ class RecordReader:
     records numbered from ``n`` and returns the next ordinal."""
 
     def __init__(self, *, id_field="id", text_field="text", content="text", html="main", keep_fields=(),
-                 max_bytes=None, errors="replace", jobs=1, want=None, on_error="skip", report=None, text_spill=None):
+                 max_bytes=None, errors="replace", jobs=1, want=None, on_error="skip", report=None, text_spill=None,
+                 claims=False):
         for name, value in (("id_field", id_field), ("text_field", text_field)):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"The '{name}' parameter must be a non-empty str. Got {value!r} instead.")
@@ -595,12 +596,23 @@ class RecordReader:
         # again (neardup.io.texts); self.spill is its TextSpill while the plan is read
         self.text_spill = text_spill
         self.spill = None
+        # a page's canonical link and og:url into its meta (neardup.text.html_links), for URL identity
+        self.claims = claims
+
+    def claimed(self, meta: dict, page, url) -> dict:
+        """``meta`` with the page's claims about its URL (``canonical``, ``og_url``) when asked for."""
+        if self.claims:
+            from ..text.html_links import page_claims
+
+            meta.update(page_claims(page, url))
+        return meta
 
     # -- shared ------------------------------------------------------------------------------
 
     def finish_record(self, ident, text, n, src, meta, *, is_html, url=None):
         """Extract HTML if needed (or defer it to the worker processes) and reject empty text."""
         if is_html and text and not text.isspace():
+            meta = self.claimed(meta, text, url)
             if self.jobs > 1:
                 return _Pending(ident, n, src, meta, text, url)
             return _extracted(ident, n, src, meta, _extract(text, self.html, url=url))
@@ -623,8 +635,10 @@ class RecordReader:
     # -- JSONL -------------------------------------------------------------------------------
 
     def _read_jsonl(self, path: str, n: int):
+        want = self.want
         for lineno, line in read_lines(path, self.max_bytes):
-            yield self.jsonl_record(line, n, f"{path}:{lineno}")
+            if want is None or want(n):
+                yield self.jsonl_record(line, n, f"{path}:{lineno}")
             n += 1
         return n
 
@@ -869,7 +883,7 @@ class RecordReader:
                 if record_id:
                     meta["record_id"] = record_id
                 if kind == "doc" and self.jobs > 1:  # decoded by the worker, with the extraction
-                    yield _Pending(ident, n, src, meta, body, url, charset, self.errors,
+                    yield _Pending(ident, n, src, self.claimed(meta, body, url), body, url, charset, self.errors,
                                    f"the body is not valid {charset or 'UTF-8'}")
                     n += 1
                     continue
@@ -915,7 +929,7 @@ class RecordReader:
             return Skipped(path, n, path, "binary", f"NUL byte at offset {data.index(0)}: not a text file")
         if fmt == "html":
             if self.jobs > 1:  # decoded by the worker, with the extraction
-                return _Pending(path, n, path, {}, data, None, None, self.errors,
+                return _Pending(path, n, path, self.claimed({}, data, None), data, None, None, self.errors,
                                 "the file is not valid in its declared charset or UTF-8")
             text = decode_html(data, errors=self.errors)
             if text is None:
@@ -1269,7 +1283,8 @@ def _decode_text(data: bytes, errors: str) -> str | None:
 def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "id", text_field: str = "text",
                    content: str = "text", html: str = "main", keep_fields: tuple[str, ...] = (),
                    max_bytes: int | None = None, errors: str = "replace", jobs: int = 1, on_error: str = "skip",
-                   report: "InputReport | None" = None, text_spill: str | None = None) -> Iterator[Document | Skipped]:
+                   report: "InputReport | None" = None, text_spill: str | None = None,
+                   claims: bool = False, want=None) -> Iterator[Document | Skipped]:
     """Every record of ``paths`` (files or folders, in the order given), as a Document or a Skipped.
 
     Options and paths are checked when this is called (ConfigError, InputError); reading is lazy
@@ -1283,11 +1298,15 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     in that many worker processes, a bounded window ahead, same order and same output; plain text
     is never sent to them. ``text_spill`` (a run's work folder): the texts that the kept corpus
     would extract again are kept there for :func:`~neardup.io.write_kept` (:mod:`neardup.io.texts`).
+    ``claims``: a web page's ``<link rel="canonical">`` and ``og:url``, resolved against its URL,
+    go into its meta as ``canonical`` and ``og_url`` (:func:`neardup.text.html_links.page_claims`).
+    ``want``: a predicate of ordinals; the records it refuses are counted (ordinals stay those of
+    the whole input) but neither yielded nor, for HTML, extracted.
     See the module docstring for each format.
     """
     reader = RecordReader(id_field=id_field, text_field=text_field, content=content, html=html,
                           keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs, on_error=on_error,
-                          report=report, text_spill=text_spill)
+                          report=report, text_spill=text_spill, claims=claims, want=want)
     return _read(reader, plan_inputs(paths, format))
 
 

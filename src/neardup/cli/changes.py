@@ -1,0 +1,103 @@
+"""``neardup changes``: what changed between two crawls, per canonical URL."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from ..config import MAX_BYTES
+from ._common import (add_minhash_options, add_shingle_options, add_url_options, minhash_params_from, positive_int,
+                      shingle_params_from, unit_float, url_rules_from)
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "changes", help="compare two crawls: which pages are new, gone, unchanged, changed only in their template, "
+                        "changed (by how much) or moved",
+        description="Compare crawl OLD with crawl NEW (each a file, folder or glob that 'neardup dedup' reads; "
+                    "several with --old/--new) per canonical URL, on the pages' main content, and write into "
+                    "--output DIR: changes.jsonl (one line per URL: url, status new|gone|unchanged|template|changed|"
+                    "moved, similarity, old_id, new_id), summary.json (counts, the most-changed pages) and "
+                    "changes.html (the largest changes as word diffs).")
+    p.add_argument("old", metavar="OLD", help="the earlier crawl")
+    p.add_argument("new", metavar="NEW", help="the later crawl")
+    p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--threshold", type=unit_float("--threshold"), default=0.8,
+                   help="the similarity at which a gone page's content found under a new URL counts as moved "
+                        "(default 0.8)")
+    p.add_argument("--measure", choices=["jaccard", "containment"], default="jaccard",
+                   help="what --threshold applies to: resemblance (default) or containment either way round")
+    p.add_argument("--top", type=positive_int("--top"), default=20,
+                   help="the most-changed pages listed in summary.json and shown in changes.html (default 20)")
+    urls = p.add_argument_group("URLs")
+    add_url_options(urls)
+    io = p.add_argument_group("input")
+    from ..io.readers import FORMATS
+
+    io.add_argument("--format", choices=["auto", *FORMATS], default="auto",
+                    help="how to read every input (default auto)")
+    io.add_argument("--id-field", default="id", help="JSONL/CSV/Parquet/Arrow field with the record id (default id)")
+    io.add_argument("--text-field", default="text", help="JSONL/CSV/Parquet/Arrow field with the text (default text)")
+    io.add_argument("--content", choices=["text", "html"], default="text",
+                    help="what the JSONL/Parquet text field holds (default text)")
+    io.add_argument("--html", choices=["main", "whole", "article"], default="main",
+                    help="HTML to text: main content (default), the whole page, or article (trafilatura)")
+    io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=MAX_BYTES,
+                    help="skip records larger than this (default 64 MiB)")
+    io.add_argument("--on-error", choices=["error", "skip"], default="error",
+                    help="a file that cannot be read: stop (default) or skip it")
+    add_shingle_options(p)
+    add_minhash_options(p, family="mulshift32")
+    run = p.add_argument_group("run")
+    run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
+                     help="threads and extraction processes (default: the CPUs this process may use)")
+    run.add_argument("--quiet", "-q", action="store_true", help="no summary on standard error")
+    p.set_defaults(handler=changes_command)
+
+
+def changes_command(args) -> int:
+    from ..config import DedupConfig
+    from ..cpus import available_cpus
+    from ..engines.changes import detect_changes
+    from ..io.sources import expand_inputs
+    from ..text.html import extractor_id
+
+    old, new = expand_inputs([args.old], None), expand_inputs([args.new], None)
+    from ..io.outputs import is_url
+
+    if is_url(args.output):
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--output {args.output}: neardup changes writes to a local folder only (yet); copy the "
+                          "folder afterwards")
+    for path in old + new:
+        if _is_index(path):
+            from ..errors import ConfigError
+
+            raise ConfigError(f"{path} is a neardup index: a saved index as OLD is not supported yet (it stores no "
+                              "URLs); give the crawl's files")
+    config = DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args),
+                         threshold=args.threshold, measure=args.measure, format=args.format, id_field=args.id_field,
+                         text_field=args.text_field, content=args.content, html=args.html, max_bytes=args.max_bytes,
+                         extraction=extractor_id(args.html))
+    started = time.perf_counter()
+    summary = detect_changes(old, new, args.output, config, url_field=args.url_field, rules=url_rules_from(args),
+                             jobs=args.jobs or available_cpus(), top=args.top, on_error=args.on_error)
+    if not args.quiet:
+        c = summary["counts"]
+        print(f"{summary['urls']:,} URLs: " + ", ".join(f"{c[s]:,} {s}" for s in c)
+              + f"; {time.perf_counter() - started:.2f} s", file=sys.stderr)
+    return 0
+
+
+def _is_index(path: str) -> bool:
+    """Whether ``path`` is a SQLite file (a ``neardup index``), by its magic."""
+    import os
+
+    try:
+        if not os.path.isfile(path):
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False

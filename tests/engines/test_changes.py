@@ -1,0 +1,202 @@
+"""Change detection between two crawls of real pages (Debian documentation, tests/data/html/debian)
+edited by hand in known places: every status appears, and each edit gets exactly its status."""
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from neardup.cli import main
+from neardup.config import DedupConfig
+from neardup.engines.changes import STATUSES, detect_changes, word_diff
+from neardup.text.html import extract_text
+
+DEBIAN = Path(__file__).resolve().parents[1] / "data" / "html" / "debian"
+SITE = "https://docs.debian.test/"
+
+
+def page(name: str) -> str:
+    return (DEBIAN / name).read_text(encoding="utf-8")
+
+
+def edited(name: str, old: str, new: str) -> str:
+    html = page(name)
+    assert html.count(old) >= 1, f"the edit's anchor is not in {name}"
+    return html.replace(old, new)
+
+
+APPENDED = ("<p>Translations are maintained by volunteers of each language community, and their state varies "
+            "from one chapter to the next; check the date of the last update before relying on them.</p>\n")
+CHANGED_PARAGRAPH = ("<p>Read a property of the test into a variable. When the property was never set, the "
+                     "variable holds the empty string and no error is raised, whatever")
+
+
+def crawls():
+    """(old, new, expected): two crawls as lists of records, and the status of every URL."""
+    old = {
+        "cmake/block.html": page("sphinx-0000.html"),
+        "cmake/get_directory_property.html": page("sphinx-0001.html"),
+        "cmake/get_test_property.html": page("sphinx-0002.html"),
+        "rust/book/translation.html": page("mdbook-0000.html"),
+        "libstdc++/bitmap_allocator.html": page("docbook-0000.html"),
+        "libstdc++/configure.html": page("docbook-0001.html"),
+        "glib/GAppInfoMonitor.html": page("gtkdoc-0003.html"),
+    }
+    new = {
+        # the same page, under another spelling of its URL
+        "CMAKE_UPPER": page("sphinx-0000.html"),
+        # only the navigation: the version in the breadcrumbs
+        "cmake/get_directory_property.html": edited("sphinx-0001.html", "3.25.1 Documentation", "3.25.2 Documentation"),
+        # one paragraph rewritten
+        "cmake/get_test_property.html": edited("sphinx-0002.html",
+                                               "<p>Get a property from the test.  The value of the property is stored in",
+                                               CHANGED_PARAGRAPH),
+        # text appended at the end of the main content
+        "rust/book/translation.html": edited("mdbook-0000.html", "\n                    </main>", APPENDED + "</main>"),
+        "libstdc++/bitmap_allocator.html": page("docbook-0000.html"),
+        # renamed
+        "libstdc++/manual/configure.html": page("docbook-0001.html"),
+        # glib/GAppInfoMonitor.html removed; a page added
+        "java/BufferOverflowException-use.html": page("javadoc-0026.html"),
+    }
+    expected = {
+        SITE + "cmake/block.html": "unchanged",
+        SITE + "cmake/get_directory_property.html": "template",
+        SITE + "cmake/get_test_property.html": "changed",
+        SITE + "rust/book/translation.html": "changed",
+        SITE + "libstdc++/bitmap_allocator.html": "unchanged",
+        SITE + "libstdc++/configure.html": "moved",
+        SITE + "glib/GAppInfoMonitor.html": "gone",
+        SITE + "java/BufferOverflowException-use.html": "new",
+    }
+
+    def records(pages, tag):
+        out = []
+        for k, (path, html) in enumerate(pages.items()):
+            url = (SITE + path) if path != "CMAKE_UPPER" else "HTTPS://Docs.Debian.TEST:443/cmake/block.html?utm_source=rss#top"
+            out.append({"id": f"{tag}-{k}", "url": url, "html": html})
+        return out
+
+    return records(old, "old"), records(new, "new"), expected
+
+
+def write_jsonl(path: Path, rows) -> str:
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("changes")
+    old, new, expected = crawls()
+    out = tmp / "out"
+    config = DedupConfig(content="html", text_field="html")
+    summary = detect_changes([write_jsonl(tmp / "old.jsonl", old)], [write_jsonl(tmp / "new.jsonl", new)], str(out),
+                             config, jobs=1)
+    lines = [json.loads(x) for x in (out / "changes.jsonl").read_text().splitlines()]
+    return summary, lines, expected, out
+
+
+def test_each_edit_gets_its_status(result):
+    summary, lines, expected, _ = result
+    assert {line["url"]: line["status"] for line in lines} == expected
+    assert set(STATUSES) == set(expected.values())  # every status appears
+    assert summary["counts"] == {"new": 1, "gone": 1, "unchanged": 2, "template": 1, "changed": 2, "moved": 1}
+
+
+def test_the_nav_edit_leaves_the_main_content_alone():
+    before, after = page("sphinx-0001.html"), edited("sphinx-0001.html", "3.25.1 Documentation", "3.25.2 Documentation")
+    assert extract_text(before, "main") == extract_text(after, "main")
+    assert extract_text(before, "whole") != extract_text(after, "whole")
+
+
+def test_line_contents(result):
+    _, lines, _, _ = result
+    by = {line["url"].removeprefix(SITE): line for line in lines}
+    appended = by["rust/book/translation.html"]
+    assert appended["containment_old_in_new"] == 1.0  # everything of the old page is still there
+    assert appended["containment_new_in_old"] < 1.0
+    assert 0 < appended["similarity"] < 1
+    rewritten = by["cmake/get_test_property.html"]
+    assert rewritten["containment_old_in_new"] < 1.0 and rewritten["containment_new_in_old"] < 1.0
+    moved = by["libstdc++/configure.html"]
+    assert moved["new_url"] == SITE + "libstdc++/manual/configure.html"
+    assert (moved["old_id"], moved["new_id"], moved["similarity"]) == ("old-5", "new-5", 1.0)
+    assert by["cmake/block.html"]["new_id"] == "new-0"  # joined through the canonical URL
+    assert by["glib/GAppInfoMonitor.html"]["new_id"] is None
+    assert by["java/BufferOverflowException-use.html"]["old_id"] is None
+    # one line per URL, the moved page's new URL has none of its own, in SURT order
+    assert SITE + "libstdc++/manual/configure.html" not in {line["url"] for line in lines}
+    assert [line["url"] for line in lines] == sorted(line["url"] for line in lines)
+
+
+def test_summary_and_report(result):
+    summary, _, _, out = result
+    # least similar first: appending doubled the small page, the rewrite touched a third of the other
+    assert [m["url"].removeprefix(SITE) for m in summary["most_changed"]] == [
+        "rust/book/translation.html", "cmake/get_test_property.html"]
+    sims = [m["similarity"] for m in summary["most_changed"]]
+    assert sims == sorted(sims)
+    assert summary["old"]["pages"] == 7 and summary["new"]["pages"] == 7
+    report = (out / "changes.html").read_text()
+    assert "<ins>Translations are maintained by volunteers" in report
+    assert "<del>Get</del> <ins>Read</ins> a property <del>from the test." in report
+    assert "<ins>was never set, the variable holds the empty string" in report
+    assert not (out / ".neardup-changes-work").exists()
+
+
+def test_threshold_decides_moved(tmp_path):
+    """A renamed page whose text was also half rewritten is moved at a low threshold only."""
+    old = [{"id": "a", "url": SITE + "a.html", "html": page("docbook-0001.html")}]
+    text = extract_text(page("docbook-0001.html"), "main").split()
+    half = " ".join(text[: len(text) // 2] + ["rewritten"] * (len(text) - len(text) // 2))
+    new = [{"id": "b", "url": SITE + "b.html", "html": f"<html><body><main><p>{half}</p></main></body></html>"}]
+    o, n = write_jsonl(tmp_path / "o.jsonl", old), write_jsonl(tmp_path / "n.jsonl", new)
+    config = DedupConfig(content="html", text_field="html")
+    assert detect_changes([o], [n], str(tmp_path / "x"), config)["counts"]["moved"] == 0
+    low = DedupConfig(content="html", text_field="html", threshold=0.3, measure="containment")
+    assert detect_changes([o], [n], str(tmp_path / "y"), low)["counts"]["moved"] == 1
+
+
+def test_folders_of_files_line_up_by_path(tmp_path):
+    for crawl, names in (("mon", ["sphinx-0000.html", "sphinx-0003.html"]), ("tue", ["sphinx-0000.html"])):
+        (tmp_path / crawl / "cmake").mkdir(parents=True)
+        for name in names:
+            (tmp_path / crawl / "cmake" / name).write_text(page(name), encoding="utf-8")
+    summary = detect_changes([str(tmp_path / "mon")], [str(tmp_path / "tue")], str(tmp_path / "out"))
+    lines = [json.loads(x) for x in (tmp_path / "out" / "changes.jsonl").read_text().splitlines()]
+    assert [(x["url"], x["status"]) for x in lines] == [("cmake/sphinx-0000.html", "unchanged"),
+                                                         ("cmake/sphinx-0003.html", "gone")]
+    assert summary["counts"]["template"] == 0
+
+
+def test_command_line_is_deterministic(tmp_path):
+    old, new, expected = crawls()
+    o, n = write_jsonl(tmp_path / "o.jsonl", old), write_jsonl(tmp_path / "n.jsonl", new)
+    outs = []
+    for k, jobs in enumerate(("1", "2")):
+        out = tmp_path / f"out{k}"
+        assert main(["changes", o, n, "--output", str(out), "--content", "html", "--text-field", "html",
+                     "--jobs", jobs, "--quiet"]) == 0
+        outs.append([(out / f).read_bytes() for f in ("changes.jsonl", "summary.json", "changes.html")])
+    assert outs[0] == outs[1]
+    statuses = {json.loads(x)["url"]: json.loads(x)["status"] for x in outs[0][0].decode().splitlines()}
+    assert statuses == expected
+
+
+def test_word_diff():
+    assert word_diff("a b c", "a x c") == "a <del>b</del> <ins>x</ins> c"
+    long = " ".join(f"w{i}" for i in range(40))
+    diff = word_diff(long + " end", long + " tail")
+    assert diff.startswith("&hellip; w32 w33") and diff.endswith("<del>end</del> <ins>tail</ins>")
+
+
+def test_an_index_as_old_is_refused_in_one_line(tmp_path, capsys):
+    import sqlite3
+
+    db = tmp_path / "seen.db"
+    sqlite3.connect(db).execute("CREATE TABLE t (x)").connection.commit()
+    new = write_jsonl(tmp_path / "n.jsonl", [{"id": "a", "url": SITE + "a", "text": "some words of text here"}])
+    assert main(["changes", str(db), new, "--output", str(tmp_path / "out")]) == 2
+    assert "a saved index as OLD is not supported yet" in capsys.readouterr().err
