@@ -161,16 +161,25 @@ class _Runtime:
 
         self.ray = ray
         self.owned = not ray.is_initialized()
+        import logging
+
+        import ray.data
+
+        # Ray Data's progress lines are not this command's (its own progress and summary are)
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ctx.print_on_execution_start = False
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
         if self.owned:
             # the workers must import this neardup: the driver's module path goes with them
             env = {"env_vars": {k: os.environ[k] for k in ("PYTHONPATH", "NEARDUP_REQUIRE_NATIVE") if k in os.environ}}
             if address is not None:
-                ray.init(address=address, log_to_driver=False, runtime_env=env)
+                ray.init(address=address, log_to_driver=False, runtime_env=env, logging_level=logging.WARNING)
             else:
                 from ...cpus import available_cpus
 
                 ray.init(num_cpus=jobs or available_cpus(), include_dashboard=False, log_to_driver=False,
-                         runtime_env=env)
+                         runtime_env=env, logging_level=logging.WARNING)
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.remote = {}
 
@@ -254,7 +263,7 @@ def _sketch(rt: _Runtime, work: WorkFolder, shards: list, config: DedupConfig, s
     ds = ray.data.from_items([{"shard": s} for s in todo], override_num_blocks=len(todo))
     got = ds.map_batches(SketchShards, fn_constructor_args=(shards, config, folder, kernel_handles(config.shingle)),
                          batch_size=1, batch_format="numpy", num_cpus=1,
-                         concurrency=(1, max(1, min(rt.cpus, len(todo)))))
+                         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=max(1, min(rt.cpus, len(todo)))))
     done = sum(int(r["records"]) for r in got.iter_rows())
     if done < 0:  # pragma: no cover - iterating runs the pipeline
         raise RuntimeError("internal error")
