@@ -257,7 +257,11 @@ def two_node_cluster(tmp_path_factory):
     a process group of its own (``--block``), stopped by signalling those groups."""
     if not HAS_RAY:
         pytest.skip("needs ray: pip install 'neardup[ray]'")
+    import secrets
+
     ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
+    # the cluster's own token (Ray's token authentication), given to both nodes and the driver
+    os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"] = "token", secrets.token_hex(32)
     port = free_port()
     address = f"127.0.0.1:{port}"
     common = ["--num-cpus", "1", "--block", "--disable-usage-stats"]
@@ -277,6 +281,7 @@ def two_node_cluster(tmp_path_factory):
                                       stderr=subprocess.DEVNULL))
         yield address
     finally:
+        del os.environ["RAY_AUTH_MODE"], os.environ["RAY_AUTH_TOKEN"]
         for proc in reversed(procs):
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -284,7 +289,7 @@ def two_node_cluster(tmp_path_factory):
                 pass
         for proc in reversed(procs):
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=30)
