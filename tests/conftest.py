@@ -14,19 +14,23 @@ def seed_docs():
     return {"d1": D1, "d2": D2, "d3": D3, "d4": D4}
 
 
-def real_texts(limit=60, min_bytes=2000):
-    """Real text installed on every Debian machine: /usr/share/doc/*/copyright files."""
-    import glob
+TEXTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "texts", "debian-copyright.jsonl.gz")
+_TEXTS = []
 
+
+def real_texts(limit=60, min_bytes=2000):
+    """Real text shipped with the tests (tests/data/texts: 420 Debian copyright files, the same on
+    every machine): the first ``limit`` of at least ``min_bytes`` UTF-8 bytes, as (path, text)."""
+    if not _TEXTS:
+        import gzip
+        import json
+
+        with gzip.open(TEXTS_FILE, "rt", encoding="utf-8") as fh:
+            _TEXTS.extend((r["path"], r["text"]) for r in map(json.loads, fh))
     out = []
-    for path in sorted(glob.glob("/usr/share/doc/*/copyright")):
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue
-        if len(data) >= min_bytes:
-            out.append((path, data.decode("utf-8", "replace")))
+    for path, text in _TEXTS:
+        if len(text.encode("utf-8")) >= min_bytes:
+            out.append((path, text))
         if len(out) >= limit:
             break
     return out

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -201,7 +202,7 @@ def test_cli_lsh_threshold_reports_areas():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (("compare", "/no/such/file", "/etc/hostname"), "no such file"),
+    (("compare", "/no/such/file", os.path.abspath(__file__)), "no such file"),  # a file every checkout has
     (("compare", "a", "b", "--text", "-k", "0"), "-k must be at least 1"),
     (("lsh", "--num-perm", "128", "--bands", "20"), "do not divide"),
     (("lsh", "--num-perm", "128", "--threshold", "1.5"), "--threshold"),

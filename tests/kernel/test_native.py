@@ -314,7 +314,7 @@ def test_real_files(simd, unit, remove_punctuation):
     if unit == "char" and simd == "scalar":
         pytest.skip("characters have no AVX2 code path")
     texts = [t[:30000] for t in _copyrights(16)]
-    assert texts, "no /usr/share/doc/*/copyright files on this machine"
+    assert len(texts) == 16  # tests/data/texts ships 420
     for k in (1, 2, 3, 5, 7):
         params = params_of(unit, k, remove_punctuation)
         for text in texts:

@@ -1,6 +1,6 @@
 """The Spark engine (neardup.spark.engine) against the local engine: identical clusters and pairs.
 
-Real text (/usr/share/doc/*/copyright files) with planted exact copies (case and spacing changed)
+Real text (Debian copyright files shipped in tests/data/texts) with planted exact copies (case and spacing changed)
 and near copies (a few words edited), plus every kind of bad JSONL line. Local mode, 2 cores, one
 SparkSession for the module. The first tests need no Spark: they check the pieces that replace
 the local reader's loop and the local bucket window against the local code itself.
