@@ -92,7 +92,7 @@ def ray_runtime():
         pytest.skip("needs ray: pip install 'neardup[ray]'")
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {k: os.environ[k] for k in ("PYTHONPATH", "NEARDUP_REQUIRE_NATIVE")
                                        if k in os.environ}})
     yield ray

@@ -231,7 +231,8 @@ def dedup_command(args) -> int:
     if args.engine != "ray" and args.ray_address is not None:
         from ..errors import ConfigError
 
-        raise ConfigError(f"--ray-address is not supported by the {args.engine} engine: add --engine ray")
+        name = {"spark": "Spark engine (--engine spark)"}.get(args.engine, "local engine")
+        raise ConfigError(f"--ray-address is not supported by the {name}: add --engine ray")
     if args.engine == "ray":
         from ..engines.ray.cli import run_ray
 

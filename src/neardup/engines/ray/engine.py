@@ -178,7 +178,8 @@ class _Runtime:
             else:
                 from ...cpus import available_cpus
 
-                ray.init(num_cpus=jobs or available_cpus(), include_dashboard=False, log_to_driver=False,
+                # address "local": a runtime of its own, never a cluster this machine happens to run
+                ray.init(address="local", num_cpus=jobs or available_cpus(), include_dashboard=False, log_to_driver=False,
                          runtime_env=env, logging_level=logging.WARNING)
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.remote = {}
@@ -282,8 +283,8 @@ def _columns(work: WorkFolder, nshards: int):
     return table, bases
 
 
-def _edges_from(work: WorkFolder, groups: list[int]):
-    got = [read_arrays(work.file("verify", f"{g:05d}.npz")) for g in groups]
+def _edges_from(work: WorkFolder, stage: str, groups: list[int]):
+    got = [read_arrays(work.file(stage, f"{g:05d}.npz")) for g in groups]
     if not got:
         z = np.empty(0, np.int64)
         return z, z, np.empty(0), np.empty(0), np.empty(0, bool), np.empty(0)
@@ -380,7 +381,7 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
             del packed
             floor = estimate_floor(config.threshold, config.minhash.num_perm, config.measure) if config.verify else None
             groups = _run_measure(rt, work, "verify", prefixes, bases, ca, cb, config, floor, True, st)
-            a, b, est, jac, passed, score = _edges_from(work, groups)
+            a, b, est, jac, passed, score = _edges_from(work, "verify", groups)
             keep = passed.copy()
             if config.verify:
                 stats["estimate_filtered"] = int((~passed).sum())
@@ -415,7 +416,7 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
         rest = np.flatnonzero(~direct)
         if rest.size:
             groups = _run_measure(rt, work, "members", prefixes, bases, lo[rest], hi[rest], config, None, False, st)
-            ga, gb, _, _, _, gscore = _edges_from(work, groups)
+            ga, gb, _, _, _, gscore = _edges_from(work, "members", groups)
             got_at = np.searchsorted((ga.astype(np.uint64) << np.uint64(32)) | gb.astype(np.uint64), want[rest])
             member_sims[rest] = gscore[got_at]
     outcome, cluster_sizes, chained = outcomes(
