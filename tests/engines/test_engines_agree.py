@@ -121,6 +121,7 @@ OPTIONS = {
     "--seed": [(["--seed", "7"], "same")],
     "--family": [(["--family", "affine61"], "same")],
     "--spark-master": [(["--spark-master", "local[2]"], "same")],
+    "--ray-address": [(["--ray-address", "127.0.0.1:1"], "refused")],
     "--jobs": [(["--jobs", "2"], "same"), (["--jobs", "2", "--spark-master", "local[2]"], "refused")],
     "--no-kept": [(["--no-kept"], "same")],
     "--output-format": [(["--output-format", "parquet"], "same")],
@@ -158,13 +159,13 @@ GROUPS = [
 ]
 
 
-def spark_runs() -> list:
-    runs = [(args, "refused") for tries in OPTIONS.values() for args, what in tries if what == "refused"]
-    for group in GROUPS:
-        tries = [args for name in group for args, what in OPTIONS[name] if what == "same"]
+def spark_runs(options=OPTIONS, groups=GROUPS) -> list:
+    runs = [(args, "refused") for tries in options.values() for args, what in tries if what == "refused"]
+    for group in groups:
+        tries = [args for name in group for args, what in options[name] if what == "same"]
         # options of one try each join one run; an option tried several ways gets a run per try
-        single = [t for name in group for t in [a for a, w in OPTIONS[name] if w == "same"]
-                  if len([a for a, w in OPTIONS[name] if w == "same"]) == 1]
+        single = [t for name in group for t in [a for a, w in options[name] if w == "same"]
+                  if len([a for a, w in options[name] if w == "same"]) == 1]
         several = [t for t in tries if t not in single]
         if single:
             runs.append(([a for t in single for a in t], "same"))
@@ -173,6 +174,30 @@ def spark_runs() -> list:
 
 
 CASES = spark_runs()
+
+#: What the Ray engine does where it differs from the Spark engine: it writes the kept corpus with
+#: the local writer (shards, compression) and keeps a work folder of finished shards (resume,
+#: --work-dir: ``{work}`` is a folder of the test's); --ray-address is tried on a real two-node
+#: cluster in tests/engines/test_ray.py (here the module's runtime is in use).
+RAY_OPTIONS = {**OPTIONS,
+               "--spark-master": [(["--spark-master", "local[2]"], "refused")],
+               "--ray-address": [],
+               "--jobs": [(["--jobs", "2"], "same"), (["--jobs", "2", "--ray-address", "127.0.0.1:1"], "refused")],
+               "--output-shards": [(["--output-shards", "2"], "same")],
+               "--shard-size": [(["--shard-size", "1MB"], "same")],
+               "--compression": [(["--compression", "gzip"], "same")],
+               "--resume": [(["--resume"], "same")],
+               "--work-dir": [(["--work-dir", "{work}"], "same")]}
+RAY_GROUPS = [[n for n in g if n != "--spark-master"] for g in GROUPS] + [
+    ["--output-shards", "--compression"], ["--shard-size"], ["--resume", "--work-dir"]]
+RAY_CASES = spark_runs(RAY_OPTIONS, RAY_GROUPS)
+
+
+def test_every_try_is_in_one_ray_run():
+    tried = {" ".join(a) for a, _ in RAY_CASES}
+    for name, tries in RAY_OPTIONS.items():
+        for args, _ in tries:
+            assert any(" ".join(args) in t for t in tried), args
 
 #: The summary's figures that both engines must give alike.
 COUNTS = ("input", "kept", "exact_duplicates", "near_duplicates", "skipped_by_reason", "candidate_pairs",
@@ -267,29 +292,59 @@ def corpus(tmp_path_factory):
 @pytest.mark.parametrize("args,what", CASES, ids=[" ".join(a) for a, _ in CASES])
 def test_each_dedup_option_is_honoured_by_the_spark_engine_or_refused(args, what, corpus, spark_session, tmp_path,
                                                                        capsys):
+    run_and_compare("spark", args, what, corpus, tmp_path, capsys, drop=("--spark-master",))
+
+
+@pytest.fixture(scope="module")
+def ray_runtime():
+    pytest.importorskip("ray", reason="needs ray: pip install 'neardup[ray]'")
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {k: os.environ[k] for k in ("PYTHONPATH", "NEARDUP_REQUIRE_NATIVE")
+                                       if k in os.environ}})
+    yield ray
+    ray.shutdown()
+
+
+def run_and_compare(engine: str, args, what, corpus, tmp_path, capsys, drop=()):
+    """A run of ``engine`` with ``args``: refused in one line naming the option, or the local
+    engine's output files byte for byte and the same counts (``drop``: arguments the local run
+    does not take)."""
     from neardup.cli import main
 
-    local, spark = str(tmp_path / "local"), str(tmp_path / "spark")
+    local, other = str(tmp_path / "local"), str(tmp_path / engine)
     option, args = args[0], with_list(args, corpus, tmp_path)
-    code = main(["dedup", "-o", spark, "--engine", "spark", "-q", *args])
+    args = [str(tmp_path / "work") if a == "{work}" else a for a in args]
+    code = main(["dedup", "-o", other, "--engine", engine, "-q", *args])
     err = capsys.readouterr().err.strip()
+    label = {"spark": "Spark engine", "ray": "Ray engine"}[engine]
     if what == "refused":
         assert code == 2 and "\n" not in err, err
-        assert f"{option} " in err and "Spark engine" in err, err
-        assert not os.path.exists(os.path.join(spark, "summary.json"))
+        assert f"{option} " in err and label in err, err
+        assert not os.path.exists(os.path.join(other, "summary.json"))
         return
     assert code == 0, err
-    local_args = [a for a in args if a not in ("--spark-master", "local[2]")]
+    local_args = [a for k, a in enumerate(args) if a not in drop and (k == 0 or args[k - 1] not in drop)]
     assert main(["dedup", "-o", local, "-q", *local_args]) == 0
     names = sorted(os.listdir(local))
-    assert sorted(os.listdir(spark)) == names
+    assert sorted(os.listdir(other)) == names
     for name in names:
         if name != "summary.json":
-            with open(os.path.join(local, name), "rb") as a, open(os.path.join(spark, name), "rb") as b:
+            with open(os.path.join(local, name), "rb") as a, open(os.path.join(other, name), "rb") as b:
                 assert a.read() == b.read(), name
-    ls, ss = (json.load(open(os.path.join(d, "summary.json"))) for d in (local, spark))
+    ls, ss = (json.load(open(os.path.join(d, "summary.json"))) for d in (local, other))
     for key in COUNTS:
         assert ls[key] == ss[key], key
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("args,what", RAY_CASES, ids=[" ".join(a) for a, _ in RAY_CASES])
+def test_each_dedup_option_is_honoured_by_the_ray_engine_or_refused(args, what, corpus, ray_runtime, tmp_path,
+                                                                     capsys, monkeypatch):
+    """Local, Spark (above) and Ray: the same files for every option both honour."""
+    monkeypatch.setenv("NEARDUP_RAY_SHARD_MB", str(16 / 1024))  # several shards in every stage
+    run_and_compare("ray", args, what, corpus, tmp_path, capsys)
 
 
 def test_the_options_move_the_outputs(corpus, tmp_path):

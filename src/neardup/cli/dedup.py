@@ -109,8 +109,11 @@ def add_dedup_options(p) -> None:
     add_shingle_options(p)
     add_minhash_options(p, family="mulshift32")
     run = p.add_argument_group("run")
-    run.add_argument("--engine", choices=["local", "spark"], default="local")
+    run.add_argument("--engine", choices=["local", "spark", "ray"], default="local")
     run.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+    run.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                     help="--engine ray: an existing Ray cluster (host:port or ray://host:port; default a local "
+                          "Ray runtime of --jobs CPUs)")
     run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: the CPUs this process may use, from its affinity and cgroup quota)")
     run.add_argument("--no-kept", action="store_true", help="do not write the kept corpus")
     run.add_argument("--output-format", choices=["jsonl", "parquet"], default="jsonl",
@@ -233,7 +236,16 @@ def dedup_command(args) -> int:
         # every file listed and its format sniffed once, for the config and both passes
         args.plan = plan_inputs(args.inputs, args.format)
     config = config_from(args)
-    if args.engine == "spark":
+    if args.engine != "ray" and args.ray_address is not None:
+        from ..errors import ConfigError
+
+        name = {"spark": "Spark engine (--engine spark)"}.get(args.engine, "local engine")
+        raise ConfigError(f"--ray-address is not supported by the {name}: add --engine ray")
+    if args.engine == "ray":
+        from ..engines.ray.cli import run_ray
+
+        summary = run_ray(args, config)
+    elif args.engine == "spark":
         from ..errors import ConfigError
         from ..io.sources import STDIN_NAMES
         from ..spark.engine import dedup_paths

@@ -1,0 +1,113 @@
+"""The Ray engine against the local and Spark engines, in one run, on one machine.
+
+    flock /work/bench.lock python benchmarks/ray_engine.py [--docs 500000,2000000] [--corpus PATH]
+
+For each corpus (``--corpus`` files, and generated corpora of ``--docs`` documents from
+benchmarks/scale.py's generator, planted duplicates 5 %, seed 1): ``neardup dedup`` with
+``--engine local``, ``--engine spark`` and ``--engine ray`` (each ``--jobs 2``, in a fresh process),
+then the SHA-256 of ``clusters.jsonl``, ``pairs.jsonl`` and ``kept.jsonl`` of each (they must be
+equal), the wall time, the peak resident memory of the largest process (the child's and its
+waited-for descendants' ``ru_maxrss``: the driver, or the JVM; Ray's workers are the raylet's
+children and are not in it, so Ray's figure is a lower bound) and the per-stage seconds and
+shard counts of Ray's ``summary.json``. Results: ``benchmarks/results/ray-engine-<date>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+ENGINES = ("local", "spark", "ray")
+FILES = ("clusters.jsonl", "pairs.jsonl", "kept.jsonl")
+
+
+def sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run_engine(engine: str, corpus: str, out: str) -> dict:
+    cmd = [sys.executable, "-m", "neardup", "dedup", corpus, "-o", out, "-q", "--engine", engine, "--jobs", "2"]
+    t = time.perf_counter()
+    # a fresh wrapper process per engine, so that ru_maxrss of its children is this engine's alone
+    code = ("import resource, subprocess, sys, json; r = subprocess.run(sys.argv[1:]); "
+            "print(json.dumps({'rc': r.returncode, 'maxrss_mb': "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))")
+    got = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    info = json.loads(got.stdout.strip().splitlines()[-1])
+    if info["rc"] != 0:
+        raise RuntimeError(f"{engine} failed: {got.stderr[-2000:]}")
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    rec = {"wall_seconds": round(wall, 2), "peak_rss_mb_largest_process": round(info["maxrss_mb"], 1),
+           "summary_peak_memory_mb": summary.get("peak_memory_mb"), "seconds": summary["seconds"],
+           "sha256": {name: sha256(os.path.join(out, name)) for name in FILES}}
+    if engine == "ray":
+        rec["ray"] = summary["ray"]
+    return rec
+
+
+def one_corpus(corpus: str, label: str, tmp: str) -> dict:
+    record = {"corpus": label, "corpus_bytes": os.path.getsize(corpus),
+              "records": sum(1 for _ in open(corpus, "rb"))}
+    for engine in ENGINES:
+        record[engine] = run_engine(engine, corpus, os.path.join(tmp, f"{Path(corpus).stem}-{engine}"))
+        print(label, engine, record[engine]["wall_seconds"], "s", file=sys.stderr, flush=True)
+    record["identical"] = all(record[e]["sha256"] == record["local"]["sha256"] for e in ENGINES)
+    record["ratio_to_local"] = {e: round(record[e]["wall_seconds"] / record["local"]["wall_seconds"], 2)
+                                for e in ENGINES}
+    return record
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--docs", default="500000", help="generated corpus sizes, comma-separated (0: none)")
+    p.add_argument("--corpus", action="append", default=[], help="a JSONL corpus to run as it is")
+    p.add_argument("--note", default="", help="what else ran on the machine")
+    args = p.parse_args(argv)
+    from scale import generate
+
+    import neardup
+
+    versions = {"neardup": neardup.__version__, "python": platform.python_version()}
+    for mod in ("ray", "pyspark", "numpy", "pyarrow"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except ImportError:
+            versions[mod] = None
+    result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                          "shared": "2 cores shared with other work running at the same time (not an idle machine)"},
+              "note": args.note, "versions": versions, "runs": []}
+    with tempfile.TemporaryDirectory(prefix="ray-bench-") as tmp:
+        for corpus in args.corpus:
+            result["runs"].append(one_corpus(corpus, corpus, tmp))
+        for n in [int(x) for x in args.docs.split(",") if int(x)]:
+            corpus = os.path.join(tmp, f"generated-{n}.jsonl")
+            generate(Path(corpus), n, 0.05, 1)
+            result["runs"].append(one_corpus(corpus, f"benchmarks/scale.py generate(docs={n}, planted=0.05, seed=1)",
+                                             tmp))
+            os.remove(corpus)
+    out = HERE / "results" / f"ray-engine-{datetime.date.today().isoformat()}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
