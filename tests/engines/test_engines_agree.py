@@ -134,6 +134,12 @@ OPTIONS = {
     "--files-from": [(["--files-from", "{list}"], "same")],  # {list}: a file naming the corpus
     # incremental dedup against an index, and sources: the local engine's
     "--source-field": [(["--source-field", "url"], "refused")],
+    # URL groups and canonical claims: the local engine's only (stages/urls.py), refused elsewhere;
+    # the URL rules change nothing without --url-field, so they are tried with it
+    "--url-field": [(["--url-field", "url"], "refused")],
+    "--drop-params": [(["--url-field", "url", "--drop-params", "ref"], "refused")],
+    "--fold-www": [(["--url-field", "url", "--fold-www"], "refused")],
+    "--fold-trailing-slash": [(["--url-field", "url", "--fold-trailing-slash"], "refused")],
     "--save-index": [(["--save-index", "index.db"], "refused")],
     "--against": [(["--against", "index.db"], "refused")],
     "--update-index": [(["--update-index"], "refused")],
