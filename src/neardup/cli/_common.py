@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ..config import MAX_BYTES
 from ..errors import ConfigError, InputError
 
 
@@ -50,6 +51,24 @@ def expanded_inputs(args, name: str = "inputs") -> list[str]:
     if not given and files_from is None:
         raise ConfigError("no input: give INPUT paths, globs or URLs, or --files-from LIST")
     return expand_inputs(given, files_from)
+
+
+def add_record_options(io) -> None:
+    """How ``dedup`` and ``changes`` read records: the format, the id and text fields, what the
+    text holds, and the size limit."""
+    from ..io.readers import FORMATS  # the readers load only when a command's options are built
+
+    io.add_argument("--format", choices=["auto", *FORMATS],
+                    default="auto", help="how to read every input (default auto: each file by its content, its "
+                                         "name as a hint)")
+    io.add_argument("--id-field", default="id", help="JSONL/CSV/Parquet/Arrow field with the record id (default id)")
+    io.add_argument("--text-field", default="text", help="JSONL/CSV/Parquet/Arrow field with the text (default text)")
+    io.add_argument("--content", choices=["text", "html"], default="text",
+                    help="what the JSONL/Parquet text field holds (default text)")
+    io.add_argument("--html", choices=["main", "whole", "article"], default="main",
+                    help="HTML to text: main content (default), the whole page, or article (trafilatura)")
+    io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=MAX_BYTES,
+                    help="skip records larger than this (default 64 MiB)")
 
 
 def add_error_options(p: argparse.ArgumentParser) -> None:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from ..config import MAX_BYTES
-from ._common import (add_minhash_options, add_shingle_options, add_url_options, minhash_params_from, positive_int,
+from ._common import (add_record_options, add_minhash_options, add_shingle_options, add_url_options, minhash_params_from, positive_int,
                       shingle_params_from, unit_float, url_rules_from)
 
 
@@ -32,18 +31,7 @@ def register(sub) -> None:
     urls = p.add_argument_group("URLs")
     add_url_options(urls)
     io = p.add_argument_group("input")
-    from ..io.readers import FORMATS
-
-    io.add_argument("--format", choices=["auto", *FORMATS], default="auto",
-                    help="how to read every input (default auto)")
-    io.add_argument("--id-field", default="id", help="JSONL/CSV/Parquet/Arrow field with the record id (default id)")
-    io.add_argument("--text-field", default="text", help="JSONL/CSV/Parquet/Arrow field with the text (default text)")
-    io.add_argument("--content", choices=["text", "html"], default="text",
-                    help="what the JSONL/Parquet text field holds (default text)")
-    io.add_argument("--html", choices=["main", "whole", "article"], default="main",
-                    help="HTML to text: main content (default), the whole page, or article (trafilatura)")
-    io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=MAX_BYTES,
-                    help="skip records larger than this (default 64 MiB)")
+    add_record_options(io)
     io.add_argument("--on-error", choices=["error", "skip"], default="error",
                     help="a file that cannot be read: stop (default) or skip it")
     add_shingle_options(p)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..config import MAX_BYTES
 from ..params import IN_MEMORY_MB
-from ._common import (add_error_options, add_input_list_options, add_minhash_options, add_shingle_options,
+from ._common import (add_record_options, add_error_options, add_input_list_options, add_minhash_options, add_shingle_options,
                       add_url_options, expanded_inputs, minhash_params_from, positive_int, shingle_params_from,
                       skipped_status, unit_float, url_rules_from)
 
@@ -92,19 +91,7 @@ def add_dedup_options(p) -> None:
         "content agrees is its duplicate, that record surviving (reason canonical); see docs/urls.md"))
     io = p.add_argument_group("input")
     add_input_list_options(io)
-    from ..io.readers import FORMATS
-
-    io.add_argument("--format", choices=["auto", *FORMATS],
-                    default="auto", help="how to read every input (default auto: each file by its content, its "
-                                         "name as a hint)")
-    io.add_argument("--id-field", default="id", help="JSONL/CSV/Parquet/Arrow field with the record id (default id)")
-    io.add_argument("--text-field", default="text", help="JSONL/CSV/Parquet/Arrow field with the text (default text)")
-    io.add_argument("--content", choices=["text", "html"], default="text",
-                    help="what the JSONL/Parquet text field holds (default text)")
-    io.add_argument("--html", choices=["main", "whole", "article"], default="main",
-                    help="HTML to text: main content (default), the whole page, or article (trafilatura)")
-    io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=MAX_BYTES,
-                    help="skip records larger than this (default 64 MiB)")
+    add_record_options(io)
     add_error_options(p)
     add_shingle_options(p)
     add_minhash_options(p, family="mulshift32")

@@ -738,17 +738,11 @@ def _measured_pairs(signatures, ids, offsets, counts, ia: np.ndarray, ib: np.nda
     (:func:`neardup.stages.verify.pair_similarities`); NaN for the others. ``signatures`` and
     ``ids`` are arrays or lists of arrays read in place as their concatenation."""
     from ..stages.candidates import estimate_filter
-    from ..stages.verify import pair_similarities
+    from ..stages.verify import passing_similarities
 
     _, _, est, _ = estimate_filter(signatures, ia, ib, None)
     passed = np.ones(ia.size, dtype=bool) if floor is None else est >= floor
-    jac = np.full(ia.size, np.nan)
-    score = np.full(ia.size, np.nan)
-    sel = np.flatnonzero(passed)
-    if sel.size:
-        sims = pair_similarities(ids, offsets, counts, ia[sel], ib[sel])
-        jac[sel] = sims["jaccard"]
-        score[sel] = score_of(sims, measure)
+    jac, score = passing_similarities(ids, offsets, counts, ia, ib, passed, measure)
     return est, passed, jac, score
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..cluster.candidates import exact_overlaps, similarities
 
-__all__ = ["Edges", "pair_similarities", "runs_of", "score_of", "verify_pairs"]
+__all__ = ["Edges", "pair_similarities", "passing_similarities", "runs_of", "score_of", "verify_pairs"]
 
 
 def score_of(sims: dict, measure: str) -> np.ndarray:
@@ -26,6 +26,21 @@ def pair_similarities(ids, offsets: np.ndarray, counts: np.ndarray, ci: np.ndarr
     read in place as their concatenation)."""
     inter = exact_overlaps(ids, offsets, ci, cj, jobs=jobs)
     return similarities(counts, inter, ci, cj)
+
+
+def passing_similarities(ids, offsets: np.ndarray, counts: np.ndarray, ci: np.ndarray, cj: np.ndarray,
+                         passed: np.ndarray, measure: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(jaccard, score)`` of each pair ``(ci[q], cj[q])``: measured exactly where ``passed[q]``
+    (the estimate filter let it through), NaN elsewhere. The distributed engines verify their
+    pairs' slices with it, as the local engine's :func:`verify_pairs` does its own."""
+    jaccard = np.full(ci.size, np.nan)
+    score = np.full(ci.size, np.nan)
+    sel = np.flatnonzero(passed)
+    if sel.size:
+        sims = pair_similarities(ids, offsets, counts, ci[sel], cj[sel])
+        jaccard[sel] = sims["jaccard"]
+        score[sel] = score_of(sims, measure)
+    return jaccard, score
 
 
 def runs_of(blobs: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

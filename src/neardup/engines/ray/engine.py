@@ -120,11 +120,11 @@ def _measure_task(prefixes: list[str], bases: list[int], a: np.ndarray, b: np.nd
                   measure: str, estimate: bool, out: str) -> None:
     """Pairs of ordinals measured on their shingle ids read from the shards' files: the local
     estimate filter (``estimate``; ``floor`` None: every pair passes) and exact similarity
-    (:func:`~neardup.stages.verify.pair_similarities`, :func:`~neardup.stages.verify.score_of`)
-    of the pairs that pass. Writes ``a, b, estimate, passed, jaccard, score``."""
+    (:func:`~neardup.stages.verify.passing_similarities`) of the pairs that pass. Writes
+    ``a, b, estimate, passed, jaccard, score``."""
     from ...stages.candidates import estimate_filter
     from ...stages.sketch import signatures_of_ids
-    from ...stages.verify import pair_similarities, score_of
+    from ...stages.verify import passing_similarities
 
     docs = np.unique(np.concatenate((a, b)))
     ids, offsets, counts = ShardIds(lambda s: prefixes[s], np.asarray(bases, dtype=np.int64)).runs(docs)
@@ -137,13 +137,7 @@ def _measure_task(prefixes: list[str], bases: list[int], a: np.ndarray, b: np.nd
         _, _, est, _ = estimate_filter(sigs, ia, ib, None)
         if floor is not None:
             passed = est >= floor
-    jac = np.full(a.size, np.nan)
-    score = np.full(a.size, np.nan)
-    sel = np.flatnonzero(passed)
-    if sel.size:
-        sims = pair_similarities(ids, offsets, counts, ia[sel], ib[sel])
-        jac[sel] = sims["jaccard"]
-        score[sel] = score_of(sims, measure)
+    jac, score = passing_similarities(ids, offsets, counts, ia, ib, passed, measure)
     write_arrays(out, a=a, b=b, estimate=est, passed=passed, jaccard=jac, score=score)
 
 
