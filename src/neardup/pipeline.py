@@ -982,7 +982,8 @@ class Deduplicator:
     def _save_cluster(self, run, outcome: Outcome, stats: dict) -> None:
         arrays = {"kept": outcome.kept}
         meta = {"seconds": self.seconds["cluster"],
-                "stats": {k: stats[k] for k in ("chained", "chained_examples", "kinds") if k in stats},
+                "stats": {k: stats[k] for k in ("chained", "chained_examples", "kinds", "urls_identity")
+                          if k in stats},
                 # with sources a cluster is named (source, survivor id): JSON keeps the pair as a list
                 "cluster_sizes": list(stats["cluster_sizes"].items())}
         if isinstance(outcome.cluster, Names):  # outcomes()'s arrays

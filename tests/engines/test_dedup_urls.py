@@ -115,3 +115,20 @@ def test_a_claim_of_an_exact_copy_is_followed(tmp_path):
         "first": ("near", "named"), "copy": ("near", "named"), "named": ("kept", None)}
     summary = json.loads((out / "summary.json").read_text())
     assert summary["canonical_claims"]["followed"] == 1 and summary["canonical_duplicates"] == 0
+
+
+def test_a_run_killed_after_its_clusters_resumes_with_the_same_files(tmp_path):
+    # the URL groups and claims are decided in the cluster stage: a run killed after it (at
+    # "write") resumes from the saved stage, with the same clusters and summary.json
+    from dedup_runs import dedup, folder_digest
+
+    src = tmp_path / "crawl.jsonl"
+    src.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in ROWS))
+    options = ("--content", "html", "--text-field", "html", "--url-field", "url")
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    assert dedup(src, "-o", whole, *options).returncode == 0
+    assert dedup(src, "-o", resumed, *options, env={"NEARDUP_TEST_KILL_AT": "write"}).returncode == -9
+    again = dedup(src, "-o", resumed, *options)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((resumed / "summary.json").read_text())["resumed_from"] == "cluster"
+    assert folder_digest(resumed) == folder_digest(whole)
