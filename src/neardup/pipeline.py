@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import stat
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -42,6 +41,7 @@ from .cpus import available_cpus
 from .errors import ConfigError
 from .config import KEEP_POLICIES, MEASURES, METHODS, DedupConfig
 from .params import IN_MEMORY_MB
+from .engines.common import peak_memory_mb, run_summary, stage_table
 from .stages import candidates as candidate_stage
 from .stages import sketch as sketch_stage
 from .stages.columns import Copies, Floats, Growable, Ids, Labels, Names, SourcedNames, repeated_names, take_values
@@ -60,17 +60,7 @@ _KEPT_NAME = re.compile(r"kept(-\d{5}(-of-\d{5})?)?\.(jsonl(\.gz|\.zst)?|parquet
 #: An older run's results in the other --output-format, removed when this run publishes.
 _RESULT_NAME = re.compile(r"(clusters|pairs)\.(jsonl|parquet)")
 
-__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES", "STAGES", "peak_memory_mb", "run_summary", "stage_table"]
-
-#: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
-STAGES = ("read_and_sketch", "exact_pass", "candidates", "verify", "cluster", "summary", "write")
-
-
-def stage_table(seconds: dict) -> dict:
-    """The timing table of ``summary.json``, the same in every engine: each of :data:`STAGES`
-    (0 for a stage a run did not have), then ``total``, in seconds to the millisecond."""
-    return {k: round(seconds.get(k, 0.0), 3) for k in (*STAGES, "total")}
-
+__all__ = ["Deduplicator", "DedupConfig", "Outcome", "METHODS", "MEASURES", "KEEP_POLICIES"]
 
 class _Budget:
     """Bytes that the held pieces of a run may still keep in memory."""
@@ -276,28 +266,6 @@ def _slices_within(grains: np.ndarray, between: np.ndarray, lo: int, hi: int, li
     step = max(1, -(-(hi - lo) // -(-count // limit)))
     for a in range(lo, hi, step):
         yield from _slices_within(grains, between, a, min(hi, a + step), limit)
-
-
-def peak_memory_mb() -> float:
-    """Peak resident memory of this process so far, in MB (0.0 where the platform does not say).
-
-    On Linux this is ``VmHWM`` from ``/proc/self/status``: ``ru_maxrss`` would count the memory the
-    parent held when it forked this process (a dedup started from a 500 MB Python process reported
-    500 MB for a 9 MB run)."""
-    try:
-        with open("/proc/self/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource  # POSIX only
-    except ImportError:
-        return 0.0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports KiB, macOS bytes
-    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
 @dataclass
@@ -1396,83 +1364,6 @@ class Deduplicator:
         return run_summary(outcome, stats, self.config, kept_info=kept_info, jobs=self.jobs, seconds=self.seconds)
 
 
-def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info, jobs: int, seconds: dict) -> dict:
-    """``summary.json`` of a run (both engines): the counts from every record's ``outcome``, and
-    ``stats``, the figures of the stages (``cluster_sizes``, ``skipped``, ``candidate_pairs``,
-    ``estimate_filtered``, ``verified_pairs``, ``chained``, ``chained_examples``, ``duplicate_ids``,
-    ``n_shingles_total``, ``spilled_bytes``; optionally ``largest_bucket``, ``buckets_over_window``,
-    ``samples``, ``kinds`` and the index's figures)."""
-    reasons = _reason_counts(outcome.reason)
-    sizes = stats["cluster_sizes"]
-    multi = {c: s for c, s in sizes.items() if s > 1}
-    dist = Counter(multi.values())
-    largest = sorted(multi.items(), key=lambda kv: (-kv[1], kv[0] if isinstance(kv[0], tuple) else ("", kv[0])))[:10]
-    summary = {
-        "input": len(outcome.ids),
-        "kept": int(outcome.kept.sum()),
-        "unique": reasons.get("unique", 0),
-        "exact_duplicates": reasons.get("exact", 0),
-        "near_duplicates": reasons.get("near", 0),
-        # URL identity (--url-field): records under their survivor's URL, and followed canonical claims
-        **({"url_duplicates": reasons.get("url", 0), "canonical_duplicates": reasons.get("canonical", 0)}
-           if config.url_field is not None else {}),
-        "skipped": sum(stats["skipped"].values()),
-        "skipped_by_reason": stats["skipped"],
-        "clusters": {
-            "count": len(multi),
-            "documents_in_clusters": sum(multi.values()),
-            "size_distribution": {str(k): v for k, v in sorted(dist.items())},
-            "largest": [{"survivor": c, "size": s} if not isinstance(c, tuple)
-                        else {"survivor": c[1], "source": c[0], "size": s} for c, s in largest],
-            # the 1997 experiment's table (clusters of identical, and of identical or similar, documents)
-            "kinds": stats["kinds"] if "kinds" in stats else cluster_kinds(outcome, sizes),
-        },
-        "candidate_pairs": stats["candidate_pairs"],
-        "estimate_filtered_pairs": stats["estimate_filtered"],
-        "verified_pairs": stats["verified_pairs"],
-        "chained_members": stats["chained"],
-        "chained_examples": stats["chained_examples"],
-        "largest_bucket": stats.get("largest_bucket", 0),
-        "buckets_over_window": stats.get("buckets_over_window", 0),
-        # method broder: the sample, the shared-sample pairs and what the cap left out
-        **({"samples": stats["samples"]} if "samples" in stats else {}),
-        # method minhash past the grouping budget: the band keys' partition files
-        **({"band_grouping": stats["band_grouping"]} if "band_grouping" in stats else {}),
-        "duplicate_ids": stats["duplicate_ids"],
-        **({"canonical_claims": {k: v for k, v in stats["urls_identity"].items() if k != "url_groups"},
-            "url_groups": stats["urls_identity"]["url_groups"]} if "urls_identity" in stats else {}),
-        # against an index, or saving one: what was read from it and written to it
-        **({"index": {k[len("index_"):] if k.startswith("index_") else k: stats[k] for k in INDEX_STATS
-                      if k in stats}} if any(k in stats for k in INDEX_STATS) else {}),
-        "shingles_total": stats["n_shingles_total"],
-        "spilled_mb": round(stats["spilled_bytes"] / (1 << 20), 1),
-        "kept_output": kept_info,
-        "config": config.as_dict(),
-        "config_fingerprint": config.fingerprint(),
-        "jobs": jobs,
-        "seconds": {k: round(v, 3) for k, v in seconds.items()},
-        "peak_memory_mb": round(peak_memory_mb(), 1),
-    }
-    assert summary["kept"] + summary["exact_duplicates"] + summary["near_duplicates"] + summary["skipped"] \
-        + summary.get("url_duplicates", 0) + summary.get("canonical_duplicates", 0) \
-        == summary["input"], "internal error: counts do not add up"
-    return summary
-
-
-def _reason_counts(reason) -> Counter:
-    """How many records have each reason (every ``skipped:<why>`` counted as ``skipped``): from
-    the codes of a :class:`Labels` column in one step (a Python string per record cost the
-    5-million-document run 3 s), else one by one."""
-    if isinstance(reason, Labels):
-        counts = np.bincount(reason.codes.array(), minlength=len(reason.labels)).tolist()
-        out: Counter = Counter()
-        for label, c in zip(reason.labels, counts):
-            if c:
-                out["skipped" if label.startswith("skipped:") else label] += c
-        return out
-    return Counter(r if not r.startswith("skipped:") else "skipped" for r in reason)
-
-
 def _named(got: _Sketched):
     """The run's records' names for :func:`repeated_names`: the ids, or with sources the
     ``(source, id)`` pairs as two columns (a distinct source coded once, no tuple per record)."""
@@ -1485,11 +1376,6 @@ def _named(got: _Sketched):
     code = {s: labels.code(s) for s in distinct}
     labels.codes.extend(np.fromiter(map(code.__getitem__, got.sources), np.uint8, len(got.sources)))
     return SourcedNames(labels, got.ids)
-
-
-#: The run's statistics about an index, in summary.json's ``index``.
-INDEX_STATS = ("index_documents_saved", "index_documents_added", "against_candidate_pairs",
-               "against_estimate_filtered", "against_verified_pairs", "indexed_documents_read")
 
 
 @dataclass(frozen=True)

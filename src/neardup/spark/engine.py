@@ -66,7 +66,7 @@ import numpy as np
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
 from ..params import MinHashParams
-from ..pipeline import peak_memory_mb, run_summary, stage_table
+from ..engines.common import peak_memory_mb, run_summary, stage_table
 from ..stages.candidates import estimate_floor
 from ..stages.survivors import keep_value, kinds_table
 from ..stages.verify import score_of

@@ -450,7 +450,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, add
     require("ray", "ray")
     from ...io import write_kept as write_kept_records
     from ...io.writers import RESULT_FORMATS, write_clusters, write_pairs
-    from ...pipeline import peak_memory_mb, run_summary, stage_table
+    from ..common import peak_memory_mb, run_summary, stage_table
 
     _check_config(config)
     if output_format not in RESULT_FORMATS:
