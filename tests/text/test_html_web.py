@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("selectolax")
 
 from neardup.text import html as H  # noqa: E402
-from neardup.text import html_scan  # noqa: E402
+from neardup.text import html_blocks, html_scan, html_tree  # noqa: E402
 from neardup.text.html import extract_text  # noqa: E402
 
 ARTICLE = " ".join(f"Paragraph sentence {i} tells how the river flooded the valley in spring." for i in range(40))
@@ -133,8 +133,8 @@ def test_secondary_vocabulary_words_are_tokens(cls):
 
 
 def test_block_classifier_file_loads_and_matches_the_features():
-    weights, threshold = H._block_model()
-    assert weights.shape == (len(H.BLOCK_FEATURES),)
+    weights, threshold = html_blocks.block_model()
+    assert weights.shape == (len(html_blocks.BLOCK_FEATURES),)
     assert weights.dtype.name == "float64"
     assert isinstance(threshold, float)
 
@@ -142,10 +142,10 @@ def test_block_classifier_file_loads_and_matches_the_features():
 def test_block_classifier_is_deterministic(monkeypatch):
     html = (f"<body><div class='layout'><div class='left-col'><ul>{MENU}</ul></div><div><h1>Flood</h1>"
             f"<p>{ARTICLE}</p><div><a href='/x'>Share</a> <a href='/y'>Print</a></div></div></div></body>")
-    tree = H._get_lexbor()(H._scanned(html)[0])
-    nodes, rows = H._blocks(tree.body)
-    assert nodes and all(len(r) == len(H.BLOCK_FEATURES) for r in rows)
-    assert H._blocks(H._get_lexbor()(H._scanned(html)[0]).body)[1] == rows
+    tree = html_tree.get_lexbor()(H._scanned(html)[0])
+    nodes, rows = html_blocks.blocks(tree.body)
+    assert nodes and all(len(r) == len(html_blocks.BLOCK_FEATURES) for r in rows)
+    assert html_blocks.blocks(html_tree.get_lexbor()(H._scanned(html)[0]).body)[1] == rows
     monkeypatch.setattr(H, "USE_CLASSIFIER", True)
     first = main(html)
     assert first == main(html)
