@@ -30,6 +30,18 @@ def test_comment_thread_under_an_article_is_dropped():
     assert "Reader" not in text
 
 
+def test_an_article_ends_at_the_heading_of_its_tail():
+    # Unnamed blocks after the story: the heading "Related stories" in the last part of the text
+    # ends the content; the same heading early in the text is part of it.
+    tail = "".join(f"<p>Story {i} about the weather</p>" for i in range(5))
+    html = f"<html><body><main><h1>Flood</h1><p>{ARTICLE}</p><h2>Related stories</h2>{tail}</main></body></html>"
+    text = main(html)
+    assert "Paragraph sentence 39" in text
+    assert "Related stories" not in text and "Story 0" not in text
+    early = f"<html><body><main><h1>Flood</h1><h2>Related stories</h2>{tail}<p>{ARTICLE}</p></main></body></html>"
+    assert "Story 4 about" in main(early)
+
+
 def test_forum_thread_made_of_comments_is_kept():
     # The comment-named posts are the page: the rest does not outweigh them.
     posts = "".join(f"<div class='comment'><p>Post {i}: {ARTICLE[:300]}</p></div>" for i in range(8))

@@ -64,8 +64,10 @@ HTML_MODES = ("main", "whole", "article")
 # formatting elements); 4: the web as it is: <noscript> content when scripts write the page,
 # JSON-LD article bodies, the secondary vocabulary (comments, newsletters, ads) dropped when
 # outweighed, repeated lines once, link-dense blocks inside layout wrappers, the heading above a
-# landmark
-RULES_VERSION = 4
+# landmark; 5: the text ends at a heading of what follows an article (related stories, comments,
+# the author) in its last part, and the secondary vocabulary is dropped only beside 3,000
+# characters of other content
+RULES_VERSION = 5
 
 _trafilatura = None
 
@@ -167,7 +169,18 @@ USE_CLASSIFIER = False
 JSON_LD_CHARS = 1000
 # The secondary vocabulary (comments, newsletter, ads...) is dropped when the rest of the content
 # has this many characters, or more than the secondary blocks.
-SECONDARY_REST_CHARS = 1000
+SECONDARY_REST_CHARS = 3000
+# A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
+# heads what follows an article rather than the article (related stories, comments, sharing,
+# the author's box, the newsletter): the text ends before it. Generic English vocabulary of
+# page furniture, not of any site; a page in another language keeps its tail.
+TAIL_START = 0.7
+TAIL_LINE_CHARS = 60
+_TAIL_HEADING = re.compile(
+    r"(?:related|more from|more stories|more articles|you may also like|you might also like|recommended"
+    r"|read next|read more|keep reading|popular|trending|latest|comments?|discussion|leave a (?:reply|comment)"
+    r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|also read|most read"
+    r"|further reading|other articles|similar)\b", re.I)
 # Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
 # the page (a header line, a footer with its links).
 STRIP_LINK_DENSITY = 0.2
@@ -371,6 +384,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
         return ""
     if REPEATED_LINE_CHARS:
         text = _once(text)
+    if TAIL_START < 1:
+        text = _without_tail(text)
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make
@@ -394,6 +409,17 @@ def _outer_heading(root, body, heads) -> str:
             if 0 < len(t) <= 300:
                 return t
     return ""
+
+
+def _without_tail(text: str) -> str:
+    """The text up to the first short line, past TAIL_START of it, that heads an article's tail."""
+    start = TAIL_START * len(text)
+    pos = 0
+    for line in text.split("\n"):
+        if pos > start and len(line) < TAIL_LINE_CHARS and _TAIL_HEADING.match(line):
+            return text[:pos].rstrip("\n")
+        pos += len(line) + 1
+    return text
 
 
 def _once(text: str) -> str:
