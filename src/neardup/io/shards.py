@@ -70,6 +70,14 @@ class KeptLayout:
     def as_dict(self) -> dict:
         return {"shards": self.shards, "shard_bytes": self.shard_bytes, "compression": self.compression}
 
+    @classmethod
+    def from_options(cls, options) -> "KeptLayout":
+        """The layout that ``dedup``'s ``--output-shards``, ``--shard-size`` and ``--compression``
+        name (``options`` is their parsed namespace); every engine's command line reads it here."""
+        return cls(shards=options.output_shards,
+                   shard_bytes=parse_size(options.shard_size) if options.shard_size is not None else None,
+                   compression=options.compression)
+
 
 def sniff_compression(paths) -> str:
     """``gzip``, ``zstd`` or ``none``: the compression all of ``paths`` share (by magic number),

@@ -4,6 +4,7 @@ option it does not."""
 from __future__ import annotations
 
 from ...errors import ConfigError
+from ...io.shards import KeptLayout
 
 __all__ = ["run_ray", "refusal"]
 
@@ -45,12 +46,11 @@ def refusal(args, config) -> str | None:
 
 
 def run_ray(args, config) -> dict:
-    from ...cli.dedup import layout_from
     from . import dedup_paths
 
     why = refusal(args, config)
     if why is not None:
         raise ConfigError(why)
     return dedup_paths(args.inputs, args.output, config, address=args.ray_address, jobs=args.jobs,
-                       write_kept=not args.no_kept, output_format=args.output_format, layout=layout_from(args),
+                       write_kept=not args.no_kept, output_format=args.output_format, layout=KeptLayout.from_options(args),
                        work_dir=args.work_dir, resume=args.resume)
