@@ -5,6 +5,8 @@
   ``from pkg import submodule`` is an import of the submodule;
 - the compiled kernel imported by ``neardup._native`` only, the one bridge to it;
 - no private name (``_x``) imported from outside the package it belongs to;
+- every import of a name of the package finds its module (one moved under its importer is caught
+  here, not when the import runs);
 - no module over 700 lines outside ``_vendor/``.
 
 What still breaks a rule is named in an allow-list below, each with why; an entry that no longer
@@ -45,12 +47,13 @@ ALLOWED_LONG_MODULES = {
 
 # -- reading the source --------------------------------------------------------------------------
 
-def modules_of(src: Path, top: str = "neardup") -> dict[str, Path]:
-    """Every module of package ``top`` under ``src`` (``_vendor`` left out), by dotted name."""
+def modules_of(src: Path, top: str = "neardup", *, vendored: bool = False) -> dict[str, Path]:
+    """Every module of package ``top`` under ``src`` (``_vendor`` left out unless ``vendored``), by
+    dotted name."""
     out = {}
     for path in sorted((src / top).rglob("*.py")):
         parts = path.relative_to(src).with_suffix("").parts
-        if "_vendor" in parts:
+        if "_vendor" in parts and not vendored:
             continue
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -94,6 +97,8 @@ class Source:
 
     def __init__(self, src: Path, top: str = "neardup"):
         self.paths = modules_of(src, top)
+        #: with the vendored modules, which may be imported but are not checked
+        self.existing = set(modules_of(src, top, vendored=True))
         self.text = {m: p.read_text(encoding="utf-8") for m, p in self.paths.items()}
         #: (importer, absolute imported name, line) for every import statement's every name
         self.imports = []
@@ -213,6 +218,15 @@ def kernel_imports(source: Source) -> list[tuple[str, str, int]]:
             if (name == "neardup._kernel" or name.startswith("neardup._kernel.")) and importer != "neardup._native"]
 
 
+def missing_modules(source: Source) -> list[tuple[str, str, int]]:
+    """(importer, name, line) of each import of a name of the package whose module is not there
+    (neither the name nor the module holding it): a module moved or renamed under its importer.
+    A compiled extension is imported from its package (``from .. import _kernel``), which is."""
+    return [(importer, name, line) for importer, name, line in source.imports
+            if name.split(".")[0] == "neardup" and name not in source.existing
+            and name.rpartition(".")[0] not in source.existing]
+
+
 @pytest.fixture(scope="module")
 def source():
     return Source(SRC)
@@ -235,6 +249,12 @@ def test_only_the_bridge_imports_the_kernel(source):
 def test_no_private_name_imported_across_packages(source):
     found = [f for f in private_imports(source) if f[:2] not in ALLOWED_PRIVATE_IMPORTS]
     assert not found, "private names imported from another package:\n" + \
+        "\n".join(f"  {m} line {line}: {name}" for m, name, line in found)
+
+
+def test_every_import_of_the_package_names_a_module_that_is_there(source):
+    found = missing_modules(source)
+    assert not found, "imports of modules that do not exist (moved or renamed?):\n" + \
         "\n".join(f"  {m} line {line}: {name}" for m, name, line in found)
 
 
@@ -305,6 +325,18 @@ def test_private_names_are_checked_by_the_package_that_holds_them(tmp_path):
     assert private_imports(source) == [("neardup.io.read", "neardup.text._tables.CASE", 2),
                                        ("neardup.io.read", "neardup.text.html._extract", 3)]
     assert kernel_imports(source) == [("neardup.text.html", "neardup._kernel", 1)]
+
+
+def test_an_import_of_a_module_that_moved_is_found(tmp_path):
+    source = _package(tmp_path, {
+        "__init__.py": "",
+        "_native.py": "from . import _kernel\n",
+        "io/__init__.py": "",
+        "io/write/__init__.py": "",
+        "io/write/shards.py": "class KeptLayout:\n    pass\n",
+        "cli.py": "def run():\n    from .io.shards import KeptLayout\n    from .io.write.shards import KeptLayout\n",
+    })
+    assert missing_modules(source) == [("neardup.cli", "neardup.io.shards.KeptLayout", 2)]
 
 
 def test_a_long_module_is_counted_by_its_lines(tmp_path):
