@@ -77,7 +77,7 @@ def dedup(data, config: DedupConfig | None = None, *, jobs: int | None = None, i
         A :class:`DedupResult`. Needs pyarrow (``pip install 'neardup[io]'``).
     """
     pa = require("pyarrow", "io")
-    from .io.readers import RecordReader
+    from .io.read import RecordReader
     from .params import IN_MEMORY_MB
     from .pipeline import Deduplicator
 
@@ -168,7 +168,7 @@ def _records(data, reader, config: DedupConfig):
         return
     import orjson
 
-    from .io.readers import line_or_size
+    from .io.read import line_or_size
 
     for rec in data:
         if isinstance(rec, tuple):

@@ -178,8 +178,8 @@ _LOCAL_ONLY = {"output_shards": ("--output-shards", "the Spark engine writes one
 
 
 def layout_from(args):
-    """The kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`)."""
-    from ..io.shards import KeptLayout, parse_size
+    """The kept corpus's shards and compression (:class:`neardup.io.write.shards.KeptLayout`)."""
+    from ..io.write.shards import KeptLayout, parse_size
 
     return KeptLayout(shards=args.output_shards,
                       shard_bytes=parse_size(args.shard_size) if args.shard_size is not None else None,
@@ -218,7 +218,7 @@ def dedup_command(args) -> int:
 
     args.inputs = expanded_inputs(args)
     if args.engine == "local":
-        from ..io.readers import plan_inputs
+        from ..io.read import plan_inputs
 
         # every file listed and its format sniffed once, for the config and both passes
         args.plan = plan_inputs(args.inputs, args.format)
@@ -234,7 +234,7 @@ def dedup_command(args) -> int:
         summary = run_ray(args, config)
     elif args.engine == "spark":
         from ..errors import ConfigError
-        from ..io.sources import STDIN_NAMES
+        from ..io.read.sources import STDIN_NAMES
         from ..spark.engine import dedup_paths
 
         master = spark_master_of(args)

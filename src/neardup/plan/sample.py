@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
-from ..io.readers import compression_of, input_leaves, open_parquet, plan_inputs
-from ..io.sources import STDIN_NAMES
+from ..io.read import compression_of, input_leaves, open_parquet, plan_inputs
+from ..io.read.sources import STDIN_NAMES
 
 __all__ = ["DEFAULT_SAMPLE_RECORDS", "InputSample", "Sample", "codec_of", "sample_inputs"]
 

@@ -12,7 +12,7 @@ _ENGINE = "the Ray engine (--engine ray)"
 
 def refusal(args, config) -> str | None:
     """The one line refusing the first option of ``args`` the Ray engine does not honour, or None."""
-    from ...io.sources import STDIN_NAMES
+    from ...io.read.sources import STDIN_NAMES
 
     if args.spark_master is not None:
         return f"--spark-master is not supported by {_ENGINE}: give a Ray cluster with --ray-address"
