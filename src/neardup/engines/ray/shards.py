@@ -87,12 +87,9 @@ def count_lines(shard: dict) -> int:
 
 def reader_of(config: DedupConfig):
     """The local reader with the run's options; a file it cannot read stops the run."""
-    from ...io.read import RecordReader
+    from ...io.read import record_reader
 
-    keep_fields = (config.keep_field,) if config.keep == "field" else ()
-    opts = config.read_options()
-    opts.pop("format")
-    return RecordReader(keep_fields=keep_fields, on_error="error", **opts)
+    return record_reader(config, on_error="error")
 
 
 def shard_records(shard: dict, config: DedupConfig):
