@@ -47,6 +47,8 @@ def open_arrow(path: str):
 
 
 def read_parquet(reader, path: str, n: int):
+    """The records of a Parquet file, a batch of rows at a time, numbered from ``n``; returns the next
+    ordinal. A file that cannot be read from some row on gives each remaining row as ``unreadable_file``."""
     start = n
     pf, nrows = open_parquet(path)
     if pf is None:
@@ -148,6 +150,8 @@ def _batch_records(reader, path, batch, row0, start, has_id, extra):
 
 
 def read_arrow(reader, path: str, n: int):
+    """The records of an Arrow IPC file or stream, batch by batch, numbered from ``n``; returns the
+    next ordinal."""
     start = n
     batches, why = open_arrow(path)
     if batches is None:

@@ -33,7 +33,7 @@ class PendingPage:
         return (self.html, self.url, self.charset, self.errors)
 
     def outcome(self, result):
-        """The Document or Skipped for what the worker returned (:func:`extract_page`)."""
+        """The Document or Skipped for what the worker returned (:func:`neardup.text.html_pages.extract_page`)."""
         if type(result) is tuple:
             reason, detail = result
             return Skipped(self.ident, self.n, self.src, reason, detail or self.undecodable)
@@ -41,6 +41,8 @@ class PendingPage:
 
 
 def extracted_record(ident, n, src, meta, text: str | None):
+    """The record of a page's extracted text: ``extraction_failed`` (None: unparsable), ``empty``
+    (no visible text), else a Document."""
     if text is None:
         return Skipped(ident, n, src, "extraction_failed", "the HTML could not be parsed")
     if not text:
@@ -143,6 +145,8 @@ def extract_pages(items, mode: str, jobs: int):
 
 
 def extract_in_parallel(reader, items):
+    """``items`` with their pending pages extracted: in worker processes (:func:`extract_pages`)
+    when the reader has ``jobs > 1``; else ``items`` as they are (nothing is pending)."""
     if reader.jobs > 1:
         return extract_pages(items, reader.html, reader.jobs)
     return items

@@ -13,6 +13,7 @@ __all__ = ["read_file", "file_record"]
 
 
 def read_file(reader, path: str, fmt: str, n: int):
+    """The one record of a file that is one document (``fmt`` ``text``, ``html`` or ``not_html``), ordinal ``n``."""
     if reader.want is not None and not reader.want(n):
         return n + 1
     yield file_record(reader, path, fmt, n)
@@ -20,6 +21,7 @@ def read_file(reader, path: str, fmt: str, n: int):
 
 
 def file_record(reader, path: str, fmt: str, n: int):
+    """The Document or Skipped of one text file or HTML page (``id`` and ``source``: its path)."""
     if fmt == "not_html":
         return Skipped(path, n, path, "not_html", "not an .html, .htm or .xhtml file, in a folder of HTML files")
     try:

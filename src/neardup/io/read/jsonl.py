@@ -146,6 +146,7 @@ def _code_point_offsets(utf8: bytes | bytearray, offsets) -> list[int]:
 
 
 def read_jsonl(reader, path: str, n: int):
+    """The records of a JSONL file, line by line, numbered from ``n``; returns the next ordinal."""
     want = reader.want
     for lineno, line in read_lines(path, reader.max_bytes):
         if want is None or want(n):
