@@ -209,7 +209,7 @@ def dedup_command(args) -> int:
 
     args.inputs = expanded_inputs(args)
     if args.engine == "local":
-        from ..io.readers import plan_inputs
+        from ..io.read import plan_inputs
 
         # every file listed and its format sniffed once, for the config and both passes
         args.plan = plan_inputs(args.inputs, args.format)
@@ -225,7 +225,7 @@ def dedup_command(args) -> int:
         summary = run_ray(args, config)
     elif args.engine == "spark":
         from ..errors import ConfigError
-        from ..io.sources import STDIN_NAMES
+        from ..io.read.sources import STDIN_NAMES
         from ..spark.engine import dedup_paths
 
         master = spark_master_of(args)
@@ -256,7 +256,7 @@ def dedup_command(args) -> int:
                               output_format=args.output_format)
     else:
         from ..errors import ConfigError
-        from ..io.shards import KeptLayout
+        from ..io.write.shards import KeptLayout
         from ..pipeline import Deduplicator
 
         if args.spark_master is not None:

@@ -125,7 +125,7 @@ def _read_share(paths, opts: InputOptions, mode: str, jobs: int, share: int):
                   html=mode, max_bytes=opts.max_bytes)
     if jobs > 1:
         try:  # the readers' ordinal filter: records of other shares are counted, not extracted
-            from ..io.readers import RecordReader, plan_inputs
+            from ..io.read import RecordReader, plan_inputs
 
             records = RecordReader(want=lambda n: n % jobs == share, **{k: v for k, v in kwargs.items() if k != "format"}
                               ).read(plan_inputs(paths, opts.format))

@@ -4,7 +4,7 @@ option it does not."""
 from __future__ import annotations
 
 from ...errors import ConfigError
-from ...io.shards import KeptLayout
+from ...io.write.shards import KeptLayout
 
 __all__ = ["run_ray", "refusal"]
 
@@ -13,7 +13,7 @@ _ENGINE = "the Ray engine (--engine ray)"
 
 def refusal(args, config) -> str | None:
     """The one line refusing the first option of ``args`` the Ray engine does not honour, or None."""
-    from ...io.sources import STDIN_NAMES
+    from ...io.read.sources import STDIN_NAMES
 
     if args.spark_master is not None:
         return f"--spark-master is not supported by {_ENGINE}: give a Ray cluster with --ray-address"
