@@ -33,7 +33,6 @@ ALLOWED_PRIVATE_IMPORTS: dict = {}
 ALLOWED_LONG_MODULES = {
     "neardup.pipeline": "the local engine is being split into engines/local/",
     "neardup.spark.engine": "the Spark engine is being split into read, executors, driver and API",
-    "neardup.text.html": "the HTML extraction is being split by concern",
     "neardup.store.incremental": "the dedup against an index is moving out of store/ into engines/",
 }
 
