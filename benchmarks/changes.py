@@ -122,6 +122,12 @@ def scores(truth: dict, out: str) -> dict:
     return table
 
 
+def busiest(n: int = 6) -> list[str]:
+    """The commands using the most CPU right now (``ps``): the other work that shared the machine."""
+    r = subprocess.run(["ps", "-eo", "pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True)
+    return [line.strip()[:160] for line in r.stdout.splitlines()[:n]]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pages", type=int, default=100000)
@@ -129,6 +135,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     load = os.getloadavg()
+    others_at_start = busiest()
     with tempfile.TemporaryDirectory(prefix="neardup-changes-") as tmp:
         t0 = time.perf_counter()
         crawl = generate(tmp, args.pages)
@@ -150,7 +157,8 @@ def main() -> None:
         "changes_over_dedup_time": round(changes_s / dedup_s, 3),
         "generate_seconds": round(gen_s, 1), "jobs": args.jobs,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_at_start": load, "load_at_end": os.getloadavg()},
+                    "load_at_start": load, "load_at_end": os.getloadavg(),
+                    "busiest_at_start": others_at_start, "busiest_at_end": busiest()},
     }
     print(json.dumps(result, indent=2))
     if args.out:

@@ -15,25 +15,29 @@ import numpy as np
 from .._validate import check_int
 from ..errors import InputError
 from .schema import (DEFAULT_LIMIT, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, Sketch, band_buckets, block_bucket,
-                     fingerprint_buckets, signed, unsigned)
+                     fingerprint_buckets, signed, unsigned, url_buckets)
 
 __all__ = ["Queries", "as_record", "check_limit", "jaccard"]
 
 
 def as_record(doc) -> tuple:
-    """(id, text, meta) of a tuple, dict or Document-like object."""
+    """(id, text, meta, url) of a tuple (``(id, text)``, ``(id, text, meta)`` or ``(id, text, meta,
+    url)``), a dict (``id``, ``text``, ``meta``, ``url``) or a Document-like object (``url``: None)."""
     if isinstance(doc, dict):
         if "text" not in doc:
             raise InputError(f"a document needs a 'text' field; got keys {sorted(doc)}")
-        return doc.get("id"), doc["text"], doc.get("meta")
+        return doc.get("id"), doc["text"], doc.get("meta"), doc.get("url")
     if isinstance(doc, (tuple, list)):
         if len(doc) == 2:
-            return doc[0], doc[1], None
+            return doc[0], doc[1], None, None
         if len(doc) == 3:
+            return doc[0], doc[1], doc[2], None
+        if len(doc) == 4:
             return tuple(doc)
-        raise InputError(f"a document tuple is (id, text) or (id, text, meta); got {len(doc)} items")
+        raise InputError(f"a document tuple is (id, text), (id, text, meta) or (id, text, meta, url); "
+                         f"got {len(doc)} items")
     if hasattr(doc, "text"):
-        return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None
+        return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None, None
     raise InputError(f"cannot read a document from {type(doc).__name__}: give (id, text), a dict or a Document")
 
 
@@ -41,8 +45,15 @@ class Queries:
     """Queries of a :class:`~neardup.store.sqlite.SeenIndex` (see the module docstring)."""
 
     # -- querying ----------------------------------------------------------------------------
-    def _query(self, conn, sk: Sketch, doc_id, limit: int | None) -> dict:
+    def _query(self, conn, sk: Sketch, doc_id, limit: int | None, url_hash: int | None = None,
+               has_url: bool = False) -> dict:
+        """The answer for one sketched text; with ``has_url`` (the query gave a URL, whose hash
+        is ``url_hash``) also ``url_seen`` and ``url_match``."""
         answer = {"id": doc_id, "exact": [], "near": [], "contains": [], "contained_in": [], "simhash": []}
+        if has_url:
+            match = self._url_match(conn, url_hash) if self.config.urls is not None else None
+            answer["url_seen"] = None if self.config.urls is None else match is not None
+            answer["url_match"] = match
         if sk.fingerprint is not None:
             answer["exact"] = self._exact(conn, sk.fingerprint, limit)
         if sk.n_shingles:
@@ -73,6 +84,19 @@ class Queries:
                 if limit is not None:
                     del ids[limit:]
         return ids
+
+    def _url_match(self, conn, url_hash: int) -> str | None:
+        """The id of the first stored document (the lowest number) whose canonical URL has this
+        hash, or None: small writes' through ``docs_url``, bulk writes' through the URL runs."""
+        from . import runs
+
+        found = conn.execute(f"SELECT d.num, {self._id_sql} FROM docs d WHERE d.url_hash = ? AND d.id_key IS NOT NULL "
+                             "ORDER BY d.num LIMIT 1", (url_hash,)).fetchall()
+        if self.config.posting_runs and runs.has_runs(conn, runs.KIND_URLS):
+            bucket = int(url_buckets(np.array([url_hash], dtype=np.int64))[0])
+            nums = np.unique(runs.lookup_every(conn, runs.KIND_URLS, [bucket]))
+            found += [(r[0], r[1]) for r in docs_of(conn, f"{self._id_sql}, d.url_hash", nums) if r[2] == url_hash]
+        return min(found)[1] if found else None
 
     def _near(self, conn, sk: Sketch, limit):
         cfg = self.config
@@ -234,20 +258,27 @@ class Queries:
         out.sort(key=lambda e: (e["distance"], e["id"]))
         return out[:limit] if limit is not None else out
 
-    def query(self, text: str, id: str | None = None, *, limit: int | None = DEFAULT_LIMIT) -> dict:
+    def query(self, text: str, id: str | None = None, *, url: str | None = None,
+              limit: int | None = DEFAULT_LIMIT) -> dict:
         """What the index holds that resembles ``text`` (answer shape in the module docstring).
 
-        ``id`` is only echoed in the answer; ``limit`` cuts each list (None: no limit).
+        ``id`` is only echoed in the answer; ``limit`` cuts each list (None: no limit). With a
+        ``url``, the answer also holds ``url_seen`` (a document with the same canonical URL is
+        stored; None when the index stores no URLs, files of schema 3-6) and ``url_match`` (the
+        id of the first one stored, else None).
         """
-        return self.query_many([(id, text)], limit=limit)[0]
+        return self.query_many([(id, text, None, url)], limit=limit)[0]
 
     def query_many(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> list[dict]:
         """Answers for many documents, sketched as one batch and read in one snapshot."""
         check_limit(limit)
         records = [as_record(d) for d in docs]
+        urls = [r[3] for r in records]
+        hashes = self._url_hashes(urls)
         sketches = self._sketch_many([r[1] for r in records])
         with self._read() as conn:
-            return [self._query(conn, sk, doc_id, limit) for (doc_id, _, _), sk in zip(records, sketches)]
+            return [self._query(conn, sk, r[0], limit, h, url is not None)
+                    for r, sk, url, h in zip(records, sketches, urls, hashes)]
 
 
     # -- inspecting --------------------------------------------------------------------------

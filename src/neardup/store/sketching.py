@@ -9,7 +9,8 @@ import json
 
 from ..errors import InputError
 from ..stages.candidates import band_keys
-from .schema import Sketch
+from ..urls import DEFAULT_RULES
+from .schema import Sketch, url_hashes
 
 __all__ = ["Sketching"]
 
@@ -86,6 +87,14 @@ class Sketching:
             except UnicodeEncodeError:
                 pass
         return [self._check_id(doc_id, fp) for doc_id, fp in zip(doc_ids, fingerprints)]
+
+    def _url_hashes(self, urls: list) -> list:
+        """``docs.url_hash`` of records' URLs (:func:`.schema.url_hashes`) under the file's URL
+        rules; None for a record without a URL. A file that stores no URLs (schema 3-6) still
+        checks them, so that a bad URL is refused whatever the file."""
+        if all(url is None for url in urls):
+            return [None] * len(urls)
+        return url_hashes(urls, self.config.urls or DEFAULT_RULES)
 
     @staticmethod
     def _meta_json(meta) -> str | None:
