@@ -65,6 +65,14 @@ def test_url_seen_under_every_spelling_of_one_page_and_not_of_other_pages(tmp_pa
     in_index = conn.execute("SELECT count(*) FROM docs INDEXED BY docs_url WHERE url_hash IS NOT NULL "
                             "AND id_key IS NOT NULL").fetchone()[0]
     assert (in_runs > 0, in_index) == ((True, 0) if bulk else (False, 1))
+    # the canonical URL's text where it is not the id (neardup changes names gone pages by it)
+    assert conn.execute("SELECT url FROM docs WHERE id = 'faq'").fetchone()[0] == PAGE
+    conn.close()
+    with SeenIndex(tmp_path / "seen.db") as index:
+        index.add("https://example.org/same", body[0], url="https://example.org/same")
+    conn = sqlite3.connect(tmp_path / "seen.db")
+    assert conn.execute("SELECT url, url_hash IS NOT NULL FROM docs WHERE url_hash IS NOT NULL AND url IS NULL"
+                        ).fetchall() == [(None, 1)]
     conn.close()
 
 

@@ -274,7 +274,7 @@ class Queries:
         check_limit(limit)
         records = [as_record(d) for d in docs]
         urls = [r[3] for r in records]
-        hashes = self._url_hashes(urls)
+        hashes = self._url_hashes(urls)[0]
         sketches = self._sketch_many([r[1] for r in records])
         with self._read() as conn:
             return [self._query(conn, sk, r[0], limit, h, url is not None)

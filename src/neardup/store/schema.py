@@ -43,6 +43,8 @@ from ..urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules, url_key
 #: found through the partial index ``docs_url`` for small writes and URL runs
 #: (:data:`.runs.KIND_URLS`) for bulk writes, so that a query answers "URL seen?". Files of 3-6
 #: open, read and write as before and store no URLs (their answers' ``url_seen`` is null).
+#: ``docs.url`` keeps the canonical URL's text where it is not the id (NULL: the id is the
+#: canonical URL), so that ``neardup changes`` can name a page of an index that is gone.
 SCHEMA_VERSION = 7
 #: The schema versions this code opens.
 READABLE_VERSIONS = (3, 4, 5, 6, 7)
@@ -121,7 +123,8 @@ CREATE TABLE docs (
     run_fingerprint INTEGER,
     id_key      INTEGER,
     id_prefix   INTEGER,
-    url_hash    INTEGER
+    url_hash    INTEGER,
+    url         TEXT
 );
 CREATE TABLE id_prefixes (
     num  INTEGER PRIMARY KEY,
@@ -228,24 +231,28 @@ ID_KEY_SEED = 0x6E646964
 URL_KEY_SEED = 0x6E6475726C
 
 
-def url_hashes(urls: list, rules: UrlRules) -> list:
-    """The ``docs.url_hash`` values of records' URLs (None where a record has none): xxh3-64 of
-    the UTF-8 canonical form (:func:`neardup.urls.url_key`) with :data:`URL_KEY_SEED`, signed.
-    Two canonical URLs share a hash by chance with probability 2**-64."""
+def url_hashes(urls: list, rules: UrlRules) -> tuple[list, list]:
+    """The ``docs.url_hash`` values of records' URLs and their canonical forms
+    (:func:`neardup.urls.url_key`), None where a record has none: the hash is xxh3-64 of the UTF-8
+    canonical form with :data:`URL_KEY_SEED`, signed. Two canonical URLs share a hash by chance
+    with probability 2**-64."""
     import xxhash
 
-    out = []
+    out: list = []
+    texts: list = []
     for url in urls:
         if url is None:
             out.append(None)
+            texts.append(None)
             continue
         if not isinstance(url, str) or not url.strip():
             from ..errors import InputError
 
             raise InputError(f"a document's url must be a non-empty string, got {url!r}")
-        canonical = url_key(url, rules).encode("utf-8", "surrogatepass")
-        out.append(signed(xxhash.xxh3_64_intdigest(canonical, seed=URL_KEY_SEED)))
-    return out
+        canonical = url_key(url, rules)
+        out.append(signed(xxhash.xxh3_64_intdigest(canonical.encode("utf-8", "surrogatepass"), seed=URL_KEY_SEED)))
+        texts.append(canonical)
+    return out, texts
 
 
 def url_buckets(hashes: np.ndarray) -> np.ndarray:

@@ -88,12 +88,12 @@ class Sketching:
                 pass
         return [self._check_id(doc_id, fp) for doc_id, fp in zip(doc_ids, fingerprints)]
 
-    def _url_hashes(self, urls: list) -> list:
-        """``docs.url_hash`` of records' URLs (:func:`.schema.url_hashes`) under the file's URL
-        rules; None for a record without a URL. A file that stores no URLs (schema 3-6) still
-        checks them, so that a bad URL is refused whatever the file."""
+    def _url_hashes(self, urls: list) -> tuple[list, list]:
+        """``docs.url_hash`` of records' URLs and their canonical forms (:func:`.schema.url_hashes`)
+        under the file's URL rules; None for a record without a URL. A file that stores no URLs
+        (schema 3-6) still checks them, so that a bad URL is refused whatever the file."""
         if all(url is None for url in urls):
-            return [None] * len(urls)
+            return [None] * len(urls), [None] * len(urls)
         return url_hashes(urls, self.config.urls or DEFAULT_RULES)
 
     @staticmethod

@@ -88,7 +88,7 @@ class Writes:
                 lengths.extend(part.lengths.tolist())
                 metas.extend([None] * len(part))
                 urls.extend([None] * len(part))
-        url_col = self._url_hashes(urls)
+        url_col, url_texts = self._url_hashes(urls)
         sk, keys = self._sketch_parts(texts_of)
         sig = sk.signatures
         ids = given = self._check_ids(ids, sk.fingerprints)
@@ -102,14 +102,15 @@ class Writes:
             # (only a batch that repeats an id is picked from: the common case takes the lists whole)
             keep = sorted(last.values())
             pick = np.asarray(keep, dtype=np.int64)
-            ids, fingerprints, samples, simhashes, lengths, metas, url_col = (
-                [col[k] for k in keep] for col in (ids, fingerprints, samples, simhashes, lengths, metas, url_col))
+            ids, fingerprints, samples, simhashes, lengths, metas, url_col, url_texts = (
+                [col[k] for k in keep] for col in (ids, fingerprints, samples, simhashes, lengths, metas, url_col,
+                                                   url_texts))
             n_shingles, keys = n_shingles[pick], keys[pick]
             signatures = None if signatures is None else signatures[pick]
         shingles = ([sig.ids[int(offsets[k]):int(offsets[k + 1])] for k in keep] if cfg.store_shingles
                     else [None] * len(keep))
         columns = self._columns(ids, fingerprints, lengths, n_shingles, signatures, samples, simhashes, shingles,
-                                metas, band_keys=keys, url_hashes=url_col)
+                                metas, band_keys=keys, url_hashes=url_col, url_texts=url_texts)
         stored = ids
 
         def work(conn):
@@ -122,11 +123,11 @@ class Writes:
     def _add_work(self, records, sketches) -> "Prepared":
         items = {}
         ids = []
-        hashes = self._url_hashes([r[3] for r in records])
-        for (doc_id, _, meta, _), sk, url_hash in zip(records, sketches, hashes):
+        hashes, texts = self._url_hashes([r[3] for r in records])
+        for (doc_id, _, meta, _), sk, url_hash, url_text in zip(records, sketches, hashes, texts):
             doc_id = self._check_id(doc_id, sk.fingerprint)
             items.pop(doc_id, None)
-            items[doc_id] = (doc_id, sk, self._meta_json(meta), url_hash)
+            items[doc_id] = (doc_id, sk, self._meta_json(meta), url_hash, url_text)
             ids.append(doc_id)
 
         columns = self._columns_of(list(items.values())) if items else None  # (on the caller's thread)
@@ -249,18 +250,18 @@ class Writes:
         return self._check_and_add_work(records, self._sketch_many([r[1] for r in records]), limit, policy)
 
     def _check_and_add_work(self, records, sketches, limit, policy: str) -> "Prepared":
-        hashes = self._url_hashes([r[3] for r in records])
-        prepared = [(self._check_id(doc_id, sk.fingerprint), sk, self._meta_json(meta), url_hash, url is not None)
-                    for (doc_id, _, meta, url), sk, url_hash in zip(records, sketches, hashes)]
+        hashes, texts = self._url_hashes([r[3] for r in records])
+        prepared = [(self._check_id(doc_id, sk.fingerprint), sk, self._meta_json(meta), url_hash, url_text)
+                    for (doc_id, _, meta, _), sk, url_hash, url_text in zip(records, sketches, hashes, texts)]
 
         def work(conn):
             answers = []
-            for doc_id, sk, meta, url_hash, has_url in prepared:
-                answer = self._query(conn, sk, doc_id, limit, url_hash, has_url)
+            for doc_id, sk, meta, url_hash, url_text in prepared:
+                answer = self._query(conn, sk, doc_id, limit, url_hash, url_text is not None)
                 answer["added"] = not answer["exact"] and (policy == "exact" or not answer["near"])
                 if answer["added"]:
                     self._delete(conn, [doc_id])
-                    self._insert(conn, [(doc_id, sk, meta, url_hash)])
+                    self._insert(conn, [(doc_id, sk, meta, url_hash, url_text)])
                 answers.append(answer)
             return answers
 
