@@ -297,6 +297,20 @@ class Queries:
                 "n_sample": row[4], "simhash": None if row[5] is None else f"{unsigned(row[5]):016x}",
                 "meta": None if row[6] is None else json.loads(row[6]), "added_at": row[7]}
 
+    def url_pages(self):
+        """Every stored document that has a canonical URL (schema 7), in the order they were
+        added: ``(id, url hash, url, fingerprint, n_shingles, signature)``, ``url`` being the
+        canonical URL's text, or None where it is the id; the fingerprint unsigned (None without
+        tokens); the signature as stored (None: not stored, or no shingles). One read snapshot."""
+        if self.config.urls is None:
+            return
+        fingerprint = "coalesce(d.fingerprint, d.run_fingerprint)" if self.config.fingerprint_runs else "d.fingerprint"
+        with self._read() as conn:
+            for doc_id, url_hash, url, fp, n, signature in conn.execute(
+                    f"SELECT {self._id_sql}, d.url_hash, d.url, {fingerprint}, d.n_shingles, d.signature FROM docs d "
+                    "WHERE d.url_hash IS NOT NULL ORDER BY d.num"):
+                yield doc_id, url_hash, url, None if fp is None else unsigned(fp), n, signature
+
     def __contains__(self, doc_id) -> bool:
         if not isinstance(doc_id, str):
             return False

@@ -236,8 +236,6 @@ def url_hashes(urls: list, rules: UrlRules) -> tuple[list, list]:
     (:func:`neardup.urls.url_key`), None where a record has none: the hash is xxh3-64 of the UTF-8
     canonical form with :data:`URL_KEY_SEED`, signed. Two canonical URLs share a hash by chance
     with probability 2**-64."""
-    import xxhash
-
     out: list = []
     texts: list = []
     for url in urls:
@@ -250,9 +248,16 @@ def url_hashes(urls: list, rules: UrlRules) -> tuple[list, list]:
 
             raise InputError(f"a document's url must be a non-empty string, got {url!r}")
         canonical = url_key(url, rules)
-        out.append(signed(xxhash.xxh3_64_intdigest(canonical.encode("utf-8", "surrogatepass"), seed=URL_KEY_SEED)))
+        out.append(url_hash_of(canonical))
         texts.append(canonical)
     return out, texts
+
+
+def url_hash_of(canonical: str) -> int:
+    """The ``docs.url_hash`` of a canonical URL (:func:`neardup.urls.url_key`'s value)."""
+    import xxhash
+
+    return signed(xxhash.xxh3_64_intdigest(canonical.encode("utf-8", "surrogatepass"), seed=URL_KEY_SEED))
 
 
 def url_buckets(hashes: np.ndarray) -> np.ndarray:
