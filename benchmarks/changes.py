@@ -1,7 +1,7 @@
 """``neardup changes`` on two generated crawls with a known mix of statuses, beside ``neardup dedup``
 of the same union.
 
-    python benchmarks/changes.py --pages 100000 [--jobs 2] [--out benchmarks/results/changes-DATE.json]
+    python benchmarks/changes.py --pages 100000 [--jobs 2] [--index] [--out benchmarks/results/changes-DATE.json]
 
 OLD has ``--pages`` web pages (JSONL, ``--content html``: a navigation bar, a main element of
 five paragraphs of words drawn from a 30,000-word vocabulary, a footer; seed 39). NEW is OLD
@@ -12,6 +12,11 @@ one paragraph rewritten, 4% moved (the same page under a new URL), 10% gone, and
 as many as 10% of OLD. Prints and writes recall and precision per status against the plan, and
 the wall time of ``changes`` and of ``dedup`` of OLD and NEW together, same options, same
 --jobs, one after the other (under ``flock /work/bench.lock`` when run as the README says).
+
+``--index``: also OLD saved as an index (``neardup index add --url-field url``, profile default)
+and ``changes INDEX NEW``: the time of each, and recall and precision per status (against an
+index ``template`` pages are ``unchanged``: the index keeps no whole page; the score says so).
+With ``--index-only`` the comparison of two crawls and dedup are not run.
 """
 
 from __future__ import annotations
@@ -105,7 +110,7 @@ def run(cmd: list[str]) -> float:
     return time.perf_counter() - t0
 
 
-def scores(truth: dict, out: str) -> dict:
+def scores(truth: dict, out: str, template_as: str = "template") -> dict:
     got = {}
     with open(os.path.join(out, "changes.jsonl"), "rb") as fh:
         for line in fh:
@@ -113,7 +118,7 @@ def scores(truth: dict, out: str) -> dict:
             got[rec["url"]] = rec["status"]
     table = {}
     for status in ("unchanged", "template", "changed", "moved", "gone", "new"):
-        planted = {u for u, s in truth.items() if s == status}
+        planted = {u for u, s in truth.items() if (template_as if s == "template" else s) == status}
         found = {u for u, s in got.items() if s == status}
         hit = len(planted & found)
         table[status] = {"planted": len(planted), "found": len(found),
@@ -133,6 +138,8 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=100000)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--index", action="store_true", help="also changes against OLD saved as an index")
+    ap.add_argument("--index-only", action="store_true", help="only changes against OLD saved as an index")
     args = ap.parse_args()
     load = os.getloadavg()
     others_at_start = busiest()
@@ -141,25 +148,40 @@ def main() -> None:
         crawl = generate(tmp, args.pages)
         gen_s = time.perf_counter() - t0
         read = ["--content", "html", "--text-field", "html", "--jobs", str(args.jobs), "--quiet"]
-        changes_s = run([sys.executable, "-m", "neardup", "changes", crawl["old"], crawl["new"],
-                         "--output", os.path.join(tmp, "changes"), *read])
-        dedup_s = run([sys.executable, "-m", "neardup", "dedup", crawl["old"], crawl["new"],
-                       "--output", os.path.join(tmp, "dedup"), "--no-kept", *read])
-        table = scores(crawl["truth"], os.path.join(tmp, "changes"))
-        with open(os.path.join(tmp, "changes", "summary.json"), encoding="utf-8") as fh:
-            summary = json.load(fh)
-        pages = summary["old"]["records"] + summary["new"]["records"]
-    result = {
-        "pages_old": summary["old"]["records"], "pages_new": summary["new"]["records"],
-        "statuses": table, "counts": summary["counts"],
-        "changes_seconds": round(changes_s, 2), "dedup_seconds": round(dedup_s, 2),
-        "changes_pages_per_s": round(pages / changes_s), "dedup_pages_per_s": round(pages / dedup_s),
-        "changes_over_dedup_time": round(changes_s / dedup_s, 3),
-        "generate_seconds": round(gen_s, 1), "jobs": args.jobs,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_at_start": load, "load_at_end": os.getloadavg(),
-                    "busiest_at_start": others_at_start, "busiest_at_end": busiest()},
-    }
+        result: dict = {}
+        if not args.index_only:
+            changes_s = run([sys.executable, "-m", "neardup", "changes", crawl["old"], crawl["new"],
+                             "--output", os.path.join(tmp, "changes"), *read])
+            dedup_s = run([sys.executable, "-m", "neardup", "dedup", crawl["old"], crawl["new"],
+                           "--output", os.path.join(tmp, "dedup"), "--no-kept", *read])
+            table = scores(crawl["truth"], os.path.join(tmp, "changes"))
+            with open(os.path.join(tmp, "changes", "summary.json"), encoding="utf-8") as fh:
+                summary = json.load(fh)
+            pages = summary["old"]["records"] + summary["new"]["records"]
+            result.update({
+                "pages_old": summary["old"]["records"], "pages_new": summary["new"]["records"],
+                "statuses": table, "counts": summary["counts"],
+                "changes_seconds": round(changes_s, 2), "dedup_seconds": round(dedup_s, 2),
+                "changes_pages_per_s": round(pages / changes_s), "dedup_pages_per_s": round(pages / dedup_s),
+                "changes_over_dedup_time": round(changes_s / dedup_s, 3)})
+        if args.index or args.index_only:
+            db = os.path.join(tmp, "old.db")
+            add_s = run([sys.executable, "-m", "neardup", "index", "add", "--db", db, crawl["old"], "--content",
+                         "html", "--text-field", "html", "--url-field", "url", "--jobs", str(args.jobs)])
+            against_s = run([sys.executable, "-m", "neardup", "changes", db, crawl["new"],
+                             "--output", os.path.join(tmp, "against"), *read])
+            with open(os.path.join(tmp, "against", "summary.json"), encoding="utf-8") as fh:
+                against = json.load(fh)
+            result["against_index"] = {
+                "statuses": scores(crawl["truth"], os.path.join(tmp, "against"), template_as="unchanged"),
+                "template_scored_as": "unchanged", "counts": against["counts"],
+                "index_add_seconds": round(add_s, 2), "index_bytes": os.path.getsize(db),
+                "changes_seconds": round(against_s, 2),
+                "new_pages_per_s": round(against["new"]["records"] / against_s)}
+    result.update({"generate_seconds": round(gen_s, 1), "jobs": args.jobs,
+                   "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                               "load_at_start": load, "load_at_end": os.getloadavg(),
+                               "busiest_at_start": others_at_start, "busiest_at_end": busiest()}})
     print(json.dumps(result, indent=2))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:

@@ -226,8 +226,8 @@ def _moves(index: SeenIndex, old: _Stored, new: _Crawl, added: list, gone: np.nd
             offset, length = new.text_spans[j]
             spill.seek(offset)
             texts.append(spill.read(length).decode("utf-8", "surrogatepass"))
-        for j, answer in zip(part, index.query_many([(None, text) for text in texts], limit=None)):
-            for near in answer["near"]:
+        for j, answers in zip(part, index.near_many(texts, limit=None)):
+            for near in answers:
                 i = old.position_of_id.get(near["id"])
                 if i is not None and gone[i] and near["jaccard"] >= config.threshold:
                     edges.append((-near["jaccard"], old.crawl.urls[i], new.urls[j], i, j, near["jaccard"]))

@@ -281,6 +281,15 @@ class Queries:
                     for r, sk, url, h in zip(records, sketches, urls, hashes)]
 
 
+    def near_many(self, texts, *, limit: int | None = DEFAULT_LIMIT) -> list[list[dict]]:
+        """The ``near`` lists of :meth:`query_many`'s answers for ``texts`` alone, without the
+        exact, containment and simhash look-ups (of generated pages, whose common words fill the
+        simhash blocks, those took 8 times the time of the near look-up)."""
+        check_limit(limit)
+        sketches = self._sketch_many(list(texts))
+        with self._read() as conn:
+            return [self._near(conn, sk, limit) if sk.n_shingles else [] for sk in sketches]
+
     # -- inspecting --------------------------------------------------------------------------
     def get(self, doc_id: str) -> dict | None:
         """What is stored for a document: id, fingerprint and simhash (hex), length, counts, meta."""
