@@ -274,6 +274,9 @@ def test_an_index_that_cannot_answer_is_refused_in_one_line(tmp_path, capsys):
     assert main(["changes", new, str(lean), "--output", str(tmp_path / "out")]) == 2
     assert "NEW must be a crawl's records" in capsys.readouterr().err
     plain = tmp_path / "plain.db"
-    SeenIndex(plain).close()
+    with SeenIndex(plain) as index:
+        index.add("a", "some words of text here")  # no URL
+    assert main(["changes", str(plain), new, "--output", str(tmp_path / "out")]) == 2
+    assert "no page of" in capsys.readouterr().err
     assert main(["changes", str(plain), new, "--output", str(tmp_path / "out"), "--fold-www"]) == 2
     assert "URL rules given differ" in capsys.readouterr().err

@@ -480,6 +480,9 @@ def stats_command(args) -> int:
     print(f"signatures " + (f"stored, {cfg['signatures']['bytes_per_value']} bytes a value" if cfg["signatures"]["stored"]
                             else "not stored (profile lean: near answers estimated from the shared bands)"))
     print(f"simhash    within {cfg['simhash']['max_distance']} bits ({len(cfg['simhash']['blocks'])} blocks)")
+    print("urls       " + ("canonical URLs of the documents added with one (rules version "
+                           f"{cfg['urls']['rules']['version']})" if "urls" in cfg else
+                           "not stored (an index made before schema 7)"))
     print(f"config     fingerprint {stats['config_fingerprint']}")
     return 0
 

@@ -80,6 +80,9 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
         dtype = {2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
         try:
             old = _stored_pages(index)
+            if not len(old.crawl) and old.crawl.records:
+                raise ConfigError(f"no page of {index_path} has a URL (it was filled by dedup --save-index, or by "
+                                  "'neardup index add' without --url-field): add the crawl with --url-field NAME")
             with open(os.path.join(work, "texts"), "w+b") as spill:
                 band = run.banding()
                 crawl = _read_crawl(new, run, url_field=field_name, rules=cfg.urls, jobs=jobs, spill=spill,
