@@ -13,9 +13,9 @@ as many as 10% of OLD. Prints and writes recall and precision per status against
 the wall time of ``changes`` and of ``dedup`` of OLD and NEW together, same options, same
 --jobs, one after the other (under ``flock /work/bench.lock`` when run as the README says).
 
-``--index``: also OLD saved as an index (``neardup index add --url-field url``, profile default)
-and ``changes INDEX NEW``: the time of each, and recall and precision per status (against an
-index ``template`` pages are ``unchanged``: the index keeps no whole page; the score says so).
+``--index``: also OLD saved as an index (``neardup index add --url-field url``, profile default,
+which keeps each page's whole-page fingerprint too) and ``changes INDEX NEW``: the time of each,
+and recall and precision per status.
 With ``--index-only`` the comparison of two crawls and dedup are not run.
 """
 
@@ -110,7 +110,7 @@ def run(cmd: list[str]) -> float:
     return time.perf_counter() - t0
 
 
-def scores(truth: dict, out: str, template_as: str = "template") -> dict:
+def scores(truth: dict, out: str) -> dict:
     got = {}
     with open(os.path.join(out, "changes.jsonl"), "rb") as fh:
         for line in fh:
@@ -118,7 +118,7 @@ def scores(truth: dict, out: str, template_as: str = "template") -> dict:
             got[rec["url"]] = rec["status"]
     table = {}
     for status in ("unchanged", "template", "changed", "moved", "gone", "new"):
-        planted = {u for u, s in truth.items() if (template_as if s == "template" else s) == status}
+        planted = {u for u, s in truth.items() if s == status}
         found = {u for u, s in got.items() if s == status}
         hit = len(planted & found)
         table[status] = {"planted": len(planted), "found": len(found),
@@ -173,8 +173,7 @@ def main() -> None:
             with open(os.path.join(tmp, "against", "summary.json"), encoding="utf-8") as fh:
                 against = json.load(fh)
             result["against_index"] = {
-                "statuses": scores(crawl["truth"], os.path.join(tmp, "against"), template_as="unchanged"),
-                "template_scored_as": "unchanged", "counts": against["counts"],
+                "statuses": scores(crawl["truth"], os.path.join(tmp, "against")), "counts": against["counts"],
                 "index_add_seconds": round(add_s, 2), "index_bytes": os.path.getsize(db),
                 "changes_seconds": round(against_s, 2),
                 "new_pages_per_s": round(against["new"]["records"] / against_s)}

@@ -211,12 +211,11 @@ def against_index(tmp_path_factory):
     return json.loads((out / "summary.json").read_text()), lines, expected, out, tmp
 
 
-def test_an_index_as_old_gives_every_status_but_template(against_index, result):
+def test_an_index_as_old_gives_every_status(against_index, result):
     summary, lines, expected, out, _ = against_index
-    got = {line["url"]: line["status"] for line in lines}
-    # the nav-only edit: the index keeps no whole page, so it is unchanged (the summary says so)
-    assert got == {**expected, SITE + "cmake/get_directory_property.html": "unchanged"}
-    assert "whole-page" in summary["estimates"]["template"]
+    # the nav-only edit too: index add kept each page's whole-page fingerprint
+    assert {line["url"]: line["status"] for line in lines} == expected
+    assert summary["estimates"]["pages_without_whole_page"] == 0
     assert summary["old"]["pages"] == 7 and summary["old"]["index"].endswith("old.db")
     # the same lines as from the crawl's files, but for the estimated similarities of changed pages
     from_files = {line["url"]: line for line in result[1]}
@@ -252,6 +251,24 @@ def test_an_index_as_old_names_gone_pages_by_their_canonical_url(tmp_path):
         (SITE + "a.html", "gone", "https://docs.debian.test/a.html"), (SITE + "b.html", "gone", "old-b"),
         (SITE + "c.html", "new", None)]
     assert summary["old"]["skipped_by_reason"] == {"no_url": 1}
+    assert summary["estimates"]["pages_without_whole_page"] == 2
+
+
+def test_an_index_without_whole_pages_calls_a_template_edit_unchanged(tmp_path):
+    """Pages added with their main text only (no page_text): the nav-only edit is unchanged, the
+    summary counting the pages stored without their whole page."""
+    old, new, expected = crawls()
+    db = tmp_path / "old.db"
+    from neardup.store import SeenIndex
+
+    with SeenIndex(db) as index:
+        index.add_many([(r["id"], extract_text(r["html"], "main"), None, r["url"]) for r in old])
+    out = tmp_path / "out"
+    assert main(["changes", str(db), write_jsonl(tmp_path / "n.jsonl", new), "--output", str(out), "--content",
+                 "html", "--text-field", "html", "--quiet"]) == 0
+    got = {json.loads(x)["url"]: json.loads(x)["status"] for x in (out / "changes.jsonl").read_text().splitlines()}
+    assert got == {**expected, SITE + "cmake/get_directory_property.html": "unchanged"}
+    assert json.loads((out / "summary.json").read_text())["estimates"]["pages_without_whole_page"] == 7
 
 
 def test_an_index_that_cannot_answer_is_refused_in_one_line(tmp_path, capsys):

@@ -243,7 +243,7 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
     return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **extra, **index_params(args))
 
 
-def _records(args, normalize=None, plan=None):
+def _records(args, normalize=None, plan=None, html: str | None = None):
     """The input's records (of ``plan``, the inputs already checked, when given). With
     ``normalize`` (the index's, for ``index add``), runs of ordinary JSONL records come as
     EncodedDocuments, their texts UTF-8 that the kernel reads in place, as ``neardup dedup``
@@ -254,7 +254,7 @@ def _records(args, normalize=None, plan=None):
 
     inputs = plan if plan is not None else expanded_inputs(args)
     options = dict(format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
-                   html=args.html, max_bytes=args.max_bytes, on_error=args.on_error)
+                   html=html or args.html, max_bytes=args.max_bytes, on_error=args.on_error)
     if getattr(args, "url_field", None):
         options["keep_fields"] = (args.url_field,)
     if normalize is None:
@@ -274,6 +274,26 @@ def _with_url(doc, url_field: str | None):
     meta = dict(doc.meta or {})
     url = meta.pop(url_field, None)
     return doc.id, doc.text, meta or None, url if isinstance(url, str) and url.strip() else None
+
+
+def _with_pages(records, pages, url_field: str):
+    """``records`` (HTML's main content), each Document as ``(id, text, meta, url, page_text)``
+    with the whole page's text of the same record from ``pages`` (the same inputs read with
+    ``--html whole``, matched by ordinal: a record whose whole page is not there gets None)."""
+    from ..io import Document
+
+    whole = iter(pages)
+    current = None
+    for rec in records:
+        if type(rec) is not Document:
+            yield rec
+            continue
+        while current is None or current.ordinal < rec.ordinal:
+            current = next(whole, None)
+            if current is None:  # (the whole pages ran out)
+                break
+        page = current.text if type(current) is Document and current.ordinal == rec.ordinal else None
+        yield (*_with_url(rec, url_field), page)
 
 
 def _check_urls(index, args) -> None:
@@ -391,8 +411,13 @@ def add_command(args) -> int:
         _check_urls(index, args)
         waiting = None
         records = _records(args, index.config.shingle.normalize, plan)
+        if args.url_field and args.html != "whole" and (args.content == "html" or plan.formats() & {"html", "warc"}):
+            # the whole page's fingerprint beside the main content's, so that 'neardup changes'
+            # against this index can tell a page whose template alone changed (a second read)
+            records = _with_pages(records, _records(args, None, plan, html="whole"), args.url_field)
         for batch in _read_ahead(_batches(records, args.batch_size)):
-            docs = [_with_url(r, args.url_field) for r in batch if not isinstance(r, Skipped)]
+            docs = [_with_url(r, args.url_field) if type(r) is not tuple else r
+                    for r in batch if not isinstance(r, Skipped)]
             for r in batch:
                 if isinstance(r, Skipped):
                     skipped[r.reason] = skipped.get(r.reason, 0) + 1

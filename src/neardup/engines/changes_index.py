@@ -12,8 +12,12 @@ What an index keeps of each page, and so what can be told from it (``docs/change
   chance), and the containments both ways from that estimate and the two shingle counts
   (|A ∩ B| = J (|A| + |B|) / (1 + J)); exact values would need the shingle ids
   (``--store-shingles``), which this comparison does not read;
-- no whole page: ``template`` is not told apart from ``unchanged`` (the summary says so), and the
-  report shows no word diffs (the index keeps no text);
+- the fingerprint of its whole page's text, where ``index add`` was given HTML with
+  ``--url-field`` (``docs.page_fingerprint``): ``template`` (the same main content, another whole
+  page) is then told apart from ``unchanged`` exactly, as between two crawls, NEW's whole pages
+  being read a second time for the pages with the same main content; a page stored without it is
+  ``unchanged`` whenever its main content is (the summary counts those pages);
+- no text: the report shows no word diffs;
 - ``moved``: a gone page whose content is found under a URL only in NEW, among the index's near
   answers for that page (its LSH banding, at its own threshold) whose estimate is at least
   ``--threshold``; matched once each way, best first, as between two crawls.
@@ -38,7 +42,8 @@ from ..io.outputs import write_atomic
 from ..store import SeenIndex
 from ..store.schema import url_hash_of
 from ..urls import surt
-from .changes import CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _line, _read_crawl, _report, _summary
+from .changes import (CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _has_pages, _line, _read_crawl, _report,
+                      _summary, _whole_fingerprints)
 
 __all__ = ["detect_changes_since_index"]
 
@@ -88,7 +93,13 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
                 crawl = _read_crawl(new, run, url_field=field_name, rules=cfg.urls, jobs=jobs, spill=spill,
                                     bands=band.bands, rows=band.rows, on_error=on_error, signature_dtype=dtype)
                 spill.flush()
-                lines, most = _join(index, old, crawl, run, width, spill)
+                pairs = _pairs(old, crawl)
+                new_fps = crawl_fingerprints(crawl)
+                wanted = {crawl.ordinals[j] for i, j in pairs
+                          if old.fingerprints[i] == new_fps[j] and old.pages[i] is not None}
+                if wanted and run.html != "whole" and _has_pages(new, run):
+                    crawl.whole = _whole_fingerprints(new, crawl.options, run, wanted, jobs)
+                lines, most = _join(index, old, crawl, pairs, run, width, spill)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         summary = _summary([old.crawl, crawl], lines, most[:top], run, field_name, cfg.urls)
@@ -97,7 +108,9 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
         summary["estimates"] = {
             "similarity": f"estimated from {cfg.minhash.num_perm} MinHash values of {8 * width} bits (the index "
                           "keeps no shingle ids to measure it exactly)",
-            "template": "not told apart from unchanged: the index keeps no whole-page fingerprint"}
+            "pages_without_whole_page": sum(page is None for page in old.pages),
+            "template": "told apart where the index keeps the whole page's fingerprint (index add of HTML with "
+                        "--url-field); elsewhere a page with the same main content is unchanged"}
         report = _report(summary, most[:top], None)
     body = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
     write_atomic(os.path.join(output, CHANGES_FILE), body)
@@ -116,17 +129,18 @@ class _Stored:
     n_shingles: np.ndarray
     signatures: np.ndarray  # (n, num_perm), the stored width
     position_of_id: dict
+    pages: list  # the whole page's fingerprint (unsigned), None where none was stored
 
 
 def _stored_pages(index: SeenIndex) -> _Stored:
     cfg = index.config
     crawl = _Crawl()
     hashes: dict = {}
-    fps, counts, sigs = [], [], []
+    fps, counts, sigs, pages = [], [], [], []
     width = cfg.signature_width
     empty = bytes(width * cfg.minhash.num_perm)
     crawl.records = len(index)
-    for doc_id, url_hash, url, fp, n, signature in index.url_pages():
+    for doc_id, url_hash, url, fp, n, signature, page in index.url_pages():
         if url_hash in hashes:
             crawl.duplicate_urls += 1
             continue
@@ -136,11 +150,12 @@ def _stored_pages(index: SeenIndex) -> _Stored:
         fps.append(0 if fp is None else fp)
         counts.append(n)
         sigs.append(signature or empty)
+        pages.append(page)
     crawl.skipped = Counter({"no_url": crawl.records - len(crawl.urls) - crawl.duplicate_urls})
     dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[width]
     matrix = np.frombuffer(b"".join(sigs), dtype=dtype).reshape(len(sigs), cfg.minhash.num_perm)
     return _Stored(crawl, hashes, np.array(fps, dtype=np.uint64), np.array(counts, dtype=np.int64), matrix,
-                   {doc_id: k for k, doc_id in enumerate(crawl.ids)})
+                   {doc_id: k for k, doc_id in enumerate(crawl.ids)}, pages)
 
 
 def _estimate(equal: np.ndarray, num_perm: int, width: int) -> np.ndarray:
@@ -159,23 +174,38 @@ def _containments(jaccard: float, a: int, b: int) -> tuple[float, float]:
     return (min(1.0, inter / a) if a else 0.0), (min(1.0, inter / b) if b else 0.0)
 
 
-def _join(index: SeenIndex, old: _Stored, new: _Crawl, config: DedupConfig, width: int, spill):
+def crawl_fingerprints(crawl: _Crawl) -> np.ndarray:
+    """The main-content fingerprints of a crawl's pages, in order (uint64)."""
+    return np.concatenate(crawl.fingerprints) if crawl.fingerprints else np.zeros(0, dtype=np.uint64)
+
+
+def _pairs(old: _Stored, new: _Crawl) -> list:
+    """(stored position, NEW position) of every URL in both, in NEW's order."""
+    pairs = []
+    for j, url in enumerate(new.urls):
+        i = old.hashes.get(url_hash_of(url))
+        if i is not None:
+            pairs.append((i, j))
+    return pairs
+
+
+def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: DedupConfig, width: int, spill):
     num_perm = config.minhash.num_perm
-    new_fps = np.concatenate(new.fingerprints) if new.fingerprints else np.zeros(0, dtype=np.uint64)
+    new_fps = crawl_fingerprints(new)
     new_sigs = np.concatenate(new.signatures) if new.signatures else np.zeros((0, num_perm), dtype=np.uint64)
     new_counts = np.concatenate(new.n_shingles) if new.n_shingles else np.zeros(0, dtype=np.int64)
     lines: dict = {}
     matched = np.zeros(len(old.crawl), dtype=bool)
     changed: list = []
-    added: list = []
-    for j, url in enumerate(new.urls):
-        i = old.hashes.get(url_hash_of(url))
-        if i is None:
-            added.append(j)
-            continue
+    in_both = {j for _, j in pairs}
+    added = [j for j in range(len(new.urls)) if j not in in_both]
+    for i, j in pairs:
+        url = new.urls[j]
         matched[i] = True
         if old.fingerprints[i] == new_fps[j]:
-            lines[url] = _line(url, "unchanged", 1.0, old.crawl.ids[i], new.ids[j])
+            page = old.pages[i]
+            same_page = page is None or page == new.whole.get(new.ordinals[j], page)
+            lines[url] = _line(url, "unchanged" if same_page else "template", 1.0, old.crawl.ids[i], new.ids[j])
         else:
             changed.append((i, j))
     if changed:

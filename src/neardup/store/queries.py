@@ -21,23 +21,22 @@ __all__ = ["Queries", "as_record", "check_limit", "jaccard"]
 
 
 def as_record(doc) -> tuple:
-    """(id, text, meta, url) of a tuple (``(id, text)``, ``(id, text, meta)`` or ``(id, text, meta,
-    url)``), a dict (``id``, ``text``, ``meta``, ``url``) or a Document-like object (``url``: None)."""
+    """(id, text, meta, url, page_text) of a tuple (``(id, text)``, ``(id, text, meta)``, ``(id,
+    text, meta, url)`` or ``(id, text, meta, url, page_text)``), a dict (``id``, ``text``,
+    ``meta``, ``url``, ``page_text``) or a Document-like object (``url`` and ``page_text``: None).
+    ``page_text``: the whole page's text, when ``text`` is its main content (only its fingerprint
+    is kept, with the URL: ``neardup changes`` against an index tells ``template`` by it)."""
     if isinstance(doc, dict):
         if "text" not in doc:
             raise InputError(f"a document needs a 'text' field; got keys {sorted(doc)}")
-        return doc.get("id"), doc["text"], doc.get("meta"), doc.get("url")
+        return doc.get("id"), doc["text"], doc.get("meta"), doc.get("url"), doc.get("page_text")
     if isinstance(doc, (tuple, list)):
-        if len(doc) == 2:
-            return doc[0], doc[1], None, None
-        if len(doc) == 3:
-            return doc[0], doc[1], doc[2], None
-        if len(doc) == 4:
-            return tuple(doc)
-        raise InputError(f"a document tuple is (id, text), (id, text, meta) or (id, text, meta, url); "
-                         f"got {len(doc)} items")
+        if 2 <= len(doc) <= 5:
+            return (*doc, *(None,) * (5 - len(doc)))
+        raise InputError(f"a document tuple is (id, text), (id, text, meta), (id, text, meta, url) or (id, text, "
+                         f"meta, url, page_text); got {len(doc)} items")
     if hasattr(doc, "text"):
-        return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None, None
+        return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None, None, None
     raise InputError(f"cannot read a document from {type(doc).__name__}: give (id, text), a dict or a Document")
 
 
@@ -308,17 +307,19 @@ class Queries:
 
     def url_pages(self):
         """Every stored document that has a canonical URL (schema 7), in the order they were
-        added: ``(id, url hash, url, fingerprint, n_shingles, signature)``, ``url`` being the
-        canonical URL's text, or None where it is the id; the fingerprint unsigned (None without
-        tokens); the signature as stored (None: not stored, or no shingles). One read snapshot."""
+        added: ``(id, url hash, url, fingerprint, n_shingles, signature, page fingerprint)``,
+        ``url`` being the canonical URL's text, or None where it is the id; the fingerprints
+        unsigned (None without tokens; the page's None where no whole page was given); the
+        signature as stored (None: not stored, or no shingles). One read snapshot."""
         if self.config.urls is None:
             return
         fingerprint = "coalesce(d.fingerprint, d.run_fingerprint)" if self.config.fingerprint_runs else "d.fingerprint"
         with self._read() as conn:
-            for doc_id, url_hash, url, fp, n, signature in conn.execute(
-                    f"SELECT {self._id_sql}, d.url_hash, d.url, {fingerprint}, d.n_shingles, d.signature FROM docs d "
-                    "WHERE d.url_hash IS NOT NULL ORDER BY d.num"):
-                yield doc_id, url_hash, url, None if fp is None else unsigned(fp), n, signature
+            for doc_id, url_hash, url, fp, n, signature, page in conn.execute(
+                    f"SELECT {self._id_sql}, d.url_hash, d.url, {fingerprint}, d.n_shingles, d.signature, "
+                    "d.page_fingerprint FROM docs d WHERE d.url_hash IS NOT NULL ORDER BY d.num"):
+                yield (doc_id, url_hash, url, None if fp is None else unsigned(fp), n, signature,
+                       None if page is None else unsigned(page))
 
     def __contains__(self, doc_id) -> bool:
         if not isinstance(doc_id, str):

@@ -80,13 +80,14 @@ class Rows:
         return found
 
 
-    def _insert(self, conn, items: list[tuple[str, Sketch, str | None, int | None, str | None]]) -> None:
+    def _insert(self, conn, items: list[tuple]) -> None:
         """Insert documents whose ids are not in the index (the caller removed them)."""
         if items:
             self._write_columns(conn, self._columns_of(items))
 
-    def _columns_of(self, items: list[tuple[str, Sketch, str | None, int | None, str | None]]) -> "_Columns":
-        """:meth:`_columns` of ``(id, sketch, meta, url hash, canonical url)`` items."""
+    def _columns_of(self, items: list[tuple]) -> "_Columns":
+        """:meth:`_columns` of ``(id, sketch, meta, url hash, canonical url, page fingerprint)``
+        items."""
         sks = [item[1] for item in items]
         return self._columns([item[0] for item in items], [sk.fingerprint for sk in sks],
                              [sk.length for sk in sks], [sk.n_shingles for sk in sks],
@@ -95,7 +96,7 @@ class Rows:
                              [sk.sample for sk in sks],
                              [sk.simhash for sk in sks], [sk.shingles for sk in sks], [item[2] for item in items],
                              band_keys=np.stack([sk.bands for sk in sks]), url_hashes=[item[3] for item in items],
-                             url_texts=[item[4] for item in items])
+                             url_texts=[item[4] for item in items], page_fingerprints=[item[5] for item in items])
 
     def _insert_columns(self, conn, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples,
                         simhashes, shingles, metas, *, band_keys: np.ndarray, source: str = "",
@@ -112,7 +113,8 @@ class Rows:
 
     def _columns(self, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples, simhashes, shingles,
                  metas, *, band_keys: np.ndarray, source: str = "", packable: bool = True,
-                 url_hashes: list | None = None, url_texts: list | None = None) -> "_Columns":
+                 url_hashes: list | None = None, url_texts: list | None = None,
+                 page_fingerprints: list | None = None) -> "_Columns":
         """Everything :meth:`_write_columns` inserts that does not depend on the numbers the
         documents get: the ``docs`` rows by their offset in the batch, the postings as
         ``bucket << DOC_BITS | offset``, and for a bulk write its runs' blocks, coded (a run
@@ -178,13 +180,14 @@ class Rows:
             id_run = runs.encode_run((run_buckets(hashes) << DOC_BITS) | offsets, n)
         # canonical URLs (schema 7): the hash in docs.url_hash, found through docs_url for a small
         # write (its rows have an id_key) and through a URL run for a bulk write; the text in
-        # docs.url where it is not the id
+        # docs.url where it is not the id, and the whole page's fingerprint where one was given
         url_cols = []
         url_run = None
         if cfg.urls is not None:
             url_col = url_hashes if url_hashes is not None else [None] * n
             texts = url_texts if url_texts is not None else [None] * n
-            url_cols = [url_col, [None if t == doc_id else t for t, doc_id in zip(texts, ids)]]
+            url_cols = [url_col, [None if t == doc_id else t for t, doc_id in zip(texts, ids)],
+                        page_fingerprints if page_fingerprints is not None else [None] * n]
             if as_run:
                 has = [k for k, h in enumerate(url_col) if h is not None]
                 if has:
@@ -263,7 +266,8 @@ class Rows:
                 run_fp, run_fp_value, extra = ", run_fingerprint", f", {item(extra)}", extra + 1
             url = url_value = ""
             if cols.urls:
-                url, url_value, extra = ", url_hash, url", f", {item(extra)}, {item(extra + 1)}", extra + 2
+                url, url_value = ", url_hash, url, page_fingerprint", f", {item(extra)}, {item(extra + 1)}, {item(extra + 2)}"
+                extra += 3
             if cols.keyed:
                 key, key_value, extra = ", id_key", f", {item(extra)}", extra + 1
             id_value, prefix, prefix_value, join = item(0), "", "", ""
@@ -281,7 +285,7 @@ class Rows:
             # read twice, and the prefix's number is joined in)
             names = ["num", "source", "id", "fingerprint", "length", "n_shingles", "n_sample", "simhash",
                      "signature", "sample", "shingles", "meta"]
-            names += ["run_fingerprint"] * self.config.fingerprint_runs + ["url_hash", "url"] * cols.urls + ["id_key"] * cols.keyed
+            names += ["run_fingerprint"] * self.config.fingerprint_runs + ["url_hash", "url", "page_fingerprint"] * cols.urls + ["id_key"] * cols.keyed
             values = [f"?{k + 1}" for k in range(len(names))]
             values[0] = f"?1 + {int(first)}"
             join = ""

@@ -44,7 +44,9 @@ from ..urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules, url_key
 #: (:data:`.runs.KIND_URLS`) for bulk writes, so that a query answers "URL seen?". Files of 3-6
 #: open, read and write as before and store no URLs (their answers' ``url_seen`` is null).
 #: ``docs.url`` keeps the canonical URL's text where it is not the id (NULL: the id is the
-#: canonical URL), so that ``neardup changes`` can name a page of an index that is gone.
+#: canonical URL), so that ``neardup changes`` can name a page of an index that is gone;
+#: ``docs.page_fingerprint`` the fingerprint of the whole page's text where one was given (the
+#: main content being ``text``), so that it can tell ``template`` from ``unchanged``.
 SCHEMA_VERSION = 7
 #: The schema versions this code opens.
 READABLE_VERSIONS = (3, 4, 5, 6, 7)
@@ -124,7 +126,8 @@ CREATE TABLE docs (
     id_key      INTEGER,
     id_prefix   INTEGER,
     url_hash    INTEGER,
-    url         TEXT
+    url         TEXT,
+    page_fingerprint INTEGER
 );
 CREATE TABLE id_prefixes (
     num  INTEGER PRIMARY KEY,

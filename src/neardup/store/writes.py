@@ -51,7 +51,7 @@ class Writes:
                 n += len(d)
                 continue
             # (the reader's Documents taken apart here, without as_record's checks of other kinds)
-            record = (d.id, d.text, d.meta or None, None) if type(d) is Document else _as_record(d)
+            record = (d.id, d.text, d.meta or None, None, None) if type(d) is Document else _as_record(d)
             if parts and type(parts[-1]) is list:
                 parts[-1].append(record)
             else:
@@ -59,7 +59,7 @@ class Writes:
             n += 1
         if n < ROWS_BELOW:
             records = [r for part in parts for r in (part if type(part) is list else
-                                                     [(i, part.text(k), None, None) for k, i in enumerate(part.ids)])]
+                                                     [(i, part.text(k), None, None, None) for k, i in enumerate(part.ids)])]
             return self._add_work(records, self._sketch_many([r[1] for r in records]))
         return self._bulk_add_work(parts)
 
@@ -74,10 +74,12 @@ class Writes:
         metas: list = []
         texts_of = []
         urls: list = []
+        pages: list = []
         for part in parts:
             if type(part) is list:
                 ids.extend([r[0] for r in part])
                 urls.extend([r[3] for r in part])
+                pages.extend([r[4] for r in part])
                 texts = [r[1] for r in part]
                 texts_of.append(texts)
                 lengths.extend([len(t) if isinstance(t, str) else 0 for t in texts])
@@ -88,7 +90,9 @@ class Writes:
                 lengths.extend(part.lengths.tolist())
                 metas.extend([None] * len(part))
                 urls.extend([None] * len(part))
+                pages.extend([None] * len(part))
         url_col, url_texts = self._url_hashes(urls)
+        page_col = self._page_fingerprints(pages)
         sk, keys = self._sketch_parts(texts_of)
         sig = sk.signatures
         ids = given = self._check_ids(ids, sk.fingerprints)
@@ -102,15 +106,16 @@ class Writes:
             # (only a batch that repeats an id is picked from: the common case takes the lists whole)
             keep = sorted(last.values())
             pick = np.asarray(keep, dtype=np.int64)
-            ids, fingerprints, samples, simhashes, lengths, metas, url_col, url_texts = (
+            ids, fingerprints, samples, simhashes, lengths, metas, url_col, url_texts, page_col = (
                 [col[k] for k in keep] for col in (ids, fingerprints, samples, simhashes, lengths, metas, url_col,
-                                                   url_texts))
+                                                   url_texts, page_col))
             n_shingles, keys = n_shingles[pick], keys[pick]
             signatures = None if signatures is None else signatures[pick]
         shingles = ([sig.ids[int(offsets[k]):int(offsets[k + 1])] for k in keep] if cfg.store_shingles
                     else [None] * len(keep))
         columns = self._columns(ids, fingerprints, lengths, n_shingles, signatures, samples, simhashes, shingles,
-                                metas, band_keys=keys, url_hashes=url_col, url_texts=url_texts)
+                                metas, band_keys=keys, url_hashes=url_col, url_texts=url_texts,
+                                page_fingerprints=page_col)
         stored = ids
 
         def work(conn):
@@ -124,10 +129,11 @@ class Writes:
         items = {}
         ids = []
         hashes, texts = self._url_hashes([r[3] for r in records])
-        for (doc_id, _, meta, _), sk, url_hash, url_text in zip(records, sketches, hashes, texts):
+        pages = self._page_fingerprints([r[4] for r in records])
+        for (doc_id, _, meta, _, _), sk, url_hash, url_text, page in zip(records, sketches, hashes, texts, pages):
             doc_id = self._check_id(doc_id, sk.fingerprint)
             items.pop(doc_id, None)
-            items[doc_id] = (doc_id, sk, self._meta_json(meta), url_hash, url_text)
+            items[doc_id] = (doc_id, sk, self._meta_json(meta), url_hash, url_text, page)
             ids.append(doc_id)
 
         columns = self._columns_of(list(items.values())) if items else None  # (on the caller's thread)
@@ -183,7 +189,7 @@ class Writes:
                     start += len(records)
                 else:
                     mine = self._sketch_many([r[1] for r in records])
-                out[i] = (kind, [(r[0], None, r[2], r[3]) for r in records], mine, limit, policy)
+                out[i] = (kind, [(r[0], None, r[2], r[3], r[4]) for r in records], mine, limit, policy)
             except Exception as exc:
                 out[i] = exc
         return out
@@ -251,17 +257,19 @@ class Writes:
 
     def _check_and_add_work(self, records, sketches, limit, policy: str) -> "Prepared":
         hashes, texts = self._url_hashes([r[3] for r in records])
-        prepared = [(self._check_id(doc_id, sk.fingerprint), sk, self._meta_json(meta), url_hash, url_text)
-                    for (doc_id, _, meta, _), sk, url_hash, url_text in zip(records, sketches, hashes, texts)]
+        pages = self._page_fingerprints([r[4] for r in records])
+        prepared = [(self._check_id(doc_id, sk.fingerprint), sk, self._meta_json(meta), url_hash, url_text, page)
+                    for (doc_id, _, meta, _, _), sk, url_hash, url_text, page
+                    in zip(records, sketches, hashes, texts, pages)]
 
         def work(conn):
             answers = []
-            for doc_id, sk, meta, url_hash, url_text in prepared:
+            for doc_id, sk, meta, url_hash, url_text, page in prepared:
                 answer = self._query(conn, sk, doc_id, limit, url_hash, url_text is not None)
                 answer["added"] = not answer["exact"] and (policy == "exact" or not answer["near"])
                 if answer["added"]:
                     self._delete(conn, [doc_id])
-                    self._insert(conn, [(doc_id, sk, meta, url_hash, url_text)])
+                    self._insert(conn, [(doc_id, sk, meta, url_hash, url_text, page)])
                 answers.append(answer)
             return answers
 
