@@ -13,8 +13,8 @@ from ..errors import StoreError
 from ..stages.candidates import band_keys
 from .ids import RunKeyFilter, id_hashes, keys32, prefix_counts, prefix_length, row_keys, run_buckets
 from .queries import docs_of
-from .schema import (DOC_BITS, MAX_DOCUMENTS, ROWS_BELOW, Sketch, band_buckets, block_postings, fingerprint_buckets,
-                     signed, unsigned, url_buckets)
+from .schema import (DOC_BITS, MAX_DOCUMENTS, ROWS_BELOW, band_buckets, block_postings, fingerprint_buckets, signed,
+                     unsigned, url_buckets)
 
 __all__ = ["Rows"]
 
@@ -266,7 +266,8 @@ class Rows:
                 run_fp, run_fp_value, extra = ", run_fingerprint", f", {item(extra)}", extra + 1
             url = url_value = ""
             if cols.urls:
-                url, url_value = ", url_hash, url, page_fingerprint", f", {item(extra)}, {item(extra + 1)}, {item(extra + 2)}"
+                url = ", url_hash, url, page_fingerprint"
+                url_value = f", {item(extra)}, {item(extra + 1)}, {item(extra + 2)}"
                 extra += 3
             if cols.keyed:
                 key, key_value, extra = ", id_key", f", {item(extra)}", extra + 1
@@ -285,7 +286,8 @@ class Rows:
             # read twice, and the prefix's number is joined in)
             names = ["num", "source", "id", "fingerprint", "length", "n_shingles", "n_sample", "simhash",
                      "signature", "sample", "shingles", "meta"]
-            names += ["run_fingerprint"] * self.config.fingerprint_runs + ["url_hash", "url", "page_fingerprint"] * cols.urls + ["id_key"] * cols.keyed
+            names += ["run_fingerprint"] * self.config.fingerprint_runs
+            names += ["url_hash", "url", "page_fingerprint"] * cols.urls + ["id_key"] * cols.keyed
             values = [f"?{k + 1}" for k in range(len(names))]
             values[0] = f"?1 + {int(first)}"
             join = ""

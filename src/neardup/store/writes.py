@@ -31,8 +31,9 @@ class Writes:
     def add_many(self, docs) -> list[str]:
         """Store many documents in one transaction: all or none. Returns their ids.
 
-        ``docs`` holds ``(id, text)``, ``(id, text, meta)`` or ``(id, text, meta, url)`` tuples,
-        dicts with ``id``, ``text``, ``meta`` and ``url``, or :class:`neardup.io.Document` objects. When an id repeats, the last one wins.
+        ``docs`` holds ``(id, text)``, ``(id, text, meta)``, ``(id, text, meta, url)`` or ``(id,
+        text, meta, url, page_text)`` tuples, dicts with those keys (:func:`.queries.as_record`), or
+        :class:`neardup.io.Document` objects. When an id repeats, the last one wins.
         """
         return self._run_write(self.prepare_add(docs).work)
 
