@@ -143,3 +143,28 @@ def test_a_schema_6_file_answers_url_seen_null_and_keeps_working(tmp_path):
     conn = sqlite3.connect(path)
     assert "url_hash" not in {r[1] for r in conn.execute("PRAGMA table_info(docs)")}
     conn.close()
+
+
+def test_command_line_url_field(tmp_path, capsys):
+    import json
+
+    from neardup.cli import main
+
+    crawl = tmp_path / "crawl.jsonl"
+    crawl.write_text("".join(json.dumps({"id": f"p{i}", "url": url, "text": text}) + "\n"
+                             for i, (url, text) in enumerate(zip([PAGE, OTHER[0]], texts(2, 5)))))
+    probe = tmp_path / "probe.jsonl"
+    probe.write_text(json.dumps({"id": "q", "url": SAME[1], "text": "a page not seen before at all"}) + "\n"
+                     + json.dumps({"id": "r", "text": "no url in this record"}) + "\n")
+    db = tmp_path / "seen.db"
+    assert main(["index", "add", "--db", str(db), str(crawl), "--url-field", "url"]) == 0
+    capsys.readouterr()
+    assert main(["index", "query", "--db", str(db), str(probe), "--url-field", "url", "--json"]) == 0
+    answers = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert (answers[0]["url_seen"], answers[0]["url_match"]) == (True, "p0") and "url_seen" not in answers[1]
+    with SeenIndex(db, create=False) as index:
+        assert index.get("p0")["meta"] is None  # the URL is kept as its canonical form, not in meta
+    old = tmp_path / "old6.db"
+    shutil.copy(DATA / "schema6-lean.db", old)
+    assert main(["index", "add", "--db", str(old), str(crawl), "--url-field", "url"]) == 2
+    assert "stores no URLs (schema version 6" in capsys.readouterr().err
