@@ -5,11 +5,13 @@ writes (``check_and_add`` one document at a time: the ``docs_url`` index), in pr
 and lean; and the time of ``index add`` both ways.
 
 Usage:
-    python benchmarks/index_urls.py [--docs 200000] [--small 20000] [--out FILE]
+    python benchmarks/index_urls.py [--docs 200000] [--small 20000] [--ids-are-urls] [--out FILE]
 
 The documents are ``scale.py``'s generated ones (seed 1, 5 % planted copies), each with a crawl's
 URL (``https://site{n % 1000}.example.org/news/2026/{m}/story-{n}.html``, as ``url_ids.py``'s
-``shared`` style). Bytes come from the files (``dbstat``: the ``docs`` table, ``docs_url``, the
+``shared`` style), not their ids (``d123``: the index then keeps the canonical URL's text too), or,
+with ``--ids-are-urls``, their ids (then only the hash). ``--small 0``: no small writes. Bytes
+come from the files (``dbstat``: the ``docs`` table, ``docs_url``, the
 URL runs' blocks), so they do not depend on the machine's load; times do (run it under
 ``flock /work/bench.lock``, and read them with the load it records).
 """
@@ -33,12 +35,14 @@ sys.path.insert(0, str(HERE))
 from scale import generate  # noqa: E402
 
 
-def with_urls(src: Path, dst: Path) -> int:
+def with_urls(src: Path, dst: Path, ids_are_urls: bool) -> int:
     n = 0
     with open(src, "rb") as fh, open(dst, "wb") as out:
         for line in fh:
             record = orjson.loads(line)
             record["url"] = f"https://site{n % 1000}.example.org/news/2026/{n % 12 + 1:02d}/story-{n}.html"
+            if ids_are_urls:
+                record["id"] = record["url"]
             out.write(orjson.dumps(record) + b"\n")
             n += 1
     return n
@@ -86,15 +90,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=200_000)
     ap.add_argument("--small", type=int, default=20_000)
+    ap.add_argument("--ids-are-urls", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     load = os.getloadavg()
-    result: dict = {"docs": args.docs, "small_writes": args.small}
+    result: dict = {"docs": args.docs, "small_writes": args.small, "ids_are_urls": args.ids_are_urls}
     with tempfile.TemporaryDirectory(prefix="neardup-index-urls-") as tmp:
         plain = Path(tmp) / "plain.jsonl"
         generate(plain, args.docs, 0.05, 1)
         corpus = Path(tmp) / "urls.jsonl"
-        n = with_urls(plain, corpus)
+        n = with_urls(plain, corpus, args.ids_are_urls)
         result["docs"] = n
         for profile in ("default", "lean"):
             row: dict = {}
@@ -107,6 +112,9 @@ def main() -> None:
                            "bytes_per_document_with": round(sizes[True]["file"] / n, 1),
                            "added_bytes_per_document": per_doc(sizes[False], sizes[True], n),
                            "index_add_seconds": {"without": round(times[False], 2), "with": round(times[True], 2)}}
+            result[profile] = row
+            if not args.small:
+                continue
             sizes, times = {}, {}
             for url in (False, True):
                 db = os.path.join(tmp, f"small-{profile}-{url}.db")
@@ -117,7 +125,6 @@ def main() -> None:
                             "added_bytes_per_document": per_doc(sizes[False], sizes[True], args.small),
                             "check_and_add_seconds": {"without": round(times[False], 2),
                                                       "with": round(times[True], 2)}}
-            result[profile] = row
     result["load_at_start"], result["load_at_end"] = load, os.getloadavg()
     print(json.dumps(result, indent=2))
     if args.out:
