@@ -8,15 +8,14 @@ describes the same format for readers of the file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._validate import check_float, check_int
 from ..config import default_minhash
-from ..errors import ConfigError, IncompatibleSketchError
-from ..params import MinHashParams, NormalizeParams, ShingleParams
+from ..errors import ConfigError, IncompatibleSketchError, InputError
+from ..params import MinHashParams, NormalizeParams, ShingleParams, config_fingerprint
 from ..stages.candidates import banding_for
 from ..urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules, url_key
 
@@ -247,8 +246,6 @@ def url_hashes(urls: list, rules: UrlRules) -> tuple[list, list]:
             texts.append(None)
             continue
         if not isinstance(url, str) or not url.strip():
-            from ..errors import InputError
-
             raise InputError(f"a document's url must be a non-empty string, got {url!r}")
         canonical = url_key(url, rules)
         out.append(url_hash_of(canonical))
@@ -414,9 +411,7 @@ class IndexConfig:
         return "custom"
 
     def fingerprint(self) -> int:
-        import xxhash
-
-        return xxhash.xxh3_64_intdigest(json.dumps(self.as_dict(), sort_keys=True).encode())
+        return config_fingerprint(self.as_dict())
 
     @classmethod
     def from_dict(cls, d: dict) -> "IndexConfig":
@@ -457,15 +452,6 @@ def flatten(d: dict, prefix: str = "") -> dict:
 def differences(stored: dict, given: dict) -> list[str]:
     a, b = flatten(stored), flatten(given)
     return [f"{k} stored {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
-
-
-def config_fingerprint(config: dict) -> int:
-    import xxhash
-
-    return xxhash.xxh3_64_intdigest(json.dumps(config, sort_keys=True).encode())
-
 
 
 # -- sketches of one document ----------------------------------------------------------------
