@@ -38,7 +38,7 @@ import orjson
 
 from ..config import DedupConfig
 from ..errors import ConfigError
-from ..io.outputs import write_atomic
+from ..io.write.outputs import write_atomic
 from ..store import SeenIndex
 from ..store.schema import url_hash_of
 from ..urls import surt
