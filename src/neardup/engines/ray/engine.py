@@ -311,6 +311,38 @@ def _run_measure(rt, work: WorkFolder, stage: str, prefixes, bases, a, b, config
     return groups
 
 
+def _url_links(rt, work: WorkFolder, prefixes, bases, sk: np.ndarray, exact_of: dict, ids: list, urls: list,
+               claims: list, config: DedupConfig, st: _Stages):
+    """URL identity over the sketched records (:func:`neardup.stages.urls.url_links`), as the
+    local engine finds it: an exact copy's URL stands for its first holder, and a claim agrees
+    with the content when the pair's similarity (the run's measure; with ``--method exact``, a
+    resemblance of 1) is at the threshold, measured by a task per shard (stage ``urls``)."""
+    from ...stages.urls import url_links
+
+    ords = sk.tolist()
+    local = {o: k for k, o in enumerate(ords)}
+    aliases, alias_claims = [], []
+    for o, h in sorted(exact_of.items()):
+        if h in local:
+            if urls[o] is not None:
+                aliases.append((urls[o], local[h]))
+            if claims[o] is not None:
+                alias_claims.append((claims[o], local[h]))
+
+    def agree(a, b):
+        oa, ob = sk[a], sk[b]
+        groups = _run_measure(rt, work, "urls", prefixes, bases, oa, ob, config, None, False, st)
+        ga, gb, _, jac, _, score = _edges_from(work, "urls", groups)
+        at = np.searchsorted((ga.astype(np.uint64) << np.uint64(32)) | gb.astype(np.uint64),
+                             (oa.astype(np.uint64) << np.uint64(32)) | ob.astype(np.uint64))
+        if config.method == "exact":  # only exact copies count: the same shingles
+            return jac[at] >= 1.0
+        return score[at] >= config.threshold
+
+    return url_links([urls[o] for o in ords], [claims[o] for o in ords], agree, ids=[ids[o] for o in ords],
+                     aliases=aliases, alias_claims=alias_claims)
+
+
 def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_bytes: int, st: _Stages):
     import pyarrow.compute as pc
 
@@ -318,6 +350,7 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
     from ...stages.candidates import BUCKET_WINDOW, estimate_floor
     from ...stages.exact import first_holders
     from ...stages.survivors import choose_survivors, kept_mask, outcomes
+    from ...stages.urls import relabel
     from ...stages.verify import Edges
 
     shards = _plan(rt, work, inputs, config, shard_bytes, st)
@@ -336,6 +369,11 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
     lengths = recs.column("length").to_numpy()
     keyvals = recs.column("keyval").to_numpy() if config.keep == "field" else None
     fps, ns = recs.column("fp").to_numpy(), recs.column("n").to_numpy()
+    urls = recs.column("url").to_pylist() if config.url_field is not None else None
+    claims = recs.column("claim").to_pylist() if config.url_field is not None else None
+    # clusters.jsonl's url (a kept "url" field), by ordinal
+    page_urls = ({o: json.loads(u) for o, u in enumerate(recs.column("page_url").to_pylist()) if u is not None}
+                 if "page_url" in recs.column_names else {})
     del recs
     new, _, copies = first_holders(valid.tolist(), fps[valid], ns[valid], {})
     sk = valid[new]
@@ -390,15 +428,23 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
     else:
         st.lap("candidates")
 
-    # -- connected components over the verified edges, then the local survivors stage
+    # -- URL identity's edges beside the verified ones, connected components over both, then the
+    # local survivors stage
+    links = None
+    ea, eb = a, b
+    if config.url_field is not None:
+        links = _url_links(rt, work, prefixes, bases, sk, exact_of, ids, urls, claims, config, st)
+        ea, eb = np.concatenate((a, sk[links.i])), np.concatenate((b, sk[links.j]))
+        del urls, claims
     comp = np.arange(sk.size, dtype=np.int64)
-    if a.size:
-        nodes, label, cstats = cc.run_components(work.stage("components"), a, b, max(2, rt.cpus), rt.run)
+    if ea.size:
+        nodes, label, cstats = cc.run_components(work.stage("components"), ea, eb, max(2, rt.cpus), rt.run)
         comp[np.searchsorted(sk, nodes)] = np.searchsorted(sk, label)
         st.count("components", cstats["tasks_run"], cstats["tasks_done_before"])
         st.shards["components"]["rounds"] = cstats["rounds"]
     st.lap("cluster")
-    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals)
+    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals,
+                                      priority=None if links is None else links.priority)
     kept = kept_mask(n_all, sk, survivor_local)
     members = np.flatnonzero(survivor_local != np.arange(sk.size))
     member_sims = np.full(members.size, np.nan)
@@ -420,7 +466,14 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
     outcome, cluster_sizes, chained = outcomes(
         ids, reason, sk, survivor_local, kept, members, member_sims, exact_of,
         chain_below=config.threshold if config.method == "minhash" else None)
+    if links is not None:
+        relabelled = relabel(outcome.reason, sk, survivor_local, links)
+        stats["urls_identity"] = links.stats
+        if relabelled.size and chained:  # joined by their URL or claim, not through chains of content
+            by_url = {ids[o] for o in relabelled.tolist()}
+            chained = [c for c in chained if c not in by_url]
     skipped = Counter(r[len("skipped:"):] for r in outcome.reason if r.startswith("skipped:"))
+    stats["urls"] = page_urls
     stats.update(cluster_sizes=cluster_sizes, chained=len(chained), chained_examples=chained[:20],
                  skipped=dict(sorted(skipped.items())), duplicate_ids=n_all - len(set(ids)))
     ia, ib = np.searchsorted(sk, a), np.searchsorted(sk, b)
@@ -479,7 +532,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, add
     try:
         st.lap("runtime")
         outcome, pairs, ids, stats = _dedup(rt, work, paths, config, shard_bytes, st)
-        write_clusters(output, outcome, format=output_format)
+        write_clusters(output, outcome, format=output_format, urls=stats.pop("urls"))
         write_pairs(output, pairs.lines(ids), format=output_format)
         kept_info = None
         if write_kept:
