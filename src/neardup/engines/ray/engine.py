@@ -44,6 +44,8 @@ __all__ = ["dedup_paths", "SHARD_BYTES"]
 
 #: Bytes of uncompressed JSONL per read-and-sketch shard (NEARDUP_RAY_SHARD_MB overrides it).
 SHARD_BYTES = 64 << 20
+#: Ranges cut smaller than the shard size to balance the CPUs are at least this large.
+BALANCE_MIN_BYTES = 4 << 20
 #: Band keys (16 bytes with their ordinal) a band task holds at most: past it a band is split by key.
 BAND_TASK_BYTES = 256 << 20
 WORK_NAME = ".neardup-ray-work"
@@ -238,6 +240,14 @@ def _plan(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_byt
         return read_json(path)
     shards = plan_shards(inputs, config, shard_bytes)
     ranged = [s for s in shards if s["start"] is not None]
+    # ranges of one size, as many as a whole number of waves over the runtime's CPUs (4 of 48 MB
+    # on 2 CPUs, not 64, 64 and 64, whose last would run alone), when they can be cut that small:
+    # the CPUs share the sketching to its end
+    waves = math.ceil(len(ranged) / rt.cpus)
+    size = sum(s["stop"] - s["start"] for s in ranged)
+    if ranged and size // (waves * rt.cpus) >= min(shard_bytes, BALANCE_MIN_BYTES):
+        shards = plan_shards(inputs, config, math.ceil(size / (waves * rt.cpus)))
+        ranged = [s for s in shards if s["start"] is not None]
     counts = rt.run(count_lines, [(s,) for s in ranged])
     seen: dict = {}
     for s, c in zip(ranged, counts):
