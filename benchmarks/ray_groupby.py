@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     from scale import generate
 
     from neardup.config import DedupConfig
-    from neardup.engines.ray.engine import _band_task
+    from neardup.engines.ray.engine import band_task
     from neardup.engines.ray.shards import count_lines, plan_shards, sketch_shard
     from neardup.engines.ray.work import mapped
     from neardup.stages.candidates import BUCKET_WINDOW, band_candidates
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
         try:
-            task = ray.remote(num_cpus=1)(_band_task)
+            task = ray.remote(num_cpus=1)(band_task)
             ray.get([ray.remote(num_cpus=1)(lambda: 0).remote() for _ in range(2)])  # workers started
             timings = {}
 

@@ -85,7 +85,7 @@ class SketchShards:
         return {"shard": batch["shard"], "records": np.asarray(got, dtype=np.int64)}
 
 
-def _band_task(prefixes: list[str], bases: list[int], sk_path: str, band: int, split: int, parts: int,
+def band_task(prefixes: list[str], bases: list[int], sk_path: str, band: int, split: int, parts: int,
                window: int, out: str) -> None:
     """The candidate pairs of one band (and key range ``key % parts == split``): every shard's
     keys of that band, the exact copies left out, in ordinal order, grouped by the local
@@ -222,7 +222,7 @@ class _Stages:
 def _identity(shards_inputs, config: DedupConfig, shard_bytes: int) -> dict:
     """What a work folder must match to be resumed: the options, and every input file's path,
     size and modification time."""
-    from ...io.readers import plan_inputs
+    from ...io.read import plan_inputs
 
     plan = plan_inputs(shards_inputs, config.format)
     files = []
@@ -408,7 +408,7 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
         calls = [(prefixes, bases.tolist(), sk_path, bd, k, split, BUCKET_WINDOW, out)
                  for (bd, k), out in zip(keys, outs) if not os.path.exists(out)]
         st.count("bands", len(calls), len(keys) - len(calls))
-        rt.run(_band_task, calls)
+        rt.run(band_task, calls)
         runs, shared, largest, over = [], 0, 0, 0
         for out in outs:
             got = read_arrays(out)
@@ -516,7 +516,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, add
     folder belongs to other inputs or options)."""
     require("ray", "ray")
     from ...io import write_kept as write_kept_records
-    from ...io.writers import RESULT_FORMATS, write_clusters, write_pairs
+    from ...io.write import RESULT_FORMATS, write_clusters, write_pairs
     from ..common import peak_memory_mb, run_summary, stage_table
 
     _check_config(config)
