@@ -193,9 +193,13 @@ RAY_OPTIONS = {**OPTIONS,
                "--shard-size": [(["--shard-size", "1MB"], "same")],
                "--compression": [(["--compression", "gzip"], "same")],
                "--resume": [(["--resume"], "same")],
-               "--work-dir": [(["--work-dir", "{work}"], "same")]}
+               "--work-dir": [(["--work-dir", "{work}"], "same")],
+               # URL identity: the local engine's stage (stages/urls.py), called by the Ray driver
+               **{name: [(args, "same") for args, _ in OPTIONS[name]]
+                  for name in ("--url-field", "--drop-params", "--fold-www", "--fold-trailing-slash")}}
 RAY_GROUPS = [[n for n in g if n != "--spark-master"] for g in GROUPS] + [
-    ["--output-shards", "--compression"], ["--shard-size"], ["--resume", "--work-dir"]]
+    ["--output-shards", "--compression"], ["--shard-size"], ["--resume", "--work-dir"], ["--url-field"],
+    ["--drop-params"], ["--fold-www"], ["--fold-trailing-slash"]]
 RAY_CASES = spark_runs(RAY_OPTIONS, RAY_GROUPS)
 
 

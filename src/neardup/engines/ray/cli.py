@@ -28,8 +28,7 @@ def refusal(args, config) -> str | None:
         return f"--on-error skip is not supported by {_ENGINE}: it stops at a file it cannot read; use --engine local"
     for flag, given in (("--against", args.against), ("--save-index", args.save_index),
                         ("--update-index", args.update_index or None), ("--source-field", args.source_field),
-                        ("--keep source:", config.keep == "source" or None),
-                        ("--url-field", getattr(args, "url_field", None))):
+                        ("--keep source:", config.keep == "source" or None)):
         if given is not None:
             return f"{flag} is not supported by {_ENGINE}: use the local engine"
     if config.method not in ("minhash", "exact"):
