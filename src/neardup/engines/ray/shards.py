@@ -29,9 +29,9 @@ import numpy as np
 
 from ...config import DedupConfig
 from ...errors import ConfigError
-from .work import mapped, write_array
+from .work import mapped, write_array, write_pieces
 
-__all__ = ["plan_shards", "count_lines", "sketch_shard", "shard_records", "FORMATS"]
+__all__ = ["plan_shards", "count_lines", "prepare_sketch", "sketch_shard", "shard_records", "FORMATS"]
 
 #: The input formats the Ray engine reads (those whose kept corpus the local writer rebuilds from
 #: the records' ordinals alone, and whose ids do not depend on the other inputs).
@@ -115,6 +115,23 @@ def shard_records(shard: dict, config: DedupConfig):
         yield reader.jsonl_record(line_or_size(line, reader.max_bytes), k, f"{path}:{line0 + k + 1}")
 
 
+def prepare_sketch(config: DedupConfig) -> None:
+    """What :func:`sketch_shard` loads at its first call, loaded now: its modules and the
+    kernel's tables for the run's options (built at first use). A worker that calls it when it
+    starts pays for them while the other workers start, not in its first shard."""
+    import pyarrow.feather  # noqa: F401  (the shard's columns are written with it)
+
+    from ...stages.candidates import band_keys  # noqa: F401
+    from ...stages.sketch import flag_table, kernel_handles, sketch_parts
+    from ...stages.survivors import keep_value  # noqa: F401
+    from ...stages.urls import claim_key  # noqa: F401
+
+    reader_of(config)
+    if kernel_handles(config.shingle):
+        flag_table(config.shingle.normalize)
+        sketch_parts([["a text to load the tables"]], config.shingle, config.minhash, with_ids=True)
+
+
 def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
     """Read and sketch one shard into the files named ``out`` + suffix; returns its records.
 
@@ -164,14 +181,18 @@ def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
         ok = counts > 0
         for k in np.flatnonzero(~ok).tolist():
             reason[rows[k]] = "skipped:too_large_nfkc" if k in too_large else "skipped:empty"
-        rows_l.append(r[ok])
-        counts_l.append(counts[ok])
+        every = bool(ok.all())  # the usual batch: its arrays are taken as they are, not copied
+        rows_l.append(r if every else r[ok])
+        counts_l.append(counts if every else counts[ok])
         if want_ids:
-            offs = np.asarray(s.offsets, dtype=np.int64)
-            keep = np.repeat(ok, np.diff(offs))
-            ids_l.append(np.asarray(s.ids, dtype=np.uint64)[keep])
+            if every:  # the kernel's pieces, written one after the other (never joined in memory)
+                ids_l.extend(s.id_parts)
+            else:
+                keep = np.repeat(ok, np.diff(np.asarray(s.offsets, dtype=np.int64)))
+                ids_l.append(np.asarray(s.ids, dtype=np.uint64)[keep])
         if want_sig:
-            bands_l.append(band_keys(np.ascontiguousarray(s.values[ok]), band.bands, band.rows))
+            bands_l.append(band_keys(s.values if every else np.ascontiguousarray(s.values[ok]), band.bands,
+                                     band.rows))
         parts, rows, size = [], [], 0
 
     for rec in shard_records(shard, config):
@@ -229,7 +250,7 @@ def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
     np.cumsum(counts, out=offs[1:])
     write_array(out + ".rows.npy", rows_a)
     if want_ids:
-        write_array(out + ".ids.npy", np.concatenate(ids_l) if ids_l else np.empty(0, np.uint64))
+        write_pieces(out + ".ids.npy", ids_l, np.uint64)
         write_array(out + ".offs.npy", offs)
     if want_sig:
         keys = np.concatenate(bands_l) if bands_l else np.empty((0, band.bands), np.uint64)

@@ -97,5 +97,19 @@ def write_array(path: str, arr: np.ndarray) -> None:
     os.replace(tmp, path)
 
 
+def write_pieces(path: str, pieces: list, dtype) -> None:
+    """The concatenation of the 1-D arrays ``pieces`` as one ``.npy`` (as :func:`write_array`),
+    each written as it is: a shard's shingle ids (about 100 MB for 50 MB of text) are never
+    joined in memory."""
+    dtype = np.dtype(dtype)
+    tmp = _tmp(path)
+    with open(tmp, "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+                                                  "shape": (sum(int(p.size) for p in pieces),)})
+        for piece in pieces:
+            np.ascontiguousarray(piece, dtype=dtype).tofile(fh)
+    os.replace(tmp, path)
+
+
 def mapped(path: str) -> np.ndarray:
     return np.load(path, mmap_mode="r", allow_pickle=False)
