@@ -79,7 +79,7 @@ def dedup(data, config: DedupConfig | None = None, *, jobs: int | None = None, i
     pa = require("pyarrow", "io")
     from .io.readers import RecordReader
     from .params import IN_MEMORY_MB
-    from .pipeline import Deduplicator
+    from .engines.local.run import Deduplicator
 
     config = _configured(config, options)
     keep_fields = (config.keep_field,) if config.keep == "field" else ()

@@ -11,7 +11,7 @@ import pytest
 from neardup import fingerprint
 from neardup.config import DedupConfig
 from neardup.lsh.banding import band_keys
-from neardup.pipeline import Deduplicator
+from neardup.engines.local.run import Deduplicator
 from neardup.stages.candidates import band_candidates
 from neardup.stages.sketch import sketch_texts
 from neardup.store import SeenIndex

@@ -9,7 +9,7 @@ import pytest
 
 from neardup.io import result_lines
 from neardup.io.writers import write_clusters, write_pairs
-from neardup.pipeline import VerifiedPairs
+from neardup.engines.common import VerifiedPairs
 from neardup.stages.columns import Floats, Ids, Labels, Names
 from neardup.stages.survivors import Outcome
 from neardup.stages.verify import Edges

@@ -17,7 +17,8 @@ import numpy as np
 import orjson
 import pytest
 
-from neardup.pipeline import DedupConfig, Deduplicator
+from neardup.config import DedupConfig
+from neardup.engines.local.run import Deduplicator
 
 from conftest import real_texts
 

@@ -218,10 +218,10 @@ def dedup_command(args) -> int:
 
     args.inputs = expanded_inputs(args)
     if args.engine == "local":
-        from ..io.readers import plan_inputs
+        from ..engines.local.run import RunInputs
 
-        # every file listed and its format sniffed once, for the config and both passes
-        args.plan = plan_inputs(args.inputs, args.format)
+        # every file listed and its format sniffed once, for the config and the whole run
+        args.plan = RunInputs(args.inputs, args.format)
     config = config_from(args)
     if args.engine != "ray" and args.ray_address is not None:
         from ..errors import ConfigError
@@ -265,7 +265,7 @@ def dedup_command(args) -> int:
                               output_format=args.output_format)
     else:
         from ..errors import ConfigError
-        from ..pipeline import Deduplicator
+        from ..engines.local.run import Deduplicator
 
         if args.spark_master is not None:
             raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
@@ -323,7 +323,7 @@ def open_indexes(args, config):
     if args.save_index is not None:
         # shingle ids stored: a later run --against the index verifies its pairs exactly, as a joint run does
         return None, SeenIndex.for_dedup(args.save_index, config, store_shingles=config.verify)
-    from ..store.incremental import Against
+    from ..engines.against import Against
 
     index = SeenIndex.for_dedup(args.against, config, create=False)
     try:

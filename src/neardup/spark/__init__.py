@@ -58,7 +58,7 @@ def dedup_paths(inputs, output: str, config=None, **kwargs: Any) -> dict:
     from .engine import dedup_paths as _dedup_paths
 
     if config is None:
-        from ..pipeline import DedupConfig
+        from ..config import DedupConfig
 
         config = DedupConfig()
     return _dedup_paths(inputs, output, config, **kwargs)

@@ -310,7 +310,7 @@ def _run_measure(rt, work: WorkFolder, stage: str, prefixes, bases, a, b, config
 def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_bytes: int, st: _Stages):
     import pyarrow.compute as pc
 
-    from ...pipeline import VerifiedPairs
+    from ..common import VerifiedPairs
     from ...stages.candidates import BUCKET_WINDOW, estimate_floor
     from ...stages.exact import first_holders
     from ...stages.survivors import choose_survivors, kept_mask, outcomes
