@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 
 from ...stages.columns import Copies, take_values
-from ...stages.survivors import Outcome, cluster_kinds, similarity_to_survivors, split_sources
+from ...stages.survivors import cluster_kinds, similarity_to_survivors, split_sources
 from ...stages.urls import relabel, url_links
 from ...stages.verify import Edges, pair_similarities, score_of
 from ...store.run_records import RunRecords

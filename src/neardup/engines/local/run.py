@@ -38,16 +38,14 @@ import stat
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...config import DedupConfig
 from ...cpus import available_cpus
 from ...errors import ConfigError, OutputError, RunMemoryError
-from ...io import read_documents
+from ...io import outputs, read_documents
 from ...io import write_kept as write_kept_records
-from ...io import outputs
 from ...io.readers import InputPlan, InputReport, plan_inputs, read_encoded
 from ...io.runfolder import RunFolder, differences, reached, run_identity
 from ...io.shards import KeptLayout
@@ -71,7 +69,6 @@ _KEPT_NAME = re.compile(r"kept(-\d{5}(-of-\d{5})?)?\.(jsonl(\.gz|\.zst)?|parquet
 _RESULT_NAME = re.compile(r"(clusters|pairs)\.(jsonl|parquet)")
 
 
-
 class RunInputs(InputPlan):
     """The inputs of a run, their files listed and their formats sniffed once
     (:func:`~neardup.io.readers.plan_inputs`), for every part of the run that reads them: the disk
@@ -80,29 +77,28 @@ class RunInputs(InputPlan):
     (``parts``) in turn. ``neardup dedup`` makes it before its configuration (which depends on
     the files' formats) and hands it to :meth:`Deduplicator.run`."""
 
-    def __init__(self, paths, format: str):
+    def __init__(self, paths, format: str, *, parts: list[InputPlan] | None = None):
         paths = [paths] if isinstance(paths, (str, bytes, os.PathLike)) else list(paths)
         super().__init__([os.fsdecode(p) for p in paths])
-        # each input planned on its own, as plan_inputs plans a list of them one after the
-        # other: their union is the plan of them all (with none, the format is checked all the same)
-        self.parts = [plan_inputs([p], format) for p in self.paths] or [plan_inputs([], format)]
-        for part in self.parts:
+        if parts is None:
+            # each input planned on its own, as plan_inputs plans a list of them one after the
+            # other: their union is the plan of them all (with none, the format is checked all the same)
+            parts = [plan_inputs([p], format) for p in self.paths] or [plan_inputs([], format)]
+        self.parts = parts
+        for part in parts:
             self.leaves += part.leaves
             self.ignored += part.ignored
 
     @classmethod
     def of(cls, paths, format: str) -> "RunInputs":
-        """``paths`` as a run's inputs: as they are when they are already, a plan of one input
-        taken as its own part; else planned (a plan of several inputs made elsewhere does not say
-        which of its files came from which input, so those inputs are planned again)."""
+        """``paths`` as a run's inputs, planned unless they are already."""
         if isinstance(paths, cls):
             return paths
-        if isinstance(paths, InputPlan) and len(paths) == 1:
-            inputs = cls.__new__(cls)
-            InputPlan.__init__(inputs, paths.paths)
-            inputs.leaves, inputs.ignored, inputs.parts = list(paths.leaves), list(paths.ignored), [paths]
-            return inputs
-        return cls(list(paths) if isinstance(paths, InputPlan) else paths, format)
+        if isinstance(paths, InputPlan):
+            # a plan made elsewhere: of one input, it is that input's part; of several, it does not
+            # say which of its files came from which input, so the inputs are planned again
+            return cls(paths.paths, format, parts=[paths] if len(paths) == 1 else None)
+        return cls(paths, format)
 
 
 class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
@@ -136,7 +132,7 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
 
     # ------------------------------------------------------------------------------------------
     def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip",
-            resume: bool = False, layout: "KeptLayout | None" = None, output_format: str = "jsonl") -> dict:
+            resume: bool = False, layout: KeptLayout | None = None, output_format: str = "jsonl") -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into ``output`` (a
         folder or an fsspec URL); returns the summary. ``on_error="error"`` stops at the first file
         that cannot be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
