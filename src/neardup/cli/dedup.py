@@ -177,15 +177,6 @@ _LOCAL_ONLY = {"output_shards": ("--output-shards", "the Spark engine writes one
                "work_dir": ("--work-dir", "Spark keeps its work in spark.local.dir")}
 
 
-def layout_from(args):
-    """The kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`)."""
-    from ..io.shards import KeptLayout, parse_size
-
-    return KeptLayout(shards=args.output_shards,
-                      shard_bytes=parse_size(args.shard_size) if args.shard_size is not None else None,
-                      compression=args.compression)
-
-
 def refuse_local_only(args) -> None:
     """One line naming the first local-engine option given to the Spark engine."""
     from ..errors import ConfigError
@@ -234,7 +225,7 @@ def dedup_command(args) -> int:
         summary = run_ray(args, config)
     elif args.engine == "spark":
         from ..errors import ConfigError
-        from ..io.sources import STDIN_NAMES
+        from ..io.read.sources import STDIN_NAMES
         from ..spark.engine import dedup_paths
 
         master = spark_master_of(args)
@@ -266,6 +257,7 @@ def dedup_command(args) -> int:
     else:
         from ..errors import ConfigError
         from ..engines.local.run import Deduplicator
+        from ..io.write.shards import KeptLayout
 
         if args.spark_master is not None:
             raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
@@ -293,7 +285,7 @@ def dedup_command(args) -> int:
             summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb,
                                    work_dir=args.work_dir, against=against, save_index=save_index).run(
                 args.plan, args.output, write_kept=not args.no_kept, on_error=args.on_error, resume=args.resume,
-                layout=layout_from(args), output_format=args.output_format)
+                layout=KeptLayout.from_options(args), output_format=args.output_format)
         finally:
             progress.close()
             for index in (against.index if against is not None else None, save_index):

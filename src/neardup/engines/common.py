@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ..config import DedupConfig
-from ..io import result_lines
+from ..io.write import result_lines
 from ..stages.columns import Ids, Labels, repeated_names, take_values
 from ..stages.survivors import Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes
 from ..stages.verify import Edges
@@ -129,14 +129,14 @@ class VerifiedPairs:
                 yield a, b, round(j, 6), round(est, 6)
 
     def lines(self, ids):
-        """:meth:`rows` for :func:`neardup.io.writers.write_pairs`: iterated, the same tuples; and,
+        """:meth:`rows` for :func:`neardup.io.write.write_pairs`: iterated, the same tuples; and,
         when the ids are an :class:`Ids` column and the kernel is built, ``jsonl_chunks()`` giving
-        ``pairs.jsonl``'s bytes a chunk at a time (:func:`neardup.io.result_lines.pair_chunks`)."""
+        ``pairs.jsonl``'s bytes a chunk at a time (:func:`neardup.io.write.result_lines.pair_chunks`)."""
         return _PairLines(self, ids)
 
 
 class _PairLines:
-    """The verified pairs as :func:`neardup.io.writers.write_pairs` takes them (see :meth:`VerifiedPairs.lines`)."""
+    """The verified pairs as :func:`neardup.io.write.write_pairs` takes them (see :meth:`VerifiedPairs.lines`)."""
 
     def __init__(self, pairs: VerifiedPairs, ids):
         self.pairs, self.ids = pairs, ids

@@ -44,7 +44,7 @@ how the DataFrame is partitioned.
 cast to binary): ``SparkContext.textFile`` would also split at a lone ``\\r`` and replace invalid
 UTF-8 with U+FFFD, both unlike the local reader. The lines of each file split in a batch are
 joined back into a block of whole lines and read by the local reader's block reader
-(:meth:`~neardup.io.readers.RecordReader.jsonl_block_records`, see :func:`_sketch_jsonl_encoded`);
+(:meth:`~neardup.io.read.RecordReader.jsonl_block_records`, see :func:`_sketch_jsonl_encoded`);
 when that fast path does not apply (HTML content, a keep field, no compiled scanner) each line is
 parsed with the local reader's own rules and helpers (see :func:`_jsonl_record`). Compression comes from the Hadoop codecs, by
 file name (``.gz``; ``.bz2`` would work but the local reader does not read it); ``.zst`` needs
@@ -143,7 +143,7 @@ class _Recs:
 
 
 def _local_reader(ctx: dict):
-    from ..io.readers import RecordReader
+    from ..io.read import RecordReader
 
     keep = (ctx["keep_field"],) if ctx.get("keep_field") else ()
     # content="html": the executors extract the text with the local reader's extraction
@@ -156,7 +156,7 @@ def _jsonl_record(reader, line: bytes, n: int, src: str):
     """One JSONL line (without its ``\\n``, as Spark splits them) as the local reader makes it:
     ``RecordReader.jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
     reader counts it (HTML extracted when the reader's ``content`` is ``html``)."""
-    from ..io.readers import line_or_size
+    from ..io.read import line_or_size
 
     if reader.max_bytes is not None and len(line) > reader.max_bytes:
         line = line_or_size(line + b"\n", reader.max_bytes)
@@ -172,7 +172,7 @@ def _row_record(reader, ident, text, keyval, n: int, src: str | None):
     ``empty``. (A ``RecordReader._parquet_value(ident, text, n, src, meta)`` method would let both share it.)
     """
     from ..io.documents import Skipped
-    from ..io.readers import describe_value, id_string, utf8_length
+    from ..io.read import describe_value, id_string, utf8_length
 
     if type(ident) is not str or not ident:
         ident = id_string(ident, src)
@@ -412,7 +412,7 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
     """(line binary, file, block) -> sketch rows, the local engine's JSONL fast path on executors.
 
     Each run of lines of one file split is joined into a block of whole lines and read by the
-    local reader's block reader (:meth:`~neardup.io.readers.RecordReader.jsonl_block_records`:
+    local reader's block reader (:meth:`~neardup.io.read.RecordReader.jsonl_block_records`:
     ``neardup._jsonl`` scans it; unusual lines go through the line-by-line reader), and the
     batch's texts go to the kernel as UTF-8, never as Python strings
     (:func:`~neardup.stages.sketch.sketch_parts`),
@@ -1497,8 +1497,8 @@ def _file_key(uri: str) -> str:
 def _hadoop_leaves(spark, path: str) -> list[str]:
     """Files under a Hadoop path (hdfs://, s3a://, ..., globs allowed), walked like the local reader
     walks folders: glob matches and folder entries in sorted order, the names the local reader leaves
-    out left out (:func:`neardup.io.sources.is_hidden_name`, Spark's own rule)."""
-    from ..io.sources import is_hidden_name
+    out left out (:func:`neardup.io.read.sources.is_hidden_name`, Spark's own rule)."""
+    from ..io.read.sources import is_hidden_name
 
     jvm = spark.sparkContext._jvm
     hp = jvm.org.apache.hadoop.fs.Path(path)
@@ -1523,7 +1523,7 @@ def _hadoop_leaves(spark, path: str) -> list[str]:
 
 def _leaves(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str | None]]]:
     """``(format, [(spark uri, path as the local reader names it, why unreadable or None)])``."""
-    from ..io.readers import input_leaves as local_leaves, kind_of, plan_inputs
+    from ..io.read import input_leaves as local_leaves, kind_of, plan_inputs
 
     if isinstance(inputs, (str, bytes, os.PathLike)):
         inputs = [inputs]
@@ -1713,11 +1713,11 @@ def _write_text(spark, path: str, text: str) -> None:
 
 def _write_local(out_dir: str, inputs, leaves, outcome, pair_rows, locate, config: DedupConfig, write_kept: bool,
                  output_format: str, spark):
-    """The local engine's files, written by its own writers (:mod:`neardup.io.writers`): the same
+    """The local engine's files, written by its own writers (:mod:`neardup.io.write`): the same
     names, schemas and bytes. Returns the kept corpus's description (None without one)."""
     from ..cpus import available_cpus
     from ..io import write_kept as write_kept_records
-    from ..io.writers import write_clusters, write_pairs
+    from ..io.write import write_clusters, write_pairs
 
     write_clusters(out_dir, outcome, format=output_format)
     write_pairs(out_dir, pair_rows, format=output_format)
@@ -1779,7 +1779,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     Parquet input the original columns and ``ordinal``.
     """
     require("pyspark", "spark")
-    from ..io.writers import RESULT_FORMATS
+    from ..io.write import RESULT_FORMATS
     from .session import _environment_provides_master, get_session
 
     _check_config(config)

@@ -8,7 +8,7 @@ from collections import Counter
 import orjson
 
 import neardup.engines.local.run as local_run
-import neardup.io.readers as readers
+import neardup.io.read.inputs as inputs_planning
 from neardup.cli import main
 
 
@@ -26,13 +26,13 @@ def test_every_file_is_sniffed_once_in_a_run_of_several_inputs(tmp_path, monkeyp
     for k, path in enumerate(inputs):
         _write(path, f"r{k}-")
     probed = Counter()
-    real_probe = readers._probe
+    real_probe = inputs_planning.probe_file
 
     def probe(path):
         probed[str(path)] += 1
         return real_probe(path)
 
-    monkeypatch.setattr(readers, "_probe", probe)
+    monkeypatch.setattr(inputs_planning, "probe_file", probe)
     # the disk check samples the inputs (its cheap bound gives none): it reads the run's plan too
     monkeypatch.setattr(local_run, "work_disk_bound", lambda paths, config: None)
     sampled = []

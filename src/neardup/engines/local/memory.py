@@ -8,7 +8,7 @@ import mmap
 
 import numpy as np
 
-from ...io.outputs import naming
+from ...io.write.outputs import naming
 
 __all__ = ["Budget", "Pieces", "release_pages", "MAPPED_PASS_BYTES", "MAPPING_GRAIN", "PAIR_SLICE", "BAND_ROWS",
            "mapped_resident_bound", "in_pair_slices"]
@@ -40,7 +40,7 @@ class Pieces:
         self.held: list[np.ndarray] = []
         self.fh = None
         self.count = 0
-        self.digest = None  # XXH3 of the spill file, for the saved stage's record (io.runfolder)
+        self.digest = None  # XXH3 of the spill file, for the saved stage's record (io.write.runfolder)
 
     def append(self, arr: np.ndarray) -> None:
         if self.dtype == np.uint32 and arr.dtype != np.uint32:

@@ -44,12 +44,12 @@ import numpy as np
 from ...config import DedupConfig
 from ...cpus import available_cpus
 from ...errors import ConfigError, OutputError, RunMemoryError
-from ...io import outputs, read_documents
-from ...io import write_kept as write_kept_records
-from ...io.readers import InputPlan, InputReport, plan_inputs, read_encoded
-from ...io.runfolder import RunFolder, differences, reached, run_identity
-from ...io.shards import KeptLayout
-from ...io.writers import RESULT_FORMATS, write_clusters, write_pairs
+from ...io.read import InputPlan, InputReport, plan_inputs, read_documents, read_encoded
+from ...io.write import RESULT_FORMATS, KeptLayout, write_clusters, write_pairs
+from ...io.write import write_kept as write_kept_records
+from ...io.write import outputs
+from ...io.write.checkpoints import reached
+from ...io.write.runfolder import RunFolder, differences, run_identity
 from ...params import IN_MEMORY_MB
 from ...stages import sketch as sketch_stage
 from ...stages.survivors import Outcome
@@ -62,7 +62,7 @@ from .stages import StageSequence
 
 __all__ = ["Deduplicator", "RunInputs"]
 
-#: The kept corpus's file names (:mod:`neardup.io.shards`): an older run's that this one does not
+#: The kept corpus's file names (:mod:`neardup.io.write.shards`): an older run's that this one does not
 #: write again are removed when it publishes.
 _KEPT_NAME = re.compile(r"kept(-\d{5}(-of-\d{5})?)?\.(jsonl(\.gz|\.zst)?|parquet|warc\.gz|arc\.gz)")
 #: An older run's results in the other --output-format, removed when this run publishes.
@@ -71,7 +71,7 @@ _RESULT_NAME = re.compile(r"(clusters|pairs)\.(jsonl|parquet)")
 
 class RunInputs(InputPlan):
     """The inputs of a run, their files listed and their formats sniffed once
-    (:func:`~neardup.io.readers.plan_inputs`), for every part of the run that reads them: the disk
+    (:func:`~neardup.io.read.plan_inputs`), for every part of the run that reads them: the disk
     check's sample, the read pass, a second read and the kept corpus read the plan of them all,
     and a run whose records carry their input as their source reads each input's own plan
     (``parts``) in turn. ``neardup dedup`` makes it before its configuration (which depends on
@@ -135,14 +135,14 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
             resume: bool = False, layout: KeptLayout | None = None, output_format: str = "jsonl") -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into ``output`` (a
         folder or an fsspec URL); returns the summary. ``on_error="error"`` stops at the first file
-        that cannot be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
+        that cannot be read (:class:`~neardup.io.read.UnreadableInput`); ``"skip"`` counts it (one
         ``unreadable_file`` record, its path in the summary's ``skipped_files``).
 
-        The run keeps its work folder (:mod:`neardup.io.runfolder`) until its outputs are published
-        (:mod:`neardup.io.outputs`: ``summary.json`` last): a run of the same configuration on the
+        The run keeps its work folder (:mod:`neardup.io.write.runfolder`) until its outputs are published
+        (:mod:`neardup.io.write.outputs`: ``summary.json`` last): a run of the same configuration on the
         same output continues after the last completed stage, with or without ``resume``. With
         ``resume`` and an output already complete for this configuration, its summary is returned.
-        ``layout``: the kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`);
+        ``layout``: the kept corpus's shards and compression (:class:`neardup.io.write.shards.KeptLayout`);
         ``output_format``: ``clusters`` and ``pairs`` as ``jsonl`` (default) or ``parquet``.
         """
         if output_format not in RESULT_FORMATS:

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...io import Skipped
-from ...io.documents import EncodedDocuments
+from ...io.documents import EncodedDocuments, Skipped
 from ...stages import candidates as candidate_stage
 from ...stages import sketch as sketch_stage
 from ...stages.columns import Copies, Growable, Ids, Labels, SourcedNames

@@ -1,5 +1,5 @@
 """The local engine's stage sequence: sketch, candidates, verify, cluster, each saved in the work
-folder as it completes (:mod:`neardup.io.runfolder`) and read back instead of being run again
+folder as it completes (:mod:`neardup.io.write.runfolder`) and read back instead of being run again
 by a run that resumes an interrupted one; against an index (``--against``), the cluster stage
 is :class:`~neardup.engines.against.Against`'s."""
 
@@ -11,8 +11,8 @@ from collections import Counter
 
 import numpy as np
 
-from ...io.outputs import folder_bytes
-from ...io.runfolder import reached
+from ...io.write.checkpoints import reached
+from ...io.write.outputs import folder_bytes
 from ...stages.columns import Copies, Floats, Growable, Ids, Labels, Names, repeated_names
 from ...stages.survivors import Outcome
 from ...stages.verify import Edges
@@ -33,7 +33,7 @@ class StageSequence:
         """The outcome of every record, the verified pairs and the statistics; ``kept_known(kept)``
         is called with the final boolean mask of kept records (by ordinal) as soon as it is known.
 
-        With ``run`` (a :class:`~neardup.io.runfolder.RunFolder`), each stage's result is saved in
+        With ``run`` (a :class:`~neardup.io.write.runfolder.RunFolder`), each stage's result is saved in
         the work folder as it completes, and a stage saved by an earlier, interrupted run is read
         back instead of being run again (the ``_load_*``/``_save_*`` methods below)."""
 

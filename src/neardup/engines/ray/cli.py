@@ -4,6 +4,7 @@ option it does not."""
 from __future__ import annotations
 
 from ...errors import ConfigError
+from ...io.write.shards import KeptLayout
 
 __all__ = ["run_ray", "refusal"]
 
@@ -12,7 +13,7 @@ _ENGINE = "the Ray engine (--engine ray)"
 
 def refusal(args, config) -> str | None:
     """The one line refusing the first option of ``args`` the Ray engine does not honour, or None."""
-    from ...io.sources import STDIN_NAMES
+    from ...io.read.sources import STDIN_NAMES
 
     if args.spark_master is not None:
         return f"--spark-master is not supported by {_ENGINE}: give a Ray cluster with --ray-address"
@@ -45,12 +46,11 @@ def refusal(args, config) -> str | None:
 
 
 def run_ray(args, config) -> dict:
-    from ...cli.dedup import layout_from
     from . import dedup_paths
 
     why = refusal(args, config)
     if why is not None:
         raise ConfigError(why)
     return dedup_paths(args.inputs, args.output, config, address=args.ray_address, jobs=args.jobs,
-                       write_kept=not args.no_kept, output_format=args.output_format, layout=layout_from(args),
+                       write_kept=not args.no_kept, output_format=args.output_format, layout=KeptLayout.from_options(args),
                        work_dir=args.work_dir, resume=args.resume)
