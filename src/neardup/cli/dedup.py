@@ -235,7 +235,7 @@ def dedup_command(args) -> int:
     elif args.engine == "spark":
         from ..errors import ConfigError
         from ..io.sources import STDIN_NAMES
-        from ..spark.engine import dedup_paths
+        from ..engines.spark.api import dedup_paths
 
         master = spark_master_of(args)
         refuse_local_only(args)
