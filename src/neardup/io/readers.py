@@ -813,7 +813,6 @@ class RecordReader:
 
         want = self.want
         max_bytes = self.max_bytes
-        tf = self.text_field
         tcol = batch.column(0)
         too_big = None
         if max_bytes is not None:
@@ -828,37 +827,11 @@ class RecordReader:
         texts = tcol.to_pylist()
         ids = batch.column(1).to_pylist() if has_id else None
         extras = [(f, batch.column(f).to_pylist()) for f in extra]
-        is_html = self.content == "html"
         keep_id = has_id and self.id_field in self.keep_fields
         for i, text in enumerate(texts):
             row = row0 + i
             n = start + row
             if want is not None and not want(n):
-                continue
-            src = f"{path}:{row}"
-            ident = ids[i] if ids is not None else None
-            if type(ident) is not str or not ident:
-                ident = id_string(ident, src)
-            if too_big is not None and i in too_big:
-                yield Skipped(ident, n, src, "too_large", f"'{tf}' of {too_big[i]} bytes is over the {max_bytes} byte limit")
-                continue
-            if type(text) is not str:
-                if text is None:
-                    yield Skipped(ident, n, src, "missing_text", f"'{tf}' is null")
-                    continue
-                if type(text) is bytes:
-                    try:
-                        text = text.decode("utf-8")
-                    except UnicodeDecodeError as exc:
-                        if self.errors == "strict":
-                            yield Skipped(ident, n, src, "undecodable", f"'{tf}' is not UTF-8 (byte {exc.start})")
-                            continue
-                        text = text.decode("utf-8", "replace")
-                else:
-                    yield Skipped(ident, n, src, "not_a_string", f"'{tf}' is {describe_value(text)}, not a string")
-                    continue
-            if max_bytes is not None and too_big is None and utf8_length(text) > max_bytes:
-                yield Skipped(ident, n, src, "too_large", f"'{tf}' is over the {max_bytes} byte limit")
                 continue
             meta = {}
             for f, values in extras:
@@ -866,7 +839,46 @@ class RecordReader:
                     meta[f] = values[i]
             if keep_id and ids[i] is not None:
                 meta[self.id_field] = ids[i]
-            yield self.finish_record(ident, text, n, src, meta, is_html=is_html)
+            yield self.value_record(ids[i] if ids is not None else None, text, n, f"{path}:{row}", meta,
+                                    oversize=too_big.get(i) if too_big is not None else None,
+                                    measure_text=too_big is None)
+
+    def value_record(self, ident, text, n: int, src: str, meta: dict, *, oversize: int | None = None,
+                     measure_value: bool = False, measure_text: bool = False):
+        """The record of one row's values (a Parquet or Arrow row here, a DataFrame or Parquet row
+        on Spark's executors): the id made a string (``src`` without one), then ``too_large`` when
+        the text is over ``max_bytes``, a null text ``missing_text``, binary decoded as UTF-8
+        (``errors``: else ``undecodable``), other types ``not_a_string``, and the rest as
+        :meth:`finish_record` makes it.
+
+        The size over the limit is measured once, by whoever can: ``oversize``, the byte size
+        the caller measured column-wise (and found over the limit); ``measure_value``, the value's
+        bytes measured here (a string's UTF-8, a binary's length: what the column-wise measure
+        gives); ``measure_text``, the decoded text measured, where the column-wise measure could
+        not run or found no row of the batch over the limit."""
+        if type(ident) is not str or not ident:
+            ident = id_string(ident, src)
+        tf, max_bytes = self.text_field, self.max_bytes
+        if max_bytes is not None and measure_value:
+            t = type(text)
+            size = utf8_length(text) if t is str else len(text) if t is bytes else 0
+            oversize = size if size > max_bytes else None
+        if oversize is not None:
+            return Skipped(ident, n, src, "too_large", f"'{tf}' of {oversize} bytes is over the {max_bytes} byte limit")
+        if type(text) is not str:
+            if text is None:
+                return Skipped(ident, n, src, "missing_text", f"'{tf}' is null")
+            if type(text) is not bytes:
+                return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {describe_value(text)}, not a string")
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if self.errors == "strict":
+                    return Skipped(ident, n, src, "undecodable", f"'{tf}' is not UTF-8 (byte {exc.start})")
+                text = text.decode("utf-8", "replace")
+        if max_bytes is not None and measure_text and utf8_length(text) > max_bytes:
+            return Skipped(ident, n, src, "too_large", f"'{tf}' is over the {max_bytes} byte limit")
+        return self.finish_record(ident, text, n, src, meta, is_html=self.content == "html")
 
     # -- WARC --------------------------------------------------------------------------------
 

@@ -47,7 +47,7 @@ def local_reader(ctx: dict):
     # content="html": the executors extract the text with the local reader's extraction
     # (neardup.text.html), so both engines see the same text of a page.
     return RecordReader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
-                   max_bytes=ctx["max_bytes"], content=ctx.get("content", "text"), html=ctx.get("html", "main"))
+                        max_bytes=ctx["max_bytes"], content=ctx.get("content", "text"), html=ctx.get("html", "main"))
 
 
 def jsonl_record(reader, line: bytes, n: int, src: str):
@@ -62,40 +62,12 @@ def jsonl_record(reader, line: bytes, n: int, src: str):
 
 
 def row_record(reader, ident, text, keyval, n: int, src: str | None):
-    """One Parquet row (or DataFrame row) as the local Parquet reader makes it.
-
-    Mirrors ``RecordReader._parquet_batch`` value by value: id (``id_string`` with ``<file>:<row>`` as
-    the fallback; None here for a DataFrame, filled in later), ``too_large`` on the raw size,
-    null text, binary decoded as UTF-8 (``errors``), other types ``not_a_string``, blank text
-    ``empty``. (A ``RecordReader._parquet_value(ident, text, n, src, meta)`` method would let both share it.)
-    """
-    from ...io.documents import Skipped
-    from ...io.readers import describe_value, id_string, utf8_length
-
-    if type(ident) is not str or not ident:
-        ident = id_string(ident, src)
-    tf, max_bytes = reader.text_field, reader.max_bytes
-    if max_bytes is not None:
-        t = type(text)
-        size = utf8_length(text) if t is str else len(text) if t is bytes else 0
-        if size > max_bytes:
-            return Skipped(ident, n, src, "too_large", f"'{tf}' of {size} bytes is over the {max_bytes} byte limit")
-    if type(text) is not str:
-        if text is None:
-            return Skipped(ident, n, src, "missing_text", f"'{tf}' is null")
-        if type(text) is bytes:
-            try:
-                text = text.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if reader.errors == "strict":
-                    return Skipped(ident, n, src, "undecodable", f"'{tf}' is not UTF-8 (byte {exc.start})")
-                text = text.decode("utf-8", "replace")
-        else:
-            return Skipped(ident, n, src, "not_a_string", f"'{tf}' is {describe_value(text)}, not a string")
-    meta = {}
-    if keyval is not None and reader.keep_fields:
-        meta[reader.keep_fields[0]] = keyval
-    return reader.finish_record(ident, text, n, src, meta, is_html=reader.content == "html")
+    """One Parquet row (or DataFrame row) as the local Parquet reader makes it
+    (:meth:`~neardup.io.readers.RecordReader.value_record`, the value's size measured here as the
+    local reader measures a column's); ``ident`` None for a DataFrame row without an id, filled in
+    later."""
+    meta = {reader.keep_fields[0]: keyval} if keyval is not None and reader.keep_fields else {}
+    return reader.value_record(ident, text, n, src, meta, measure_value=True)
 
 
 def parse_jsonl(batches, ctx: dict) -> Iterator[Recs]:
