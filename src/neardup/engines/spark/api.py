@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ...config import DedupConfig
 from ...errors import ConfigError, require
-from ..common import peak_memory_mb, run_summary, stage_table
+from ..common import RunOptions, input_names, peak_memory_mb, run_summary, stage_table
 from .driver import Stages, dataframe_stages, dedup_on_driver, frames_summary, jvm_peak_mb, release, spark_info
 from .read import input_files, read_paths
 from .refusals import check_config
@@ -170,7 +170,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     An output on a Hadoop file system gets Parquet datasets written by the executors instead:
     ``clusters/``, ``pairs/`` and ``kept/`` (see below).
 
-    Records and ordinals are exactly the local reader's (see the module docstring), so the
+    Records and ordinals are exactly the local reader's (see :mod:`neardup.engines.spark`), so the
     clusters and pairs equal the local engine's. ``master``: the Spark master (default: the
     ``spark-submit`` environment's, else ``local[*]``); an active session is used as it is.
     There (and for inputs on a Hadoop file system) ``kept/`` holds, for JSONL input, ``ordinal``
@@ -182,7 +182,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     from ...io.writers import RESULT_FORMATS
     from .session import _environment_provides_master, get_session
 
-    check_config(config)
+    check_config(config, RunOptions(inputs=input_names(inputs), spark_master=master))
     if output_format not in RESULT_FORMATS:
         raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
     st = Stages()

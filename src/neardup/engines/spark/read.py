@@ -8,6 +8,7 @@ import os
 
 from ...config import DedupConfig
 from ...errors import ConfigError, InputError
+from ..common import input_names
 from .executors import jsonl_lines
 from .rows import local_reader
 from .sketching import map_jsonl, map_rows, need_kernel, sketch_schema
@@ -70,15 +71,9 @@ def input_files(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, s
     """``(format, [(spark uri, path as the local reader names it, why unreadable or None)])``."""
     from ...io.readers import input_leaves as local_leaves, kind_of, plan_inputs
 
-    if isinstance(inputs, (str, bytes, os.PathLike)):
-        inputs = [inputs]
-    inputs = [os.fsdecode(p) for p in inputs]
-    if format not in ("auto", "jsonl", "parquet"):
-        raise ConfigError(f"--format {format} is not supported by the Spark engine (--engine spark): it reads JSONL "
-                          "and Parquet; use --engine local for WARC, HTML and text files")
     leaves = []
     fmts = set()
-    for p in inputs:
+    for p in input_names(inputs):
         if not has_scheme(p) and os.path.exists(p):
             for leaf, fmt, why in local_leaves(plan_inputs([p], format)):
                 if why is None:

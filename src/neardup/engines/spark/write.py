@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from ...config import DedupConfig
+from ..common import input_names
 from .read import has_scheme, kept_frame
 
 
@@ -45,8 +46,7 @@ def write_local(out_dir: str, inputs, leaves, outcome, pair_rows, locate, config
         return None
     if all(not has_scheme(leaf) for _, leaf, _ in leaves):
         # local inputs: the local writer reads them again with the keep mask, as the local engine does
-        paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
-        return write_kept_records([os.fsdecode(p) for p in paths], outcome.kept, out_dir, jobs=available_cpus(),
+        return write_kept_records(list(input_names(inputs)), outcome.kept, out_dir, jobs=available_cpus(),
                                   **config.read_options())
     # inputs on a Hadoop file system, which this process cannot open: the kept rows, written by Spark
     import pyarrow as pa
