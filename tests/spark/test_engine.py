@@ -214,7 +214,7 @@ def test_row_adapter_is_the_local_parquet_reader(tmp_path):
     local = list(read_documents([path], max_bytes=40))
     reader = RecordReader(max_bytes=40)
     table = pq.read_table(path).to_pylist()
-    ours = [row_record(reader, r["id"], r["text"], None, n, f"{path}:{n}") for n, r in enumerate(table)]
+    ours = [row_record(reader, r["id"], r["text"], {}, n, f"{path}:{n}") for n, r in enumerate(table)]
     for a, b in zip(ours, local):
         assert (type(a), a.id, a.ordinal, a.source) == (type(b), b.id, b.ordinal, b.source)
         assert getattr(a, "reason", None) == getattr(b, "reason", None)
@@ -421,3 +421,38 @@ def test_max_bytes_and_no_kept_are_honoured_as_locally(spark, tmp_path, records)
     same_bytes(os.path.dirname(path) + "/limit-local", out, ["clusters.jsonl", "pairs.jsonl"])
     assert spark_summary["skipped_by_reason"] == summary["skipped_by_reason"]
     assert spark_summary["kept_output"] is None and not os.path.exists(os.path.join(out, "kept.jsonl"))
+
+
+def test_url_identity_equals_local_with_claims_and_exact_copies(spark, tmp_path):
+    """--url-field on Spark: URL groups, canonical claims followed and contradicted, and exact copies
+    whose URL or claim stands for their first holder: the local engine's files byte for byte, and
+    its summary's URL figures, from JSONL and from Parquet; refused where every stage is a DataFrame
+    operation (the DataFrame API)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from neardup.errors import ConfigError
+    from neardup.spark import dedup, dedup_paths
+    from engines.test_dedup_urls import ROWS, SITE
+
+    rows = [*ROWS,
+            {"id": "r6", "url": ROWS[2]["url"], "html": ROWS[5]["html"]},  # an exact copy of r5 under r2's URL
+            {"id": "r7", "url": SITE + "copy/of/r2.html", "html": ROWS[2]["html"]},  # an exact copy of a claimant
+            {"id": "r8", "url": SITE + "z.html", "html": ROWS[4]["html"]}]  # ... of a contradicted claimant
+    config = DedupConfig(content="html", text_field="html", url_field="url")
+    jsonl = tmp_path / "crawl.jsonl"
+    jsonl.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    parquet = tmp_path / "crawl.parquet"
+    pq.write_table(pa.table({k: [r[k] for r in rows] for k in ("id", "url", "html")}), str(parquet))
+    for path, kept in ((jsonl, "kept.jsonl"), (parquet, "kept.parquet")):
+        out_local, out = str(tmp_path / f"{path.name}-local"), str(tmp_path / f"{path.name}-spark")
+        local_summary = Deduplicator(config, jobs=2).run([str(path)], out_local)
+        summary = dedup_paths([str(path)], out, config, spark=spark)
+        same_bytes(out_local, out, ["clusters.jsonl", "pairs.jsonl", kept])
+        reasons = {json.loads(x)["id"]: json.loads(x)["reason"] for x in open(os.path.join(out, "clusters.jsonl"))}
+        assert {"url", "canonical", "exact"} <= set(reasons.values())
+        for key in ("url_duplicates", "canonical_duplicates", "canonical_claims", "url_groups", "kept"):
+            assert summary[key] == local_summary[key], key
+        assert summary["canonical_claims"]["contradicted"] >= 1
+    df = spark.createDataFrame([(r["id"], r["html"]) for r in rows], "id string, html string")
+    with pytest.raises(ConfigError, match="--url-field is not supported by the Spark engine .* DataFrame API"):
+        dedup(df, text_col="html", config=config)

@@ -71,7 +71,7 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    check_config(config)
+    check_config(config, frames="the DataFrame API (neardup.spark.dedup)")
     spark = spark or df.sparkSession
     cols = set(df.columns)
     for name, what in ((text_col, "text_col"), (id_col, "id_col"), (order_col, "order_col")):
@@ -182,7 +182,9 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     from ...io.writers import RESULT_FORMATS
     from .session import _environment_provides_master, get_session
 
-    check_config(config, RunOptions(inputs=input_names(inputs), spark_master=master))
+    output = os.fspath(output)
+    check_config(config, RunOptions(inputs=input_names(inputs), spark_master=master),
+                 frames="an output on a Hadoop file system" if is_remote(output) else None)
     if output_format not in RESULT_FORMATS:
         raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
     st = Stages()
@@ -192,7 +194,6 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
         spark = get_session(master=master, app_name="neardup-dedup", conf=conf)
     st.lap("session")
     fmt, leaves = input_files(spark, inputs, config.format)
-    output = os.fspath(output)
     if not is_remote(output):
         os.makedirs(output[5:] if output.startswith("file:") else output, exist_ok=True)
 
@@ -207,8 +208,9 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
         st.lap("write")
     else:
         outcome, pair_rows, stats = dedup_on_driver(spark, docs, config, st)
+        urls = stats.pop("urls")
         kept_info = write_local(output[5:] if output.startswith("file:") else output, inputs, leaves, outcome,
-                                 pair_rows, locate, config, write_kept, output_format, spark)
+                                 pair_rows, locate, config, write_kept, output_format, spark, urls=urls)
         st.lap("write")
         summary = run_summary(outcome, stats, config, kept_info=None, jobs=spark.sparkContext.defaultParallelism,
                               seconds={})

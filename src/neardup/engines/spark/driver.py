@@ -14,6 +14,7 @@ from ...config import DedupConfig
 from ..common import peak_memory_mb
 from ...stages.candidates import estimate_floor
 from ...stages.survivors import kinds_table
+from .urls import spark_url_links
 from .executors import (BLOB_SCHEMA, PAIR_SCHEMA, band_blobs, bucket_pairs, distinct_pairs, estimate_and_verify,
                         member_sims, raw_member_sims, verify_groups)
 
@@ -205,12 +206,15 @@ def dedup_on_driver(spark, docs, config: DedupConfig, st: Stages):
     from ...stages.candidates import BUCKET_WINDOW
     from ...stages.exact import first_holders
     from ...stages.survivors import choose_survivors, components, kept_mask, outcomes
+    from ...stages.urls import relabel
 
     stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0, "largest_bucket": 0,
                    "buckets_over_window": 0, "buckets_shared": 0}
 
     # -- exact pass: the local stage over (ordinal, fingerprint, shingle count)
-    recs = docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n").toArrow().sort_by("ordinal")
+    url_columns = ("url_key", "claim_key", "page_url") if config.url_field is not None else ()
+    recs = (docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n", *url_columns).toArrow()
+            .sort_by("ordinal"))
     n_all = recs.num_rows
     if n_all and not np.array_equal(recs.column("ordinal").to_numpy(), np.arange(n_all)):
         raise RuntimeError("internal error: the records' ordinals are not 0, 1, 2, ...")
@@ -220,6 +224,11 @@ def dedup_on_driver(spark, docs, config: DedupConfig, st: Stages):
     lengths = _int_column(recs, "length")
     keyvals = _float_column(recs, "keyval") if config.keep == "field" else None
     fps, ns = _int_column(recs, "fp"), _int_column(recs, "n")
+    # URL identity: each record's canonical URL and its page's claim, by ordinal, as the local engine keeps them
+    url_keys, claim_keys, page_urls = {}, {}, {}
+    if url_columns:
+        url_keys, claim_keys, page_urls = ({o: v for o, v in enumerate(recs.column(name).to_pylist()) if v is not None}
+                                           for name in url_columns)
     del recs
     new, _, copies = first_holders(valid.tolist(), fps[valid], ns[valid], {})
     sk = valid[new]  # the first holders' ordinals, sorted
@@ -307,8 +316,14 @@ def dedup_on_driver(spark, docs, config: DedupConfig, st: Stages):
         st.lap("candidates")
 
     # -- clusters, survivors, outcomes: the local stages
-    comp = components(sk.size, np.searchsorted(sk, a), np.searchsorted(sk, b))
-    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals)
+    ei, ej = np.searchsorted(sk, a), np.searchsorted(sk, b)
+    links = priority = None
+    if config.url_field is not None:  # records joined by their URL or a followed canonical claim too
+        links = spark_url_links(spark, sketched, sk, url_keys, claim_keys, exact_of, ids, config)
+        ei, ej = np.concatenate((ei, links.i)), np.concatenate((ej, links.j))
+        priority = links.priority  # a claimed record first, whatever the policy
+    comp = components(sk.size, ei, ej)
+    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals, priority=priority)
     kept = kept_mask(n_all, sk, survivor_local)
     members = np.flatnonzero(survivor_local != np.arange(sk.size))
     member_sims = np.full(members.size, np.nan)
@@ -340,9 +355,16 @@ def dedup_on_driver(spark, docs, config: DedupConfig, st: Stages):
     outcome, cluster_sizes, chained = outcomes(
         ids, reason, sk, survivor_local, kept, members, member_sims, exact_of,
         chain_below=config.threshold if config.method == "minhash" else None)
+    if links is not None:
+        relabelled = relabel(outcome.reason, sk, survivor_local, links)
+        stats["urls_identity"] = links.stats
+        if relabelled.size and chained:  # joined by their URL or claim, not through chains of content
+            by_url = {ids[o] for o in relabelled.tolist()}
+            chained = [c for c in chained if c not in by_url]
     skipped = Counter(r[len("skipped:"):] for r in outcome.reason if r.startswith("skipped:"))
     stats.update(cluster_sizes=cluster_sizes, chained=len(chained), chained_examples=chained[:20],
-                 skipped=dict(sorted(skipped.items())), duplicate_ids=n_all - len(set(ids)), spilled_bytes=0)
+                 skipped=dict(sorted(skipped.items())), duplicate_ids=n_all - len(set(ids)), spilled_bytes=0,
+                 urls=page_urls)  # clusters.jsonl's url, by ordinal
     pair_rows = list(zip([ids[x] for x in a.tolist()], [ids[x] for x in b.tolist()], jac_r, est_r))
     st.lap("cluster")
     return outcome, pair_rows, stats

@@ -281,3 +281,17 @@ def jsonl_lines(batches, ctx: dict):
         yield pa.RecordBatch.from_arrays([pa.array(ords, type=pa.int64()),
                                           pa.array([r.decode("utf-8", "replace") for r in recs], type=pa.string())],
                                          names=["ordinal", "record"])
+
+
+def pair_scores(batches, measure: str):
+    """(q, ids_a, ids_b) -> (q, jaccard, score): the exact similarity of each pair of documents, as
+    the local :func:`~neardup.stages.verify.pair_similarities` gives it, and its score by ``measure``."""
+    import pyarrow as pa
+
+    for rb in batches:
+        if rb.num_rows:
+            sims = _overlap_sims(rb.column(1).to_pylist(), rb.column(2).to_pylist())
+            yield pa.RecordBatch.from_arrays([
+                rb.column(0), pa.array(np.asarray(sims["jaccard"], dtype=np.float64)),
+                pa.array(np.asarray(score_of(sims, measure), dtype=np.float64)),
+            ], names=["q", "jaccard", "score"])

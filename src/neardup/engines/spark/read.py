@@ -149,7 +149,8 @@ def read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, text
     readable = [(u, leaf) for u, leaf, why in leaves if why is None]
     uris = [u for u, _ in readable]
     ctx = {"id_field": id_field, "text_field": text_field, "keep_field": kf, "max_bytes": max_bytes,
-           "content": config.content, "html": config.html, "need_kernel": need_kernel(config)}
+           "content": config.content, "html": config.html, "need_kernel": need_kernel(config),
+           "url_field": config.url_field, "url_rules": config.rules_of_urls() if config.url_field else None}
     counts: dict = {}
     if fmt == "jsonl":
         frame = _jsonl_frame(spark, uris) if uris else None
@@ -203,11 +204,15 @@ def read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, text
             F.col("_metadata.file_path").alias("file"),
             F.col("_metadata.row_index").alias("row"),
         ]
+        uf = config.url_field
+        if uf is not None and uf in names and uf != text_field:  # the local reader keeps no text as a field
+            sel.append(F.col(f"`{uf}`").alias("_url"))
         ctx.update(files={u: (files[u][0], paths[u]) for u in files})
         sk = frame.select(*sel).mapInArrow(functools.partial(map_rows, ctx=ctx, config=config), sketch_schema())
     if synthetic:
         extra = spark.createDataFrame(
-            [(o, leaf, why, 0, None, None, None, None, None) for o, leaf, why in synthetic], sketch_schema())
+            [(o, leaf, why, 0, None, None, None, None, None, None, None, None) for o, leaf, why in synthetic],
+            sketch_schema())
         sk = sk.unionByName(extra)
     locate = {"format": fmt, "frame": frame, "blocks": blocks, "files": files}
     return sk.withColumnRenamed("_key", "ordinal"), total, locate

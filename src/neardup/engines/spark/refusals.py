@@ -9,7 +9,7 @@ from ...errors import ConfigError
 from ...io.sources import STDIN_NAMES
 from ..common import RunOptions
 
-__all__ = ["LOCAL_ONLY", "config_refusal", "refusal", "check_config", "master_of"]
+__all__ = ["LOCAL_ONLY", "config_refusal", "refusal", "frames_refusal", "check_config", "master_of"]
 
 _ENGINE = "the Spark engine (--engine spark)"
 
@@ -22,8 +22,7 @@ LOCAL_ONLY = {"output_shards": ("--output-shards", "the Spark engine writes one 
 
 def config_refusal(config: DedupConfig) -> str | None:
     """The one line refusing the first choice of ``config`` the Spark engine does not make, or None."""
-    for flag, given in (("--source-field", config.source_field), ("--keep source:", config.keep == "source" or None),
-                        ("--url-field", config.url_field)):
+    for flag, given in (("--source-field", config.source_field), ("--keep source:", config.keep == "source" or None)):
         if given is not None:
             return f"{flag} is not supported by {_ENGINE}: use the local engine"
     if config.method in ("simhash", "broder", "greedy"):
@@ -75,12 +74,25 @@ def refusal(config: DedupConfig, options: RunOptions) -> str | None:
     return None
 
 
-def check_config(config: DedupConfig, options: RunOptions | None = None) -> None:
-    """Raise :class:`~neardup.errors.ConfigError` with the engine's refusal of ``config`` (and, for a
-    run on files, of ``options``)."""
+def frames_refusal(config: DedupConfig, where: str) -> str | None:
+    """The one line refusing what the engine does not do where every stage is a DataFrame operation
+    (``where``: the DataFrame API, an output on a Hadoop file system), or None: URL identity runs
+    on the driver, which only a local output has the records' values on."""
+    if config.url_field is not None:
+        return (f"--url-field is not supported by {_ENGINE} with {where}: URL identity runs on the driver, "
+                "for a local --output; use a local output, or --engine local")
+    return None
+
+
+def check_config(config: DedupConfig, options: RunOptions | None = None, *, frames: str | None = None) -> None:
+    """Raise :class:`~neardup.errors.ConfigError` with the engine's refusal of ``config``, of
+    ``options`` for a run on files, and of :func:`frames_refusal` for a run whose stages are
+    DataFrame operations (``frames``: where)."""
     if not isinstance(config, DedupConfig):
         raise ConfigError(f"config must be a neardup.DedupConfig, got {type(config).__name__}")
     why = config_refusal(config) if options is None else refusal(config, options)
+    if why is None and frames is not None:
+        why = frames_refusal(config, frames)
     if why is not None:
         raise ConfigError(why)
 

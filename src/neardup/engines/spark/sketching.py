@@ -36,6 +36,10 @@ def sketch_schema(extra_fields=()):
         # the band keys (uint64 each, minhash), computed with the signatures: the candidate
         # stage reads them, 8 bytes a band
         T.StructField("bands", T.BinaryType()),
+        # URL identity (--url-field): the record's canonical URL and its page's canonical claim
+        T.StructField("url_key", T.StringType()),
+        T.StructField("claim_key", T.StringType()),
+        T.StructField("page_url", T.StringType()),
     ]
     return T.StructType(fields + list(extra_fields))
 
@@ -74,7 +78,7 @@ def _sketch_recs(recs: Iterator[Recs], config: DedupConfig, need_kernel: bool = 
     if need_kernel:
         _require_kernel(config)
     want_sig = config.method == "minhash"
-    want_ids = config.method != "exact"
+    want_ids = config.method != "exact" or config.url_field is not None  # claims are checked on the ids
     band = config.banding() if want_sig else None
     for rb in recs:
         n_rows = len(rb)
@@ -127,8 +131,12 @@ def _sketch_recs(recs: Iterator[Recs], config: DedupConfig, need_kernel: bool = 
             pa.array(ns, type=pa.int64()),
             pa.array(ids, type=pa.binary()),
             pa.array(bands, type=pa.binary()),
+            pa.array(rb.url_keys or [None] * n_rows, type=pa.string()),
+            pa.array(rb.claim_keys or [None] * n_rows, type=pa.string()),
+            pa.array(rb.page_urls or [None] * n_rows, type=pa.string()),
         ]
-        names = ["_key", "id", "reason", "length", "keyval", "fp", "n", "ids", "bands"]
+        names = ["_key", "id", "reason", "length", "keyval", "fp", "n", "ids", "bands", "url_key", "claim_key",
+                 "page_url"]
         for name, arr in rb.extras.items():
             arrays.append(arr)
             names.append(name)
@@ -161,7 +169,7 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
     table = flag_table(norm)
     bases, paths = ctx["blocks"], ctx["paths"]
     want_sig = config.method == "minhash"
-    want_ids = config.method != "exact"
+    want_ids = config.method != "exact" or config.url_field is not None  # claims are checked on the ids
     band = config.banding() if want_sig else None
     seen: dict = {}
     for rb in batches:
@@ -242,7 +250,11 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
             pa.array(ns, mask=~has_n),
             binary_column(valid & want_ids, id_bytes, ids_data),
             binary_column(valid & want_sig, np.full(n_rows, 8 * (band.bands if band else 0)), band_data),
-        ], names=["_key", "id", "reason", "length", "keyval", "fp", "n", "ids", "bands"])
+            pa.nulls(n_rows, pa.string()),
+            pa.nulls(n_rows, pa.string()),
+            pa.nulls(n_rows, pa.string()),
+        ], names=["_key", "id", "reason", "length", "keyval", "fp", "n", "ids", "bands", "url_key", "claim_key",
+                  "page_url"])
 
 
 def map_jsonl(batches, ctx, config):
