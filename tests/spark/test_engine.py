@@ -449,7 +449,10 @@ def test_url_identity_equals_local_with_claims_and_exact_copies(spark, tmp_path)
         summary = dedup_paths([str(path)], out, config, spark=spark)
         same_bytes(out_local, out, ["clusters.jsonl", "pairs.jsonl", kept])
         reasons = {json.loads(x)["id"]: json.loads(x)["reason"] for x in open(os.path.join(out, "clusters.jsonl"))}
-        assert {"url", "canonical", "exact"} <= set(reasons.values())
+        # a Parquet row's relative canonical link is not resolved (the local reader gives the
+        # claims no page URL there): one claim fewer, in both engines alike
+        followed = {"canonical"} if path == jsonl else set()
+        assert {"url", "exact"} | followed <= set(reasons.values())
         for key in ("url_duplicates", "canonical_duplicates", "canonical_claims", "url_groups", "kept"):
             assert summary[key] == local_summary[key], key
         assert summary["canonical_claims"]["contradicted"] >= 1

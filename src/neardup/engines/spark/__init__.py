@@ -51,4 +51,12 @@ field, no compiled scanner) each line is parsed with the local reader's own rule
 :mod:`neardup.engines.spark.rows`). Compression comes from the Hadoop codecs, by file name (``.gz``;
 ``.bz2`` would work but the local reader does not read it); ``.zst`` needs Hadoop's native zstd and
 is refused up front.
+
+**Modules.** :mod:`~neardup.engines.spark.api` (the entry points), ``read`` (the input files
+and their ordinals), ``rows`` and ``sketching`` (executors: records and the sketch
+table), ``executors`` (executors: candidates, verification, similarities), ``driver``
+(the stages after sketching), ``urls`` (URL identity, ``--url-field``), ``write``,
+``refusals`` (what the engine does not honour, for the CLI and the entry points alike),
+``columns`` (Arrow binary columns), ``components``, ``session`` and
+``standalone``.
 """
