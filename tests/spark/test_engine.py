@@ -221,6 +221,36 @@ def test_row_adapter_is_the_local_parquet_reader(tmp_path):
         assert getattr(a, "text", None) == getattr(b, "text", None)
 
 
+@pytest.mark.parametrize("cli_args,config,inputs,output", [
+    (["--source-field", "src"], DedupConfig(source_field="src"), 1, "out"),
+    (["--keep", "source:a,b"], DedupConfig(keep="source", keep_sources=("a", "b")), 1, "out"),
+    (["--method", "simhash"], DedupConfig(method="simhash"), 1, "out"),
+    (["--format", "text"], DedupConfig(format="text"), 1, "out"),
+    ([], DedupConfig(), 2, "out"),
+    (["--url-field", "url"], DedupConfig(url_field="url"), 1, "hdfs://cluster/out"),
+])
+def test_the_library_gets_the_commands_refusals(tmp_path, capsys, cli_args, config, inputs, output):
+    """neardup.spark.dedup_paths refuses what ``neardup dedup --engine spark`` refuses, with the
+    same line, before a Spark session starts (the engine's refusals, asked by both)."""
+    if not HAVE_PYSPARK:
+        pytest.skip("pyspark is not installed: pip install 'neardup[spark]'")
+    from neardup.cli import main
+    from neardup.errors import ConfigError
+    from neardup.spark import dedup_paths
+
+    paths = []
+    for k in range(inputs):
+        paths.append(str(tmp_path / f"c{k}.jsonl"))
+        write_jsonl(paths[-1], [b'{"id": "a", "url": "https://a.test/", "src": "a", "text": "one two three four"}'])
+    out = output if "://" in output else str(tmp_path / output)
+    assert main(["dedup", *paths, "-o", out, "--engine", "spark", "-q", *cli_args]) == 2
+    said = capsys.readouterr().err.strip()
+    with pytest.raises(ConfigError) as refused:
+        dedup_paths(paths, out, config)
+    assert str(refused.value) in said and "Spark engine" in str(refused.value)
+    assert not os.path.exists(os.path.join(str(tmp_path), "out"))
+
+
 def test_packed_bucket_pairs_equal_local_candidates_across_batches_and_partitions():
     """Band keys packed per target partition (band_blobs), bucketed per partition from batches
     split anywhere (bucket_pairs) and made distinct per pair partition (distinct_pairs): the
