@@ -70,11 +70,12 @@ setup(
         # one extension from the files of src/neardup/native/kernel (one concern each; kernel.h has the overview)
         Extension("neardup._kernel",
                   sources=[f"src/neardup/native/kernel/{name}.c"
-                           for name in ("module", "tokenize", "hash", "rabin", "distinct", "minhash", "pairs", "postings")],
+                           for name in ("module", "documents", "buffers", "tokenize", "hash", "rabin", "distinct",
+                                        "minhash", "pairs", "postings")],
                   depends=["src/neardup/native/kernel/kernel.h", "src/neardup/native/_vendor/xxhash/xxhash.h"]),
         # the SimhashIndex query probe (neardup.index.simhash); no external header
         Extension("neardup._hamming", sources=["src/neardup/native/_hamming.c"]),
-        # the JSONL reader's fast path (neardup.io.readers); no external header
+        # the JSONL reader's fast path (neardup.io.read.jsonl); no external header
         Extension("neardup._jsonl", sources=["src/neardup/native/_jsonl.c"]),
         # the HTML extraction's scan of the markup (neardup.text.html); no external header
         Extension("neardup._htmlscan", sources=["src/neardup/native/_htmlscan.c"]),

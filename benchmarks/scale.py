@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from neardup.io.outputs import folder_bytes
+from neardup.io.write.outputs import folder_bytes
 
 HERE = Path(__file__).resolve().parent
 

@@ -47,7 +47,7 @@ def make(path: str) -> None:
     import numpy as np
 
     from neardup import _kernel, _native
-    from neardup.io import readers
+    from neardup.io.read import jsonl as jsonl_reader
     from neardup.params import FAMILIES, MinHashParams, NormalizeParams, ShingleParams
     from neardup.text.nfkc import unsafe_table
 
@@ -84,7 +84,7 @@ def make(path: str) -> None:
     hamming = (fps, queries)
     answers = {"calls": [], "hamming": None}
     for mod, spec in calls:
-        answers["calls"].append(_digest(_calls_kernel(_kernel if mod == "_kernel" else readers._jsonl, spec)))
+        answers["calls"].append(_digest(_calls_kernel(_kernel if mod == "_kernel" else jsonl_reader._jsonl, spec)))
     answers["hamming"] = _digest(_hamming_answers(*hamming))
     with open(path, "wb") as fh:
         pickle.dump({"calls": calls, "hamming": hamming, "answers": answers}, fh)

@@ -30,7 +30,7 @@ def main() -> None:
         sys.argv.remove("--py-coverage")
         with atheris.instrument_imports(include=["neardup"]):
             import neardup._native  # noqa: F401
-            import neardup.io.readers  # noqa: F401
+            import neardup.io.read  # noqa: F401
             import neardup.index.simhash  # noqa: F401
             import targets
     else:

@@ -91,7 +91,8 @@ def jsonl(data: bytes) -> None:
     """Every line the scanner takes is the record orjson and the reader's rules make of it."""
     import orjson
 
-    from neardup.io import readers
+    from neardup.io.read import id_string
+    from neardup.io.read import jsonl as jsonl_reader
     from neardup.text.nfkc import unsafe_table
 
     inp = Input(data)
@@ -100,7 +101,7 @@ def jsonl(data: bytes) -> None:
     max_line = -1 if choice < 192 else choice % 64
     table = unsafe_table() if inp.flag() else None
     block = inp.rest()
-    jl = readers._jsonl  # the scanner the reader uses (a test swaps it for a lying one)
+    jl = jsonl_reader._jsonl  # the scanner the reader uses (a test swaps it for a lying one)
     kinds, ends, text, toffs, ids, ioffs, lengths, spans = jl.scan(block, idf, tf, table, max_line)
     kinds = bytes(kinds)
     ends = np.frombuffer(ends, dtype=np.int64).tolist()
@@ -144,7 +145,7 @@ def jsonl(data: bytes) -> None:
         assert bool(kind & jl.NO_ID) == no_id, (body, kind)
         got_id = ids[ioffs[i] : ioffs[i + 1]].decode("utf-8")
         if not no_id:
-            assert got_id == readers.id_string(ident, "?"), (body, got_id)
+            assert got_id == id_string(ident, "?"), (body, got_id)
         if table is not None:
             flagged = [k for k, c in enumerate(t) if table[ord(c)]]
             assert bool(kind & jl.FLAGGED) == bool(flagged), body

@@ -667,6 +667,6 @@ def decode_posting_blocks(blocks: list[tuple[int, bytes]]) -> tuple[bytes, bytes
 
 
 def gather_function():
-    """The kernel's ``gather`` (the result lines' writer, :mod:`neardup.io.result_lines`), or None
+    """The kernel's ``gather`` (the result lines' writer, :mod:`neardup.io.write.result_lines`), or None
     when the kernel is not built (or is a build without it)."""
     return getattr(_kernel, "gather", None)

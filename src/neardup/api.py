@@ -77,16 +77,12 @@ def dedup(data, config: DedupConfig | None = None, *, jobs: int | None = None, i
         A :class:`DedupResult`. Needs pyarrow (``pip install 'neardup[io]'``).
     """
     pa = require("pyarrow", "io")
-    from .io.readers import RecordReader
+    from .io.read import record_reader
     from .params import IN_MEMORY_MB
     from .pipeline import Deduplicator
 
     config = _configured(config, options)
-    keep_fields = (config.keep_field,) if config.keep == "field" else ()
-    if config.source_field is not None:
-        keep_fields += (config.source_field,)
-    reader = RecordReader(id_field=config.id_field, text_field=config.text_field, content=config.content,
-                          html=config.html, keep_fields=keep_fields, max_bytes=config.max_bytes)
+    reader = record_reader(config)
     engine = Deduplicator(config, jobs=jobs, in_memory_mb=IN_MEMORY_MB if in_memory_mb is None else in_memory_mb)
     outcome, pairs, summary = engine.dedup_records(_records(data, reader, config))
     columns = {
@@ -168,8 +164,6 @@ def _records(data, reader, config: DedupConfig):
         return
     import orjson
 
-    from .io.readers import line_or_size
-
     for rec in data:
         if isinstance(rec, tuple):
             if len(rec) != 2:
@@ -182,7 +176,5 @@ def _records(data, reader, config: DedupConfig):
             line = orjson.dumps(rec)
         except TypeError as exc:
             raise ConfigError(f"record {n} is not JSON-serializable: {exc}") from None
-        if config.max_bytes is not None and len(line) > config.max_bytes:
-            line = line_or_size(line + b"\n", config.max_bytes)
-        yield reader.jsonl_record(line, n, f"{SOURCE}:{n}")
+        yield reader.json_line_record(line, n, f"{SOURCE}:{n}")
         n += 1

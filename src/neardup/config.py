@@ -7,13 +7,12 @@ recorded with its fingerprint in ``summary.json``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from ._validate import check_choice, check_float, check_int
 from .errors import ConfigError
 from .lsh.params import Banding
-from .params import FORMAT_VERSION, MinHashParams, ShingleParams
+from .params import FORMAT_VERSION, MinHashParams, ShingleParams, config_fingerprint
 from .stages.candidates import banding_for
 from .stages.survivors import KEEP_POLICIES
 
@@ -182,6 +181,5 @@ class DedupConfig:
                 "content": self.content, "html": self.html, "max_bytes": self.max_bytes}
 
     def fingerprint(self) -> str:
-        import xxhash
-
-        return f"{xxhash.xxh3_64_intdigest(json.dumps(self.as_dict(), sort_keys=True).encode()):016x}"
+        """:func:`neardup.params.config_fingerprint` of :meth:`as_dict`, as 16 hex digits."""
+        return f"{config_fingerprint(self.as_dict()):016x}"

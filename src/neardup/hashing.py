@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import xxhash
 
+from .rabin import fingerprint, shingle_id
+from .splitmix import MASK64, splitmix64
+
+__all__ = ["HASH_NAMES", "MASK64", "encode", "check_hash_name", "hash64", "splitmix64", "derive", "splitmix64_array"]
+
 HASH_NAMES = ("xxh3", "md5", "sha1", "rabin40", "rabin64")
-MASK64 = (1 << 64) - 1
 
 
 def encode(token: str | bytes) -> bytes:
@@ -49,20 +53,10 @@ def hash64(data: str | bytes, name: str = "xxh3") -> int:
 
         return int.from_bytes(hashlib.new(name, raw).digest()[:8], "big")
     if name in ("rabin40", "rabin64"):
-        from .rabin import fingerprint, shingle_id
-
         degree = int(name[5:])
         return shingle_id(fingerprint(raw, degree), degree)
     check_hash_name(name)
     raise AssertionError("unreachable")
-
-
-def splitmix64(x: int) -> int:
-    """One step of the splitmix64 finaliser (Steele, Lea and Flood 2014), on Python ints."""
-    x = (x + 0x9E3779B97F4A7C15) & MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
-    return x ^ (x >> 31)
 
 
 def derive(seed: int, label: str, index: int) -> int:

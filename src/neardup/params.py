@@ -30,9 +30,16 @@ def _canonical(obj) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(obj), sort_keys=True))
 
 
+def config_fingerprint(choices: dict) -> int:
+    """The fingerprint of a configuration given as a JSON-ready dict: XXH3-64 of its JSON with the
+    keys sorted (``json.dumps`` defaults otherwise). The one definition behind every configuration
+    fingerprint (the dedup run's, the index's, the shingle and MinHash parameters'); saved indexes
+    and run folders hold these values, so this must never change."""
+    return xxhash.xxh3_64_intdigest(json.dumps(choices, sort_keys=True).encode())
+
+
 def _fingerprint(kind: str, obj) -> int:
-    payload = json.dumps({"kind": kind, "format": FORMAT_VERSION, "params": _canonical(obj)}, sort_keys=True)
-    return xxhash.xxh3_64_intdigest(payload.encode())
+    return config_fingerprint({"kind": kind, "format": FORMAT_VERSION, "params": _canonical(obj)})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

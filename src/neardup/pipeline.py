@@ -52,9 +52,9 @@ from .stages.urls import claim_key, record_key, relabel, url_links
 from .stages.verify import Edges, pair_similarities, score_of, verify_pairs
 
 if TYPE_CHECKING:
-    from .io.shards import KeptLayout
+    from .io.write.shards import KeptLayout
 
-#: The kept corpus's file names (:mod:`neardup.io.shards`): an older run's that this one does not
+#: The kept corpus's file names (:mod:`neardup.io.write.shards`): an older run's that this one does not
 #: write again are removed when it publishes.
 _KEPT_NAME = re.compile(r"kept(-\d{5}(-of-\d{5})?)?\.(jsonl(\.gz|\.zst)?|parquet|warc\.gz|arc\.gz)")
 #: An older run's results in the other --output-format, removed when this run publishes.
@@ -88,7 +88,7 @@ class _Pieces:
         self.held: list[np.ndarray] = []
         self.fh = None
         self.count = 0
-        self.digest = None  # XXH3 of the spill file, for the saved stage's record (io.runfolder)
+        self.digest = None  # XXH3 of the spill file, for the saved stage's record (io.write.runfolder)
 
     def append(self, arr: np.ndarray) -> None:
         if self.dtype == np.uint32 and arr.dtype != np.uint32:
@@ -99,7 +99,7 @@ class _Pieces:
             self.budget.left -= arr.nbytes
             self.held.append(arr)
         else:
-            from .io.outputs import naming
+            from .io.write.outputs import naming
 
             with naming(self.path):
                 if self.fh is None:
@@ -135,7 +135,7 @@ class _Pieces:
 
     def close_file(self) -> None:
         """Close the spill file (before the stage's folder is saved)."""
-        from .io.outputs import naming
+        from .io.write.outputs import naming
 
         if self.fh is not None:
             with naming(self.path):
@@ -363,21 +363,21 @@ class Deduplicator:
             resume: bool = False, layout: "KeptLayout | None" = None, output_format: str = "jsonl") -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into ``output`` (a
         folder or an fsspec URL); returns the summary. ``on_error="error"`` stops at the first file
-        that cannot be read (:class:`~neardup.io.readers.UnreadableInput`); ``"skip"`` counts it (one
+        that cannot be read (:class:`~neardup.io.read.UnreadableInput`); ``"skip"`` counts it (one
         ``unreadable_file`` record, its path in the summary's ``skipped_files``).
 
-        The run keeps its work folder (:mod:`neardup.io.runfolder`) until its outputs are published
-        (:mod:`neardup.io.outputs`: ``summary.json`` last): a run of the same configuration on the
+        The run keeps its work folder (:mod:`neardup.io.write.runfolder`) until its outputs are published
+        (:mod:`neardup.io.write.outputs`: ``summary.json`` last): a run of the same configuration on the
         same output continues after the last completed stage, with or without ``resume``. With
         ``resume`` and an output already complete for this configuration, its summary is returned.
-        ``layout``: the kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`);
+        ``layout``: the kept corpus's shards and compression (:class:`neardup.io.write.shards.KeptLayout`);
         ``output_format``: ``clusters`` and ``pairs`` as ``jsonl`` (default) or ``parquet``.
         """
-        from .io.outputs import open_target
-        from .io.readers import plan_inputs
-        from .io.runfolder import RunFolder, run_identity
-        from .io.shards import KeptLayout
-        from .io.writers import RESULT_FORMATS
+        from .io.write.outputs import open_target
+        from .io.read import plan_inputs
+        from .io.write.runfolder import RunFolder, run_identity
+        from .io.write.shards import KeptLayout
+        from .io.write import RESULT_FORMATS
 
         if output_format not in RESULT_FORMATS:
             raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
@@ -397,7 +397,7 @@ class Deduplicator:
                 return done  # nothing left to do: the output is complete
             if done is not None:
                 from .errors import ConfigError
-                from .io.runfolder import differences
+                from .io.write.runfolder import differences
 
                 diff = differences({"config": done.get("config", {})}, {"config": identity["config"]})
                 raise ConfigError(f"--resume: {output} is complete, made with other options ({'; '.join(diff)}); "
@@ -443,10 +443,10 @@ class Deduplicator:
         """The stages in the work folder ``run``, then the outputs published to ``target``."""
         from .io import read_documents
         from .io import write_kept as write_kept_records
-        from .io.writers import write_clusters, write_pairs
-        from .io.outputs import naming
-        from .io.readers import InputPlan, InputReport, plan_inputs, read_encoded
-        from .io.runfolder import reached
+        from .io.write import write_clusters, write_pairs
+        from .io.write.outputs import naming
+        from .io.read import InputPlan, InputReport, plan_inputs, read_encoded
+        from .io.write.checkpoints import reached
 
         start = time.perf_counter()
         keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
@@ -560,7 +560,7 @@ class Deduplicator:
         read from the files' first MB already fits (most runs), nothing is sampled: the check
         costs a run of the benchmark corpus about a millisecond, not the 0.9 s of sampling."""
         from .errors import OutputError
-        from .io.outputs import free_bytes
+        from .io.write.outputs import free_bytes
         from .engines.local.disk import work_disk_bound, work_disk_estimate
 
         if not all(isinstance(p, (str, os.PathLike)) and "://" not in os.fsdecode(p) for p in paths):
@@ -609,7 +609,7 @@ class Deduplicator:
         ``exc`` itself when it is not one (an input's, or a bug)."""
         import errno
 
-        from .io.outputs import folder_bytes, output_error
+        from .io.write.outputs import folder_bytes, output_error
 
         name = os.path.abspath(exc.filename) if isinstance(getattr(exc, "filename", None), str) else ""
         ours = not name or name.startswith(os.path.abspath(run.path)) or (
@@ -672,10 +672,10 @@ class Deduplicator:
         """The outcome of every record, the verified pairs and the statistics; ``kept_known(kept)``
         is called with the final boolean mask of kept records (by ordinal) as soon as it is known.
 
-        With ``run`` (a :class:`~neardup.io.runfolder.RunFolder`), each stage's result is saved in
+        With ``run`` (a :class:`~neardup.io.write.runfolder.RunFolder`), each stage's result is saved in
         the work folder as it completes, and a stage saved by an earlier, interrupted run is read
         back instead of being run again (the ``_load_*``/``_save_*`` methods below)."""
-        from .io.runfolder import reached
+        from .io.write.checkpoints import reached
 
         def stage(name: str):
             self._stage_name = name
@@ -712,7 +712,7 @@ class Deduplicator:
         shingle_ids = got.id_pieces.finish()
         self._records = len(got.ids)
         if run is not None:
-            from .io.outputs import folder_bytes
+            from .io.write.outputs import folder_bytes
 
             self._sketch_bytes = folder_bytes(os.path.join(run.path, "sketch"))
         stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0,
@@ -1402,18 +1402,18 @@ class VerifiedPairs:
                 yield a, b, round(j, 6), round(est, 6)
 
     def lines(self, ids):
-        """:meth:`rows` for :func:`neardup.io.writers.write_pairs`: iterated, the same tuples; and,
+        """:meth:`rows` for :func:`neardup.io.write.write_pairs`: iterated, the same tuples; and,
         when the ids are an :class:`Ids` column and the kernel is built, ``jsonl_chunks()`` giving
-        ``pairs.jsonl``'s bytes a chunk at a time (:func:`neardup.io.result_lines.pair_chunks`)."""
+        ``pairs.jsonl``'s bytes a chunk at a time (:func:`neardup.io.write.result_lines.pair_chunks`)."""
         return _PairLines(self, ids)
 
 
 class _PairLines:
-    """The verified pairs as :func:`neardup.io.writers.write_pairs` takes them (see :meth:`VerifiedPairs.lines`)."""
+    """The verified pairs as :func:`neardup.io.write.write_pairs` takes them (see :meth:`VerifiedPairs.lines`)."""
 
     def __init__(self, pairs: VerifiedPairs, ids):
         self.pairs, self.ids = pairs, ids
-        from .io import result_lines
+        from .io.write import result_lines
 
         names = pairs.names if pairs.names is not None else ids
         if isinstance(names, Ids) and result_lines.available_for_ids():

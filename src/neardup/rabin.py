@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .hashing import splitmix64
+from .splitmix import splitmix64
 
 #: Irreducible polynomials over GF(2), bit ``i`` the coefficient of ``x^i`` (see the module).
 POLYNOMIALS = {40: 0x10B0CA19113, 64: 0x1D6967248FBE68CED}

@@ -181,7 +181,7 @@ def test_strict_counts_other_files_of_a_dataset_folder_as_skipped(tmp_path, parq
 
 
 def test_strict_counted_leaves_out_hidden_names():
-    from neardup.io.sources import strict_counted
+    from neardup.io.read.sources import strict_counted
 
     listed = [{"path": p, "reason": "r"} for p in
               ("/d/README.md", "s3://b/d/_SUCCESS", "/d/.part-0.parquet.crc", "gs://b/d/notes.txt", "/d/_delta_log/",

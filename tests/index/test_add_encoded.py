@@ -13,7 +13,7 @@ from neardup.cli import main
 from neardup.cli.index import _batches
 from neardup.io import Skipped, read_documents
 from neardup.io.documents import EncodedDocuments
-from neardup.io.readers import read_encoded
+from neardup.io.read import read_encoded
 from neardup.stages.sketch import flag_table
 from neardup.params import NormalizeParams
 from neardup.store.sqlite import SeenIndex

@@ -24,7 +24,7 @@ import orjson
 import pytest
 
 from neardup.io import detect_format
-from neardup.io.sources import expand_inputs, is_hidden_name, walk
+from neardup.io.read.sources import expand_inputs, is_hidden_name, walk
 
 from cloud_servers import FakeHub, gcs_emulator
 

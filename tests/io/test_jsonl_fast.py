@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.io import read_documents
-from neardup.io import readers
+from neardup.io.read import jsonl as readers
 from neardup.io.documents import EncodedDocuments
-from neardup.io.readers import read_encoded
+from neardup.io.read import read_encoded
 from neardup.text.nfkc import unsafe_table
 
 pytestmark = pytest.mark.skipif(readers._jsonl is None, reason="neardup._jsonl is not built")

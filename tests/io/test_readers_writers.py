@@ -566,14 +566,15 @@ def test_parallel_decoding_in_the_workers_same_skips(tmp_path, errors):
 
 @needs_html
 def test_a_str_sent_to_a_worker_as_utf8_comes_back_the_same():
-    from neardup.io import readers
+    from neardup.io.read.extract import PendingPage
+    from neardup.text.html import extract_text
+    from neardup.text.html_pages import extract_page
 
     for page in ["<p>caf\u00e9 \U0001f600 text</p>", "<p>lone \ud800 surrogate</p>", "<p>plain</p>"]:
-        pending = readers._Pending("id", 0, "src", {}, page, None)
+        pending = PendingPage("id", 0, "src", {}, page, None)
         sent = pending.job(pickled=True)
         assert type(sent[0]) is bytes
-        assert readers._extract_page("main", *sent) == readers._extract_page("main", *pending.job()) \
-            == readers._extract(page, "main")
+        assert extract_page("main", *sent) == extract_page("main", *pending.job()) == extract_text(page, "main")
 
 
 def _mixed_inputs(tmp_path):
@@ -594,8 +595,8 @@ def _mixed_inputs(tmp_path):
 @needs_html
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_kept_texts_of_the_read_pass_not_extracted_again(tmp_path, monkeypatch, jobs):
-    from neardup.io import readers
-    from neardup.io.runfolder import RunFolder
+    from neardup.io.read import extract, rows
+    from neardup.io.write.runfolder import RunFolder
 
     paths = _mixed_inputs(tmp_path)
     opts = dict(max_bytes=10000, content="html")
@@ -612,8 +613,8 @@ def test_kept_texts_of_the_read_pass_not_extracted_again(tmp_path, monkeypatch, 
     def no_extraction(*args, **kwargs):
         raise AssertionError("a page was extracted a second time")
 
-    monkeypatch.setattr(readers, "_extract", no_extraction)
-    monkeypatch.setattr(readers, "_parallel", no_extraction)
+    monkeypatch.setattr(rows, "extract_page", no_extraction)
+    monkeypatch.setattr(extract, "extract_pages", no_extraction)
     kept = write_kept(paths, keep, folder.staged, run=folder, jobs=jobs, **opts)
     assert open(kept["path"], "rb").read() == open(fresh["path"], "rb").read()
     assert kept["records"] == fresh["records"] == keep.sum() > 20
@@ -622,7 +623,7 @@ def test_kept_texts_of_the_read_pass_not_extracted_again(tmp_path, monkeypatch, 
 @needs_warc
 @needs_html
 def test_kept_texts_only_from_a_complete_read_pass(tmp_path):
-    from neardup.io.runfolder import RunFolder
+    from neardup.io.write.runfolder import RunFolder
 
     paths = _mixed_inputs(tmp_path)
     run = tmp_path / "run"
@@ -662,9 +663,9 @@ def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_by
     # across blocks, a last line without newline, a truncated gzip stream
     import gzip as gz_module
 
-    from neardup.io import writers
+    from neardup.io.write import kept
 
-    monkeypatch.setattr(writers, "JSONL_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(kept, "JSONL_BLOCK_BYTES", block_bytes)
     rng = random.Random(7)  # test data only
     lines = []
     for i in range(400):
@@ -682,12 +683,12 @@ def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_by
     broken.write_bytes(gz_module.compress(data)[:-200])
     for path in (plain, broken):
         for max_bytes in (None, 250):
-            count = sum(1 for _ in writers.read_lines(str(path), max_bytes))
+            count = sum(1 for _ in kept.read_lines(str(path), max_bytes))
             for density in (0.0, 0.5, 0.95, 1.0):
-                keep = writers._Keep(np.array([rng.random() < density for _ in range(count)]))
+                keep = kept._Keep(np.array([rng.random() < density for _ in range(count)]))
                 written = []
 
-                class write_lines:  # the sink's two methods _kept_lines calls (io.shards.JsonlShards)
+                class write_lines:  # the sink's two methods _kept_lines calls (io.write.shards.JsonlShards)
                     @staticmethod
                     def write_raw_lines(view, n):
                         written.append(bytes(view))
@@ -704,8 +705,8 @@ def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_by
                     except StopIteration as stop:
                         return out, stop.value
 
-                got_items, got_n = drain(writers._kept_lines(str(path), max_bytes, keep, 0, write_lines))
-                want_items, want_n = drain(writers._kept_lines(str(path), max_bytes, keep, 0, None))
+                got_items, got_n = drain(kept._kept_lines(str(path), max_bytes, keep, 0, write_lines))
+                want_items, want_n = drain(kept._kept_lines(str(path), max_bytes, keep, 0, None))
                 got = b"".join(written) + b"".join(x if x.endswith(b"\n") else x + b"\n" for x in got_items)
                 want = b"".join(x if x.endswith(b"\n") else x + b"\n" for x in want_items)
                 assert (got_n, got) == (want_n, want) and got_n == count

@@ -1,4 +1,4 @@
-"""clusters.jsonl and pairs.jsonl assembled from arrays (neardup.io.result_lines) are the bytes the
+"""clusters.jsonl and pairs.jsonl assembled from arrays (neardup.io.write.result_lines) are the bytes the
 per-record writer makes: ids that JSON must escape, similarities orjson writes in exponent form,
 missing references and similarities, every reason; and the kernel's gather checks its segments."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neardup.io import result_lines
-from neardup.io.writers import write_clusters, write_pairs
+from neardup.io.write import result_lines
+from neardup.io.write import write_clusters, write_pairs
 from neardup.pipeline import VerifiedPairs
 from neardup.stages.columns import Floats, Ids, Labels, Names
 from neardup.stages.survivors import Outcome

@@ -1,4 +1,4 @@
-"""Web archives (neardup.io.warc): WARC (.warc, .warc.gz, .warc.zst), WET conversion records and
+"""Web archives (neardup.io.read.warc): WARC (.warc, .warc.gz, .warc.zst), WET conversion records and
 ARC read into documents; WARC input deduplicated into kept.warc.gz of the kept records' bytes."""
 
 import gzip
@@ -14,7 +14,7 @@ pytest.importorskip("warcio")
 pytest.importorskip("selectolax")
 
 from neardup.io import Document, Skipped, read_documents  # noqa: E402
-from neardup.io.warc import archive_kind, is_warc_magic, read_warc_records  # noqa: E402
+from neardup.io.read.warc import archive_kind, is_warc_magic, read_warc_records  # noqa: E402
 from neardup.pipeline import DedupConfig, Deduplicator  # noqa: E402
 
 
@@ -278,7 +278,8 @@ def test_pipe_and_file_object(tmp_path):
 def test_the_write_pass_counts_the_records_the_readers_count(tmp_path, name):
     """write_kept_warc finds the records in one pass over the WARC headers (no HTTP heads): the
     same offsets and the same input records (ordinals) as read_warc_records and the readers."""
-    from neardup.io import warc
+    from neardup.io.read import warc
+    from neardup.io.write import warc as kept_warc
 
     if name == "c.arc.gz":
         p = _write_arc(tmp_path / name, gz=True)
@@ -307,13 +308,13 @@ def test_the_write_pass_counts_the_records_the_readers_count(tmp_path, name):
         pass
     got = []
     try:
-        got.extend(warc._record_starts(p))
+        got.extend(warc.record_starts(p))
     except warc.ArchiveError:
         pass
     assert got == want and any(c for _, c in got) and (name != "c.wet.gz" or [c for _, c in got][-2:] == [False, True])
     ordinals = None if name == "cut.warc.gz" else len(list(read_documents([p])))
     out = io.BytesIO()
-    n, written = warc.write_kept_warc(p, lambda o: True, out)
+    n, written = kept_warc.write_kept_warc(p, lambda o: True, out)
     assert n == sum(c for _, c in want) and (ordinals is None or n == ordinals)
     assert written == n or name == "cut.warc.gz"
 
@@ -321,22 +322,23 @@ def test_the_write_pass_counts_the_records_the_readers_count(tmp_path, name):
 def test_the_write_pass_uses_the_record_starts_the_read_pass_saw(tmp_path, monkeypatch):
     """After the read pass has read an archive to its end, write_kept_warc copies the kept records
     without reading the archive again, the same bytes; a file changed since is read again."""
-    from neardup.io import warc
+    from neardup.io.read import warc
+    from neardup.io.write import warc as kept_warc
 
     p = _write_warc(tmp_path / "c.warc.gz", gz=True)
     keep = lambda o: o % 2 == 0  # noqa: E731
     warc._SEEN.clear()
     fresh = io.BytesIO()
-    assert warc.write_kept_warc(p, keep, fresh) == (7, 4)
+    assert kept_warc.write_kept_warc(p, keep, fresh) == (7, 4)
     docs = list(read_documents([p]))
     assert len(docs) == 7 and p in warc._SEEN
 
     def no_pass(path):
         raise AssertionError("the archive was read again")
 
-    monkeypatch.setattr(warc, "_record_starts", no_pass)
+    monkeypatch.setattr(kept_warc, "record_starts", no_pass)
     remembered = io.BytesIO()
-    assert warc.write_kept_warc(p, keep, remembered) == (7, 4)
+    assert kept_warc.write_kept_warc(p, keep, remembered) == (7, 4)
     assert remembered.getvalue() == fresh.getvalue()
     assert p not in warc._SEEN  # used once
 
@@ -344,9 +346,9 @@ def test_the_write_pass_uses_the_record_starts_the_read_pass_saw(tmp_path, monke
     with open(p, "ab") as fh:  # the file changes after the read pass: its starts are not trusted
         fh.write(Path(_write_warc(tmp_path / "d.warc.gz", gz=True)).read_bytes())
     with pytest.raises(AssertionError, match="read again"):
-        warc.write_kept_warc(p, keep, io.BytesIO())
+        kept_warc.write_kept_warc(p, keep, io.BytesIO())
     monkeypatch.undo()
-    assert warc.write_kept_warc(p, keep, io.BytesIO())[0] == 14
+    assert kept_warc.write_kept_warc(p, keep, io.BytesIO())[0] == 14
 
     # a cut archive: a read pass stopped by a record cut short remembers nothing, one that
     # FastWARC ends quietly remembers what the write pass would see: the same bytes either way
@@ -359,16 +361,17 @@ def test_the_write_pass_uses_the_record_starts_the_read_pass_saw(tmp_path, monke
         remembered_some |= str(cut) in warc._SEEN
         forgot_some |= str(cut) not in warc._SEEN
         with_starts = io.BytesIO()
-        counts = warc.write_kept_warc(str(cut), keep, with_starts)
+        counts = kept_warc.write_kept_warc(str(cut), keep, with_starts)
         assert str(cut) not in warc._SEEN
         without = io.BytesIO()
-        assert warc.write_kept_warc(str(cut), keep, without) == counts
+        assert kept_warc.write_kept_warc(str(cut), keep, without) == counts
         assert with_starts.getvalue() == without.getvalue()
     assert remembered_some and forgot_some
 
 
 def test_the_remembered_record_starts_are_bounded(tmp_path, monkeypatch):
-    from neardup.io import warc
+    from neardup.io.read import warc
+    from neardup.io.write import warc as kept_warc
 
     a = _write_warc(tmp_path / "a.warc.gz", gz=True)  # 15 records each
     b = _write_warc(tmp_path / "b.warc.gz", gz=True)

@@ -194,7 +194,7 @@ def test_htmlscan_target_catches_a_wrong_scan(monkeypatch):
 
 
 def test_jsonl_target_catches_a_wrong_text(monkeypatch):
-    from neardup.io import readers
+    from neardup.io.read import jsonl as readers
 
     real = readers._jsonl
 

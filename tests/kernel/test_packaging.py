@@ -35,7 +35,7 @@ def _build(out: Path, *what: str, env: dict | None = None) -> subprocess.Complet
     anywhere = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "*.so", "__pycache__", "data",
                                       "results")
 
-    def ignore(folder, names):  # out*/ run folders only at the top (src/neardup/io/outputs.py is a module)
+    def ignore(folder, names):  # out*/ run folders only at the top (src/neardup/io/write/outputs.py is a module)
         left = anywhere(folder, names)
         return left | {n for n in names if n.startswith("out")} if Path(folder) == ROOT else left
 

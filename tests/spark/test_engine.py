@@ -122,7 +122,7 @@ def records():
 
 def test_jsonl_adapter_is_the_local_reader(tmp_path, records):
     from neardup.io import read_documents
-    from neardup.io.readers import RecordReader
+    from neardup.io.read import RecordReader
     from neardup.engines.spark.rows import jsonl_record
 
     lines = [orjson.dumps(r) for r in records[:20]] + JUNK
@@ -203,7 +203,7 @@ def test_row_adapter_is_the_local_parquet_reader(tmp_path):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     from neardup.io import read_documents
-    from neardup.io.readers import RecordReader
+    from neardup.io.read import RecordReader
     from neardup.engines.spark.rows import row_record
 
     ids = ["a", None, "", 7, "e", "f", "g"]

@@ -242,7 +242,7 @@ def test_against_looked_up_scanned_or_streamed_equals_the_joint_run(tmp_path, mo
     batches' band keys reach half the index's postings (and their records half its documents,
     for the content fingerprints) and then scanned; with a scan that may hold no posting, the
     keys kept for one pass at the end instead: B's lines as the joint run's."""
-    from neardup.io import readers
+    from neardup.io.read import jsonl as readers
     from neardup.pipeline import Deduplicator
 
     monkeypatch.chdir(tmp_path)
@@ -376,7 +376,7 @@ def test_bucket_pairs_are_a_buckets_first_documents():
 def test_clusters_with_sources_the_same_bytes_from_the_arrays(tmp_path, monkeypatch):
     """clusters.jsonl of a run against an index, assembled from its columns, byte for byte what
     the writer of a dict a line gives; ids and source names that JSON escapes included."""
-    from neardup.io import result_lines
+    from neardup.io.write import result_lines
 
     monkeypatch.chdir(tmp_path)
     docs = corpus(240, seed=13)

@@ -52,9 +52,9 @@ def _corpus(tmp_path):
 
 @pytest.mark.parametrize("jobs,workers", [(1, "processes"), (2, "processes"), (2, "threads")])
 def test_readers_give_extract_text(tmp_path, monkeypatch, jobs, workers):
-    from neardup.io import readers
+    from neardup.io.read import extract
 
-    monkeypatch.setattr(readers, "EXTRACT_WORKERS", workers)
+    monkeypatch.setattr(extract, "EXTRACT_WORKERS", workers)
     html, texts, jsonl, folder, warc = _corpus(tmp_path)
     want = list(texts.values())
     got = [d.text for d in read_documents([jsonl], content="html", jobs=jobs)]
@@ -73,14 +73,15 @@ def test_dedup_of_a_folder_extracts_each_page_once(tmp_path, monkeypatch):
     import numpy as np
 
     from neardup.cli import main
-    from neardup.io import readers, write_kept
+    from neardup.io import write_kept
+    from neardup.io.read import rows
 
     html, texts, jsonl, folder, warc = _corpus(tmp_path)
     for name in list(html)[:4]:  # copies, so that some pages are not kept
         (Path(folder) / f"{name}-copy.html").write_text(html[name])
     calls = []
-    extract = readers._extract
-    monkeypatch.setattr(readers, "_extract", lambda *a, **k: calls.append(1) or extract(*a, **k))
+    extract = rows.extract_page
+    monkeypatch.setattr(rows, "extract_page", lambda *a, **k: calls.append(1) or extract(*a, **k))
     out = tmp_path / "out"
     assert main(["dedup", folder, "-o", str(out), "--jobs", "1", "-q"]) == 0
     assert len(calls) == len(html) + 4  # once per page: none again for the kept corpus

@@ -10,16 +10,16 @@ from importlib.metadata import PackageNotFoundError, version
 
 import pytest
 
-from neardup.io import readers
+from neardup.io.read import extract as readers
 from neardup.text import html, html_pages
 
 
 def test_the_worker_function_pickles_by_the_extraction_module():
     # a worker unpickles its call by the function's module: that module, not the readers, is
     # what it imports (and what the forkserver preloads)
-    assert readers._extract_many is html_pages.extract_many
-    assert b"neardup.text.html_pages" in pickle.dumps(readers._extract_many)
-    assert b"neardup.io" not in pickle.dumps(readers._extract_many)
+    assert readers.extract_many is html_pages.extract_many
+    assert b"neardup.text.html_pages" in pickle.dumps(readers.extract_many)
+    assert b"neardup.io" not in pickle.dumps(readers.extract_many)
 
 
 def test_the_extraction_module_imports_no_reader_nor_numpy():

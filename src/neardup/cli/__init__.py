@@ -48,7 +48,7 @@ def run() -> None:
     flushing its output (``os._exit``): tearing down a large run's Python objects one by one
     takes tens of milliseconds that the operating system saves by dropping the whole process.
     """
-    from ..io.sources import remove_stdin_copy
+    from ..io.read.sources import remove_stdin_copy
 
     code = main()
     remove_stdin_copy()  # os._exit below skips atexit

@@ -44,7 +44,7 @@ def add_input_list_options(p: argparse.ArgumentParser) -> None:
 
 def expanded_inputs(args, name: str = "inputs") -> list[str]:
     """The command's inputs: globs expanded (quoted globs included), ``--files-from`` appended."""
-    from ..io.sources import expand_inputs
+    from ..io.read.sources import expand_inputs
 
     given = list(getattr(args, name) or [])
     files_from = getattr(args, "files_from", None)
@@ -56,7 +56,7 @@ def expanded_inputs(args, name: str = "inputs") -> list[str]:
 def add_record_options(io) -> None:
     """How ``dedup`` and ``changes`` read records: the format, the id and text fields, what the
     text holds, and the size limit."""
-    from ..io.readers import FORMATS  # the readers load only when a command's options are built
+    from ..io.read import FORMATS  # the readers load only when a command's options are built
 
     io.add_argument("--format", choices=["auto", *FORMATS],
                     default="auto", help="how to read every input (default auto: each file by its content, its "
@@ -111,9 +111,9 @@ def skipped_status(args, skipped: int, total: int, what: str = "records", ignore
     """The exit status for ``skipped`` of ``total`` records: SKIPPED (with a line on standard
     error saying why) when ``--strict`` or ``--max-skipped`` is exceeded, else OK. Under
     ``--strict``, the files of dataset folders that were not read (``ignored_files``; not the
-    dataset's metadata files, :func:`~neardup.io.sources.strict_counted`) are skipped files too."""
+    dataset's metadata files, :func:`~neardup.io.read.sources.strict_counted`) are skipped files too."""
     from ..exitcodes import OK, SKIPPED
-    from ..io.sources import strict_counted
+    from ..io.read.sources import strict_counted
 
     status = OK
     unread = strict_counted(ignored_files) if getattr(args, "strict", False) else []

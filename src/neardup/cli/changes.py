@@ -47,11 +47,11 @@ def changes_command(args) -> int:
     from ..config import DedupConfig
     from ..cpus import available_cpus
     from ..engines.changes import detect_changes
-    from ..io.sources import expand_inputs
+    from ..io.read.sources import expand_inputs
     from ..text.html import extractor_id
 
     old, new = expand_inputs([args.old], None), expand_inputs([args.new], None)
-    from ..io.outputs import is_url
+    from ..io.write.outputs import is_url
 
     if is_url(args.output):
         from ..errors import ConfigError

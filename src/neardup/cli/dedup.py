@@ -170,15 +170,6 @@ def extraction_of(args) -> str | None:
     return extractor_id(args.html) if kinds & {"html", "warc"} else None
 
 
-def layout_from(args):
-    """The kept corpus's shards and compression (:class:`neardup.io.shards.KeptLayout`)."""
-    from ..io.shards import KeptLayout, parse_size
-
-    return KeptLayout(shards=args.output_shards,
-                      shard_bytes=parse_size(args.shard_size) if args.shard_size is not None else None,
-                      compression=args.compression)
-
-
 def run_options_of(args):
     """The run's options beyond its config and output (:class:`neardup.engines.common.RunOptions`),
     which an engine other than the local one honours or refuses."""
@@ -196,7 +187,7 @@ def dedup_command(args) -> int:
 
     args.inputs = expanded_inputs(args)
     if args.engine == "local":
-        from ..io.readers import plan_inputs
+        from ..io.read import plan_inputs
 
         # every file listed and its format sniffed once, for the config and both passes
         args.plan = plan_inputs(args.inputs, args.format)
@@ -204,11 +195,12 @@ def dedup_command(args) -> int:
     if args.engine == "ray":
         from ..engines.ray import dedup_paths as ray_dedup_paths
         from ..engines.ray.refusals import check_config as ray_check
+        from ..io.write.shards import KeptLayout
 
         ray_check(config, run_options_of(args))
         summary = ray_dedup_paths(args.inputs, args.output, config, address=args.ray_address, jobs=args.jobs,
                                   write_kept=not args.no_kept, output_format=args.output_format,
-                                  layout=layout_from(args), work_dir=args.work_dir, resume=args.resume)
+                                  layout=KeptLayout.from_options(args), work_dir=args.work_dir, resume=args.resume)
     elif args.engine == "spark":
         from ..engines.spark.api import dedup_paths
         from ..engines.spark.refusals import check_config as spark_check, master_of
@@ -219,6 +211,7 @@ def dedup_command(args) -> int:
                               output_format=args.output_format)
     else:
         from ..errors import ConfigError
+        from ..io.write.shards import KeptLayout
         from ..pipeline import Deduplicator
 
         if args.spark_master is not None:
@@ -249,7 +242,7 @@ def dedup_command(args) -> int:
             summary = Deduplicator(config, jobs=args.jobs, progress=progress, in_memory_mb=in_memory_mb,
                                    work_dir=args.work_dir, against=against, save_index=save_index).run(
                 args.plan, args.output, write_kept=not args.no_kept, on_error=args.on_error, resume=args.resume,
-                layout=layout_from(args), output_format=args.output_format)
+                layout=KeptLayout.from_options(args), output_format=args.output_format)
         finally:
             progress.close()
             for index in (against.index if against is not None else None, save_index):

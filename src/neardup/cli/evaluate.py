@@ -16,7 +16,7 @@ def register(sub) -> None:
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="the inputs of that run (paths, globs, URLs)")
     add_input_list_options(p)
     p.add_argument("--floor", type=unit_float("--floor"), default=0.5, help="lowest resemblance of oracle pairs")
-    from ..io.readers import FORMATS
+    from ..io.read import FORMATS
 
     p.add_argument("--format", choices=["auto", *FORMATS], default="auto")
     p.add_argument("--id-field", default="id")

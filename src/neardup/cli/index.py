@@ -128,7 +128,7 @@ def _db(p) -> None:
 
 
 def _input_options(p) -> None:
-    from ..io.readers import FORMATS
+    from ..io.read import FORMATS
     from ._common import add_input_list_options
 
     g = p.add_argument_group("input")
@@ -231,7 +231,7 @@ def _records(args, normalize=None, plan=None):
     """The input's records (of ``plan``, the inputs already checked, when given). With
     ``normalize`` (the index's, for ``index add``), runs of ordinary JSONL records come as
     EncodedDocuments, their texts UTF-8 that the kernel reads in place, as ``neardup dedup``
-    reads them (:func:`neardup.io.readers.read_encoded`)."""
+    reads them (:func:`neardup.io.read.read_encoded`)."""
     from ..io import read_documents
 
     from ._common import expanded_inputs
@@ -241,7 +241,7 @@ def _records(args, normalize=None, plan=None):
                    html=args.html, max_bytes=args.max_bytes, on_error=args.on_error)
     if normalize is None:
         return read_documents(inputs, **options)
-    from ..io.readers import read_encoded
+    from ..io.read import read_encoded
     from ..stages.sketch import flag_table
 
     return read_encoded(inputs, table=flag_table(normalize), **options)
@@ -316,7 +316,7 @@ def _read_ahead(batches, depth: int = 1):
 def add_command(args) -> int:
     from ..io import Skipped
     from ..io.documents import EncodedDocuments
-    from ..io.readers import plan_inputs
+    from ..io.read import plan_inputs
     from ..progress import Progress
 
     from ._common import expanded_inputs

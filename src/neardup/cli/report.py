@@ -30,7 +30,7 @@ def register(sub) -> None:
                    help="a folder of HTML pages, a WARC file, or a JSONL file with an \"html\" or \"text\" field")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="folder for the report (created)")
     io = p.add_argument_group("input (as for dedup)")
-    from ..io.readers import FORMATS
+    from ..io.read import FORMATS
 
     io.add_argument("--format", choices=["auto", *FORMATS], default="auto",
                     help="input format (default: from the names)")

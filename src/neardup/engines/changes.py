@@ -46,7 +46,7 @@ import orjson
 
 from ..config import DedupConfig
 from ..io import Document, read_documents
-from ..io.outputs import write_atomic
+from ..io.write.outputs import write_atomic
 from ..stages.candidates import band_candidates, band_keys
 from ..stages.sketch import sketch_texts
 from ..stages.verify import pair_similarities, verify_pairs
@@ -103,7 +103,7 @@ def _has_pages(paths: list[str], config: DedupConfig) -> bool:
     """Whether any input is read as HTML (then the whole page is a second view of each record)."""
     if config.content == "html":
         return True
-    from ..io.readers import plan_inputs
+    from ..io.read import plan_inputs
 
     return bool(plan_inputs(paths, config.format).formats() & {"html", "warc"})
 

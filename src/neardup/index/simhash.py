@@ -38,6 +38,10 @@ How it is laid out here
   (add, remove, merge, compact). Without the extension the numpy/Python path below answers the
   same (tests check both).
 
+The rows (fingerprints, ids, tombstones) are kept by :mod:`neardup.index.simhash_rows`, a
+segment's sorted tables and its compiled probe by :mod:`neardup.index.simhash_segment`, the
+layout by :mod:`neardup.index.simhash_layout` and the file by :mod:`neardup.index.simhash_file`.
+
 Nothing here depends on Python's ``hash()`` or on random state: the same input gives the same
 index, file and answers.
 """
@@ -50,12 +54,12 @@ from numbers import Integral
 
 import numpy as np
 
-from ..cpus import available_cpus
 from ..errors import ConfigError
 from . import simhash_file
 from .simhash_file import SimhashIndexFormatError
-from .simhash_layout import (BITS, DEFAULT_MEMORY_BUDGET, MAX_DISTANCE, SMALL_BUCKET, TableLayout, dir_bits,
-                             layout_for, plan_layout)
+from .simhash_layout import BITS, DEFAULT_MEMORY_BUDGET, MAX_DISTANCE, TableLayout, layout_for, plan_layout
+from .simhash_rows import MASK64, GrowableArray, IdStore, as_fingerprint, as_fingerprints, normalize_ids
+from .simhash_segment import INDEX_THREADS, Segment, compile_probe
 
 try:
     from .. import _hamming
@@ -64,360 +68,10 @@ except ImportError:  # not built: queries use the numpy path (same answers)
 
 __all__ = ["SimhashIndex", "SimhashIndexFormatError", "brute_force_pairs"]
 
-MASK64 = (1 << 64) - 1
 _CHUNK = 1 << 21  # candidate pairs handled per vectorised step in query_many
 _DEFAULT_BUFFER = 4096
 _DEFAULT_MERGE_FACTOR = 4
-_THREADS = min(2, available_cpus())  # tables are sorted in parallel (numpy releases the GIL)
-_PARALLEL_QUERIES = 8192  # compiled query_many splits batches at least this large over _THREADS
-
-_PROBE_CACHE: dict[tuple, object] = {}
-
-
-def _compile_probe(lay: TableLayout, stride: int, m: int, dbits: int):
-    """A function probing every table of one segment for one fingerprint, unrolled over the tables
-    with the segment's constants inlined (the Python-level cost of a query is mostly here).
-
-    ``probe(x, dirs, keys, rows, k, found, big)``: for each table, reads the directory bucket of
-    the permuted ``x``; a bucket of at most ``SMALL_BUCKET`` entries is checked in place (rows
-    within ``k`` go into ``found``), a larger one is appended to ``big`` as ``(t, lo, hi, pv)``.
-    The source holds integer constants only.
-    """
-    key = (lay.k, lay.blocks, stride, m, dbits, SMALL_BUCKET)
-    fn = _PROBE_CACHE.get(key)
-    if fn is not None:
-        return fn
-    sh = BITS - dbits
-    lines = ["def probe(x, dirs, keys, rows, k, found, big):"]
-    for t, expr in enumerate(lay.exprs):
-        lines.append(f"    pv = {expr}")
-        lines.append(f"    b = {t * stride} + (pv >> {sh})" if sh < BITS else f"    b = {t * stride}")
-        lines += [
-            "    lo = dirs[b]",
-            "    hi = dirs[b + 1]",
-            f"    if hi - lo > {SMALL_BUCKET}:",
-            f"        big.append(({t}, lo, hi, pv))",
-            "    elif hi > lo:",
-            f"        for i in range({t * m} + lo, {t * m} + hi):" if t else "        for i in range(lo, hi):",
-            "            d = (keys[i] ^ pv).bit_count()",
-            "            if d <= k:",
-            "                found[rows[i]] = d",
-        ]
-    ns: dict = {}
-    exec("\n".join(lines), {"__builtins__": {"range": range}}, ns)  # noqa: S102
-    fn = ns["probe"]
-    if len(_PROBE_CACHE) > 256:
-        _PROBE_CACHE.clear()
-    _PROBE_CACHE[key] = fn
-    return fn
-
-
-
-# ----------------------------------------------------------------------------------------------
-# Input normalisation
-# ----------------------------------------------------------------------------------------------
-
-
-def _as_fingerprint(x) -> int:
-    """One fingerprint as a Python int in [0, 2**64); signed 64-bit values are read as two's complement."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (Integral, np.integer)):
-        raise TypeError(f"a fingerprint must be an int, got {type(x).__name__}")
-    v = int(x)
-    if v < 0:
-        if v < -(1 << 63):
-            raise ValueError(f"fingerprint {v} does not fit in 64 bits")
-        v &= MASK64
-    elif v > MASK64:
-        raise ValueError(f"fingerprint {v} does not fit in 64 bits")
-    return v
-
-
-def _as_fingerprints(xs) -> np.ndarray:
-    """A 1-d uint64 array; int64 arrays are reinterpreted (two's complement), lists are checked."""
-    if isinstance(xs, np.ndarray):
-        if xs.ndim != 1:
-            xs = xs.reshape(-1)
-        if xs.dtype == np.uint64:
-            return np.ascontiguousarray(xs)
-        if xs.dtype == np.int64:
-            return np.ascontiguousarray(xs).view(np.uint64)
-        if xs.dtype.kind == "u":
-            return xs.astype(np.uint64)
-        if xs.dtype.kind == "i":
-            return xs.astype(np.int64).view(np.uint64)
-        if xs.dtype == object:
-            xs = xs.tolist()
-        else:
-            raise TypeError(f"fingerprints must be integers, got dtype {xs.dtype}")
-    if isinstance(xs, (Integral, np.integer)):
-        xs = [xs]
-    vals = [_as_fingerprint(x) for x in xs]
-    return np.array(vals, dtype=np.uint64) if vals else np.empty(0, dtype=np.uint64)
-
-
-def _normalize_ids(ids, n: int) -> tuple[str, object]:
-    """(kind, values): kind 'int' with an int64 array, or 'str' with a list of str."""
-    if isinstance(ids, (str, Integral, np.integer)) and not isinstance(ids, (bool, np.bool_)):
-        ids = [ids]
-    if isinstance(ids, np.ndarray):
-        if ids.ndim != 1:
-            ids = ids.reshape(-1)
-        if ids.dtype.kind in "iu":
-            if ids.dtype == np.uint64 and ids.size and int(ids.max()) > (1 << 63) - 1:
-                raise ValueError("integer ids must fit in a signed 64-bit integer")
-            vals = ids.astype(np.int64)
-            kind = "int"
-        elif ids.dtype.kind == "U":
-            vals = ids.tolist()
-            kind = "str"
-        elif ids.dtype == object:
-            ids = ids.tolist()
-            kind, vals = _normalize_ids_list(ids)
-        else:
-            raise TypeError(f"ids must be str or int, got dtype {ids.dtype}")
-    else:
-        kind, vals = _normalize_ids_list(list(ids))
-    if len(vals) != n:
-        raise ValueError(f"{len(vals)} ids for {n} fingerprints")
-    return kind, vals
-
-
-def _normalize_ids_list(ids: list) -> tuple[str, object]:
-    if not ids:
-        return "empty", []
-    if all(isinstance(x, str) for x in ids):
-        return "str", ids
-    if all(isinstance(x, (Integral, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in ids):
-        lo, hi = -(1 << 63), (1 << 63) - 1
-        vals = [int(x) for x in ids]
-        if any(v < lo or v > hi for v in vals):
-            raise ValueError("integer ids must fit in a signed 64-bit integer")
-        return "int", np.array(vals, dtype=np.int64)
-    raise TypeError("ids must be all str or all int")
-
-
-
-# ----------------------------------------------------------------------------------------------
-# Storage helpers
-# ----------------------------------------------------------------------------------------------
-
-
-class _Grow:
-    """A growable 1-d array (capacity doubling); the base may be a read-only memory map."""
-
-    def __init__(self, dtype, base: np.ndarray | None = None):
-        self.dtype = np.dtype(dtype)
-        self.buf = base if base is not None else np.empty(0, dtype=self.dtype)
-        self.n = len(self.buf)
-
-    def append(self, arr) -> None:
-        arr = np.asarray(arr, dtype=self.dtype)
-        need = self.n + len(arr)
-        if need > len(self.buf) or not self.buf.flags.writeable:
-            cap = max(need, int(len(self.buf) * 1.5) + 1024)
-            new = np.empty(cap, dtype=self.dtype)
-            new[: self.n] = self.buf[: self.n]
-            self.buf = new
-        self.buf[self.n:need] = arr
-        self.n = need
-
-    @property
-    def view(self) -> np.ndarray:
-        return self.buf[: self.n]
-
-    def make_writeable(self) -> None:
-        if not self.buf.flags.writeable:
-            self.buf = np.array(self.buf[: self.n], dtype=self.dtype)
-
-
-class _IdStore:
-    """Ids by row: an int64 array, or str (UTF-8 blob + offsets from a file, then a list)."""
-
-    def __init__(self):
-        self.kind: str | None = None
-        self.ints = _Grow(np.int64)
-        self.blob: np.ndarray | None = None  # uint8, ids of the first n_base rows (from a file)
-        self.offsets: np.ndarray | None = None  # int64, n_base + 1
-        self.n_base = 0
-        self.strs: list[str] = []
-        self.lookup: dict | None = None
-        self.dups: dict = {}
-
-    def __len__(self) -> int:
-        return self.ints.n if self.kind == "int" else self.n_base + len(self.strs)
-
-    def append(self, kind: str, vals) -> None:
-        if kind == "empty":
-            return
-        if self.kind is None:
-            self.kind = kind
-        elif kind != self.kind:
-            raise TypeError(f"this index has {self.kind} ids; got {kind} ids")
-        start = len(self)
-        if kind == "int":
-            self.ints.append(vals)
-            vals_list = vals.tolist() if self.lookup is not None else None
-        else:
-            self.strs.extend(vals)
-            vals_list = vals
-        if self.lookup is not None:
-            for r, v in enumerate(vals_list, start):
-                self._index_one(v, r)
-
-    def _index_one(self, v, r: int) -> None:
-        old = self.lookup.get(v)
-        if old is None:
-            self.lookup[v] = r
-        else:
-            self.dups.setdefault(v, [old]).append(r)
-
-    def get(self, r: int):
-        if self.kind == "int":
-            return self.ints.buf[r].item()
-        if r < self.n_base:
-            return bytes(self.blob[self.offsets[r]:self.offsets[r + 1]]).decode("utf-8", "surrogatepass")
-        return self.strs[r - self.n_base]
-
-    def take(self, rows) -> list:
-        if self.kind == "int":
-            return self.ints.buf[np.asarray(rows, dtype=np.intp)].tolist()
-        return [self.get(r) for r in (rows.tolist() if isinstance(rows, np.ndarray) else rows)]
-
-    def take_array(self, rows: np.ndarray) -> np.ndarray:
-        if self.kind == "int":
-            return self.ints.buf[rows]
-        out = np.empty(len(rows), dtype=object)
-        out[:] = self.take(rows)
-        return out
-
-    def rows_of(self, v) -> list[int]:
-        if self.lookup is None:
-            self.lookup, self.dups = {}, {}
-            n = len(self)
-            if self.kind == "int":
-                keys = self.ints.view.tolist()
-            else:
-                keys = [self.get(r) for r in range(n)]
-            d = dict(zip(keys, range(n)))
-            if len(d) == n:
-                self.lookup = d
-            else:
-                for r, x in enumerate(keys):
-                    self._index_one(x, r)
-        if self.kind == "int":
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (Integral, np.integer)):
-                return []
-            v = int(v)
-        elif not isinstance(v, str):
-            return []
-        if v in self.dups:
-            return list(self.dups[v])
-        r = self.lookup.get(v)
-        return [] if r is None else [r]
-
-    def save_arrays(self) -> dict[str, np.ndarray]:
-        if self.kind == "int":
-            return {"ids_int": self.ints.view}
-        if self.kind == "str":
-            parts = [] if self.blob is None else [self.blob[: self.offsets[self.n_base]].tobytes()]
-            enc = [s.encode("utf-8", "surrogatepass") for s in self.strs]
-            lens = np.fromiter((len(e) for e in enc), dtype=np.int64, count=len(enc))
-            base_end = 0 if self.offsets is None else int(self.offsets[self.n_base])
-            offs = np.empty(len(self) + 1, dtype=np.int64)
-            if self.n_base:
-                offs[: self.n_base + 1] = self.offsets[: self.n_base + 1]
-            else:
-                offs[0] = 0
-            offs[self.n_base + 1:] = base_end + np.cumsum(lens)
-            blob = np.frombuffer(b"".join(parts + enc), dtype=np.uint8)
-            return {"ids_blob": blob, "ids_offsets": offs}
-        return {}
-
-
-class _Segment:
-    """Sorted tables over one contiguous range of rows (rows removed before the build left out).
-
-    ``keys[t]`` are table ``t``'s permuted fingerprints sorted by (prefix, row), ``rows[t]`` their
-    rows, both ``(tables, size)`` arrays; ``dirs[t][b]`` is the first position whose top ``dbits``
-    bits are ``b`` (``dirs[t][2**dbits] == size``).
-    """
-
-    __slots__ = ("row_lo", "row_hi", "size", "keys", "rows", "dirs", "dbits", "keys_flat", "rows_flat",
-                 "dirs_flat", "keys_mv", "rows_mv", "dirs_mv", "stride", "probe")
-
-    def __init__(self, row_lo: int, row_hi: int, keys: np.ndarray, rows: np.ndarray, dirs: np.ndarray, dbits: int):
-        self.row_lo, self.row_hi = row_lo, row_hi
-        self.keys, self.rows, self.dirs, self.dbits = keys, rows, dirs, dbits
-        self.size = keys.shape[1]
-        self.stride = dirs.shape[1]
-        self.keys_flat = keys.reshape(-1)
-        self.rows_flat = rows.reshape(-1)
-        self.dirs_flat = dirs.reshape(-1)
-        self.keys_mv = memoryview(self.keys_flat)
-        self.rows_mv = memoryview(self.rows_flat)
-        self.dirs_mv = memoryview(self.dirs_flat)
-        self.probe = None  # compiled on the first query
-
-    @classmethod
-    def build(cls, lay: TableLayout, fps_all: np.ndarray, row_lo: int, row_hi: int,
-              dead: np.ndarray | None) -> "_Segment":
-        if dead is not None:
-            rows_in = (np.flatnonzero(~dead[row_lo:row_hi]) + row_lo).astype(np.int32)
-            fps = fps_all[rows_in]
-        else:
-            rows_in = None
-            fps = fps_all[row_lo:row_hi]
-        m = len(fps)
-        T = lay.n_tables
-        db = dir_bits(m, min(lay.prefix_bits))
-        keys = np.empty((T, m), dtype=np.uint64)
-        rows = np.empty((T, m), dtype=np.int32)
-        dirs = np.empty((T, (1 << db) + 1), dtype=np.int32)
-        posbits = max(1, (max(m, 1) - 1).bit_length())
-        ar = np.arange(m, dtype=np.uint64)
-
-        def one(t: int) -> None:
-            pk = lay.permute(t, fps)
-            p_bits = lay.prefix_bits[t]
-            if p_bits + posbits <= BITS:
-                # sort (prefix, position) packed in one word: a plain sort instead of an argsort
-                packed = pk & np.uint64(lay.prefix_mask[t])
-                packed |= ar
-                packed.sort()
-                packed &= np.uint64((1 << posbits) - 1)
-                pos = packed.view(np.int64)
-            else:
-                prefix = pk if p_bits == BITS else pk >> np.uint64(BITS - p_bits)
-                pos = np.argsort(prefix, kind="stable")
-                del prefix
-            np.take(pk, pos, out=keys[t])
-            del pk
-            if rows_in is None:
-                np.add(pos, row_lo, out=rows[t], casting="unsafe")
-            else:
-                np.take(rows_in, pos, out=rows[t])
-            del pos
-            if db:
-                k_t = keys[t]
-                if (1 << db) * 8 < m:
-                    bounds = np.arange((1 << db) + 1, dtype=np.uint64)
-                    bounds[:-1] <<= np.uint64(BITS - db)
-                    dirs[t, :-1] = np.searchsorted(k_t, bounds[:-1])
-                    dirs[t, -1] = m
-                else:
-                    counts = np.bincount((k_t >> np.uint64(BITS - db)).astype(np.intp), minlength=1 << db)
-                    dirs[t, 0] = 0
-                    np.cumsum(counts, out=dirs[t, 1:])
-            else:
-                dirs[t, 0], dirs[t, 1] = 0, m
-
-        if T > 1 and m >= 1 << 16 and _THREADS > 1:
-            with ThreadPoolExecutor(max_workers=min(_THREADS, T)) as ex:
-                list(ex.map(one, range(T)))  # numpy releases the GIL; each table is independent
-        else:
-            for t in range(T):
-                one(t)
-        return cls(row_lo, row_hi, keys, rows, dirs, db)
+_PARALLEL_QUERIES = 8192  # compiled query_many splits batches at least this large over INDEX_THREADS
 
 
 def _expand(lo: np.ndarray, cnt: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
@@ -488,11 +142,11 @@ class SimhashIndex:
         elif expected_size is not None:
             self._layout = layout_for(self._k, plan_layout(int(expected_size), self._k,
                                                            memory_budget=memory_budget)["blocks"])
-        self._fps = _Grow(np.uint64)
-        self._dead = _Grow(np.bool_)
+        self._fps = GrowableArray(np.uint64)
+        self._dead = GrowableArray(np.bool_)
         self._n_dead = 0
-        self._ids = _IdStore()
-        self._segments: list[_Segment] = []
+        self._ids = IdStore()
+        self._segments: list[Segment] = []
         self._tail_start = 0  # rows [tail_start, n) are in the unsorted buffer
         self._prober = None  # the compiled probe over the current arrays (None: stale or absent)
         self._pquery = None  # its bound query method when it reports ids itself (int ids)
@@ -550,8 +204,8 @@ class SimhashIndex:
         in the unsorted buffer, which becomes a segment when full. Segments of similar size are
         merged (amortised ``O(log n)`` re-sorts per fingerprint).
         """
-        fps = _as_fingerprints(fingerprints)
-        kind, vals = _normalize_ids(ids, len(fps))
+        fps = as_fingerprints(fingerprints)
+        kind, vals = normalize_ids(ids, len(fps))
         n_new = len(fps)
         if n_new == 0:
             return
@@ -577,9 +231,9 @@ class SimhashIndex:
             a = self._segments.pop()
             self._segments.append(self._build(a.row_lo, b.row_hi))
 
-    def _build(self, lo: int, hi: int) -> _Segment:
+    def _build(self, lo: int, hi: int) -> Segment:
         dead = self._dead.view if self._n_dead and self._dead.view[lo:hi].any() else None
-        return _Segment.build(self._layout, self._fps.view, lo, hi, dead)
+        return Segment.build(self._layout, self._fps.view, lo, hi, dead)
 
     def compact(self) -> None:
         """Sort the buffer and merge every segment into one, dropping removed fingerprints."""
@@ -634,7 +288,7 @@ class SimhashIndex:
 
     def _query(self, fingerprint) -> list[tuple[object, int]]:
         fp = fingerprint if type(fingerprint) is int and 0 <= fingerprint <= MASK64 \
-            else _as_fingerprint(fingerprint)
+            else as_fingerprint(fingerprint)
         p = self._prober or self._native()
         if p is not None:  # compiled probe: ids (int) or rows (str ids) with distances, sorted
             found = p.query(fp)
@@ -644,7 +298,7 @@ class SimhashIndex:
         for seg in self._segments:
             probe = seg.probe
             if probe is None:
-                probe = seg.probe = _compile_probe(self._layout, seg.stride, seg.size, seg.dbits)
+                probe = seg.probe = compile_probe(self._layout, seg.stride, seg.size, seg.dbits)
             big: list = []
             probe(fp, seg.dirs_mv, seg.keys_mv, seg.rows_mv, k, found, big)
             for t, lo, hi, pv in big:  # large buckets: one numpy pass each
@@ -691,18 +345,18 @@ class SimhashIndex:
 
     def _native_many(self, p, qs: np.ndarray, lists: bool):
         """``[(first query, p.query_many(part, lists))]`` over consecutive parts of ``qs``: one
-        part, or for a large batch parts run in ``_THREADS`` threads (the probe releases the GIL)."""
+        part, or for a large batch parts run in ``INDEX_THREADS`` threads (the probe releases the GIL)."""
         nq = len(qs)
-        if nq < _PARALLEL_QUERIES or _THREADS < 2:
+        if nq < _PARALLEL_QUERIES or INDEX_THREADS < 2:
             return [(0, p.query_many(qs, lists))]
-        step = -(-nq // (2 * _THREADS))
+        step = -(-nq // (2 * INDEX_THREADS))
         starts = list(range(0, nq, step))
-        with ThreadPoolExecutor(max_workers=_THREADS) as ex:
+        with ThreadPoolExecutor(max_workers=INDEX_THREADS) as ex:
             return list(zip(starts, ex.map(lambda a: p.query_many(qs[a:a + step], lists), starts)))
 
     def query_many(self, fingerprints) -> list[list[tuple[object, int]]]:
         """:meth:`query` for each fingerprint (compiled, or vectorised over the batch and the tables)."""
-        qs = _as_fingerprints(fingerprints)
+        qs = as_fingerprints(fingerprints)
         nq = len(qs)
         if nq == 0:
             return []
@@ -724,7 +378,7 @@ class SimhashIndex:
     def query_arrays(self, fingerprints, *, ids: bool = True):
         """Every match of a batch as arrays ``(query_index, id_or_row, distance)``, sorted by query,
         distance and insertion order (ids when ``ids=True``, else internal rows)."""
-        qs = _as_fingerprints(fingerprints)
+        qs = as_fingerprints(fingerprints)
         p = self._prober or self._native()
         if p is not None:  # already filtered, sorted by (query, distance, row) and deduplicated
             qi_l, row_l, d_l = [], [], []
@@ -953,19 +607,19 @@ class SimhashIndex:
         saved = simhash_file.read_index_file(path, max_distance=max_distance, verify=verify, mmap=mmap)
         lay = saved.layout
         n = len(saved.fingerprints)
-        ids = _IdStore()
+        ids = IdStore()
         ids.kind = saved.id_kind
         if saved.id_kind == "int":
-            ids.ints = _Grow(np.int64, saved.ids_int)
+            ids.ints = GrowableArray(np.int64, saved.ids_int)
         elif saved.id_kind == "str":
             ids.blob, ids.offsets, ids.n_base = saved.ids_blob, saved.ids_offsets, n
         idx = cls(lay.k, blocks=lay.blocks, buffer_size=int(saved.buffer_size or _DEFAULT_BUFFER),
                   merge_factor=int(saved.merge_factor or _DEFAULT_MERGE_FACTOR))
-        idx._fps = _Grow(np.uint64, saved.fingerprints)
-        idx._dead = _Grow(np.bool_, saved.dead)
+        idx._fps = GrowableArray(np.uint64, saved.fingerprints)
+        idx._dead = GrowableArray(np.bool_, saved.dead)
         idx._n_dead = int(saved.dead.sum())
         idx._ids = ids
-        idx._segments = ([_Segment(0, n, saved.keys, saved.rows, saved.dirs, saved.dir_bits)]
+        idx._segments = ([Segment(0, n, saved.keys, saved.rows, saved.dirs, saved.dir_bits)]
                          if saved.table_size else [])
         idx._tail_start = n
         return idx
@@ -974,7 +628,7 @@ class SimhashIndex:
     @classmethod
     def from_fingerprints(cls, fingerprints, ids=None, max_distance: int = 3, **kwargs) -> "SimhashIndex":
         """Build an index in one batch; ids default to 0..n-1."""
-        fps = _as_fingerprints(fingerprints)
+        fps = as_fingerprints(fingerprints)
         if ids is None:
             ids = np.arange(len(fps), dtype=np.int64)
         kwargs.setdefault("expected_size", len(fps))
@@ -985,7 +639,7 @@ class SimhashIndex:
 
 def brute_force_pairs(fingerprints, max_distance: int) -> Iterator[tuple[int, int, int]]:
     """Every pair ``(i, j, distance)``, ``i < j``, within ``max_distance``: the quadratic reference."""
-    fps = _as_fingerprints(fingerprints)
+    fps = as_fingerprints(fingerprints)
     for i in range(len(fps) - 1):
         dist = np.bitwise_count(fps[i + 1:] ^ fps[i])
         for j in np.flatnonzero(dist <= max_distance).tolist():

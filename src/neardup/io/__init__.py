@@ -9,13 +9,13 @@
             ...  # rec.id, rec.text, rec.ordinal, rec.source, rec.meta
 
 Nothing is ever dropped: each record is yielded once, as a Document or a Skipped, with ordinals
-0, 1, 2, ... across all inputs. The optional format libraries (pyarrow, warcio, zstandard,
+0, 1, 2, ... across all inputs. Reading is :mod:`neardup.io.read`, writing :mod:`neardup.io.write`. The optional format libraries (pyarrow, warcio, zstandard,
 trafilatura, lxml) come with ``pip install 'neardup[io]'`` and are imported only when needed.
 """
 
 from .documents import SKIP_REASONS, Document, Skipped
-from .readers import FORMATS, detect_format, iter_raw_records, read_documents
-from .writers import JsonlWriter, write_kept
+from .read import FORMATS, detect_format, iter_raw_records, read_documents
+from .write import JsonlWriter, write_kept
 
 __all__ = [
     "Document",

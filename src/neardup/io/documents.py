@@ -63,7 +63,7 @@ class Skipped:
 @dataclass(slots=True, eq=False)
 class EncodedDocuments:
     """Consecutive Documents of one JSONL file whose texts are already UTF-8 bytes (the JSONL
-    fast path, :func:`neardup.io.readers.read_encoded`): document i is ``Document(ids[i],
+    fast path, :func:`neardup.io.read.read_encoded`): document i is ``Document(ids[i],
     data[offsets[i]:offsets[i+1]].decode(), start + i, source(i))``, with no ``meta``, its
     source being line ``first_line + i`` of ``path``.
 

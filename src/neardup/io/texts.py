@@ -4,7 +4,7 @@ When the kept corpus is ``kept.jsonl`` of extracted text (a folder of HTML files
 Arrow read with ``content="html"``; WARC mixed with other formats), each kept page would have to
 be extracted a second time, and the extraction is most of the cost of a page. So the read pass
 writes every document of those files, as its ``kept.jsonl`` line, in input order, into
-``<run>/texts/`` (:class:`TextSpill`, through :func:`neardup.io.readers.read_documents`'s
+``<run>/texts/`` (:class:`TextSpill`, through :func:`neardup.io.read.read_documents`'s
 ``text_spill``), and :func:`neardup.io.write_kept` copies the kept lines from there
 (:class:`SpilledTexts`) instead of reading and extracting the files again. The lines are the
 ones the kept writer would make (:func:`document_line`), so the corpus is the same byte for byte.

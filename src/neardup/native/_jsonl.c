@@ -5,7 +5,7 @@
  * Python object. neardup dedup feeds those bytes straight to the kernel, so the text of such a
  * record never becomes a Python str.
  *
- * Anything unusual sends the line to the Python reader (neardup.io.readers, orjson), which
+ * Anything unusual sends the line to the Python reader (neardup.io.read, orjson), which
  * decides what the record is and reports the problems: the scanner never accepts a line that
  * orjson would reject, and never reads a value differently. It falls back on: invalid JSON of
  * any kind, invalid UTF-8 (overlong forms, surrogates, beyond U+10FFFF), a top-level value that

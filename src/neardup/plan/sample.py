@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 from ..config import DedupConfig
 from ..errors import ConfigError, InputError, require
-from ..io.readers import compression_of, input_leaves, open_parquet, plan_inputs
-from ..io.sources import STDIN_NAMES
+from ..io.read import input_leaves, open_parquet, plan_inputs
+from ..io.read.compression import MAGIC_BYTES, compression_of, decompressor
+from ..io.read.sources import STDIN_NAMES
 
 __all__ = ["DEFAULT_SAMPLE_RECORDS", "InputSample", "Sample", "codec_of", "sample_inputs"]
 
@@ -98,7 +99,7 @@ class Sample:
 def codec_of(path: str) -> str | None:
     """The compression of the file at ``path`` by its magic number (None: not compressed)."""
     with open(path, "rb") as fh:
-        return compression_of(fh.read(6))
+        return compression_of(fh.read(MAGIC_BYTES))
 
 
 def _open_for_writing(path: str, codec: str | None):
@@ -122,22 +123,9 @@ def _open_for_writing(path: str, codec: str | None):
 
 
 def _decompressing(raw, codec: str):
-    """A stream of the decompressed bytes of ``raw``; ``raw.tell()`` says how much it consumed."""
-    if codec == "gzip":
-        import gzip
-
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    if codec == "bz2":
-        import bz2
-
-        return bz2.BZ2File(raw, "rb")
-    if codec == "xz":
-        import lzma
-
-        return lzma.LZMAFile(raw, "rb")
-    zstd = require("zstandard", "io")
-    return io.BufferedReader(zstd.ZstdDecompressor(max_window_size=2**31).stream_reader(raw, read_across_frames=True),
-                             1 << 20)
+    """A stream of the decompressed lines of ``raw``; ``raw.tell()`` says how much it consumed."""
+    stream = decompressor(raw, codec)
+    return io.BufferedReader(stream, 1 << 20) if codec == "zstd" else stream
 
 
 def _density_range(counts: list[int], nbytes: list[int], total_bytes: int) -> tuple[float, float, float]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import time
 
-from .metrics import InputOptions, ReportConfig, load_site, measure_site, seed_examples
+from .metrics import InputOptions, ReportConfig, load_site, measure_site
+from .worked_examples import seed_examples
 
 __all__ = ["InputOptions", "ReportConfig", "build_report", "load_site", "measure_site", "seed_examples"]
 

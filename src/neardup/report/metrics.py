@@ -31,23 +31,24 @@ import math
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import combinations
 
 import numpy as np
 
 from .._version import __version__
 from ..errors import ConfigError, InputError
-from ..exact.fingerprint import fingerprint
-from ..exact.similarity import cosine, jaccard, jaccard_sorted
-from ..hashing import derive, hash64, splitmix64_array
+from ..exact.similarity import jaccard_sorted
+from ..hashing import derive, splitmix64_array
 from ..lsh.banding import band_keys
 from ..lsh.params import optimal_banding, probability, threshold as band_threshold
 from ..params import MinHashParams, ShingleParams
-from ..shingle import shingle_ids, shingle_set, shingles
 from ..sketch.estimate import binomial_stderr
 from ..sketch.minhash import EMPTY, MinHash
-from ..sketch.permutations import AffineModPrime, family_for
-from ..sketch.simhash import SimHash, bit_totals, hamming
+from ..sketch.permutations import family_for
+from ..sketch.simhash import SimHash, hamming
+from ..stages.candidates import band_candidates
+from ..stages.exact import first_holders
+from ..stages.survivors import components
+from ..stages.verify import pair_similarities
 
 LEVELS = ("0.5", "0.8", "0.9")
 #: The seed's banding examples: a 200-value sketch cut three ways.
@@ -124,7 +125,7 @@ def _read_share(paths, opts: InputOptions, mode: str, jobs: int, share: int):
                   html=mode, max_bytes=opts.max_bytes)
     if jobs > 1:
         try:  # the readers' ordinal filter: records of other shares are counted, not extracted
-            from ..io.readers import RecordReader, plan_inputs
+            from ..io.read import RecordReader, plan_inputs
 
             records = RecordReader(want=lambda n: n % jobs == share, **{k: v for k, v in kwargs.items() if k != "format"}
                               ).read(plan_inputs(paths, opts.format))
@@ -293,7 +294,12 @@ def _measure_text(text: str, cfg: ReportConfig) -> tuple[np.ndarray, int | None,
 
 
 class _Side:
-    """One text of every page (whole page or main content): shingles, fingerprints, sketches."""
+    """One text of every page (whole page or main content): shingles, fingerprints, sketches.
+
+    Exact copies, candidate pairs, verification and clusters are the dedup stages'
+    (:mod:`neardup.stages`), called on this side's arrays, so that the report measures what
+    ``dedup`` would find; only the candidates differ in one choice (every pair of a band bucket,
+    not a window of them: a site is small, and the report counts its candidates)."""
 
     def __init__(self, texts: list[str], cfg: ReportConfig, family):
         self.cfg = cfg
@@ -305,6 +311,7 @@ class _Side:
             self.fps.append(fp)
             simhashes.append(sh)
         self.sizes = np.array([a.size for a in self.ids], dtype=np.int64)
+        self.offsets = np.concatenate(([0], np.cumsum(self.sizes))).astype(np.int64)
         self.valid = self.sizes > 0
         sigs = np.full((len(texts), cfg.num_perm), EMPTY, dtype=np.uint64)
         for p, ids in enumerate(self.ids):
@@ -315,64 +322,65 @@ class _Side:
         self.sigs = sigs
         self.simhash = np.array(simhashes, dtype=np.uint64)
         self._cache: dict[tuple[int, int], float] = {}
+        self._exact_groups: list[list[int]] | None = None
+
+    def jaccards(self, pairs) -> np.ndarray:
+        """Exact Jaccard of each pair ``(i, j)`` of pages (the verify stage's); 0 where either
+        page has no text on this side."""
+        keys = [(i, j) if i < j else (j, i) for i, j in pairs]
+        todo = sorted({k for k in keys if k not in self._cache})
+        if todo:
+            ci, cj = (np.array(c, dtype=np.int64) for c in zip(*todo))
+            both = self.valid[ci] & self.valid[cj]
+            found = np.zeros(ci.size)
+            if both.any():
+                found[both] = pair_similarities(self.ids, self.offsets, self.sizes, ci[both], cj[both])["jaccard"]
+            self._cache.update(zip(todo, found.tolist()))
+        return np.array([self._cache[k] for k in keys], dtype=np.float64)
 
     def jaccard(self, i: int, j: int) -> float:
         """Exact Jaccard of pages i and j; 0 when either page has no text on this side."""
-        key = (i, j) if i < j else (j, i)
-        got = self._cache.get(key)
-        if got is None:
-            got = jaccard_sorted(self.ids[i], self.ids[j])[0] if self.valid[i] and self.valid[j] else 0.0
-            self._cache[key] = got
-        return got
+        got = self._cache.get((i, j) if i < j else (j, i))
+        return got if got is not None else float(self.jaccards([(i, j)])[0])
 
     def sketch(self, p: int) -> MinHash:
         return MinHash(self.cfg.minhash, hash=self.cfg.shingle.hash, family=self.family, hashvalues=self.sigs[p])
 
     def exact_groups(self) -> list[list[int]]:
-        groups: dict[int, list[int]] = {}
-        for p, fp in enumerate(self.fps):
-            if fp is not None:
-                groups.setdefault(fp, []).append(p)
-        return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: g[0])
+        """Pages with the same content fingerprint, first holder first (the exact stage's), in
+        the order of their first holders; pages without text take no part."""
+        if self._exact_groups is None:
+            fps = np.array([fp or 0 for fp in self.fps], dtype=np.uint64)
+            has_content = np.array([fp is not None for fp in self.fps], dtype=np.int64)
+            _, _, copies = first_holders(range(len(self.fps)), fps, has_content, {})
+            groups: dict[int, list[int]] = {}
+            for copy, holder in copies:
+                groups.setdefault(holder, [holder]).append(copy)
+            self._exact_groups = [groups[h] for h in sorted(groups)]
+        return self._exact_groups
 
     def lsh_candidates(self, bands: int, rows: int) -> set[tuple[int, int]]:
         """Pairs that share a band key, one page per exact-duplicate group."""
         in_group = {p for g in self.exact_groups() for p in g[1:]}
         members = np.array([p for p in range(len(self.ids)) if self.valid[p] and p not in in_group], dtype=np.int64)
-        out: set[tuple[int, int]] = set()
         if members.size < 2:
-            return out
-        keys = band_keys(self.sigs[members], bands, rows)
-        for band in range(bands):
-            col = keys[:, band]
-            order = np.argsort(col, kind="stable")
-            sorted_keys = col[order]
-            edges = np.flatnonzero(np.diff(sorted_keys) != 0) + 1
-            for run in np.split(order, edges):
-                if run.size > 1:
-                    out.update(combinations(sorted(members[run].tolist()), 2))
-        return out
+            return set()
+        ci, cj, _ = band_candidates(band_keys(self.sigs[members], bands, rows), window=int(members.size))
+        return set(zip(members[ci].tolist(), members[cj].tolist()))
 
-    def clusters(self, candidates, threshold: float) -> tuple[list[list[int]], int]:
-        """Components of the verified pairs at ``threshold`` plus the exact-duplicate groups."""
-        from ..cluster.unionfind import UnionFind
-
-        uf = UnionFind(len(self.ids))
-        for g in self.exact_groups():
-            for p in g[1:]:
-                uf.union(g[0], p)
-        verified = 0
-        for i, j in candidates:
-            if not (self.valid[i] and self.valid[j]) or self.fps[i] == self.fps[j]:
-                continue  # no text, or already joined as exact copies
-            verified += 1
-            if self.jaccard(i, j) >= threshold:
-                uf.union(i, j)
-        comp = uf.components()
+    def clusters(self, candidates, threshold: float) -> tuple[list[list[int]], int, set[tuple[int, int]]]:
+        """Components of the verified pairs at ``threshold`` plus the exact-duplicate groups (the
+        cluster stage's), the number of pairs verified, and the pairs that passed."""
+        # no text, or already joined as exact copies: not verified
+        verify = sorted((i, j) for i, j in candidates
+                        if self.valid[i] and self.valid[j] and self.fps[i] != self.fps[j])
+        passed = {pr for pr, jac in zip(verify, self.jaccards(verify).tolist()) if jac >= threshold}
+        edges = [(g[0], p) for g in self.exact_groups() for p in g[1:]] + sorted(passed)
+        ei, ej = (np.array([e[k] for e in edges], dtype=np.int64) for k in (0, 1))
         groups: dict[int, list[int]] = {}
-        for p, root in enumerate(comp.tolist()):
-            groups.setdefault(root, []).append(p)
-        return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: g[0]), verified
+        for p, smallest in enumerate(components(len(self.ids), ei, ej).tolist()):
+            groups.setdefault(smallest, []).append(p)
+        return sorted((g for g in groups.values() if len(g) > 1), key=lambda g: g[0]), len(verify), passed
 
     def boilerplate(self, fraction: float) -> tuple[np.ndarray, int, int]:
         """Per-page share of shingles on more than ``fraction`` of this side's pages (NaN: no text)."""
@@ -461,8 +469,8 @@ def measure_site(pages: list[Page], cfg: ReportConfig, *, site: str = "", skippe
 
     # sampled pairs
     pi, pj, all_pairs = sample_pairs(n, cfg.sample, cfg.seed)
-    jw = np.array([whole.jaccard(i, j) for i, j in zip(pi.tolist(), pj.tolist())])
-    jm = np.array([main.jaccard(i, j) for i, j in zip(pi.tolist(), pj.tolist())])
+    jw = whole.jaccards(zip(pi.tolist(), pj.tolist()))
+    jm = main.jaccards(zip(pi.tolist(), pj.tolist()))
     hw = _popcount(whole.simhash[pi] ^ whole.simhash[pj])
     both_main = main.valid[pi] & main.valid[pj]
     hm = _popcount(main.simhash[pi] ^ main.simhash[pj])[both_main]
@@ -477,16 +485,17 @@ def measure_site(pages: list[Page], cfg: ReportConfig, *, site: str = "", skippe
         cand_main = main.lsh_candidates(used.bands, used.rows) | sampled
         cand_whole = whole.lsh_candidates(used.bands, used.rows) | sampled
         method = "lsh"
-    clusters_main, verified_main = main.clusters(cand_main, cfg.threshold)
-    clusters_whole, verified_whole = whole.clusters(cand_whole, cfg.threshold)
+    clusters_main, verified_main, passed_main = main.clusters(cand_main, cfg.threshold)
+    clusters_whole, verified_whole, passed_whole = whole.clusters(cand_whole, cfg.threshold)
 
     # top pairs: sampled pairs, candidate pairs at the threshold, and exact copies
-    pool = set(sampled)
-    for side, cands in ((main, cand_main), (whole, cand_whole)):
-        pool.update(pr for pr in cands if side._cache.get(pr, 0.0) >= cfg.threshold)
+    pool = set(sampled) | passed_main | passed_whole
+    for side in (main, whole):
         for g in side.exact_groups():
             pool.update((g[0], p) for p in g[1:])
-    ranked = sorted(pool, key=lambda pr: (-main.jaccard(*pr), -whole.jaccard(*pr), pr))
+    pool = sorted(pool)
+    by_main, by_whole = main.jaccards(pool).tolist(), whole.jaccards(pool).tolist()
+    ranked = [pr for _, _, pr in sorted(zip((-x for x in by_main), (-x for x in by_whole), pool))]
     top = []
     m = cfg.num_perm
     for i, j in ranked[: cfg.top]:
@@ -567,121 +576,6 @@ def measure_site(pages: list[Page], cfg: ReportConfig, *, site: str = "", skippe
     for side in ("whole_page", "main_content"):
         result["simhash"][side].pop("above")
     return result
-
-
-# ---------------------------------------------------------------------------------------------
-# The seed's worked examples, recomputed with the library
-
-SEED_D1 = "the crawler fetches each page and follows its links to new pages"
-SEED_D2 = "the crawler fetches every page and follows its links to other pages"
-SEED_D3 = "a rose is a rose is a rose"
-SEED_D4 = "a rose is a flower which is a rose"
-#: The six hash functions (a, b) of the seed's by-hand table, h(x) = (a x + b) mod 17: inputs of
-#: the example, not results.
-BY_HAND_FUNCTIONS = ((1, 0), (3, 5), (5, 2), (7, 11), (11, 3), (13, 8))
-BY_HAND_PRIME = 17
-
-
-def seed_examples(cfg: ReportConfig) -> dict:
-    """The seed's tables and figures from its example sentences (k = 3 as in the seed)."""
-    from ..text.tokenize import words
-
-    k3 = ShingleParams(k=3, normalize=cfg.shingle.normalize)
-    s1, s2 = shingle_set(SEED_D1, k3), shingle_set(SEED_D2, k3)
-    union = sorted(s1 | s2)
-    number = {s: i for i, s in enumerate(union)}
-    table = {
-        "k": 3, "words_d1": len(words(SEED_D1)), "words_d2": len(words(SEED_D2)),
-        "shingles_d1": len(shingles(SEED_D1, k3)), "shingles_d2": len(shingles(SEED_D2, k3)),
-        "rows": [{"number": i, "shingle": s, "in_d1": s in s1, "in_d2": s in s2} for i, s in enumerate(union)],
-        "shared": len(s1 & s2), "union": len(union), "jaccard": jaccard(s1, s2),
-    }
-
-    s3, s4 = shingle_set(SEED_D3, k3), shingle_set(SEED_D4, k3)
-    k2 = ShingleParams(k=2, normalize=cfg.shingle.normalize)
-    choice_of_k = {
-        "rose_4_shingles": sorted(shingle_set(SEED_D3, ShingleParams(k=4, normalize=cfg.shingle.normalize))),
-        "k3": {"d3": len(s3), "d4": len(s4), "shared": len(s3 & s4), "union": len(s3 | s4), "jaccard": jaccard(s3, s4)},
-        "k2": {"jaccard": jaccard(shingle_set(SEED_D3, k2), shingle_set(SEED_D4, k2))},
-    }
-
-    # by hand: the shingle numbers hashed with (a x + b) mod 17
-    n1 = np.array(sorted(number[s] for s in s1), dtype=np.uint64)
-    n2 = np.array(sorted(number[s] for s in s2), dtype=np.uint64)
-    fam = AffineModPrime(a=tuple(a for a, _ in BY_HAND_FUNCTIONS), b=tuple(b for _, b in BY_HAND_FUNCTIONS),
-                         prime=BY_HAND_PRIME, name="by-hand")
-    hp = MinHashParams(num_perm=len(BY_HAND_FUNCTIONS))
-    m1, m2 = MinHash(hp, family=fam), MinHash(hp, family=fam)
-    m1.update_ids(n1)
-    m2.update_ids(n2)
-    perm = fam.apply(np.arange(len(union), dtype=np.uint64))
-    rows = []
-    for f, (a, b) in enumerate(BY_HAND_FUNCTIONS):
-        arg1 = int(n1[np.argmin(perm[f][n1.astype(np.int64)])])
-        arg2 = int(n2[np.argmin(perm[f][n2.astype(np.int64)])])
-        rows.append({"a": a, "b": b, "min_d1": int(m1.hashvalues[f]), "shingle_d1": arg1,
-                     "min_d2": int(m2.hashvalues[f]), "shingle_d2": arg2,
-                     "agree": bool(m1.hashvalues[f] == m2.hashvalues[f])})
-    est = m1.jaccard(m2)
-    by_hand = {"prime": BY_HAND_PRIME, "rows": rows, "agreements": sum(r["agree"] for r in rows),
-               "estimate": est.value, "true_jaccard": table["jaccard"],
-               "bijective": all(len(set(perm[f].tolist())) == len(union) for f in range(len(rows)))}
-
-    j = table["jaccard"]
-    errors = [{"m": m, "stderr": binomial_stderr(j, m)} for m in (10, 100, 200)]
-
-    ids1, ids2 = shingle_ids(SEED_D1, k3), shingle_ids(SEED_D2, k3)
-    fig1 = convergence(ids1, ids2, cfg, label="report-seed-figure1")
-    fig1["pair"] = ["d1", "d2"]
-    fig1["text"] = "seed sentences, 3-shingles"
-
-    fig2 = banding_curves(cfg.num_perm, cfg.threshold)
-    banding_probs = [{"bands": 20, "rows": 10, "jaccard": jj, "probability": probability(jj, 20, 10)}
-                     for jj in (0.9, 0.5, j)]
-
-    # simhash by hand: MD5 of each word of d1, weight 1
-    d1_words = words(SEED_D1)
-    counts = Counter(d1_words)
-    from ..hashing import hash64
-
-    bit_rows = [{"word": w, "bits": format(hash64(w, "md5") >> 56, "08b")} for w in sorted(counts)]
-    totals = bit_totals(counts, "md5")
-    sh = {name: SimHash.from_text(t, hash="md5", normalize=cfg.shingle.normalize)
-          for name, t in (("d1", SEED_D1), ("d2", SEED_D2), ("d3", SEED_D3))}
-    simhash_table = {
-        "hash": "md5", "rows": bit_rows, "totals": [int(x) for x in totals[:8]],
-        "bits": "".join("1" if x > 0 else "0" for x in totals[:8]),
-        "d1": sh["d1"].hex(), "d2": sh["d2"].hex(), "d3": sh["d3"].hex(),
-        "hamming_d1_d2": sh["d1"].distance(sh["d2"]), "agree_d1_d2": 64 - sh["d1"].distance(sh["d2"]),
-        "hamming_d1_d3": sh["d1"].distance(sh["d3"]), "agree_d1_d3": 64 - sh["d1"].distance(sh["d3"]),
-    }
-    simhash_table["agree_fraction_d1_d2"] = simhash_table["agree_d1_d2"] / 64
-    simhash_table["agree_fraction_d1_d3"] = simhash_table["agree_d1_d3"] / 64
-
-    cos = cosine(words(SEED_D1), words(SEED_D2))
-    angle = math.degrees(math.acos(cos))
-    predicted = 1 - angle / 180
-    angles = {"cosine": cos, "angle_degrees": angle, "predicted_agreement": predicted,
-              "observed_agreement": simhash_table["agree_fraction_d1_d2"],
-              "stddev": math.sqrt(predicted * (1 - predicted) / 64),
-              "cosine_d1_d3": cosine(words(SEED_D1), words(SEED_D3))}
-    manku_angle = 3 / 64 * 180
-    manku = {"bits": 3, "angle_degrees": manku_angle, "cosine": math.cos(math.radians(manku_angle))}
-
-    return {
-        "sentences": {"d1": SEED_D1, "d2": SEED_D2, "d3": SEED_D3, "d4": SEED_D4},
-        "exact_fingerprints": {"d1": f"{fingerprint(SEED_D1):016x}", "d2": f"{fingerprint(SEED_D2):016x}"},
-        "shingle_table": table,
-        "choice_of_k": choice_of_k,
-        "by_hand_minhash": by_hand,
-        "standard_errors": errors,
-        "figure1": fig1,
-        "figure2": fig2,
-        "banding_probabilities": banding_probs,
-        "simhash": simhash_table,
-        "angles": angles,
-        "manku": manku,
-    }
 
 
 def public(obj):

@@ -8,7 +8,6 @@ describes the same format for readers of the file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +15,7 @@ import numpy as np
 from .._validate import check_float, check_int
 from ..config import default_minhash
 from ..errors import ConfigError
-from ..params import MinHashParams, NormalizeParams, ShingleParams
+from ..params import MinHashParams, NormalizeParams, ShingleParams, config_fingerprint
 from ..stages.candidates import banding_for
 
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
@@ -354,9 +353,7 @@ class IndexConfig:
         return "custom"
 
     def fingerprint(self) -> int:
-        import xxhash
-
-        return xxhash.xxh3_64_intdigest(json.dumps(self.as_dict(), sort_keys=True).encode())
+        return config_fingerprint(self.as_dict())
 
     @classmethod
     def from_dict(cls, d: dict) -> "IndexConfig":
@@ -387,15 +384,6 @@ def flatten(d: dict, prefix: str = "") -> dict:
 def differences(stored: dict, given: dict) -> list[str]:
     a, b = flatten(stored), flatten(given)
     return [f"{k} stored {a.get(k)!r}, given {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
-
-
-def config_fingerprint(config: dict) -> int:
-    import xxhash
-
-    return xxhash.xxh3_64_intdigest(json.dumps(config, sort_keys=True).encode())
-
 
 
 # -- sketches of one document ----------------------------------------------------------------

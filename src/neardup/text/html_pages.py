@@ -1,9 +1,9 @@
-"""The extraction of pages in the HTML worker processes of ``neardup.io.readers`` (``jobs > 1``).
+"""The extraction of pages in the HTML worker processes of ``neardup.io.read.extract`` (``jobs > 1``).
 
 A worker runs :func:`extract_many` on chunks the reading process sends; this module imports only
 the extraction (:mod:`neardup.text.html`), so that the forkserver preloads it once and a worker
 forked from it imports nothing more when it unpickles its first call. Were the worker's function
-in ``neardup.io.readers``, each worker would import the readers and through them numpy, the
+in ``neardup.io.read``, each worker would import the readers and through them numpy, the
 WARC readers and the text spill (~0.15 s of CPU a worker, on cores the reading process needs).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .html import _extract, decode_html, extract_utf8, utf8_page
 
-#: The charset of a str sent as its UTF-8 (``neardup.io.readers._Pending.job``).
+#: The charset of a str sent as its UTF-8 (``neardup.io.read.extract.PendingPage.job``).
 FROM_STR = "\x00str"
 
 

@@ -153,7 +153,7 @@ def test_jsonl_fast_path_and_python_reader_give_the_same_outputs(planted, tmp_pa
     cfg = DedupConfig(method=method)
     fast, slow = str(tmp_path / "fast"), str(tmp_path / "slow")
     Deduplicator(cfg, jobs=2).run([str(mixed)], fast)
-    from neardup.io import readers
+    from neardup.io.read import jsonl as readers
 
     monkeypatch.setattr(readers, "_jsonl", None)
     Deduplicator(cfg, jobs=2).run([str(mixed)], slow)

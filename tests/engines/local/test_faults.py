@@ -182,7 +182,7 @@ def test_real_memory_limit(corpus, tmp_path):
         pytest.fail("the run fitted in the capped address space; raise the corpus or lower the cap")
     # (when the allocation fails while the JSONL reader holds a view of its block buffer, the
     # interpreter may print "SystemError: deallocated bytearray object has exported buffers" as it
-    # drops the reader: io/readers.jsonl_blocks, reported; neardup's own message is still the last line)
+    # drops the reader: io/read/jsonl.jsonl_blocks, reported; neardup's own message is still the last line)
     line = _assert_clean_failure(res, out, big, file_sha(big), "out of memory in the", "--in-memory-mb 1024 (now 4096)",
                                  others=("SystemError: deallocated bytearray object has exported buffers",))
     summary_absent = not (out / "summary.json").exists()

@@ -15,7 +15,7 @@ import pytest
 
 from dedup_runs import dedup, file_sha, folder_digest, write_corpus
 
-#: named points of a run (neardup.io.runfolder.reached), in order, with the stage a run killed
+#: named points of a run (neardup.io.write.runfolder.reached), in order, with the stage a run killed
 #: there resumes after
 KILL_POINTS = [("sketch", "start"), ("candidates", "sketch"), ("verify", "candidates"), ("cluster", "verify"),
                ("write", "cluster"), ("kept-shard-1", "verify|cluster"), ("kept-shard-2", "verify|cluster"),

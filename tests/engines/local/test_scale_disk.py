@@ -41,7 +41,7 @@ def test_estimate_counts_shingles_and_signatures(tmp_path):
 
 def test_run_refused_when_the_disk_is_too_small(tmp_path, monkeypatch, capsys):
     # a full disk cannot be made here without privileges: the free space is what the check reads
-    import neardup.io.outputs as outputs
+    import neardup.io.write.outputs as outputs
 
     path, out = tmp_path / "c.jsonl", tmp_path / "out"
     _corpus(path)

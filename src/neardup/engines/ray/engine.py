@@ -218,7 +218,7 @@ class _Stages:
 def _identity(shards_inputs, config: DedupConfig, shard_bytes: int) -> dict:
     """What a work folder must match to be resumed: the options, and every input file's path,
     size and modification time."""
-    from ...io.readers import plan_inputs
+    from ...io.read import plan_inputs
 
     plan = plan_inputs(shards_inputs, config.format)
     files = []
@@ -442,7 +442,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, add
     folder belongs to other inputs or options)."""
     require("ray", "ray")
     from ...io import write_kept as write_kept_records
-    from ...io.writers import RESULT_FORMATS, write_clusters, write_pairs
+    from ...io.write import RESULT_FORMATS, write_clusters, write_pairs
     from ..common import peak_memory_mb, run_summary, stage_table
 
     paths = list(input_names(inputs))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...config import DedupConfig
 from ...errors import ConfigError
-from ...io.sources import STDIN_NAMES
+from ...io.read.sources import STDIN_NAMES
 from ..common import RunOptions
 
 __all__ = ["config_refusal", "refusal", "check_config"]

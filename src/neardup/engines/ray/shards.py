@@ -3,10 +3,10 @@ reader and sketched by the local sketch stage on a worker.
 
 A shard is a byte range of an uncompressed JSONL file (cut after a ``\\n``) or a whole file (a
 compressed JSONL file, a Parquet file). Records are the local reader's
-(:class:`~neardup.io.readers.RecordReader`): a range goes through its block reader
-(:meth:`~neardup.io.readers.RecordReader.jsonl_block_records`) or, when that does not apply,
-line by line through :meth:`~neardup.io.readers.RecordReader.jsonl_record`; a whole file through
-:meth:`~neardup.io.readers.RecordReader.read`. A record's id and source name its line in the
+(:class:`~neardup.io.read.RecordReader`): a range goes through its block reader
+(:meth:`~neardup.io.read.RecordReader.jsonl_block_records`) or, when that does not apply,
+line by line through :meth:`~neardup.io.read.RecordReader.jsonl_record`; a whole file through
+:meth:`~neardup.io.read.RecordReader.read`. A record's id and source name its line in the
 file, so a range needs the number of lines before it (counted first, range by range); its
 ordinal is the number of records in the shards before it plus its index in its shard.
 
@@ -41,13 +41,13 @@ SKETCH_BATCH_BYTES = 16 << 20
 def plan_shards(inputs, config: DedupConfig, shard_bytes: int) -> list[dict]:
     """The shards of the inputs, in the local reader's order: ``{"path", "fmt", "start", "stop"}``
     (``start`` None for a whole file)."""
-    from ...io.readers import compression_of, plan_inputs
+    from ...io.read import compression_of, plan_inputs
 
     plan = plan_inputs(inputs, config.format)
     shards: list[dict] = []
     for path, fmt, why in plan.leaves:
         if why is not None:
-            from ...io.readers import UnreadableInput
+            from ...io.read import UnreadableInput
 
             raise UnreadableInput(f"{path}: {why}", path=path)
         if fmt not in FORMATS:
@@ -87,17 +87,14 @@ def count_lines(shard: dict) -> int:
 
 def reader_of(config: DedupConfig):
     """The local reader with the run's options; a file it cannot read stops the run."""
-    from ...io.readers import RecordReader
+    from ...io.read import record_reader
 
-    keep_fields = (config.keep_field,) if config.keep == "field" else ()
-    opts = config.read_options()
-    opts.pop("format")
-    return RecordReader(keep_fields=keep_fields, on_error="error", **opts)
+    return record_reader(config, on_error="error")
 
 
 def shard_records(shard: dict, config: DedupConfig):
     """The records of a shard, as the local reader gives them (ordinals from 0 within the shard)."""
-    from ...io.readers import InputPlan, line_or_size
+    from ...io.read import InputPlan, line_or_size
     from ...stages.sketch import flag_table, kernel_handles
 
     reader = reader_of(config)

@@ -45,7 +45,7 @@ which does not depend on how the DataFrame is partitioned.
 cast to binary): ``SparkContext.textFile`` would also split at a lone ``\\r`` and replace invalid
 UTF-8 with U+FFFD, both unlike the local reader. The lines of each file split in a batch are joined
 back into a block of whole lines and read by the local reader's block reader
-(:meth:`~neardup.io.readers.RecordReader.jsonl_block_records`, see
+(:meth:`~neardup.io.read.RecordReader.jsonl_block_records`, see
 :mod:`neardup.engines.spark.sketching`); when that fast path does not apply (HTML content, a keep
 field, no compiled scanner) each line is parsed with the local reader's own rules and helpers (see
 :mod:`neardup.engines.spark.rows`). Compression comes from the Hadoop codecs, by file name (``.gz``;

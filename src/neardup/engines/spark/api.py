@@ -179,7 +179,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     Parquet input the original columns and ``ordinal``.
     """
     require("pyspark", "spark")
-    from ...io.writers import RESULT_FORMATS
+    from ...io.write import RESULT_FORMATS
     from .session import _environment_provides_master, get_session
 
     output = os.fspath(output)

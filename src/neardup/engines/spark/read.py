@@ -43,8 +43,8 @@ def _file_key(uri: str) -> str:
 def _hadoop_leaves(spark, path: str) -> list[str]:
     """Files under a Hadoop path (hdfs://, s3a://, ..., globs allowed), walked like the local reader
     walks folders: glob matches and folder entries in sorted order, the names the local reader leaves
-    out left out (:func:`neardup.io.sources.is_hidden_name`, Spark's own rule)."""
-    from ...io.sources import is_hidden_name
+    out left out (:func:`neardup.io.read.sources.is_hidden_name`, Spark's own rule)."""
+    from ...io.read.sources import is_hidden_name
 
     jvm = spark.sparkContext._jvm
     hp = jvm.org.apache.hadoop.fs.Path(path)
@@ -69,7 +69,7 @@ def _hadoop_leaves(spark, path: str) -> list[str]:
 
 def input_files(spark, inputs, format: str) -> tuple[str, list[tuple[str, str, str | None]]]:
     """``(format, [(spark uri, path as the local reader names it, why unreadable or None)])``."""
-    from ...io.readers import input_leaves as local_leaves, kind_of, plan_inputs
+    from ...io.read import input_leaves as local_leaves, kind_of, plan_inputs
 
     leaves = []
     fmts = set()

@@ -1,5 +1,5 @@
 """Executor side: the records of a batch of Spark rows, read by the local reader's own rules
-(:class:`neardup.io.readers.RecordReader`), with the ordinals the local reader gives them."""
+(:class:`neardup.io.read.RecordReader`), with the ordinals the local reader gives them."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class Recs:
 
 
 def local_reader(ctx: dict):
-    from ...io.readers import RecordReader
+    from ...io.read import RecordReader
 
     keep = (ctx["keep_field"],) if ctx.get("keep_field") else ()
     url_field = ctx.get("url_field")
@@ -81,7 +81,7 @@ def jsonl_record(reader, line: bytes, n: int, src: str):
     """One JSONL line (without its ``\\n``, as Spark splits them) as the local reader makes it:
     ``RecordReader.jsonl_record``, with the size of a line over ``max_bytes`` counted as the local
     reader counts it (HTML extracted when the reader's ``content`` is ``html``)."""
-    from ...io.readers import line_or_size
+    from ...io.read import line_or_size
 
     if reader.max_bytes is not None and len(line) > reader.max_bytes:
         line = line_or_size(line + b"\n", reader.max_bytes)
@@ -90,10 +90,10 @@ def jsonl_record(reader, line: bytes, n: int, src: str):
 
 def row_record(reader, ident, text, meta: dict, n: int, src: str | None):
     """One Parquet row (or DataFrame row) as the local Parquet reader makes it
-    (:meth:`~neardup.io.readers.RecordReader.value_record`, the value's size measured here as the
-    local reader measures a column's); ``ident`` None for a DataFrame row without an id, filled in
-    later; ``meta``: the row's kept fields that are not null."""
-    return reader.value_record(ident, text, n, src, meta, measure_value=True)
+    (:func:`neardup.io.read.rows.column_value_record`, the value measured against ``max_bytes``
+    here); ``ident`` None for a DataFrame row without an id, filled in later; ``meta``: the row's
+    kept fields that are not null."""
+    return reader.column_value_record(ident, text, n, src, meta)
 
 
 def row_meta(kf: str | None, keyval, url_field: str | None, url) -> dict:

@@ -147,7 +147,7 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
     """(line binary, file, block) -> sketch rows, the local engine's JSONL fast path on executors.
 
     Each run of lines of one file split is joined into a block of whole lines and read by the
-    local reader's block reader (:meth:`~neardup.io.readers.RecordReader.jsonl_block_records`:
+    local reader's block reader (:meth:`~neardup.io.read.RecordReader.jsonl_block_records`:
     ``neardup._jsonl`` scans it; unusual lines go through the line-by-line reader), and the
     batch's texts go to the kernel as UTF-8, never as Python strings
     (:func:`~neardup.stages.sketch.sketch_parts`),

@@ -34,12 +34,12 @@ def write_text(spark, path: str, text: str) -> None:
 
 def write_local(out_dir: str, inputs, leaves, outcome, pair_rows, locate, config: DedupConfig, write_kept: bool,
                  output_format: str, spark, urls: dict | None = None):
-    """The local engine's files, written by its own writers (:mod:`neardup.io.writers`): the same
+    """The local engine's files, written by its own writers (:mod:`neardup.io.write`): the same
     names, schemas and bytes (``urls``: clusters.jsonl's ``url`` by ordinal). Returns the kept
     corpus's description (None without one)."""
     from ...cpus import available_cpus
     from ...io import write_kept as write_kept_records
-    from ...io.writers import write_clusters, write_pairs
+    from ...io.write import write_clusters, write_pairs
 
     write_clusters(out_dir, outcome, format=output_format, urls=urls)
     write_pairs(out_dir, pair_rows, format=output_format)

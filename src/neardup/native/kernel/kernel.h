@@ -41,7 +41,10 @@
  *   distinct.c   pass 3 (hash set, bucket sort)
  *   minhash.c    pass 4, and the CPU dispatch (set_simd, simd, cpu_features)
  *   pairs.c      pairs of documents: intersections, agreements, band_keys, band_pairs
- *   module.c     the Python functions over documents, their argument checks, the module
+ *   documents.c  the Python functions over batches of documents (units, shingle ids, signatures,
+ *                MinHash, fingerprints)
+ *   buffers.c    the Python functions over buffers (xxh3_64, utf8_join, gather)
+ *   module.c     the argument checks those share, the document size limit, the module
  */
 
 #ifndef NEARDUP_KERNEL_H
@@ -250,5 +253,25 @@ ND_HIDDEN extern PyMethodDef nd_pairs_methods[];
 
 /* postings.c: the posting runs' blocks (neardup.store.runs), coded and decoded */
 ND_HIDDEN extern PyMethodDef nd_postings_methods[];
+
+/* documents.c: units, shingle_ids, fingerprints, signatures, signatures_segments, minhash */
+ND_HIDDEN extern PyMethodDef nd_documents_methods[];
+
+/* buffers.c: xxh3_64, utf8_join, gather */
+ND_HIDDEN extern PyMethodDef nd_buffers_methods[];
+
+/* module.c: the argument checks of the Python functions (each sets the exception and returns 0
+ * on a bad argument), and the document size limit */
+/* Documents are addressed with 32-bit positions in a buffer of up to 2*len + 1 bytes. */
+#define MAX_DOC_BYTES ((size_t)0x30000000) /* 5 * len + slack < 2**32 */
+/* The limit in force: MAX_DOC_BYTES, or lower for tests (set_max_doc_bytes). */
+ND_HIDDEN extern size_t g_max_doc_bytes;
+ND_HIDDEN int get_table(PyObject *obj, Py_buffer *view);
+ND_HIDDEN int check_unit_k(int unit, Py_ssize_t k);
+ND_HIDDEN int get_fold(PyObject *obj, uint32_t **fold, size_t *nfold);
+ND_HIDDEN int init_classes(classes_t *cl, const Py_buffer *table, int unit, int keep, const uint32_t *fold,
+                           size_t nfold);
+ND_HIDDEN int check_hash(int hash);
+ND_HIDDEN int check_doc_len(size_t len);
 
 #endif

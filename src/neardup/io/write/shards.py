@@ -14,7 +14,7 @@ With ``--output-shards N``, shard ``i`` holds the kept records ``i*K//N`` to ``(
 always N files (an empty shard is an empty file, or a Parquet file with the schema and no rows).
 
 Every shard is written under a temporary name and moved into place when complete; with a
-:class:`~neardup.io.runfolder.RunFolder`, the completed shards are recorded (``kept.json``) so
+:class:`~neardup.io.write.runfolder.RunFolder`, the completed shards are recorded (``kept.json``) so
 that a resumed run starts at the first incomplete one. Compressed shards are deterministic
 (gzip without a time stamp, zstd at level 3), so a resumed run's shards are byte-identical.
 """
@@ -28,15 +28,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ConfigError, require
-from .runfolder import reached
+from ...errors import ConfigError, require
+from ..read.compression import compression_of
+from ..read.sources import open_binary  # standard input and pipes: their one copy; URLs: fsspec
+from .checkpoints import reached
 
 __all__ = ["KeptLayout", "COMPRESSIONS", "parse_size", "sniff_compression", "extension_of"]
 
 COMPRESSIONS = ("auto", "zstd", "gzip", "none")
 _JSONL_SUFFIX = {"zstd": ".zst", "gzip": ".gz", "none": ""}
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 def parse_size(text: str) -> int:
@@ -70,12 +70,18 @@ class KeptLayout:
     def as_dict(self) -> dict:
         return {"shards": self.shards, "shard_bytes": self.shard_bytes, "compression": self.compression}
 
+    @classmethod
+    def from_options(cls, options) -> "KeptLayout":
+        """The layout that ``dedup``'s ``--output-shards``, ``--shard-size`` and ``--compression``
+        name (``options`` is their parsed namespace); every engine's command line reads it here."""
+        return cls(shards=options.output_shards,
+                   shard_bytes=parse_size(options.shard_size) if options.shard_size is not None else None,
+                   compression=options.compression)
+
 
 def sniff_compression(paths) -> str:
     """``gzip``, ``zstd`` or ``none``: the compression all of ``paths`` share (by magic number),
     ``none`` when they differ or cannot be opened."""
-    from .sources import open_binary  # standard input and pipes: their one copy; URLs: fsspec
-
     kinds = set()
     for path in paths:
         try:
@@ -83,7 +89,7 @@ def sniff_compression(paths) -> str:
                 magic = fh.read(4)
         except (OSError, ImportError, ValueError):
             return "none"
-        kinds.add("gzip" if magic[:2] == _GZIP_MAGIC else "zstd" if magic == _ZSTD_MAGIC else "none")
+        kinds.add({"gzip": "gzip", "zstd": "zstd"}.get(compression_of(magic), "none"))
     return kinds.pop() if len(kinds) == 1 else "none"
 
 
@@ -304,8 +310,8 @@ class _PlainFile:
 
 
 class JsonlShards(ShardedOutput):
-    """JSONL lines into shards; the methods of :class:`~neardup.io.writers.JsonlWriter` that
-    :func:`~neardup.io.writers.write_kept` uses."""
+    """JSONL lines into shards; the methods of :class:`~neardup.io.write.kept.JsonlWriter` that
+    :func:`~neardup.io.write.kept.write_kept` uses."""
 
     def __init__(self, layout, names, places, total, compression: str):
         super().__init__(layout, names, places, total)

@@ -1,14 +1,14 @@
 """Where a run's outputs go, and how they become visible: a local folder or any fsspec URL.
 
 A run writes every output file into a staging folder inside its work folder
-(:class:`~neardup.io.runfolder.RunFolder`), under its final name, and the target publishes
+(:class:`~neardup.io.write.runfolder.RunFolder`), under its final name, and the target publishes
 them only when all are complete (:meth:`OutputTarget.publish`):
 
 - a local folder: each file is renamed into place (same filesystem, so each rename is atomic),
   then ``summary.json`` is written to a temporary name, flushed to disk and renamed: a folder
   holding ``summary.json`` is complete;
 - an fsspec URL (``s3://bucket/dedup/``, ``gs://``, ``memory://``...; the client's extra as for
-  inputs, :data:`neardup.io.sources.EXTRAS`): each file is uploaded,
+  inputs, :data:`neardup.io.read.sources.EXTRAS`): each file is uploaded,
   ``summary.json`` last (an object store has no rename; one object's upload is atomic, so the
   summary's presence again means the rest is there).
 
@@ -29,7 +29,9 @@ from contextlib import contextmanager
 
 import orjson
 
-from ..errors import MissingDependencyError, OutputError
+from ...errors import MissingDependencyError, OutputError
+from ..read.sources import EXTRAS
+from .checkpoints import reached
 
 __all__ = ["OutputTarget", "open_target", "output_error", "is_url", "fsync_dir", "write_atomic", "naming",
            "SUMMARY", "DISK_ERRNOS"]
@@ -40,7 +42,7 @@ SUMMARY = "summary.json"
 #: quota, a read-only filesystem, a file-size limit (RLIMIT_FSIZE), permission.
 DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM}
 
-#: The client each URL scheme needs (the extra that installs it: :data:`neardup.io.sources.EXTRAS`).
+#: The client each URL scheme needs (the extra that installs it: :data:`neardup.io.read.sources.EXTRAS`).
 _CLIENTS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "hf": "huggingface_hub",
             "http": "aiohttp", "https": "aiohttp", "az": "adlfs", "abfs": "adlfs"}
 
@@ -165,8 +167,6 @@ class OutputTarget:
     def publish(self, staged: str, names: list[str], summary: dict, obsolete=()) -> None:
         """Move (or upload) the complete files ``names`` from folder ``staged`` into place, remove
         the ``obsolete`` names an older run left (other shards), then write ``summary.json`` last."""
-        from .runfolder import reached  # the test hook (runfolder imports this module)
-
         current = None
         try:
             if self.is_local:
@@ -211,7 +211,6 @@ class OutputTarget:
 def open_target(output: str) -> OutputTarget:
     """The target of ``-o OUTPUT``: a local folder, ``file://`` path, or fsspec URL (the URL's client
     comes with its extra: ``pip install 'neardup[s3]'``, ``[gcs]``, ``[hf]``, ``[http]``, ``[remote]``)."""
-    from .sources import EXTRAS
 
     output = os.fspath(output)
     if output.startswith("file://"):

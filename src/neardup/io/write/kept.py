@@ -1,27 +1,26 @@
-"""Writing results: the deduplicated corpus (:func:`write_kept`), JSON-lines files (:class:`JsonlWriter`),
-and a run's clusters and pairs (:func:`write_clusters`, :func:`write_pairs`: every engine writes through them)."""
+"""The deduplicated corpus (:func:`write_kept`): the kept records in their input format, and JSON-lines
+files of records (:class:`JsonlWriter`)."""
 
 from __future__ import annotations
 
 import gzip
-import itertools
 import os
 from typing import Callable
 
 import numpy as np
 import orjson
 
-from ..errors import ConfigError, InputError, require
-from .documents import Document
+from ...errors import ConfigError, InputError, require
+from ..documents import Document
+from ..read import PARQUET_BATCH_ROWS, RecordReader, input_leaves, line_or_size, open_parquet, plan_inputs
+from ..read.extract import extract_in_parallel
+from ..read.jsonl import JSONL_BLOCK_BYTES, BrokenInput, has_line_scanner, jsonl_blocks, jsonl_line_ends, read_lines
+from ..texts import SpilledTexts, document_line, extracts
 from . import warc
-from .texts import SpilledTexts, document_line, extracts
 from .shards import (JsonlShards, KeptLayout, ParquetShards, Places, ShardNames, extension_of, sniff_compression,
                      zstd_stream_writer)
-from .readers import (JSONL_BLOCK_BYTES, PARQUET_BATCH_ROWS, BrokenInput, RecordReader, extract_in_parallel,
-                      has_line_scanner, input_leaves, jsonl_blocks, jsonl_line_ends, line_or_size, open_parquet,
-                      plan_inputs, read_lines)
 
-__all__ = ["JsonlWriter", "write_kept", "KeptLayout", "RESULT_FORMATS", "write_clusters", "write_pairs"]
+__all__ = ["JsonlWriter", "write_kept", "KeptLayout"]
 
 _DUMP_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 _FLUSH_BYTES = 64 << 20
@@ -166,7 +165,7 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
       schema and the input's compression. Parquet files of different schemas, or mixed with other
       formats, are written into ``kept.jsonl`` as one JSON object per row.
     - WARC (and ARC) input, all of it: ``kept.warc.gz`` (``kept.arc.gz``), the kept records'
-      original bytes (:func:`neardup.io.warc.write_kept_warc`: a ``.warc.gz``'s gzip members
+      original bytes (:func:`neardup.io.write.warc.write_kept_warc`: a ``.warc.gz``'s gzip members
       byte for byte).
     - Text, HTML and WARC mixed with others: ``kept.jsonl`` with ``{"id", "source", "text"}`` per kept
       document. The text is copied from the texts the read pass kept in ``run``'s work folder
@@ -176,9 +175,9 @@ def write_kept(paths, keep: Callable[[int], bool] | np.ndarray, out_dir: str, *,
       :func:`~neardup.io.read_documents`; records not kept are not extracted, and ``jobs``
       extracts in worker processes.
 
-    ``layout`` (:class:`~neardup.io.shards.KeptLayout`) shards and compresses the corpus (names in
-    :mod:`neardup.io.shards`); by default one file, compressed as the inputs all are (``.gz``,
-    ``.zst``) or not. ``run`` (a :class:`~neardup.io.runfolder.RunFolder`): shards are staged in
+    ``layout`` (:class:`~neardup.io.write.shards.KeptLayout`) shards and compresses the corpus (names in
+    :mod:`neardup.io.write.shards`); by default one file, compressed as the inputs all are (``.gz``,
+    ``.zst``) or not. ``run`` (a :class:`~neardup.io.write.runfolder.RunFolder`): shards are staged in
     the work folder, and a resumed run continues after the last completed JSONL shard
     (Parquet shards are written again from the first: their row groups follow Arrow's batches).
 
@@ -333,7 +332,7 @@ def _kept_lines(path: str, max_bytes: int | None, keeper: _Keep, n: int, out=Non
     """The kept lines of one JSONL file (records n, n+1, ...), as the reader numbered them;
     returns the ordinal after its last record.
 
-    With ``out`` (a :class:`~neardup.io.shards.JsonlShards`), the file is read in blocks of whole
+    With ``out`` (a :class:`~neardup.io.write.shards.JsonlShards`), the file is read in blocks of whole
     lines and each run of consecutive kept lines is written with one call, straight from the
     block: for a caller that has written everything yielded before. Otherwise (and after a
     stream breaks) the kept lines are yielded one by one, as bytes.
@@ -422,102 +421,3 @@ def _write_parquet(plan, keeper: _Keep, out: ParquetShards) -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# The run's results, clusters and pairs, in the same files and bytes for every engine (the local
-# engine and Spark call these): JSON lines or Parquet, as ``--output-format`` says.
-
-#: The formats of ``clusters.*`` and ``pairs.*``.
-RESULT_FORMATS = ("jsonl", "parquet")
-_RESULT_BATCH_ROWS = 4096
-
-
-def _result_format(format: str) -> str:
-    if format not in RESULT_FORMATS:
-        raise ConfigError(f"The output format must be one of {', '.join(RESULT_FORMATS)}. Got {format!r} instead.")
-    return format
-
-
-def _cluster_rows(outcome, urls: dict):
-    """The rows of ``clusters.*`` as dicts, in input order: with ``source`` and
-    ``duplicate_of_source`` when the records carry sources, and ``url`` for web pages."""
-    sources = getattr(outcome, "source", None)
-    # (the source columns iterated beside the others: a column read by ordinal decodes one value a call)
-    none = itertools.repeat(None)
-    for o, (doc_id, cluster, kept, dup, sim, reason, source, dup_source) in enumerate(zip(
-            outcome.ids, outcome.cluster, np.asarray(outcome.kept).tolist(), outcome.duplicate_of, outcome.similarity,
-            outcome.reason, none if sources is None else sources,
-            none if sources is None else outcome.duplicate_of_source)):
-        if sources is None:
-            row = {"id": doc_id, "cluster": cluster, "kept": kept, "duplicate_of": dup, "similarity": sim,
-                   "reason": reason}
-        else:  # records with sources: each line names its own and its survivor's
-            row = {"id": doc_id, "source": source, "cluster": cluster, "kept": kept, "duplicate_of": dup,
-                   "duplicate_of_source": dup_source, "similarity": sim, "reason": reason}
-        if o in urls:  # web pages: where the page was (WARC-Target-URI, a JSONL "url")
-            row["url"] = urls[o]
-        yield row
-
-
-def write_clusters(out_dir: str, outcome, *, format: str = "jsonl", urls: dict | None = None) -> str:
-    """Write ``clusters.jsonl`` (or ``clusters.parquet``) into ``out_dir``: one row per input record, in
-    input order, ``id, cluster, kept, duplicate_of, similarity, reason`` (with ``source`` and
-    ``duplicate_of_source`` when the records carry sources; ``url`` by ordinal from ``urls``).
-    ``outcome`` has those as attributes, sequences indexed by ordinal
-    (:class:`neardup.stages.survivors.Outcome`). Returns the path."""
-    path = os.path.join(out_dir, f"clusters.{_result_format(format)}")
-    urls = urls or {}
-    if format == "parquet":
-        pa = require("pyarrow", "io")
-        pq = require("pyarrow.parquet", "io")
-        rows = list(_cluster_rows(outcome, urls))
-        types = {"kept": pa.bool_(), "similarity": pa.float64()}
-        names = list(rows[0]) if rows else ["id", "cluster", "kept", "duplicate_of", "similarity", "reason"]
-        names += [k for k in ("url",) if urls and k not in names]
-        schema = pa.schema([(k, types.get(k, pa.string())) for k in names])
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
-        return path
-    from . import result_lines
-
-    if result_lines.available(outcome, urls):  # the local engine's arrays: the same bytes, assembled in C
-        with open(path, "wb") as fh:
-            for data in result_lines.cluster_chunks(outcome):
-                fh.write(data)
-        return path
-    dumps = orjson.dumps
-    with open(path, "wb") as fh:
-        buf = []
-        for row in _cluster_rows(outcome, urls):
-            buf.append(dumps(row))
-            if len(buf) >= _RESULT_BATCH_ROWS:
-                fh.write(b"\n".join(buf) + b"\n")
-                buf = []
-        if buf:
-            fh.write(b"\n".join(buf) + b"\n")
-    return path
-
-
-def write_pairs(out_dir: str, rows, *, format: str = "jsonl") -> str:
-    """Write ``pairs.jsonl`` (or ``pairs.parquet``) into ``out_dir``: the verified pairs ``(a, b, jaccard,
-    estimate)`` (ids, and similarities rounded to 6 places) in the order given. ``rows`` may also
-    be an object whose iteration gives those tuples and whose ``jsonl_chunks()`` gives the same
-    lines as bytes (:meth:`neardup.pipeline.VerifiedPairs.lines`). Returns the path."""
-    path = os.path.join(out_dir, f"pairs.{_result_format(format)}")
-    if format == "parquet":
-        pa = require("pyarrow", "io")
-        pq = require("pyarrow.parquet", "io")
-        rows = list(rows)
-        a, b, j, e = (list(col) for col in zip(*rows)) if rows else ([], [], [], [])
-        pq.write_table(pa.table({"a": pa.array(a, pa.string()), "b": pa.array(b, pa.string()),
-                                 "jaccard": pa.array(j, pa.float64()), "estimate": pa.array(e, pa.float64())}), path)
-        return path
-    chunks = getattr(rows, "jsonl_chunks", None)
-    if chunks is not None:  # pairs given as arrays (VerifiedPairs.lines): the same bytes, assembled in C
-        with open(path, "wb") as fh:
-            for data in chunks():
-                fh.write(data)
-        return path
-    dumps = orjson.dumps
-    with open(path, "wb") as fh:
-        for a, b, j, e in rows:
-            fh.write(dumps({"a": a, "b": b, "jaccard": j, "estimate": e}))
-            fh.write(b"\n")
-    return path

@@ -21,54 +21,29 @@ Every stage's result depends only on ``run.json`` (the stages are deterministic 
 ``--jobs`` and ``--in-memory-mb``), so a resumed run's outputs are byte-identical to an
 uninterrupted one's.
 
-Test hooks: ``NEARDUP_TEST_KILL_AT=POINT`` makes the process SIGKILL itself when it reaches
-``POINT`` (a stage name, ``kept-shard-N``, ``publish``); ``NEARDUP_TEST_FAULT=memory@POINT``
-raises MemoryError there; ``NEARDUP_TEST_TRACE=FILE`` appends ``POINT <unix time>`` to FILE at
-each point (benchmarks/resume.py places its kills by it); ``NEARDUP_TEST_NO_DISK_CHECK=1`` skips
-the disk check before the run, so that a disk filled on purpose fails while written. For the fault
-tests and benchmarks only.
+Test hooks: :func:`neardup.io.write.checkpoints.reached`.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import tempfile
 
 import numpy as np
 import orjson
 
-from ..errors import ConfigError
+from ...errors import ConfigError
+from ..read.sources import STDIN_NAMES
 from .outputs import OutputTarget, fsync_dir, naming, write_atomic
 
-__all__ = ["RunFolder", "STAGES", "run_identity", "reached", "WORK_FOLDER"]
+__all__ = ["RunFolder", "STAGES", "run_identity", "WORK_FOLDER"]
 
 #: The stages whose results are kept, in order; ``write`` is resumed file by file.
 STAGES = ("sketch", "candidates", "verify", "cluster")
 WORK_FOLDER = ".neardup-work"
 
-_KILL_ENV = "NEARDUP_TEST_KILL_AT"
-_FAULT_ENV = "NEARDUP_TEST_FAULT"
-_TRACE_ENV = "NEARDUP_TEST_TRACE"
-
 _JSON = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
-
-
-def reached(point: str) -> None:
-    """A named point of the run (test hooks only; nothing happens unless their variables are set)."""
-    trace = os.environ.get(_TRACE_ENV)
-    if trace:
-        import time
-
-        with open(trace, "a", encoding="utf-8") as fh:
-            fh.write(f"{point} {time.time():.6f}\n")
-    kill = os.environ.get(_KILL_ENV)
-    if kill and point in kill.split(","):
-        os.kill(os.getpid(), signal.SIGKILL)
-    fault = os.environ.get(_FAULT_ENV)
-    if fault and fault == f"memory@{point}":
-        raise MemoryError(f"test fault at {point}")
 
 
 def input_facts(paths) -> list[dict]:
@@ -79,7 +54,6 @@ def input_facts(paths) -> list[dict]:
     import stat
     import time
 
-    from .sources import STDIN_NAMES
 
     facts = []
     for p in paths:
@@ -112,7 +86,7 @@ def input_facts(paths) -> list[dict]:
 
 def run_identity(config, paths, layout: dict) -> dict:
     """What ``run.json`` holds: everything that decides the outputs."""
-    from .._version import __version__
+    from ..._version import __version__
 
     return {"neardup": __version__, "config_fingerprint": config.fingerprint(), "config": config.as_dict(),
             "inputs": input_facts(paths), "output": layout}

@@ -31,10 +31,10 @@ import sys
 import tempfile
 from typing import Iterator
 
-from ..errors import ConfigError, InputError, MissingDependencyError
+from ...errors import ConfigError, InputError, MissingDependencyError
 
 __all__ = ["STDIN_NAMES", "EXTRAS", "is_url", "is_hidden_name", "strict_counted", "open_binary", "size_of", "exists", "is_folder",
-           "walk", "local_path", "expand_inputs", "read_files_from", "remove_stdin_copy"]
+           "walk", "local_path", "expand_inputs", "read_files_from", "remove_stdin_copy", "failure_reason"]
 
 #: The names that mean standard input.
 STDIN_NAMES = ("-", "/dev/stdin")
@@ -221,6 +221,14 @@ def is_folder(path: str) -> bool:
         except OSError:
             return False
     return os.path.isdir(path)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a file could not be opened or read, in a few words (an OSError's own words, else the
+    exception's type and message)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def missing(path: str) -> str:

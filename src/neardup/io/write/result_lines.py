@@ -1,6 +1,6 @@
 """The lines of ``clusters.jsonl`` and ``pairs.jsonl`` assembled from the run's arrays.
 
-The writer of :mod:`neardup.io.writers` builds a dict per record and dumps it with orjson: about
+The writer of :mod:`neardup.io.write.results` builds a dict per record and dumps it with orjson: about
 8 microseconds a record, 40 s of the 5-million-document run. Here the lines are the same bytes,
 made a chunk of records at a time: every piece of a line (a constant such as ``,"cluster":``, a
 record's id as JSON, its similarity as orjson writes the float) is a segment of a few buffers
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import orjson
 
-from .. import _native
-from ..stages.columns import Floats, Ids, Labels, Names
+from ... import _native
+from ...stages.columns import Floats, Ids, Labels, Names
 
 __all__ = ["available", "available_for_ids", "cluster_chunks", "pair_chunks"]
 
@@ -154,7 +154,7 @@ def _ref_segments(ids: _IdTable, refs: np.ndarray, null_at: int):
 
 def cluster_chunks(outcome, chunk: int = CHUNK):
     """The bytes of ``clusters.jsonl`` for ``outcome`` (see :func:`available`), a chunk at a time:
-    what :func:`neardup.io.writers.write_clusters` writes, byte for byte (with sources: the
+    what :func:`neardup.io.write.results.write_clusters` writes, byte for byte (with sources: the
     ``source`` after the id and the ``duplicate_of_source`` after the survivor, each a constant
     per label)."""
     gather = _gather()

@@ -20,61 +20,44 @@ input records of ``neardup dedup``:
   ``warcinfo``, ``request``, ``metadata``, ``revisit`` and ``resource`` records are no input
   records (they take no ordinal).
 
-:func:`write_kept_warc` writes the kept input records to ``kept.warc.gz``, each record's bytes
-as they are in the input: for a ``.warc.gz`` input every kept record's gzip member is copied
-byte for byte; for an uncompressed or zstd input each kept record's bytes (decompressed) become
-one gzip member. Where the records start is what the read pass (:func:`input_records`) saw,
-when it read the file to its end and the file is unchanged since; else one pass over the WARC
-headers finds them (never the HTTP heads or payloads). For ARC input the records are ARC records and the file is ``kept.arc.gz`` (the
-file's ``filedesc`` header record first, as the format requires).
+:func:`read_warc` makes them Documents and Skipped records (HTML extracted). Where the records
+start, as the read pass saw them, is kept for the writer of the kept records
+(:mod:`neardup.io.write.warc`, :func:`remembered_starts`), which otherwise finds them with
+:func:`record_starts`.
 """
 
 from __future__ import annotations
 
-import gzip
 import os
-import tempfile
 import zlib
 from array import array
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Iterator
 
-from ..errors import require
+from ...errors import require
+from ...text.html import decode_html
+from ..documents import Skipped
+from .compression import ZSTD_MAGIC, head_decompressed
+from .extract import PendingPage
+from .rows import decode_text, finish_record, with_claims
+from .sniff import looks_like_html
+from .sources import failure_reason, open_binary
 
-__all__ = ["ArchiveRecord", "archive_kind", "is_warc_magic", "read_warc_records", "input_records",
-           "write_kept_warc", "WARC_EXTENSIONS", "HTML_MIMES", "parse_content_type", "looks_like_html"]
+__all__ = ["ArchiveRecord", "ArchiveError", "archive_kind", "is_warc_magic", "read_warc_records", "input_records",
+           "is_input_record", "record_starts", "remembered_starts", "read_input_records", "read_warc",
+           "WARC_EXTENSIONS", "HTML_MIMES", "parse_content_type"]
 
 #: File names read as web archives (compression is recognised from the bytes, not the name).
 WARC_EXTENSIONS = (".warc", ".warc.gz", ".warc.zst", ".warc.zstd", ".arc", ".arc.gz")
 HTML_MIMES = frozenset({"text/html", "application/xhtml+xml", "application/vnd.wap.xhtml+xml"})
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_COPY_CHUNK = 1 << 20
 _HTTP_HEAD = 1 << 16  # bytes of a response read for its status and headers alone
 _SNIFF_MAX = 1 << 18  # a zstd block (at most 128 KiB) and its frame header
-
-
-def _head_plain(head: bytes) -> bytes:
-    """The first bytes of ``head`` once decompressed (gzip, zstd), or ``head`` itself."""
-    if head[:2] == _GZIP_MAGIC:
-        try:
-            return zlib.decompressobj(31).decompress(head, 256)
-        except zlib.error:
-            return b""
-    if head[:4] == _ZSTD_MAGIC:
-        try:
-            import zstandard
-
-            return zstandard.ZstdDecompressor().decompressobj().decompress(head)[:256]
-        except Exception:  # noqa: BLE001 - a truncated or foreign frame: not an archive we read
-            return b""
-    return head
 
 
 def archive_kind(head: bytes) -> str | None:
     """``"warc"``, ``"arc"`` or None for the first bytes of a file (a few hundred are enough;
     gzip and zstd are looked through)."""
-    data = _head_plain(bytes(head[:_SNIFF_MAX]))
+    data = head_decompressed(bytes(head[:_SNIFF_MAX]))
     if data.startswith(b"WARC/"):
         return "warc"
     if data.startswith(b"filedesc://"):
@@ -97,13 +80,6 @@ def parse_content_type(value: str | None) -> tuple[str, str | None]:
         if key.strip().lower() == "charset":
             charset = val.strip().strip("\"'") or None
     return mime, charset
-
-
-def looks_like_html(body: bytes) -> bool:
-    head = body[:1024].lstrip().lower()
-    if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:].lstrip()
-    return head.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or b"<html" in head
 
 
 @dataclass(frozen=True)
@@ -165,7 +141,7 @@ def read_warc_records(source, *, max_bytes: int | None = None, bodies: bool = Tr
     try:
         start = fh.tell() if fh.seekable() else 0
         head = fh.read(4096)
-        if archive_kind(head) is None and head[:4] == _ZSTD_MAGIC:
+        if archive_kind(head) is None and head[:4] == ZSTD_MAGIC:
             head += fh.read(_SNIFF_MAX - len(head))  # one zstd frame for the whole file: a block in
         if fh.seekable():
             fh.seek(start)
@@ -383,7 +359,7 @@ def _remember(path: str, key: tuple | None, starts: array, counts: bytearray) ->
     _SEEN[path] = (key, starts, counts)
 
 
-def _remembered(path: str):
+def remembered_starts(path: str):
     """``(offset, input record?)`` of every record of ``path`` as the read pass saw them, or
     None when it did not read this file to its end or the file changed since."""
     seen = _SEEN.pop(path, None)
@@ -465,24 +441,7 @@ def is_input_record(rec: ArchiveRecord) -> bool:
     return _input_kind(rec) is not None
 
 
-# ------------------------------------------------------------------------------------------------
-# writing the kept records
-
-
-def kept_name(paths: list[str]) -> str:
-    """``kept.arc.gz`` when every archive of ``paths`` is ARC, else ``kept.warc.gz``."""
-    kinds = [_file_kind(p)[0] for p in paths]
-    return "kept.arc.gz" if kinds and all(k == "arc" for k in kinds) else "kept.warc.gz"
-
-
-def _file_kind(path: str) -> tuple[str | None, str]:
-    with open(path, "rb") as fh:
-        head = fh.read(4096)
-    comp = "gzip" if head[:2] == _GZIP_MAGIC else "zstd" if head[:4] == _ZSTD_MAGIC else "none"
-    return archive_kind(head), comp
-
-
-def _record_starts(path: str) -> Iterator[tuple[int, bool]]:
+def record_starts(path: str) -> Iterator[tuple[int, bool]]:
     """``(offset, input record?)`` of every record of the archive ``path``, in file order, read
     in one pass that parses the WARC headers only: whether a record takes an ordinal is a matter
     of its type (every ``response``) and, for a ``conversion``, of its own Content-Type
@@ -513,117 +472,48 @@ def _record_starts(path: str) -> Iterator[tuple[int, bool]]:
             raise ArchiveError(number + 1, f"cannot read the WARC file after record {number}: {exc}") from exc
 
 
-def _spans(path: str, keep_record: Callable[[bool], bool], merge: bool, magic: bytes | None
-           ) -> list[tuple[int, int]] | None:
-    """The byte ranges (in the file) of the records ``keep_record`` (of whether the record is an
-    input record) selects, merged when adjacent and ``merge``; ``None`` when ``magic`` is given
-    and some record does not start a gzip member (zstd frame) of its own: the offsets increase
-    and each points at the compression's magic bytes. One pass over the archive."""
-    size = os.path.getsize(path)
-    spans: list[tuple[int, int]] = []
-    prev: int | None = None
-    prev_kept = False
-    last = -1
-    with open(path, "rb") as fh:
-        try:
-            for offset, counts in _remembered(path) or _record_starts(path):
-                if magic is not None:
-                    if offset <= last:
-                        return None
-                    fh.seek(offset)
-                    if fh.read(len(magic)) != magic:
-                        return None
-                    last = offset
-                if prev is not None and prev_kept:
-                    _add_span(spans, prev, offset, merge)
-                prev, prev_kept = offset, keep_record(counts)
-        except ArchiveError:
-            return spans  # the last record read may be cut: it is not copied (the records before it decide)
-    if prev is not None and prev_kept:
-        _add_span(spans, prev, size, merge)
-    return spans
+def read_input_records(path: str, max_bytes: int | None) -> Iterator[tuple[int, str, tuple]]:
+    """The input records of a WARC or ARC file (a local path, ``-`` or a URL): :func:`input_records`."""
+    try:
+        fh = open_binary(path)
+    except OSError as exc:
+        yield 1, "error", (f"cannot open the file: {failure_reason(exc)}",)
+        return
+    with fh:
+        yield from input_records(path, max_bytes, fh)
 
 
-def _add_span(spans: list, a: int, b: int, merge: bool) -> None:
-    if merge and spans and spans[-1][1] == a:
-        spans[-1] = (spans[-1][0], b)
-    else:
-        spans.append((a, b))
-
-
-def write_kept_warc(path: str, keep: Callable[[int], bool], out: BinaryIO, first_ordinal: int = 0) -> tuple[int, int]:
-    """Append to ``out`` the input records of the archive ``path`` whose ordinal ``keep``
-    selects, in file order (gzip members, see the module docstring). The file's input records
-    take the ordinals from ``first_ordinal`` on (the readers' numbering). Returns ``(next
-    ordinal, records written)``. A file that cannot be read from some record on gives the
-    records before it (the readers reported the rest). ``keep`` is a predicate: it may be asked
-    about the same ordinals again (when the records turn out not to be gzip members of their
-    own, they are read again from the decompressed archive)."""
-    kind, comp = _file_kind(path)
-    counter = {"n": first_ordinal, "written": 0, "first": True}
-
-    def keep_record(counts: bool) -> bool:
-        first, counter["first"] = counter["first"], False
-        if kind == "arc" and first:
-            return True  # the ARC file's header record
-        if not counts:
-            return False
-        o = counter["n"]
-        counter["n"] += 1
-        if keep(o):
-            counter["written"] += 1
-            return True
-        return False
-
-    magic = None if comp == "none" else _GZIP_MAGIC if comp == "gzip" else _ZSTD_MAGIC
-    spans = _spans(path, keep_record, comp == "gzip", magic)
-    if spans is None:
-        # one gzip member or zstd frame holds several records (``gzip pages.warc``): the records'
-        # offsets are not places to copy from, so the records are read from the decompressed
-        # archive and each kept one gzipped on its own, as for an uncompressed archive
-        with tempfile.NamedTemporaryFile(prefix="neardup-", suffix=".warc") as plain:
-            _decompress_into(path, comp, plain)
-            plain.flush()
-            return write_kept_warc(plain.name, keep, out, first_ordinal)
-    with open(path, "rb") as src:
-        for a, b in spans:
-            src.seek(a)
-            if comp == "gzip":
-                _copy(src, out, b - a)  # gzip members, byte for byte
+def read_warc(reader, path: str, n: int):
+    """The Documents and Skipped records of the input records of a WARC or ARC file, numbered from ``n``;
+    returns the next ordinal. An HTML body is decoded (its charset, else UTF-8) and extracted."""
+    want = reader.want
+    for recno, kind, payload in read_input_records(path, reader.max_bytes):
+        src = f"{path}:{recno}"
+        if want is not None and not want(n):
+            n += 1
+            continue
+        if kind == "doc" or kind == "text":  # an HTML response, a WET conversion record
+            ident, url, body, charset, record_id = payload
+            meta = {"url": url} if url else {}
+            if record_id:
+                meta["record_id"] = record_id
+            if kind == "doc" and reader.jobs > 1:  # decoded by the worker, with the extraction
+                yield PendingPage(ident, n, src, with_claims(reader, meta, body, url), body, url, charset, reader.errors,
+                                  f"the body is not valid {charset or 'UTF-8'}")
+                n += 1
+                continue
+            if kind == "doc":
+                text = decode_html(body, charset, errors=reader.errors)
             else:
-                data = src.read(b - a)
-                if comp == "zstd":
-                    data = _zstd_records(data)
-                out.write(gzip.compress(data, compresslevel=6, mtime=0))
-    return counter["n"], counter["written"]
-
-
-def _decompress_into(path: str, comp: str, out: BinaryIO) -> None:
-    """The archive's bytes, decompressed, into ``out`` (a cut end gives what was read)."""
-    cut: tuple = (EOFError, OSError, ValueError)
-    if comp == "gzip":
-        src = gzip.open(path, "rb")
-    else:
-        zstandard = require("zstandard", "io")
-        src = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), read_across_frames=True, closefd=True)
-        cut += (zstandard.ZstdError,)
-    with src:
-        try:
-            while chunk := src.read(_COPY_CHUNK):
-                out.write(chunk)
-        except cut:
-            pass  # the readers reported the cut; the records before it are copied
-
-
-def _copy(src, out, length: int) -> None:
-    while length > 0:
-        chunk = src.read(min(length, _COPY_CHUNK))
-        if not chunk:
-            break
-        out.write(chunk)
-        length -= len(chunk)
-
-
-def _zstd_records(data: bytes) -> bytes:
-    zstandard = require("zstandard", "io")
-    return zstandard.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
+                text = decode_text(body, reader.errors) if charset is None else decode_html(body, charset, errors=reader.errors)
+            if text is None:
+                yield Skipped(ident, n, src, "undecodable", f"the body is not valid {charset or 'UTF-8'}")
+            else:
+                yield finish_record(reader, ident, text, n, src, meta, is_html=kind == "doc", url=url)
+        elif kind == "skip":
+            ident, reason, detail = payload
+            yield Skipped(ident, n, src, reason, detail)
+        else:
+            yield Skipped(src, n, src, "unreadable_file", payload[0])
+        n += 1
+    return n
