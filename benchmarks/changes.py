@@ -1,7 +1,7 @@
 """``neardup changes`` on two generated crawls with a known mix of statuses, beside ``neardup dedup``
 of the same union.
 
-    python benchmarks/changes.py --pages 100000 [--jobs 2] [--out benchmarks/results/changes-DATE.json]
+    python benchmarks/changes.py --pages 100000 [--jobs 2] [--index] [--out benchmarks/results/changes-DATE.json]
 
 OLD has ``--pages`` web pages (JSONL, ``--content html``: a navigation bar, a main element of
 five paragraphs of words drawn from a 30,000-word vocabulary, a footer; seed 39). NEW is OLD
@@ -12,6 +12,11 @@ one paragraph rewritten, 4% moved (the same page under a new URL), 10% gone, and
 as many as 10% of OLD. Prints and writes recall and precision per status against the plan, and
 the wall time of ``changes`` and of ``dedup`` of OLD and NEW together, same options, same
 --jobs, one after the other (under ``flock /work/bench.lock`` when run as the README says).
+
+``--index``: also OLD saved as an index (``neardup index add --url-field url``, profile default,
+which keeps each page's whole-page fingerprint too) and ``changes INDEX NEW``: the time of each,
+and recall and precision per status.
+With ``--index-only`` the comparison of two crawls and dedup are not run.
 """
 
 from __future__ import annotations
@@ -122,36 +127,60 @@ def scores(truth: dict, out: str) -> dict:
     return table
 
 
+def busiest(n: int = 6) -> list[str]:
+    """The commands using the most CPU right now (``ps``): the other work that shared the machine."""
+    r = subprocess.run(["ps", "-eo", "pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True)
+    return [line.strip()[:160] for line in r.stdout.splitlines()[:n]]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pages", type=int, default=100000)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--index", action="store_true", help="also changes against OLD saved as an index")
+    ap.add_argument("--index-only", action="store_true", help="only changes against OLD saved as an index")
     args = ap.parse_args()
     load = os.getloadavg()
+    others_at_start = busiest()
     with tempfile.TemporaryDirectory(prefix="neardup-changes-") as tmp:
         t0 = time.perf_counter()
         crawl = generate(tmp, args.pages)
         gen_s = time.perf_counter() - t0
         read = ["--content", "html", "--text-field", "html", "--jobs", str(args.jobs), "--quiet"]
-        changes_s = run([sys.executable, "-m", "neardup", "changes", crawl["old"], crawl["new"],
-                         "--output", os.path.join(tmp, "changes"), *read])
-        dedup_s = run([sys.executable, "-m", "neardup", "dedup", crawl["old"], crawl["new"],
-                       "--output", os.path.join(tmp, "dedup"), "--no-kept", *read])
-        table = scores(crawl["truth"], os.path.join(tmp, "changes"))
-        with open(os.path.join(tmp, "changes", "summary.json"), encoding="utf-8") as fh:
-            summary = json.load(fh)
-        pages = summary["old"]["records"] + summary["new"]["records"]
-    result = {
-        "pages_old": summary["old"]["records"], "pages_new": summary["new"]["records"],
-        "statuses": table, "counts": summary["counts"],
-        "changes_seconds": round(changes_s, 2), "dedup_seconds": round(dedup_s, 2),
-        "changes_pages_per_s": round(pages / changes_s), "dedup_pages_per_s": round(pages / dedup_s),
-        "changes_over_dedup_time": round(changes_s / dedup_s, 3),
-        "generate_seconds": round(gen_s, 1), "jobs": args.jobs,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_at_start": load, "load_at_end": os.getloadavg()},
-    }
+        result: dict = {}
+        if not args.index_only:
+            changes_s = run([sys.executable, "-m", "neardup", "changes", crawl["old"], crawl["new"],
+                             "--output", os.path.join(tmp, "changes"), *read])
+            dedup_s = run([sys.executable, "-m", "neardup", "dedup", crawl["old"], crawl["new"],
+                           "--output", os.path.join(tmp, "dedup"), "--no-kept", *read])
+            table = scores(crawl["truth"], os.path.join(tmp, "changes"))
+            with open(os.path.join(tmp, "changes", "summary.json"), encoding="utf-8") as fh:
+                summary = json.load(fh)
+            pages = summary["old"]["records"] + summary["new"]["records"]
+            result.update({
+                "pages_old": summary["old"]["records"], "pages_new": summary["new"]["records"],
+                "statuses": table, "counts": summary["counts"],
+                "changes_seconds": round(changes_s, 2), "dedup_seconds": round(dedup_s, 2),
+                "changes_pages_per_s": round(pages / changes_s), "dedup_pages_per_s": round(pages / dedup_s),
+                "changes_over_dedup_time": round(changes_s / dedup_s, 3)})
+        if args.index or args.index_only:
+            db = os.path.join(tmp, "old.db")
+            add_s = run([sys.executable, "-m", "neardup", "index", "add", "--db", db, crawl["old"], "--content",
+                         "html", "--text-field", "html", "--url-field", "url", "--jobs", str(args.jobs)])
+            against_s = run([sys.executable, "-m", "neardup", "changes", db, crawl["new"],
+                             "--output", os.path.join(tmp, "against"), *read])
+            with open(os.path.join(tmp, "against", "summary.json"), encoding="utf-8") as fh:
+                against = json.load(fh)
+            result["against_index"] = {
+                "statuses": scores(crawl["truth"], os.path.join(tmp, "against")), "counts": against["counts"],
+                "index_add_seconds": round(add_s, 2), "index_bytes": os.path.getsize(db),
+                "changes_seconds": round(against_s, 2),
+                "new_pages_per_s": round(against["new"]["records"] / against_s)}
+    result.update({"generate_seconds": round(gen_s, 1), "jobs": args.jobs,
+                   "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                               "load_at_start": load, "load_at_end": os.getloadavg(),
+                               "busiest_at_start": others_at_start, "busiest_at_end": busiest()}})
     print(json.dumps(result, indent=2))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as fh:

@@ -32,7 +32,6 @@ ALLOWED_PRIVATE_IMPORTS: dict = {}
 #: Modules over MAX_LINES, with why they still are.
 ALLOWED_LONG_MODULES = {
     "neardup.pipeline": "the local engine is being split into engines/local/",
-    "neardup.text.html": "the HTML extraction is being split by concern",
     "neardup.store.incremental": "the dedup against an index is moving out of store/ into engines/",
 }
 

@@ -2,6 +2,7 @@
 edited by hand in known places: every status appears, and each edit gets exactly its status."""
 
 import json
+import shutil
 from pathlib import Path
 
 import orjson
@@ -192,11 +193,107 @@ def test_word_diff():
     assert diff.startswith("&hellip; w32 w33") and diff.endswith("<del>end</del> <ins>tail</ins>")
 
 
-def test_an_index_as_old_is_refused_in_one_line(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def against_index(tmp_path_factory):
+    """The same two crawls, OLD saved as an index by 'neardup index add --url-field url' (profile
+    default) and compared without its records."""
+    tmp = tmp_path_factory.mktemp("changes-index")
+    old, new, expected = crawls()
+    o, n = write_jsonl(tmp / "old.jsonl", old), write_jsonl(tmp / "new.jsonl", new)
+    db = tmp / "old.db"
+    assert main(["index", "add", "--db", str(db), o, "--content", "html", "--text-field", "html",
+                 "--url-field", "url"]) == 0
+    (tmp / "old.jsonl").unlink()  # not read again
+    out = tmp / "out"
+    assert main(["changes", str(db), n, "--output", str(out), "--content", "html", "--text-field", "html",
+                 "--quiet"]) == 0
+    lines = [json.loads(x) for x in (out / "changes.jsonl").read_text().splitlines()]
+    return json.loads((out / "summary.json").read_text()), lines, expected, out, tmp
+
+
+def test_an_index_as_old_gives_every_status(against_index, result):
+    summary, lines, expected, out, _ = against_index
+    # the nav-only edit too: index add kept each page's whole-page fingerprint
+    assert {line["url"]: line["status"] for line in lines} == expected
+    assert summary["estimates"]["pages_without_whole_page"] == 0
+    assert summary["old"]["pages"] == 7 and summary["old"]["index"].endswith("old.db")
+    # the same lines as from the crawl's files, but for the estimated similarities of changed pages
+    from_files = {line["url"]: line for line in result[1]}
+    for line in lines:
+        other = from_files[line["url"]]
+        assert (line["old_id"], line["new_id"], line.get("new_url")) == (other["old_id"], other["new_id"],
+                                                                          other.get("new_url"))
+        if line["status"] == "changed":
+            # 128 values: the estimate's standard error is below 0.045 at these resemblances
+            assert abs(line["similarity"] - other["similarity"]) < 0.15
+            assert abs(line["containment_old_in_new"] - other["containment_old_in_new"]) < 0.15
+    appended = next(x for x in lines if x["url"] == SITE + "rust/book/translation.html")
+    assert appended["containment_old_in_new"] > appended["containment_new_in_old"]
+    assert "no word diff" in (out / "changes.html").read_text()
+
+
+def test_an_index_as_old_names_gone_pages_by_their_canonical_url(tmp_path):
+    db = tmp_path / "seen.db"
+    from neardup.store import SeenIndex
+
+    with SeenIndex(db) as index:
+        index.add("https://docs.debian.test/a.html", extract_text(page("sphinx-0000.html"), "main"),
+                  url="https://docs.debian.test/a.html")  # the id is the URL: docs.url is NULL
+        index.add("old-b", extract_text(page("sphinx-0001.html"), "main"),
+                  url="HTTPS://docs.debian.test:443/b.html?utm_medium=x")
+        index.add("no-url", extract_text(page("sphinx-0002.html"), "main"))
+    new = write_jsonl(tmp_path / "n.jsonl", [{"id": "n", "url": SITE + "c.html", "text": "unrelated words " * 20}])
+    from neardup.engines.changes_index import detect_changes_since_index
+
+    summary = detect_changes_since_index(str(db), [new], str(tmp_path / "out"))
+    lines = [json.loads(x) for x in (tmp_path / "out" / "changes.jsonl").read_text().splitlines()]
+    assert [(x["url"], x["status"], x["old_id"]) for x in lines] == [
+        (SITE + "a.html", "gone", "https://docs.debian.test/a.html"), (SITE + "b.html", "gone", "old-b"),
+        (SITE + "c.html", "new", None)]
+    assert summary["old"]["skipped_by_reason"] == {"no_url": 1}
+    assert summary["estimates"]["pages_without_whole_page"] == 2
+
+
+def test_an_index_without_whole_pages_calls_a_template_edit_unchanged(tmp_path):
+    """Pages added with their main text only (no page_text): the nav-only edit is unchanged, the
+    summary counting the pages stored without their whole page."""
+    old, new, expected = crawls()
+    db = tmp_path / "old.db"
+    from neardup.store import SeenIndex
+
+    with SeenIndex(db) as index:
+        index.add_many([(r["id"], extract_text(r["html"], "main"), None, r["url"]) for r in old])
+    out = tmp_path / "out"
+    assert main(["changes", str(db), write_jsonl(tmp_path / "n.jsonl", new), "--output", str(out), "--content",
+                 "html", "--text-field", "html", "--quiet"]) == 0
+    got = {json.loads(x)["url"]: json.loads(x)["status"] for x in (out / "changes.jsonl").read_text().splitlines()}
+    assert got == {**expected, SITE + "cmake/get_directory_property.html": "unchanged"}
+    assert json.loads((out / "summary.json").read_text())["estimates"]["pages_without_whole_page"] == 7
+
+
+def test_an_index_that_cannot_answer_is_refused_in_one_line(tmp_path, capsys):
     import sqlite3
 
-    db = tmp_path / "seen.db"
-    sqlite3.connect(db).execute("CREATE TABLE t (x)").connection.commit()
+    from neardup.store import SeenIndex
+
     new = write_jsonl(tmp_path / "n.jsonl", [{"id": "a", "url": SITE + "a", "text": "some words of text here"}])
+    db = tmp_path / "other.db"
+    sqlite3.connect(db).execute("CREATE TABLE t (x)").connection.commit()
     assert main(["changes", str(db), new, "--output", str(tmp_path / "out")]) == 2
-    assert "a saved index as OLD is not supported yet" in capsys.readouterr().err
+    assert "not a neardup index" in capsys.readouterr().err
+    lean = tmp_path / "lean.db"
+    SeenIndex(lean, profile="lean").close()
+    assert main(["changes", str(lean), new, "--output", str(tmp_path / "out")]) == 2
+    assert "stores no MinHash signatures (profile lean)" in capsys.readouterr().err
+    shutil.copy(Path(__file__).resolve().parents[1] / "data" / "index" / "schema6-lean.db", tmp_path / "old6.db")
+    assert main(["changes", str(tmp_path / "old6.db"), new, "--output", str(tmp_path / "out")]) == 2
+    assert "stores no URLs" in capsys.readouterr().err
+    assert main(["changes", new, str(lean), "--output", str(tmp_path / "out")]) == 2
+    assert "NEW must be a crawl's records" in capsys.readouterr().err
+    plain = tmp_path / "plain.db"
+    with SeenIndex(plain) as index:
+        index.add("a", "some words of text here")  # no URL
+    assert main(["changes", str(plain), new, "--output", str(tmp_path / "out")]) == 2
+    assert "no page of" in capsys.readouterr().err
+    assert main(["changes", str(plain), new, "--output", str(tmp_path / "out"), "--fold-www"]) == 2
+    assert "URL rules given differ" in capsys.readouterr().err

@@ -182,13 +182,11 @@ def spark_runs(options=OPTIONS, groups=GROUPS) -> list:
 
 CASES = spark_runs()
 
-#: The URL identity options, which the Ray engine refuses.
-URL_OPTIONS = ("--url-field", "--drop-params", "--fold-www", "--fold-trailing-slash")
 #: What the Ray engine does where it differs from the Spark engine: it writes the kept corpus with
 #: the local writer (shards, compression) and keeps a work folder of finished shards (resume,
 #: --work-dir: ``{work}`` is a folder of the test's); --ray-address is tried on a real two-node
-#: cluster in tests/engines/test_ray.py (here the module's runtime is in use); it refuses URL identity.
-RAY_OPTIONS = {**OPTIONS, **{name: [(args, "refused") for args, _ in OPTIONS[name]] for name in URL_OPTIONS},
+#: cluster in tests/engines/test_ray.py (here the module's runtime is in use).
+RAY_OPTIONS = {**OPTIONS,
                "--spark-master": [(["--spark-master", "local[2]"], "refused")],
                "--ray-address": [],
                "--jobs": [(["--jobs", "2"], "same"), (["--jobs", "2", "--ray-address", "127.0.0.1:1"], "refused")],
@@ -197,7 +195,7 @@ RAY_OPTIONS = {**OPTIONS, **{name: [(args, "refused") for args, _ in OPTIONS[nam
                "--compression": [(["--compression", "gzip"], "same")],
                "--resume": [(["--resume"], "same")],
                "--work-dir": [(["--work-dir", "{work}"], "same")]}
-RAY_GROUPS = [g for g in ([n for n in g if n != "--spark-master" and n not in URL_OPTIONS] for g in GROUPS) if g] + [
+RAY_GROUPS = [[n for n in g if n != "--spark-master"] for g in GROUPS] + [
     ["--output-shards", "--compression"], ["--shard-size"], ["--resume", "--work-dir"]]
 RAY_CASES = spark_runs(RAY_OPTIONS, RAY_GROUPS)
 

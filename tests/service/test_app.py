@@ -187,6 +187,34 @@ def test_openapi_schema(client):
     schema = client.get("/openapi.json").json()
     assert set(schema["paths"]) >= {"/v1/check", "/v1/add", "/v1/check-and-add", "/v1/documents/{doc_id}",
                                     "/v1/stats", "/healthz"}
+    answer = schema["components"]["schemas"]["Answer"]["properties"]
+    assert {"url_seen", "url_match"} <= set(answer)
+    assert "url" in schema["components"]["schemas"]["DocumentIn"]["properties"]
+
+
+def test_url_seen_beside_content_seen_on_every_path(client):
+    """The fast path (one plain-text document), FastAPI's (HTML, an explicit null) and a batch
+    answer "URL seen?" alike: one canonical URL under several spellings, the content deciding
+    ``added``."""
+    rng = random.Random(7)
+    first, recrawl, other = page(rng), page(rng), page(rng)
+    r = client.post("/v1/check-and-add", json={"id": "url-a", "text": first,
+                                               "url": "https://Docs.Example.org:443/faq?utm_source=x&b=2&a=1"})
+    body = r.json()
+    assert (body["added"], body["url_seen"], body["url_match"]) == (True, False, None)
+    for extra in ({}, {"html": None}):  # the fast path, then FastAPI's
+        r = client.post("/v1/check", json={"text": recrawl, "url": "https://docs.example.org/faq?a=1&b=2#top", **extra})
+        assert (r.json()["url_seen"], r.json()["url_match"], r.json()["exact"]) == (True, "url-a", [])
+    r = client.post("/v1/check-and-add", json={"documents": [
+        {"id": "url-b", "html": f"<html><body><main><p>{recrawl}</p></main></body></html>",
+         "url": "https://docs.example.org/faq?b=2&a=1"},
+        {"id": "url-c", "text": first, "url": "https://docs.example.org/elsewhere"},
+        {"id": "url-d", "text": other}]})
+    results = r.json()["results"]
+    assert [(x["added"], x["url_seen"], x["url_match"]) for x in results[:2]] == [(True, True, "url-a"),
+                                                                                (False, False, None)]
+    assert results[1]["exact"] == ["url-a"] and "url_seen" not in results[2]
+    assert client.post("/v1/add", json={"text": other, "url": ""}).status_code == 422
 
 
 # -- security -----------------------------------------------------------------------------------

@@ -136,7 +136,7 @@ def test_an_id_is_stored_once(tmp_path, profile):
     assert pages["docs_id"] <= 4096 and conn.execute("SELECT count(id_key) FROM docs").fetchone()[0] == 0
     run_bytes = conn.execute("SELECT sum(length(data)) FROM posting_blocks WHERE kind = 3").fetchone()[0]
     assert run_bytes < 6 * n < id_bytes / 10
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION == 7
     conn.close()
 
 

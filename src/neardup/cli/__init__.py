@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 
 # numpy's OpenBLAS starts a thread per core at import that spins for a while; the command never
 # calls BLAS on a hot path, and that spinning competes with the kernel's threads on small
@@ -59,12 +61,33 @@ def run() -> None:
     sys.exit(code)
 
 
+def _raise_terminated(signum, frame):
+    raise Terminated
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that the command unwinds like an interrupt."""
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM unwind the command as Ctrl-C does, when nothing else has claimed it.
+
+    Python's default for SIGTERM ends the process at once, leaving its extraction workers
+    (forked by a forkserver, so not its children) alive, holding the caller's pipes open: a
+    crawler that stops ``neardup`` waits on them forever. Raised as an exception instead, the
+    process pools are shut down on the way out. A run stopped this way resumes like any other."""
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..errors import InputError, NeardupError, OutputError, RunMemoryError
     from ..exitcodes import INPUT_ERROR, OUTPUT_ERROR, USAGE
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    stop_on_sigterm()
     try:
         return int(args.handler(args) or 0)
     except (OutputError, RunMemoryError) as exc:
@@ -90,3 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("neardup: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("neardup: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM

@@ -18,7 +18,9 @@ def register(sub) -> None:
                     "--output DIR: changes.jsonl (one line per URL: url, status new|gone|unchanged|template|changed|"
                     "moved, similarity, old_id, new_id), summary.json (counts, the most-changed pages) and "
                     "changes.html (the largest changes as word diffs).")
-    p.add_argument("old", metavar="OLD", help="the earlier crawl")
+    p.add_argument("old", metavar="OLD", help="the earlier crawl, or an index of it made by 'neardup index add "
+                                              "--url-field' (then compared without reading its records again; "
+                                              "see docs/changes.md for what can be told from an index)")
     p.add_argument("new", metavar="NEW", help="the later crawl")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--threshold", type=unit_float("--threshold"), default=0.8,
@@ -58,19 +60,33 @@ def changes_command(args) -> int:
 
         raise ConfigError(f"--output {args.output}: neardup changes writes to a local folder only (yet); copy the "
                           "folder afterwards")
-    for path in old + new:
+    for path in new:
         if _is_index(path):
             from ..errors import ConfigError
 
-            raise ConfigError(f"{path} is a neardup index: a saved index as OLD is not supported yet (it stores no "
-                              "URLs); give the crawl's files")
+            raise ConfigError(f"{path} is a neardup index: NEW must be a crawl's records (OLD may be an index)")
+    index = len(old) == 1 and _is_index(old[0])
+    if any(_is_index(path) for path in old) and not index:
+        from ..errors import ConfigError
+
+        raise ConfigError("OLD is one index or a crawl's records, not both")
     config = DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args),
                          threshold=args.threshold, measure=args.measure, format=args.format, id_field=args.id_field,
                          text_field=args.text_field, content=args.content, html=args.html, max_bytes=args.max_bytes,
                          extraction=extractor_id(args.html))
     started = time.perf_counter()
-    summary = detect_changes(old, new, args.output, config, url_field=args.url_field, rules=url_rules_from(args),
-                             jobs=args.jobs or available_cpus(), top=args.top, on_error=args.on_error)
+    jobs = args.jobs or available_cpus()
+    if index:
+        from ..engines.changes_index import detect_changes_since_index
+
+        # (the URL rules are the index's own: rules given must equal them)
+        given = args.drop_params is not None or args.fold_www or args.fold_trailing_slash
+        summary = detect_changes_since_index(old[0], new, args.output, config, url_field=args.url_field, jobs=jobs,
+                                             top=args.top, on_error=args.on_error,
+                                             rules=url_rules_from(args) if given else None)
+    else:
+        summary = detect_changes(old, new, args.output, config, url_field=args.url_field, rules=url_rules_from(args),
+                                 jobs=jobs, top=args.top, on_error=args.on_error)
     if not args.quiet:
         c = summary["counts"]
         print(f"{summary['urls']:,} URLs: " + ", ".join(f"{c[s]:,} {s}" for s in c)

@@ -38,6 +38,8 @@ def register(sub) -> None:
     a.add_argument("inputs", nargs="*", metavar="INPUT",
                    help="files, folders, globs, '-' or URLs (jsonl, csv, tsv, parquet, arrow, warc, html, text)")
     _input_options(a)
+    _url_options(a, "keep each record's canonical URL, so that queries answer \"URL seen?\" (url_seen, "
+                    "url_match)")
     _index_options(a)
     a.add_argument("--batch-size", type=positive_int("--batch-size"), default=5000,
                    help="documents per transaction (default 5000; the memory of a run is bounded by one batch's "
@@ -64,6 +66,7 @@ def register(sub) -> None:
     q.add_argument("--json", action="store_true", help="JSON lines: one answer object per input record")
     q.add_argument("--limit", type=positive_int("--limit"), default=100, help="entries per list (default 100)")
     _input_options(q)
+    _url_options(q, "answer whether each record's canonical URL is stored (url_seen, url_match)")
     _index_options(q)
     q.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads for sketching")
     q.set_defaults(handler=query_command)
@@ -146,6 +149,14 @@ def _input_options(p) -> None:
                    help="a file that cannot be read: stop with its path and exit status 3 (default), or skip it")
 
 
+def _url_options(p, what: str) -> None:
+    from ._common import add_url_options
+
+    add_url_options(p.add_argument_group("URLs"),
+                    f"JSONL/CSV/Parquet/Arrow field with the record's URL (WARC: url, the target URI): {what}; "
+                    "without it no URL is read. The URL rules below are recorded when the index is created")
+
+
 def _index_options(p) -> None:
     g = p.add_argument_group("index configuration (recorded when the index is created, checked afterwards)")
     g.add_argument("-k", type=positive_int("-k"), default=None, help="tokens per shingle (default 5)")
@@ -212,6 +223,11 @@ def index_params(args) -> dict:
                         ("containment", getattr(args, "containment", None))):
         if value is not None:
             out[name] = value
+    if getattr(args, "drop_params", None) is not None or getattr(args, "fold_www", False) or \
+            getattr(args, "fold_trailing_slash", False):
+        from ._common import url_rules_from
+
+        out["url_rules"] = url_rules_from(args)
     return out
 
 
@@ -227,7 +243,7 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
     return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **extra, **index_params(args))
 
 
-def _records(args, normalize=None, plan=None):
+def _records(args, normalize=None, plan=None, html: str | None = None):
     """The input's records (of ``plan``, the inputs already checked, when given). With
     ``normalize`` (the index's, for ``index add``), runs of ordinary JSONL records come as
     EncodedDocuments, their texts UTF-8 that the kernel reads in place, as ``neardup dedup``
@@ -238,13 +254,56 @@ def _records(args, normalize=None, plan=None):
 
     inputs = plan if plan is not None else expanded_inputs(args)
     options = dict(format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
-                   html=args.html, max_bytes=args.max_bytes, on_error=args.on_error)
+                   html=html or args.html, max_bytes=args.max_bytes, on_error=args.on_error)
+    if getattr(args, "url_field", None):
+        options["keep_fields"] = (args.url_field,)
     if normalize is None:
         return read_documents(inputs, **options)
     from ..io.read import read_encoded
     from ..stages.sketch import flag_table
 
     return read_encoded(inputs, table=flag_table(normalize), **options)
+
+
+def _with_url(doc, url_field: str | None):
+    """A Document as the index takes it: ``(id, text, meta, url)``, the URL (a non-empty string
+    in the ``url_field`` of its record, else None) taken out of its meta; the Document itself
+    without ``url_field``."""
+    if url_field is None:
+        return doc
+    meta = dict(doc.meta or {})
+    url = meta.pop(url_field, None)
+    return doc.id, doc.text, meta or None, url if isinstance(url, str) and url.strip() else None
+
+
+def _with_pages(records, pages, url_field: str):
+    """``records`` (HTML's main content), each Document as ``(id, text, meta, url, page_text)``
+    with the whole page's text of the same record from ``pages`` (the same inputs read with
+    ``--html whole``, matched by ordinal: a record whose whole page is not there gets None)."""
+    from ..io import Document
+
+    whole = iter(pages)
+    current = None
+    for rec in records:
+        if type(rec) is not Document:
+            yield rec
+            continue
+        while current is None or current.ordinal < rec.ordinal:
+            current = next(whole, None)
+            if current is None:  # (the whole pages ran out)
+                break
+        page = current.text if type(current) is Document and current.ordinal == rec.ordinal else None
+        yield (*_with_url(rec, url_field), page)
+
+
+def _check_urls(index, args) -> None:
+    """Refuse ``--url-field`` for an index that stores no URLs (made before schema 7)."""
+    if getattr(args, "url_field", None) and index.config.urls is None:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--url-field: the index {args.db} stores no URLs (schema version "
+                          f"{index.stats()['schema_version']}; URLs from version 7 on): add the documents to a new "
+                          "index to answer \"URL seen?\"")
 
 
 def _batches(records, size: int):
@@ -337,20 +396,28 @@ def add_command(args) -> int:
                 raise outcome
             count = sum(len(d) if type(d) is EncodedDocuments else 1 for d in docs)
             added += count
-            # (progress in characters for Documents, in UTF-8 bytes for EncodedDocuments)
+            # (progress in characters for Documents, in UTF-8 bytes for EncodedDocuments; a
+            # document with its URL is an (id, text, meta, url) tuple)
             progress.update(count, sum(int(d.offsets[-1] - d.offsets[0]) if type(d) is EncodedDocuments
-                                       else len(d.text) for d in docs))
+                                       else len(d[1]) if type(d) is tuple else len(d.text) for d in docs))
             if args.verbose:
-                last = docs[-1].ids[-1] if type(docs[-1]) is EncodedDocuments else docs[-1].id
+                last = (docs[-1].ids[-1] if type(docs[-1]) is EncodedDocuments
+                        else docs[-1][0] if type(docs[-1]) is tuple else docs[-1].id)
                 print(f"neardup: committed {added} documents (last id {last})", file=sys.stderr, flush=True)
 
         # A batch is sketched on a thread (the kernel releases the GIL) while the one before it
         # is written and the next one read: at most two batches are held, and the reading, the
         # sketching and SQLite's inserts overlap instead of taking turns. Batches commit in order.
+        _check_urls(index, args)
         waiting = None
         records = _records(args, index.config.shingle.normalize, plan)
+        if args.url_field and args.html != "whole" and (args.content == "html" or plan.formats() & {"html", "warc"}):
+            # the whole page's fingerprint beside the main content's, so that 'neardup changes'
+            # against this index can tell a page whose template alone changed (a second read)
+            records = _with_pages(records, _records(args, None, plan, html="whole"), args.url_field)
         for batch in _read_ahead(_batches(records, args.batch_size)):
-            docs = [r for r in batch if not isinstance(r, Skipped)]
+            docs = [_with_url(r, args.url_field) if type(r) is not tuple else r
+                    for r in batch if not isinstance(r, Skipped)]
             for r in batch:
                 if isinstance(r, Skipped):
                     skipped[r.reason] = skipped.get(r.reason, 0) + 1
@@ -381,7 +448,8 @@ def query_command(args) -> int:
     with _open(args, create=False) as index:
         for batch in _batches(records, 256):
             docs = [r for r in batch if isinstance(r, Document)]
-            answers = iter(index.query_many([(d.id, d.text) for d in docs], limit=args.limit))
+            answers = iter(index.query_many([(d.id, d.text, None, _with_url(d, args.url_field)[3] if args.url_field
+                                              else None) for d in docs], limit=args.limit))
             for r in batch:
                 if isinstance(r, Document):
                     answer = next(answers)
@@ -400,6 +468,8 @@ def _describe(answer: dict) -> str:
     if "skipped" in answer:
         return f"{answer['id']}\tskipped: {answer['skipped']} ({answer['detail']})"
     parts = []
+    if answer.get("url_seen"):
+        parts.append(f"url {answer['url_match']}")
     if answer["exact"]:
         parts.append(f"exact {', '.join(answer['exact'][:3])}{' ...' if len(answer['exact']) > 3 else ''}")
     for key, value, fmt in (("near", "jaccard", "{:.3f}"), ("contains", "containment", "{:.3f}"),
@@ -435,6 +505,9 @@ def stats_command(args) -> int:
     print(f"signatures " + (f"stored, {cfg['signatures']['bytes_per_value']} bytes a value" if cfg["signatures"]["stored"]
                             else "not stored (profile lean: near answers estimated from the shared bands)"))
     print(f"simhash    within {cfg['simhash']['max_distance']} bits ({len(cfg['simhash']['blocks'])} blocks)")
+    print("urls       " + ("canonical URLs of the documents added with one (rules version "
+                           f"{cfg['urls']['rules']['version']})" if "urls" in cfg else
+                           "not stored (an index made before schema 7)"))
     print(f"config     fingerprint {stats['config_fingerprint']}")
     return 0
 

@@ -77,6 +77,7 @@ class _Crawl:
     records: int = 0
     skipped: Counter = field(default_factory=Counter)
     duplicate_urls: int = 0
+    signatures: list = field(default_factory=list)  # (n, num_perm) arrays, one per batch, when kept
     whole: dict = field(default_factory=dict)  # ordinal -> fingerprint of the whole page's text
     options: dict = field(default_factory=dict)  # the read options it was read with
 
@@ -109,7 +110,9 @@ def _has_pages(paths: list[str], config: DedupConfig) -> bool:
 
 
 def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules: UrlRules, jobs: int,
-                spill, bands: int, rows: int, on_error: str) -> _Crawl:
+                spill, bands: int, rows: int, on_error: str, signature_dtype=None) -> _Crawl:
+    """One crawl read and sketched; ``signature_dtype``: keep the MinHash values too, narrowed
+    to this type (the width an index stores them in)."""
     crawl = _Crawl()
     roots = _root_of(paths)
     seen: set = set()
@@ -122,6 +125,8 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
         crawl.band_keys.append(band_keys(sig.values, bands, rows))
         crawl.id_parts.append(np.concatenate(sig.id_parts) if sig.id_parts else np.empty(0, dtype=np.uint64))
         crawl.n_shingles.append(np.asarray(sig.n_shingles, dtype=np.int64))
+        if signature_dtype is not None:
+            crawl.signatures.append(sig.values.astype(signature_dtype))
         for text in batch:
             data = text.encode("utf-8", "surrogatepass")
             crawl.text_spans.append((spill.tell(), len(data)))
@@ -392,7 +397,7 @@ def word_diff(old: str, new: str, *, context: int = 8) -> str:
     return " ".join(x for x in out if x)
 
 
-def _report(summary: dict, most: list, texts: _Texts) -> str:
+def _report(summary: dict, most: list, texts: "_Texts | None") -> str:
     counts = summary["counts"]
     rows = "".join(f"<tr><td>{s}</td><td>{counts[s]:,}</td></tr>" for s in STATUSES)
     parts = [
@@ -405,10 +410,12 @@ def _report(summary: dict, most: list, texts: _Texts) -> str:
     ]
     for line in most:
         i, j = line["_pair"]
+        # (against an index the old text is not at hand: no word diff, texts is None)
+        diff = (f"<p class='diff'>{word_diff(texts[i], texts[j])}</p>" if texts is not None
+                else "<p>(the earlier crawl is an index, which keeps no text: no word diff)</p>")
         parts.append(
             f"<h3><a href='{_html.escape(line['url'], quote=True)}'>{_html.escape(line['url'])}</a></h3>"
             f"<p>resemblance {line['similarity']:.3f}, old in new {line['containment_old_in_new']:.3f}, "
-            f"new in old {line['containment_new_in_old']:.3f}</p>"
-            f"<p class='diff'>{word_diff(texts[i], texts[j])}</p>")
+            f"new in old {line['containment_new_in_old']:.3f}</p>{diff}")
     parts.append("</body></html>\n")
     return "".join(parts)

@@ -266,22 +266,25 @@ async def fast(service: Service, scope, doc, send) -> bool:
         return False
     if not doc.keys() <= FAST_KEYS or type(doc.get("text")) is not str:
         return False
-    doc_id, meta = doc.get("id"), doc.get("meta")
+    doc_id, meta, url = doc.get("id"), doc.get("meta"), doc.get("url")
     if doc_id is not None and (type(doc_id) is not str or not 1 <= len(doc_id) <= MAX_ID_LENGTH):
+        return False
+    if url is not None and (type(url) is not str or not 1 <= len(url) <= MAX_ID_LENGTH):
         return False
     if meta is not None and type(meta) is not dict:
         return False
     index, timeout, metrics = service.index, service.settings.request_timeout, service.metrics
     try:
         if op == "check":
-            answer = (await service.in_pool(lambda: index.query_many([(doc_id, doc["text"])], limit=limit)))[0]
+            answer = (await service.in_pool(lambda: index.query_many([(doc_id, doc["text"], None, url)],
+                                                                     limit=limit)))[0]
         else:
             # Sketched, checked and stored by the writer thread, together with whatever other
             # requests arrived meanwhile (one transaction, one COMMIT).
             if op == "check-and-add":
-                request = ("check_and_add", [(doc_id, doc["text"], meta)], limit)
+                request = ("check_and_add", [(doc_id, doc["text"], meta, url)], limit)
             else:
-                request = ("add", [(doc_id, doc["text"], meta)])
+                request = ("add", [(doc_id, doc["text"], meta, url)])
             try:
                 result = await asyncio.wait_for(service.writer.run(request), timeout)
             except (asyncio.TimeoutError, TimeoutError):

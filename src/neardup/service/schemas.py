@@ -19,8 +19,11 @@ __all__ = ["DocumentIn", "RequestBody", "Near", "Contained", "Neighbour", "Answe
 
 # -- schemas ---------------------------------------------------------------------------------
 
+URL_FIELD = ("the page's URL: its canonical form (neardup.urls, under the rules recorded in the index) is "
+             "stored with the document, and answers say whether it was seen (url_seen, url_match)")
+
 class DocumentIn(BaseModel):
-    """One document: ``text`` or ``html`` (exactly one), an optional id and metadata."""
+    """One document: ``text`` or ``html`` (exactly one), an optional id, URL and metadata."""
 
     # The schema says what the validator checks (schemathesis sends what the schema allows): the
     # content given is a string, the other one is absent or null.
@@ -33,6 +36,7 @@ class DocumentIn(BaseModel):
     text: str | None = Field(default=None, description="plain text")
     html: str | None = Field(default=None, description="an HTML page; its main content is indexed")
     meta: dict[str, Any] | None = Field(default=None, description="stored with the document (add only)")
+    url: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH, description=URL_FIELD)
 
     @model_validator(mode="after")
     def _one_content(self):
@@ -50,18 +54,19 @@ class RequestBody(BaseModel):
         {"required": ["html"], "properties": {"html": {"type": "string"}, "text": {"type": "null"},
                                               "documents": {"type": "null"}}},
         {"required": ["documents"], "properties": {"documents": {"type": "array"}, **{
-            name: {"type": "null"} for name in ("id", "text", "html", "meta")}}}]})
+            name: {"type": "null"} for name in ("id", "text", "html", "meta", "url")}}}]})
 
     id: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH)
     text: str | None = None
     html: str | None = None
     meta: dict[str, Any] | None = None
+    url: str | None = Field(default=None, min_length=1, max_length=MAX_ID_LENGTH, description=URL_FIELD)
     documents: list[DocumentIn] | None = Field(default=None, min_length=1,
                                                description="a batch, answered as {\"results\": [...]} in order")
 
     @model_validator(mode="after")
     def _one_form(self):
-        single = [name for name in ("id", "text", "html", "meta") if getattr(self, name) is not None]
+        single = [name for name in ("id", "text", "html", "meta", "url") if getattr(self, name) is not None]
         if self.documents is not None:
             if single:
                 raise ValueError(f"give either 'documents' or one document, not both (also got {', '.join(single)})")
@@ -95,6 +100,11 @@ class Answer(BaseModel):
     contains: list[Contained]
     contained_in: list[Contained]
     simhash: list[Neighbour]
+    url_seen: bool | None = Field(default=None, description=(
+        "only when the document gave a url: whether a stored document has the same canonical URL (null: the "
+        "index stores no URLs, made before schema 7)"))
+    url_match: str | None = Field(default=None, description=(
+        "only when the document gave a url: the id of the first stored document with its canonical URL, or null"))
     added: bool | None = Field(default=None, description="check-and-add only")
 
 

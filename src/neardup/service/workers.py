@@ -30,24 +30,24 @@ __all__ = ["Service", "BatchProcesses", "run_documents", "answer_body", "FAST_PA
 
 #: The paths of the fast path (:func:`neardup.service.routes.fast`), and their operations.
 FAST_PATHS = {"/v1/check": "check", "/v1/check-and-add": "check-and-add", "/v1/add": "add"}
-FAST_KEYS = {"id", "text", "meta"}
+FAST_KEYS = {"id", "text", "meta", "url"}
 
 
 def run_documents(index, op: str, docs: list[tuple], limit, html_mode: str, budget: tuple, policy: str = "exact"):
-    """``op`` on ``docs`` (``(id, text, html, meta)`` tuples): HTML to text (with the budget
+    """``op`` on ``docs`` (``(id, text, html, meta, url)`` tuples): HTML to text (with the budget
     checked again on the extracted text), then the index's batch call. Runs in a worker thread
     or a batch process."""
     records = []
-    for doc_id, text, html, meta in docs:
+    for doc_id, text, html, meta, url in docs:
         if text is None:
             text = extract_text(html, html_mode)
             problem = over_budget(text, "the document's main text", budget)
             if problem:
                 raise UserError(413, problem + "; split the document",
                                  "document_too_many_tokens" if "tokens" in problem else "document_too_large")
-        records.append((doc_id, text, meta))
+        records.append((doc_id, text, meta, url))
     if op == "check":
-        return index.query_many([(i, t) for i, t, _ in records], limit=limit)
+        return index.query_many([(i, t, None, u) for i, t, _, u in records], limit=limit)
     if op == "add":
         return index.add_many(records)
     return index.check_and_add_many(records, limit=limit, policy=policy)
@@ -87,7 +87,7 @@ def answer_body(op: str, body: bytes, limit: int, max_batch: int, html_mode: str
     except ValidationError as exc:
         return 422, validation_answer([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]), "invalid"
     batch = parsed.documents is not None
-    plain = [(d.id, d.text, d.html, d.meta) for d in (parsed.documents if batch else [parsed])]
+    plain = [(d.id, d.text, d.html, d.meta, d.url) for d in (parsed.documents if batch else [parsed])]
     try:
         out = run_documents(index, op, plain, limit, html_mode, budget)
     except UserError as exc:
@@ -283,7 +283,7 @@ class Service:
         docs = body.documents if batch else [body]
         if len(docs) > s.max_batch:  # (counted before validation already; kept for direct callers)
             raise UserError(422, f"a batch holds at most {s.max_batch} documents, got {len(docs)}")
-        plain = [(d.id, d.text, d.html, d.meta) for d in docs]
+        plain = [(d.id, d.text, d.html, d.meta, d.url) for d in docs]
         if self.heavy is not None and (batch or body.html is not None):
             return await self.heavy.run(op, plain, limit, policy, s.html_mode, self.budget, s.request_timeout,
                                         self.metrics), batch

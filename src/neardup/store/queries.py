@@ -15,25 +15,28 @@ import numpy as np
 from .._validate import check_int
 from ..errors import InputError
 from .schema import (DEFAULT_LIMIT, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, Sketch, band_buckets, block_bucket,
-                     fingerprint_buckets, signed, unsigned)
+                     fingerprint_buckets, signed, unsigned, url_buckets)
 
 __all__ = ["Queries", "as_record", "check_limit", "jaccard"]
 
 
 def as_record(doc) -> tuple:
-    """(id, text, meta) of a tuple, dict or Document-like object."""
+    """(id, text, meta, url, page_text) of a tuple (``(id, text)``, ``(id, text, meta)``, ``(id,
+    text, meta, url)`` or ``(id, text, meta, url, page_text)``), a dict (``id``, ``text``,
+    ``meta``, ``url``, ``page_text``) or a Document-like object (``url`` and ``page_text``: None).
+    ``page_text``: the whole page's text, when ``text`` is its main content (only its fingerprint
+    is kept, with the URL: ``neardup changes`` against an index tells ``template`` by it)."""
     if isinstance(doc, dict):
         if "text" not in doc:
             raise InputError(f"a document needs a 'text' field; got keys {sorted(doc)}")
-        return doc.get("id"), doc["text"], doc.get("meta")
+        return doc.get("id"), doc["text"], doc.get("meta"), doc.get("url"), doc.get("page_text")
     if isinstance(doc, (tuple, list)):
-        if len(doc) == 2:
-            return doc[0], doc[1], None
-        if len(doc) == 3:
-            return tuple(doc)
-        raise InputError(f"a document tuple is (id, text) or (id, text, meta); got {len(doc)} items")
+        if 2 <= len(doc) <= 5:
+            return (*doc, *(None,) * (5 - len(doc)))
+        raise InputError(f"a document tuple is (id, text), (id, text, meta), (id, text, meta, url) or (id, text, "
+                         f"meta, url, page_text); got {len(doc)} items")
     if hasattr(doc, "text"):
-        return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None
+        return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None, None, None
     raise InputError(f"cannot read a document from {type(doc).__name__}: give (id, text), a dict or a Document")
 
 
@@ -41,8 +44,15 @@ class Queries:
     """Queries of a :class:`~neardup.store.sqlite.SeenIndex` (see the module docstring)."""
 
     # -- querying ----------------------------------------------------------------------------
-    def _query(self, conn, sk: Sketch, doc_id, limit: int | None) -> dict:
+    def _query(self, conn, sk: Sketch, doc_id, limit: int | None, url_hash: int | None = None,
+               has_url: bool = False) -> dict:
+        """The answer for one sketched text; with ``has_url`` (the query gave a URL, whose hash
+        is ``url_hash``) also ``url_seen`` and ``url_match``."""
         answer = {"id": doc_id, "exact": [], "near": [], "contains": [], "contained_in": [], "simhash": []}
+        if has_url:
+            match = self._url_match(conn, url_hash) if self.config.urls is not None else None
+            answer["url_seen"] = None if self.config.urls is None else match is not None
+            answer["url_match"] = match
         if sk.fingerprint is not None:
             answer["exact"] = self._exact(conn, sk.fingerprint, limit)
         if sk.n_shingles:
@@ -73,6 +83,19 @@ class Queries:
                 if limit is not None:
                     del ids[limit:]
         return ids
+
+    def _url_match(self, conn, url_hash: int) -> str | None:
+        """The id of the first stored document (the lowest number) whose canonical URL has this
+        hash, or None: small writes' through ``docs_url``, bulk writes' through the URL runs."""
+        from . import runs
+
+        found = conn.execute(f"SELECT d.num, {self._id_sql} FROM docs d WHERE d.url_hash = ? AND d.id_key IS NOT NULL "
+                             "ORDER BY d.num LIMIT 1", (url_hash,)).fetchall()
+        if self.config.posting_runs and runs.has_runs(conn, runs.KIND_URLS):
+            bucket = int(url_buckets(np.array([url_hash], dtype=np.int64))[0])
+            nums = np.unique(runs.lookup_every(conn, runs.KIND_URLS, [bucket]))
+            found += [(r[0], r[1]) for r in docs_of(conn, f"{self._id_sql}, d.url_hash", nums) if r[2] == url_hash]
+        return min(found)[1] if found else None
 
     def _near(self, conn, sk: Sketch, limit):
         cfg = self.config
@@ -234,21 +257,37 @@ class Queries:
         out.sort(key=lambda e: (e["distance"], e["id"]))
         return out[:limit] if limit is not None else out
 
-    def query(self, text: str, id: str | None = None, *, limit: int | None = DEFAULT_LIMIT) -> dict:
+    def query(self, text: str, id: str | None = None, *, url: str | None = None,
+              limit: int | None = DEFAULT_LIMIT) -> dict:
         """What the index holds that resembles ``text`` (answer shape in the module docstring).
 
-        ``id`` is only echoed in the answer; ``limit`` cuts each list (None: no limit).
+        ``id`` is only echoed in the answer; ``limit`` cuts each list (None: no limit). With a
+        ``url``, the answer also holds ``url_seen`` (a document with the same canonical URL is
+        stored; None when the index stores no URLs, files of schema 3-6) and ``url_match`` (the
+        id of the first one stored, else None).
         """
-        return self.query_many([(id, text)], limit=limit)[0]
+        return self.query_many([(id, text, None, url)], limit=limit)[0]
 
     def query_many(self, docs, *, limit: int | None = DEFAULT_LIMIT) -> list[dict]:
         """Answers for many documents, sketched as one batch and read in one snapshot."""
         check_limit(limit)
         records = [as_record(d) for d in docs]
+        urls = [r[3] for r in records]
+        hashes = self._url_hashes(urls)[0]
         sketches = self._sketch_many([r[1] for r in records])
         with self._read() as conn:
-            return [self._query(conn, sk, doc_id, limit) for (doc_id, _, _), sk in zip(records, sketches)]
+            return [self._query(conn, sk, r[0], limit, h, url is not None)
+                    for r, sk, url, h in zip(records, sketches, urls, hashes)]
 
+
+    def near_many(self, texts, *, limit: int | None = DEFAULT_LIMIT) -> list[list[dict]]:
+        """The ``near`` lists of :meth:`query_many`'s answers for ``texts`` alone, without the
+        exact, containment and simhash look-ups (of generated pages, whose common words fill the
+        simhash blocks, those took 8 times the time of the near look-up)."""
+        check_limit(limit)
+        sketches = self._sketch_many(list(texts))
+        with self._read() as conn:
+            return [self._near(conn, sk, limit) if sk.n_shingles else [] for sk in sketches]
 
     # -- inspecting --------------------------------------------------------------------------
     def get(self, doc_id: str) -> dict | None:
@@ -265,6 +304,22 @@ class Queries:
                 "length": row[2], "n_shingles": row[3],
                 "n_sample": row[4], "simhash": None if row[5] is None else f"{unsigned(row[5]):016x}",
                 "meta": None if row[6] is None else json.loads(row[6]), "added_at": row[7]}
+
+    def url_pages(self):
+        """Every stored document that has a canonical URL (schema 7), in the order they were
+        added: ``(id, url hash, url, fingerprint, n_shingles, signature, page fingerprint)``,
+        ``url`` being the canonical URL's text, or None where it is the id; the fingerprints
+        unsigned (None without tokens; the page's None where no whole page was given); the
+        signature as stored (None: not stored, or no shingles). One read snapshot."""
+        if self.config.urls is None:
+            return
+        fingerprint = "coalesce(d.fingerprint, d.run_fingerprint)" if self.config.fingerprint_runs else "d.fingerprint"
+        with self._read() as conn:
+            for doc_id, url_hash, url, fp, n, signature, page in conn.execute(
+                    f"SELECT {self._id_sql}, d.url_hash, d.url, {fingerprint}, d.n_shingles, d.signature, "
+                    "d.page_fingerprint FROM docs d WHERE d.url_hash IS NOT NULL ORDER BY d.num"):
+                yield (doc_id, url_hash, url, None if fp is None else unsigned(fp), n, signature,
+                       None if page is None else unsigned(page))
 
     def __contains__(self, doc_id) -> bool:
         if not isinstance(doc_id, str):

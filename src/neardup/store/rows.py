@@ -13,8 +13,8 @@ from ..errors import StoreError
 from ..stages.candidates import band_keys
 from .ids import RunKeyFilter, id_hashes, keys32, prefix_counts, prefix_length, row_keys, run_buckets
 from .queries import docs_of
-from .schema import (DOC_BITS, MAX_DOCUMENTS, ROWS_BELOW, Sketch, band_buckets, block_postings, fingerprint_buckets,
-                     signed, unsigned)
+from .schema import (DOC_BITS, MAX_DOCUMENTS, ROWS_BELOW, band_buckets, block_postings, fingerprint_buckets, signed,
+                     unsigned, url_buckets)
 
 __all__ = ["Rows"]
 
@@ -80,21 +80,23 @@ class Rows:
         return found
 
 
-    def _insert(self, conn, items: list[tuple[str, Sketch, str | None]]) -> None:
+    def _insert(self, conn, items: list[tuple]) -> None:
         """Insert documents whose ids are not in the index (the caller removed them)."""
         if items:
             self._write_columns(conn, self._columns_of(items))
 
-    def _columns_of(self, items: list[tuple[str, Sketch, str | None]]) -> "_Columns":
-        """:meth:`_columns` of ``(id, sketch, meta)`` items."""
-        sks = [sk for _, sk, _ in items]
-        return self._columns([doc_id for doc_id, _, _ in items], [sk.fingerprint for sk in sks],
+    def _columns_of(self, items: list[tuple]) -> "_Columns":
+        """:meth:`_columns` of ``(id, sketch, meta, url hash, canonical url, page fingerprint)``
+        items."""
+        sks = [item[1] for item in items]
+        return self._columns([item[0] for item in items], [sk.fingerprint for sk in sks],
                              [sk.length for sk in sks], [sk.n_shingles for sk in sks],
                              # (the band keys come along: without stored signatures they are not needed)
                              np.stack([sk.signature for sk in sks]) if self.config.signatures else None,
                              [sk.sample for sk in sks],
-                             [sk.simhash for sk in sks], [sk.shingles for sk in sks], [m for _, _, m in items],
-                             band_keys=np.stack([sk.bands for sk in sks]))
+                             [sk.simhash for sk in sks], [sk.shingles for sk in sks], [item[2] for item in items],
+                             band_keys=np.stack([sk.bands for sk in sks]), url_hashes=[item[3] for item in items],
+                             url_texts=[item[4] for item in items], page_fingerprints=[item[5] for item in items])
 
     def _insert_columns(self, conn, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples,
                         simhashes, shingles, metas, *, band_keys: np.ndarray, source: str = "",
@@ -110,7 +112,9 @@ class Rows:
                                    clusters=clusters)
 
     def _columns(self, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples, simhashes, shingles,
-                 metas, *, band_keys: np.ndarray, source: str = "", packable: bool = True) -> "_Columns":
+                 metas, *, band_keys: np.ndarray, source: str = "", packable: bool = True,
+                 url_hashes: list | None = None, url_texts: list | None = None,
+                 page_fingerprints: list | None = None) -> "_Columns":
         """Everything :meth:`_write_columns` inserts that does not depend on the numbers the
         documents get: the ``docs`` rows by their offset in the batch, the postings as
         ``bucket << DOC_BITS | offset``, and for a bulk write its runs' blocks, coded (a run
@@ -174,6 +178,21 @@ class Rows:
         id_run = None
         if as_run and hashes is not None:
             id_run = runs.encode_run((run_buckets(hashes) << DOC_BITS) | offsets, n)
+        # canonical URLs (schema 7): the hash in docs.url_hash, found through docs_url for a small
+        # write (its rows have an id_key) and through a URL run for a bulk write; the text in
+        # docs.url where it is not the id, and the whole page's fingerprint where one was given
+        url_cols = []
+        url_run = None
+        if cfg.urls is not None:
+            url_col = url_hashes if url_hashes is not None else [None] * n
+            texts = url_texts if url_texts is not None else [None] * n
+            url_cols = [url_col, [None if t == doc_id else t for t, doc_id in zip(texts, ids)],
+                        page_fingerprints if page_fingerprints is not None else [None] * n]
+            if as_run:
+                has = [k for k, h in enumerate(url_col) if h is not None]
+                if has:
+                    values = np.array([url_col[k] for k in has], dtype=np.int64)
+                    url_run = runs.encode_run((url_buckets(values) << DOC_BITS) | offsets[has], n)
         # id prefixes (ids.py): how long each id's storable prefix is; the write decides which
         # prefixes are stored and the insert finds their numbers (_write_columns)
         plens = [prefix_length(doc_id) for doc_id in ids] if cfg.id_prefixes else None
@@ -188,7 +207,7 @@ class Rows:
             width = self._m * cfg.signature_width if sig_bytes is not None else 0
             packed = (orjson.dumps(list(zip(ids, fp_col, length_col, counts, sh_col, metas,
                                             *([run_fp_col or [None] * n] if cfg.fingerprint_runs else []),
-                                            *key_cols, *prefix_cols))).decode(),
+                                            *url_cols, *key_cols, *prefix_cols))).decode(),
                       np.ascontiguousarray(sig_bytes).tobytes() if width else b"", width, source)
         else:
             # a text without shingles has no signature (its values are all the "empty" marker,
@@ -199,9 +218,10 @@ class Rows:
             shingle_col = [None if x is None else x.astype("<u8", copy=False).tobytes() for x in shingles]
             rows = list(zip(range(n), [source] * n, ids, fp_col, length_col, counts,
                             sample_sizes or [0] * n, sh_col, sig_col, sample_col, shingle_col, metas,
-                            *([run_fp_col or [None] * n] if cfg.fingerprint_runs else []), *key_cols,
-                            *prefix_cols))
-        return _Columns(n, rows, bands, simhash, sample_rows, encoded, packed, id_run, bool(key_cols), prefixes)
+                            *([run_fp_col or [None] * n] if cfg.fingerprint_runs else []), *url_cols,
+                            *key_cols, *prefix_cols))
+        return _Columns(n, rows, bands, simhash, sample_rows, encoded, packed, id_run, bool(key_cols), prefixes,
+                        url_run, bool(url_cols))
 
     def _write_columns(self, conn, cols: "_Columns", clusters=None) -> int:
         """Insert what :meth:`_columns` made (documents not in the index: the caller removed
@@ -244,6 +264,11 @@ class Rows:
             run_fp = run_fp_value = key = key_value = ""
             if self.config.fingerprint_runs:
                 run_fp, run_fp_value, extra = ", run_fingerprint", f", {item(extra)}", extra + 1
+            url = url_value = ""
+            if cols.urls:
+                url = ", url_hash, url, page_fingerprint"
+                url_value = f", {item(extra)}, {item(extra + 1)}, {item(extra + 2)}"
+                extra += 3
             if cols.keyed:
                 key, key_value, extra = ", id_key", f", {item(extra)}", extra + 1
             id_value, prefix, prefix_value, join = item(0), "", "", ""
@@ -251,16 +276,18 @@ class Rows:
                 id_value, prefix_value, join = _prefixed_id(item(0), item(extra))
                 prefix = ", id_prefix"
             conn.execute("INSERT INTO docs (num, source, id, fingerprint, length, n_shingles, n_sample, simhash, "
-                         f"signature, meta, added_at{run_fp}{key}{prefix}) "
+                         f"signature, meta, added_at{run_fp}{url}{key}{prefix}) "
                          f"SELECT {int(first)} + j.key, ?1, {id_value}, {item(1)}, {item(2)}, {item(3)}, "
                          f"0, {item(4)}, {signature}, {item(5)}, {now!r}"
-                         f"{run_fp_value}{key_value}{prefix_value} FROM json_each(?3) j{join}", (source, blob, text))
+                         f"{run_fp_value}{url_value}{key_value}{prefix_value} FROM json_each(?3) j{join}",
+                         (source, blob, text))
         else:
             # the row's values by position (?1 its offset, ?3 its id, ...: an id with a prefix is
             # read twice, and the prefix's number is joined in)
             names = ["num", "source", "id", "fingerprint", "length", "n_shingles", "n_sample", "simhash",
                      "signature", "sample", "shingles", "meta"]
-            names += ["run_fingerprint"] * self.config.fingerprint_runs + ["id_key"] * cols.keyed
+            names += ["run_fingerprint"] * self.config.fingerprint_runs
+            names += ["url_hash", "url", "page_fingerprint"] * cols.urls + ["id_key"] * cols.keyed
             values = [f"?{k + 1}" for k in range(len(names))]
             values[0] = f"?1 + {int(first)}"
             join = ""
@@ -287,6 +314,8 @@ class Rows:
             runs.add_encoded_run(conn, runs.KIND_FINGERPRINTS, cols.encoded[2], first, first + n - 1, bulk=bulk)
         if cols.id_run is not None:
             runs.add_encoded_run(conn, runs.KIND_IDS, cols.id_run, first, first + n - 1, bulk=bulk)
+        if cols.url_run is not None:
+            runs.add_encoded_run(conn, runs.KIND_URLS, cols.url_run, first, first + n - 1, bulk=bulk)
         if cols.sample_rows is not None:
             values, offsets = cols.sample_rows
             conn.executemany("INSERT INTO samples (value, doc) VALUES (?, ?)", _sorted_rows(values, offsets + first))
@@ -356,16 +385,19 @@ class Rows:
 class _Columns:
     """A batch's rows and postings before its documents are numbered (:meth:`SeenIndex._columns`)."""
 
-    __slots__ = ("n", "rows", "bands", "simhash", "sample_rows", "encoded", "packed", "id_run", "keyed", "prefixes")
+    __slots__ = ("n", "rows", "bands", "simhash", "sample_rows", "encoded", "packed", "id_run", "keyed", "prefixes",
+                 "url_run", "urls")
 
     def __init__(self, n, rows, bands, simhash, sample_rows, encoded, packed=None, id_run=None, keyed=False,
-                 prefixes=None):
+                 prefixes=None, url_run=None, urls=False):
         self.n, self.rows, self.bands, self.simhash = n, rows, bands, simhash
         self.sample_rows, self.encoded, self.packed = sample_rows, encoded, packed
         #: the id run's blocks (a bulk write of schema 6), and whether the rows carry id_key
         self.id_run, self.keyed = id_run, keyed
         #: the batch's id prefixes and how many of its ids have each (None: the file stores none)
         self.prefixes = prefixes
+        #: the URL run's blocks (a bulk write of schema 7), and whether the rows carry url_hash
+        self.url_run, self.urls = url_run, urls
 
 
 def _prefixed_id(whole: str, length: str) -> tuple[str, str, str]:

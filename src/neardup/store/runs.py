@@ -32,13 +32,14 @@ from .schema import DOC_BITS
 _decode_compiled = _native.decode_posting_blocks if _native.available() else None
 _encode_compiled = _native.encode_posting_blocks if _native.available() else None
 
-__all__ = ["KIND_BANDS", "KIND_SIMHASH", "KIND_FINGERPRINTS", "KIND_IDS", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
+__all__ = ["KIND_BANDS", "KIND_SIMHASH", "KIND_FINGERPRINTS", "KIND_IDS", "KIND_URLS", "BLOCK", "FANOUT", "BULK_FANOUT", "add_run", "encode_run", "add_encoded_run",
            "has_runs", "merge_all", "lookup", "lookup_every", "postings_after", "all_postings", "run_stats",
            "stale_documents", "count_stale", "iter_postings"]
 
 #: ``posting_runs.kind``: band postings, simhash-block postings, content-fingerprint postings
-#: (schema 5, ``IndexConfig.fingerprint_runs``)
-KIND_BANDS, KIND_SIMHASH, KIND_FINGERPRINTS, KIND_IDS = 0, 1, 2, 3
+#: (schema 5, ``IndexConfig.fingerprint_runs``), id postings (schema 6) and canonical-URL
+#: postings (schema 7, ``IndexConfig.urls``)
+KIND_BANDS, KIND_SIMHASH, KIND_FINGERPRINTS, KIND_IDS, KIND_URLS = 0, 1, 2, 3, 4
 #: postings per block (a block is read whole: 128 postings are 500-700 bytes)
 BLOCK = 128
 #: runs of one level merged into one of the next

@@ -14,9 +14,10 @@ import numpy as np
 
 from .._validate import check_float, check_int
 from ..config import default_minhash
-from ..errors import ConfigError
+from ..errors import ConfigError, IncompatibleSketchError, InputError
 from ..params import MinHashParams, NormalizeParams, ShingleParams, config_fingerprint
 from ..stages.candidates import banding_for
+from ..urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules, url_key
 
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
 #: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
@@ -36,9 +37,18 @@ from ..stages.candidates import banding_for
 #: and write as before (``IndexConfig.id_keys`` is False for them). An id's text up to its last
 #: ``/``, where other ids share it, is stored once in ``id_prefixes`` and the row keeps the rest
 #: (``IndexConfig.id_prefixes``, :func:`.ids.prefix_length`).
-SCHEMA_VERSION = 6
+#: 7: the canonical URL of a document (``docs.url_hash``: a 64-bit hash of its canonical form,
+#: :func:`url_hashes`, under the URL rules recorded in the configuration, ``IndexConfig.urls``),
+#: found through the partial index ``docs_url`` for small writes and URL runs
+#: (:data:`.runs.KIND_URLS`) for bulk writes, so that a query answers "URL seen?". Files of 3-6
+#: open, read and write as before and store no URLs (their answers' ``url_seen`` is null).
+#: ``docs.url`` keeps the canonical URL's text where it is not the id (NULL: the id is the
+#: canonical URL), so that ``neardup changes`` can name a page of an index that is gone;
+#: ``docs.page_fingerprint`` the fingerprint of the whole page's text where one was given (the
+#: main content being ``text``), so that it can tell ``template`` from ``unchanged``.
+SCHEMA_VERSION = 7
 #: The schema versions this code opens.
-READABLE_VERSIONS = (3, 4, 5, 6)
+READABLE_VERSIONS = (3, 4, 5, 6, 7)
 #: Band postings hold a document number in their low bits: at most this many documents per index.
 DOC_BITS = 28
 MAX_DOCUMENTS = (1 << DOC_BITS) - 1
@@ -88,6 +98,7 @@ DEFAULTS = {
     "fingerprint_runs": True,
     "id_keys": True,
     "id_prefixes": True,
+    "urls": DEFAULT_RULES,
 }
 
 SCHEMA = """
@@ -112,7 +123,10 @@ CREATE TABLE docs (
     cluster     INTEGER,
     run_fingerprint INTEGER,
     id_key      INTEGER,
-    id_prefix   INTEGER
+    id_prefix   INTEGER,
+    url_hash    INTEGER,
+    url         TEXT,
+    page_fingerprint INTEGER
 );
 CREATE TABLE id_prefixes (
     num  INTEGER PRIMARY KEY,
@@ -120,6 +134,7 @@ CREATE TABLE id_prefixes (
 );
 CREATE INDEX docs_id ON docs (id_key) WHERE id_key IS NOT NULL;
 CREATE INDEX docs_fingerprint ON docs (fingerprint) WHERE fingerprint IS NOT NULL;
+CREATE INDEX docs_url ON docs (url_hash) WHERE url_hash IS NOT NULL AND id_key IS NOT NULL;
 CREATE TABLE bands (
     posting INTEGER PRIMARY KEY
 ) WITHOUT ROWID;
@@ -214,6 +229,40 @@ def band_posting(band: int, key: int, doc: int) -> int:
 #: The seed of the ids' hash (:func:`neardup.store.ids.id_hashes`; part of the file format: another
 #: seed makes old files' keys wrong).
 ID_KEY_SEED = 0x6E646964
+#: The seed of the canonical URLs' hash (:func:`url_hashes`; part of the file format).
+URL_KEY_SEED = 0x6E6475726C
+
+
+def url_hashes(urls: list, rules: UrlRules) -> tuple[list, list]:
+    """The ``docs.url_hash`` values of records' URLs and their canonical forms
+    (:func:`neardup.urls.url_key`), None where a record has none: the hash is xxh3-64 of the UTF-8
+    canonical form with :data:`URL_KEY_SEED`, signed. Two canonical URLs share a hash by chance
+    with probability 2**-64."""
+    out: list = []
+    texts: list = []
+    for url in urls:
+        if url is None:
+            out.append(None)
+            texts.append(None)
+            continue
+        if not isinstance(url, str) or not url.strip():
+            raise InputError(f"a document's url must be a non-empty string, got {url!r}")
+        canonical = url_key(url, rules)
+        out.append(url_hash_of(canonical))
+        texts.append(canonical)
+    return out, texts
+
+
+def url_hash_of(canonical: str) -> int:
+    """The ``docs.url_hash`` of a canonical URL (:func:`neardup.urls.url_key`'s value)."""
+    import xxhash
+
+    return signed(xxhash.xxh3_64_intdigest(canonical.encode("utf-8", "surrogatepass"), seed=URL_KEY_SEED))
+
+
+def url_buckets(hashes: np.ndarray) -> np.ndarray:
+    """The 35-bit buckets of URL hashes (int64, as stored) in the URL runs: their top bits."""
+    return (np.asarray(hashes, dtype=np.int64).view(np.uint64) >> np.uint64(64 - 35)).astype(np.int64)
 
 
 def signed(x: int) -> int:
@@ -274,6 +323,9 @@ class IndexConfig:
     #: (schema 6) an id's text up to its last ``/`` stored once in ``id_prefixes`` where other
     #: ids share it, the ``docs`` row holding the number of the prefix and the rest (:mod:`.ids`)
     id_prefixes: bool = False
+    #: (schema 7) the rules of the canonical URLs whose hashes the file stores (None: files of 3-6,
+    #: which store no URLs)
+    urls: UrlRules | None = None
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
@@ -285,6 +337,9 @@ class IndexConfig:
             if not isinstance(getattr(self, name), kind):
                 raise ConfigError(f"The '{name}' parameter of {owner} must be a {kind.__name__}. "
                                   f"Got {getattr(self, name)!r} instead.")
+        if self.urls is not None and not isinstance(self.urls, UrlRules):
+            raise ConfigError(f"The 'urls' parameter of {owner} must be a UrlRules or None. "
+                              f"Got {self.urls!r} instead.")
         check_float("threshold", self.threshold, 0.0, 1.0, owner=owner, closed="neither")
         check_float("containment_threshold", self.containment_threshold, 0.0, 1.0, owner=owner, closed="right")
         check_int("mod_m", self.mod_m, 1, 1 << 20, owner=owner)
@@ -308,7 +363,7 @@ class IndexConfig:
         return {
             # (a file without id keys is in the format of schema 5, or of 4 without fingerprint
             # runs: it opens as before)
-            "store_format": 6 if self.id_keys else 5 if self.fingerprint_runs else 4,
+            "store_format": 7 if self.urls else 6 if self.id_keys else 5 if self.fingerprint_runs else 4,
             "shingle": self.shingle.as_dict(),
             "minhash": self.minhash.as_dict(),
             "lsh": {"threshold": self.threshold, "bands": self.bands, "rows": self.rows},
@@ -327,6 +382,9 @@ class IndexConfig:
                         **({"layout": "runs", "bucket_bits": 35} if self.posting_runs else {}),
                         **({"prefixes": "up to the last '/', when shared"} if self.id_prefixes else {})}}
                if self.id_keys else {}),
+            **({"urls": {"hash": "xxh3-64 of the canonical URL", "seed": URL_KEY_SEED, "rules": self.urls.as_dict(),
+                         **({"layout": "runs", "bucket_bits": 35} if self.posting_runs else {})}}
+               if self.urls else {}),
         }
 
     @property
@@ -368,7 +426,17 @@ class IndexConfig:
                    posting_runs=d["band_postings"].get("layout") == "runs",
                    rows_below=d["band_postings"].get("rows_below", 0),
                    fingerprint_runs=d.get("fingerprint", {}).get("layout") == "runs",
-                   id_keys="ids" in d, id_prefixes="prefixes" in d.get("ids", {}))
+                   id_keys="ids" in d, id_prefixes="prefixes" in d.get("ids", {}),
+                   urls=rules_of(d["urls"]["rules"]) if "urls" in d else None)
+
+
+def rules_of(recorded: dict) -> UrlRules:
+    """The URL rules recorded in a file's configuration (:meth:`neardup.urls.UrlRules.as_dict`)."""
+    if recorded.get("version") != URL_RULES_VERSION:
+        raise IncompatibleSketchError(f"the index records URL rules of version {recorded.get('version')}, this "
+                                      f"neardup canonicalizes URLs with version {URL_RULES_VERSION}: rebuild the index")
+    return UrlRules(drop_params=tuple(recorded["drop_params"]), fold_www=recorded["fold_www"],
+                    fold_trailing_slash=recorded["fold_trailing_slash"])
 
 
 def flatten(d: dict, prefix: str = "") -> dict:

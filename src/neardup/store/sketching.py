@@ -9,7 +9,10 @@ import json
 
 from ..errors import InputError
 from ..stages.candidates import band_keys
-from .schema import Sketch
+from ..urls import DEFAULT_RULES
+from .. import _native
+from ..exact.fingerprint import fingerprint
+from .schema import Sketch, signed, url_hashes
 
 __all__ = ["Sketching"]
 
@@ -86,6 +89,34 @@ class Sketching:
             except UnicodeEncodeError:
                 pass
         return [self._check_id(doc_id, fp) for doc_id, fp in zip(doc_ids, fingerprints)]
+
+    def _url_hashes(self, urls: list) -> tuple[list, list]:
+        """``docs.url_hash`` of records' URLs and their canonical forms (:func:`.schema.url_hashes`)
+        under the file's URL rules; None for a record without a URL. A file that stores no URLs
+        (schema 3-6) still checks them, so that a bad URL is refused whatever the file."""
+        if all(url is None for url in urls):
+            return [None] * len(urls), [None] * len(urls)
+        return url_hashes(urls, self.config.urls or DEFAULT_RULES)
+
+    def _page_fingerprints(self, pages: list) -> list:
+        """The fingerprints (signed, 0 for a text without tokens) of whole pages' texts given
+        with documents, under the index's normalization; None where none was given."""
+        given = [k for k, page in enumerate(pages) if page is not None]
+        out: list = [None] * len(pages)
+        if not given:
+            return out
+        for k in given:
+            if not isinstance(pages[k], str):
+                raise InputError(f"a document's page_text must be a str, got {type(pages[k]).__name__}")
+        texts = [pages[k] for k in given]
+        normalize = self.config.shingle.normalize
+        if _native.available():
+            values = _native.fingerprints(texts, normalize, jobs=self.jobs).tolist()
+        else:
+            values = [fingerprint(t, normalize) or 0 for t in texts]
+        for k, value in zip(given, values):
+            out[k] = signed(int(value))
+        return out
 
     @staticmethod
     def _meta_json(meta) -> str | None:

@@ -16,7 +16,9 @@ Answer shape (the same from the library, ``neardup index query`` and the HTTP se
      "near":         [{"id", "jaccard", "exact_jaccard"?}, ...],   estimated (and exact) resemblance
      "contains":     [{"id", "containment", "exact_containment"?}, ...],
      "contained_in": [{"id", "containment", "exact_containment"?}, ...],
-     "simhash":      [{"id", "distance"}, ...]}
+     "simhash":      [{"id", "distance"}, ...],
+     "url_seen":     true | false | null,     only when the query gave a URL
+     "url_match":    "id" | null}
 
 - ``exact``: documents whose normalized text has the same 64-bit fingerprint, ordered by id.
 - ``near``: LSH candidates (at least one band key in common) whose estimated Jaccard (the
@@ -30,6 +32,11 @@ Answer shape (the same from the library, ``neardup index query`` and the HTTP se
   candidates are the documents sharing a sample value with Q, so a text whose MOD_m sample is
   empty (fewer than about ``mod_m`` shingles) has no containment answers.
 - ``simhash``: documents within ``simhash_max_distance`` bits, ordered by distance ascending.
+- ``url_seen`` and ``url_match`` (present only when the query carries a URL): whether a stored
+  document has the same canonical URL (:mod:`neardup.urls`, under the rules recorded in the file:
+  ``IndexConfig.urls``), and the id of the first one stored. "URL seen?" is asked beside
+  "content seen?", not instead of it: a re-crawled URL with new content has ``url_seen`` true and
+  no ``exact`` copy. ``url_seen`` is null when the file stores no URLs (schema 3-6).
 
 Every list is complete on its own: an exact copy also shows in ``near`` with Jaccard 1.0, in
 both containment lists and in ``simhash`` at distance 0. Ties are ordered by id, and each list
@@ -110,6 +117,8 @@ class SeenIndex(Writes, Rows, Sketching, GroupCommit, Queries):
             posting runs (default); ``posting_runs=False``: a row per posting (before schema 4).
         rows_below: writes of fewer documents than this go to the row tables, not to a posting
             run (:data:`~neardup.store.schema.ROWS_BELOW` in profiles default and full, 0 in lean).
+        url_rules: the :class:`neardup.urls.UrlRules` of the canonical URLs a new file stores
+            (default :data:`neardup.urls.DEFAULT_RULES`); recorded and checked like the rest.
         create: create a missing file (else :class:`StoreError`).
         synchronous: ``"normal"`` (durable when the process dies) or ``"full"`` (also when the
             machine does; one fsync per commit).
@@ -153,7 +162,8 @@ class SeenIndex(Writes, Rows, Sketching, GroupCommit, Queries):
                  mod_m: int | None = None, simhash_max_distance: int | None = None,
                  store_shingles: bool | None = None, bands: int | None = None, rows: int | None = None,
                  profile: str | None = None, signatures: bool | None = None, containment: bool | None = None,
-                 posting_runs: bool | None = None, rows_below: int | None = None, create: bool = True, synchronous: str = "normal",
+                 posting_runs: bool | None = None, rows_below: int | None = None, url_rules=None,
+                 create: bool = True, synchronous: str = "normal",
                  jobs: int = 1, timeout: float = 30.0, cache_mb: int = 4, resident: bool = False,
                  mmap: bool = True):
         if synchronous not in ("normal", "full"):
@@ -192,7 +202,7 @@ class SeenIndex(Writes, Rows, Sketching, GroupCommit, Queries):
                                         simhash_max_distance=simhash_max_distance,
                                         store_shingles=store_shingles, bands=bands, rows=rows,
                                         signatures=signatures, containment=containment,
-                                        posting_runs=posting_runs, rows_below=rows_below).items()
+                                        posting_runs=posting_runs, rows_below=rows_below, urls=url_rules).items()
                  if v is not None}
         if profile is not None:
             if profile not in PROFILES:

@@ -20,18 +20,20 @@ __all__ = ["Writes", "POLICIES"]
 class Writes:
     """Adds, removals and check-and-adds (see the module docstring)."""
 
-    def add(self, doc_id: str | None, text: str, meta: dict | None = None) -> str:
+    def add(self, doc_id: str | None, text: str, meta: dict | None = None, *, url: str | None = None) -> str:
         """Store a document (replacing any entry with the same id); returns its id.
 
-        Without an id, the id is the 16-hex-digit content fingerprint.
+        Without an id, the id is the 16-hex-digit content fingerprint. ``url``: the page's URL,
+        whose canonical form the index keeps (schema 7: see :meth:`query`'s ``url_seen``).
         """
-        return self.add_many([(doc_id, text, meta)])[0]
+        return self.add_many([(doc_id, text, meta, url)])[0]
 
     def add_many(self, docs) -> list[str]:
         """Store many documents in one transaction: all or none. Returns their ids.
 
-        ``docs`` holds ``(id, text)`` or ``(id, text, meta)`` tuples, dicts with ``id``, ``text``
-        and ``meta``, or :class:`neardup.io.Document` objects. When an id repeats, the last one wins.
+        ``docs`` holds ``(id, text)``, ``(id, text, meta)``, ``(id, text, meta, url)`` or ``(id,
+        text, meta, url, page_text)`` tuples, dicts with those keys (:func:`.queries.as_record`), or
+        :class:`neardup.io.Document` objects. When an id repeats, the last one wins.
         """
         return self._run_write(self.prepare_add(docs).work)
 
@@ -50,7 +52,7 @@ class Writes:
                 n += len(d)
                 continue
             # (the reader's Documents taken apart here, without as_record's checks of other kinds)
-            record = (d.id, d.text, d.meta or None) if type(d) is Document else _as_record(d)
+            record = (d.id, d.text, d.meta or None, None, None) if type(d) is Document else _as_record(d)
             if parts and type(parts[-1]) is list:
                 parts[-1].append(record)
             else:
@@ -58,7 +60,7 @@ class Writes:
             n += 1
         if n < ROWS_BELOW:
             records = [r for part in parts for r in (part if type(part) is list else
-                                                     [(i, part.text(k), None) for k, i in enumerate(part.ids)])]
+                                                     [(i, part.text(k), None, None, None) for k, i in enumerate(part.ids)])]
             return self._add_work(records, self._sketch_many([r[1] for r in records]))
         return self._bulk_add_work(parts)
 
@@ -72,9 +74,13 @@ class Writes:
         lengths: list = []
         metas: list = []
         texts_of = []
+        urls: list = []
+        pages: list = []
         for part in parts:
             if type(part) is list:
                 ids.extend([r[0] for r in part])
+                urls.extend([r[3] for r in part])
+                pages.extend([r[4] for r in part])
                 texts = [r[1] for r in part]
                 texts_of.append(texts)
                 lengths.extend([len(t) if isinstance(t, str) else 0 for t in texts])
@@ -84,6 +90,10 @@ class Writes:
                 texts_of.append(part)
                 lengths.extend(part.lengths.tolist())
                 metas.extend([None] * len(part))
+                urls.extend([None] * len(part))
+                pages.extend([None] * len(part))
+        url_col, url_texts = self._url_hashes(urls)
+        page_col = self._page_fingerprints(pages)
         sk, keys = self._sketch_parts(texts_of)
         sig = sk.signatures
         ids = given = self._check_ids(ids, sk.fingerprints)
@@ -97,14 +107,16 @@ class Writes:
             # (only a batch that repeats an id is picked from: the common case takes the lists whole)
             keep = sorted(last.values())
             pick = np.asarray(keep, dtype=np.int64)
-            ids, fingerprints, samples, simhashes, lengths, metas = (
-                [col[k] for k in keep] for col in (ids, fingerprints, samples, simhashes, lengths, metas))
+            ids, fingerprints, samples, simhashes, lengths, metas, url_col, url_texts, page_col = (
+                [col[k] for k in keep] for col in (ids, fingerprints, samples, simhashes, lengths, metas, url_col,
+                                                   url_texts, page_col))
             n_shingles, keys = n_shingles[pick], keys[pick]
             signatures = None if signatures is None else signatures[pick]
         shingles = ([sig.ids[int(offsets[k]):int(offsets[k + 1])] for k in keep] if cfg.store_shingles
                     else [None] * len(keep))
         columns = self._columns(ids, fingerprints, lengths, n_shingles, signatures, samples, simhashes, shingles,
-                                metas, band_keys=keys)
+                                metas, band_keys=keys, url_hashes=url_col, url_texts=url_texts,
+                                page_fingerprints=page_col)
         stored = ids
 
         def work(conn):
@@ -117,10 +129,12 @@ class Writes:
     def _add_work(self, records, sketches) -> "Prepared":
         items = {}
         ids = []
-        for (doc_id, _, meta), sk in zip(records, sketches):
+        hashes, texts = self._url_hashes([r[3] for r in records])
+        pages = self._page_fingerprints([r[4] for r in records])
+        for (doc_id, _, meta, _, _), sk, url_hash, url_text, page in zip(records, sketches, hashes, texts, pages):
             doc_id = self._check_id(doc_id, sk.fingerprint)
             items.pop(doc_id, None)
-            items[doc_id] = (doc_id, sk, self._meta_json(meta))
+            items[doc_id] = (doc_id, sk, self._meta_json(meta), url_hash, url_text, page)
             ids.append(doc_id)
 
         columns = self._columns_of(list(items.values())) if items else None  # (on the caller's thread)
@@ -176,7 +190,7 @@ class Writes:
                     start += len(records)
                 else:
                     mine = self._sketch_many([r[1] for r in records])
-                out[i] = (kind, [(r[0], None, r[2]) for r in records], mine, limit, policy)
+                out[i] = (kind, [(r[0], None, r[2], r[3], r[4]) for r in records], mine, limit, policy)
             except Exception as exc:
                 out[i] = exc
         return out
@@ -207,7 +221,7 @@ class Writes:
         return [d for d in doc_ids if d not in found]
 
 
-    def check_and_add(self, doc_id: str | None, text: str, meta: dict | None = None, *,
+    def check_and_add(self, doc_id: str | None, text: str, meta: dict | None = None, *, url: str | None = None,
                       limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> dict:
         """Query and, unless a copy is present, store, as one atomic step.
 
@@ -218,9 +232,11 @@ class Writes:
 
         Returns the answer plus ``"added"``: True when no copy was found (the document is now
         stored; ``id`` is the id it was stored under), False when one was (nothing stored; the
-        copies are in ``exact`` and ``near``).
+        copies are in ``exact`` and ``near``). With a ``url``, the answer also says whether a
+        document with the same canonical URL is stored (``url_seen``, ``url_match``: see
+        :meth:`query`); the URL does not decide ``added``, the content does.
         """
-        return self.check_and_add_many([(doc_id, text, meta)], limit=limit, policy=policy)[0]
+        return self.check_and_add_many([(doc_id, text, meta, url)], limit=limit, policy=policy)[0]
 
     def check_and_add_many(self, docs, *, limit: int | None = DEFAULT_LIMIT, policy: str = "exact") -> list[dict]:
         """:meth:`check_and_add` for many documents in one transaction, in order.
@@ -241,17 +257,20 @@ class Writes:
         return self._check_and_add_work(records, self._sketch_many([r[1] for r in records]), limit, policy)
 
     def _check_and_add_work(self, records, sketches, limit, policy: str) -> "Prepared":
-        prepared = [(self._check_id(doc_id, sk.fingerprint), sk, self._meta_json(meta))
-                    for (doc_id, _, meta), sk in zip(records, sketches)]
+        hashes, texts = self._url_hashes([r[3] for r in records])
+        pages = self._page_fingerprints([r[4] for r in records])
+        prepared = [(self._check_id(doc_id, sk.fingerprint), sk, self._meta_json(meta), url_hash, url_text, page)
+                    for (doc_id, _, meta, _, _), sk, url_hash, url_text, page
+                    in zip(records, sketches, hashes, texts, pages)]
 
         def work(conn):
             answers = []
-            for doc_id, sk, meta in prepared:
-                answer = self._query(conn, sk, doc_id, limit)
+            for doc_id, sk, meta, url_hash, url_text, page in prepared:
+                answer = self._query(conn, sk, doc_id, limit, url_hash, url_text is not None)
                 answer["added"] = not answer["exact"] and (policy == "exact" or not answer["near"])
                 if answer["added"]:
                     self._delete(conn, [doc_id])
-                    self._insert(conn, [(doc_id, sk, meta)])
+                    self._insert(conn, [(doc_id, sk, meta, url_hash, url_text, page)])
                 answers.append(answer)
             return answers
 

@@ -16,8 +16,7 @@ _ENGINE = "the Ray engine (--engine ray)"
 
 def config_refusal(config: DedupConfig) -> str | None:
     """The one line refusing the first choice of ``config`` the Ray engine does not make, or None."""
-    for flag, given in (("--source-field", config.source_field), ("--keep source:", config.keep == "source" or None),
-                        ("--url-field", config.url_field)):
+    for flag, given in (("--source-field", config.source_field), ("--keep source:", config.keep == "source" or None)):
         if given is not None:
             return f"{flag} is not supported by {_ENGINE}: use the local engine"
     if config.method not in ("minhash", "exact"):

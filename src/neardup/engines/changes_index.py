@@ -1,0 +1,275 @@
+"""Change detection against a saved index: ``neardup changes INDEX NEW``, the earlier crawl being an
+index made by ``neardup index add --url-field`` (schema 7), whose records are not read again.
+
+What an index keeps of each page, and so what can be told from it (``docs/changes.md``):
+
+- its canonical URL (``docs.url_hash``, and ``docs.url`` where it is not the id), under the URL
+  rules recorded in the index, which this comparison uses for NEW too: the join;
+- its main-content fingerprint: ``unchanged`` (the same exact fingerprint) is exact;
+- its MinHash signature (profiles default and full; lean stores none and is refused): the
+  ``similarity`` of a ``changed`` page is **estimated** from the signatures, the fraction of equal
+  values (with 16-bit values, profile default, less the 2**-16 by which unequal values agree by
+  chance), and the containments both ways from that estimate and the two shingle counts
+  (|A ∩ B| = J (|A| + |B|) / (1 + J)); exact values would need the shingle ids
+  (``--store-shingles``), which this comparison does not read;
+- the fingerprint of its whole page's text, where ``index add`` was given HTML with
+  ``--url-field`` (``docs.page_fingerprint``): ``template`` (the same main content, another whole
+  page) is then told apart from ``unchanged`` exactly, as between two crawls, NEW's whole pages
+  being read a second time for the pages with the same main content; a page stored without it is
+  ``unchanged`` whenever its main content is (the summary counts those pages);
+- no text: the report shows no word diffs;
+- ``moved``: a gone page whose content is found under a URL only in NEW, among the index's near
+  answers for that page (its LSH banding, at its own threshold) whose estimate is at least
+  ``--threshold``; matched once each way, best first, as between two crawls.
+
+Pages of the index without a URL (added without ``--url-field``) take no part; of several stored
+pages with one canonical URL, the first stored counts and the others are ``duplicate_urls``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from collections import Counter
+
+import numpy as np
+import orjson
+
+from ..config import DedupConfig
+from ..errors import ConfigError
+from ..io.write.outputs import write_atomic
+from ..store import SeenIndex
+from ..store.schema import url_hash_of
+from ..urls import surt
+from .changes import (CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _has_pages, _line, _read_crawl, _report,
+                      _summary, _whole_fingerprints)
+
+__all__ = ["detect_changes_since_index"]
+
+_WORK = ".neardup-changes-work"
+#: Pages of NEW queried against the index at once, for ``moved``.
+_QUERY_BATCH = 256
+
+
+def detect_changes_since_index(index_path: str, new: list[str], output: str, config: DedupConfig = DedupConfig(), *,
+                               url_field: str | None = None, jobs: int = 1, top: int = 20,
+                               on_error: str = "error", rules=None) -> dict:
+    """Compare the pages stored in index ``index_path`` with crawl ``new`` and write
+    ``changes.jsonl``, ``summary.json`` and ``changes.html`` into ``output``, as
+    :func:`neardup.engines.changes.detect_changes` does for two crawls; returns the summary.
+    The shingles, MinHash and URL rules are the index's; ``config`` gives NEW's read options,
+    ``threshold`` and ``measure`` (``measure`` must be jaccard: the index holds no samples).
+    ``rules``: URL rules given for the run, which must be the index's (None: the index's)."""
+    with SeenIndex(index_path, create=False) as index:
+        cfg = index.config
+        if cfg.urls is None:
+            raise ConfigError(f"{index_path} stores no URLs (made before index schema 7, or by dedup --save-index): "
+                              "make it with 'neardup index add --url-field NAME', or give the earlier crawl's files")
+        if rules is not None and rules != cfg.urls:
+            raise ConfigError(f"the URL rules given differ from those recorded in {index_path} "
+                              f"({cfg.urls.as_dict()}): leave them out to use the index's")
+        if not cfg.signatures:
+            raise ConfigError(f"{index_path} stores no MinHash signatures (profile lean): a changed page's "
+                              "similarity cannot be estimated; make the index with profile default or full")
+        if config.measure != "jaccard":
+            raise ConfigError("--measure containment: against an index a moved page is found by its estimated "
+                              "resemblance only (use --measure jaccard)")
+        run = dataclasses.replace(config, shingle=cfg.shingle, minhash=cfg.minhash)
+        os.makedirs(output, exist_ok=True)
+        work = os.path.join(output, _WORK)
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        field_name = url_field or "url"
+        width = cfg.signature_width
+        dtype = {2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
+        try:
+            old = _stored_pages(index)
+            if not len(old.crawl) and old.crawl.records:
+                raise ConfigError(f"no page of {index_path} has a URL (it was filled by dedup --save-index, or by "
+                                  "'neardup index add' without --url-field): add the crawl with --url-field NAME")
+            with open(os.path.join(work, "texts"), "w+b") as spill:
+                band = run.banding()
+                crawl = _read_crawl(new, run, url_field=field_name, rules=cfg.urls, jobs=jobs, spill=spill,
+                                    bands=band.bands, rows=band.rows, on_error=on_error, signature_dtype=dtype)
+                spill.flush()
+                pairs = _pairs(old, crawl)
+                new_fps = crawl_fingerprints(crawl)
+                wanted = {crawl.ordinals[j] for i, j in pairs
+                          if old.fingerprints[i] == new_fps[j] and old.pages[i] is not None}
+                if wanted and run.html != "whole" and _has_pages(new, run):
+                    crawl.whole = _whole_fingerprints(new, crawl.options, run, wanted, jobs)
+                lines, most = _join(index, old, crawl, pairs, run, width, spill)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        summary = _summary([old.crawl, crawl], lines, most[:top], run, field_name, cfg.urls)
+        summary["old"]["index"] = os.path.abspath(index_path)
+        summary["old"]["index_config_fingerprint"] = f"{cfg.fingerprint():016x}"
+        summary["estimates"] = {
+            "similarity": f"estimated from {cfg.minhash.num_perm} MinHash values of {8 * width} bits (the index "
+                          "keeps no shingle ids to measure it exactly)",
+            "pages_without_whole_page": sum(page is None for page in old.pages),
+            "template": "told apart where the index keeps the whole page's fingerprint (index add of HTML with "
+                        "--url-field); elsewhere a page with the same main content is unchanged"}
+        report = _report(summary, most[:top], None)
+    body = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
+    write_atomic(os.path.join(output, CHANGES_FILE), body)
+    write_atomic(os.path.join(output, REPORT_FILE), report.encode("utf-8"))
+    write_atomic(os.path.join(output, SUMMARY_FILE), orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+    return summary
+
+
+@dataclasses.dataclass
+class _Stored:
+    """The index's pages that have a URL, the first stored of each canonical URL."""
+
+    crawl: _Crawl
+    hashes: dict  # url hash -> position
+    fingerprints: np.ndarray  # uint64
+    n_shingles: np.ndarray
+    signatures: np.ndarray  # (n, num_perm), the stored width
+    position_of_id: dict
+    pages: list  # the whole page's fingerprint (unsigned), None where none was stored
+
+
+def _stored_pages(index: SeenIndex) -> _Stored:
+    cfg = index.config
+    crawl = _Crawl()
+    hashes: dict = {}
+    fps, counts, sigs, pages = [], [], [], []
+    width = cfg.signature_width
+    empty = bytes(width * cfg.minhash.num_perm)
+    crawl.records = len(index)
+    for doc_id, url_hash, url, fp, n, signature, page in index.url_pages():
+        if url_hash in hashes:
+            crawl.duplicate_urls += 1
+            continue
+        hashes[url_hash] = len(crawl.urls)
+        crawl.urls.append(url if url is not None else doc_id)
+        crawl.ids.append(doc_id)
+        fps.append(0 if fp is None else fp)
+        counts.append(n)
+        sigs.append(signature or empty)
+        pages.append(page)
+    crawl.skipped = Counter({"no_url": crawl.records - len(crawl.urls) - crawl.duplicate_urls})
+    dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[width]
+    matrix = np.frombuffer(b"".join(sigs), dtype=dtype).reshape(len(sigs), cfg.minhash.num_perm)
+    return _Stored(crawl, hashes, np.array(fps, dtype=np.uint64), np.array(counts, dtype=np.int64), matrix,
+                   {doc_id: k for k, doc_id in enumerate(crawl.ids)}, pages)
+
+
+def _estimate(equal: np.ndarray, num_perm: int, width: int) -> np.ndarray:
+    """Jaccard estimates from the number of equal signature values: with b-bit values (16),
+    unequal values agree with probability 2**-b, which is taken out (Li and Konig)."""
+    share = equal / num_perm
+    if width == 2:
+        chance = 2.0 ** -16
+        share = (share - chance) / (1 - chance)
+    return np.clip(share, 0.0, 1.0)
+
+
+def _containments(jaccard: float, a: int, b: int) -> tuple[float, float]:
+    """(|A ∩ B| / |A|, |A ∩ B| / |B|) of two sets of sizes a and b with resemblance ``jaccard``."""
+    inter = jaccard * (a + b) / (1 + jaccard)
+    return (min(1.0, inter / a) if a else 0.0), (min(1.0, inter / b) if b else 0.0)
+
+
+def crawl_fingerprints(crawl: _Crawl) -> np.ndarray:
+    """The main-content fingerprints of a crawl's pages, in order (uint64)."""
+    return np.concatenate(crawl.fingerprints) if crawl.fingerprints else np.zeros(0, dtype=np.uint64)
+
+
+def _pairs(old: _Stored, new: _Crawl) -> list:
+    """(stored position, NEW position) of every URL in both, in NEW's order."""
+    pairs = []
+    for j, url in enumerate(new.urls):
+        i = old.hashes.get(url_hash_of(url))
+        if i is not None:
+            pairs.append((i, j))
+    return pairs
+
+
+def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: DedupConfig, width: int, spill):
+    num_perm = config.minhash.num_perm
+    new_fps = crawl_fingerprints(new)
+    new_sigs = np.concatenate(new.signatures) if new.signatures else np.zeros((0, num_perm), dtype=np.uint64)
+    new_counts = np.concatenate(new.n_shingles) if new.n_shingles else np.zeros(0, dtype=np.int64)
+    lines: dict = {}
+    matched = np.zeros(len(old.crawl), dtype=bool)
+    changed: list = []
+    in_both = {j for _, j in pairs}
+    added = [j for j in range(len(new.urls)) if j not in in_both]
+    for i, j in pairs:
+        url = new.urls[j]
+        matched[i] = True
+        if old.fingerprints[i] == new_fps[j]:
+            page = old.pages[i]
+            same_page = page is None or page == new.whole.get(new.ordinals[j], page)
+            lines[url] = _line(url, "unchanged" if same_page else "template", 1.0, old.crawl.ids[i], new.ids[j])
+        else:
+            changed.append((i, j))
+    if changed:
+        ci = np.array([i for i, _ in changed], dtype=np.int64)
+        cj = np.array([j for _, j in changed], dtype=np.int64)
+        equal = np.count_nonzero(old.signatures[ci] == new_sigs[cj], axis=1)
+        sims = _estimate(equal, num_perm, width)
+        for (i, j), sim in zip(changed, sims.tolist()):
+            url = new.urls[j]
+            line = _line(url, "changed", sim, old.crawl.ids[i], new.ids[j])
+            a_in_b, b_in_a = _containments(sim, int(old.n_shingles[i]), int(new_counts[j]))
+            line["containment_old_in_new"] = round(a_in_b, 6)
+            line["containment_new_in_old"] = round(b_in_a, 6)
+            line["_pair"] = (i, j)
+            lines[url] = line
+    moves = _moves(index, old, new, added, ~matched, config, spill)
+    moved_to = set()
+    for i in np.flatnonzero(~matched).tolist():
+        url = old.crawl.urls[i]
+        if i in moves:
+            j, sim = moves[i]
+            line = _line(url, "moved", sim, old.crawl.ids[i], new.ids[j])
+            line["new_url"] = new.urls[j]
+            lines[url] = line
+            moved_to.add(j)
+        else:
+            lines[url] = _line(url, "gone", None, old.crawl.ids[i], None)
+    for j in added:
+        if j not in moved_to:
+            lines[new.urls[j]] = _line(new.urls[j], "new", None, None, new.ids[j])
+    ordered = [lines[u] for u in sorted(lines, key=lambda u: (surt(u), u))]
+    most = [dict(line) for line in sorted((x for x in ordered if x["status"] == "changed"),
+                                          key=lambda x: (x["similarity"], x["url"]))]
+    for line in ordered:
+        line.pop("_pair", None)
+    return ordered, most
+
+
+def _moves(index: SeenIndex, old: _Stored, new: _Crawl, added: list, gone: np.ndarray, config: DedupConfig,
+           spill) -> dict:
+    """gone position -> (new position, estimated similarity): the index's near answers for each
+    page of NEW under a new URL, kept where the stored page is gone and the estimate is at least
+    the threshold; each page matched once, best first."""
+    if not added or not gone.any():
+        return {}
+    edges = []
+    for start in range(0, len(added), _QUERY_BATCH):
+        part = added[start:start + _QUERY_BATCH]
+        texts = []
+        for j in part:
+            offset, length = new.text_spans[j]
+            spill.seek(offset)
+            texts.append(spill.read(length).decode("utf-8", "surrogatepass"))
+        for j, answers in zip(part, index.near_many(texts, limit=None)):
+            for near in answers:
+                i = old.position_of_id.get(near["id"])
+                if i is not None and gone[i] and near["jaccard"] >= config.threshold:
+                    edges.append((-near["jaccard"], old.crawl.urls[i], new.urls[j], i, j, near["jaccard"]))
+    edges.sort()
+    moves: dict = {}
+    taken: set = set()
+    for _, _, _, i, j, sim in edges:
+        if i in moves or j in taken:
+            continue
+        moves[i] = (j, sim)
+        taken.add(j)
+    return moves

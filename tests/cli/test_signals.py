@@ -1,0 +1,62 @@
+"""SIGTERM stops a run cleanly: the command exits 143, its extraction workers end with it (they hold
+the caller's pipes otherwise), and the same command again finishes the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def children_of(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(name))
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process tree from /proc")
+def test_sigterm_ends_the_extraction_workers_and_the_run_resumes(tmp_path):
+    pages = tmp_path / "pages.jsonl"
+    with open(pages, "w") as fh:
+        for i in range(20000):
+            words = " ".join(f"w{(i * 7 + j) % 5000}" for j in range(300))
+            fh.write(json.dumps({"id": str(i), "html": f"<html><body><nav>home about</nav><article><h1>Page {i}</h1>"
+                                                       f"<p>{words}</p></article></body></html>"}) + "\n")
+    cmd = [sys.executable, "-m", "neardup", "dedup", str(pages), "--text-field", "html", "--content", "html",
+           "--jobs", "2", "-o", str(tmp_path / "out"), "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    workers: list[int] = []
+    while not workers and proc.poll() is None:  # the extraction pool's processes, under the forkserver
+        workers = [w for child in children_of(proc.pid) for w in children_of(child)]
+        time.sleep(0.02)
+    assert workers, f"the run ended before its extraction workers started: {proc.communicate()}"
+    proc.send_signal(signal.SIGTERM)
+    try:  # returns once every process holding the pipes has ended; the timeout only stops a hang
+        _, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        for pid in workers:
+            os.kill(pid, signal.SIGKILL)
+        pytest.fail("after SIGTERM the extraction workers still hold the command's pipes")
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert b"neardup: terminated" in err
+    assert not (tmp_path / "out" / "summary.json").exists()
+
+    again = subprocess.run(cmd, capture_output=True)
+    assert again.returncode == 0, again.stderr
+    with open(tmp_path / "out" / "clusters.jsonl") as fh:
+        assert sorted(int(json.loads(line)["id"]) for line in fh) == list(range(20000))
