@@ -78,7 +78,8 @@ setup(
         # the JSONL reader's fast path (neardup.io.read.jsonl); no external header
         Extension("neardup._jsonl", sources=["src/neardup/native/_jsonl.c"]),
         # the HTML extraction's scan of the markup (neardup.text.html); no external header
-        Extension("neardup._htmlscan", sources=["src/neardup/native/_htmlscan.c"]),
+        Extension("neardup._htmlscan", sources=["src/neardup/native/_htmlscan.c", "src/neardup/native/_htmltext.c"],
+                  depends=["src/neardup/native/_htmltext.h"]),
     ],
     cmdclass={"build_ext": BuildExt},
 )

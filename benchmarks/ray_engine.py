@@ -9,7 +9,8 @@ then the SHA-256 of ``clusters.jsonl``, ``pairs.jsonl`` and ``kept.jsonl`` of ea
 equal), the wall time, the peak resident memory of the largest process (the child's and its
 waited-for descendants' ``ru_maxrss``: the driver, or the JVM; Ray's workers are the raylet's
 children and are not in it, so Ray's figure is a lower bound) and the per-stage seconds and
-shard counts of Ray's ``summary.json``. Results: ``benchmarks/results/ray-engine-<date>.json``.
+shard counts of Ray's ``summary.json``, and the machine's load averages before and after each run.
+Results: ``benchmarks/results/engines-<date>.json``.
 """
 
 from __future__ import annotations
@@ -66,7 +67,10 @@ def one_corpus(corpus: str, label: str, tmp: str) -> dict:
     record = {"corpus": label, "corpus_bytes": os.path.getsize(corpus),
               "records": sum(1 for _ in open(corpus, "rb"))}
     for engine in ENGINES:
+        before = os.getloadavg()
         record[engine] = run_engine(engine, corpus, os.path.join(tmp, f"{Path(corpus).stem}-{engine}"))
+        # the machine's load (1, 5 and 15 minute averages) before and after: other work shares it
+        record[engine]["load_before_after"] = [[round(x, 2) for x in before], [round(x, 2) for x in os.getloadavg()]]
         print(label, engine, record[engine]["wall_seconds"], "s", file=sys.stderr, flush=True)
     record["identical"] = all(record[e]["sha256"] == record["local"]["sha256"] for e in ENGINES)
     record["ratio_to_local"] = {e: round(record[e]["wall_seconds"] / record["local"]["wall_seconds"], 2)
@@ -103,7 +107,7 @@ def main(argv=None) -> int:
             result["runs"].append(one_corpus(corpus, f"benchmarks/scale.py generate(docs={n}, planted=0.05, seed=1)",
                                              tmp))
             os.remove(corpus)
-    out = HERE / "results" / f"ray-engine-{datetime.date.today().isoformat()}.json"
+    out = HERE / "results" / f"engines-{datetime.date.today().isoformat()}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(out)
     return 0

@@ -51,15 +51,17 @@ def _grams(words):
 def collect(pages, gts, ev):
     """Feature rows, labels and weights of every page's blocks, and the page of each row."""
     from neardup.text import html as H
+    from neardup.text import html_blocks as B
+    from neardup.text.html_scan import lines
 
     rows, labels, weights, page_of = [], [], [], []
     state = {}
 
     def capture(root):
-        nodes, feats = H._blocks(root)
+        nodes, feats = B.blocks(root)
         truth = state["truth"]
         for node, f in zip(nodes, feats):
-            words = ev.tokenize(H._lines(node.text_lexbor()))
+            words = ev.tokenize(lines(node.text_lexbor()))
             if not words:
                 continue
             grams = _grams(words)
@@ -70,7 +72,7 @@ def collect(pages, gts, ev):
             page_of.append(state["page"])
         return False
 
-    saved, H._classify_blocks = H._classify_blocks, capture
+    saved, B.classify_blocks = B.classify_blocks, capture
     saved_flag, H.USE_CLASSIFIER = H.USE_CLASSIFIER, True
     try:
         for k, (data, gt) in enumerate(zip(pages, gts)):
@@ -78,7 +80,7 @@ def collect(pages, gts, ev):
             state["page"] = k
             H.extract_text(data, "main")
     finally:
-        H._classify_blocks, H.USE_CLASSIFIER = saved, saved_flag
+        B.classify_blocks, H.USE_CLASSIFIER = saved, saved_flag
     return np.asarray(rows, dtype=np.float64), np.asarray(labels), np.asarray(weights), np.asarray(page_of)
 
 
@@ -101,13 +103,14 @@ def fit(X, y, w, l2=L2, iterations=30):
 
 def f1_with(model, pages, gts, ev):
     from neardup.text import html as H
+    from neardup.text import html_blocks as B
 
-    saved = (H._model, H.USE_CLASSIFIER)
-    H._model, H.USE_CLASSIFIER = model, model is not None
+    saved = (B._model, H.USE_CLASSIFIER)
+    B._model, H.USE_CLASSIFIER = model, model is not None
     try:
         texts = [H.extract_text(d, "main") for d in pages]
     finally:
-        H._model, H.USE_CLASSIFIER = saved
+        B._model, H.USE_CLASSIFIER = saved
     return texts
 
 
@@ -126,7 +129,7 @@ def main(argv=None) -> int:
     t0 = time.time()
     X, y, w, page_of = collect(pages, gts, ev)
     print(f"{len(y)} blocks from {len(ids)} pages, {y.mean():.3f} content, {time.time() - t0:.0f} s", flush=True)
-    from neardup.text.html import BLOCK_FEATURES
+    from neardup.text.html_blocks import BLOCK_FEATURES
 
     result = {"blocks": int(len(y)), "pages": len(ids), "features": list(BLOCK_FEATURES), "cv": {}}
     base = f1_with(None, pages, gts, ev)

@@ -30,10 +30,7 @@ ALLOWED_CYCLES: dict = {}
 ALLOWED_PRIVATE_IMPORTS: dict = {}
 
 #: Modules over MAX_LINES, with why they still are.
-ALLOWED_LONG_MODULES = {
-    "neardup.spark.engine": "the Spark engine is being split into read, executors, driver and API",
-    "neardup.text.html": "the HTML extraction is being split by concern",
-}
+ALLOWED_LONG_MODULES: dict = {}
 
 
 # -- reading the source --------------------------------------------------------------------------

@@ -171,6 +171,60 @@ def test_a_ray_dataset_gives_the_clusters_of_the_same_records(ray_runtime, tmp_p
     assert sorted(os.listdir(out)) == ["clusters.jsonl", "kept.parquet", "pairs.jsonl", "summary.json"]
 
 
+def url_pages(n: int = 240, seed: int = 7) -> list[bytes]:
+    """Web pages (JSONL, ``html`` and ``url``) with every case of URL identity: URLs shared under
+    other spellings, canonical links the content confirms (a near copy naming its original), that
+    it contradicts (another page), naming the page itself or a URL outside the input, and exact
+    copies that carry a URL or a claim of their own (which stand for their first holder)."""
+    rng = random.Random(seed)
+    vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9))) for _ in range(3000)]
+    site = "https://pages.example.test/"
+    texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(60, 160))) for _ in range(n)]
+    recs = []
+    for k, text in enumerate(texts):
+        url, canonical = f"{site}p/{k}.html", None
+        if k % 9 == 1:  # the same page under another spelling of an earlier URL
+            url = f"HTTPS://Pages.Example.TEST:443/p/{k - 1}.html?utm_source=feed#top"
+        if k % 7 == 2:  # a near copy of an earlier page names it
+            words = texts[k - 2].split()
+            words[rng.randrange(len(words))] = "edited"
+            text, canonical = " ".join(words), f"/p/{k - 2}.html"
+        elif k % 11 == 3:  # names a page it does not resemble
+            canonical = f"{site}p/{k - 3}.html"
+        elif k % 13 == 4:
+            canonical = rng.choice([url, "https://elsewhere.test/x"])
+        elif k % 17 == 5:  # an exact copy (case, spacing) with a URL and a claim of its own
+            text, canonical = "  ".join(texts[k - 5].split()).upper(), f"{site}p/{k - 1}.html"
+        elif k % 19 == 6:  # an exact copy under its original's URL
+            text, url = texts[k - 6], f"{site}p/{k - 6}.html"
+        head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
+        recs.append({"id": f"page-{k}", "url": url,
+                     "html": f"<html><head>{head}</head><body><main><p>{text}</p></main></body></html>"})
+    return [orjson.dumps(r) for r in recs]
+
+
+@pytest.mark.parametrize("args", [[], ["--keep", "longest"]], ids=["default", "longest"])
+@pytest.mark.ray
+def test_url_identity_gives_the_local_engines_files(ray_runtime, small_shards, tmp_path, args):
+    """``--url-field``: the Ray driver calls the local engine's URL stage (stages/urls.py) over
+    records read in several shards, with the same files and the same claims' figures."""
+    path = write_corpus(tmp_path / "pages.jsonl", url_pages())
+    common = ["--content", "html", "--text-field", "html", "--url-field", "url", *args]
+    local, ray_out = str(tmp_path / "local"), str(tmp_path / "ray")
+    assert main(["dedup", path, "-o", local, "-q", *common]) == 0
+    assert main(["dedup", path, "-o", ray_out, "-q", "--engine", "ray", *common]) == 0
+    same_files(local, ray_out)
+    summary = same_counts(local, ray_out)
+    ls = json.load(open(os.path.join(local, "summary.json")))
+    for key in ("url_duplicates", "canonical_duplicates", "canonical_claims", "url_groups", "chained_members"):
+        assert summary[key] == ls[key], key
+    assert summary["ray"]["stages"]["read_and_sketch"]["run"] > 3
+    claims = summary["canonical_claims"]
+    assert summary["url_duplicates"] > 5 and summary["url_groups"] > 5
+    assert claims["followed"] > 5 and claims["contradicted"] > 3 and claims["outside_input"] > 0
+    assert summary["canonical_duplicates"] > 5
+
+
 # -- a killed run, started again ---------------------------------------------------------------
 
 #: The stages a run is killed in, with the files in the work folder that mark a finished shard.

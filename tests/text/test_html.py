@@ -7,6 +7,7 @@ import pytest
 
 from neardup.errors import ConfigError
 from neardup.text import html as H
+from neardup.text import html_fallback
 from neardup.text.html import decode_html, extract_text
 
 pytest.importorskip("trafilatura")
@@ -62,7 +63,7 @@ def test_whole_structure():
 
 def test_stdlib_fallback_agrees_with_lxml(page):
     html = page.decode("utf-8")
-    assert H._whole_stdlib(html) == H._whole(html)
+    assert html_fallback.whole_stdlib(html) == H._whole(html)
 
 
 def test_main_falls_back_to_whole_when_nothing_is_main():

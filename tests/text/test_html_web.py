@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("selectolax")
 
 from neardup.text import html as H  # noqa: E402
-from neardup.text import html_scan  # noqa: E402
+from neardup.text import html_blocks, html_scan, html_tree  # noqa: E402
 from neardup.text.html import extract_text  # noqa: E402
 
 ARTICLE = " ".join(f"Paragraph sentence {i} tells how the river flooded the valley in spring." for i in range(40))
@@ -28,6 +28,18 @@ def test_comment_thread_under_an_article_is_dropped():
     text = main(html)
     assert "Paragraph sentence 39" in text
     assert "Reader" not in text
+
+
+def test_an_article_ends_at_the_heading_of_its_tail():
+    # Unnamed blocks after the story: the heading "Related stories" in the last part of the text
+    # ends the content; the same heading early in the text is part of it.
+    tail = "".join(f"<p>Story {i} about the weather</p>" for i in range(5))
+    html = f"<html><body><main><h1>Flood</h1><p>{ARTICLE}</p><h2>Related stories</h2>{tail}</main></body></html>"
+    text = main(html)
+    assert "Paragraph sentence 39" in text
+    assert "Related stories" not in text and "Story 0" not in text
+    early = f"<html><body><main><h1>Flood</h1><h2>Related stories</h2>{tail}<p>{ARTICLE}</p></main></body></html>"
+    assert "Story 4 about" in main(early)
 
 
 def test_forum_thread_made_of_comments_is_kept():
@@ -133,8 +145,8 @@ def test_secondary_vocabulary_words_are_tokens(cls):
 
 
 def test_block_classifier_file_loads_and_matches_the_features():
-    weights, threshold = H._block_model()
-    assert weights.shape == (len(H.BLOCK_FEATURES),)
+    weights, threshold = html_blocks.block_model()
+    assert weights.shape == (len(html_blocks.BLOCK_FEATURES),)
     assert weights.dtype.name == "float64"
     assert isinstance(threshold, float)
 
@@ -142,10 +154,10 @@ def test_block_classifier_file_loads_and_matches_the_features():
 def test_block_classifier_is_deterministic(monkeypatch):
     html = (f"<body><div class='layout'><div class='left-col'><ul>{MENU}</ul></div><div><h1>Flood</h1>"
             f"<p>{ARTICLE}</p><div><a href='/x'>Share</a> <a href='/y'>Print</a></div></div></div></body>")
-    tree = H._get_lexbor()(H._scanned(html)[0])
-    nodes, rows = H._blocks(tree.body)
-    assert nodes and all(len(r) == len(H.BLOCK_FEATURES) for r in rows)
-    assert H._blocks(H._get_lexbor()(H._scanned(html)[0]).body)[1] == rows
+    tree = html_tree.get_lexbor()(H._scanned(html)[0])
+    nodes, rows = html_blocks.blocks(tree.body)
+    assert nodes and all(len(r) == len(html_blocks.BLOCK_FEATURES) for r in rows)
+    assert html_blocks.blocks(html_tree.get_lexbor()(H._scanned(html)[0]).body)[1] == rows
     monkeypatch.setattr(H, "USE_CLASSIFIER", True)
     first = main(html)
     assert first == main(html)

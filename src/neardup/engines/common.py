@@ -1,10 +1,12 @@
 """What every engine's run shares: the stages it times, the clusters it makes of its verified pairs
-(components, survivors, outcomes), the pairs it writes, the ``summary.json`` it writes, and the
-process's peak memory. The engines call these, so that one input gives the same outcome and
-summary (aside from ``seconds`` and memory) from each of them."""
+(components, survivors, outcomes), the pairs it writes, the ``summary.json`` it writes, the
+process's peak memory, and the run options an engine honours or refuses. The local, Spark and Ray
+engines call these, so that one input gives the same outcome and summary (aside from ``seconds``
+and memory) from each of them."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from ..stages.survivors import Outcome, choose_survivors, cluster_kinds, compone
 from ..stages.verify import Edges
 
 __all__ = ["STAGES", "INDEX_STATS", "stage_table", "peak_memory_mb", "Clusters", "cluster_outcomes", "VerifiedPairs",
-           "run_summary", "reason_counts"]
+           "run_summary", "reason_counts", "RunOptions", "input_names"]
 
 #: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
 STAGES = ("read_and_sketch", "exact_pass", "candidates", "verify", "cluster", "summary", "write")
@@ -229,3 +231,32 @@ def reason_counts(reason) -> Counter:
                 out["skipped" if label.startswith("skipped:") else label] += c
         return out
     return Counter(r if not r.startswith("skipped:") else "skipped" for r in reason)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of a dedup run beyond its :class:`~neardup.config.DedupConfig` and output: what an
+    engine is asked to honour, and refuses in one line when it cannot (each engine's
+    ``refusal(config, options)``). The CLI fills it from its arguments; a library caller's entry
+    point from its own."""
+
+    inputs: tuple[str, ...] = ()
+    jobs: int | None = None
+    in_memory_mb: int | None = None
+    spark_master: str | None = None
+    ray_address: str | None = None
+    on_error: str = "error"
+    against: str | None = None
+    save_index: str | None = None
+    update_index: bool = False
+    resume: bool = False
+    compression: str = "auto"
+    output_shards: int | None = None
+    shard_size: str | None = None
+    work_dir: str | None = None
+
+
+def input_names(inputs) -> tuple[str, ...]:
+    """The inputs of an engine's entry point (one path or several) as a tuple of names."""
+    paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
+    return tuple(os.fsdecode(p) for p in paths)

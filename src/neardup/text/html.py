@@ -26,7 +26,7 @@ versions, same output) and never raise for bad markup: garbage comes back as ``"
 whatever text the parser could recover). The readers use :func:`_extract`, which tells a parser
 failure (``None``) from a page without text (``""``).
 
-:func:`decode_html` turns bytes into text: a byte-order mark, else the charset given by the caller
+:func:`decode_html` (of :mod:`neardup.text.html_charset`) turns bytes into text: a byte-order mark, else the charset given by the caller
 (the HTTP header), else a ``<meta charset>``/``http-equiv`` in the first 4 KB, else an
 ``<?xml encoding?>``, else UTF-8 when the bytes are UTF-8, else charset-normalizer's detection.
 ``iso-8859-1``, ``latin-1`` and ``us-ascii`` are read as ``windows-1252``, as browsers do.
@@ -34,16 +34,16 @@ failure (``None``) from a page without text (``""``).
 
 from __future__ import annotations
 
-import codecs
 import functools
-import math
 import re
 
 from html import unescape as _unescape
 
 from ..errors import ConfigError, require
+from . import html_blocks
+from .html_charset import decode_html, declared_charset, detect_charset, utf8_page
+from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
 from .html_scan import FLAGS as _FLAGS
-from .html_scan import is_utf8 as _is_utf8
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
 from .html_scan import MARK_ROLE as _MARK_ROLE
@@ -51,6 +51,7 @@ from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
+from .html_tree import BLOCK_DEPTH, get_ids, get_lexbor, in_section, is_under, link_density, text_len
 
 __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "detect_charset", "extractor_id",
            "utf8_page", "HTML_MODES", "RULES_VERSION"]
@@ -63,275 +64,24 @@ HTML_MODES = ("main", "whole", "article")
 # formatting elements); 4: the web as it is: <noscript> content when scripts write the page,
 # JSON-LD article bodies, the secondary vocabulary (comments, newsletters, ads) dropped when
 # outweighed, repeated lines once, link-dense blocks inside layout wrappers, the heading above a
-# landmark
-RULES_VERSION = 4
-
-_DROP = frozenset(
-    {"head", "script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas", "title"}
-)
-_BLOCK = frozenset(
-    """address article aside blockquote body br caption center dd details dialog dir div dl dt fieldset
-    figcaption figure footer form frameset h1 h2 h3 h4 h5 h6 header hgroup hr html legend li listing main
-    menu nav ol option p plaintext pre section summary table tbody tfoot thead tr ul xmp""".split()
-)
-# Inside a line, every kind of line break is white space; line breaks come from block elements.
-_FLATTEN = {ord(c): " " for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
-
-_META_CHARSET = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.I)
-_WINDOWS_1252 = frozenset({"iso8859-1", "ascii", "cp1252"})
-_XML_ENCODING = re.compile(rb"""\s*<\?xml[^>]{0,200}?encoding\s*=\s*["']([A-Za-z0-9_:.\-]{1,40})["']""")
-_RE_MARKUP_BYTES = re.compile(rb"<[^>]*>|&#?[A-Za-z0-9]+;")
-_RE_HIGH_BYTE = re.compile(rb"[\x80-\xff]")
-#: Fewer non-ASCII bytes than this in an undeclared, non-UTF-8 page: windows-1252, not detection.
-DETECT_MIN_BYTES = 32
+# landmark; 5: the text ends at a heading of what follows an article (related stories, comments,
+# the author) in its last part, and the secondary vocabulary is dropped only beside 3,000
+# characters of other content
+RULES_VERSION = 5
 
 _trafilatura = None
-_lxml_html = None  # the lxml.html module, False when lxml is missing
-
-
-@functools.lru_cache(maxsize=256)  # pages repeat a handful of names; lookup() costs a few us
-def _codec(name: str | None) -> str | None:
-    """The Python codec for a declared charset, or None when unknown or useless."""
-    if not name:
-        return None
-    try:
-        codec = codecs.lookup(name.strip().strip("\"'")).name
-    except (LookupError, ValueError):
-        return None
-    if codec in _WINDOWS_1252:
-        return "cp1252"
-    if codec.startswith(("utf-16", "utf-32")):
-        return None  # a meta tag readable as ASCII cannot be right about UTF-16
-    return codec
-
-
-def declared_charset(data: bytes, charset: str | None = None) -> tuple[str | None, str]:
-    """``(codec, where)``: the encoding a page declares, and how (``"bom"``, ``"http"``,
-    ``"meta"``, ``"xml"``), or ``(None, "none")``. A byte-order mark wins over the HTTP header,
-    which wins over the markup, as in browsers (WHATWG encoding sniffing)."""
-    if data[:3] == codecs.BOM_UTF8:
-        return "utf-8-sig", "bom"
-    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-        return "utf-16", "bom"
-    codec = _codec(charset)
-    if codec is not None:
-        return codec, "http"
-    m = _META_CHARSET.search(data, 0, 4096)  # <meta charset> and <meta http-equiv content="...; charset=">
-    codec = _codec(m.group(1).decode("ascii")) if m else None
-    if codec is not None:
-        return codec, "meta"
-    m = _XML_ENCODING.match(data)
-    codec = _codec(m.group(1).decode("ascii")) if m else None
-    if codec is not None:
-        return codec, "xml"
-    return None, "none"
-
-
-def detect_charset(data: bytes) -> str:
-    """The encoding of a page that declares none: UTF-8 when the bytes are UTF-8 (what an
-    undeclared modern page almost always is, and what detectors confuse most with short
-    Latin-1 text), else charset-normalizer's guess, else windows-1252 (the browsers' default,
-    also for pages with fewer than :data:`DETECT_MIN_BYTES` non-ASCII bytes)."""
-    try:
-        data.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError:
-        pass
-    # A few stray bytes say too little for a detector (it names an exotic code page for one
-    # byte): read them as browsers do.
-    if sum(1 for _ in _RE_HIGH_BYTE.finditer(data[:65536])) < DETECT_MIN_BYTES:
-        return "cp1252"
-    try:
-        from charset_normalizer import from_bytes
-    except ImportError:
-        return "cp1252"
-    # The markup is ASCII and tells the detector nothing: it judges the text only. Deterministic
-    # for given bytes and charset-normalizer version (both recorded by extractor_id).
-    text = _RE_MARKUP_BYTES.sub(b" ", data)
-    best = from_bytes(text or data).best()
-    codec = _codec(best.encoding) if best is not None else None
-    return codec or "cp1252"
-
-
-def decode_html(data: bytes, charset: str | None = None, *, errors: str = "replace") -> str | None:
-    """Decode an HTML page; ``None`` when ``errors="strict"`` and the bytes do not decode.
-
-    The encoding is the first of: a byte-order mark; ``charset`` (the HTTP ``Content-Type``
-    parameter, as a WARC record gives it); ``<meta charset>`` or ``<meta http-equiv>`` in the first
-    4 KB; an ``<?xml encoding?>`` declaration; else :func:`detect_charset`.
-    """
-    codec, _where = declared_charset(data, charset)
-    if codec is None:
-        codec = detect_charset(data)
-    try:
-        return data.decode(codec)
-    except UnicodeDecodeError:
-        if errors == "strict":
-            return None
-        return data.decode(codec, "replace")
-
-
-# A page that starts (after ASCII white space) with a printable ASCII character: not blank, so
-# it needs no decoding to tell (str.isspace) that it has something to extract.
-_STARTS_VISIBLE = re.compile(rb"[ \t\n\r\x0b\x0c]*[\x21-\x7e]")
-
-
-def utf8_page(data: bytes, charset: str | None = None, *, text: bool = False) -> bytes | None:
-    """The page's bytes as the extraction reads them, when they need no decoding: the page is
-    UTF-8 (declared by ``charset``, the markup, a byte-order mark, or undeclared and valid), valid
-    UTF-8 and not blank. Its text (:func:`extract_utf8`) is then that of
-    ``decode_html(data, charset)``, without the decoding to a str and the encoding back that the
-    markup scan would do. ``None`` otherwise (a page in another encoding, invalid bytes, only
-    white space): decode it with :func:`decode_html`. ``text=True``: ``data`` is the UTF-8 of a
-    str (decoded already: no declaration applies), valid and not blank.
-
-    >>> utf8_page("<p>déjà</p>".encode()), utf8_page(b"<p>d\\xe9j\\xe0</p>")
-    (b'<p>d\\xc3\\xa9j\\xc3\\xa0</p>', None)
-    """
-    if not text:
-        codec, _where = declared_charset(data, charset)
-        if codec == "utf-8-sig":  # a byte-order mark, or the codec named in the markup
-            if data[:3] == codecs.BOM_UTF8:
-                data = data[3:]
-        elif codec is not None and codec != "utf-8":
-            return None
-        # undeclared: detect_charset() says UTF-8 exactly when the bytes are valid UTF-8
-    if not _STARTS_VISIBLE.match(data) or not _is_utf8(data):
-        return None
-    return data
-
-
-def _get_lxml():
-    global _lxml_html
-    if _lxml_html is None:
-        try:
-            import lxml.html
-
-            _lxml_html = lxml.html
-        except ImportError:  # pragma: no cover - lxml ships with the io extra
-            _lxml_html = False
-    return _lxml_html
-
-
-def _finish(chunks: list[str]) -> str:
-    lines = []
-    for line in "".join(chunks).split("\n"):
-        line = " ".join(line.split())
-        if line:
-            lines.append(line)
-    return "\n".join(lines)
-
-
-def _whole_lxml(lh, html: str) -> str | None:
-    from lxml import etree
-
-    data = html.encode("utf-8", "replace")
-    if not data.strip():
-        return ""
-    parser = lh.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True, recover=True, huge_tree=True)
-    try:
-        root = etree.fromstring(data, parser)
-    except (etree.LxmlError, ValueError):
-        return None
-    if root is None:
-        return ""
-    chunks: list[str] = []
-    pre = 0
-    skipping = None  # the element whose subtree is being dropped
-    walker = etree.iterwalk(root, events=("start", "end"))
-    for event, el in walker:
-        tag = el.tag
-        if not isinstance(tag, str):  # comment, processing instruction, entity: only its tail is text
-            if event == "end" and skipping is None and el.tail:
-                chunks.append(el.tail if pre else el.tail.translate(_FLATTEN))
-            continue
-        tag = tag.lower()
-        if event == "start":
-            if tag in _DROP or el.get("hidden") is not None:
-                skipping = el
-                walker.skip_subtree()
-                continue
-            if tag in _BLOCK:
-                chunks.append("\n")
-            if tag == "pre" or tag == "textarea":
-                pre += 1
-            if el.text:
-                chunks.append(el.text if pre else el.text.translate(_FLATTEN))
-        else:
-            if skipping is el:
-                skipping = None
-            else:
-                if tag == "pre" or tag == "textarea":
-                    pre -= 1
-                if tag in _BLOCK:
-                    chunks.append("\n")
-                elif tag in ("td", "th"):
-                    chunks.append(" ")
-            if el.tail:
-                chunks.append(el.tail if pre else el.tail.translate(_FLATTEN))
-    return _finish(chunks)
-
-
-def _whole_stdlib(html: str) -> str | None:
-    from html.parser import HTMLParser
-
-    chunks: list[str] = []
-    state = {"skip": [], "pre": 0}
-    void = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-
-    class _P(HTMLParser):
-        def handle_starttag(self, tag, attrs):
-            if state["skip"]:
-                if tag == state["skip"][-1] and tag not in void:
-                    state["skip"].append(tag)
-                return
-            if (tag in _DROP or any(k == "hidden" for k, _ in attrs)) and tag not in void:
-                state["skip"].append(tag)
-                return
-            if tag in _BLOCK:
-                chunks.append("\n")
-            if tag in ("pre", "textarea"):
-                state["pre"] += 1
-
-        def handle_startendtag(self, tag, attrs):
-            if not state["skip"] and tag in _BLOCK:
-                chunks.append("\n")
-
-        def handle_endtag(self, tag):
-            if state["skip"]:
-                if tag == state["skip"][-1]:
-                    state["skip"].pop()
-                return
-            if tag in ("pre", "textarea") and state["pre"]:
-                state["pre"] -= 1
-            if tag in _BLOCK:
-                chunks.append("\n")
-            elif tag in ("td", "th"):
-                chunks.append(" ")
-
-        def handle_data(self, data):
-            if not state["skip"]:
-                chunks.append(data if state["pre"] else data.translate(_FLATTEN))
-
-    try:
-        p = _P(convert_charrefs=True)
-        p.feed(html)
-        p.close()
-    except Exception:  # noqa: BLE001 - garbage in, nothing out
-        return None
-    return _finish(chunks)
 
 
 def _whole(html: str) -> str | None:
-    if _get_lexbor():
+    if get_lexbor():
         return _fast(html, "whole")
-    lh = _get_lxml()
+    lh = get_lxml()
     if lh:
         try:
-            return _whole_lxml(lh, html)
+            return whole_lxml(lh, html)
         except RecursionError:  # pragma: no cover - iterwalk does not recurse
             return None
-    return _whole_stdlib(html)
+    return whole_stdlib(html)
 
 
 def _article(html: str, url: str | None) -> str | None:
@@ -352,7 +102,7 @@ def _article(html: str, url: str | None) -> str | None:
     except Exception:  # noqa: BLE001 - trafilatura on garbage; fall back to the whole text
         out = None
     if out and not out.isspace():
-        return _finish([out])
+        return finish_lines([out])
     return _whole(html)
 
 
@@ -419,77 +169,23 @@ USE_CLASSIFIER = False
 JSON_LD_CHARS = 1000
 # The secondary vocabulary (comments, newsletter, ads...) is dropped when the rest of the content
 # has this many characters, or more than the secondary blocks.
-SECONDARY_REST_CHARS = 1000
+SECONDARY_REST_CHARS = 3000
+# A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
+# heads what follows an article rather than the article (related stories, comments, sharing,
+# the author's box, the newsletter): the text ends before it. Generic English vocabulary of
+# page furniture, not of any site; a page in another language keeps its tail.
+TAIL_START = 0.7
+TAIL_LINE_CHARS = 60
+_TAIL_HEADING = re.compile(
+    r"(?:related|more from|more stories|more articles|you may also like|you might also like|recommended"
+    r"|read next|read more|keep reading|popular|trending|latest|comments?|discussion|leave a (?:reply|comment)"
+    r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|also read|most read"
+    r"|further reading|other articles|similar)\b", re.I)
 # Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
 # the page (a header line, a footer with its links).
 STRIP_LINK_DENSITY = 0.2
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
-
-_lexbor = None
-
-
-def _get_lexbor():
-    """A function of the markup that gives its lexbor tree, or False when selectolax is missing.
-
-    The tree is built without lexbor's mutation events (WO_EVENTS): they run a callback over every
-    inserted node, for what only a browser needs (style sheets, and the copy of a select's chosen
-    option into its <selectedcontent>, inside a select, which every mode drops); 5 % of the parse's
-    instructions on the labelled set, the same texts."""
-    global _lexbor
-    if _lexbor is None:
-        try:
-            from selectolax.lexbor import LexborHTMLParser
-        except ImportError:
-            _lexbor = False
-        else:
-            _lexbor = LexborHTMLParser
-            try:
-                from selectolax.lexbor import LexborDocumentOptions
-
-                quiet = functools.partial(LexborHTMLParser, options=int(LexborDocumentOptions.WO_EVENTS))
-                quiet("<p>")
-                _lexbor = quiet
-            except (ImportError, TypeError):  # pragma: no cover - a selectolax without the option
-                pass
-    return _lexbor
-
-
-class _Ids:
-    """lexbor's ids of the element names the rules compare: ``node.tag_id`` is an int read off
-    the node, where ``node.tag`` makes a str each time (a few times slower, per node)."""
-
-    def __init__(self):
-        names = ("html", "body", "main", "article", "section", "aside", "nav", "header", "footer", "h1", "ul", "ol",
-                 "table") + tuple(
-            sorted(_BODY_BLOCKS))
-        tree = _get_lexbor()("".join(f"<{n}></{n}>" for n in names if n not in ("html", "body")))
-        ids = {n.tag: n.tag_id for n in tree.root.traverse() if n.tag in names}
-        missing = set(names) - set(ids)
-        if missing:  # pragma: no cover - every HTML parser makes these elements
-            raise RuntimeError(f"lexbor made no {sorted(missing)} elements")
-        self.main = ids["main"]
-        self.h1 = ids["h1"]
-        self.article = ids["article"]
-        self.page_parts = frozenset((ids["header"], ids["footer"]))
-        self.sections = frozenset(ids[n] for n in ("article", "section", "main", "aside", "nav"))
-        self.roots = frozenset(ids[n] for n in ("body", "html", "main"))
-        self.body_blocks = frozenset(ids[n] for n in _BODY_BLOCKS)
-        # the elements a layout is made of (a paragraph or a list holding most of the text is not one)
-        self.containers = frozenset(ids[n] for n in ("div", "section", "center", "form"))
-        self.secondary_blocks = frozenset(ids[n] for n in ("div", "section", "aside", "article", "ul", "ol", "form",
-                                                            "table", "footer"))
-
-
-_ids = None
-
-
-def _get_ids() -> _Ids:
-    global _ids
-    if _ids is None:
-        _ids = _Ids()
-    return _ids
-
 
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -531,16 +227,6 @@ def _landmark_selector(flags: int) -> str:
     return ", ".join(parts)
 
 
-def _text_len(node) -> int:
-    return _stats(node.text_lexbor())[0]
-
-
-def _link_density(node) -> float:
-    """The share of ``node``'s text inside links (1.0 when it has no text)."""
-    chars, links = _stats(node.text_lexbor())
-    return links / chars if chars else 1.0
-
-
 def _remove_all(root, selector: str, keep=None) -> None:
     # remove() detaches without freeing (lexbor frees the whole document at once), so a node
     # matched inside an already removed subtree is still valid, and removing it again is
@@ -550,27 +236,6 @@ def _remove_all(root, selector: str, keep=None) -> None:
             node.remove()
 
 
-def _is_under(node, ancestor) -> bool:
-    want = ancestor.mem_id
-    p = node.parent
-    while p is not None:
-        if p.mem_id == want:
-            return True
-        p = p.parent
-    return False
-
-
-def _in_section(node, stop) -> bool:
-    sections = _get_ids().sections
-    p = node.parent
-    while p is not None and p.mem_id != stop.mem_id:
-        if p.tag_id in sections:
-            return True
-        p = p.parent
-    return False
-
-
-_BODY_BLOCKS = frozenset({"table", "ul", "ol", "dl", "div", "p", "center", "form", "section", "span", "a"})
 
 
 def _drop_dense_blocks(body) -> None:
@@ -581,7 +246,7 @@ def _drop_dense_blocks(body) -> None:
     it the short blocks half made of links (a strip of links with a line of text). Inside the
     content (a paragraph holds the most text), a list of links stays: a table of contents; and
     the blocks of a level made mostly of one element repeated are cards, kept whole."""
-    ids = _get_ids()
+    ids = get_ids()
     blocks, containers = ids.body_blocks, ids.containers
     parent, depth = body, 0
     while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
@@ -643,7 +308,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     marked, flags, raw_title, classes, ids = scanned or _scanned(html)
     if noscript:
         flags &= ~_FLAGS["NOSCRIPT"]
-    tree = _get_lexbor()(marked)
+    tree = get_lexbor()(marked)
     body = tree.body
     if body is None:
         return ""
@@ -657,7 +322,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
         title = " ".join((_unescape(raw_title) if "&" in raw_title else raw_title).split())
     # One query for everything dropped unconditionally (each query walks the whole tree), none
     # when the page has none of it.
-    tag = _get_ids()
+    tag = get_ids()
     main_id = tag.main
     drop = _drop_selector(flags, navigation=True)
     if drop:
@@ -677,7 +342,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
         else:
             asides.append(node)
     for node in asides:
-        if _link_density(node) >= LINK_DENSITY:
+        if link_density(node) >= LINK_DENSITY:
             node.remove()
     root = None
     root_text = None  # the root's text while nothing in it is removed (one walk less)
@@ -697,7 +362,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
         # rather than to a section of it, and without top-level blocks made of links.
         root = body
         for node in page_parts:
-            if not _in_section(node, body):
+            if not in_section(node, body):
                 node.remove()
         _drop_dense_blocks(body)
     named = _named_selector(flags, classes, ids)
@@ -712,13 +377,15 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:
         if _drop_secondary(root):
             root_text = None
-    if USE_CLASSIFIER and _classify_blocks(root):
+    if USE_CLASSIFIER and html_blocks.classify_blocks(root):
         root_text = None
     text = _lines(root_text if root_text is not None else root.text_lexbor())
     if not text:
         return ""
     if REPEATED_LINE_CHARS:
         text = _once(text)
+    if TAIL_START < 1:
+        text = _without_tail(text)
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make
@@ -737,139 +404,22 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
 
 def _outer_heading(root, body, heads) -> str:
     for h in heads:
-        if root.mem_id != body.mem_id and _is_under(h, body) and not _is_under(h, root):
+        if root.mem_id != body.mem_id and is_under(h, body) and not is_under(h, root):
             t = " ".join(_lines(h.text_lexbor()).split())
             if 0 < len(t) <= 300:
                 return t
     return ""
 
 
-# ------------------------------------------------------------------------------------------------
-# The block classifier: the content root's blocks (its children, and the children of a child that
-# holds most of its parent's text, a wrapper, down to BLOCK_DEPTH) are scored by a logistic model
-# of their text and link density, size, position, element, marks and repetition among their
-# siblings (blocks.json, trained on public data by benchmarks/train_blocks.py); a block scored
-# below the model's threshold is dropped. numpy only; the same scores on every machine (float64,
-# fixed order of operations).
-
-BLOCK_DEPTH = 4
-WRAPPER_SHARE = 0.6
-_BLOCK_TAGS = ("div", "section", "article", "aside", "header", "footer", "ul", "ol", "p", "table", "form", "h2",
-               "h3", "li", "span", "a")
-BLOCK_FEATURES = ("bias", "log_chars", "link_density", "share", "position", "depth", "named", "secondary",
-                  "punctuation", "log_lines", "log_line_chars", "digits", "same_tag_siblings", "log_siblings",
-                  "link_only", "root_link_density", "log_blocks") + tuple(f"tag_{t}" for t in _BLOCK_TAGS) + ("tag_other",)
-_model = None
-
-
-def _block_model():
-    """(weights, threshold) of the shipped block classifier, read once from the package."""
-    global _model
-    if _model is None:
-        import json
-        from importlib.resources import files
-
-        import numpy as np
-
-        spec = json.loads(files("neardup.text").joinpath("blocks.json").read_text(encoding="utf-8"))
-        if tuple(spec["features"]) != BLOCK_FEATURES:
-            raise RuntimeError("neardup/text/blocks.json was trained on other features; retrain it")
-        _model = (np.asarray(spec["weights"], dtype=np.float64), float(spec["threshold"]))
-    return _model
-
-
-def _tag_ids():
-    ids = _get_ids()
-    if not hasattr(ids, "block_tags"):
-        tree = _get_lexbor()("".join(f"<{n}></{n}>" for n in _BLOCK_TAGS))
-        found = {n.tag: n.tag_id for n in tree.root.traverse() if n.tag in _BLOCK_TAGS}
-        ids.block_tags = {found[n]: k for k, n in enumerate(_BLOCK_TAGS) if n in found}
-    return ids.block_tags
-
-
-_PUNCT = ".,;:!?"
-
-
-def _blocks(root):
-    """(nodes, feature rows) of the root's blocks, in document order."""
-    total, root_links = _stats(root.text_lexbor())
-    if not total:
-        return [], []
-    tags = _tag_ids()
-    nodes, rows = [], []
-    before = 0
-    stack = [(root, total, 0)]
-    pending = []  # (node, chars, links, text, depth, parent_children)
-    while stack:
-        parent, parent_chars, depth = stack.pop()
-        children = list(parent.iter())
-        counts = {}
-        for c in children:
-            counts[c.tag_id] = counts.get(c.tag_id, 0) + 1
-        items = []
-        for c in children:
-            t = c.text_lexbor()
-            chars, links = _stats(t)
-            if chars:
-                items.append((c, chars, links, t))
-        wrapper = None
-        if depth < BLOCK_DEPTH:
-            for it in items:
-                if it[1] >= WRAPPER_SHARE * parent_chars and it[0].child is not None:
-                    wrapper = it
-        for it in items:
-            if it is wrapper:
-                pending.append(("wrap", it, depth))
-            else:
-                pending.append(("block", it, depth, counts.get(it[0].tag_id, 0), len(children)))
-        if wrapper is not None:
-            stack.append((wrapper[0], wrapper[1], depth + 1))
-    # document order: a wrapper's blocks stand where the wrapper stands
-    for entry in pending:
-        if entry[0] != "block":
-            continue
-        _kind, (node, chars, links, text), depth, same, n_children = entry
-        lines = _lines(text)
-        n_lines = lines.count("\n") + 1
-        attrs = node.attributes
-        row = [1.0, math.log1p(chars), links / chars, chars / total, 0.0, depth / BLOCK_DEPTH,
-               float(_MARK_NAME in attrs), float(_MARK_SECONDARY in attrs),
-               min(sum(lines.count(p) for p in _PUNCT) * 10.0 / chars, 3.0), math.log1p(n_lines),
-               math.log1p(chars / n_lines), sum(map(lines.count, "0123456789")) / chars,
-               same / max(n_children, 1), math.log1p(n_children), float(links >= chars * 0.95),
-               root_links / total, 0.0]
-        onehot = [0.0] * (len(_BLOCK_TAGS) + 1)
-        onehot[tags.get(node.tag_id, len(_BLOCK_TAGS))] = 1.0
-        nodes.append(node)
-        rows.append(row + onehot)
-    # position: the characters before the block in the root, as a share
-    order = sorted(range(len(nodes)), key=lambda k: _doc_index(nodes[k]))
-    for k in order:
-        rows[k][16] = math.log1p(len(nodes))
-        rows[k][4] = before / total
-        before += _stats(nodes[k].text_lexbor())[0]
-    return nodes, rows
-
-
-def _doc_index(node):
-    return node.mem_id  # lexbor allocates nodes in document order while it parses
-
-
-def _classify_blocks(root) -> bool:
-    """Drop the root's blocks the model scores below its threshold; whether any was dropped."""
-    nodes, rows = _blocks(root)
-    if not nodes:
-        return False
-    import numpy as np
-
-    weights, threshold = _block_model()
-    scores = np.asarray(rows, dtype=np.float64) @ weights
-    dropped = False
-    for node, z in zip(nodes, scores):
-        if z < threshold:
-            node.remove()
-            dropped = True
-    return dropped
+def _without_tail(text: str) -> str:
+    """The text up to the first short line, past TAIL_START of it, that heads an article's tail."""
+    start = TAIL_START * len(text)
+    pos = 0
+    for line in text.split("\n"):
+        if pos > start and len(line) < TAIL_LINE_CHARS and _TAIL_HEADING.match(line):
+            return text[:pos].rstrip("\n")
+        pos += len(line) + 1
+    return text
 
 
 def _once(text: str) -> str:
@@ -893,14 +443,14 @@ def _drop_secondary(root) -> bool:
     recommendations: the secondary vocabulary of class and id names) when the rest of the root
     outweighs it; a forum thread or a page of reviews, where it is the content, keeps it."""
     # blocks only: a span named "comment" is a comment of highlighted code
-    sections = _get_ids().secondary_blocks
+    sections = get_ids().secondary_blocks
     found = [n for n in root.css(f"[{_MARK_SECONDARY}]") if n.mem_id != root.mem_id and n.tag_id in sections]
     if not found:
         return False
     total = _stats(root.text_lexbor())[0]
     outer = []
     for n in found:
-        if not any(_is_under(n, o) for o in outer[-8:]):
+        if not any(is_under(n, o) for o in outer[-8:]):
             outer.append(n)
     inside = sum(_stats(n.text_lexbor())[0] for n in outer)
     rest = total - inside
@@ -913,7 +463,7 @@ def _drop_secondary(root) -> bool:
 
 def _has_heading(root, heads) -> bool:
     for h in heads:
-        if _is_under(h, root) and _text_len(h):
+        if is_under(h, root) and text_len(h):
             return True
     return False
 
@@ -938,7 +488,7 @@ def _titled(text: str, title: str) -> bool:
 
 
 def _main(html: str | bytes, url: str | None) -> str | None:
-    if not _get_lexbor():
+    if not get_lexbor():
         require("selectolax", "io")
     scanned = _scanned(html, cut_navigation=True)
     out = _fast(html, "main", scanned)
@@ -1060,9 +610,9 @@ def extractor_id(mode: str = "main") -> str:
 
 
 def _whole_parser() -> str:
-    if _get_lexbor():
+    if get_lexbor():
         return f"selectolax/{_dist_version('selectolax')}"
-    if _get_lxml():
+    if get_lxml():
         return f"lxml/{_dist_version('lxml')}"
     return "html.parser"
 
@@ -1073,7 +623,7 @@ def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -
         raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
     if isinstance(html, (bytes, bytearray, memoryview)):
         data = bytes(html)
-        page = utf8_page(data) if mode != "article" and _get_lexbor() else None
+        page = utf8_page(data) if mode != "article" and get_lexbor() else None
         if page is not None:
             return extract_utf8(page, mode, url=url)
         html = decode_html(data)
@@ -1092,7 +642,7 @@ def extract_utf8(page: bytes, mode: str = "main", *, url: str | None = None) -> 
     """The text of a page :func:`utf8_page` returned, as :func:`extract_text` gives it for the
     decoded page (``None``: the markup could not be parsed), read from the bytes. Modes "main"
     and "whole" (on lexbor); "article" decodes the page for trafilatura."""
-    if mode not in ("main", "whole") or not _get_lexbor():
+    if mode not in ("main", "whole") or not get_lexbor():
         return _extract(page.decode("utf-8"), mode, url=url)
     if b"\x00" in page:
         page = page.replace(b"\x00", b"")

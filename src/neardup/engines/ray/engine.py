@@ -36,7 +36,9 @@ import numpy as np
 
 from ...config import DedupConfig
 from ...errors import ConfigError, require
+from ..common import RunOptions, input_names
 from . import components as cc
+from .refusals import check_config
 from .shards import ShardIds, count_lines, plan_shards, sketch_shard
 from .work import WorkFolder, read_arrays, read_json, write_array, write_arrays, write_json
 
@@ -44,6 +46,8 @@ __all__ = ["dedup_paths", "SHARD_BYTES"]
 
 #: Bytes of uncompressed JSONL per read-and-sketch shard (NEARDUP_RAY_SHARD_MB overrides it).
 SHARD_BYTES = 64 << 20
+#: Ranges cut smaller than the shard size to balance the CPUs are at least this large.
+BALANCE_MIN_BYTES = 4 << 20
 #: Band keys (16 bytes with their ordinal) a band task holds at most: past it a band is split by key.
 BAND_TASK_BYTES = 256 << 20
 WORK_NAME = ".neardup-ray-work"
@@ -83,7 +87,7 @@ class SketchShards:
         return {"shard": batch["shard"], "records": np.asarray(got, dtype=np.int64)}
 
 
-def _band_task(prefixes: list[str], bases: list[int], sk_path: str, band: int, split: int, parts: int,
+def band_task(prefixes: list[str], bases: list[int], sk_path: str, band: int, split: int, parts: int,
                window: int, out: str) -> None:
     """The candidate pairs of one band (and key range ``key % parts == split``): every shard's
     keys of that band, the exact copies left out, in ordinal order, grouped by the local
@@ -165,16 +169,20 @@ class _Runtime:
         ctx.print_on_execution_start = False
         logging.getLogger("ray.data").setLevel(logging.ERROR)
         if self.owned:
-            # the workers must import this neardup: the driver's module path goes with them
-            env = {"env_vars": {k: os.environ[k] for k in ("PYTHONPATH", "NEARDUP_REQUIRE_NATIVE") if k in os.environ}}
             if address is not None:
+                # the workers must import this neardup: the driver's module path goes with them
+                env = {"env_vars": {k: os.environ[k] for k in ("PYTHONPATH", "NEARDUP_REQUIRE_NATIVE")
+                                    if k in os.environ}}
                 ray.init(address=address, log_to_driver=False, runtime_env=env, logging_level=logging.WARNING)
             else:
                 from ...cpus import available_cpus
 
-                # address "local": a runtime of its own, never a cluster this machine happens to run
+                # address "local": a runtime of its own, never a cluster this machine happens to run.
+                # Its workers inherit the driver's environment (module path included), and no
+                # runtime_env: Ray starts workers ahead of time only for the default one, so a job
+                # with env_vars waited for a new worker process at every stage (5 s measured)
                 ray.init(address="local", num_cpus=jobs or available_cpus(), include_dashboard=False, log_to_driver=False,
-                         runtime_env=env, logging_level=logging.WARNING)
+                         logging_level=logging.WARNING)
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.remote = {}
 
@@ -234,6 +242,14 @@ def _plan(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_byt
         return read_json(path)
     shards = plan_shards(inputs, config, shard_bytes)
     ranged = [s for s in shards if s["start"] is not None]
+    # ranges of one size, as many as a whole number of waves over the runtime's CPUs (4 of 48 MB
+    # on 2 CPUs, not 64, 64 and 64, whose last would run alone), when they can be cut that small:
+    # the CPUs share the sketching to its end
+    waves = math.ceil(len(ranged) / rt.cpus)
+    size = sum(s["stop"] - s["start"] for s in ranged)
+    if ranged and size // (waves * rt.cpus) >= min(shard_bytes, BALANCE_MIN_BYTES):
+        shards = plan_shards(inputs, config, math.ceil(size / (waves * rt.cpus)))
+        ranged = [s for s in shards if s["start"] is not None]
     counts = rt.run(count_lines, [(s,) for s in ranged])
     seen: dict = {}
     for s, c in zip(ranged, counts):
@@ -307,6 +323,38 @@ def _run_measure(rt, work: WorkFolder, stage: str, prefixes, bases, a, b, config
     return groups
 
 
+def _url_links(rt, work: WorkFolder, prefixes, bases, sk: np.ndarray, exact_of: dict, ids: list, urls: list,
+               claims: list, config: DedupConfig, st: _Stages):
+    """URL identity over the sketched records (:func:`neardup.stages.urls.url_links`), as the
+    local engine finds it: an exact copy's URL stands for its first holder, and a claim agrees
+    with the content when the pair's similarity (the run's measure; with ``--method exact``, a
+    resemblance of 1) is at the threshold, measured by a task per shard (stage ``urls``)."""
+    from ...stages.urls import url_links
+
+    ords = sk.tolist()
+    local = {o: k for k, o in enumerate(ords)}
+    aliases, alias_claims = [], []
+    for o, h in sorted(exact_of.items()):
+        if h in local:
+            if urls[o] is not None:
+                aliases.append((urls[o], local[h]))
+            if claims[o] is not None:
+                alias_claims.append((claims[o], local[h]))
+
+    def agree(a, b):
+        oa, ob = sk[a], sk[b]
+        groups = _run_measure(rt, work, "urls", prefixes, bases, oa, ob, config, None, False, st)
+        ga, gb, _, jac, _, score = _edges_from(work, "urls", groups)
+        at = np.searchsorted((ga.astype(np.uint64) << np.uint64(32)) | gb.astype(np.uint64),
+                             (oa.astype(np.uint64) << np.uint64(32)) | ob.astype(np.uint64))
+        if config.method == "exact":  # only exact copies count: the same shingles
+            return jac[at] >= 1.0
+        return score[at] >= config.threshold
+
+    return url_links([urls[o] for o in ords], [claims[o] for o in ords], agree, ids=[ids[o] for o in ords],
+                     aliases=aliases, alias_claims=alias_claims)
+
+
 def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_bytes: int, st: _Stages):
     import pyarrow.compute as pc
 
@@ -314,6 +362,7 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
     from ...stages.candidates import BUCKET_WINDOW, estimate_floor
     from ...stages.exact import first_holders
     from ...stages.survivors import choose_survivors, kept_mask, outcomes
+    from ...stages.urls import relabel
     from ...stages.verify import Edges
 
     shards = _plan(rt, work, inputs, config, shard_bytes, st)
@@ -332,6 +381,11 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
     lengths = recs.column("length").to_numpy()
     keyvals = recs.column("keyval").to_numpy() if config.keep == "field" else None
     fps, ns = recs.column("fp").to_numpy(), recs.column("n").to_numpy()
+    urls = recs.column("url").to_pylist() if config.url_field is not None else None
+    claims = recs.column("claim").to_pylist() if config.url_field is not None else None
+    # clusters.jsonl's url (a kept "url" field), by ordinal
+    page_urls = ({o: json.loads(u) for o, u in enumerate(recs.column("page_url").to_pylist()) if u is not None}
+                 if "page_url" in recs.column_names else {})
     del recs
     new, _, copies = first_holders(valid.tolist(), fps[valid], ns[valid], {})
     sk = valid[new]
@@ -356,7 +410,7 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
         calls = [(prefixes, bases.tolist(), sk_path, bd, k, split, BUCKET_WINDOW, out)
                  for (bd, k), out in zip(keys, outs) if not os.path.exists(out)]
         st.count("bands", len(calls), len(keys) - len(calls))
-        rt.run(_band_task, calls)
+        rt.run(band_task, calls)
         runs, shared, largest, over = [], 0, 0, 0
         for out in outs:
             got = read_arrays(out)
@@ -386,15 +440,23 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
     else:
         st.lap("candidates")
 
-    # -- connected components over the verified edges, then the local survivors stage
+    # -- URL identity's edges beside the verified ones, connected components over both, then the
+    # local survivors stage
+    links = None
+    ea, eb = a, b
+    if config.url_field is not None:
+        links = _url_links(rt, work, prefixes, bases, sk, exact_of, ids, urls, claims, config, st)
+        ea, eb = np.concatenate((a, sk[links.i])), np.concatenate((b, sk[links.j]))
+        del urls, claims
     comp = np.arange(sk.size, dtype=np.int64)
-    if a.size:
-        nodes, label, cstats = cc.run_components(work.stage("components"), a, b, max(2, rt.cpus), rt.run)
+    if ea.size:
+        nodes, label, cstats = cc.run_components(work.stage("components"), ea, eb, max(2, rt.cpus), rt.run)
         comp[np.searchsorted(sk, nodes)] = np.searchsorted(sk, label)
         st.count("components", cstats["tasks_run"], cstats["tasks_done_before"])
         st.shards["components"]["rounds"] = cstats["rounds"]
     st.lap("cluster")
-    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals)
+    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals,
+                                      priority=None if links is None else links.priority)
     kept = kept_mask(n_all, sk, survivor_local)
     members = np.flatnonzero(survivor_local != np.arange(sk.size))
     member_sims = np.full(members.size, np.nan)
@@ -416,22 +478,20 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
     outcome, cluster_sizes, chained = outcomes(
         ids, reason, sk, survivor_local, kept, members, member_sims, exact_of,
         chain_below=config.threshold if config.method == "minhash" else None)
+    if links is not None:
+        relabelled = relabel(outcome.reason, sk, survivor_local, links)
+        stats["urls_identity"] = links.stats
+        if relabelled.size and chained:  # joined by their URL or claim, not through chains of content
+            by_url = {ids[o] for o in relabelled.tolist()}
+            chained = [c for c in chained if c not in by_url]
     skipped = Counter(r[len("skipped:"):] for r in outcome.reason if r.startswith("skipped:"))
+    stats["urls"] = page_urls
     stats.update(cluster_sizes=cluster_sizes, chained=len(chained), chained_examples=chained[:20],
                  skipped=dict(sorted(skipped.items())), duplicate_ids=n_all - len(set(ids)))
     ia, ib = np.searchsorted(sk, a), np.searchsorted(sk, b)
     pairs = VerifiedPairs(Edges(ia, ib, jac, est, score), sk)
     st.lap("cluster")
     return outcome, pairs, ids, stats
-
-
-def _check_config(config: DedupConfig) -> None:
-    if config.method not in ("minhash", "exact"):
-        raise ConfigError(f"--method {config.method} is not supported by the Ray engine (--engine ray): it runs "
-                          "minhash and exact; use --engine local")
-    if config.keep == "source" or config.source_field is not None:
-        flag = "--keep source:" if config.keep == "source" else "--source-field"
-        raise ConfigError(f"{flag} is not supported by the Ray engine (--engine ray): use the local engine")
 
 
 def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, address: str | None = None,
@@ -452,11 +512,11 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, add
     from ...io.write import RESULT_FORMATS, write_clusters, write_pairs
     from ..common import peak_memory_mb, run_summary, stage_table
 
-    _check_config(config)
+    paths = list(input_names(inputs))
+    check_config(config, RunOptions(inputs=tuple(paths), jobs=jobs, ray_address=address, work_dir=work_dir,
+                                    resume=resume))
     if output_format not in RESULT_FORMATS:
         raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
-    paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else list(inputs)
-    paths = [os.fsdecode(p) for p in paths]
     output = os.fspath(output)
     if "://" in output:
         raise ConfigError("an output URL is not supported by the Ray engine (--engine ray): give a folder on "
@@ -475,7 +535,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, add
     try:
         st.lap("runtime")
         outcome, pairs, ids, stats = _dedup(rt, work, paths, config, shard_bytes, st)
-        write_clusters(output, outcome, format=output_format)
+        write_clusters(output, outcome, format=output_format, urls=stats.pop("urls"))
         write_pairs(output, pairs.lines(ids), format=output_format)
         kept_info = None
         if write_kept:

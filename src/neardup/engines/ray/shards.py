@@ -11,7 +11,8 @@ file, so a range needs the number of lines before it (counted first, range by ra
 ordinal is the number of records in the shards before it plus its index in its shard.
 
 A sketched shard leaves in the work folder (:mod:`.work`): ``<s>.cols.arrow`` (every record's
-id, reason, length, keep value, content fingerprint and shingle count; written last, so its
+id, reason, length, keep value, content fingerprint and shingle count, and with a URL field its
+URL identity and its page's claim (:mod:`neardup.stages.urls`); written last, so its
 presence means the shard is done), ``<s>.rows.npy`` (the rows with shingles),
 ``<s>.ids.npy``/``<s>.offs.npy`` (their sorted distinct shingle ids) and ``<s>.bands.npy`` (their
 band keys, one row per band, for the band stage to read one band of every shard).
@@ -20,6 +21,7 @@ band keys, one row per band, for the band stage to read one band of every shard)
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 
@@ -128,9 +130,17 @@ def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
     from ...stages.candidates import band_keys
     from ...stages.sketch import sketch_parts
     from ...stages.survivors import keep_value
+    from ...stages.urls import claim_key, record_key
 
     want_sig = config.method == "minhash"
-    want_ids = config.method != "exact"
+    # URL identity measures claimed pairs on their shingle ids, whatever the method
+    want_ids = config.method != "exact" or config.url_field is not None
+    url_field, url_rules = config.url_field, config.rules_of_urls()
+    urls: list = []
+    claims: list = []
+    # clusters.jsonl's url: a record's kept "url" field, as the local engine gives it (JSON here,
+    # since a field may hold any value)
+    page_urls: list | None = [] if "url" in reader_of(config).keep_fields else None
     band = config.banding() if want_sig else None
     ids: list = []
     reason: list = []
@@ -172,6 +182,10 @@ def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
             reason.extend([""] * k)
             length.extend(rec.lengths.tolist())
             keyval.extend([math.nan] * k)
+            urls.extend([None] * k)
+            claims.extend([None] * k)
+            if page_urls is not None:
+                page_urls.extend([None] * k)
             parts.append(rec)
             size += int(rec.offsets[-1] - rec.offsets[0])
         elif isinstance(rec, Skipped):
@@ -179,6 +193,10 @@ def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
             reason.append(f"skipped:{rec.reason}")
             length.append(0)
             keyval.append(math.nan)
+            urls.append(None)
+            claims.append(None)
+            if page_urls is not None:
+                page_urls.append(None)
             continue
         else:
             rows.append(len(ids))
@@ -186,6 +204,11 @@ def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
             reason.append("")
             length.append(len(rec.text))
             keyval.append(keep_value(rec.meta.get(config.keep_field)) if config.keep == "field" else math.nan)
+            if page_urls is not None:
+                page_urls.append(json.dumps(rec.meta["url"]) if rec.meta and rec.meta.get("url") else None)
+            if url_field is not None:  # as the local engine's read pass
+                urls.append(record_key(rec.meta.get(url_field) or rec.meta.get("url"), url_rules))
+                claims.append(claim_key(rec.meta, url_rules))
             if parts and type(parts[-1]) is list:
                 parts[-1].append(rec.text)
             else:
@@ -213,7 +236,10 @@ def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
         write_array(out + ".bands.npy", np.ascontiguousarray(keys.T))
     table = pa.table({"id": pa.array(ids, pa.string()), "reason": pa.array(reason, pa.string()),
                       "length": pa.array(length, pa.int64()), "keyval": pa.array(keyval, pa.float64()),
-                      "fp": pa.array(fps), "n": pa.array(cnt)})
+                      "fp": pa.array(fps), "n": pa.array(cnt),
+                      **({"url": pa.array(urls, pa.string()), "claim": pa.array(claims, pa.string())}
+                         if url_field is not None else {}),
+                      **({"page_url": pa.array(page_urls, pa.string())} if page_urls is not None else {})})
     tmp = f"{out}.cols.arrow.part-{os.getpid()}"
     feather.write_feather(table, tmp, compression="uncompressed")
     os.replace(tmp, out + ".cols.arrow")  # last: the shard is done
