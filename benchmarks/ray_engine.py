@@ -63,18 +63,19 @@ def run_engine(engine: str, corpus: str, out: str) -> dict:
     return rec
 
 
-def one_corpus(corpus: str, label: str, tmp: str) -> dict:
+def one_corpus(corpus: str, label: str, tmp: str, engines=ENGINES) -> dict:
     record = {"corpus": label, "corpus_bytes": os.path.getsize(corpus),
               "records": sum(1 for _ in open(corpus, "rb"))}
-    for engine in ENGINES:
+    for engine in engines:
         before = os.getloadavg()
         record[engine] = run_engine(engine, corpus, os.path.join(tmp, f"{Path(corpus).stem}-{engine}"))
         # the machine's load (1, 5 and 15 minute averages) before and after: other work shares it
         record[engine]["load_before_after"] = [[round(x, 2) for x in before], [round(x, 2) for x in os.getloadavg()]]
         print(label, engine, record[engine]["wall_seconds"], "s", file=sys.stderr, flush=True)
-    record["identical"] = all(record[e]["sha256"] == record["local"]["sha256"] for e in ENGINES)
-    record["ratio_to_local"] = {e: round(record[e]["wall_seconds"] / record["local"]["wall_seconds"], 2)
-                                for e in ENGINES}
+    record["identical"] = all(record[e]["sha256"] == record[engines[0]]["sha256"] for e in engines)
+    if "local" in engines:
+        record["ratio_to_local"] = {e: round(record[e]["wall_seconds"] / record["local"]["wall_seconds"], 2)
+                                    for e in engines}
     return record
 
 
@@ -83,7 +84,12 @@ def main(argv=None) -> int:
     p.add_argument("--docs", default="500000", help="generated corpus sizes, comma-separated (0: none)")
     p.add_argument("--corpus", action="append", default=[], help="a JSONL corpus to run as it is")
     p.add_argument("--note", default="", help="what else ran on the machine")
+    p.add_argument("--engines", default=",".join(ENGINES), help="the engines to run, comma-separated")
+    p.add_argument("--out", default=None, help="the results file (default results/engines-<date>.json)")
     args = p.parse_args(argv)
+    engines = tuple(e for e in args.engines.split(",") if e)
+    if not set(engines) <= set(ENGINES):
+        p.error(f"--engines: one of {', '.join(ENGINES)}")
     from scale import generate
 
     import neardup
@@ -100,14 +106,14 @@ def main(argv=None) -> int:
               "note": args.note, "versions": versions, "runs": []}
     with tempfile.TemporaryDirectory(prefix="ray-bench-") as tmp:
         for corpus in args.corpus:
-            result["runs"].append(one_corpus(corpus, corpus, tmp))
+            result["runs"].append(one_corpus(corpus, corpus, tmp, engines))
         for n in [int(x) for x in args.docs.split(",") if int(x)]:
             corpus = os.path.join(tmp, f"generated-{n}.jsonl")
             generate(Path(corpus), n, 0.05, 1)
             result["runs"].append(one_corpus(corpus, f"benchmarks/scale.py generate(docs={n}, planted=0.05, seed=1)",
-                                             tmp))
+                                             tmp, engines))
             os.remove(corpus)
-    out = HERE / "results" / f"engines-{datetime.date.today().isoformat()}.json"
+    out = Path(args.out) if args.out else HERE / "results" / f"engines-{datetime.date.today().isoformat()}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(out)
     return 0
