@@ -120,7 +120,7 @@ def dedup(ids: list[str], texts: list[str], threshold: float = 0.8):
     """(edges, cluster of each id) from neardup's dedup of ``texts``."""
     import orjson
 
-    from neardup.pipeline import DedupConfig, Deduplicator
+    from neardup import DedupConfig, Deduplicator
 
     with tempfile.TemporaryDirectory(prefix="html-quality-") as tmp:
         src = os.path.join(tmp, "in.jsonl")

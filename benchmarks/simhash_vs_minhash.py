@@ -241,7 +241,7 @@ def compare(texts, *, jobs: int = 1, dense_cols: int = 2048, check_simhash: int 
     from neardup.evaluate import all_pairs, shingle_runs
     from neardup.lsh.banding import band_keys
     from neardup.params import ShingleParams
-    from neardup.pipeline import DedupConfig
+    from neardup import DedupConfig
     from neardup.sketch.simhash import SimHash
 
     say = log or (lambda *_: None)

@@ -74,8 +74,8 @@ THRESHOLD = 0.8
 
 def run_neardup(args) -> int:
     """In a fresh process: dedup_paths on ``args.corpus`` into ``args.output``; record to ``args.json``."""
-    from neardup.pipeline import DedupConfig
-    from neardup.spark.engine import dedup_paths
+    from neardup import DedupConfig
+    from neardup.spark import dedup_paths
     from neardup.spark.session import get_session
 
     mem = PeakMemory().start()
@@ -354,8 +354,8 @@ class TreeMemory:
 def run_spark_child(args) -> int:
     """In a fresh process: ``dedup_paths`` on ``args.corpus`` in ``args.master`` (or a standalone
     cluster started here with ``--standalone``), the session timed apart; record to ``args.json``."""
-    from neardup.pipeline import DedupConfig
-    from neardup.spark.engine import dedup_paths
+    from neardup import DedupConfig
+    from neardup.spark import dedup_paths
     from neardup.spark.session import get_session
 
     cluster = None

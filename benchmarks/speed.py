@@ -86,7 +86,7 @@ def signature_rate(corpus: str, repeat: int) -> dict:
     import orjson
 
     from neardup import _native
-    from neardup.pipeline import DedupConfig
+    from neardup import DedupConfig
 
     cfg = DedupConfig()
     with open(corpus, "rb") as fh:

@@ -30,11 +30,7 @@ ALLOWED_CYCLES: dict = {}
 ALLOWED_PRIVATE_IMPORTS: dict = {}
 
 #: Modules over MAX_LINES, with why they still are.
-ALLOWED_LONG_MODULES = {
-    "neardup.pipeline": "the local engine is being split into engines/local/",
-    "neardup.spark.engine": "the Spark engine is being split into read, executors, driver and API",
-    "neardup.store.incremental": "the dedup against an index is moving out of store/ into engines/",
-}
+ALLOWED_LONG_MODULES: dict = {}
 
 
 # -- reading the source --------------------------------------------------------------------------

@@ -18,7 +18,7 @@ _EXPORTS = {
     # a whole dedup, in process and on files
     "dedup": ".api", "DedupResult": ".api",
     "DedupConfig": ".config",
-    "Deduplicator": ".pipeline",
+    "Deduplicator": ".engines.local.run",
     "signature_matrix": ".stages.sketch",
     # the persistent "seen before?" index
     "SeenIndex": ".store.sqlite",
@@ -88,7 +88,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from .lsh.banding import band_keys
     from .lsh.params import Banding, optimal_banding, probability
     from .params import MinHashParams, NormalizeParams, ShingleParams
-    from .pipeline import Deduplicator
+    from .engines.local.run import Deduplicator
     from .shingle import shingle_ids, shingles
     from .sketch.estimate import Estimate
     from .sketch.minhash import MinHash

@@ -79,7 +79,7 @@ def dedup(data, config: DedupConfig | None = None, *, jobs: int | None = None, i
     pa = require("pyarrow", "io")
     from .io.read import record_reader
     from .params import IN_MEMORY_MB
-    from .pipeline import Deduplicator
+    from .engines.local.run import Deduplicator
 
     config = _configured(config, options)
     reader = record_reader(config)

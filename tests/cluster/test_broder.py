@@ -240,7 +240,7 @@ def test_dedup_method_broder_spilling_its_grouping_gives_the_in_memory_outcomes(
     # the <sample, ID> list and the pair counts through partition files (a budget of ~50 KB, so
     # about a thousand records at a time), against the same run grouped in memory
     import neardup
-    from neardup.pipeline import Deduplicator
+    from neardup.engines.local.run import Deduplicator
 
     records = _mutated_corpus()
     want = neardup.dedup(records, method="broder", sample_mod=3, threshold=0.7)

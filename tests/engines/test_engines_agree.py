@@ -11,7 +11,7 @@ import pytest
 from neardup import fingerprint
 from neardup.config import DedupConfig
 from neardup.lsh.banding import band_keys
-from neardup.pipeline import Deduplicator
+from neardup.engines.local.run import Deduplicator
 from neardup.stages.candidates import band_candidates
 from neardup.stages.sketch import sketch_texts
 from neardup.store import SeenIndex
@@ -134,12 +134,12 @@ OPTIONS = {
     "--files-from": [(["--files-from", "{list}"], "same")],  # {list}: a file naming the corpus
     # incremental dedup against an index, and sources: the local engine's
     "--source-field": [(["--source-field", "url"], "refused")],
-    # URL groups and canonical claims: the local engine's only (stages/urls.py), refused elsewhere;
-    # the URL rules change nothing without --url-field, so they are tried with it
-    "--url-field": [(["--url-field", "url"], "refused")],
-    "--drop-params": [(["--url-field", "url", "--drop-params", "ref"], "refused")],
-    "--fold-www": [(["--url-field", "url", "--fold-www"], "refused")],
-    "--fold-trailing-slash": [(["--url-field", "url", "--fold-trailing-slash"], "refused")],
+    # URL groups and canonical claims (stages/urls.py): the URL rules change nothing without
+    # --url-field, so they are tried with it
+    "--url-field": [(["--url-field", "url"], "same")],
+    "--drop-params": [(["--url-field", "url", "--drop-params", "ref"], "same")],
+    "--fold-www": [(["--url-field", "url", "--fold-www"], "same")],
+    "--fold-trailing-slash": [(["--url-field", "url", "--fold-trailing-slash"], "same")],
     "--save-index": [(["--save-index", "index.db"], "refused")],
     "--against": [(["--against", "index.db"], "refused")],
     "--update-index": [(["--update-index"], "refused")],
@@ -162,6 +162,7 @@ GROUPS = [
      "--max-distance"],
     ["--spark-master", "--no-kept", "--output-format"], ["--jobs"],
     ["--on-error", "--strict", "--max-skipped", "--files-from"],
+    ["--url-field"], ["--drop-params"], ["--fold-www"], ["--fold-trailing-slash"],
 ]
 
 
@@ -193,13 +194,9 @@ RAY_OPTIONS = {**OPTIONS,
                "--shard-size": [(["--shard-size", "1MB"], "same")],
                "--compression": [(["--compression", "gzip"], "same")],
                "--resume": [(["--resume"], "same")],
-               "--work-dir": [(["--work-dir", "{work}"], "same")],
-               # URL identity: the local engine's stage (stages/urls.py), called by the Ray driver
-               **{name: [(args, "same") for args, _ in OPTIONS[name]]
-                  for name in ("--url-field", "--drop-params", "--fold-www", "--fold-trailing-slash")}}
+               "--work-dir": [(["--work-dir", "{work}"], "same")]}
 RAY_GROUPS = [[n for n in g if n != "--spark-master"] for g in GROUPS] + [
-    ["--output-shards", "--compression"], ["--shard-size"], ["--resume", "--work-dir"], ["--url-field"],
-    ["--drop-params"], ["--fold-www"], ["--fold-trailing-slash"]]
+    ["--output-shards", "--compression"], ["--shard-size"], ["--resume", "--work-dir"]]
 RAY_CASES = spark_runs(RAY_OPTIONS, RAY_GROUPS)
 
 
@@ -244,7 +241,7 @@ def test_every_dedup_option_is_classified():
 def option_corpus(folder) -> str:
     """Records whose outputs move with every option: real texts (some as HTML with boilerplate),
     exact copies with case, spacing and compatibility characters changed, near copies at several edit rates, and the fields
-    the field options name (url, body, score)."""
+    the field options name (url, body, score; a copy's URL often the original's, spelled otherwise)."""
     rng = random.Random(5)
     base = [t for _, t in real_texts(limit=40, min_bytes=800)][:36]
     records = []
@@ -263,7 +260,11 @@ def option_corpus(folder) -> str:
             for _ in range(max(1, int(len(words) * (0.01, 0.04, 0.1, 0.2)[k % 4]))):
                 words[rng.randrange(len(words))] = f"edit{rng.randrange(10**6)}"
             text = " ".join(words)
-        records.append({"id": f"copy-{k}", "url": f"https://example.org/copy/{k}", "text": text,
+        # a copy's URL: the original's under a spelling that a URL rule folds (by default: tracking
+        # parameters, case, default port, fragment; --drop-params ref, --fold-www, --fold-trailing-slash)
+        url = (f"https://example.org/{k}?utm_source=feed", f"https://example.org/{k}?ref=home",
+               f"https://www.example.org/{k}", f"https://example.org/{k}/", f"HTTPS://Example.ORG:443/{k}#top")[k % 5]
+        records.append({"id": f"copy-{k}", "url": url, "text": text,
                         "score": (k * 3) % 7, "body": f"{text} extra body words copy {k}"})
     rng.shuffle(records)
     path = os.path.join(folder, "corpus.jsonl")

@@ -19,7 +19,7 @@ import pytest
 
 from neardup.cli import main
 from neardup.config import DedupConfig
-from neardup.pipeline import Deduplicator
+from neardup.engines.local.run import Deduplicator
 
 HAS_RAY = importlib.util.find_spec("ray") is not None
 needs_ray = [pytest.mark.ray, pytest.mark.skipif(not HAS_RAY, reason="needs ray: pip install 'neardup[ray]'")]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from neardup.engines.common import VerifiedPairs
 from neardup.io.write import result_lines
 from neardup.io.write import write_clusters, write_pairs
-from neardup.pipeline import VerifiedPairs
 from neardup.stages.columns import Floats, Ids, Labels, Names
 from neardup.stages.survivors import Outcome
 from neardup.stages.verify import Edges

@@ -14,8 +14,9 @@ pytest.importorskip("warcio")
 pytest.importorskip("selectolax")
 
 from neardup.io import Document, Skipped, read_documents  # noqa: E402
+from neardup.config import DedupConfig  # noqa: E402
+from neardup.engines.local.run import Deduplicator  # noqa: E402
 from neardup.io.read.warc import archive_kind, is_warc_magic, read_warc_records  # noqa: E402
-from neardup.pipeline import DedupConfig, Deduplicator  # noqa: E402
 
 
 STORY = "<p>" + " ".join(f"word{i} of the story told here" for i in range(60)) + "</p>"

@@ -323,7 +323,8 @@ def test_dedup_skips_a_record_whose_nfkc_outgrows_the_kernel_limit(tmp_path):
     import orjson
 
     from neardup import _kernel
-    from neardup.pipeline import DedupConfig, Deduplicator
+    from neardup.config import DedupConfig
+    from neardup.engines.local.run import Deduplicator
 
     words = " ".join(f"word{i}" for i in range(300))
     records = [{"id": "a", "text": words}, {"id": "big", "text": "\ufdfa " * 400},

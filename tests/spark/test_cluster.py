@@ -13,7 +13,8 @@ import shutil
 import orjson
 import pytest
 
-from neardup.pipeline import DedupConfig, Deduplicator
+from neardup.config import DedupConfig
+from neardup.engines.local.run import Deduplicator
 
 from test_engine import JUNK, build_records, same_bytes
 

@@ -1,4 +1,4 @@
-"""The Spark engine (neardup.spark.engine) against the local engine: identical clusters and pairs.
+"""The Spark engine (neardup.engines.spark) against the local engine: identical clusters and pairs.
 
 Real text (Debian copyright files shipped in tests/data/texts) with planted exact copies (case and spacing changed)
 and near copies (a few words edited), plus every kind of bad JSONL line. Local mode, 2 cores, one
@@ -17,7 +17,8 @@ import numpy as np
 import orjson
 import pytest
 
-from neardup.pipeline import DedupConfig, Deduplicator
+from neardup.config import DedupConfig
+from neardup.engines.local.run import Deduplicator
 
 from conftest import real_texts
 
@@ -123,14 +124,14 @@ def records():
 def test_jsonl_adapter_is_the_local_reader(tmp_path, records):
     from neardup.io import read_documents
     from neardup.io.read import RecordReader
-    from neardup.spark.engine import _jsonl_record
+    from neardup.engines.spark.rows import jsonl_record
 
     lines = [orjson.dumps(r) for r in records[:20]] + JUNK
     path = str(tmp_path / "junk.jsonl")
     write_jsonl(path, lines)
     local = list(read_documents([path], max_bytes=64 << 20, keep_fields=("score",)))
     reader = RecordReader(keep_fields=("score",), max_bytes=64 << 20)
-    ours = [_jsonl_record(reader, line, n, f"{path}:{n + 1}") for n, line in enumerate(lines)]
+    ours = [jsonl_record(reader, line, n, f"{path}:{n + 1}") for n, line in enumerate(lines)]
     assert [type(x).__name__ for x in ours] == [type(x).__name__ for x in local]
     for a, b in zip(ours, local):
         assert (a.id, a.ordinal, a.source) == (b.id, b.ordinal, b.source)
@@ -148,7 +149,7 @@ def test_jsonl_adapter_is_the_local_reader(tmp_path, records):
     write_jsonl(path, sized)
     local = list(read_documents([path], max_bytes=40))
     small = RecordReader(max_bytes=40)
-    ours = [_jsonl_record(small, line, n, f"{path}:{n + 1}") for n, line in enumerate(sized)]
+    ours = [jsonl_record(small, line, n, f"{path}:{n + 1}") for n, line in enumerate(sized)]
     assert [getattr(x, "reason", "doc") for x in ours] == [getattr(x, "reason", "doc") for x in local]
     assert [getattr(x, "reason", "doc") for x in ours].count("too_large") == 2
 
@@ -160,7 +161,7 @@ def test_encoded_sketch_rows_equal_the_line_by_line_rows(records, max_bytes):
     over max_bytes, NFKC-flagged texts, ids from the file and line, and batches that hold
     several files and splits, a split continued across batches."""
     pa = pytest.importorskip("pyarrow")
-    from neardup.spark.engine import _map_jsonl
+    from neardup.engines.spark.sketching import map_jsonl
     from neardup.stages.sketch import kernel_handles
 
     config = DedupConfig(max_bytes=max_bytes)
@@ -186,8 +187,8 @@ def test_encoded_sketch_rows_equal_the_line_by_line_rows(records, max_bytes):
 
     ctx = {"id_field": "id", "text_field": "text", "keep_field": None, "max_bytes": max_bytes, "content": "text",
            "html": "main", "need_kernel": True, "blocks": blocks, "paths": {"file:/a": "a.jsonl", "file:/b": "b.jsonl"}}
-    slow = pa.Table.from_batches(list(_map_jsonl(batches(), ctx, config))).sort_by("_key").to_pylist()
-    fast = pa.Table.from_batches(list(_map_jsonl(batches(), {**ctx, "encoded": True}, config)))
+    slow = pa.Table.from_batches(list(map_jsonl(batches(), ctx, config))).sort_by("_key").to_pylist()
+    fast = pa.Table.from_batches(list(map_jsonl(batches(), {**ctx, "encoded": True}, config)))
     fast = fast.sort_by("_key").to_pylist()
     assert [r["_key"] for r in fast] == list(range(len(rows)))
     for a, b in zip(fast, slow):
@@ -204,7 +205,7 @@ def test_row_adapter_is_the_local_parquet_reader(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     from neardup.io import read_documents
     from neardup.io.read import RecordReader
-    from neardup.spark.engine import _row_record
+    from neardup.engines.spark.rows import row_record
 
     ids = ["a", None, "", 7, "e", "f", "g"]
     texts = [b"alpha beta gamma delta", b"x y z", None, b"\xff\xfe broken", b"   ", b"ok text here", b"z" * 50]
@@ -214,20 +215,50 @@ def test_row_adapter_is_the_local_parquet_reader(tmp_path):
     local = list(read_documents([path], max_bytes=40))
     reader = RecordReader(max_bytes=40)
     table = pq.read_table(path).to_pylist()
-    ours = [_row_record(reader, r["id"], r["text"], None, n, f"{path}:{n}") for n, r in enumerate(table)]
+    ours = [row_record(reader, r["id"], r["text"], {}, n, f"{path}:{n}") for n, r in enumerate(table)]
     for a, b in zip(ours, local):
         assert (type(a), a.id, a.ordinal, a.source) == (type(b), b.id, b.ordinal, b.source)
         assert getattr(a, "reason", None) == getattr(b, "reason", None)
         assert getattr(a, "text", None) == getattr(b, "text", None)
 
 
+@pytest.mark.parametrize("cli_args,config,inputs,output", [
+    (["--source-field", "src"], DedupConfig(source_field="src"), 1, "out"),
+    (["--keep", "source:a,b"], DedupConfig(keep="source", keep_sources=("a", "b")), 1, "out"),
+    (["--method", "simhash"], DedupConfig(method="simhash"), 1, "out"),
+    (["--format", "text"], DedupConfig(format="text"), 1, "out"),
+    ([], DedupConfig(), 2, "out"),
+    (["--url-field", "url"], DedupConfig(url_field="url"), 1, "hdfs://cluster/out"),
+])
+def test_the_library_gets_the_commands_refusals(tmp_path, capsys, cli_args, config, inputs, output):
+    """neardup.spark.dedup_paths refuses what ``neardup dedup --engine spark`` refuses, with the
+    same line, before a Spark session starts (the engine's refusals, asked by both)."""
+    if not HAVE_PYSPARK:
+        pytest.skip("pyspark is not installed: pip install 'neardup[spark]'")
+    from neardup.cli import main
+    from neardup.errors import ConfigError
+    from neardup.spark import dedup_paths
+
+    paths = []
+    for k in range(inputs):
+        paths.append(str(tmp_path / f"c{k}.jsonl"))
+        write_jsonl(paths[-1], [b'{"id": "a", "url": "https://a.test/", "src": "a", "text": "one two three four"}'])
+    out = output if "://" in output else str(tmp_path / output)
+    assert main(["dedup", *paths, "-o", out, "--engine", "spark", "-q", *cli_args]) == 2
+    said = capsys.readouterr().err.strip()
+    with pytest.raises(ConfigError) as refused:
+        dedup_paths(paths, out, config)
+    assert str(refused.value) in said and "Spark engine" in str(refused.value)
+    assert not os.path.exists(os.path.join(str(tmp_path), "out"))
+
+
 def test_packed_bucket_pairs_equal_local_candidates_across_batches_and_partitions():
-    """Band keys packed per target partition (_band_blobs), bucketed per partition from batches
-    split anywhere (_bucket_pairs) and made distinct per pair partition (_distinct_pairs): the
+    """Band keys packed per target partition (band_blobs), bucketed per partition from batches
+    split anywhere (bucket_pairs) and made distinct per pair partition (distinct_pairs): the
     local engine's candidate pairs and bucket statistics, buckets of every size."""
     pa = pytest.importorskip("pyarrow")
     from neardup.cluster.candidates import BUCKET_WINDOW, candidate_pairs
-    from neardup.spark.engine import _band_blobs, _bucket_pairs, _distinct_pairs
+    from neardup.engines.spark.executors import band_blobs, bucket_pairs, distinct_pairs
 
     rng = np.random.default_rng(5)
     n, bands = 3000, 4
@@ -248,7 +279,7 @@ def test_packed_bucket_pairs_equal_local_candidates_across_batches_and_partition
     sketch = pa.table({"ordinal": pa.array(order.astype(np.int64)),
                        "bands": pa.array([keys[o].tobytes() for o in order.tolist()], pa.binary())})
     by_target: dict = {t: [] for t in targets}
-    for rb in _band_blobs(iter(batches_of(sketch, 7)), bands, targets):
+    for rb in band_blobs(iter(batches_of(sketch, 7)), bands, targets):
         for row in rb.to_pylist():
             by_target[row["part"]].append(row)
     pair_rows: dict = {t: [] for t in targets}
@@ -257,14 +288,14 @@ def test_packed_bucket_pairs_equal_local_candidates_across_batches_and_partition
         table = pa.Table.from_pylist(by_target[t], schema=pa.schema([("part", pa.int32()), ("band", pa.binary()),
                                                                       ("key", pa.binary()), ("ordinal", pa.binary())]))
         inputs = batches_of(table, 5) if table.num_rows > 6 else table.to_batches()
-        for rb in _bucket_pairs(iter(inputs), BUCKET_WINDOW, targets):
+        for rb in bucket_pairs(iter(inputs), BUCKET_WINDOW, targets):
             for row in rb.to_pylist():
                 (stats if row["part"] < 0 else pair_rows[row["part"]]).append(row)
     assert len(stats) == len(targets)
     got: list = []
     for t in targets:
         blobs = pa.table({"pairs": pa.array([r["pairs"] for r in pair_rows[t]], pa.binary())})
-        for rb in _distinct_pairs(iter(blobs.to_batches())):
+        for rb in distinct_pairs(iter(blobs.to_batches())):
             got.extend(zip(rb.column(0).to_pylist(), rb.column(1).to_pylist()))
     assert len(got) == len(set(got)) and set(got) == expected
     assert sum(r["shared"] for r in stats) == local_stats["buckets_shared"]
@@ -421,3 +452,41 @@ def test_max_bytes_and_no_kept_are_honoured_as_locally(spark, tmp_path, records)
     same_bytes(os.path.dirname(path) + "/limit-local", out, ["clusters.jsonl", "pairs.jsonl"])
     assert spark_summary["skipped_by_reason"] == summary["skipped_by_reason"]
     assert spark_summary["kept_output"] is None and not os.path.exists(os.path.join(out, "kept.jsonl"))
+
+
+def test_url_identity_equals_local_with_claims_and_exact_copies(spark, tmp_path):
+    """--url-field on Spark: URL groups, canonical claims followed and contradicted, and exact copies
+    whose URL or claim stands for their first holder: the local engine's files byte for byte, and
+    its summary's URL figures, from JSONL and from Parquet; refused where every stage is a DataFrame
+    operation (the DataFrame API)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from neardup.errors import ConfigError
+    from neardup.spark import dedup, dedup_paths
+    from engines.test_dedup_urls import ROWS, SITE
+
+    rows = [*ROWS,
+            {"id": "r6", "url": ROWS[2]["url"], "html": ROWS[5]["html"]},  # an exact copy of r5 under r2's URL
+            {"id": "r7", "url": SITE + "copy/of/r2.html", "html": ROWS[2]["html"]},  # an exact copy of a claimant
+            {"id": "r8", "url": SITE + "z.html", "html": ROWS[4]["html"]}]  # ... of a contradicted claimant
+    config = DedupConfig(content="html", text_field="html", url_field="url")
+    jsonl = tmp_path / "crawl.jsonl"
+    jsonl.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    parquet = tmp_path / "crawl.parquet"
+    pq.write_table(pa.table({k: [r[k] for r in rows] for k in ("id", "url", "html")}), str(parquet))
+    for path, kept in ((jsonl, "kept.jsonl"), (parquet, "kept.parquet")):
+        out_local, out = str(tmp_path / f"{path.name}-local"), str(tmp_path / f"{path.name}-spark")
+        local_summary = Deduplicator(config, jobs=2).run([str(path)], out_local)
+        summary = dedup_paths([str(path)], out, config, spark=spark)
+        same_bytes(out_local, out, ["clusters.jsonl", "pairs.jsonl", kept])
+        reasons = {json.loads(x)["id"]: json.loads(x)["reason"] for x in open(os.path.join(out, "clusters.jsonl"))}
+        # a Parquet row's relative canonical link is not resolved (the local reader gives the
+        # claims no page URL there): one claim fewer, in both engines alike
+        followed = {"canonical"} if path == jsonl else set()
+        assert {"url", "exact"} | followed <= set(reasons.values())
+        for key in ("url_duplicates", "canonical_duplicates", "canonical_claims", "url_groups", "kept"):
+            assert summary[key] == local_summary[key], key
+        assert summary["canonical_claims"]["contradicted"] >= 1
+    df = spark.createDataFrame([(r["id"], r["html"]) for r in rows], "id string, html string")
+    with pytest.raises(ConfigError, match="--url-field is not supported by the Spark engine .* DataFrame API"):
+        dedup(df, text_col="html", config=config)

@@ -198,7 +198,7 @@ def _lines(path) -> list[dict]:
 
 def test_against_with_every_id_on_one_key_equals_the_joint_run(tmp_path, monkeypatch, one_key):
     monkeypatch.chdir(tmp_path)
-    from tests.store.test_incremental import corpus, write
+    from tests.engines.test_against import corpus, write
 
     docs = corpus(240, seed=3)
     a, b = write("A.jsonl", docs[:120]), write("B.jsonl", docs[120:])

@@ -235,7 +235,7 @@ def test_lean_file_is_smaller_with_runs(tmp_path):
 
 def test_against_refuses_a_lean_index(tmp_path):
     from neardup.errors import ConfigError
-    from neardup.store.incremental import Against
+    from neardup.engines.against import Against
 
     with SeenIndex(tmp_path / "lean.db", profile="lean", store_shingles=True) as index:
         with pytest.raises(ConfigError, match="profile lean"):

@@ -137,7 +137,7 @@ def test_extractor_id_names_parser_and_rules():
 
 
 def test_extraction_is_part_of_the_config_fingerprint():
-    from neardup.pipeline import DedupConfig
+    from neardup.config import DedupConfig
 
     plain = DedupConfig()
     assert "extraction" not in plain.as_dict()  # text runs keep their fingerprint

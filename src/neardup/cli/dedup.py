@@ -170,38 +170,16 @@ def extraction_of(args) -> str | None:
     return extractor_id(args.html) if kinds & {"html", "warc"} else None
 
 
-#: Options of the local engine's run that the Spark engine has no use for, with where Spark
-#: takes the same decision instead.
-_LOCAL_ONLY = {"output_shards": ("--output-shards", "the Spark engine writes one part file per partition"),
-               "shard_size": ("--shard-size", "the Spark engine writes one part file per partition"),
-               "work_dir": ("--work-dir", "Spark keeps its work in spark.local.dir")}
+def run_options_of(args):
+    """The run's options beyond its config and output (:class:`neardup.engines.common.RunOptions`),
+    which an engine other than the local one honours or refuses."""
+    from ..engines.common import RunOptions
 
-
-def refuse_local_only(args) -> None:
-    """One line naming the first local-engine option given to the Spark engine."""
-    from ..errors import ConfigError
-
-    for name, (flag, instead) in _LOCAL_ONLY.items():
-        if getattr(args, name, None) is not None:
-            raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): {instead}")
-
-
-def spark_master_of(args) -> str | None:
-    """The Spark master of a run, with ``--jobs N`` honoured as ``local[N]``. Options of the local
-    engine's run that Spark cannot honour are refused in one line naming the option and the engine:
-    ``--in-memory-mb`` (Spark spills by its own memory settings), ``--jobs`` beside an explicit
-    ``--spark-master`` (the master's executors set the parallelism)."""
-    from ..errors import ConfigError
-
-    if args.in_memory_mb is not None:
-        raise ConfigError("--in-memory-mb is not supported by the Spark engine (--engine spark): Spark spills by "
-                          "its own memory settings (spark.executor.memory, spark.memory.fraction)")
-    if args.jobs is not None:
-        if args.spark_master is not None:
-            raise ConfigError("--jobs is not supported by the Spark engine (--engine spark) with --spark-master: "
-                              "the master's executors set the parallelism (local[N] for N cores)")
-        return f"local[{args.jobs}]"
-    return args.spark_master
+    return RunOptions(inputs=tuple(args.inputs), jobs=args.jobs, in_memory_mb=args.in_memory_mb,
+                      spark_master=args.spark_master, ray_address=args.ray_address, on_error=args.on_error,
+                      against=args.against, save_index=args.save_index, update_index=args.update_index,
+                      resume=args.resume, compression=args.compression, output_shards=args.output_shards,
+                      shard_size=args.shard_size, work_dir=args.work_dir)
 
 
 def dedup_command(args) -> int:
@@ -209,58 +187,37 @@ def dedup_command(args) -> int:
 
     args.inputs = expanded_inputs(args)
     if args.engine == "local":
-        from ..io.read import plan_inputs
+        from ..engines.local.run import RunInputs
 
-        # every file listed and its format sniffed once, for the config and both passes
-        args.plan = plan_inputs(args.inputs, args.format)
+        # every file listed and its format sniffed once, for the config and the whole run
+        args.plan = RunInputs(args.inputs, args.format)
     config = config_from(args)
-    if args.engine != "ray" and args.ray_address is not None:
-        from ..errors import ConfigError
-
-        name = {"spark": "Spark engine (--engine spark)"}.get(args.engine, "local engine")
-        raise ConfigError(f"--ray-address is not supported by the {name}: add --engine ray")
     if args.engine == "ray":
-        from ..engines.ray.cli import run_ray
+        from ..engines.ray import dedup_paths as ray_dedup_paths
+        from ..engines.ray.refusals import check_config as ray_check
+        from ..io.write.shards import KeptLayout
 
-        summary = run_ray(args, config)
+        ray_check(config, run_options_of(args))
+        summary = ray_dedup_paths(args.inputs, args.output, config, address=args.ray_address, jobs=args.jobs,
+                                  write_kept=not args.no_kept, output_format=args.output_format,
+                                  layout=KeptLayout.from_options(args), work_dir=args.work_dir, resume=args.resume)
     elif args.engine == "spark":
-        from ..errors import ConfigError
-        from ..io.read.sources import STDIN_NAMES
-        from ..spark.engine import dedup_paths
+        from ..engines.spark.api import dedup_paths
+        from ..engines.spark.refusals import check_config as spark_check, master_of
 
-        master = spark_master_of(args)
-        refuse_local_only(args)
-        if any(p in STDIN_NAMES for p in args.inputs):
-            raise ConfigError("the Spark engine cannot read standard input: save it to a file, or use --engine local")
-        if args.on_error != "error":
-            raise ConfigError("--on-error skip is not supported by the Spark engine (--engine spark): it stops at a "
-                              "file it cannot read; use --engine local")
-        for flag, given in (("--against", args.against), ("--save-index", args.save_index),
-                            ("--update-index", args.update_index or None), ("--source-field", args.source_field),
-                            ("--keep source:", config.keep == "source" or None), ("--url-field", args.url_field)):
-            if given is not None:
-                raise ConfigError(f"{flag} is not supported by the Spark engine (--engine spark): use the local engine")
-        if args.resume:
-            raise ConfigError("--resume is not supported by the Spark engine (--engine spark): Spark retries failed "
-                              "tasks itself")
-        if args.compression != "auto":
-            raise ConfigError("--compression is not supported by the Spark engine (--engine spark): it writes its "
-                              "part files with Spark's codec (spark.sql.parquet.compression.codec)")
-        if len(args.inputs) > 1:
-            # the local engine gives each record of several inputs its source (clusters.jsonl's
-            # source and duplicate_of_source); the Spark engine does not yet, so the two would differ
-            raise ConfigError(f"several inputs ({len(args.inputs)}) are not supported by the Spark engine "
-                              "(--engine spark): records of several inputs carry a source it does not write yet; "
-                              "put the files in one folder and give the folder, or use --engine local")
-        summary = dedup_paths(args.inputs, args.output, config, master=master, write_kept=not args.no_kept,
+        options = run_options_of(args)
+        spark_check(config, options)
+        summary = dedup_paths(args.inputs, args.output, config, master=master_of(options), write_kept=not args.no_kept,
                               output_format=args.output_format)
     else:
         from ..errors import ConfigError
+        from ..engines.local.run import Deduplicator
         from ..io.write.shards import KeptLayout
-        from ..pipeline import Deduplicator
 
         if args.spark_master is not None:
             raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
+        if args.ray_address is not None:
+            raise ConfigError("--ray-address is not supported by the local engine: add --engine ray")
         if args.url_field is not None and (args.against is not None or args.save_index is not None):
             raise ConfigError("--url-field is not supported with an index (--against, --save-index) yet: the index "
                               "does not store URLs; run without the index")
@@ -315,7 +272,7 @@ def open_indexes(args, config):
     if args.save_index is not None:
         # shingle ids stored: a later run --against the index verifies its pairs exactly, as a joint run does
         return None, SeenIndex.for_dedup(args.save_index, config, store_shingles=config.verify)
-    from ..store.incremental import Against
+    from ..engines.against import Against
 
     index = SeenIndex.for_dedup(args.against, config, create=False)
     try:

@@ -60,7 +60,7 @@ def run_local_engine(paths: list[str], output: str, config, *, jobs, in_memory_m
     """One run of the local engine, as ``neardup dedup`` runs it: its summary. (The sample runs
     of a plan unpickle this function by name, so a sample run's process has loaded what a
     ``neardup dedup`` process has: this command-line package, then the engine.)"""
-    from ..pipeline import Deduplicator
+    from ..engines.local.run import Deduplicator
 
     return Deduplicator(config, jobs=jobs, in_memory_mb=in_memory_mb, work_dir=work_dir).run(
         paths, output, write_kept=write_kept)
@@ -69,12 +69,14 @@ def run_local_engine(paths: list[str], output: str, config, *, jobs, in_memory_m
 def local_engine():
     """The local engine's run and memory rules, for :func:`neardup.plan.plan`."""
     from ..engines.local.disk import signature_value_bytes
-    from ..pipeline import Deduplicator, mapped_resident_bound, record_array_bytes
+    from ..engines.local.memory import BAND_ROWS, mapped_resident_bound
+    from ..engines.local.run import Deduplicator
+    from ..engines.local.sketching import record_array_bytes
     from ..plan import EngineRules
 
     return EngineRules(run=run_local_engine, record_array_bytes=record_array_bytes,
                        grouping_min_mb=Deduplicator.GROUPING_MIN_MB, mapped_resident_bound=mapped_resident_bound,
-                       band_rows=Deduplicator.BAND_ROWS, signature_value_bytes=signature_value_bytes)
+                       band_rows=BAND_ROWS, signature_value_bytes=signature_value_bytes)
 
 
 def _size(nbytes: float) -> str:

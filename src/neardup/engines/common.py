@@ -1,19 +1,27 @@
-"""What every engine's run shares: the stages it times, the ``summary.json`` it writes, and the
-process's peak memory. The local, Spark and Ray engines call these, so that one input gives the
-same summary (aside from ``seconds`` and memory) from each of them."""
+"""What every engine's run shares: the stages it times, the clusters it makes of its verified pairs
+(components, survivors, outcomes), the pairs it writes, the ``summary.json`` it writes, the
+process's peak memory, and the run options an engine honours or refuses. The local, Spark and Ray
+engines call these, so that one input gives the same outcome and summary (aside from ``seconds``
+and memory) from each of them."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import Counter
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ..config import DedupConfig
-from ..stages.columns import Labels
-from ..stages.survivors import Outcome, cluster_kinds
+from ..io.write import result_lines
+from ..stages.columns import Ids, Labels, repeated_names, take_values
+from ..stages.survivors import Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes
+from ..stages.verify import Edges
 
-__all__ = ["STAGES", "INDEX_STATS", "stage_table", "peak_memory_mb", "run_summary", "reason_counts"]
+__all__ = ["STAGES", "INDEX_STATS", "stage_table", "peak_memory_mb", "Clusters", "cluster_outcomes", "VerifiedPairs",
+           "run_summary", "reason_counts", "RunOptions", "input_names"]
 
 #: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
 STAGES = ("read_and_sketch", "exact_pass", "candidates", "verify", "cluster", "summary", "write")
@@ -50,6 +58,102 @@ def peak_memory_mb() -> float:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Linux reports KiB, macOS bytes
     return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """What :func:`cluster_outcomes` makes of a run's verified pairs: every record's ``outcome``,
+    the ``sizes`` of the clusters of two or more by name, the ``chained`` members (joined to
+    their survivor only through others), each sketched record's survivor (``survivor_local``,
+    local indices) and the names that occur more than once (``repeated``)."""
+
+    outcome: Outcome
+    sizes: Counter
+    chained: list
+    survivor_local: np.ndarray
+    repeated: list
+
+
+def cluster_outcomes(names, reason, sk: np.ndarray, edges: tuple[np.ndarray, np.ndarray], exact_of, *, keep: str,
+                     lengths: np.ndarray, keyvals: np.ndarray | None = None, priority: np.ndarray | None = None,
+                     member_similarity: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+                     chain_below: float | None, repeated: list | None = None,
+                     kept_known: Callable[[np.ndarray], None] | None = None) -> Clusters:
+    """The clusters of a run: components of the sketched records (local indices ``0..sk.size-1``,
+    ordinals ``sk``) under ``edges`` ``(i, j)``, each one's survivor by the ``keep`` policy
+    (:func:`~neardup.stages.survivors.choose_survivors`: ``lengths`` and ``keyvals`` by ordinal,
+    ``priority`` by local index before the policy), and every record's outcome
+    (:func:`~neardup.stages.survivors.outcomes`, records named ``names`` by ordinal, ``reason``
+    the reasons known before clustering, ``exact_of`` the exact copies' first holders).
+
+    ``member_similarity(survivor_local)`` gives ``(members, similarity)``: the local indices
+    that are not their survivor and each one's similarity to it, measured as the engine can
+    (on its held or spilled shingle ids, from its verified edges, on executors); the engine lets
+    go of what only that measure reads once it returns. ``kept_known(kept)`` is called with the
+    boolean mask of kept records (by ordinal) as soon as it is known (the local engine starts
+    writing the kept corpus then). ``repeated``: :func:`~neardup.stages.columns.repeated_names`
+    of ``names``, when the caller has it already."""
+    comp = components(sk.size, *edges)
+    survivor_local = choose_survivors(comp, sk, keep, lengths, keyvals, priority=priority)
+    del comp
+    kept = kept_mask(len(names), sk, survivor_local)
+    if kept_known is not None:
+        kept_known(kept)
+    members, similarity = member_similarity(survivor_local)
+    if repeated is None:
+        repeated = repeated_names(names)
+    outcome, sizes, chained = outcomes(names, reason, sk, survivor_local, kept, members, similarity, exact_of,
+                                       chain_below=chain_below, repeated=repeated)
+    return Clusters(outcome, sizes, chained, survivor_local, repeated)
+
+
+@dataclass(frozen=True)
+class VerifiedPairs:
+    """The verified edges of a run (local indices) and the ordinal of each sketched record;
+    ``names``: the ids by ordinal when they are not the run's own (against an index, where the
+    indexed documents come first)."""
+
+    edges: Edges
+    sketched: np.ndarray
+    names: list | None = None
+
+    def rows(self, ids: list[str]):
+        """``(a, b, jaccard, estimate)`` of every pair by record id, rounded to 6 places as
+        ``pairs.jsonl`` gives them."""
+        sk, e = self.sketched, self.edges
+        ids = self.names if self.names is not None else ids
+        # an id column decodes its ids a chunk at a time (one at a time costs ten times as much)
+        for lo in range(0, len(e.i), _PAIR_ROWS_CHUNK):
+            hi = lo + _PAIR_ROWS_CHUNK
+            for a, b, j, est in zip(take_values(ids, sk[e.i[lo:hi]]), take_values(ids, sk[e.j[lo:hi]]),
+                                    e.jaccard[lo:hi].tolist(),
+                                    e.estimate[lo:hi].tolist()):
+                yield a, b, round(j, 6), round(est, 6)
+
+    def lines(self, ids):
+        """:meth:`rows` for :func:`neardup.io.write.write_pairs`: iterated, the same tuples; and,
+        when the ids are an :class:`Ids` column and the kernel is built, ``jsonl_chunks()`` giving
+        ``pairs.jsonl``'s bytes a chunk at a time (:func:`neardup.io.write.result_lines.pair_chunks`)."""
+        return _PairLines(self, ids)
+
+
+class _PairLines:
+    """The verified pairs as :func:`neardup.io.write.write_pairs` takes them (see :meth:`VerifiedPairs.lines`)."""
+
+    def __init__(self, pairs: VerifiedPairs, ids):
+        self.pairs, self.ids = pairs, ids
+        names = pairs.names if pairs.names is not None else ids
+        if isinstance(names, Ids) and result_lines.available_for_ids():
+            self.jsonl_chunks = lambda: result_lines.pair_chunks(
+                names, pairs.sketched[pairs.edges.i], pairs.sketched[pairs.edges.j], pairs.edges.jaccard,
+                pairs.edges.estimate)
+
+    def __iter__(self):
+        return self.pairs.rows(self.ids)
+
+
+#: Pairs whose ids :meth:`VerifiedPairs.rows` decodes at once.
+_PAIR_ROWS_CHUNK = 65536
 
 
 def run_summary(outcome: Outcome, stats: dict, config: DedupConfig, *, kept_info, jobs: int, seconds: dict) -> dict:
@@ -127,3 +231,32 @@ def reason_counts(reason) -> Counter:
                 out["skipped" if label.startswith("skipped:") else label] += c
         return out
     return Counter(r if not r.startswith("skipped:") else "skipped" for r in reason)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of a dedup run beyond its :class:`~neardup.config.DedupConfig` and output: what an
+    engine is asked to honour, and refuses in one line when it cannot (each engine's
+    ``refusal(config, options)``). The CLI fills it from its arguments; a library caller's entry
+    point from its own."""
+
+    inputs: tuple[str, ...] = ()
+    jobs: int | None = None
+    in_memory_mb: int | None = None
+    spark_master: str | None = None
+    ray_address: str | None = None
+    on_error: str = "error"
+    against: str | None = None
+    save_index: str | None = None
+    update_index: bool = False
+    resume: bool = False
+    compression: str = "auto"
+    output_shards: int | None = None
+    shard_size: str | None = None
+    work_dir: str | None = None
+
+
+def input_names(inputs) -> tuple[str, ...]:
+    """The inputs of an engine's entry point (one path or several) as a tuple of names."""
+    paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else inputs
+    return tuple(os.fsdecode(p) for p in paths)

@@ -14,7 +14,7 @@
 - :mod:`.survivors`: clusters, their survivors and every record's outcome.
 
 No stage starts a thread pool of its own for a whole run, writes a file (except the grouping's
-partition files, in a folder its caller gives and removes), or knows which engine runs it: the local engine (:mod:`neardup.pipeline`), the index (:mod:`neardup.store.sqlite`),
+partition files, in a folder its caller gives and removes), or knows which engine runs it: the local engine (:mod:`neardup.engines.local`), the index (:mod:`neardup.store.sqlite`),
 the Spark engine, the report and :mod:`neardup.evaluate` move arrays between these functions.
 (Functions that take ``jobs`` split one call over that many threads and join them before
 returning: the compiled kernel releases the GIL.)

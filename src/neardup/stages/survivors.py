@@ -134,7 +134,7 @@ def similarity_to_survivors(ids, offsets, counts, survivor_local: np.ndarray, me
                             jobs: int = 1, in_slices=None) -> tuple[np.ndarray, np.ndarray]:
     """``(members, similarity)``: the local indices that are not their cluster's survivor, and
     each one's exact similarity to its survivor (the measure's score). ``in_slices(pieces, a, b,
-    measure, offsets=)``: how the engine splits the pairs (:func:`neardup.pipeline.in_pair_slices`)."""
+    measure, offsets=)``: how the engine splits the pairs (:func:`neardup.engines.local.memory.in_pair_slices`)."""
     members = np.flatnonzero(survivor_local != np.arange(survivor_local.size))
     if not members.size:
         return members, np.empty(0)

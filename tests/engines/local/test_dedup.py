@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from neardup import ShingleParams, jaccard, shingle_ids
-from neardup.pipeline import DedupConfig, Deduplicator
+from neardup.config import DedupConfig
+from neardup.engines.local.run import Deduplicator
 
 from conftest import real_texts
 
@@ -297,7 +298,7 @@ def test_candidate_pairs_equal_brute_force():
 def test_kept_ids_are_views_of_the_new_documents_ids():
     from types import SimpleNamespace
 
-    from neardup.pipeline import _kept_ids
+    from neardup.engines.local.sketching import _kept_ids
 
     rng = np.random.default_rng(11)  # test data only
     counts = rng.integers(0, 6, size=40)

@@ -165,7 +165,7 @@ def test_real_memory_limit(corpus, tmp_path):
     # RLIMIT_AS: the process's address space capped a little above what it has when it starts,
     # so that the run's own allocations fail
     out = tmp_path / "out"
-    probe = subprocess.run([sys.executable, "-c", "import neardup.pipeline, numpy, resource; "
+    probe = subprocess.run([sys.executable, "-c", "import neardup.engines.local.run, numpy, resource; "
                             "print(open('/proc/self/statm').read().split()[0])"], capture_output=True, text=True)
     pages = int(probe.stdout.split()[0])
     limit = pages * os.sysconf("SC_PAGE_SIZE") + (96 << 20)

@@ -1,7 +1,7 @@
 """A run past its memory budget gives the same outputs, byte for byte, as one within it: band
 keys grouped by partitioned spill (stages/candidates.py BandKeys), the held shingle ids and
 signatures spilled and memory-mapped, the pairs measured in slices with their pages released
-(pipeline.in_pair_slices), ids and outcomes in arrays (stages/columns.py)."""
+(engines.local.memory.in_pair_slices), ids and outcomes in arrays (stages/columns.py)."""
 
 import hashlib
 import json
@@ -9,8 +9,9 @@ import json
 import numpy as np
 import orjson
 
-import neardup.pipeline as pipeline
-from neardup.pipeline import DedupConfig, Deduplicator
+from neardup.config import DedupConfig
+from neardup.engines.local import memory
+from neardup.engines.local.run import Deduplicator
 
 
 def _corpus(path, n=3000, seed=5):
@@ -43,9 +44,9 @@ def test_spilled_run_is_byte_identical(tmp_path, monkeypatch):
     corpus = tmp_path / "c.jsonl"
     n = _corpus(corpus)
     Deduplicator(DedupConfig()).run([str(corpus)], str(tmp_path / "held"))
-    monkeypatch.setattr(pipeline, "PAIR_SLICE", 97)  # many slices
+    monkeypatch.setattr(memory, "PAIR_SLICE", 97)  # many slices
     monkeypatch.setattr(Deduplicator, "GROUPING_MIN_MB", 0.01)  # band keys past the budget
-    monkeypatch.setattr(Deduplicator, "BAND_ROWS", 333)
+    monkeypatch.setattr(memory, "BAND_ROWS", 333)
     Deduplicator(DedupConfig(), in_memory_mb=0).run([str(corpus)], str(tmp_path / "spilled"))
     held, spilled = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("held", "spilled"))
     assert _digests(tmp_path / "held") == _digests(tmp_path / "spilled")
@@ -74,7 +75,7 @@ def _mapped_rss_in(folder) -> int:
 
 def test_a_spilled_run_holds_a_bounded_stretch_of_its_mapped_spill(tmp_path, monkeypatch):
     """The spilled sketches' pages a run holds resident are let go in stretches: right before a
-    release (the stretch at its largest) they are within pipeline.mapped_resident_bound, what the
+    release (the stretch at its largest) they are within memory.mapped_resident_bound, what the
     planner counts as file-backed memory, though the spill is many times larger. (Before the
     stretches were sized by the grains a slice's rows lie in, this run held 7 MB of an 8 MB spill
     where the bound was 0.9 MB.)"""
@@ -89,12 +90,12 @@ def test_a_spilled_run_holds_a_bounded_stretch_of_its_mapped_spill(tmp_path, mon
     _corpus(corpus, n=60000)
     # a stretch of two grains (the grain is the kernel's, not patched: a smaller one than it maps
     # would be a wrong bound), and copies both next to their originals and spread (the shared ids)
-    monkeypatch.setattr(pipeline, "MAPPED_PASS_BYTES", 2 * pipeline.MAPPING_GRAIN)
-    monkeypatch.setattr(pipeline, "PAIR_SLICE", 4097)
-    monkeypatch.setattr(Deduplicator, "BAND_ROWS", 333)
+    monkeypatch.setattr(memory, "MAPPED_PASS_BYTES", 2 * memory.MAPPING_GRAIN)
+    monkeypatch.setattr(memory, "PAIR_SLICE", 4097)
+    monkeypatch.setattr(memory, "BAND_ROWS", 333)
     out = tmp_path / "out"
     seen, releases = [], [0]
-    real_release = pipeline.release_pages
+    real_release = memory.release_pages
 
     def measured_release(arrays):
         releases[0] += 1
@@ -102,11 +103,11 @@ def test_a_spilled_run_holds_a_bounded_stretch_of_its_mapped_spill(tmp_path, mon
             seen.append(_mapped_rss_in(out))
         real_release(arrays)
 
-    monkeypatch.setattr(pipeline, "release_pages", measured_release)
+    monkeypatch.setattr(memory, "release_pages", measured_release)
     summary = Deduplicator(DedupConfig(), in_memory_mb=0).run([str(corpus)], str(out))
     row_bytes = DedupConfig().minhash.num_perm * 4
     spilled = summary["spilled_mb"] * (1 << 20)
-    bound = pipeline.mapped_resident_bound(row_bytes)
+    bound = memory.mapped_resident_bound(row_bytes)
     assert spilled > 3 * bound  # the spill is far past the stretch: the bound means something
     assert len(seen) > 10 and max(seen) > 0, seen  # releases happened, with pages resident before them
     assert max(seen) <= bound, (max(seen), bound)

@@ -69,7 +69,7 @@ def work_disk_bound(paths: list[str], config: DedupConfig) -> int | None:
     return total
 
 
-def work_disk_estimate(paths: list[str], config: DedupConfig) -> dict | None:
+def work_disk_estimate(paths, config: DedupConfig) -> dict | None:
     """A quick estimate of what a run writes to its work folder, from a small sample of the input
     (JSONL or Parquet files; None for other inputs): every record's shingle ids and signature
     (the saved sketch stage holds them all, held or spilled), its band keys past the budget and

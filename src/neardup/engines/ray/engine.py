@@ -36,7 +36,9 @@ import numpy as np
 
 from ...config import DedupConfig
 from ...errors import ConfigError, require
+from ..common import RunOptions, input_names
 from . import components as cc
+from .refusals import check_config
 from .shards import ShardIds, count_lines, plan_shards, sketch_shard
 from .work import WorkFolder, read_arrays, read_json, write_array, write_arrays, write_json
 
@@ -356,7 +358,7 @@ def _url_links(rt, work: WorkFolder, prefixes, bases, sk: np.ndarray, exact_of: 
 def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_bytes: int, st: _Stages):
     import pyarrow.compute as pc
 
-    from ...pipeline import VerifiedPairs
+    from ..common import VerifiedPairs
     from ...stages.candidates import BUCKET_WINDOW, estimate_floor
     from ...stages.exact import first_holders
     from ...stages.survivors import choose_survivors, kept_mask, outcomes
@@ -492,15 +494,6 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
     return outcome, pairs, ids, stats
 
 
-def _check_config(config: DedupConfig) -> None:
-    if config.method not in ("minhash", "exact"):
-        raise ConfigError(f"--method {config.method} is not supported by the Ray engine (--engine ray): it runs "
-                          "minhash and exact; use --engine local")
-    if config.keep == "source" or config.source_field is not None:
-        flag = "--keep source:" if config.keep == "source" else "--source-field"
-        raise ConfigError(f"{flag} is not supported by the Ray engine (--engine ray): use the local engine")
-
-
 def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, address: str | None = None,
                 jobs: int | None = None, write_kept: bool = True, output_format: str = "jsonl", layout=None,
                 work_dir: str | None = None, resume: bool = False) -> dict:
@@ -519,11 +512,11 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, add
     from ...io.write import RESULT_FORMATS, write_clusters, write_pairs
     from ..common import peak_memory_mb, run_summary, stage_table
 
-    _check_config(config)
+    paths = list(input_names(inputs))
+    check_config(config, RunOptions(inputs=tuple(paths), jobs=jobs, ray_address=address, work_dir=work_dir,
+                                    resume=resume))
     if output_format not in RESULT_FORMATS:
         raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
-    paths = [inputs] if isinstance(inputs, (str, bytes, os.PathLike)) else list(inputs)
-    paths = [os.fsdecode(p) for p in paths]
     output = os.fspath(output)
     if "://" in output:
         raise ConfigError("an output URL is not supported by the Ray engine (--engine ray): give a folder on "

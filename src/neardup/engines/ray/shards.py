@@ -118,7 +118,7 @@ def shard_records(shard: dict, config: DedupConfig):
 def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
     """Read and sketch one shard into the files named ``out`` + suffix; returns its records.
 
-    As the local engine's read pass (:meth:`neardup.pipeline.Deduplicator._read_and_sketch`):
+    As the local engine's read pass (:meth:`neardup.engines.local.sketching.ReadAndSketch._read_and_sketch`):
     texts batched as parts (:mod:`neardup.stages.encode`), sketched by
     :func:`~neardup.stages.sketch.sketch_parts`; ``skipped:<why>`` from the reader,
     ``skipped:empty`` (``too_large_nfkc``) for a text without shingles (too large for the

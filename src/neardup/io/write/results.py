@@ -87,7 +87,7 @@ def write_pairs(out_dir: str, rows, *, format: str = "jsonl") -> str:
     """Write ``pairs.jsonl`` (or ``pairs.parquet``) into ``out_dir``: the verified pairs ``(a, b, jaccard,
     estimate)`` (ids, and similarities rounded to 6 places) in the order given. ``rows`` may also
     be an object whose iteration gives those tuples and whose ``jsonl_chunks()`` gives the same
-    lines as bytes (:meth:`neardup.pipeline.VerifiedPairs.lines`). Returns the path."""
+    lines as bytes (:meth:`neardup.engines.common.VerifiedPairs.lines`). Returns the path."""
     path = os.path.join(out_dir, f"pairs.{_result_format(format)}")
     if format == "parquet":
         pa = require("pyarrow", "io")

@@ -15,7 +15,8 @@ import pytest
 from neardup import DedupConfig
 from neardup.cli import main
 from neardup.store import SeenIndex
-from neardup.store import incremental, schema
+from neardup.engines import against
+from neardup.store import run_records, schema
 
 VOCAB = [f"w{i}" for i in range(4000)]
 
@@ -106,8 +107,8 @@ def test_against_equals_a_joint_run_record_for_record(tmp_path, halves, layout):
 @pytest.mark.parametrize("ratio", [0.0, float("inf")])  # scanned, looked up
 def test_update_index_then_a_third_run_equals_the_joint_run(tmp_path, monkeypatch, ratio, layout):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(incremental.Against, "SCAN_AFTER", ratio)
-    monkeypatch.setattr(incremental.Against, "SCAN_RECORDS_PER_DOCUMENT", ratio)
+    monkeypatch.setattr(against.Against, "SCAN_AFTER", ratio)
+    monkeypatch.setattr(against.Against, "SCAN_RECORDS_PER_DOCUMENT", ratio)
     docs = corpus(360, seed=11)
     a, b, c = write("A.jsonl", docs[:120]), write("B.jsonl", docs[120:240]), write("C.jsonl", docs[240:])
     assert run(a, "-o", "o1", "--save-index", "seen.db") == 0
@@ -139,7 +140,7 @@ def test_update_index_is_one_transaction(tmp_path, halves, monkeypatch):
             raise OSError("disk gone")
         return real(self, conn, ids, *args, **kw)
 
-    monkeypatch.setattr(incremental, "WRITE_CHUNK", 20)
+    monkeypatch.setattr(run_records, "WRITE_CHUNK", 20)
     monkeypatch.setattr(SeenIndex, "_insert_columns", failing)
     with pytest.raises(OSError, match="disk gone"):
         run(b, "-o", "outB", "--against", "A.db", "--update-index")
@@ -242,8 +243,8 @@ def test_against_looked_up_scanned_or_streamed_equals_the_joint_run(tmp_path, mo
     batches' band keys reach half the index's postings (and their records half its documents,
     for the content fingerprints) and then scanned; with a scan that may hold no posting, the
     keys kept for one pass at the end instead: B's lines as the joint run's."""
+    from neardup.engines.local.run import Deduplicator
     from neardup.io.read import jsonl as readers
-    from neardup.pipeline import Deduplicator
 
     monkeypatch.chdir(tmp_path)
     docs = corpus(600, seed=3)
@@ -255,16 +256,16 @@ def test_against_looked_up_scanned_or_streamed_equals_the_joint_run(tmp_path, mo
     # (every way of reading a posting at one cost: the scan starts once the keys reach `ratio`
     # of the postings, whatever the layout)
     for name in ("JOIN_SECONDS_A_BUCKET", "SCAN_SECONDS_A_ROW", "SCAN_SECONDS_A_RUN_POSTING"):
-        monkeypatch.setattr(incremental.Against, name, 1e-6)
-    monkeypatch.setattr(incremental.Against, "LOOKUP_SECONDS_A_RUN", 0.0)
-    monkeypatch.setattr(incremental.Against, "SCAN_AFTER", ratio)
-    monkeypatch.setattr(incremental.Against, "SCAN_RECORDS_PER_DOCUMENT", ratio)
+        monkeypatch.setattr(against.Against, name, 1e-6)
+    monkeypatch.setattr(against.Against, "LOOKUP_SECONDS_A_RUN", 0.0)
+    monkeypatch.setattr(against.Against, "SCAN_AFTER", ratio)
+    monkeypatch.setattr(against.Against, "SCAN_RECORDS_PER_DOCUMENT", ratio)
     if most is not None:
-        monkeypatch.setattr(incremental.Against, "SCAN_MAX_POSTINGS", most)
-    joined = _count_calls(monkeypatch, incremental.Against, "_bucket_postings")
-    scanned = _count_calls(monkeypatch, incremental.Against, "_scanned_postings")
-    streamed = _count_calls(monkeypatch, incremental.Against, "_streamed_postings")
-    fingerprints = _count_calls(monkeypatch, incremental.Against, "_scanned_fingerprints")
+        monkeypatch.setattr(against.Against, "SCAN_MAX_POSTINGS", most)
+    joined = _count_calls(monkeypatch, against.Against, "_bucket_postings")
+    scanned = _count_calls(monkeypatch, against.Against, "_scanned_postings")
+    streamed = _count_calls(monkeypatch, against.Against, "_streamed_postings")
+    fingerprints = _count_calls(monkeypatch, against.Against, "_scanned_fingerprints")
     assert run(b, "-o", "outB", "--against", "A.db") == 0
     assert (len(scanned), len(streamed)) == (scans, streams)
     assert len(fingerprints) == (0 if most == 0 or ratio == float("inf") else 1)
@@ -305,9 +306,9 @@ def _each_way(monkeypatch, new: str) -> dict:
     clusters.jsonl, pairs.jsonl (bytes) and the summary's index figures."""
     got = {}
     for name, ratio, most in (("joined", float("inf"), None), ("scanned", 0.0, None), ("streamed", 0.0, 0)):
-        monkeypatch.setattr(incremental.Against, "SCAN_AFTER", ratio)
+        monkeypatch.setattr(against.Against, "SCAN_AFTER", ratio)
         if most is not None:
-            monkeypatch.setattr(incremental.Against, "SCAN_MAX_POSTINGS", most)
+            monkeypatch.setattr(against.Against, "SCAN_MAX_POSTINGS", most)
         assert run(new, "-o", name, "--against", "A.db") == 0
         got[name] = (open(f"{name}/clusters.jsonl", "rb").read(), open(f"{name}/pairs.jsonl", "rb").read(),
                      json.load(open(f"{name}/summary.json"))["index"])
@@ -356,7 +357,7 @@ def test_bucket_pairs_are_a_buckets_first_documents():
                              np.repeat(buckets[0, :2], 7), rng.integers(0, 2**35, 200), near])
     docs = rng.integers(0, 5000, chosen.size)
     postings = np.unique((chosen.astype(np.int64) << DOC_BITS) | docs)
-    held = incremental._Held(postings)
+    held = against._Held(postings)
     flat = buckets.ravel()
     maybe = held.maybe(flat)
     holding = set((postings >> DOC_BITS).tolist())
@@ -368,7 +369,7 @@ def test_bucket_pairs_are_a_buckets_first_documents():
             by_bucket.setdefault(p >> DOC_BITS, []).append(p & ((1 << DOC_BITS) - 1))
         want = sorted({(r, d) for r in range(400) for bk in buckets[r].tolist() for d in by_bucket.get(bk, [])[:cap]})
         for candidates in (None, (flat[maybe], maybe)):
-            rows, nums = incremental._bucket_pairs(keys, postings, cap, candidates=candidates)
+            rows, nums = against._bucket_pairs(keys, postings, cap, candidates=candidates)
             assert list(zip(rows.tolist(), nums.tolist())) == want
     assert len(want) > 300
 

@@ -1,11 +1,4 @@
-"""Dedup against an index: ``neardup dedup NEW... --against INDEX`` and ``--save-index DB``.
-
-A run with ``--save-index`` stores every record it sketched (the first holder of each content,
-near duplicates included) with what the run already computed: content fingerprint, signature,
-band keys, shingle ids (for exact verification later), the MOD_m sample (taken from the shingle
-ids, no text needed) and the number of its cluster's survivor. Exact copies are not stored: their
-first holder stands for them. Simhashes are not stored (they need the words, which a dedup run
-does not tokenize again); the index answers the other questions for these documents.
+"""Dedup against an index: ``neardup dedup NEW... --against INDEX`` (and ``--update-index``).
 
 A run ``--against`` an index deduplicates the new records as a run over the indexed documents
 followed by the new ones would, for the new records: the indexed documents that matter (those
@@ -17,6 +10,7 @@ document is led by the indexed survivor that was added first, which is what ``ke
 chooses in a joint run. With ``--update-index`` the sketched new records are added in the same
 transaction (all or none), with the number of their survivor, and clusters that a new record
 joined are merged in the index, so that the next run finds what a joint run of all three would.
+What a run saves of its records (``--save-index``) is :mod:`neardup.store.run_records`.
 """
 
 from __future__ import annotations
@@ -24,61 +18,23 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 import orjson
 
 from ..errors import ConfigError, StoreError
-from ..stages.candidates import band_keys, estimate_filter, estimate_floor
-from ..stages.columns import Floats, Ids, Labels, Names, SourcedNames, repeated_names
+from ..stages.candidates import estimate_filter, estimate_floor
+from ..stages.columns import Floats, Ids, Labels, Names, SourcedNames
 from ..stages.grouping import sorted_unique
-from ..stages.sketch import mod_m_samples
-from ..stages.survivors import (Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes,
-                                similarity_to_survivors)
+from ..stages.survivors import Outcome, cluster_kinds, similarity_to_survivors
 from ..stages.verify import Edges, verify_pairs
-from .schema import DOC_BITS, MAX_VARS, band_buckets, unsigned
-from . import runs
-from .sqlite import SeenIndex
+from ..store import runs
+from ..store.run_records import RunRecords, write_records
+from ..store.schema import DOC_BITS, MAX_VARS, band_buckets, unsigned
+from ..store.sqlite import SeenIndex
+from .common import cluster_outcomes
 
-__all__ = ["RunRecords", "Against", "save_run"]
-
-#: Documents written per insert while a run is stored (one transaction for all of them).
-WRITE_CHUNK = 8192
-
-
-@dataclass
-class RunRecords:
-    """The sketched records of a run (by local index, in input order), as the local engine holds
-    them: ids, sources (None where the index is not written), content fingerprints, lengths,
-    shingle counts, shingle ids (pieces read as their concatenation, run r at
-    ``offsets[r]:offsets[r+1]``) and signature matrices (pieces)."""
-
-    ids: list | None
-    sources: list | None
-    fingerprints: np.ndarray
-    lengths: np.ndarray
-    counts: np.ndarray
-    offsets: np.ndarray
-    shingle_ids: list
-    signatures: list
-
-
-def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
-    """Rows (or values) ``lo:hi`` of pieces read as their concatenation."""
-    out, start = [], 0
-    for p in pieces:
-        n = p.shape[0]
-        a, b = max(lo - start, 0), min(hi - start, n)
-        if a < b:
-            out.append(np.asarray(p[a:b]))
-        start += n
-        if start >= hi:
-            break
-    if not out:
-        return np.empty((0,) + tuple(pieces[0].shape[1:]) if pieces else (0,), dtype=np.uint64)
-    return out[0] if len(out) == 1 else np.concatenate(out)
-
+__all__ = ["Against"]
 
 class _Held:
     """Every live band posting of the index, sorted (so by bucket, then number), read in one scan
@@ -159,73 +115,6 @@ def _bucket_pairs(keys: np.ndarray, held: np.ndarray, cap: int, *,
     rows = position[hit] // keys.shape[1]
     pairs = sorted_unique(np.repeat(rows, n) << DOC_BITS | (held[at] & mask))
     return pairs >> DOC_BITS, pairs & mask
-
-
-def _write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -> int:
-    """Insert the run's records in order, replacing documents of the same source and id;
-    returns the number of documents stored. ``clusters[k]``: the index number of record k's
-    survivor, ``-1 - j`` for record j of this write, or None (itself).
-
-    An id repeated within the run (a page crawled twice in one shard) is stored once, with its
-    last record: every record is written in order and the earlier ones of such an id removed
-    after, as if each replaced the one before. Members of a cluster whose survivor was so
-    replaced lead themselves when read, as after any replacement (its number is never given
-    again)."""
-    cfg = index.config
-    n = len(records.ids)
-    by_source: dict = {}
-    for k in range(n):
-        by_source.setdefault(records.sources[k], {})[records.ids[k]] = k  # (the last occurrence wins)
-    for source, last in by_source.items():
-        index._delete(conn, list(last), source)
-    replaced = [] if sum(map(len, by_source.values())) == n else \
-        [k for k in range(n) if by_source[records.sources[k]][records.ids[k]] != k]
-    # One writer inside one transaction: the records get consecutive numbers from `base`.
-    base = index._next_number(conn)
-    absolute = [None if c is None else (base + (-1 - c) if c < 0 else c) for c in clusters]
-    for lo in range(0, n, WRITE_CHUNK):
-        hi = min(lo + WRITE_CHUNK, n)
-        sigs = _rows(records.signatures, lo, hi)
-        off = records.offsets[lo : hi + 1]
-        ids = _rows(records.shingle_ids, int(off[0]), int(off[-1]))
-        local = off - off[0]
-        samples = (mod_m_samples(ids, local, cfg.minhash.seed, cfg.mod_m) if cfg.containment
-                   else [np.empty(0, dtype=np.uint64)] * (hi - lo))
-        keys = band_keys(sigs, cfg.bands, cfg.rows)
-        k = lo
-        while k < hi:  # runs of one source, in order
-            e = k + 1
-            while e < hi and records.sources[e] == records.sources[k]:
-                e += 1
-            rel = slice(k - lo, e - lo)
-            index._insert_columns(
-                conn, records.ids[k:e], [int(f) for f in records.fingerprints[k:e]], records.lengths[k:e],
-                records.counts[k:e], sigs[rel], samples[rel], [None] * (e - k),
-                [ids[local[r] : local[r + 1]] for r in range(k - lo, e - lo)] if cfg.store_shingles else [None] * (e - k),
-                [None] * (e - k), band_keys=keys[rel], source=records.sources[k], clusters=absolute[k:e])
-            k = e
-    if replaced:
-        import orjson
-
-        found = conn.execute(f"SELECT {index._removed_columns} FROM json_each(?) j JOIN docs d ON d.num = j.value",
-                             (orjson.dumps([base + k for k in replaced]).decode(),)).fetchall()
-        index._remove_rows(conn, found)
-    return n - len(replaced)
-
-
-def save_run(index: SeenIndex, records: RunRecords, survivor_local: np.ndarray) -> int:
-    """``--save-index``: store the run's sketched records with their clusters, in one transaction;
-    the runs its chunks wrote merged into one a kind (see :func:`runs.merge_all`)."""
-    clusters = [None if int(s) == k else -1 - int(s) for k, s in enumerate(survivor_local.tolist())]
-
-    def work(conn) -> int:
-        saved = _write_records(index, conn, records, clusters)
-        if index.config.posting_runs:
-            for kind in (runs.KIND_BANDS, runs.KIND_IDS):
-                runs.merge_all(conn, kind)
-        return saved
-
-    return index._run_write(work)
 
 
 def _parsed(text: str, why: str) -> np.ndarray:
@@ -653,19 +542,12 @@ class Against:
         cluster_of = [a_cluster[num] if a_cluster[num] in local_of_num else None for num in nums.tolist()]  # by local
         link_a = np.array([local_of_num[c] for c in cluster_of if c is not None], dtype=np.int64)
         link_b = np.array([k for k, c in enumerate(cluster_of) if c is not None], dtype=np.int64)
-        n = n_a + n_b
-        comp = components(n, np.concatenate((joined.i, link_a)), np.concatenate((joined.j, link_b)))
         lengths_all = np.concatenate((np.array([r[2] for r in a_rows], dtype=np.int64), lengths))
         keyvals_all = None if keyvals is None else np.concatenate((np.full(n_a, np.nan), keyvals))
         # indexed survivors first, then the other indexed documents, then the new records
         priority = np.concatenate((np.array([0 if c is None else 1 for c in cluster_of], dtype=np.int64),
                                    np.full(n_b, 2, dtype=np.int64)))
-        survivor_local = choose_survivors(comp, sk_all, config.keep, lengths_all, keyvals_all, priority=priority)
         n_records = len(ids)
-        kept = kept_mask(n_a + n_records, sk_all, survivor_local)
-        members, sims = similarity_to_survivors(shingles, offsets, counts, survivor_local, config.measure, jobs=jobs)
-        by_ordinal = np.argsort(sk_all[members], kind="stable")  # (the chained members in input order)
-        members, sims = members[by_ordinal], sims[by_ordinal]
         exact_all = {}
         for o, first in exact_of.items():
             exact_all[o + n_a] = first + n_a if first >= 0 else int(ordinal_of[local_of_num[self.holder_nums[-1 - first]]])
@@ -683,10 +565,20 @@ class Against:
         # the reasons as a column (the run's Labels), the indexed documents' empty
         reasons = Labels(reason.labels, np.concatenate((np.full(n_a, reason.code(""), dtype=np.uint8),
                                                         reason.codes.array())))
-        repeated = repeated_names(names)
-        outcome, sizes, chained = outcomes(names, reasons, sk_all, survivor_local, kept,
-                                           members, sims, exact_all,
-                                           chain_below=config.threshold if config.verify else None, repeated=repeated)
+
+        def member_similarity(survivor_local):
+            members, sims = similarity_to_survivors(shingles, offsets, counts, survivor_local, config.measure,
+                                                    jobs=jobs)
+            by_ordinal = np.argsort(sk_all[members], kind="stable")  # (the chained members in input order)
+            return members[by_ordinal], sims[by_ordinal]
+
+        made = cluster_outcomes(names, reasons, sk_all,
+                                (np.concatenate((joined.i, link_a)), np.concatenate((joined.j, link_b))), exact_all,
+                                keep=config.keep, lengths=lengths_all, keyvals=keyvals_all, priority=priority,
+                                member_similarity=member_similarity,
+                                chain_below=config.threshold if config.verify else None)
+        outcome, chained, repeated, survivor_local = made.outcome, made.chained, made.repeated, made.survivor_local
+        kept = outcome.kept
         own = np.arange(n_a, n_a + n_records, dtype=np.int64)
         cluster, duplicate_of = outcome.cluster.ordinals[n_a:], outcome.duplicate_of.ordinals[n_a:]
         new_reason = Labels(outcome.reason.labels, outcome.reason.codes.array()[n_a:])
@@ -734,6 +626,6 @@ class Against:
         def work(conn):
             if merges:
                 conn.executemany("UPDATE docs SET cluster = ? WHERE num = ? OR cluster = ?", merges)
-            return _write_records(index, conn, records, clusters)
+            return write_records(index, conn, records, clusters)
 
         return work

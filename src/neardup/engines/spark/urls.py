@@ -1,0 +1,60 @@
+"""URL identity on the Spark engine (``--url-field``): the local stage (:mod:`neardup.stages.urls`)
+run by the driver over the records' canonical URLs and claims, which the executors read with the
+records (:class:`~neardup.engines.spark.rows.Recs`), the claims' agreement with the content
+measured on the executors, where the shingle ids are."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from ...config import DedupConfig
+from ...stages.urls import UrlLinks, url_links
+from .executors import pair_scores
+
+
+def spark_url_links(spark, sketched, sk: np.ndarray, url_keys: dict, claim_keys: dict, exact_of: dict, ids: list,
+                    config: DedupConfig) -> UrlLinks:
+    """:func:`~neardup.stages.urls.url_links` over the sketched records ``sk`` (ordinals, sorted), as
+    the local engine calls it: ``url_keys`` and ``claim_keys`` by ordinal; an exact copy's URL and
+    claim (``exact_of``: copy -> first holder, in input order) stand for its first holder; a claim
+    agrees with the content when the pair's similarity (the run's measure; the same shingles with
+    ``method="exact"``) is at the threshold. ``sketched``: the (ordinal, ids) of ``sk``."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    ords = sk.tolist()
+    keys = [url_keys.get(o) for o in ords]
+    claims = [claim_keys.get(o) for o in ords]
+    aliases, alias_claims = [], []
+    if url_keys or claim_keys:
+        local = {o: k for k, o in enumerate(ords)}
+        for o, h in exact_of.items():
+            if h not in local:
+                continue
+            key, claim = url_keys.get(o), claim_keys.get(o)
+            if key is not None:
+                aliases.append((key, local[h]))
+            if claim is not None:
+                alias_claims.append((claim, local[h]))
+
+    def agree(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        oa, ob = sk[a], sk[b]
+        wanted = spark.createDataFrame(pa.table({"q": np.arange(a.size, dtype=np.int64), "a": oa, "b": ob}))
+        # the shingle ids of the pairs' documents only (a broadcast semi-join: one scan of the
+        # sketch table), joined to both ends of each pair
+        ends = spark.createDataFrame(pa.table({"ordinal": np.union1d(oa, ob)}))
+        ids_of = sketched.select("ordinal", "ids").join(F.broadcast(ends), "ordinal", "left_semi")
+        joined = (wanted.join(ids_of.withColumnRenamed("ordinal", "a").withColumnRenamed("ids", "ia"), "a")
+                  .join(ids_of.withColumnRenamed("ordinal", "b").withColumnRenamed("ids", "ib"), "b")
+                  .select("q", "ia", "ib"))
+        got = joined.mapInArrow(functools.partial(pair_scores, measure=config.measure),
+                                "q long, jaccard double, score double").toArrow().sort_by("q")
+        if got.num_rows != a.size:
+            raise RuntimeError(f"internal error: {got.num_rows} similarities for {a.size} canonical claims")
+        if config.method == "exact":  # only exact copies count: the same shingles
+            return got.column("jaccard").to_numpy(zero_copy_only=False) >= 1.0
+        return got.column("score").to_numpy(zero_copy_only=False) >= config.threshold
+
+    return url_links(keys, claims, agree, ids=[ids[o] for o in ords], aliases=aliases, alias_claims=alias_claims)

@@ -1,0 +1,127 @@
+"""A dedup run's sketched records written into an index: ``neardup dedup --save-index DB`` (a new
+index of the run's records) and ``--against INDEX --update-index`` (the new records added).
+
+A run with ``--save-index`` stores every record it sketched (the first holder of each content,
+near duplicates included) with what the run already computed: content fingerprint, signature,
+band keys, shingle ids (for exact verification later), the MOD_m sample (taken from the shingle
+ids, no text needed) and the number of its cluster's survivor. Exact copies are not stored: their
+first holder stands for them. Simhashes are not stored (they need the words, which a dedup run
+does not tokenize again); the index answers the other questions for these documents. The run
+itself is the engines' (:mod:`neardup.engines.local`, :mod:`neardup.engines.against`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+
+from ..stages.candidates import band_keys
+from ..stages.sketch import mod_m_samples
+from . import runs
+from .sqlite import SeenIndex
+
+__all__ = ["RunRecords", "WRITE_CHUNK", "write_records", "save_run"]
+
+#: Documents written per insert while a run is stored (one transaction for all of them).
+WRITE_CHUNK = 8192
+
+
+@dataclass
+class RunRecords:
+    """The sketched records of a run (by local index, in input order), as the local engine holds
+    them: ids, sources (None where the index is not written), content fingerprints, lengths,
+    shingle counts, shingle ids (pieces read as their concatenation, run r at
+    ``offsets[r]:offsets[r+1]``) and signature matrices (pieces)."""
+
+    ids: list | None
+    sources: list | None
+    fingerprints: np.ndarray
+    lengths: np.ndarray
+    counts: np.ndarray
+    offsets: np.ndarray
+    shingle_ids: list
+    signatures: list
+
+
+def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
+    """Rows (or values) ``lo:hi`` of pieces read as their concatenation."""
+    out, start = [], 0
+    for p in pieces:
+        n = p.shape[0]
+        a, b = max(lo - start, 0), min(hi - start, n)
+        if a < b:
+            out.append(np.asarray(p[a:b]))
+        start += n
+        if start >= hi:
+            break
+    if not out:
+        return np.empty((0,) + tuple(pieces[0].shape[1:]) if pieces else (0,), dtype=np.uint64)
+    return out[0] if len(out) == 1 else np.concatenate(out)
+
+
+
+def write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -> int:
+    """Insert the run's records in order, replacing documents of the same source and id;
+    returns the number of documents stored. ``clusters[k]``: the index number of record k's
+    survivor, ``-1 - j`` for record j of this write, or None (itself).
+
+    An id repeated within the run (a page crawled twice in one shard) is stored once, with its
+    last record: every record is written in order and the earlier ones of such an id removed
+    after, as if each replaced the one before. Members of a cluster whose survivor was so
+    replaced lead themselves when read, as after any replacement (its number is never given
+    again)."""
+    cfg = index.config
+    n = len(records.ids)
+    by_source: dict = {}
+    for k in range(n):
+        by_source.setdefault(records.sources[k], {})[records.ids[k]] = k  # (the last occurrence wins)
+    for source, last in by_source.items():
+        index._delete(conn, list(last), source)
+    replaced = [] if sum(map(len, by_source.values())) == n else \
+        [k for k in range(n) if by_source[records.sources[k]][records.ids[k]] != k]
+    # One writer inside one transaction: the records get consecutive numbers from `base`.
+    base = index._next_number(conn)
+    absolute = [None if c is None else (base + (-1 - c) if c < 0 else c) for c in clusters]
+    for lo in range(0, n, WRITE_CHUNK):
+        hi = min(lo + WRITE_CHUNK, n)
+        sigs = _rows(records.signatures, lo, hi)
+        off = records.offsets[lo : hi + 1]
+        ids = _rows(records.shingle_ids, int(off[0]), int(off[-1]))
+        local = off - off[0]
+        samples = (mod_m_samples(ids, local, cfg.minhash.seed, cfg.mod_m) if cfg.containment
+                   else [np.empty(0, dtype=np.uint64)] * (hi - lo))
+        keys = band_keys(sigs, cfg.bands, cfg.rows)
+        k = lo
+        while k < hi:  # runs of one source, in order
+            e = k + 1
+            while e < hi and records.sources[e] == records.sources[k]:
+                e += 1
+            rel = slice(k - lo, e - lo)
+            index._insert_columns(
+                conn, records.ids[k:e], [int(f) for f in records.fingerprints[k:e]], records.lengths[k:e],
+                records.counts[k:e], sigs[rel], samples[rel], [None] * (e - k),
+                [ids[local[r] : local[r + 1]] for r in range(k - lo, e - lo)] if cfg.store_shingles else [None] * (e - k),
+                [None] * (e - k), band_keys=keys[rel], source=records.sources[k], clusters=absolute[k:e])
+            k = e
+    if replaced:
+        found = conn.execute(f"SELECT {index._removed_columns} FROM json_each(?) j JOIN docs d ON d.num = j.value",
+                             (orjson.dumps([base + k for k in replaced]).decode(),)).fetchall()
+        index._remove_rows(conn, found)
+    return n - len(replaced)
+
+
+def save_run(index: SeenIndex, records: RunRecords, survivor_local: np.ndarray) -> int:
+    """``--save-index``: store the run's sketched records with their clusters, in one transaction;
+    the runs its chunks wrote merged into one a kind (see :func:`runs.merge_all`)."""
+    clusters = [None if int(s) == k else -1 - int(s) for k, s in enumerate(survivor_local.tolist())]
+
+    def work(conn) -> int:
+        saved = write_records(index, conn, records, clusters)
+        if index.config.posting_runs:
+            for kind in (runs.KIND_BANDS, runs.KIND_IDS):
+                runs.merge_all(conn, kind)
+        return saved
+
+    return index._run_write(work)
