@@ -6,6 +6,7 @@ clusters; and the sketched records as an index stores them (``--save-index``, ``
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,10 +14,12 @@ from ...stages.columns import Copies, take_values
 from ...stages.survivors import cluster_kinds, similarity_to_survivors, split_sources
 from ...stages.urls import copy_aliases, no_agreement, relabel, url_links
 from ...stages.verify import Edges, pair_similarities, score_of
-from ...store.run_records import RunRecords
 from ..common import cluster_outcomes
 from . import memory
 from .sketching import Sketched
+
+if TYPE_CHECKING:  # the index's records: sqlite is imported only by a run that saves an index
+    from ...store.run_records import RunRecords
 
 __all__ = ["Clustering", "ShingleIds"]
 
@@ -142,6 +145,8 @@ class Clustering:
         # (keep="source" may have put a copy in its holder's place: the same content, the same fingerprint)
         fingerprints = (np.concatenate(got.fingerprint_parts) if got.fingerprint_parts
                         else np.zeros(0, dtype=np.uint64)).astype(np.uint64, copy=False)
+        from ...store.run_records import RunRecords  # sqlite only for a run with an index
+
         return RunRecords(ids=record_ids, sources=sources,
                           fingerprints=fingerprints,
                           lengths=np.array(got.lengths, dtype=np.int64)[sk], counts=ids.counts, offsets=ids.offsets,
