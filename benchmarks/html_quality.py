@@ -93,7 +93,7 @@ def _version(name: str) -> str:
         try:
             from neardup.text.html import extractor_id
 
-            return f"{v} ({extractor_id('main')})"
+            return f"{v} ({extractor_id(name.split('-', 1)[1] if '-' in name else 'main')})"
         except ImportError:
             return v
     return v

@@ -28,7 +28,8 @@ import numpy as np
 
 from ..urls import DEFAULT_RULES, UrlRules, canonical_url, url_key
 
-__all__ = ["URL_REASONS", "UrlLinks", "record_key", "claim_key", "url_links", "relabel", "EXAMPLES"]
+__all__ = ["URL_REASONS", "UrlLinks", "record_key", "claim_key", "copy_aliases", "no_agreement", "url_links", "relabel",
+           "EXAMPLES"]
 
 #: The reasons this stage gives, beside ``exact`` and ``near``.
 URL_REASONS = {"url": "the same canonical URL as its survivor (chosen by the keep policy)",
@@ -69,6 +70,34 @@ class UrlLinks:
     @property
     def empty(self) -> bool:
         return not self.i.size
+
+
+def copy_aliases(copies, holders, url_of, claim_of, local: dict) -> tuple[list, list]:
+    """:func:`url_links`' ``aliases`` and ``alias_claims``: the URL and the claim of each exact
+    copy (``copies[q]``, an ordinal, whose first holder is ``holders[q]``), standing for its
+    holder's local index ``local[holder]``. ``url_of(o)``, ``claim_of(o)``: an ordinal's URL
+    identity and claim, or None. Taken in the copies' input order, so that every engine gives
+    :func:`url_links` the same sequence whatever order it holds its copies in."""
+    copies, holders = np.asarray(copies, dtype=np.int64), np.asarray(holders, dtype=np.int64)
+    order = np.argsort(copies, kind="stable")
+    aliases, alias_claims = [], []
+    for o, h in zip(copies[order].tolist(), holders[order].tolist()):
+        k = local.get(h)
+        if k is None:
+            continue
+        key, claim = url_of(o), claim_of(o)
+        if key is not None:
+            aliases.append((key, k))
+        if claim is not None:
+            alias_claims.append((claim, k))
+    return aliases, alias_claims
+
+
+def no_agreement(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``agree`` for ``--method exact``, where contents agree only as exact copies: the exact pass
+    has already folded those into their first holder (whose claims :func:`copy_aliases` carries),
+    so two sketched records never do, and no shingles need measuring."""
+    return np.zeros(len(a), dtype=bool)
 
 
 def url_links(keys: list, claims: list, agree, *, ids=None, aliases=(), alias_claims=()) -> UrlLinks:

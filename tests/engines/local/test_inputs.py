@@ -52,3 +52,18 @@ def test_every_file_is_sniffed_once_in_a_run_of_several_inputs(tmp_path, monkeyp
     assert len(lines) == 900 and {x["source"] for x in lines} == {str(inputs[0]), str(folder)}
     kept = (out / "kept.jsonl").read_bytes().splitlines()
     assert len(kept) == sum(x["kept"] for x in lines) > 0
+
+
+def test_a_run_without_an_index_imports_no_index_module(tmp_path):
+    """The index (SQLite and its store) is imported by a run that saves or reads one, not by
+    every dedup: its import costs a plain run's start tens of milliseconds."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(f'{{"id": "{i}", "text": "word{i} and some shared words here"}}\n' for i in range(20)))
+    code = ("import sys\nfrom neardup.cli import main\n"
+            f"assert main(['dedup', {str(path)!r}, '-o', {str(tmp_path / 'out')!r}, '--quiet']) == 0\n"
+            "print(sorted(m for m in sys.modules if m == 'sqlite3' or m.startswith('neardup.store')))")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert got.stdout.strip() == "[]", got.stdout

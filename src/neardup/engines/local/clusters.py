@@ -6,17 +6,20 @@ clusters; and the sketched records as an index stores them (``--save-index``, ``
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...stages.columns import Copies, take_values
 from ...stages.survivors import cluster_kinds, similarity_to_survivors, split_sources
-from ...stages.urls import relabel, url_links
+from ...stages.urls import copy_aliases, no_agreement, relabel, url_links
 from ...stages.verify import Edges, pair_similarities, score_of
-from ...store.run_records import RunRecords
 from ..common import cluster_outcomes
 from . import memory
 from .sketching import Sketched
+
+if TYPE_CHECKING:  # the index's records: sqlite is imported only by a run that saves an index
+    from ...store.run_records import RunRecords
 
 __all__ = ["Clustering", "ShingleIds"]
 
@@ -103,7 +106,8 @@ class Clustering:
     def _links(self, got: Sketched, sk, ids: ShingleIds):
         """URL identity over the sketched records (:func:`neardup.stages.urls.url_links`): an
         exact copy's URL stands for its first holder, and a claim agrees with the content when
-        the pair's similarity (the run's measure) is at the threshold."""
+        the pair's similarity (the run's measure) is at the threshold (with ``--method exact``,
+        never: see :func:`neardup.stages.urls.no_agreement`)."""
         cfg = self.config
         ords = sk.tolist()
         keys = [got.url_keys.get(o) for o in ords]
@@ -112,22 +116,14 @@ class Clustering:
         if got.url_keys or got.claim_keys:
             copies, holders = (got.exact_of.arrays() if isinstance(got.exact_of, Copies)
                                else (np.fromiter(got.exact_of.keys(), np.int64), np.fromiter(got.exact_of.values(), np.int64)))
-            local = {o: k for k, o in enumerate(ords)}
-            for o, h in zip(np.asarray(copies).tolist(), np.asarray(holders).tolist()):
-                if h not in local:
-                    continue
-                key, claim = got.url_keys.get(o), got.claim_keys.get(o)
-                if key is not None:
-                    aliases.append((key, local[h]))
-                if claim is not None:
-                    alias_claims.append((claim, local[h]))
+            aliases, alias_claims = copy_aliases(copies, holders, got.url_keys.get, got.claim_keys.get,
+                                                 {o: k for k, o in enumerate(ords)})
 
-        def agree(a, b):
-            if cfg.method == "exact":  # only exact copies count: the same shingles
-                return pair_similarities(ids.pieces, ids.offsets, ids.counts, a, b, jobs=self.jobs)["jaccard"] >= 1.0
+        def measured(a, b):
             return score_of(pair_similarities(ids.pieces, ids.offsets, ids.counts, a, b, jobs=self.jobs),
                             cfg.measure) >= cfg.threshold
 
+        agree = no_agreement if cfg.method == "exact" else measured
         return url_links(keys, claims, agree, ids=take_values(got.ids, sk), aliases=aliases, alias_claims=alias_claims)
 
     def _survivor_config(self):
@@ -149,6 +145,8 @@ class Clustering:
         # (keep="source" may have put a copy in its holder's place: the same content, the same fingerprint)
         fingerprints = (np.concatenate(got.fingerprint_parts) if got.fingerprint_parts
                         else np.zeros(0, dtype=np.uint64)).astype(np.uint64, copy=False)
+        from ...store.run_records import RunRecords  # sqlite only for a run with an index
+
         return RunRecords(ids=record_ids, sources=sources,
                           fingerprints=fingerprints,
                           lengths=np.array(got.lengths, dtype=np.int64)[sk], counts=ids.counts, offsets=ids.offsets,

@@ -33,11 +33,18 @@ PER_RECORD_BYTES = 400
 CANDIDATE_SHARE = 0.25
 
 
+def keeps_shingle_ids(config: DedupConfig) -> bool:
+    """Whether a run keeps its documents' shingle ids: an exact run needs none, unless URL
+    identity joins different records, whose similarity to their survivor ``clusters.jsonl``
+    gives (as the Spark and Ray engines measure it)."""
+    return config.method != "exact" or config.url_field is not None
+
+
 def ids_kept_fraction(config: DedupConfig) -> float:
     """The share of documents whose shingle ids the work folder holds: :data:`CANDIDATE_SHARE`
     for a MinHash run (the check runs for local files only, which the run reads twice), every
     document for the other methods (their first pass keeps them all), none for exact."""
-    if config.method == "exact":
+    if not keeps_shingle_ids(config):
         return 0.0
     return CANDIDATE_SHARE if config.method == "minhash" and config.keep != "source" and config.source_field is None else 1.0
 
@@ -56,7 +63,7 @@ def work_disk_bound(paths: list[str], config: DedupConfig) -> int | None:
     the kept corpus. None where it cannot be bounded so cheaply (compressed or other inputs)."""
     total = 0
     perm = config.minhash.num_perm if config.method == "minhash" else 0
-    per_byte = 4 if config.method != "exact" else 0  # an exact run keeps no shingle ids
+    per_byte = 4 if keeps_shingle_ids(config) else 0
     for path in paths:
         # a folder (a dataset) or a special file is not bounded here: isfile first, before it is opened
         if not os.path.isfile(path) or path.endswith((".parquet", ".pq")) or codec_of(path) is not None:

@@ -22,6 +22,7 @@ from ...stages.encode import batch_texts
 from ...stages.exact import FingerprintTable, first_holders
 from ...stages.survivors import keep_value
 from ...stages.urls import claim_key, record_key
+from .disk import keeps_shingle_ids
 from .memory import Budget, Pieces
 
 __all__ = ["Sketched", "ReadAndSketch", "record_array_bytes", "record_names"]
@@ -243,7 +244,7 @@ class ReadAndSketch:
         if not new.any():
             return
         got.n_shingles.append(sig.n_shingles[new])
-        if cfg.method != "exact" and not got.ids_dropped:
+        if keeps_shingle_ids(cfg) and not got.ids_dropped:
             for piece in _kept_ids(sig, new):
                 if self._reread is not None and piece.nbytes > got.id_pieces.budget.left:
                     # past the budget the ids are not spilled: the candidates' are made again (_ids_again)

@@ -16,7 +16,6 @@ from ...io.write.outputs import folder_bytes
 from ...stages.columns import Copies, Floats, Growable, Ids, Labels, Names, repeated_names
 from ...stages.survivors import Outcome
 from ...stages.verify import Edges
-from ...store.run_records import save_run
 from ..common import VerifiedPairs
 from .clusters import ShingleIds
 from .memory import Pieces
@@ -142,6 +141,8 @@ class StageSequence:
         else:
             outcome, survivor_local = self._clusters(got, sk, ids, edges, stats, kept_known)
             if self.save_index is not None:
+                from ...store.run_records import save_run  # sqlite only for a run with an index
+
                 stats["index_documents_saved"] = save_run(self.save_index, self._run_records(got, sk, ids),
                                                           survivor_local)
             self.seconds["cluster"] = time.perf_counter() - t

@@ -330,30 +330,25 @@ def _url_links(rt, work: WorkFolder, prefixes, bases, sk: np.ndarray, exact_of: 
                claims: list, config: DedupConfig, st: _Stages):
     """URL identity over the sketched records (:func:`neardup.stages.urls.url_links`), as the
     local engine finds it: an exact copy's URL stands for its first holder, and a claim agrees
-    with the content when the pair's similarity (the run's measure; with ``--method exact``, a
-    resemblance of 1) is at the threshold, measured by a task per shard (stage ``urls``)."""
-    from ...stages.urls import url_links
+    with the content when the pair's similarity (the run's measure) is at the threshold (never with
+    ``--method exact``), measured by a task per shard (stage ``urls``)."""
+    from ...stages.urls import copy_aliases, no_agreement, url_links
 
     ords = sk.tolist()
-    local = {o: k for k, o in enumerate(ords)}
-    aliases, alias_claims = [], []
-    for o, h in sorted(exact_of.items()):
-        if h in local:
-            if urls[o] is not None:
-                aliases.append((urls[o], local[h]))
-            if claims[o] is not None:
-                alias_claims.append((claims[o], local[h]))
+    copies = np.fromiter(exact_of.keys(), np.int64, len(exact_of))
+    holders = np.fromiter(exact_of.values(), np.int64, len(exact_of))
+    aliases, alias_claims = copy_aliases(copies, holders, urls.__getitem__, claims.__getitem__,
+                                         {o: k for k, o in enumerate(ords)})
 
-    def agree(a, b):
+    def measured(a, b):
         oa, ob = sk[a], sk[b]
         groups = _run_measure(rt, work, "urls", prefixes, bases, oa, ob, config, None, False, st)
         ga, gb, _, jac, _, score = _edges_from(work, "urls", groups)
         at = np.searchsorted((ga.astype(np.uint64) << np.uint64(32)) | gb.astype(np.uint64),
                              (oa.astype(np.uint64) << np.uint64(32)) | ob.astype(np.uint64))
-        if config.method == "exact":  # only exact copies count: the same shingles
-            return jac[at] >= 1.0
         return score[at] >= config.threshold
 
+    agree = no_agreement if config.method == "exact" else measured
     return url_links([urls[o] for o in ords], [claims[o] for o in ords], agree, ids=[ids[o] for o in ords],
                      aliases=aliases, alias_claims=alias_claims)
 

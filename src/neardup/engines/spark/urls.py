@@ -10,7 +10,7 @@ import functools
 import numpy as np
 
 from ...config import DedupConfig
-from ...stages.urls import UrlLinks, url_links
+from ...stages.urls import UrlLinks, copy_aliases, no_agreement, url_links
 from .executors import pair_scores
 
 
@@ -19,7 +19,7 @@ def spark_url_links(spark, sketched, sk: np.ndarray, url_keys: dict, claim_keys:
     """:func:`~neardup.stages.urls.url_links` over the sketched records ``sk`` (ordinals, sorted), as
     the local engine calls it: ``url_keys`` and ``claim_keys`` by ordinal; an exact copy's URL and
     claim (``exact_of``: copy -> first holder, in input order) stand for its first holder; a claim
-    agrees with the content when the pair's similarity (the run's measure; the same shingles with
+    agrees with the content when the pair's similarity (the run's measure; never with
     ``method="exact"``) is at the threshold. ``sketched``: the (ordinal, ids) of ``sk``."""
     import pyarrow as pa
     from pyspark.sql import functions as F
@@ -29,17 +29,12 @@ def spark_url_links(spark, sketched, sk: np.ndarray, url_keys: dict, claim_keys:
     claims = [claim_keys.get(o) for o in ords]
     aliases, alias_claims = [], []
     if url_keys or claim_keys:
-        local = {o: k for k, o in enumerate(ords)}
-        for o, h in exact_of.items():
-            if h not in local:
-                continue
-            key, claim = url_keys.get(o), claim_keys.get(o)
-            if key is not None:
-                aliases.append((key, local[h]))
-            if claim is not None:
-                alias_claims.append((claim, local[h]))
+        copies = np.fromiter(exact_of.keys(), np.int64, len(exact_of))
+        holders = np.fromiter(exact_of.values(), np.int64, len(exact_of))
+        aliases, alias_claims = copy_aliases(copies, holders, url_keys.get, claim_keys.get,
+                                             {o: k for k, o in enumerate(ords)})
 
-    def agree(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def measured(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         oa, ob = sk[a], sk[b]
         wanted = spark.createDataFrame(pa.table({"q": np.arange(a.size, dtype=np.int64), "a": oa, "b": ob}))
         # the shingle ids of the pairs' documents only (a broadcast semi-join: one scan of the
@@ -53,8 +48,8 @@ def spark_url_links(spark, sketched, sk: np.ndarray, url_keys: dict, claim_keys:
                                 "q long, jaccard double, score double").toArrow().sort_by("q")
         if got.num_rows != a.size:
             raise RuntimeError(f"internal error: {got.num_rows} similarities for {a.size} canonical claims")
-        if config.method == "exact":  # only exact copies count: the same shingles
-            return got.column("jaccard").to_numpy(zero_copy_only=False) >= 1.0
         return got.column("score").to_numpy(zero_copy_only=False) >= config.threshold
+
+    agree = no_agreement if config.method == "exact" else measured
 
     return url_links(keys, claims, agree, ids=[ids[o] for o in ords], aliases=aliases, alias_claims=alias_claims)
