@@ -330,3 +330,13 @@ def test_an_import_of_a_module_that_moved_is_found(tmp_path):
 def test_a_long_module_is_counted_by_its_lines(tmp_path):
     source = _package(tmp_path, {"__init__.py": "", "long.py": "x = 1\n" * (MAX_LINES + 1)})
     assert source.lines("neardup.long") == MAX_LINES + 1
+
+
+def test_test_modules_have_unique_names():
+    """The test folders are not packages (pytest imports each test file by its base name, with
+    ``tests`` on the path), so two test files of one name stop the whole collection."""
+    tests = Path(__file__).resolve().parent
+    seen: dict[str, list[str]] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    assert not {name: where for name, where in seen.items() if len(where) > 1}
