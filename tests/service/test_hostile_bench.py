@@ -63,6 +63,6 @@ def test_each_hostile_kind_gets_its_answer(bench, server, kind, expected):
 
 def test_honest_client_checks_its_answers(bench, server):
     out = queue.Queue()
-    bench.honest_client(server.port, 0, "test", time.time() + 1.0, out)
+    bench.honest_client(server.port, 0, "test", time.time() + 1.0, out, at_least=10)
     _, _, result = out.get(timeout=5)
     assert len(result["latencies"]) >= 10 and result["n_wrong"] == 0 and result["lost"] == 0, result
