@@ -70,7 +70,8 @@ class Terminated(BaseException):
 
 
 def stop_on_sigterm() -> None:
-    """Make SIGTERM unwind the command as Ctrl-C does, when nothing else has claimed it.
+    """Make SIGTERM unwind the command as Ctrl-C does, then end it by that signal, when nothing
+    else has claimed it (the service's server has its own).
 
     Python's default for SIGTERM ends the process at once, leaving its extraction workers
     (forked by a forkserver, so not its children) alive, holding the caller's pipes open: a
@@ -114,5 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         print("neardup: interrupted", file=sys.stderr)
         return 130
     except Terminated:
+        # unwound (the worker pools shut down): now end by the signal itself, as a process stopped
+        # by SIGTERM is expected to (its parent sees -15, not an exit status)
         print("neardup: terminated", file=sys.stderr)
+        sys.stderr.flush()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
         return 128 + signal.SIGTERM
