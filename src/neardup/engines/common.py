@@ -18,9 +18,10 @@ from ..config import DedupConfig
 from ..io.write import result_lines
 from ..stages.columns import Ids, Labels, repeated_names, take_values
 from ..stages.survivors import Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes
+from ..stages.urls import UrlLinks, relabel
 from ..stages.verify import Edges
 
-__all__ = ["STAGES", "INDEX_STATS", "stage_table", "peak_memory_mb", "Clusters", "cluster_outcomes", "VerifiedPairs",
+__all__ = ["STAGES", "INDEX_STATS", "stage_table", "peak_memory_mb", "Clusters", "cluster_outcomes", "VerifiedPairs", "source_refusal",
            "run_summary", "reason_counts", "RunOptions", "input_names"]
 
 #: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
@@ -74,11 +75,12 @@ class Clusters:
     repeated: list
 
 
-def cluster_outcomes(names, reason, sk: np.ndarray, edges: tuple[np.ndarray, np.ndarray], exact_of, *, keep: str,
+def cluster_outcomes(names, reason, sk: np.ndarray, edges: tuple[np.ndarray, np.ndarray] | None, exact_of, *, keep: str,
                      lengths: np.ndarray, keyvals: np.ndarray | None = None, priority: np.ndarray | None = None,
                      member_similarity: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
                      chain_below: float | None, repeated: list | None = None,
-                     kept_known: Callable[[np.ndarray], None] | None = None) -> Clusters:
+                     kept_known: Callable[[np.ndarray], None] | None = None, links: UrlLinks | None = None,
+                     comp: np.ndarray | None = None) -> Clusters:
     """The clusters of a run: components of the sketched records (local indices ``0..sk.size-1``,
     ordinals ``sk``) under ``edges`` ``(i, j)``, each one's survivor by the ``keep`` policy
     (:func:`~neardup.stages.survivors.choose_survivors`: ``lengths`` and ``keyvals`` by ordinal,
@@ -92,8 +94,20 @@ def cluster_outcomes(names, reason, sk: np.ndarray, edges: tuple[np.ndarray, np.
     go of what only that measure reads once it returns. ``kept_known(kept)`` is called with the
     boolean mask of kept records (by ordinal) as soon as it is known (the local engine starts
     writing the kept corpus then). ``repeated``: :func:`~neardup.stages.columns.repeated_names`
-    of ``names``, when the caller has it already."""
-    comp = components(sk.size, *edges)
+    of ``names``, when the caller has it already.
+
+    ``links``: URL identity (:func:`~neardup.stages.urls.url_links`): its edges join the
+    components, a claimed record survives whatever the policy (before ``priority``), and the
+    records it joined are relabelled ``url`` or ``canonical`` and left out of ``chained``.
+    ``comp``: the components by local index when the engine found them itself (over its verified
+    edges and the links' edges); ``edges`` are then None."""
+    if links is not None and links.priority is not None:  # a claimed record first, whatever the policy
+        priority = links.priority if priority is None else links.priority * (int(priority.max()) + 1) + priority
+    if comp is None:
+        i, j = edges
+        if links is not None:
+            i, j = np.concatenate((i, links.i)), np.concatenate((j, links.j))
+        comp = components(sk.size, i, j)
     survivor_local = choose_survivors(comp, sk, keep, lengths, keyvals, priority=priority)
     del comp
     kept = kept_mask(len(names), sk, survivor_local)
@@ -104,6 +118,11 @@ def cluster_outcomes(names, reason, sk: np.ndarray, edges: tuple[np.ndarray, np.
         repeated = repeated_names(names)
     outcome, sizes, chained = outcomes(names, reason, sk, survivor_local, kept, members, similarity, exact_of,
                                        chain_below=chain_below, repeated=repeated)
+    if links is not None:
+        relabelled = relabel(outcome.reason, sk, survivor_local, links)
+        if relabelled.size and chained:  # joined by their URL or claim, not through chains of content
+            by_url = set(take_values(names, relabelled))
+            chained = [c for c in chained if c not in by_url]
     return Clusters(outcome, sizes, chained, survivor_local, repeated)
 
 
@@ -254,6 +273,27 @@ class RunOptions:
     output_shards: int | None = None
     shard_size: str | None = None
     work_dir: str | None = None
+
+    def local_only_refusal(self, engine: str) -> str | None:
+        """The one line refusing the first option only the local engine honours (reading on past a
+        file it cannot read, an index to check against or write), for a distributed ``engine``;
+        or None. Spark and Ray refuse these alike, in this order."""
+        if self.on_error != "error":
+            return f"--on-error skip is not supported by {engine}: it stops at a file it cannot read; use --engine local"
+        for flag, given in (("--against", self.against), ("--save-index", self.save_index),
+                            ("--update-index", self.update_index or None)):
+            if given is not None:
+                return f"{flag} is not supported by {engine}: use the local engine"
+        return None
+
+
+def source_refusal(config: DedupConfig, engine: str) -> str | None:
+    """The one line refusing a choice of ``config`` about the records' sources (``--source-field``,
+    ``--keep source:``), which only the local engine writes, for a distributed ``engine``; or None."""
+    for flag, given in (("--source-field", config.source_field), ("--keep source:", config.keep == "source" or None)):
+        if given is not None:
+            return f"{flag} is not supported by {engine}: use the local engine"
+    return None
 
 
 def input_names(inputs) -> tuple[str, ...]:

@@ -147,6 +147,18 @@ def similarity_to_survivors(ids, offsets, counts, survivor_local: np.ndarray, me
     return members, np.concatenate(parts)
 
 
+def scores_of_edges(a: np.ndarray, b: np.ndarray, score: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """``(found, at)`` for the pairs ``(lo, hi)`` (ordinals, ``lo < hi``) among the verified edges
+    ``(a, b)`` (ordinals, sorted by ``(a, b)``, scored ``score``): ``found`` where a pair is an
+    edge, whose score is ``score[at[found]]``. A cluster member joined to its survivor by an edge
+    needs no second measure: it is the same measure of the same two id runs."""
+    edge_keys = (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)
+    want = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
+    at = np.minimum(np.searchsorted(edge_keys, want), max(edge_keys.size - 1, 0))
+    found = (edge_keys[at] == want) if edge_keys.size else np.zeros(want.size, dtype=bool)
+    return found, at
+
+
 def outcomes(ids, reason, sk: np.ndarray, survivor_local: np.ndarray, kept: np.ndarray,
              members: np.ndarray, member_similarity: np.ndarray, exact_of, *,
              chain_below: float | None = None, repeated: list[np.ndarray] | None = None

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...stages.columns import Copies, take_values
 from ...stages.survivors import cluster_kinds, similarity_to_survivors, split_sources
-from ...stages.urls import copy_aliases, no_agreement, relabel, url_links
+from ...stages.urls import copy_aliases, no_agreement, url_links
 from ...stages.verify import Edges, pair_similarities, score_of
 from ..common import cluster_outcomes
 from . import memory
@@ -51,18 +51,12 @@ class Clustering:
         records, their survivors (the kept mask given to ``kept_known`` as soon as it is known),
         and the clusters' figures in ``stats``."""
         cfg = self.config
-        ei, ej = edges.i, edges.j
-        links = None
-        if cfg.url_field is not None:
-            links = self._links(got, sk, ids)
-            ei, ej = np.concatenate((ei, links.i)), np.concatenate((ej, links.j))
+        links = self._links(got, sk, ids) if cfg.url_field is not None else None
         keyvals = np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None
         priority = None
         if cfg.keep == "source":  # the preferred sources first, then the first record
             rank = {s: r for r, s in reversed(list(enumerate(cfg.keep_sources)))}
             priority = np.array([rank.get(got.sources[o], len(rank)) for o in sk.tolist()], dtype=np.int64)
-        if links is not None and links.priority is not None:  # a claimed record first, whatever the policy
-            priority = links.priority if priority is None else links.priority * (int(priority.max()) + 1) + priority
 
         def member_similarity(survivor_local):
             found = similarity_to_survivors(ids.pieces, ids.offsets, ids.counts, survivor_local, cfg.measure,
@@ -79,22 +73,19 @@ class Clustering:
         # with sources, records are named (source, id): ids need only be unique within a source
         names = got.ids if got.sources is None else list(zip(got.sources, got.ids))
         made = cluster_outcomes(
-            names, got.reason, sk, (ei, ej),
+            names, got.reason, sk, (edges.i, edges.j),
             got.exact_of.arrays() if isinstance(got.exact_of, Copies) else got.exact_of,
             keep="first" if cfg.keep == "source" else cfg.keep,
             # (the lengths only where the policy reads them: they are let go with the shingle ids)
             lengths=got.lengths.array() if cfg.keep in ("longest", "shortest") else None,
             keyvals=keyvals, priority=priority, member_similarity=member_similarity,
-            chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None, kept_known=kept_known)
-        del ei, ej, keyvals, priority
+            chain_below=cfg.threshold if cfg.method in ("minhash", "broder") else None, kept_known=kept_known,
+            links=links)
+        del keyvals, priority
         outcome, chained = made.outcome, made.chained
         stats["duplicate_ids"] = sum(g.size - 1 for g in made.repeated)
         if links is not None:
-            relabelled = relabel(outcome.reason, sk, made.survivor_local, links)
             stats["urls_identity"] = links.stats
-            if relabelled.size and chained:  # joined by their URL or claim, not through chains of content
-                by_url = set(take_values(names, relabelled))
-                chained = [c for c in chained if c not in by_url]
         if got.sources is not None:
             stats["kinds"] = cluster_kinds(outcome, made.sizes)
             outcome, chained = split_sources(outcome), [i for _, i in chained]

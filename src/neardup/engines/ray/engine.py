@@ -356,11 +356,10 @@ def _url_links(rt, work: WorkFolder, prefixes, bases, sk: np.ndarray, exact_of: 
 def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_bytes: int, st: _Stages):
     import pyarrow.compute as pc
 
-    from ..common import VerifiedPairs
+    from ..common import VerifiedPairs, cluster_outcomes
     from ...stages.candidates import BUCKET_WINDOW, estimate_floor
     from ...stages.exact import first_holders
-    from ...stages.survivors import choose_survivors, kept_mask, outcomes
-    from ...stages.urls import relabel
+    from ...stages.survivors import scores_of_edges
     from ...stages.verify import Edges
 
     shards = _plan(rt, work, inputs, config, shard_bytes, st)
@@ -453,35 +452,35 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
         st.count("components", cstats["tasks_run"], cstats["tasks_done_before"])
         st.shards["components"]["rounds"] = cstats["rounds"]
     st.lap("cluster")
-    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals,
-                                      priority=None if links is None else links.priority)
-    kept = kept_mask(n_all, sk, survivor_local)
-    members = np.flatnonzero(survivor_local != np.arange(sk.size))
-    member_sims = np.full(members.size, np.nan)
-    if members.size:
+
+    def member_similarity(survivor_local):
+        members = np.flatnonzero(survivor_local != np.arange(sk.size))
+        member_sims = np.full(members.size, np.nan)
+        if not members.size:
+            return members, member_sims
         mo, so = sk[members], sk[survivor_local[members]]
         lo, hi = np.minimum(mo, so), np.maximum(mo, so)
-        # a member joined to its survivor by a verified edge: its similarity is the edge's score
-        edge_keys = (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)  # sorted by (a, b)
-        want = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
-        at = np.minimum(np.searchsorted(edge_keys, want), max(edge_keys.size - 1, 0))
-        direct = (edge_keys[at] == want) if edge_keys.size else np.zeros(members.size, dtype=bool)
+        # a member joined to its survivor by a verified edge has the edge's score; only the
+        # others are measured, by a task per shard (stage ``members``)
+        direct, at = scores_of_edges(a, b, score, lo, hi)
         member_sims[direct] = score[at[direct]]
         rest = np.flatnonzero(~direct)
         if rest.size:
             groups = _run_measure(rt, work, "members", prefixes, bases, lo[rest], hi[rest], config, None, False, st)
             ga, gb, _, _, _, gscore = _edges_from(work, "members", groups)
-            got_at = np.searchsorted((ga.astype(np.uint64) << np.uint64(32)) | gb.astype(np.uint64), want[rest])
-            member_sims[rest] = gscore[got_at]
-    outcome, cluster_sizes, chained = outcomes(
-        ids, reason, sk, survivor_local, kept, members, member_sims, exact_of,
-        chain_below=config.threshold if config.method == "minhash" else None)
+            want = (lo[rest].astype(np.uint64) << np.uint64(32)) | hi[rest].astype(np.uint64)
+            member_sims[rest] = gscore[np.searchsorted((ga.astype(np.uint64) << np.uint64(32)) | gb.astype(np.uint64),
+                                                       want)]
+        return members, member_sims
+
+    # (the components are the ones found above, over the verified and the URL edges)
+    made = cluster_outcomes(ids, reason, sk, None, exact_of, keep=config.keep, lengths=lengths, keyvals=keyvals,
+                            member_similarity=member_similarity,
+                            chain_below=config.threshold if config.method == "minhash" else None, links=links,
+                            comp=comp)
+    outcome, cluster_sizes, chained = made.outcome, made.sizes, made.chained
     if links is not None:
-        relabelled = relabel(outcome.reason, sk, survivor_local, links)
         stats["urls_identity"] = links.stats
-        if relabelled.size and chained:  # joined by their URL or claim, not through chains of content
-            by_url = {ids[o] for o in relabelled.tolist()}
-            chained = [c for c in chained if c not in by_url]
     skipped = Counter(r[len("skipped:"):] for r in outcome.reason if r.startswith("skipped:"))
     stats["urls"] = page_urls
     stats.update(cluster_sizes=cluster_sizes, chained=len(chained), chained_examples=chained[:20],

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...config import DedupConfig
 from ...errors import ConfigError
 from ...io.read.sources import STDIN_NAMES
-from ..common import RunOptions
+from ..common import RunOptions, source_refusal
 
 __all__ = ["config_refusal", "refusal", "check_config"]
 
@@ -16,9 +16,9 @@ _ENGINE = "the Ray engine (--engine ray)"
 
 def config_refusal(config: DedupConfig) -> str | None:
     """The one line refusing the first choice of ``config`` the Ray engine does not make, or None."""
-    for flag, given in (("--source-field", config.source_field), ("--keep source:", config.keep == "source" or None)):
-        if given is not None:
-            return f"{flag} is not supported by {_ENGINE}: use the local engine"
+    why = source_refusal(config, _ENGINE)
+    if why is not None:
+        return why
     if config.method not in ("minhash", "exact"):
         return f"--method {config.method} is not supported by {_ENGINE}: it runs minhash and exact; use --engine local"
     return None
@@ -36,12 +36,9 @@ def refusal(config: DedupConfig, options: RunOptions) -> str | None:
         return f"--jobs is not supported by {_ENGINE} with --ray-address: the cluster's nodes set the parallelism"
     if any(p in STDIN_NAMES for p in options.inputs):
         return f"standard input is not supported by {_ENGINE}: save it to a file, or use --engine local"
-    if options.on_error != "error":
-        return f"--on-error skip is not supported by {_ENGINE}: it stops at a file it cannot read; use --engine local"
-    for flag, given in (("--against", options.against), ("--save-index", options.save_index),
-                        ("--update-index", options.update_index or None)):
-        if given is not None:
-            return f"{flag} is not supported by {_ENGINE}: use the local engine"
+    why = options.local_only_refusal(_ENGINE)
+    if why is not None:
+        return why
     why = config_refusal(config)
     if why is not None:
         return why

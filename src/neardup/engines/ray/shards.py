@@ -164,7 +164,6 @@ def sketch_shard(shard: dict, config: DedupConfig, out: str) -> int:
     length: list = []
     keyval: list = []
     fp = []
-    ns = []
     rows_l, ids_l, counts_l, bands_l = [], [], [], []
     parts: list = []
     rows: list = []  # the records of the pending batch, in the parts' order

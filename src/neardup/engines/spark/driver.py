@@ -11,12 +11,12 @@ import time
 import numpy as np
 
 from ...config import DedupConfig
-from ..common import peak_memory_mb
+from ..common import cluster_outcomes, peak_memory_mb
 from ...stages.candidates import estimate_floor
-from ...stages.survivors import kinds_table
+from ...stages.survivors import kinds_table, scores_of_edges
 from .urls import spark_url_links
 from .executors import (BLOB_SCHEMA, PAIR_SCHEMA, band_blobs, bucket_pairs, distinct_pairs, estimate_and_verify,
-                        member_sims, raw_member_sims, verify_groups)
+                        member_sims, scores_on_executors, verify_groups)
 
 def release(frames) -> None:
     for frame in frames:
@@ -205,8 +205,6 @@ def dedup_on_driver(spark, docs, config: DedupConfig, st: Stages):
 
     from ...stages.candidates import BUCKET_WINDOW
     from ...stages.exact import first_holders
-    from ...stages.survivors import choose_survivors, components, kept_mask, outcomes
-    from ...stages.urls import relabel
 
     stats: dict = {"candidate_pairs": 0, "estimate_filtered": 0, "verified_pairs": 0, "largest_bucket": 0,
                    "buckets_over_window": 0, "buckets_shared": 0}
@@ -316,51 +314,31 @@ def dedup_on_driver(spark, docs, config: DedupConfig, st: Stages):
         st.lap("candidates")
 
     # -- clusters, survivors, outcomes: the local stages
-    ei, ej = np.searchsorted(sk, a), np.searchsorted(sk, b)
-    links = priority = None
+    links = None
     if config.url_field is not None:  # records joined by their URL or a followed canonical claim too
         links = spark_url_links(spark, sketched, sk, url_keys, claim_keys, exact_of, ids, config)
-        ei, ej = np.concatenate((ei, links.i)), np.concatenate((ej, links.j))
-        priority = links.priority  # a claimed record first, whatever the policy
-    comp = components(sk.size, ei, ej)
-    survivor_local = choose_survivors(comp, sk, config.keep, lengths, keyvals, priority=priority)
-    kept = kept_mask(n_all, sk, survivor_local)
-    members = np.flatnonzero(survivor_local != np.arange(sk.size))
-    member_sims = np.full(members.size, np.nan)
-    if members.size:
+        stats["urls_identity"] = links.stats
+
+    def member_similarity(survivor_local):
+        members = np.flatnonzero(survivor_local != np.arange(sk.size))
+        member_sims = np.full(members.size, np.nan)
+        if not members.size:
+            return members, member_sims
         mo, so = sk[members], sk[survivor_local[members]]
         lo, hi = np.minimum(mo, so), np.maximum(mo, so)
-        # a member joined to its survivor by a verified edge: its similarity is the edge's score
-        # (the same measure of the same two id runs); only the others are measured on the executors
-        edge_keys = (a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64)  # sorted: edges are by (a, b)
-        want = (lo.astype(np.uint64) << np.uint64(32)) | hi.astype(np.uint64)
-        at = np.minimum(np.searchsorted(edge_keys, want), max(edge_keys.size - 1, 0))
-        direct = (edge_keys[at] == want) if edge_keys.size else np.zeros(members.size, dtype=bool)
+        # a member joined to its survivor by a verified edge has the edge's score; only the
+        # others are measured on the executors
+        direct, at = scores_of_edges(a, b, score, lo, hi)
         member_sims[direct] = score[at[direct]]
         rest = np.flatnonzero(~direct)
         if rest.size:
-            wanted = spark.createDataFrame(pa.table({"ordinal": mo[rest], "lo": lo[rest], "hi": hi[rest]}))
-            # the shingle ids of those members and their survivors only (a broadcast semi-join:
-            # one scan of the sketch table), joined to both ends of each (member, survivor) pair
-            ends = spark.createDataFrame(pa.table({"ordinal": np.union1d(mo[rest], so[rest])}))
-            ids_of = sketched.select("ordinal", "ids").join(F.broadcast(ends), "ordinal", "left_semi")
-            joined = (wanted.join(ids_of.withColumnRenamed("ordinal", "lo").withColumnRenamed("ids", "ilo"), "lo")
-                      .join(ids_of.withColumnRenamed("ordinal", "hi").withColumnRenamed("ids", "ihi"), "hi")
-                      .select("ordinal", "ilo", "ihi"))
-            got = joined.mapInArrow(functools.partial(raw_member_sims, measure=config.measure),
-                                    "ordinal long, sim double").toArrow().sort_by("ordinal")
-            if got.num_rows != rest.size:
-                raise RuntimeError(f"internal error: {got.num_rows} similarities for {rest.size} cluster members")
-            member_sims[rest] = got.column("sim").to_numpy(zero_copy_only=False)  # mo[rest] is sorted, as sk is
-    outcome, cluster_sizes, chained = outcomes(
-        ids, reason, sk, survivor_local, kept, members, member_sims, exact_of,
-        chain_below=config.threshold if config.method == "minhash" else None)
-    if links is not None:
-        relabelled = relabel(outcome.reason, sk, survivor_local, links)
-        stats["urls_identity"] = links.stats
-        if relabelled.size and chained:  # joined by their URL or claim, not through chains of content
-            by_url = {ids[o] for o in relabelled.tolist()}
-            chained = [c for c in chained if c not in by_url]
+            member_sims[rest] = scores_on_executors(spark, sketched, lo[rest], hi[rest], config.measure)
+        return members, member_sims
+
+    made = cluster_outcomes(ids, reason, sk, (np.searchsorted(sk, a), np.searchsorted(sk, b)), exact_of,
+                            keep=config.keep, lengths=lengths, keyvals=keyvals, member_similarity=member_similarity,
+                            chain_below=config.threshold if config.method == "minhash" else None, links=links)
+    outcome, cluster_sizes, chained = made.outcome, made.sizes, made.chained
     skipped = Counter(r[len("skipped:"):] for r in outcome.reason if r.startswith("skipped:"))
     stats.update(cluster_sizes=cluster_sizes, chained=len(chained), chained_examples=chained[:20],
                  skipped=dict(sorted(skipped.items())), duplicate_ids=n_all - len(set(ids)), spilled_bytes=0,

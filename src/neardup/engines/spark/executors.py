@@ -251,16 +251,6 @@ def _survivor_sims(rb, measure: str) -> np.ndarray:
                       dtype=np.float64)
 
 
-def raw_member_sims(batches, measure: str):
-    """(ordinal, ids_lo, ids_hi) -> (ordinal, :func:`_survivor_sims`)."""
-    import pyarrow as pa
-
-    for rb in batches:
-        if rb.num_rows:
-            yield pa.RecordBatch.from_arrays([rb.column(0), pa.array(_survivor_sims(rb, measure), type=pa.float64())],
-                                             names=["ordinal", "sim"])
-
-
 def jsonl_lines(batches, ctx: dict):
     """(line, file, block) -> (ordinal, record): the original lines, for the kept corpus."""
     import pyarrow as pa
@@ -295,3 +285,26 @@ def pair_scores(batches, measure: str):
                 rb.column(0), pa.array(np.asarray(sims["jaccard"], dtype=np.float64)),
                 pa.array(np.asarray(score_of(sims, measure), dtype=np.float64)),
             ], names=["q", "jaccard", "score"])
+
+
+def scores_on_executors(spark, sketched, oa: np.ndarray, ob: np.ndarray, measure: str) -> np.ndarray:
+    """Called on the driver: the exact similarity by ``measure`` of each pair of documents
+    ``(oa[q], ob[q])`` (ordinals), in that order, measured on the executors on the shingle ids of
+    ``sketched`` (ordinal, ids). Only the pairs' documents are read: a broadcast semi-join (one
+    scan of the sketch table), joined to both ends of each pair."""
+    import functools
+
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    wanted = spark.createDataFrame(pa.table({"q": np.arange(oa.size, dtype=np.int64), "a": oa, "b": ob}))
+    ends = spark.createDataFrame(pa.table({"ordinal": np.union1d(oa, ob)}))
+    ids_of = sketched.select("ordinal", "ids").join(F.broadcast(ends), "ordinal", "left_semi")
+    joined = (wanted.join(ids_of.withColumnRenamed("ordinal", "a").withColumnRenamed("ids", "ia"), "a")
+              .join(ids_of.withColumnRenamed("ordinal", "b").withColumnRenamed("ids", "ib"), "b")
+              .select("q", "ia", "ib"))
+    got = joined.mapInArrow(functools.partial(pair_scores, measure=measure),
+                            "q long, jaccard double, score double").toArrow().sort_by("q")
+    if got.num_rows != oa.size:
+        raise RuntimeError(f"internal error: {got.num_rows} similarities for {oa.size} pairs")
+    return got.column("score").to_numpy(zero_copy_only=False)

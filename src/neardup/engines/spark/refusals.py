@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...config import DedupConfig
 from ...errors import ConfigError
 from ...io.read.sources import STDIN_NAMES
-from ..common import RunOptions
+from ..common import RunOptions, source_refusal
 
 __all__ = ["LOCAL_ONLY", "config_refusal", "refusal", "frames_refusal", "check_config", "master_of"]
 
@@ -22,9 +22,9 @@ LOCAL_ONLY = {"output_shards": ("--output-shards", "the Spark engine writes one 
 
 def config_refusal(config: DedupConfig) -> str | None:
     """The one line refusing the first choice of ``config`` the Spark engine does not make, or None."""
-    for flag, given in (("--source-field", config.source_field), ("--keep source:", config.keep == "source" or None)):
-        if given is not None:
-            return f"{flag} is not supported by {_ENGINE}: use the local engine"
+    why = source_refusal(config, _ENGINE)
+    if why is not None:
+        return why
     if config.method in ("simhash", "broder", "greedy"):
         return f"--method {config.method} is not supported by {_ENGINE}: it runs minhash or exact; use --engine local"
     # Spark reads JSONL and Parquet text fields with the local reader's rules, HTML included
@@ -48,12 +48,9 @@ def refusal(config: DedupConfig, options: RunOptions) -> str | None:
             return f"{flag} is not supported by {_ENGINE}: {instead}"
     if any(p in STDIN_NAMES for p in options.inputs):
         return "the Spark engine cannot read standard input: save it to a file, or use --engine local"
-    if options.on_error != "error":
-        return f"--on-error skip is not supported by {_ENGINE}: it stops at a file it cannot read; use --engine local"
-    for flag, given in (("--against", options.against), ("--save-index", options.save_index),
-                        ("--update-index", options.update_index or None)):
-        if given is not None:
-            return f"{flag} is not supported by {_ENGINE}: use the local engine"
+    why = options.local_only_refusal(_ENGINE)
+    if why is not None:
+        return why
     why = config_refusal(config)
     if why is not None:
         return why

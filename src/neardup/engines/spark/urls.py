@@ -5,13 +5,11 @@ measured on the executors, where the shingle ids are."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ...config import DedupConfig
 from ...stages.urls import UrlLinks, copy_aliases, no_agreement, url_links
-from .executors import pair_scores
+from .executors import scores_on_executors
 
 
 def spark_url_links(spark, sketched, sk: np.ndarray, url_keys: dict, claim_keys: dict, exact_of: dict, ids: list,
@@ -21,9 +19,6 @@ def spark_url_links(spark, sketched, sk: np.ndarray, url_keys: dict, claim_keys:
     claim (``exact_of``: copy -> first holder, in input order) stand for its first holder; a claim
     agrees with the content when the pair's similarity (the run's measure; never with
     ``method="exact"``) is at the threshold. ``sketched``: the (ordinal, ids) of ``sk``."""
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-
     ords = sk.tolist()
     keys = [url_keys.get(o) for o in ords]
     claims = [claim_keys.get(o) for o in ords]
@@ -35,20 +30,7 @@ def spark_url_links(spark, sketched, sk: np.ndarray, url_keys: dict, claim_keys:
                                              {o: k for k, o in enumerate(ords)})
 
     def measured(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        oa, ob = sk[a], sk[b]
-        wanted = spark.createDataFrame(pa.table({"q": np.arange(a.size, dtype=np.int64), "a": oa, "b": ob}))
-        # the shingle ids of the pairs' documents only (a broadcast semi-join: one scan of the
-        # sketch table), joined to both ends of each pair
-        ends = spark.createDataFrame(pa.table({"ordinal": np.union1d(oa, ob)}))
-        ids_of = sketched.select("ordinal", "ids").join(F.broadcast(ends), "ordinal", "left_semi")
-        joined = (wanted.join(ids_of.withColumnRenamed("ordinal", "a").withColumnRenamed("ids", "ia"), "a")
-                  .join(ids_of.withColumnRenamed("ordinal", "b").withColumnRenamed("ids", "ib"), "b")
-                  .select("q", "ia", "ib"))
-        got = joined.mapInArrow(functools.partial(pair_scores, measure=config.measure),
-                                "q long, jaccard double, score double").toArrow().sort_by("q")
-        if got.num_rows != a.size:
-            raise RuntimeError(f"internal error: {got.num_rows} similarities for {a.size} canonical claims")
-        return got.column("score").to_numpy(zero_copy_only=False) >= config.threshold
+        return scores_on_executors(spark, sketched, sk[a], sk[b], config.measure) >= config.threshold
 
     agree = no_agreement if config.method == "exact" else measured
 
