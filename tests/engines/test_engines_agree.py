@@ -414,3 +414,28 @@ def test_the_read_options_are_part_of_the_configuration():
         other = DedupConfig(**change)
         assert other.fingerprint() != base.fingerprint()
         assert other.as_dict()["read"][next(iter(change))] == next(iter(change.values()))
+
+
+@pytest.mark.parametrize("engine", ["local", "spark", "ray"])
+def test_every_engine_refuses_a_bad_output_format_alike_before_any_work(tmp_path, engine):
+    """The one check of --output-format (io.write.check_result_format) in each entry point: the same
+    message, and neither a runtime started nor an output folder made."""
+    from neardup.errors import ConfigError
+
+    data = tmp_path / "in.jsonl"
+    data.write_text('{"id": "a", "text": "one two three four five six"}\n')
+    out = tmp_path / "out"
+    if engine == "local":
+        def call():
+            Deduplicator(DedupConfig()).run([str(data)], str(out), output_format="csv")
+    else:
+        pytest.importorskip("pyspark" if engine == "spark" else "ray")
+        import importlib
+
+        public = importlib.import_module(f"neardup.{engine}")  # neardup.spark, neardup.ray
+
+        def call():
+            public.dedup_paths([str(data)], str(out), DedupConfig(), output_format="csv")
+    with pytest.raises(ConfigError, match=r"^--output-format must be one of jsonl, parquet, got 'csv'$"):
+        call()
+    assert not out.exists()

@@ -331,3 +331,19 @@ def test_one_engine_run_twice_reads_each_runs_own_inputs(tmp_path):
     rows, _, _ = load(str(tmp_path / "second"))
     assert {r["id"]: r["source"] for r in rows} == {
         **{f"c{k}": inputs[0] for k in range(2)}, **{f"d{k}": inputs[1] for k in range(3)}, "e0": inputs[2]}
+
+
+def test_keep_source_with_several_better_copies_in_one_batch():
+    """keep="source": when two copies of one text from ever better sources follow their holder in
+    one batch, the second competes with the first (which took the holder's place), not with the
+    holder replaced; the best source survives and every other copy points at it."""
+    import neardup
+
+    text = " ".join(f"word{i} plain{i % 7}" for i in range(60))
+    records = [{"id": "a", "text": text, "site": "c"}, {"id": "b", "text": text, "site": "b"},
+               {"id": "c", "text": text, "site": "a"}, {"id": "d", "text": "something else " * 20, "site": "c"}]
+    result = neardup.dedup(records, source_field="site", keep="source", keep_sources=("a", "b", "c"))
+    rows = {r["id"]: r for r in result.outcomes.to_pylist()}
+    assert [i for i, r in rows.items() if r["kept"]] == ["c", "d"]
+    assert {i: (r["duplicate_of"], r["reason"]) for i, r in rows.items() if not r["kept"]} == {
+        "a": ("c", "exact"), "b": ("c", "exact")}

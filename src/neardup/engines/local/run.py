@@ -44,8 +44,8 @@ import numpy as np
 from ...config import DedupConfig
 from ...cpus import available_cpus
 from ...errors import ConfigError, OutputError, RunMemoryError
-from ...io.read import InputPlan, InputReport, plan_inputs, read_documents, read_encoded
-from ...io.write import RESULT_FORMATS, KeptLayout, write_clusters, write_pairs
+from ...io.read import InputPlan, InputReport, plan_inputs, read_plan, record_reader
+from ...io.write import check_result_format, KeptLayout, write_clusters, write_pairs
 from ...io.write import write_kept as write_kept_records
 from ...io.write import outputs
 from ...io.write.checkpoints import reached
@@ -145,8 +145,7 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         ``layout``: the kept corpus's shards and compression (:class:`neardup.io.write.shards.KeptLayout`);
         ``output_format``: ``clusters`` and ``pairs`` as ``jsonl`` (default) or ``parquet``.
         """
-        if output_format not in RESULT_FORMATS:
-            raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
+        check_result_format(output_format)
         layout = layout or KeptLayout()
         target = outputs.open_target(output)
         run = RunFolder.for_target(target, self.work_dir)
@@ -206,14 +205,7 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         """The stages over the inputs ``plan`` in the work folder ``run``, then the outputs published
         to ``target``."""
         start = time.perf_counter()
-        keep_fields = (self.config.keep_field,) if self.config.keep == "field" else ()
-        read_options = dict(self.config.read_options(), jobs=self.jobs)
-        if self.config.source_field is not None:
-            keep_fields += (self.config.source_field,)
-        url_reading = {}
-        if self.config.url_field is not None:  # URL identity: each record's URL and its page's claims
-            keep_fields += (self.config.url_field,)
-            url_reading = {"claims": True}
+        read_options = dict(self.config.read_options(), jobs=self.jobs)  # the kept corpus reads again
         inputs = list(plan)
         # this run's inputs, not an earlier run's: one engine may run several times
         self.source_labels = [os.fsdecode(p) for p in inputs] if self.has_sources(inputs) else None
@@ -226,14 +218,16 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
             first_pass["text_spill"] = run.path
 
         def read(inputs, passing=first_pass):
+            # the one reader of a run's records (io.read.record_reader): the read options, the
+            # fields kept in each record's meta and, with URL identity, each page's claims
+            reader = record_reader(self.config, jobs=self.jobs, **passing)
+            inputs = plan_inputs(inputs, self.config.format)
             if sketch_stage.kernel_handles(self.config.shingle):
                 # JSONL records come as UTF-8 straight from a compiled scanner: their text never
                 # becomes a Python str. Texts holding a code point that NFKC may change, and that
                 # the kernel does not map itself, are flagged.
-                table = sketch_stage.flag_table(self.config.shingle.normalize)
-                return read_encoded(inputs, table=table, keep_fields=keep_fields, **read_options, **url_reading,
-                                    **passing)
-            return read_documents(inputs, keep_fields=keep_fields, **read_options, **url_reading, **passing)
+                return read_plan(reader, inputs, sketch_stage.flag_table(self.config.shingle.normalize))
+            return read_plan(reader, inputs)
 
         # The shingle ids are most of the work folder (8 bytes a distinct shingle, 1.1 kB a document
         # of benchmarks/scale.py's corpus) and only the documents in candidate pairs (a tenth there)

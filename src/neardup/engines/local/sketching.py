@@ -271,6 +271,10 @@ class ReadAndSketch:
         if got.local_of is None:
             got.local_of = {}
         for o, first in copies:
+            # an earlier copy of this batch may have taken the holder's place already: the copy
+            # competes with the holder of now (the holder replaced is a copy of its successor)
+            while first >= 0 and first in got.exact_of:
+                first = got.exact_of[first]
             if first < 0 or rank.get(got.sources[o], len(rank)) >= rank.get(got.sources[first], len(rank)):
                 continue  # an indexed holder, or not a better source
             if not got.local_of or got.sketched[got.local_of.get(first, 0)] != first:

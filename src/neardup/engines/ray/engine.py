@@ -506,14 +506,13 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, add
     folder belongs to other inputs or options)."""
     require("ray", "ray")
     from ...io import write_kept as write_kept_records
-    from ...io.write import RESULT_FORMATS, write_clusters, write_pairs
+    from ...io.write import check_result_format, write_clusters, write_pairs
     from ..common import peak_memory_mb, run_summary, stage_table
 
     paths = list(input_names(inputs))
     check_config(config, RunOptions(inputs=tuple(paths), jobs=jobs, ray_address=address, work_dir=work_dir,
                                     resume=resume))
-    if output_format not in RESULT_FORMATS:
-        raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
+    check_result_format(output_format)
     output = os.fspath(output)
     if "://" in output:
         raise ConfigError("an output URL is not supported by the Ray engine (--engine ray): give a folder on "

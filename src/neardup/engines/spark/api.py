@@ -179,14 +179,13 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     Parquet input the original columns and ``ordinal``.
     """
     require("pyspark", "spark")
-    from ...io.write import RESULT_FORMATS
+    from ...io.write import check_result_format
     from .session import _environment_provides_master, get_session
 
     output = os.fspath(output)
     check_config(config, RunOptions(inputs=input_names(inputs), spark_master=master),
                  frames="an output on a Hadoop file system" if is_remote(output) else None)
-    if output_format not in RESULT_FORMATS:
-        raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {output_format!r}")
+    check_result_format(output_format)
     st = Stages()
     if spark is None:
         if master is None and not _environment_provides_master():

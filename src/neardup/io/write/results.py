@@ -12,7 +12,7 @@ import orjson
 from ...errors import ConfigError, require
 from . import result_lines
 
-__all__ = ["RESULT_FORMATS", "write_clusters", "write_pairs"]
+__all__ = ["RESULT_FORMATS", "check_result_format", "write_clusters", "write_pairs"]
 
 
 #: The formats of ``clusters.*`` and ``pairs.*``.
@@ -20,9 +20,11 @@ RESULT_FORMATS = ("jsonl", "parquet")
 _RESULT_BATCH_ROWS = 4096
 
 
-def _result_format(format: str) -> str:
+def check_result_format(format: str) -> str:
+    """``format`` when it is one of :data:`RESULT_FORMATS`; else the ConfigError that every engine
+    gives for a bad ``--output-format``, before any work starts."""
     if format not in RESULT_FORMATS:
-        raise ConfigError(f"The output format must be one of {', '.join(RESULT_FORMATS)}. Got {format!r} instead.")
+        raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {format!r}")
     return format
 
 
@@ -53,7 +55,7 @@ def write_clusters(out_dir: str, outcome, *, format: str = "jsonl", urls: dict |
     ``duplicate_of_source`` when the records carry sources; ``url`` by ordinal from ``urls``).
     ``outcome`` has those as attributes, sequences indexed by ordinal
     (:class:`neardup.stages.survivors.Outcome`). Returns the path."""
-    path = os.path.join(out_dir, f"clusters.{_result_format(format)}")
+    path = os.path.join(out_dir, f"clusters.{check_result_format(format)}")
     urls = urls or {}
     if format == "parquet":
         pa = require("pyarrow", "io")
@@ -88,7 +90,7 @@ def write_pairs(out_dir: str, rows, *, format: str = "jsonl") -> str:
     estimate)`` (ids, and similarities rounded to 6 places) in the order given. ``rows`` may also
     be an object whose iteration gives those tuples and whose ``jsonl_chunks()`` gives the same
     lines as bytes (:meth:`neardup.engines.common.VerifiedPairs.lines`). Returns the path."""
-    path = os.path.join(out_dir, f"pairs.{_result_format(format)}")
+    path = os.path.join(out_dir, f"pairs.{check_result_format(format)}")
     if format == "parquet":
         pa = require("pyarrow", "io")
         pq = require("pyarrow.parquet", "io")
