@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._validate import check_choice, check_float, check_int
+from ._validate import check_choice, check_float, check_int, check_text
 from .errors import ConfigError
 from .lsh.params import Banding
-from .params import FORMAT_VERSION, MinHashParams, ShingleParams, config_fingerprint
+from .hashing import HASH_NAMES
+from .params import FAMILIES, FORMAT_VERSION, UNITS, MinHashParams, ShingleParams, config_fingerprint
 from .stages.candidates import banding_for
 from .stages.survivors import KEEP_POLICIES
+from .urls import DEFAULT_RULES, UrlRules
 
-__all__ = ["DedupConfig", "METHODS", "MEASURES", "KEEP_POLICIES", "DEFAULT_FAMILY", "INPUT_FORMATS", "CONTENTS",
-           "HTML_MODES", "MAX_BYTES"]
+__all__ = ["DedupConfig", "ReadOptions", "METHODS", "MEASURES", "KEEP_POLICIES", "DEFAULT_FAMILY", "INPUT_FORMATS",
+           "CONTENTS", "HTML_MODES", "MAX_BYTES", "SAMPLES", "INDEX_DEFAULTS", "INDEX_PROFILES", "ROWS_BELOW", "index_profile",
+           "ReportConfig", "InputOptions", "Option", "READ_OPTIONS", "REPORT_OPTIONS", "SHINGLE_OPTIONS", "MINHASH_OPTIONS", "DEDUP_OPTIONS", "INDEX_OPTIONS"]
 
 METHODS = ("minhash", "simhash", "exact", "broder", "greedy")
 INPUT_FORMATS = ("auto", "jsonl", "parquet", "arrow", "csv", "tsv", "warc", "html", "text")
@@ -26,6 +29,8 @@ HTML_MODES = ("main", "whole", "article")
 #: Records larger than this are skipped (``too_large``) unless ``max_bytes`` says otherwise.
 MAX_BYTES = 64 << 20
 MEASURES = ("jaccard", "containment")
+#: The samples of ``method="broder"`` and ``"greedy"``: MOD_m (ids divisible by m) or MIN_s.
+SAMPLES = ("mod_m", "min_s")
 #: The permutation family of every engine and of the index: 32-bit multiply-shift runs eight
 #: lanes per AVX2 register, about four times the rate of 64-bit values (see
 #: :class:`neardup.MinHashParams`), and 32-bit values estimate resemblance as well at 128
@@ -35,6 +40,87 @@ DEFAULT_FAMILY = "mulshift32"
 
 def default_minhash() -> MinHashParams:
     return MinHashParams(num_perm=128, seed=1, family=DEFAULT_FAMILY)
+
+
+#: The storage profiles (``neardup index add --profile``): what is stored beside the band
+#: postings, the simhash blocks and the content fingerprints.
+#: Writes of fewer documents than this keep their postings as rows in profiles default and full
+#: (``IndexConfig.rows_below``): a service's single-document ``check_and_add`` then costs what it
+#: did with rows, with no run and no merge in its transaction; bulk writes (``neardup index add``
+#: commits 5,000 documents at a time) append a run.
+ROWS_BELOW = 1000
+INDEX_PROFILES = {
+    # near answers estimated from shared bands; postings in runs of delta-coded blocks (runs.py)
+    "lean": {"signatures": False, "containment": False, "posting_runs": True, "rows_below": 0},
+    # + signatures: MinHash estimates
+    "default": {"signatures": True, "containment": False, "posting_runs": True, "rows_below": ROWS_BELOW},
+    # + MOD_m samples: containment
+    "full": {"signatures": True, "containment": True, "posting_runs": True, "rows_below": ROWS_BELOW},
+}
+
+
+
+def index_profile(profile: str) -> dict:
+    """The index configuration's fields that the storage profile ``profile`` sets."""
+    check_choice("profile", profile, tuple(INDEX_PROFILES), owner="SeenIndex")
+    return INDEX_PROFILES[profile]
+
+
+#: A new index's configuration where none is given: the shingles, permutations and banding
+#: policy of ``neardup dedup`` (:class:`DedupConfig`), so that a dedup run and an index of the
+#: same corpus hash, band and answer alike. Files made before with other defaults record their
+#: own values and open with them.
+INDEX_DEFAULTS = {
+    "shingle": ShingleParams(),
+    "minhash": default_minhash(),
+    "threshold": 0.8,
+    "containment_threshold": 0.8,
+    "mod_m": 8,
+    "simhash_max_distance": 3,
+    "store_shingles": False,
+    "bands": None,
+    "rows": None,
+    "signatures": True,
+    "containment": False,
+    "posting_runs": True,
+    "rows_below": ROWS_BELOW,
+    "fingerprint_runs": True,
+    "id_keys": True,
+    "id_prefixes": True,
+    "urls": DEFAULT_RULES,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadOptions:
+    """How records are read (:func:`neardup.io.read_documents`): the options that every command
+    reading records shares, checked here once (:class:`DedupConfig` holds them as its own fields).
+
+    ``format`` of the input files (``auto``: each by its content), ``id_field`` and ``text_field``
+    (of JSONL, CSV, Parquet and Arrow records), ``content`` (what the text field holds: ``text``
+    or ``html``), ``html`` (HTML to text: the ``main`` content, the ``whole`` page or the
+    ``article``) and ``max_bytes`` (larger records are skipped as ``too_large``; None: no limit).
+    """
+
+    format: str = "auto"
+    id_field: str = "id"
+    text_field: str = "text"
+    content: str = "text"
+    html: str = "main"
+    max_bytes: int | None = MAX_BYTES
+
+    def __post_init__(self) -> None:
+        check_choice("format", self.format, INPUT_FORMATS, owner="ReadOptions")
+        check_choice("content", self.content, CONTENTS, owner="ReadOptions")
+        check_choice("html", self.html, HTML_MODES, owner="ReadOptions")
+        check_text("id_field", self.id_field, owner="ReadOptions")
+        check_text("text_field", self.text_field, owner="ReadOptions")
+        if self.max_bytes is not None:
+            check_int("max_bytes", self.max_bytes, 1, None, owner="ReadOptions")
+
+    def as_dict(self) -> dict:
+        return {"format": self.format, "id_field": self.id_field, "text_field": self.text_field,
+                "content": self.content, "html": self.html, "max_bytes": self.max_bytes}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,37 +177,22 @@ class DedupConfig:
     url_rules: object = None
 
     def __post_init__(self) -> None:
-        check_choice("format", self.format, INPUT_FORMATS, owner="DedupConfig")
-        check_choice("content", self.content, CONTENTS, owner="DedupConfig")
-        check_choice("html", self.html, HTML_MODES, owner="DedupConfig")
-        for name in ("id_field", "text_field"):
-            if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ConfigError(f"The '{name}' parameter of DedupConfig must be a non-empty str. "
-                                  f"Got {getattr(self, name)!r} instead.")
-        if self.max_bytes is not None:
-            check_int("max_bytes", self.max_bytes, 1, None, owner="DedupConfig")
+        ReadOptions(**self.read_options())  # the read options' checks
         check_choice("method", self.method, METHODS, owner="DedupConfig")
         check_int("sample_mod", self.sample_mod, 1, None, owner="DedupConfig")
         check_int("sample_cap", self.sample_cap, 2, None, owner="DedupConfig")
-        check_choice("sample", self.sample, ("mod_m", "min_s"), owner="DedupConfig")
+        check_choice("sample", self.sample, SAMPLES, owner="DedupConfig")
         check_int("sample_size", self.sample_size, 1, None, owner="DedupConfig")
         check_choice("measure", self.measure, MEASURES, owner="DedupConfig")
         check_choice("keep", self.keep, KEEP_POLICIES + ("field", "source"), owner="DedupConfig")
         if self.keep == "source" and not self.keep_sources:
             raise ConfigError("keep='source' needs keep_sources, the sources in order of preference")
-        if self.source_field is not None and (not isinstance(self.source_field, str) or not self.source_field):
-            raise ConfigError(f"The 'source_field' parameter of DedupConfig must be a non-empty str or None. "
-                              f"Got {self.source_field!r} instead.")
+        check_text("source_field", self.source_field, owner="DedupConfig", optional=True)
         object.__setattr__(self, "keep_sources", tuple(self.keep_sources))
-        if self.url_field is not None and (not isinstance(self.url_field, str) or not self.url_field):
-            raise ConfigError(f"The 'url_field' parameter of DedupConfig must be a non-empty str or None. "
-                              f"Got {self.url_field!r} instead.")
-        if self.url_rules is not None:
-            from .urls import UrlRules
-
-            if not isinstance(self.url_rules, UrlRules):
-                raise ConfigError(f"The 'url_rules' parameter of DedupConfig must be a neardup.urls.UrlRules or None. "
-                                  f"Got {self.url_rules!r} instead.")
+        check_text("url_field", self.url_field, owner="DedupConfig", optional=True)
+        if self.url_rules is not None and not isinstance(self.url_rules, UrlRules):
+            raise ConfigError(f"The 'url_rules' parameter of DedupConfig must be a neardup.urls.UrlRules or None. "
+                              f"Got {self.url_rules!r} instead.")
         check_float("threshold", self.threshold, 0.0, 1.0, owner="DedupConfig", closed="right")
         check_int("max_distance", self.max_distance, 0, 7, owner="DedupConfig")
         if self.keep == "field" and not self.keep_field:
@@ -171,8 +242,6 @@ class DedupConfig:
 
     def rules_of_urls(self):
         """The URL rules of the run (:class:`neardup.urls.UrlRules`)."""
-        from .urls import DEFAULT_RULES
-
         return self.url_rules if self.url_rules is not None else DEFAULT_RULES
 
     def read_options(self) -> dict:
@@ -183,3 +252,199 @@ class DedupConfig:
     def fingerprint(self) -> str:
         """:func:`neardup.params.config_fingerprint` of :meth:`as_dict`, as 16 hex digits."""
         return f"{config_fingerprint(self.as_dict()):016x}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportConfig:
+    """Everything that decides the numbers of a report (recorded as ``config``;
+    :func:`neardup.report.build_report`)."""
+
+    shingle: ShingleParams = field(default_factory=lambda: ShingleParams(k=4))
+    num_perm: int = 200
+    seed: int = 1
+    family: str = "mulshift64"
+    sample: int = 2000
+    threshold: float = 0.8
+    boilerplate_fraction: float = 0.5
+    top: int = 20
+    runs: int = 30
+    simhash_hash: str = "xxh3"
+
+    def __post_init__(self) -> None:
+        check_int("sample", self.sample, 1, None, owner="ReportConfig")
+        check_float("threshold", self.threshold, 0.0, 1.0, owner="ReportConfig", closed="right")
+        check_float("boilerplate_fraction", self.boilerplate_fraction, 0.0, 1.0, owner="ReportConfig", closed="left")
+        check_int("top", self.top, 1, None, owner="ReportConfig")
+        check_int("runs", self.runs, 1, None, owner="ReportConfig")
+        self.minhash  # noqa: B018 - MinHashParams checks num_perm, seed and family
+
+    @property
+    def minhash(self) -> MinHashParams:
+        return MinHashParams(num_perm=self.num_perm, seed=self.seed, family=self.family)
+
+    def as_dict(self) -> dict:
+        from ._version import __version__
+
+        return {
+            "k": self.shingle.k, "unit": self.shingle.unit, "shingle_hash": self.shingle.hash,
+            "normalize": self.shingle.normalize.as_dict(), "num_perm": self.num_perm, "seed": self.seed,
+            "family": self.family, "sample": self.sample, "threshold": self.threshold,
+            "boilerplate_fraction": self.boilerplate_fraction, "top": self.top, "runs": self.runs,
+            "simhash_hash": self.simhash_hash, "above": "at or above", "version": __version__,
+        }
+
+
+@dataclass(frozen=True)
+class InputOptions:
+    """How ``neardup report`` reads SITE: the read options of ``neardup dedup``
+    (:class:`ReadOptions`, which checks them), except that the text field and what it holds
+    may be left to the first record."""
+
+    format: str = "auto"
+    id_field: str = "id"
+    text_field: str | None = None  # None: "html" (as HTML) when the first record has one, else "text"
+    content: str | None = None     # None: "html" for the "html" field, else "text"
+    max_bytes: int | None = MAX_BYTES
+
+    def __post_init__(self) -> None:
+        given = {name: value for name, value in (("text_field", self.text_field), ("content", self.content))
+                 if value is not None}
+        ReadOptions(format=self.format, id_field=self.id_field, max_bytes=self.max_bytes, **given)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option and the configuration field it sets, defined once for every
+    command that takes it (:func:`neardup.cli._common.add_options` makes the argparse option).
+
+    ``field`` is the option's place in the configuration whose default it shows (``minhash.num_perm``
+    in a :class:`DedupConfig`, ``num_perm`` of ``minhash`` in an index's); ``owner`` and
+    ``parameter`` name the class and field whose check refuses a bad value (the command line then
+    names the option instead). ``help`` shows the default where it says ``{default}``. A ``bool``
+    option is a switch; ``negate``: the switch turns the field off (``--no-casefold``).
+    """
+
+    flags: tuple
+    field: str
+    owner: str
+    parameter: str
+    help: str
+    kind: type = str
+    choices: tuple | None = None
+    metavar: str | None = None
+    negate: bool = False
+
+    @property
+    def flag(self) -> str:
+        """The flag that error messages name."""
+        return self.flags[0]
+
+    def default_in(self, config):
+        """The option's default: the value of its field in ``config``."""
+        value = config
+        for name in self.field.split("."):
+            value = getattr(value, name) if not isinstance(value, dict) else value[name]
+        return value
+
+
+def _options(*options: Option) -> dict:
+    return {o.field: o for o in options}
+
+
+#: How records are read: ``neardup dedup``, ``changes``, ``plan``, ``index add`` and ``query``,
+#: ``report`` and ``evaluate`` (:class:`ReadOptions`).
+READ_OPTIONS = _options(
+    Option(("--format",), "format", "ReadOptions", "format", choices=INPUT_FORMATS,
+           help="how to read every input (default {default}: each file by its content, its name as a hint)"),
+    Option(("--id-field",), "id_field", "ReadOptions", "id_field",
+           help="JSONL/CSV/Parquet/Arrow field with the record id (default {default})"),
+    Option(("--text-field",), "text_field", "ReadOptions", "text_field",
+           help="JSONL/CSV/Parquet/Arrow field with the text (default {default})"),
+    Option(("--content",), "content", "ReadOptions", "content", choices=CONTENTS,
+           help="what the JSONL/Parquet text field holds (default {default})"),
+    Option(("--html",), "html", "ReadOptions", "html", choices=HTML_MODES,
+           help="HTML to text: main content (default), the whole page, or article (trafilatura)"),
+    Option(("--max-bytes",), "max_bytes", "ReadOptions", "max_bytes", kind=int,
+           help="skip records larger than this (default 64 MiB)"),
+)
+#: The shingles (:class:`neardup.ShingleParams`), for a configuration holding them as ``shingle``.
+SHINGLE_OPTIONS = _options(
+    Option(("-k",), "shingle.k", "ShingleParams", "k", kind=int, help="tokens per shingle (default {default})"),
+    Option(("--unit",), "shingle.unit", "ShingleParams", "unit", choices=UNITS, help="token unit (default {default})"),
+    Option(("--keep-punctuation",), "shingle.normalize.remove_punctuation", "NormalizeParams", "remove_punctuation",
+           kind=bool, negate=True, help="keep punctuation inside tokens"),
+    Option(("--no-casefold",), "shingle.normalize.casefold", "NormalizeParams", "casefold", kind=bool, negate=True,
+           help="keep upper and lower case apart"),
+    Option(("--no-nfkc",), "shingle.normalize.nfkc", "NormalizeParams", "nfkc", kind=bool, negate=True,
+           help="skip Unicode NFKC normalization"),
+    Option(("--shingle-hash",), "shingle.hash", "ShingleParams", "hash", choices=HASH_NAMES,
+           help="shingle ids: xxh3 (default), Rabin fingerprints of 40 or 64 bits (Broder 1997), md5, sha1"),
+)
+#: The permutations (:class:`neardup.MinHashParams`), for a configuration holding them as ``minhash``.
+MINHASH_OPTIONS = _options(
+    Option(("--num-perm",), "minhash.num_perm", "MinHashParams", "num_perm", kind=int,
+           help="hash functions per sketch (default {default})"),
+    Option(("--seed",), "minhash.seed", "MinHashParams", "seed", kind=int,
+           help="seed of the permutations (default {default})"),
+    Option(("--family",), "minhash.family", "MinHashParams", "family", choices=FAMILIES,
+           help="permutation family (default {default})"),
+)
+#: What a dedup run finds (:class:`DedupConfig`; ``--keep`` has its own syntax, in the command).
+DEDUP_OPTIONS = _options(
+    Option(("--method",), "method", "DedupConfig", "method", choices=METHODS,
+           help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
+                "broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts, or "
+                "greedy: their one-pass clustering on the same samples (depends on the input order, "
+                "not verified)"),
+    Option(("--sample-mod",), "sample_mod", "DedupConfig", "sample_mod", kind=int, metavar="M",
+           help="broder: keep the shingle ids divisible by M (default {default}, as in the 1997 experiment)"),
+    Option(("--sample",), "sample", "DedupConfig", "sample", choices=SAMPLES,
+           help="broder, greedy: the sample of each document's shingle ids: mod_m, those divisible by "
+                "--sample-mod (default), or min_s, its --sample-size smallest"),
+    Option(("--sample-size",), "sample_size", "DedupConfig", "sample_size", kind=int, metavar="S",
+           help="broder, greedy with --sample min_s: ids kept per document (default {default})"),
+    Option(("--sample-cap",), "sample_cap", "DedupConfig", "sample_cap", kind=int, metavar="N",
+           help="broder: a sample held by more than N documents gives no pairs (boilerplate; default {default})"),
+    Option(("--threshold",), "threshold", "DedupConfig", "threshold", kind=float,
+           help="similarity at which two documents are duplicates (default {default})"),
+    Option(("--measure",), "measure", "DedupConfig", "measure", choices=MEASURES,
+           help="verify resemblance (default) or containment (either way round)"),
+    Option(("--bands",), "bands", "DedupConfig", "bands", kind=int, help="LSH bands (default: chosen for --threshold)"),
+    Option(("--rows",), "rows", "DedupConfig", "rows", kind=int, help="LSH rows per band (default: chosen)"),
+    Option(("--max-distance",), "max_distance", "DedupConfig", "max_distance", kind=int,
+           help="simhash: largest Hamming distance (0-7, default {default})"),
+    Option(("--no-verify",), "verify", "DedupConfig", "verify", kind=bool, negate=True,
+           help="trust LSH candidates without exact verification (faster, admits false pairs)"),
+)
+#: What a report measures (:class:`ReportConfig`).
+REPORT_OPTIONS = _options(
+    Option(("--sample",), "sample", "ReportConfig", "sample", kind=int,
+           help="pairs of pages to measure exactly (default {default}; all pairs when there are fewer)"),
+    Option(("--threshold",), "threshold", "ReportConfig", "threshold", kind=float,
+           help="Jaccard at or above which pages are near-duplicates (default {default})"),
+    Option(("--boilerplate-fraction",), "boilerplate_fraction", "ReportConfig", "boilerplate_fraction", kind=float,
+           help="a shingle on more than this fraction of the pages is boilerplate (default {default})"),
+    Option(("--top",), "top", "ReportConfig", "top", kind=int, help="most similar pairs to list (default {default})"),
+    Option(("--runs",), "runs", "ReportConfig", "runs", kind=int, help="runs in Figure 1 (default {default})"),
+)
+#: What an index stores and answers (:class:`neardup.store.IndexConfig`, whose checks name
+#: themselves ``SeenIndex``; its shingles and permutations take the options above).
+INDEX_OPTIONS = _options(
+    Option(("--threshold",), "threshold", "SeenIndex", "threshold", kind=float,
+           help="estimated Jaccard for near-duplicates (default {default})"),
+    Option(("--containment-threshold",), "containment_threshold", "SeenIndex", "containment_threshold", kind=float,
+           help="containment for contains/contained_in (default {default})"),
+    Option(("--mod-m",), "mod_m", "SeenIndex", "mod_m", kind=int,
+           help="containment sample: shingles whose hash is divisible by m (default {default})"),
+    Option(("--max-distance",), "simhash_max_distance", "SeenIndex", "simhash_max_distance", kind=int,
+           help="simhash neighbours within this many bits (0-31, default {default})"),
+    Option(("--store-shingles",), "store_shingles", "SeenIndex", "store_shingles", kind=bool,
+           help="store shingle ids, for exact Jaccard and containment in answers"),
+    Option(("--profile",), "profile", "SeenIndex", "profile", choices=tuple(INDEX_PROFILES),
+           help="what a new index stores: default (signatures, band postings, simhash blocks, "
+                "fingerprints: about 0.7 kB a document), lean (no signatures: near answers estimated from "
+                "the shared bands; postings in delta-coded runs: about 0.2 kB a document), full (also "
+                "MOD_m samples for containment answers)"),
+    Option(("--containment",), "containment", "SeenIndex", "containment", kind=bool,
+           help="store MOD_m samples (contains/contained_in answers); part of --profile full"),
+)

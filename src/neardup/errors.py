@@ -21,7 +21,22 @@ class NeardupError(Exception):
 
 
 class ConfigError(NeardupError, ValueError):
-    """A parameter is out of range or of the wrong type."""
+    """A parameter is out of range or of the wrong type.
+
+    Raised by a configuration's own check (:mod:`neardup._validate`), it also names what was
+    checked: ``owner`` and ``parameter`` (the class and its field), ``value`` and ``requirement``
+    (what the value must be, e.g. ``"at least 1"``), so that the command line can say the same
+    of the option that set the field (``--num-perm must be at least 1, got 0``). They are None
+    for the errors that no single parameter explains.
+    """
+
+    def __init__(self, message: str, *, owner: str | None = None, parameter: str | None = None,
+                 value=None, requirement: str | None = None) -> None:
+        super().__init__(message)
+        self.owner = owner
+        self.parameter = parameter
+        self.value = value
+        self.requirement = requirement
 
 
 class IncompatibleSketchError(NeardupError, ValueError):

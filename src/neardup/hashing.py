@@ -23,7 +23,7 @@ from .splitmix import MASK64, splitmix64
 
 __all__ = ["HASH_NAMES", "MASK64", "encode", "check_hash_name", "hash64", "splitmix64", "derive", "splitmix64_array"]
 
-HASH_NAMES = ("xxh3", "md5", "sha1", "rabin40", "rabin64")
+HASH_NAMES = ("xxh3", "rabin40", "rabin64", "md5", "sha1")
 
 
 def encode(token: str | bytes) -> bytes:

@@ -356,7 +356,7 @@ def test_a_bulk_add_stores_what_small_adds_store(tmp_path):
     """add_many of ROWS_BELOW documents or more is prepared from the batch's sketch arrays (no
     Sketch per document): repeated ids (the last wins, at the place of its last occurrence),
     documents without ids, metas and answers as add_many in small pieces gives them."""
-    from neardup.store.schema import ROWS_BELOW
+    from neardup.config import ROWS_BELOW
 
     docs = [(doc_id, text, {"k": i}) for i, (doc_id, text) in enumerate(corpus(15, ROWS_BELOW + 100))]
     rng = random.Random(16)
@@ -377,7 +377,7 @@ def test_a_bulk_add_stores_what_small_adds_store(tmp_path):
 def test_bulk_writes_merge_bulk_fanout_runs_a_level(tmp_path, monkeypatch):
     """Runs of bulk writes (ROWS_BELOW documents and more) merge when BULK_FANOUT gather; small
     writes' runs (lean) merge at FANOUT; answers stay those of the rows."""
-    from neardup.store.schema import ROWS_BELOW
+    from neardup.config import ROWS_BELOW
 
     monkeypatch.setattr(runs, "BULK_FANOUT", 3)
     docs = corpus(17, 3 * ROWS_BELOW)
@@ -400,7 +400,7 @@ def test_small_writes_after_a_bulk_load_merge_only_their_own_runs(tmp_path, monk
     the small writes' runs merge among themselves at FANOUT, and never pull the bulk runs into
     their merges (which rewrote every posting of the index at the first small write after a
     load); answers stay those of the rows."""
-    from neardup.store.schema import ROWS_BELOW
+    from neardup.config import ROWS_BELOW
 
     monkeypatch.setattr(runs, "BULK_FANOUT", 8)
     docs = corpus(23, 5 * ROWS_BELOW + 12)

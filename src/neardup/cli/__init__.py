@@ -98,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"neardup: error: {exc}", file=sys.stderr)
         return INPUT_ERROR
     except NeardupError as exc:
-        print(f"neardup: error: {exc}", file=sys.stderr)
+        from ._common import option_error
+
+        print(f"neardup: error: {option_error(exc, args)}", file=sys.stderr)
         return USAGE
     except FileNotFoundError as exc:
         print(f"neardup: error: no such file: {exc.filename} (check the path)", file=sys.stderr)

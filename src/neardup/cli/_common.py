@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..config import MAX_BYTES
+from ..config import MINHASH_OPTIONS, READ_OPTIONS, SHINGLE_OPTIONS, ReadOptions
 from ..errors import ConfigError, InputError
 
 
@@ -53,22 +53,82 @@ def expanded_inputs(args, name: str = "inputs") -> list[str]:
     return expand_inputs(given, files_from)
 
 
-def add_record_options(io) -> None:
-    """How ``dedup`` and ``changes`` read records: the format, the id and text fields, what the
-    text holds, and the size limit."""
-    from ..io.read import FORMATS  # the readers load only when a command's options are built
+def add_options(container, options, defaults, *, given_only: bool = False, helps: dict | None = None) -> None:
+    """Add the argparse options of ``options`` (:class:`neardup.config.Option` definitions) to
+    ``container`` (a parser or a group of one), each showing its default from ``defaults`` (the
+    configuration the command fills, or a dict of its parts).
 
-    io.add_argument("--format", choices=["auto", *FORMATS],
-                    default="auto", help="how to read every input (default auto: each file by its content, its "
-                                         "name as a hint)")
-    io.add_argument("--id-field", default="id", help="JSONL/CSV/Parquet/Arrow field with the record id (default id)")
-    io.add_argument("--text-field", default="text", help="JSONL/CSV/Parquet/Arrow field with the text (default text)")
-    io.add_argument("--content", choices=["text", "html"], default="text",
-                    help="what the JSONL/Parquet text field holds (default text)")
-    io.add_argument("--html", choices=["main", "whole", "article"], default="main",
-                    help="HTML to text: main content (default), the whole page, or article (trafilatura)")
-    io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=MAX_BYTES,
-                    help="skip records larger than this (default 64 MiB)")
+    The options convert their values and nothing more: the configuration built from them checks
+    them (one check, the Python API's), and :func:`option_error` names the option in its error.
+    ``given_only``: an option left out is None (an index's recorded value applies), its help
+    still showing the default of a new one. ``helps``: the help of an option, by field, where a
+    command gives it another meaning."""
+    flags = dict(container.get_default("option_flags") or {})
+    for option in options:
+        text = (helps or {}).get(option.field, option.help)
+        if "{default}" in text:
+            text = text.replace("{default}", str(option.default_in(defaults)))
+        if option.kind is bool:
+            if given_only:
+                container.add_argument(*option.flags, action="store_const", const=True, default=None, help=text)
+            else:
+                container.add_argument(*option.flags, action="store_true", help=text)
+        else:
+            metavar = option.metavar or ("{" + ",".join(option.choices) + "}" if option.choices else None)
+            container.add_argument(*option.flags, type=_CONVERTERS[option.kind](option.flag), metavar=metavar,
+                                   default=None if given_only else option.default_in(defaults), help=text)
+        flags[(option.owner, option.parameter)] = option.flag
+    container.set_defaults(option_flags=flags)
+
+
+def option_error(exc: Exception, args) -> str:
+    """The message of ``exc``, naming the command-line option when a configuration refused the
+    value of one (``--num-perm must be at least 1, got 0``)."""
+    flag = (getattr(args, "option_flags", None) or {}).get((getattr(exc, "owner", None),
+                                                            getattr(exc, "parameter", None)))
+    if flag is None or getattr(exc, "requirement", None) is None:
+        return str(exc)
+    return f"{flag} must be {exc.requirement}, got {exc.value!r}"
+
+
+def _whole_number(flag: str):
+    def parse(value: str) -> int:
+        try:
+            return int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a whole number, got {value!r}") from None
+
+    return parse
+
+
+def _number(flag: str):
+    def parse(value: str) -> float:
+        try:
+            return float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a number, got {value!r}") from None
+
+    return parse
+
+
+def _text(flag: str):
+    return None  # argparse keeps the text as given
+
+
+_CONVERTERS = {int: _whole_number, float: _number, str: _text}
+
+
+def add_record_options(io, *, fields=READ_OPTIONS) -> None:
+    """How ``dedup``, ``changes`` and the index's commands read records: the format, the id and
+    text fields, what the text holds, and the size limit (``fields``: those the command takes)."""
+    add_options(io, [READ_OPTIONS[f] for f in fields], ReadOptions())
+
+
+def read_options_from(args, **given):
+    """The :class:`neardup.config.ReadOptions` of the command line (checked), with ``given``
+    instead of the options a command does not take."""
+    values = {name: getattr(args, name) for name in READ_OPTIONS if hasattr(args, name)}
+    return ReadOptions(**{**values, **given})
 
 
 def add_error_options(p: argparse.ArgumentParser) -> None:
@@ -143,11 +203,9 @@ def print_json(obj) -> None:
 
 
 def positive_int(name: str, *, minimum: int = 1):
+    """A count of a command's own (threads, batch sizes, limits), not of a configuration."""
     def parse(value: str) -> int:
-        try:
-            n = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {value!r}") from None
+        n = _whole_number(name)(value)
         if n < minimum:
             raise argparse.ArgumentTypeError(f"{name} must be at least {minimum}, got {n}")
         return n
@@ -156,11 +214,9 @@ def positive_int(name: str, *, minimum: int = 1):
 
 
 def unit_float(name: str, *, open_low: bool = True, open_high: bool = False):
+    """A fraction of a command's own, not of a configuration."""
     def parse(value: str) -> float:
-        try:
-            x = float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {value!r}") from None
+        x = _number(name)(value)
         if (x <= 0 if open_low else x < 0) or (x >= 1 if open_high else x > 1):
             lo = "(0" if open_low else "[0"
             hi = "1)" if open_high else "1]"
@@ -170,27 +226,15 @@ def unit_float(name: str, *, open_low: bool = True, open_high: bool = False):
     return parse
 
 
-def add_shingle_options(p: argparse.ArgumentParser, *, k_default: int = 5) -> None:
-    g = p.add_argument_group("shingling")
-    g.add_argument("-k", type=positive_int("-k"), default=k_default,
-                   help=f"tokens per shingle (default {k_default})")
-    g.add_argument("--unit", choices=["word", "char", "line"], default="word", help="token unit (default word)")
-    g.add_argument("--keep-punctuation", action="store_true", help="keep punctuation inside tokens")
-    g.add_argument("--no-casefold", action="store_true", help="keep upper and lower case apart")
-    g.add_argument("--no-nfkc", action="store_true", help="skip Unicode NFKC normalization")
-    g.add_argument("--shingle-hash", choices=["xxh3", "rabin40", "rabin64", "md5", "sha1"], default="xxh3",
-                   help="shingle ids: xxh3 (default), Rabin fingerprints of 40 or 64 bits (Broder 1997), md5, sha1")
+def add_shingle_options(p: argparse.ArgumentParser, defaults, *, skip=()) -> None:
+    """The shingle options (``-k``, ``--unit``, ...), their defaults those of ``defaults.shingle``."""
+    add_options(p.add_argument_group("shingling"), [o for f, o in SHINGLE_OPTIONS.items() if f not in skip],
+                defaults)
 
 
-def add_minhash_options(p: argparse.ArgumentParser, *, num_perm: int = 128, family: str = "affine61") -> None:
-    g = p.add_argument_group("MinHash")
-    g.add_argument("--num-perm", type=positive_int("--num-perm"), default=num_perm,
-                   help=f"hash functions per sketch (default {num_perm})")
-    g.add_argument("--seed", type=int, default=1, help="seed of the permutations (default 1)")
-    from ..params import FAMILIES
-
-    g.add_argument("--family", choices=FAMILIES, default=family,
-                   help=f"permutation family (default {family})")
+def add_minhash_options(p: argparse.ArgumentParser, defaults) -> None:
+    """The MinHash options, their defaults those of ``defaults.minhash``."""
+    add_options(p.add_argument_group("MinHash"), MINHASH_OPTIONS.values(), defaults)
 
 
 def shingle_params_from(args):
@@ -204,8 +248,6 @@ def shingle_params_from(args):
 def minhash_params_from(args):
     from ..params import MinHashParams
 
-    if args.seed < 0:
-        raise ConfigError(f"--seed must be 0 or more, got {args.seed}")
     return MinHashParams(num_perm=args.num_perm, seed=args.seed, family=args.family)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 
-from ._common import (add_record_options, add_minhash_options, add_shingle_options, add_url_options, minhash_params_from, positive_int,
-                      shingle_params_from, unit_float, url_rules_from)
+from ..config import DEDUP_OPTIONS, DedupConfig
+from ._common import (add_minhash_options, add_options, add_record_options, add_shingle_options, add_url_options,
+                      minhash_params_from, positive_int, shingle_params_from, url_rules_from)
 
 
 def register(sub) -> None:
@@ -23,11 +25,10 @@ def register(sub) -> None:
                                               "see docs/changes.md for what can be told from an index)")
     p.add_argument("new", metavar="NEW", help="the later crawl")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="output folder (created if missing)")
-    p.add_argument("--threshold", type=unit_float("--threshold"), default=0.8,
-                   help="the similarity at which a gone page's content found under a new URL counts as moved "
-                        "(default 0.8)")
-    p.add_argument("--measure", choices=["jaccard", "containment"], default="jaccard",
-                   help="what --threshold applies to: resemblance (default) or containment either way round")
+    add_options(p, [DEDUP_OPTIONS["threshold"], DEDUP_OPTIONS["measure"]], DedupConfig(), helps={
+        "threshold": "the similarity at which a gone page's content found under a new URL counts as moved "
+                     "(default {default})",
+        "measure": "what --threshold applies to: resemblance (default) or containment either way round"})
     p.add_argument("--top", type=positive_int("--top"), default=20,
                    help="the most-changed pages listed in summary.json and shown in changes.html (default 20)")
     urls = p.add_argument_group("URLs")
@@ -36,8 +37,8 @@ def register(sub) -> None:
     add_record_options(io)
     io.add_argument("--on-error", choices=["error", "skip"], default="error",
                     help="a file that cannot be read: stop (default) or skip it")
-    add_shingle_options(p)
-    add_minhash_options(p, family="mulshift32")
+    add_shingle_options(p, DedupConfig())
+    add_minhash_options(p, DedupConfig())
     run = p.add_argument_group("run")
     run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
                      help="threads and extraction processes (default: the CPUs this process may use)")
@@ -46,12 +47,15 @@ def register(sub) -> None:
 
 
 def changes_command(args) -> int:
-    from ..config import DedupConfig
     from ..cpus import available_cpus
     from ..engines.changes import detect_changes
     from ..io.read.sources import expand_inputs
     from ..text.html import extractor_id
 
+    config = DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args),
+                         threshold=args.threshold, measure=args.measure, format=args.format, id_field=args.id_field,
+                         text_field=args.text_field, content=args.content, html=args.html, max_bytes=args.max_bytes)
+    config = dataclasses.replace(config, extraction=extractor_id(config.html))
     old, new = expand_inputs([args.old], None), expand_inputs([args.new], None)
     from ..io.write.outputs import is_url
 
@@ -70,10 +74,6 @@ def changes_command(args) -> int:
         from ..errors import ConfigError
 
         raise ConfigError("OLD is one index or a crawl's records, not both")
-    config = DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args),
-                         threshold=args.threshold, measure=args.measure, format=args.format, id_field=args.id_field,
-                         text_field=args.text_field, content=args.content, html=args.html, max_bytes=args.max_bytes,
-                         extraction=extractor_id(args.html))
     started = time.perf_counter()
     jobs = args.jobs or available_cpus()
     if index:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..params import MinHashParams, ShingleParams
 from ._common import (add_minhash_options, add_shingle_options, minhash_params_from, positive_int, print_json,
                       read_text, shingle_params_from, unit_float)
 
@@ -15,8 +16,10 @@ def register(sub) -> None:
     p.add_argument("a", metavar="A")
     p.add_argument("b", metavar="B")
     p.add_argument("--text", action="store_true", help="A and B are texts, not file names")
-    add_shingle_options(p)
-    add_minhash_options(p)
+    # the Python API's defaults: ShingleParams() and MinHashParams()
+    parts = {"shingle": ShingleParams(), "minhash": MinHashParams()}
+    add_shingle_options(p, parts)
+    add_minhash_options(p, parts)
     p.add_argument("--feature-hash", choices=["xxh3", "md5", "sha1"], default="xxh3",
                    help="hash of simhash features (default xxh3; md5 reproduces the seed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

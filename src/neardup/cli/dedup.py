@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
+from ..config import DEDUP_OPTIONS, KEEP_POLICIES, DedupConfig
 from ..params import IN_MEMORY_MB
-from ._common import (add_record_options, add_error_options, add_input_list_options, add_minhash_options, add_shingle_options,
-                      add_url_options, expanded_inputs, minhash_params_from, positive_int, shingle_params_from,
-                      skipped_status, unit_float, url_rules_from)
+from ._common import (add_error_options, add_input_list_options, add_minhash_options, add_options, add_record_options,
+                      add_shingle_options, add_url_options, expanded_inputs, minhash_params_from, positive_int,
+                      shingle_params_from, skipped_status, url_rules_from)
 
 
 def register(sub) -> None:
@@ -43,29 +44,7 @@ def register(sub) -> None:
 def add_dedup_options(p) -> None:
     """The options of a dedup run (all but its inputs, --output, --resume and --work-dir): ``neardup
     plan`` takes the same ones, so that what it predicts is the run these options make."""
-    p.add_argument("--method", choices=["minhash", "simhash", "exact", "broder", "greedy"], default="minhash",
-                   help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
-                        "broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts, or "
-                        "greedy: their one-pass clustering on the same samples (depends on the input order, "
-                        "not verified)")
-    p.add_argument("--sample-mod", type=positive_int("--sample-mod"), default=25, metavar="M",
-                   help="broder: keep the shingle ids divisible by M (default 25, as in the 1997 experiment)")
-    p.add_argument("--sample", choices=["mod_m", "min_s"], default="mod_m",
-                   help="broder, greedy: the sample of each document's shingle ids: mod_m, those divisible by "
-                        "--sample-mod (default), or min_s, its --sample-size smallest")
-    p.add_argument("--sample-size", type=positive_int("--sample-size"), default=100, metavar="S",
-                   help="broder, greedy with --sample min_s: ids kept per document (default 100)")
-    p.add_argument("--sample-cap", type=positive_int("--sample-cap", minimum=2), default=1000, metavar="N",
-                   help="broder: a sample held by more than N documents gives no pairs (boilerplate; default 1000)")
-    p.add_argument("--threshold", type=unit_float("--threshold"), default=0.8,
-                   help="similarity at which two documents are duplicates (default 0.8)")
-    p.add_argument("--measure", choices=["jaccard", "containment"], default="jaccard",
-                   help="verify resemblance (default) or containment (either way round)")
-    p.add_argument("--bands", type=positive_int("--bands"), help="LSH bands (default: chosen for --threshold)")
-    p.add_argument("--rows", type=positive_int("--rows"), help="LSH rows per band (default: chosen)")
-    p.add_argument("--max-distance", type=int, default=3, help="simhash: largest Hamming distance (0-7, default 3)")
-    p.add_argument("--no-verify", action="store_true",
-                   help="trust LSH candidates without exact verification (faster, admits false pairs)")
+    add_options(p, DEDUP_OPTIONS.values(), DedupConfig())
     p.add_argument("--keep", default="first", metavar="POLICY",
                    help="survivor of each cluster: first (default), longest, shortest, field:NAME "
                         "(the largest value of a numeric field), or source:A,B,... (records of source A first, "
@@ -93,8 +72,8 @@ def add_dedup_options(p) -> None:
     add_input_list_options(io)
     add_record_options(io)
     add_error_options(p)
-    add_shingle_options(p)
-    add_minhash_options(p, family="mulshift32")
+    add_shingle_options(p, DedupConfig())
+    add_minhash_options(p, DedupConfig())
     run = p.add_argument_group("run")
     run.add_argument("--engine", choices=["local", "spark", "ray"], default="local")
     run.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
@@ -120,9 +99,10 @@ def add_dedup_options(p) -> None:
                           "out); Parquet keeps its codec unless one is named")
 
 
-def config_from(args):
+def config_from(args, *, extraction: bool = True):
+    """The run's :class:`~neardup.config.DedupConfig`, which checks every option that fills it;
+    ``extraction=False`` leaves out the HTML extraction, which needs the inputs' formats."""
     from ..errors import ConfigError
-    from ..config import DedupConfig
 
     keep, keep_field, keep_sources = args.keep, None, ()
     if keep.startswith("field:"):
@@ -134,15 +114,14 @@ def config_from(args):
         if not keep_sources:
             raise ConfigError("--keep source:A,B,... needs at least one source")
         keep = "source"
-    elif keep not in ("first", "longest", "shortest"):
+    elif keep not in KEEP_POLICIES:
         raise ConfigError(f"--keep must be first, longest, shortest, field:NAME or source:A,B,..., got {keep!r}")
-    if not 0 <= args.max_distance <= 7:
-        raise ConfigError(f"--max-distance must be between 0 and 7, got {args.max_distance}")
     return DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args), method=args.method,
                        threshold=args.threshold, measure=args.measure, bands=args.bands, rows=args.rows,
                        max_distance=args.max_distance, keep=keep, keep_field=keep_field, verify=not args.no_verify,
                        format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
-                       html=args.html, max_bytes=args.max_bytes, extraction=extraction_of(args),
+                       html=args.html, max_bytes=args.max_bytes,
+                       extraction=extraction_of(args) if extraction else None,
                        sample_mod=args.sample_mod, sample_cap=args.sample_cap, sample=args.sample,
                        sample_size=args.sample_size, source_field=getattr(args, "source_field", None),
                        keep_sources=keep_sources if keep == "source" else (),
@@ -186,6 +165,7 @@ def dedup_command(args) -> int:
     from ..progress import Progress
 
     args.inputs = expanded_inputs(args)
+    config_from(args, extraction=False)  # every option checked before an input is read
     if args.engine == "local":
         from ..engines.local.run import RunInputs
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..cpus import available_cpus
-from ._common import add_input_list_options, expanded_inputs, positive_int, print_json, unit_float
+from ._common import (add_input_list_options, add_record_options, expanded_inputs, positive_int, print_json,
+                      read_options_from, unit_float)
 
 
 def register(sub) -> None:
@@ -16,21 +17,16 @@ def register(sub) -> None:
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="the inputs of that run (paths, globs, URLs)")
     add_input_list_options(p)
     p.add_argument("--floor", type=unit_float("--floor"), default=0.5, help="lowest resemblance of oracle pairs")
-    from ..io.read import FORMATS
-
-    p.add_argument("--format", choices=["auto", *FORMATS], default="auto")
-    p.add_argument("--id-field", default="id")
-    p.add_argument("--text-field", default="text")
+    add_record_options(p, fields=("format", "id_field", "text_field"))
     p.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=evaluate_command)
 
 
 def evaluate_command(args) -> int:
-    import os
-
     from ..evaluate import evaluate_run, format_report
 
+    read_options_from(args)  # checked before anything is read
     r = evaluate_run(args.output_dir, expanded_inputs(args), floor=args.floor, jobs=args.jobs or available_cpus(),
                      format=args.format, id_field=args.id_field, text_field=args.text_field)
     if args.json:

@@ -17,9 +17,9 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ..config import INDEX_DEFAULTS, INDEX_OPTIONS, MINHASH_OPTIONS, SHINGLE_OPTIONS, index_profile
 from ..cpus import available_cpus
-from ..params import FAMILIES
-from ._common import positive_int, unit_float
+from ._common import add_options, add_record_options, positive_int
 
 EXIT_SEEN = 1
 
@@ -112,8 +112,7 @@ def register(sub) -> None:
     v.add_argument("--batch-processes", type=positive_int("--batch-processes", minimum=0), default=1, metavar="N",
                    help="child processes, at a lower CPU priority, that run batches and HTML requests so that "
                         "they do not hold the server's GIL (default 1; 0: in the server's threads)")
-    v.add_argument("--html", choices=["main", "whole", "article"], default="main",
-                   help="HTML to text: main content (default), the whole page, or article (trafilatura)")
+    add_record_options(v, fields=("html",))
     v.add_argument("--workers", type=positive_int("--workers"), default=1,
                    help="server processes (default 1); more use more cores, each with its own connections")
     v.add_argument("--fsync", action="store_true", help="fsync every commit (survives power loss)")
@@ -131,20 +130,11 @@ def _db(p) -> None:
 
 
 def _input_options(p) -> None:
-    from ..io.read import FORMATS
     from ._common import add_input_list_options
 
     g = p.add_argument_group("input")
     add_input_list_options(g)
-    g.add_argument("--format", choices=["auto", *FORMATS], default="auto")
-    g.add_argument("--id-field", default="id", help="JSONL/Parquet field with the record id (default id)")
-    g.add_argument("--text-field", default="text", help="JSONL/Parquet field with the text (default text)")
-    g.add_argument("--content", choices=["text", "html"], default="text",
-                   help="what the JSONL/Parquet text field holds (default text)")
-    g.add_argument("--html", choices=["main", "whole", "article"], default="main",
-                   help="HTML to text: main content (default), the whole page, or article (trafilatura)")
-    g.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
-                   help="skip records larger than this (default 64 MiB)")
+    add_record_options(g)
     g.add_argument("--on-error", choices=["error", "skip"], default="error",
                    help="a file that cannot be read: stop with its path and exit status 3 (default), or skip it")
 
@@ -159,35 +149,10 @@ def _url_options(p, what: str) -> None:
 
 def _index_options(p) -> None:
     g = p.add_argument_group("index configuration (recorded when the index is created, checked afterwards)")
-    g.add_argument("-k", type=positive_int("-k"), default=None, help="tokens per shingle (default 5)")
-    g.add_argument("--unit", choices=["word", "char", "line"], default=None, help="token unit (default word)")
-    g.add_argument("--keep-punctuation", action="store_const", const=True, default=None,
-                   help="keep punctuation inside tokens")
-    g.add_argument("--no-casefold", action="store_const", const=True, default=None,
-                   help="keep upper and lower case apart")
-    g.add_argument("--no-nfkc", action="store_const", const=True, default=None, help="skip Unicode NFKC")
-    g.add_argument("--num-perm", type=positive_int("--num-perm"), default=None,
-                   help="MinHash values per document (default 128)")
-    g.add_argument("--seed", type=int, default=None, help="seed of the permutations (default 1)")
-    g.add_argument("--family", choices=FAMILIES, default=None,
-                   help="permutation family (default mulshift32)")
-    g.add_argument("--threshold", type=unit_float("--threshold", open_high=True), default=None,
-                   help="estimated Jaccard for near-duplicates (default 0.8)")
-    g.add_argument("--containment-threshold", type=unit_float("--containment-threshold"), default=None,
-                   help="containment for contains/contained_in (default 0.8)")
-    g.add_argument("--mod-m", type=positive_int("--mod-m"), default=None,
-                   help="containment sample: shingles whose hash is divisible by m (default 8)")
-    g.add_argument("--max-distance", type=int, default=None,
-                   help="simhash neighbours within this many bits (0-31, default 3)")
-    g.add_argument("--store-shingles", action="store_const", const=True, default=None,
-                   help="store shingle ids, for exact Jaccard and containment in answers")
-    g.add_argument("--profile", choices=["lean", "default", "full"], default=None,
-                   help="what a new index stores: default (signatures, band postings, simhash blocks, "
-                        "fingerprints: about 0.7 kB a document), lean (no signatures: near answers estimated from "
-                        "the shared bands; postings in delta-coded runs: about 0.2 kB a document), full (also "
-                        "MOD_m samples for containment answers)")
-    g.add_argument("--containment", action="store_const", const=True, default=None,
-                   help="store MOD_m samples (contains/contained_in answers); part of --profile full")
+    # left out: None, the recorded value of an existing index (the help shows a new one's)
+    options = [*(o for f, o in SHINGLE_OPTIONS.items() if f != "shingle.hash"), *MINHASH_OPTIONS.values(),
+               *INDEX_OPTIONS.values()]
+    add_options(g, options, INDEX_DEFAULTS, given_only=True)
 
 
 def index_params(args) -> dict:
@@ -198,10 +163,10 @@ def index_params(args) -> dict:
     """
     import dataclasses
 
-    from ..store.sqlite import DEFAULTS, IndexConfig, SeenIndex
+    from ..store.sqlite import IndexConfig, SeenIndex
 
     stored = SeenIndex.stored_config(args.db)
-    base = IndexConfig.from_dict(stored) if stored else IndexConfig(**DEFAULTS)
+    base = IndexConfig.from_dict(stored) if stored else IndexConfig(**INDEX_DEFAULTS)
     out = {}
     shingle_changes = {k: v for k, v in (("k", args.k), ("unit", args.unit)) if v is not None}
     norm_changes = {k: not v for k, v in (("remove_punctuation", args.keep_punctuation),
@@ -212,10 +177,6 @@ def index_params(args) -> dict:
     minhash_changes = {k: v for k, v in (("num_perm", args.num_perm), ("seed", args.seed), ("family", args.family))
                        if v is not None}
     if minhash_changes:
-        if minhash_changes.get("seed", 0) < 0:
-            from ..errors import ConfigError
-
-            raise ConfigError(f"--seed must be 0 or more, got {args.seed}")
         out["minhash"] = dataclasses.replace(base.minhash, **minhash_changes)
     for name, value in (("threshold", args.threshold), ("containment_threshold", args.containment_threshold),
                         ("mod_m", args.mod_m), ("simhash_max_distance", args.max_distance),
@@ -228,7 +189,20 @@ def index_params(args) -> dict:
         from ._common import url_rules_from
 
         out["url_rules"] = url_rules_from(args)
+    # checked now, before an input is read or an index file made (the index checks them on open)
+    if "profile" in out:
+        index_profile(out["profile"])
+    config_fields = {f.name for f in dataclasses.fields(IndexConfig)}
+    dataclasses.replace(base, **{k: v for k, v in out.items() if k in config_fields})
     return out
+
+
+def _check_options(args) -> None:
+    """Every option that a configuration takes, checked by it before anything is read or made."""
+    from ._common import read_options_from
+
+    read_options_from(args)
+    index_params(args)
 
 
 def _open(args, *, create: bool, synchronous: str = "normal"):
@@ -380,7 +354,8 @@ def add_command(args) -> int:
 
     from ._common import expanded_inputs
 
-    # (the inputs checked before the index is opened: a missing one creates no index file)
+    # (the options and inputs checked before the index is opened: a missing one creates no index file)
+    _check_options(args)
     plan = plan_inputs(expanded_inputs(args), args.format)
     added = 0
     skipped: dict[str, int] = {}
@@ -442,6 +417,7 @@ def add_command(args) -> int:
 def query_command(args) -> int:
     from ..io import Document
 
+    _check_options(args)
     records = _records(args)
     seen = False
     out = sys.stdout
@@ -502,7 +478,7 @@ def stats_command(args) -> int:
           f"{lsh['bands']} bands x {lsh['rows']} rows, threshold {lsh['threshold']}")
     print(f"contains   mod {cfg['containment']['mod_m']} samples, threshold {cfg['containment']['threshold']}"
           + ("" if cfg["containment"]["stored"] else " (not stored: no containment answers)"))
-    print(f"signatures " + (f"stored, {cfg['signatures']['bytes_per_value']} bytes a value" if cfg["signatures"]["stored"]
+    print("signatures " + (f"stored, {cfg['signatures']['bytes_per_value']} bytes a value" if cfg["signatures"]["stored"]
                             else "not stored (profile lean: near answers estimated from the shared bands)"))
     print(f"simhash    within {cfg['simhash']['max_distance']} bits ({len(cfg['simhash']['blocks'])} blocks)")
     print("urls       " + ("canonical URLs of the documents added with one (rules version "
@@ -540,6 +516,7 @@ def serve_command(args) -> int:
     uvicorn = require("uvicorn", "service")
     from ..service import create_app
 
+    _check_options(args)
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be in [0, 65535], got {args.port}")
     token = None

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from ..config import READ_OPTIONS, REPORT_OPTIONS, InputOptions, ReportConfig
 from ..cpus import available_cpus
-from ._common import add_minhash_options, add_shingle_options, positive_int, shingle_params_from, unit_float
-
-
-def _fraction(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--boilerplate-fraction must be a number, got {value!r}") from None
-    if not 0 <= x < 1:
-        raise argparse.ArgumentTypeError(f"--boilerplate-fraction must be in [0, 1), got {x}")
-    return x
+from ._common import add_minhash_options, add_options, add_shingle_options, positive_int, shingle_params_from
 
 
 def register(sub) -> None:
@@ -30,31 +20,20 @@ def register(sub) -> None:
                    help="a folder of HTML pages, a WARC file, or a JSONL file with an \"html\" or \"text\" field")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="folder for the report (created)")
     io = p.add_argument_group("input (as for dedup)")
-    from ..io.read import FORMATS
-
-    io.add_argument("--format", choices=["auto", *FORMATS], default="auto",
-                    help="input format (default: from the names)")
-    io.add_argument("--id-field", default="id", help="JSONL/Parquet field with the page id (default id)")
+    add_options(io, [READ_OPTIONS["format"], READ_OPTIONS["id_field"]], InputOptions())
     io.add_argument("--text-field", default=None,
                     help="JSONL/Parquet field with the page (default: html when the first record has one, else text)")
     io.add_argument("--content", choices=["text", "html"], default=None,
                     help="what the text field holds (default: html for the html field, else text)")
-    io.add_argument("--max-bytes", type=positive_int("--max-bytes"), default=64 << 20,
-                    help="skip pages larger than this (default 64 MiB)")
+    add_options(io, [READ_OPTIONS["max_bytes"]], InputOptions())
     io.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
                     help="processes extracting text (default: the CPUs this process may use, from its affinity and cgroup quota)")
-    add_shingle_options(p, k_default=4)
-    # mulshift64 by default: the affine mod 2^61-1 family costs about 40 s per million shingles in numpy
-    add_minhash_options(p, num_perm=200, family="mulshift64")
+    # (ReportConfig's defaults: mulshift64, as the affine mod 2^61-1 family costs about 40 s per
+    # million shingles in numpy)
+    add_shingle_options(p, ReportConfig())
+    add_minhash_options(p, ReportConfig())
     g = p.add_argument_group("report")
-    g.add_argument("--sample", type=positive_int("--sample"), default=2000,
-                   help="pairs of pages to measure exactly (default 2000; all pairs when there are fewer)")
-    g.add_argument("--threshold", type=unit_float("--threshold"), default=0.8,
-                   help="Jaccard at or above which pages are near-duplicates (default 0.8)")
-    g.add_argument("--boilerplate-fraction", type=_fraction, default=0.5,
-                   help="a shingle on more than this fraction of the pages is boilerplate (default 0.5)")
-    g.add_argument("--top", type=positive_int("--top"), default=20, help="most similar pairs to list (default 20)")
-    g.add_argument("--runs", type=positive_int("--runs"), default=30, help="runs in Figure 1 (default 30)")
+    add_options(g, REPORT_OPTIONS.values(), ReportConfig())
     g.add_argument("--seed-examples", action="store_true",
                    help="also reproduce the seed's worked tables and two figures from its example sentences "
                         "(SITE may then be left out)")
@@ -63,14 +42,10 @@ def register(sub) -> None:
 
 def report_command(args) -> int:
     from ..errors import ConfigError
-    import os
-
-    from ..report import InputOptions, ReportConfig, build_report
+    from ..report import build_report
 
     if args.site is None and not args.seed_examples:
         raise ConfigError("give a SITE (folder, WARC or JSONL), or --seed-examples")
-    if args.seed < 0:
-        raise ConfigError(f"--seed must be 0 or more, got {args.seed}")
     cfg = ReportConfig(shingle=shingle_params_from(args), num_perm=args.num_perm, seed=args.seed, family=args.family,
                        sample=args.sample, threshold=args.threshold, boilerplate_fraction=args.boilerplate_fraction,
                        top=args.top, runs=args.runs)

@@ -30,17 +30,17 @@ import json
 import math
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from .._version import __version__
-from ..errors import ConfigError, InputError
+from ..config import InputOptions, ReportConfig
+from ..errors import InputError
 from ..exact.similarity import jaccard_sorted
 from ..hashing import derive, splitmix64_array
 from ..lsh.banding import band_keys
 from ..lsh.params import optimal_banding, probability, threshold as band_threshold
-from ..params import MinHashParams, ShingleParams
+from ..params import MinHashParams
 from ..sketch.estimate import binomial_stderr
 from ..sketch.minhash import EMPTY, MinHash
 from ..sketch.permutations import family_for
@@ -55,46 +55,6 @@ LEVELS = ("0.5", "0.8", "0.9")
 REFERENCE_BANDINGS = ((40, 5), (20, 10), (10, 20))
 
 
-@dataclass(frozen=True, kw_only=True)
-class ReportConfig:
-    """Everything that decides the numbers of a report (recorded as ``config``)."""
-
-    shingle: ShingleParams = field(default_factory=lambda: ShingleParams(k=4))
-    num_perm: int = 200
-    seed: int = 1
-    family: str = "mulshift64"
-    sample: int = 2000
-    threshold: float = 0.8
-    boilerplate_fraction: float = 0.5
-    top: int = 20
-    runs: int = 30
-    simhash_hash: str = "xxh3"
-
-    def __post_init__(self) -> None:
-        if self.sample < 1:
-            raise ConfigError(f"--sample must be at least 1, got {self.sample}")
-        if not 0 < self.threshold <= 1:
-            raise ConfigError(f"--threshold must be in (0, 1], got {self.threshold}")
-        if not 0 <= self.boilerplate_fraction < 1:
-            raise ConfigError(f"--boilerplate-fraction must be in [0, 1), got {self.boilerplate_fraction}")
-        if self.runs < 1 or self.top < 1:
-            raise ConfigError("runs and top must be at least 1")
-        MinHashParams(num_perm=self.num_perm, seed=self.seed, family=self.family)  # validates
-
-    @property
-    def minhash(self) -> MinHashParams:
-        return MinHashParams(num_perm=self.num_perm, seed=self.seed, family=self.family)
-
-    def as_dict(self) -> dict:
-        return {
-            "k": self.shingle.k, "unit": self.shingle.unit, "shingle_hash": self.shingle.hash,
-            "normalize": self.shingle.normalize.as_dict(), "num_perm": self.num_perm, "seed": self.seed,
-            "family": self.family, "sample": self.sample, "threshold": self.threshold,
-            "boilerplate_fraction": self.boilerplate_fraction, "top": self.top, "runs": self.runs,
-            "simhash_hash": self.simhash_hash, "above": "at or above", "version": __version__,
-        }
-
-
 # ---------------------------------------------------------------------------------------------
 # Reading a site: each record twice, as whole-page text and as main content, with the readers
 # and the extraction that ``dedup`` uses.
@@ -104,17 +64,6 @@ class Page:
     id: str
     whole: str
     main: str
-
-
-@dataclass(frozen=True)
-class InputOptions:
-    """How to read SITE; the same options and meanings as ``neardup dedup``."""
-
-    format: str = "auto"
-    id_field: str = "id"
-    text_field: str | None = None  # None: "html" (as HTML) when the first record has one, else "text"
-    content: str | None = None     # None: "html" for the "html" field, else "text"
-    max_bytes: int | None = 64 << 20
 
 
 def _read_share(paths, opts: InputOptions, mode: str, jobs: int, share: int):

@@ -13,7 +13,8 @@ from ..errors import StoreError
 from ..stages.candidates import band_keys
 from .ids import RunKeyFilter, id_hashes, keys32, prefix_counts, prefix_length, row_keys, run_buckets
 from .queries import docs_of
-from .schema import (DOC_BITS, MAX_DOCUMENTS, ROWS_BELOW, band_buckets, block_postings, fingerprint_buckets, signed,
+from ..config import ROWS_BELOW
+from .schema import (DOC_BITS, MAX_DOCUMENTS, band_buckets, block_postings, fingerprint_buckets, signed,
                      unsigned, url_buckets)
 
 __all__ = ["Rows"]

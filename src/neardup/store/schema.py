@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import check_float, check_int
-from ..config import default_minhash
+from ..config import INDEX_PROFILES as PROFILES
 from ..errors import ConfigError, IncompatibleSketchError, InputError
 from ..params import MinHashParams, NormalizeParams, ShingleParams, config_fingerprint
 from ..stages.candidates import banding_for
-from ..urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules, url_key
+from ..urls import URL_RULES_VERSION, UrlRules, url_key
 
 #: ``PRAGMA user_version`` of the files this code writes; bumped with every schema change.
 #: 2: ``simhash_blocks`` rows carry the simhash (a candidate is checked without visiting ``docs``).
@@ -52,21 +52,6 @@ READABLE_VERSIONS = (3, 4, 5, 6, 7)
 #: Band postings hold a document number in their low bits: at most this many documents per index.
 DOC_BITS = 28
 MAX_DOCUMENTS = (1 << DOC_BITS) - 1
-#: The storage profiles (``neardup index add --profile``): what is stored beside the band
-#: postings, the simhash blocks and the content fingerprints.
-#: Writes of fewer documents than this keep their postings as rows in profiles default and full
-#: (``IndexConfig.rows_below``): a service's single-document ``check_and_add`` then costs what it
-#: did with rows, with no run and no merge in its transaction; bulk writes (``neardup index add``
-#: commits 5,000 documents at a time) append a run.
-ROWS_BELOW = 1000
-PROFILES = {
-    # near answers estimated from shared bands; postings in runs of delta-coded blocks (runs.py)
-    "lean": {"signatures": False, "containment": False, "posting_runs": True, "rows_below": 0},
-    # + signatures: MinHash estimates
-    "default": {"signatures": True, "containment": False, "posting_runs": True, "rows_below": ROWS_BELOW},
-    # + MOD_m samples: containment
-    "full": {"signatures": True, "containment": True, "posting_runs": True, "rows_below": ROWS_BELOW},
-}
 #: How the postings are laid out, not what is stored: a file keeps its own (recorded) layout
 #: whatever profile an open names, and the profile's name does not depend on it.
 LAYOUT_FIELDS = ("posting_runs", "rows_below", "fingerprint_runs", "id_keys", "id_prefixes")
@@ -76,30 +61,6 @@ MASK64 = (1 << 64) - 1
 DEFAULT_LIMIT = 100
 # More values than this in one IN (...) are queried in pieces (SQLite allows 32766 variables).
 MAX_VARS = 10000
-
-#: A new index's configuration where none is given: the shingles, permutations and banding
-#: policy of ``neardup dedup`` (:mod:`neardup.config`), so that a dedup run and an index of the
-#: same corpus hash, band and answer alike. Files made before with other defaults record their
-#: own values and open with them.
-DEFAULTS = {
-    "shingle": ShingleParams(),
-    "minhash": default_minhash(),
-    "threshold": 0.8,
-    "containment_threshold": 0.8,
-    "mod_m": 8,
-    "simhash_max_distance": 3,
-    "store_shingles": False,
-    "bands": None,
-    "rows": None,
-    "signatures": True,
-    "containment": False,
-    "posting_runs": True,
-    "rows_below": ROWS_BELOW,
-    "fingerprint_runs": True,
-    "id_keys": True,
-    "id_prefixes": True,
-    "urls": DEFAULT_RULES,
-}
 
 SCHEMA = """
 CREATE TABLE meta (

@@ -80,7 +80,8 @@ from ..errors import ConfigError, IncompatibleSketchError, StoreError
 from ..params import TOKENIZER_VERSION, MinHashParams, ShingleParams
 from .ids import ID_SQL, PrefixHints
 from .queries import Queries
-from .schema import (APPLICATION_ID, DEFAULTS, DOC_BITS, LAYOUT_FIELDS, MAX_DOCUMENTS, PROFILES, READABLE_VERSIONS,
+from ..config import INDEX_DEFAULTS as DEFAULTS, INDEX_PROFILES as PROFILES, index_profile
+from .schema import (APPLICATION_ID, DOC_BITS, LAYOUT_FIELDS, MAX_DOCUMENTS, READABLE_VERSIONS,
                      SCHEMA, SCHEMA_VERSION, IndexConfig, band_bucket, band_posting, block_bucket,
                      config_fingerprint, differences, flatten, simhash_blocks)
 from .rows import Rows
@@ -116,7 +117,7 @@ class SeenIndex(Writes, Rows, Sketching, GroupCommit, Queries):
         posting_runs: how a new file lays its postings out (an existing file keeps its own): in
             posting runs (default); ``posting_runs=False``: a row per posting (before schema 4).
         rows_below: writes of fewer documents than this go to the row tables, not to a posting
-            run (:data:`~neardup.store.schema.ROWS_BELOW` in profiles default and full, 0 in lean).
+            run (:data:`~neardup.config.ROWS_BELOW` in profiles default and full, 0 in lean).
         url_rules: the :class:`neardup.urls.UrlRules` of the canonical URLs a new file stores
             (default :data:`neardup.urls.DEFAULT_RULES`); recorded and checked like the rest.
         create: create a missing file (else :class:`StoreError`).
@@ -205,10 +206,7 @@ class SeenIndex(Writes, Rows, Sketching, GroupCommit, Queries):
                                         posting_runs=posting_runs, rows_below=rows_below, urls=url_rules).items()
                  if v is not None}
         if profile is not None:
-            if profile not in PROFILES:
-                raise ConfigError(f"The 'profile' parameter of SeenIndex must be one of {', '.join(PROFILES)}. "
-                                  f"Got {profile!r} instead.")
-            given = {**PROFILES[profile], **given}
+            given = {**index_profile(profile), **given}
         if os.path.isdir(self.path):
             raise StoreError(f"{self.path} is a folder; give the path of an index file")
         if not create and not os.path.exists(self.path):

@@ -11,7 +11,8 @@ import numpy as np
 from ..errors import ConfigError, InputError
 from ..io.documents import Document, EncodedDocuments
 from .queries import as_record as _as_record, check_limit as _check_limit
-from .schema import DEFAULT_LIMIT, ROWS_BELOW
+from ..config import ROWS_BELOW
+from .schema import DEFAULT_LIMIT
 from .writer import Prepared
 
 __all__ = ["Writes", "POLICIES"]
