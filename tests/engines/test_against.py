@@ -16,7 +16,8 @@ from neardup import DedupConfig
 from neardup.cli import main
 from neardup.store import SeenIndex
 from neardup.engines import against
-from neardup.store import run_records, schema
+from neardup import config
+from neardup.store import run_records
 
 VOCAB = [f"w{i}" for i in range(4000)]
 
@@ -70,11 +71,11 @@ def layout(request, monkeypatch):
     documents; here from 100, so that these tests' saves are runs and their smaller updates
     rows), or rows only (indexes made before the runs)."""
     if request.param == "runs":
-        monkeypatch.setitem(schema.DEFAULTS, "rows_below", 0)
+        monkeypatch.setitem(config.INDEX_DEFAULTS, "rows_below", 0)
     elif request.param == "rows and runs":
-        monkeypatch.setitem(schema.DEFAULTS, "rows_below", 100)
+        monkeypatch.setitem(config.INDEX_DEFAULTS, "rows_below", 100)
     elif request.param == "rows":
-        monkeypatch.setitem(schema.DEFAULTS, "posting_runs", False)
+        monkeypatch.setitem(config.INDEX_DEFAULTS, "posting_runs", False)
     return request.param
 
 

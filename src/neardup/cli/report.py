@@ -20,12 +20,12 @@ def register(sub) -> None:
                    help="a folder of HTML pages, a WARC file, or a JSONL file with an \"html\" or \"text\" field")
     p.add_argument("--output", "-o", required=True, metavar="DIR", help="folder for the report (created)")
     io = p.add_argument_group("input (as for dedup)")
-    add_options(io, [READ_OPTIONS["format"], READ_OPTIONS["id_field"]], InputOptions())
-    io.add_argument("--text-field", default=None,
-                    help="JSONL/Parquet field with the page (default: html when the first record has one, else text)")
-    io.add_argument("--content", choices=["text", "html"], default=None,
-                    help="what the text field holds (default: html for the html field, else text)")
-    add_options(io, [READ_OPTIONS["max_bytes"]], InputOptions())
+    # the text field and what it holds: None, from the first record (InputOptions)
+    add_options(io, [READ_OPTIONS[f] for f in ("format", "id_field", "text_field", "content", "max_bytes")],
+                InputOptions(), helps={
+                    "text_field": "JSONL/Parquet field with the page (default: html when the first record has one, "
+                                  "else text)",
+                    "content": "what the text field holds (default: html for the html field, else text)"})
     io.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None,
                     help="processes extracting text (default: the CPUs this process may use, from its affinity and cgroup quota)")
     # (ReportConfig's defaults: mulshift64, as the affine mod 2^61-1 family costs about 40 s per

@@ -1,0 +1,193 @@
+"""The command-line options made from the configurations' definitions (neardup.config.Option):
+each has its definition's default and choices, the choices are the configuration's own tuples,
+and a bad value is refused by the configuration, in one line naming the option, exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+
+import pytest
+
+from neardup import config
+from neardup.cli import build_parser, main
+from neardup.cli._common import option_error
+from neardup.errors import ConfigError
+from neardup.hashing import HASH_NAMES
+from neardup.params import FAMILIES, UNITS, MinHashParams, ShingleParams
+
+TABLES = (config.READ_OPTIONS, config.SHINGLE_OPTIONS, config.MINHASH_OPTIONS, config.DEDUP_OPTIONS,
+          config.INDEX_OPTIONS, config.REPORT_OPTIONS)
+DEFINITIONS = {(o.owner, o.parameter): o for table in TABLES for o in table.values()}
+
+# (sub-command path, the configuration whose defaults the options show, that of the read options,
+# whether the other options left out are None: an index's recorded values apply)
+COMMANDS = [
+    (("dedup",), config.DedupConfig(), config.ReadOptions(), False),
+    (("plan",), config.DedupConfig(), config.ReadOptions(), False),
+    (("changes",), config.DedupConfig(), config.ReadOptions(), False),
+    (("report",), config.ReportConfig(), config.InputOptions(), False),
+    (("compare",), {"shingle": ShingleParams(), "minhash": MinHashParams()}, None, False),
+    (("evaluate",), None, config.ReadOptions(), False),
+    (("index", "add"), config.INDEX_DEFAULTS, config.ReadOptions(), True),
+    (("index", "query"), config.INDEX_DEFAULTS, config.ReadOptions(), True),
+    (("serve",), config.INDEX_DEFAULTS, config.ReadOptions(), True),
+]
+
+
+def subparser(path):
+    parser = build_parser()
+    for name in path:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    return parser
+
+
+@pytest.mark.parametrize("path, defaults, read_defaults, given_only", COMMANDS,
+                         ids=lambda x: " ".join(x) if isinstance(x, tuple) else "")
+def test_generated_options_have_their_definitions_defaults_and_choices(path, defaults, read_defaults, given_only):
+    parser = subparser(path)
+    flags = parser.get_default("option_flags")
+    assert flags, f"neardup {' '.join(path)} has no generated options"
+    actions = {flag: a for a in parser._actions for flag in a.option_strings}
+    for key, flag in flags.items():
+        option = DEFINITIONS[key]
+        action = actions[flag]
+        assert action.option_strings == list(option.flags)
+        read = option.owner == "ReadOptions"
+        if option.kind is bool:
+            assert action.const is True and action.default is (None if given_only else False)
+        elif given_only and not read:
+            assert action.default is None, flag
+        else:
+            assert action.default == option.default_in(read_defaults if read else defaults), flag
+        if "{default}" in option.help:
+            shown = option.default_in(read_defaults if read else defaults)
+            if shown is not None:  # (None: the command says what it does instead)
+                assert f"default {shown}" in action.help, (flag, action.help)
+        assert action.choices is None  # the configuration checks the value, not argparse
+        if option.choices:
+            assert action.metavar == "{" + ",".join(option.choices) + "}"
+
+
+def test_the_choices_are_the_configurations_tuples():
+    assert config.READ_OPTIONS["html"].choices is config.HTML_MODES
+    assert config.READ_OPTIONS["format"].choices is config.INPUT_FORMATS
+    assert config.READ_OPTIONS["content"].choices is config.CONTENTS
+    assert config.SHINGLE_OPTIONS["shingle.unit"].choices is UNITS
+    assert config.SHINGLE_OPTIONS["shingle.hash"].choices is HASH_NAMES
+    assert config.MINHASH_OPTIONS["minhash.family"].choices is FAMILIES
+    assert config.DEDUP_OPTIONS["method"].choices is config.METHODS
+    assert config.DEDUP_OPTIONS["measure"].choices is config.MEASURES
+    assert config.DEDUP_OPTIONS["sample"].choices is config.SAMPLES
+    assert config.INDEX_OPTIONS["profile"].choices == tuple(config.INDEX_PROFILES)
+
+
+def test_no_choice_tuple_is_written_again_in_the_commands():
+    """The commands take their choices from the definitions: no two neighbouring values of a
+    configuration's tuple appear in their source."""
+    sources = {p.name: p.read_text() for p in pathlib.Path(config.__file__).parent.joinpath("cli").glob("*.py")}
+    for choices in (config.HTML_MODES, config.CONTENTS, config.METHODS, config.MEASURES, config.SAMPLES, UNITS,
+                    FAMILIES, HASH_NAMES, config.INPUT_FORMATS[4:], tuple(config.INDEX_PROFILES)):
+        for quote in ('"', "'"):
+            pair = f"{quote}{choices[0]}{quote}, {quote}{choices[1]}{quote}"
+            for name, text in sources.items():
+                assert pair not in text, f"cli/{name} repeats the choices {choices}"
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"id": f"d{i}", "text": f"a few words of document {i} " * 3}) + "\n"
+                            for i in range(5)))
+    return str(path)
+
+
+BAD = [
+    (["dedup", "{in}", "-o", "{out}", "--num-perm", "0"], "--num-perm must be at least 1, got 0"),
+    (["dedup", "{in}", "-o", "{out}", "--num-perm", "100000"], "--num-perm must be at most 65536, got 100000"),
+    (["dedup", "{in}", "-o", "{out}", "-k", "0"], "-k must be at least 1, got 0"),
+    (["dedup", "{in}", "-o", "{out}", "--unit", "byte"], "--unit must be one of 'word', 'char', 'line', got 'byte'"),
+    (["dedup", "{in}", "-o", "{out}", "--shingle-hash", "crc"],
+     "--shingle-hash must be one of 'xxh3', 'rabin40', 'rabin64', 'md5', 'sha1', got 'crc'"),
+    (["dedup", "{in}", "-o", "{out}", "--seed", "-1"], "--seed must be at least 0, got -1"),
+    (["dedup", "{in}", "-o", "{out}", "--family", "md5"],
+     "--family must be one of 'affine61', 'mulshift64', 'mulshift32', got 'md5'"),
+    (["dedup", "{in}", "-o", "{out}", "--threshold", "0"], "--threshold must be in (0, 1], got 0.0"),
+    (["dedup", "{in}", "-o", "{out}", "--method", "fast"],
+     "--method must be one of 'minhash', 'simhash', 'exact', 'broder', 'greedy', got 'fast'"),
+    (["dedup", "{in}", "-o", "{out}", "--measure", "cosine"],
+     "--measure must be one of 'jaccard', 'containment', got 'cosine'"),
+    (["dedup", "{in}", "-o", "{out}", "--bands", "200"], "--bands must be at most 128, got 200"),
+    (["dedup", "{in}", "-o", "{out}", "--rows", "0"], "--rows must be at least 1, got 0"),
+    (["dedup", "{in}", "-o", "{out}", "--max-distance", "9"], "--max-distance must be at most 7, got 9"),
+    (["dedup", "{in}", "-o", "{out}", "--sample-mod", "0"], "--sample-mod must be at least 1, got 0"),
+    (["dedup", "{in}", "-o", "{out}", "--sample-cap", "1"], "--sample-cap must be at least 2, got 1"),
+    (["dedup", "{in}", "-o", "{out}", "--sample", "all"], "--sample must be one of 'mod_m', 'min_s', got 'all'"),
+    (["dedup", "{in}", "-o", "{out}", "--sample-size", "0"], "--sample-size must be at least 1, got 0"),
+    (["dedup", "{in}", "-o", "{out}", "--format", "xml"],
+     "--format must be one of 'auto', 'jsonl', 'parquet', 'arrow', 'csv', 'tsv', 'warc', 'html', 'text', got 'xml'"),
+    (["dedup", "{in}", "-o", "{out}", "--html", "body"], "--html must be one of 'main', 'whole', 'article', got 'body'"),
+    (["dedup", "{in}", "-o", "{out}", "--content", "pdf"], "--content must be one of 'text', 'html', got 'pdf'"),
+    (["dedup", "{in}", "-o", "{out}", "--max-bytes", "0"], "--max-bytes must be at least 1, got 0"),
+    (["dedup", "{in}", "-o", "{out}", "--id-field", ""], "--id-field must be a non-empty name, got ''"),
+    (["plan", "{in}", "--num-perm", "0"], "--num-perm must be at least 1, got 0"),
+    (["changes", "{in}", "{in}", "-o", "{out}", "--threshold", "1.5"], "--threshold must be in (0, 1], got 1.5"),
+    (["changes", "{in}", "{in}", "-o", "{out}", "--html", "body"],
+     "--html must be one of 'main', 'whole', 'article', got 'body'"),
+    (["report", "{in}", "-o", "{out}", "--boilerplate-fraction", "1"],
+     "--boilerplate-fraction must be in [0, 1), got 1.0"),
+    (["report", "{in}", "-o", "{out}", "--sample", "0"], "--sample must be at least 1, got 0"),
+    (["report", "{in}", "-o", "{out}", "--runs", "0"], "--runs must be at least 1, got 0"),
+    (["report", "{in}", "-o", "{out}", "--max-bytes", "0"], "--max-bytes must be at least 1, got 0"),
+    (["report", "{in}", "-o", "{out}", "--seed", "-1"], "--seed must be at least 0, got -1"),
+    (["compare", "a b c", "a b d", "--text", "-k", "0"], "-k must be at least 1, got 0"),
+    (["evaluate", "{out}", "{in}", "--format", "xml"],
+     "--format must be one of 'auto', 'jsonl', 'parquet', 'arrow', 'csv', 'tsv', 'warc', 'html', 'text', got 'xml'"),
+    (["index", "add", "--db", "{db}", "{in}", "--threshold", "1"], "--threshold must be in (0, 1), got 1.0"),
+    (["index", "add", "--db", "{db}", "{in}", "--containment-threshold", "0"],
+     "--containment-threshold must be in (0, 1], got 0.0"),
+    (["index", "add", "--db", "{db}", "{in}", "--mod-m", "0"], "--mod-m must be at least 1, got 0"),
+    (["index", "add", "--db", "{db}", "{in}", "--max-distance", "40"], "--max-distance must be at most 31, got 40"),
+    (["index", "add", "--db", "{db}", "{in}", "--profile", "tiny"],
+     "--profile must be one of 'lean', 'default', 'full', got 'tiny'"),
+    (["index", "add", "--db", "{db}", "{in}", "--num-perm", "0"], "--num-perm must be at least 1, got 0"),
+    (["index", "add", "--db", "{db}", "{in}", "--seed", "-1"], "--seed must be at least 0, got -1"),
+    (["index", "add", "--db", "{db}", "{in}", "--format", "xml"],
+     "--format must be one of 'auto', 'jsonl', 'parquet', 'arrow', 'csv', 'tsv', 'warc', 'html', 'text', got 'xml'"),
+    (["index", "query", "--db", "{db}", "{in}", "--html", "body"],
+     "--html must be one of 'main', 'whole', 'article', got 'body'"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD, ids=lambda x: " ".join(x[:1] + x[-2:]) if isinstance(x, list) else "")
+def test_a_bad_value_is_one_line_naming_the_option(argv, message, corpus, tmp_path, capsys):
+    out, db = tmp_path / "out", tmp_path / "index.db"
+    args = [a.format(**{"in": corpus, "out": out, "db": db}) for a in argv]
+    assert main(args) == 2
+    assert capsys.readouterr().err == f"neardup: error: {message}\n"
+    assert not out.exists() and not db.exists()  # refused before anything was written
+
+
+def test_a_value_that_does_not_parse_is_argparses_usage_error(corpus, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["dedup", corpus, "-o", str(tmp_path / "out"), "--num-perm", "many"])
+    assert stop.value.code == 2
+    assert "--num-perm must be a whole number, got 'many'" in capsys.readouterr().err
+
+
+def test_the_python_api_keeps_its_message_and_says_what_was_checked():
+    with pytest.raises(ConfigError, match=r"^The 'num_perm' parameter of MinHashParams must be an int in the range "
+                                          r"\[1, 65536\]\. Got 0 instead\.$") as caught:
+        MinHashParams(num_perm=0)
+    exc = caught.value
+    assert (exc.owner, exc.parameter, exc.value, exc.requirement) == ("MinHashParams", "num_perm", 0, "at least 1")
+
+
+def test_an_error_of_a_field_the_command_does_not_set_is_left_as_it_is():
+    exc = ConfigError("The 'jobs' parameter of SeenIndex must be an int.", owner="SeenIndex", parameter="jobs",
+                      value=0, requirement="at least 1")
+    args = argparse.Namespace(option_flags={("MinHashParams", "num_perm"): "--num-perm"})
+    assert option_error(exc, args) == str(exc)
+    assert option_error(ConfigError("no input"), args) == "no input"
