@@ -13,9 +13,12 @@ from ._validate import check_choice, check_float, check_int, check_text
 from .errors import ConfigError
 from .lsh.params import Banding
 from .hashing import HASH_NAMES
+from .io.read.reader import CONTENTS
+from .io.read.sniff import FORMATS
 from .params import FAMILIES, FORMAT_VERSION, UNITS, MinHashParams, ShingleParams, config_fingerprint
-from .stages.candidates import banding_for
+from .stages.candidates import SAMPLES, banding_for
 from .stages.survivors import KEEP_POLICIES
+from .text.html import HTML_MODES
 from .urls import DEFAULT_RULES, UrlRules
 
 __all__ = ["DedupConfig", "ReadOptions", "METHODS", "MEASURES", "KEEP_POLICIES", "DEFAULT_FAMILY", "INPUT_FORMATS",
@@ -23,14 +26,12 @@ __all__ = ["DedupConfig", "ReadOptions", "METHODS", "MEASURES", "KEEP_POLICIES",
            "ReportConfig", "InputOptions", "Option", "READ_OPTIONS", "REPORT_OPTIONS", "SHINGLE_OPTIONS", "MINHASH_OPTIONS", "DEDUP_OPTIONS", "INDEX_OPTIONS"]
 
 METHODS = ("minhash", "simhash", "exact", "broder", "greedy")
-INPUT_FORMATS = ("auto", "jsonl", "parquet", "arrow", "csv", "tsv", "warc", "html", "text")
-CONTENTS = ("text", "html")
-HTML_MODES = ("main", "whole", "article")
+#: (the readers' formats, the extraction's modes and the kinds of text field are the tuples of
+#: the modules that implement them)
+INPUT_FORMATS = ("auto", *FORMATS)
 #: Records larger than this are skipped (``too_large``) unless ``max_bytes`` says otherwise.
 MAX_BYTES = 64 << 20
 MEASURES = ("jaccard", "containment")
-#: The samples of ``method="broder"`` and ``"greedy"``: MOD_m (ids divisible by m) or MIN_s.
-SAMPLES = ("mod_m", "min_s")
 #: The permutation family of every engine and of the index: 32-bit multiply-shift runs eight
 #: lanes per AVX2 register, about four times the rate of 64-bit values (see
 #: :class:`neardup.MinHashParams`), and 32-bit values estimate resemblance as well at 128
