@@ -124,11 +124,10 @@ def add_record_options(io, *, fields=READ_OPTIONS) -> None:
     add_options(io, [READ_OPTIONS[f] for f in fields], ReadOptions())
 
 
-def read_options_from(args, **given):
-    """The :class:`neardup.config.ReadOptions` of the command line (checked), with ``given``
-    instead of the options a command does not take."""
-    values = {name: getattr(args, name) for name in READ_OPTIONS if hasattr(args, name)}
-    return ReadOptions(**{**values, **given})
+def read_options_from(args):
+    """The :class:`neardup.config.ReadOptions` of the command line, checked (the defaults for
+    the read options a command does not take)."""
+    return ReadOptions(**{name: getattr(args, name) for name in READ_OPTIONS if hasattr(args, name)})
 
 
 def add_error_options(p: argparse.ArgumentParser) -> None:
