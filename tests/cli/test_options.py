@@ -15,6 +15,7 @@ from neardup.cli import build_parser, main
 from neardup.cli._common import option_error
 from neardup.errors import ConfigError
 from neardup.hashing import HASH_NAMES
+from neardup.io.read.reader import ON_ERROR
 from neardup.params import FAMILIES, UNITS, MinHashParams, ShingleParams
 
 TABLES = (config.READ_OPTIONS, config.SHINGLE_OPTIONS, config.MINHASH_OPTIONS, config.DEDUP_OPTIONS,
@@ -89,7 +90,7 @@ def test_no_choice_tuple_is_written_again_in_the_commands():
     configuration's tuple appear in their source."""
     sources = {p.name: p.read_text() for p in pathlib.Path(config.__file__).parent.joinpath("cli").glob("*.py")}
     for choices in (config.HTML_MODES, config.CONTENTS, config.METHODS, config.MEASURES, config.SAMPLES, UNITS,
-                    FAMILIES, HASH_NAMES, config.INPUT_FORMATS[4:], tuple(config.INDEX_PROFILES)):
+                    FAMILIES, HASH_NAMES, config.INPUT_FORMATS[4:], tuple(config.INDEX_PROFILES), ON_ERROR):
         for quote in ('"', "'"):
             pair = f"{quote}{choices[0]}{quote}, {quote}{choices[1]}{quote}"
             for name, text in sources.items():

@@ -8,6 +8,7 @@ import sys
 
 from ..config import MINHASH_OPTIONS, READ_OPTIONS, SHINGLE_OPTIONS, ReadOptions
 from ..errors import ConfigError, InputError
+from ..io.read.reader import ON_ERROR
 
 
 def read_text(path: str, *, stdin_used: list[bool] | None = None) -> str:
@@ -133,7 +134,7 @@ def read_options_from(args):
 def add_error_options(p: argparse.ArgumentParser) -> None:
     """``--on-error``, ``--strict`` and ``--max-skipped``: what a run does about what it could not read."""
     g = p.add_argument_group("errors and exit status")
-    g.add_argument("--on-error", choices=["error", "skip"], default="error",
+    g.add_argument("--on-error", choices=ON_ERROR, default="error",
                    help="a file that cannot be opened or read to its end: stop with its path and exit status 3 "
                         "(error, the default), or skip it and count it in summary.json's skipped_files (skip)")
     g.add_argument("--strict", action="store_true",

@@ -7,6 +7,7 @@ import sys
 import time
 
 from ..config import DEDUP_OPTIONS, DedupConfig
+from ..io.read.reader import ON_ERROR
 from ._common import (add_minhash_options, add_options, add_record_options, add_shingle_options, add_url_options,
                       minhash_params_from, positive_int, shingle_params_from, url_rules_from)
 
@@ -35,7 +36,7 @@ def register(sub) -> None:
     add_url_options(urls)
     io = p.add_argument_group("input")
     add_record_options(io)
-    io.add_argument("--on-error", choices=["error", "skip"], default="error",
+    io.add_argument("--on-error", choices=ON_ERROR, default="error",
                     help="a file that cannot be read: stop (default) or skip it")
     add_shingle_options(p, DedupConfig())
     add_minhash_options(p, DedupConfig())

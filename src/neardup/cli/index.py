@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..config import INDEX_DEFAULTS, INDEX_OPTIONS, MINHASH_OPTIONS, SHINGLE_OPTIONS, index_profile
 from ..cpus import available_cpus
+from ..io.read.reader import ON_ERROR
 from ._common import add_options, add_record_options, positive_int
 
 EXIT_SEEN = 1
@@ -135,7 +136,7 @@ def _input_options(p) -> None:
     g = p.add_argument_group("input")
     add_input_list_options(g)
     add_record_options(g)
-    g.add_argument("--on-error", choices=["error", "skip"], default="error",
+    g.add_argument("--on-error", choices=ON_ERROR, default="error",
                    help="a file that cannot be read: stop with its path and exit status 3 (default), or skip it")
 
 
