@@ -171,6 +171,49 @@ def test_a_bad_value_is_one_line_naming_the_option(argv, message, corpus, tmp_pa
     assert not out.exists() and not db.exists()  # refused before anything was written
 
 
+# every command that makes options from the definitions, as it is run (its inputs: {in}, {out}, {db})
+RUNS = {
+    ("dedup",): ["dedup", "{in}", "-o", "{out}"],
+    ("plan",): ["plan", "{in}"],
+    ("changes",): ["changes", "{in}", "{in}", "-o", "{out}"],
+    ("report",): ["report", "{in}", "-o", "{out}"],
+    ("compare",): ["compare", "a b c", "a b d", "--text"],
+    ("evaluate",): ["evaluate", "{out}", "{in}"],
+    ("index", "add"): ["index", "add", "--db", "{db}", "{in}"],
+    ("index", "query"): ["index", "query", "--db", "{db}", "{in}"],
+    ("serve",): ["serve", "--db", "{db}"],
+}
+
+
+def refusals(path):
+    """``(flag, bad value, the message's start)`` for every option that ``path`` makes from a
+    definition and a configuration checks: a value outside every range and every choice."""
+    flags = subparser(path).get_default("option_flags")
+    for key, flag in flags.items():
+        option = DEFINITIONS[key]
+        if option.choices:
+            yield flag, "nope", f"{flag} must be one of {', '.join(map(repr, option.choices))}, got 'nope'"
+        elif option.kind is int:  # every count, seed and distance is 0 or more
+            yield flag, "-5", f"{flag} must be at least "
+        elif option.kind is float:  # every threshold and fraction is in [0, 1]
+            yield flag, "-0.5", f"{flag} must be in "
+        elif option.kind is str:  # field names
+            yield flag, "", f"{flag} must be a non-empty name, got ''"
+
+
+@pytest.mark.parametrize("path", list(RUNS), ids=" ".join)
+def test_every_checked_option_of_every_command_is_refused_in_one_line(path, corpus, tmp_path, capsys):
+    checked = list(refusals(path))
+    assert checked
+    for flag, value, message in checked:
+        out, db = tmp_path / "out", tmp_path / "index.db"
+        argv = [a.format(**{"in": corpus, "out": out, "db": db}) for a in RUNS[path]]
+        assert main([*argv, flag, value]) == 2, flag
+        err = capsys.readouterr().err
+        assert err.startswith(f"neardup: error: {message}") and err.count("\n") == 1, (flag, err)
+        assert not out.exists() and not db.exists(), flag
+
+
 def test_a_value_that_does_not_parse_is_argparses_usage_error(corpus, tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         main(["dedup", corpus, "-o", str(tmp_path / "out"), "--num-perm", "many"])

@@ -514,10 +514,10 @@ def _is_loopback(host: str) -> bool:
 def serve_command(args) -> int:
     from ..errors import ConfigError, require
 
+    _check_options(args)
     uvicorn = require("uvicorn", "service")
     from ..service import create_app
 
-    _check_options(args)
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be in [0, 65535], got {args.port}")
     token = None
