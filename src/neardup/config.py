@@ -3,6 +3,12 @@
 One :class:`DedupConfig` drives every engine (local, Spark, the in-process
 :func:`neardup.dedup`) and seeds the index (:meth:`neardup.store.SeenIndex.for_dedup`); it is
 recorded with its fingerprint in ``summary.json``.
+
+The other configurations a command fills live here too: the read options every reading command
+shares (:class:`ReadOptions`), a report's (:class:`ReportConfig`, :class:`InputOptions`), and a
+new index's defaults and storage profiles. Beside them, each command-line option that fills one
+of their fields is defined once (:class:`Option`, in the ``*_OPTIONS`` tables): the commands make
+their options from these definitions, and only the configurations check a value.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from .stages.survivors import KEEP_POLICIES
 from .text.html import HTML_MODES
 from .urls import DEFAULT_RULES, UrlRules
 
-__all__ = ["DedupConfig", "ReadOptions", "METHODS", "MEASURES", "KEEP_POLICIES", "DEFAULT_FAMILY", "INPUT_FORMATS",
-           "CONTENTS", "HTML_MODES", "MAX_BYTES", "SAMPLES", "INDEX_DEFAULTS", "INDEX_PROFILES", "ROWS_BELOW", "index_profile",
-           "ReportConfig", "InputOptions", "Option", "READ_OPTIONS", "REPORT_OPTIONS", "SHINGLE_OPTIONS", "MINHASH_OPTIONS", "DEDUP_OPTIONS", "INDEX_OPTIONS"]
+__all__ = ["DedupConfig", "ReadOptions", "ReportConfig", "InputOptions", "METHODS", "MEASURES", "KEEP_POLICIES",
+           "DEFAULT_FAMILY", "INPUT_FORMATS", "CONTENTS", "HTML_MODES", "MAX_BYTES", "SAMPLES", "INDEX_DEFAULTS",
+           "INDEX_PROFILES", "ROWS_BELOW", "index_profile", "Option", "READ_OPTIONS", "SHINGLE_OPTIONS",
+           "MINHASH_OPTIONS", "DEDUP_OPTIONS", "INDEX_OPTIONS", "REPORT_OPTIONS"]
 
 METHODS = ("minhash", "simhash", "exact", "broder", "greedy")
 #: (the readers' formats, the extraction's modes and the kinds of text field are the tuples of
@@ -43,13 +50,13 @@ def default_minhash() -> MinHashParams:
     return MinHashParams(num_perm=128, seed=1, family=DEFAULT_FAMILY)
 
 
-#: The storage profiles (``neardup index add --profile``): what is stored beside the band
-#: postings, the simhash blocks and the content fingerprints.
 #: Writes of fewer documents than this keep their postings as rows in profiles default and full
 #: (``IndexConfig.rows_below``): a service's single-document ``check_and_add`` then costs what it
 #: did with rows, with no run and no merge in its transaction; bulk writes (``neardup index add``
 #: commits 5,000 documents at a time) append a run.
 ROWS_BELOW = 1000
+#: The index's storage profiles (``neardup index add --profile``): what is stored beside the band
+#: postings, the simhash blocks and the content fingerprints.
 INDEX_PROFILES = {
     # near answers estimated from shared bands; postings in runs of delta-coded blocks (runs.py)
     "lean": {"signatures": False, "containment": False, "posting_runs": True, "rows_below": 0},
@@ -58,7 +65,6 @@ INDEX_PROFILES = {
     # + MOD_m samples: containment
     "full": {"signatures": True, "containment": True, "posting_runs": True, "rows_below": ROWS_BELOW},
 }
-
 
 
 def index_profile(profile: str) -> dict:
