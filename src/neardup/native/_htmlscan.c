@@ -206,7 +206,8 @@ static inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c
 #define NSECONDARY_EXACT (sizeof(SECONDARY_EXACT) / sizeof(SECONDARY_EXACT[0]))
 
 /* Whether a (lower-cased) name has a token of the vocabulary: the same answer as the regular
- * expression (^|[^a-z0-9])AFFIX | AFFIX($|[^a-z0-9]) | (^|[^a-z0-9])EXACT($|[^a-z0-9]). Only the
+ * expression (^|[^a-z0-9])AFFIX | AFFIX($|[^a-z0-9]) | EXACT in the places exact_place() allows for
+ * the navigation words, (^|[^a-z0-9])EXACT($|[^a-z0-9]) for the secondary ones. Only the
  * words that start with the character at hand are compared (by_letter). */
 /* The words by first letter ('a'..'z'), AFFIX words first, then EXACT ones; filled once at
  * import (index_words), read only after. */
@@ -242,6 +243,33 @@ static int index_words(void) {
     return 0;
 }
 
+/* Layout properties of utility class names: "overflow-hidden", "border-top" say how an
+ * element is drawn, not what it holds. */
+static const word UTILITY[] = {
+    W("overflow"), W("margin"), W("padding"), W("border"), W("rounded"), W("text"), W("align"), W("scroll"), W("inset"),
+};
+
+/* Whether the exact navigation word at s[i..i+len) (a whole token) names the element: it opens
+ * the name ("top-bar", "search-form", "toc"), not followed by a number ("top-0"), or it ends a
+ * name whose previous token is no layout property ("side-bar", not "overflow-hidden"). In the
+ * middle of a name it is the value of a utility class ("margin-bottom-small"); "hidden" ending a
+ * name is mostly a responsive variant ("md:hidden": hidden at one screen size, shown at others). */
+static int exact_place(const unsigned char *s, size_t n, size_t i, size_t len) {
+    size_t e = i + len;
+    if (i == 0)
+        return e == n || (e + 1 < n && s[e + 1] >= 'a' && s[e + 1] <= 'z');
+    if (e != n || (len == 6 && memcmp(s + i, "hidden", 6) == 0))
+        return 0;
+    size_t b = i - 1;  /* the separator; the previous token is s[a..b) */
+    size_t a = b;
+    while (a > 0 && is_alnum_lower(s[a - 1]))
+        a--;
+    for (size_t k = 0; k < sizeof(UTILITY) / sizeof(UTILITY[0]); k++)
+        if (b - a == UTILITY[k].len && memcmp(s + a, UTILITY[k].w, b - a) == 0)
+            return 0;
+    return 1;
+}
+
 /* 1: a navigation word; else 2: a secondary word; else 0. */
 static int names_navigation(const unsigned char *s, size_t n) {
     int secondary = 0;
@@ -258,7 +286,9 @@ static int names_navigation(const unsigned char *s, size_t n) {
             if (i + len > n || memcmp(s + i, l->w[k]->w, len) != 0)
                 continue;
             int ends = i + len == n || !is_alnum_lower(s[i + len]);
-            if ((l->exact[k] & 1) ? (start && ends) : (start || ends)) {
+            int match = l->exact[k] == 1 ? start && ends && exact_place(s, n, i, len)
+                      : (l->exact[k] & 1) ? start && ends : start || ends;
+            if (match) {
                 if (!(l->exact[k] & 2))
                     return 1;
                 secondary = 2;

@@ -47,10 +47,10 @@ from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
 from .html_scan import MARK_ROLE as _MARK_ROLE
-from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
+from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_secondary, once, without_tail
 from .html_tree import BLOCK_DEPTH, get_ids, get_lexbor, in_section, is_under, link_density, text_len
 
 __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "detect_charset", "extractor_id",
@@ -66,8 +66,12 @@ HTML_MODES = ("main", "whole", "article")
 # outweighed, repeated lines once, link-dense blocks inside layout wrappers, the heading above a
 # landmark; 5: the text ends at a heading of what follows an article (related stories, comments,
 # the author) in its last part, and the secondary vocabulary is dropped only beside 3,000
-# characters of other content
-RULES_VERSION = 5
+# characters of other content; 6: an element marked hidden or with a navigation role that holds
+# most of the page's text, and is not made of links, stays (a page its scripts reveal, a tab list
+# around its panels); a main landmark with under a tenth of the page's text is no root; the exact
+# words of the navigation vocabulary name an element only in their places (not as values of
+# layout utility classes)
+RULES_VERSION = 6
 
 _trafilatura = None
 
@@ -145,7 +149,9 @@ _LANDMARK_FLAGS = ("main", "article", "header", "footer", "h1", "aside")
 # breadcrumb(s), footer, banner, masthead, topbar, pager, pagination, related, skiplink, cookie,
 # share, social, copyright, searchbox, or starts or ends with one ("navlinks", "topnav"), or is
 # exactly one of toc, bar, crumbs, search, top, bottom, foot, skip, hidden, sr-only,
-# visually-hidden. "header" is not among them: code headers and section headers are headings of
+# visually-hidden where it opens the name ("top-bar", not "top-0") or ends it after a token that is
+# no layout property ("side-bar", not "overflow-hidden" or "md:hidden"): in utility class names
+# ("margin-bottom-small") these words say how an element is drawn. "header" is not among them: code headers and section headers are headings of
 # the content.
 #
 # A vocabulary match is dropped when its links make at least this share of its text, or when
@@ -158,8 +164,6 @@ NOSCRIPT_CHARS = 500
 # ...and taken when it is twice as long and has this many more characters (a "please enable
 # JavaScript" line is no content).
 NOSCRIPT_GAIN_CHARS = 200
-# A line this long met again in the main text is a copy (0: copies kept).
-REPEATED_LINE_CHARS = 20
 OUTER_HEADING = True
 DEEP_DENSE_BLOCKS = True
 # Whether the block classifier runs after the rules.
@@ -167,26 +171,14 @@ USE_CLASSIFIER = False
 # A main text shorter than this is compared with the article body (or description) of the
 # page's JSON-LD data, which a page whose scripts write the content often carries.
 JSON_LD_CHARS = 1000
-# The secondary vocabulary (comments, newsletter, ads...) is dropped when the rest of the content
-# has this many characters, or more than the secondary blocks.
-SECONDARY_REST_CHARS = 3000
-# A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
-# heads what follows an article rather than the article (related stories, comments, sharing,
-# the author's box, the newsletter): the text ends before it. Generic English vocabulary of
-# page furniture, not of any site; a page in another language keeps its tail.
-TAIL_START = 0.7
-TAIL_LINE_CHARS = 60
-_TAIL_HEADING = re.compile(
-    r"(?:related|more from|more stories|more articles|you may also like|you might also like|recommended"
-    r"|read next|read more|keep reading|popular|trending|latest|comments?|discussion|leave a (?:reply|comment)"
-    r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|also read|most read"
-    r"|further reading|other articles|similar)\b", re.I)
 # Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
 # the page (a header line, a footer with its links).
 STRIP_LINK_DENSITY = 0.2
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
 
+# A main landmark with less than this share of the body's text is a widget, not the content.
+SMALL_MAIN = 0.1
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -326,7 +318,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     main_id = tag.main
     drop = _drop_selector(flags, navigation=True)
     if drop:
-        _remove_all(body, drop, keep=lambda n: n.tag_id == main_id)
+        _remove_all(body, drop, keep=Holder(body, main_id, SHORT_CHARS, LINK_DENSITY))
     mains, articles, page_parts, asides, heads = [], [], [], [], []
     landmarks = _landmark_selector(flags)
     for node in body.css(landmarks) if landmarks else ():
@@ -354,7 +346,9 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             sized.append((chars, t, m))
     if sized:
         # The main landmark with the most text (a page may mark a small widget as main too).
-        _chars, root_text, root = max(sized, key=lambda x: x[0])
+        chars, root_text, root = max(sized, key=lambda x: x[0])
+        if SMALL_MAIN and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
+            root, root_text = None, None
     elif len(articles) == 1:
         root = articles[0]
     if root is None:
@@ -375,7 +369,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
                 node.remove()
                 root_text = None
     if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:
-        if _drop_secondary(root):
+        if drop_secondary(root):
             root_text = None
     if USE_CLASSIFIER and html_blocks.classify_blocks(root):
         root_text = None
@@ -383,9 +377,9 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     if not text:
         return ""
     if REPEATED_LINE_CHARS:
-        text = _once(text)
+        text = once(text)
     if TAIL_START < 1:
-        text = _without_tail(text)
+        text = without_tail(text)
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make
@@ -409,56 +403,6 @@ def _outer_heading(root, body, heads) -> str:
             if 0 < len(t) <= 300:
                 return t
     return ""
-
-
-def _without_tail(text: str) -> str:
-    """The text up to the first short line, past TAIL_START of it, that heads an article's tail."""
-    start = TAIL_START * len(text)
-    pos = 0
-    for line in text.split("\n"):
-        if pos > start and len(line) < TAIL_LINE_CHARS and _TAIL_HEADING.match(line):
-            return text[:pos].rstrip("\n")
-        pos += len(line) + 1
-    return text
-
-
-def _once(text: str) -> str:
-    """The text without the second and later copies of a line of REPEATED_LINE_CHARS or more
-    characters: carousels, tabs and the mobile and desktop copies of one block repeat it, which a
-    reader sees once."""
-    lines = text.split("\n")
-    seen = set()
-    out = []
-    for line in lines:
-        if len(line) >= REPEATED_LINE_CHARS:
-            if line in seen:
-                continue
-            seen.add(line)
-        out.append(line)
-    return text if len(out) == len(lines) else "\n".join(out)
-
-
-def _drop_secondary(root) -> bool:
-    """Drop what sits beside the content (comment threads, newsletter boxes, advertising,
-    recommendations: the secondary vocabulary of class and id names) when the rest of the root
-    outweighs it; a forum thread or a page of reviews, where it is the content, keeps it."""
-    # blocks only: a span named "comment" is a comment of highlighted code
-    sections = get_ids().secondary_blocks
-    found = [n for n in root.css(f"[{_MARK_SECONDARY}]") if n.mem_id != root.mem_id and n.tag_id in sections]
-    if not found:
-        return False
-    total = _stats(root.text_lexbor())[0]
-    outer = []
-    for n in found:
-        if not any(is_under(n, o) for o in outer[-8:]):
-            outer.append(n)
-    inside = sum(_stats(n.text_lexbor())[0] for n in outer)
-    rest = total - inside
-    if rest < SECONDARY_REST_CHARS and rest < inside:
-        return False
-    for n in outer:
-        n.remove()
-    return True
 
 
 def _has_heading(root, heads) -> bool:

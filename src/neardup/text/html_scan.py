@@ -58,6 +58,7 @@ _SECONDARY_AFFIX = (b"comment", b"comments", b"newsletter", b"subscribe", b"subs
                     b"advert", b"advertisement", b"sponsor", b"sponsored", b"recommended", b"recommendations",
                     b"trending", b"popular", b"widget", b"respond")
 _SECONDARY_EXACT = (b"ad", b"ads")
+_UTILITY = frozenset((b"overflow", b"margin", b"padding", b"border", b"rounded", b"text", b"align", b"scroll", b"inset"))
 _NAV_ROLES = frozenset({b"navigation", b"banner", b"contentinfo", b"search", b"menu", b"menubar", b"toolbar",
                         b"tablist"})
 _SPACE = b" \t\n\x0c\r"
@@ -75,7 +76,21 @@ def _lower(b: bytes) -> bytes:
     return b.lower()  # bytes.lower() is ASCII-only, as the C code
 
 
-def _names_in(s: bytes, affix, exact) -> bool:
+def _exact_place(s: bytes, i: int, e: int) -> bool:
+    """exact_place() of _htmlscan.c: the exact navigation word s[i:e] opens the name (not
+    followed by a number) or ends it after a token that is no layout property."""
+    n = len(s)
+    if i == 0:
+        return e == n or (e + 1 < n and 97 <= s[e + 1] <= 122)
+    if e != n or s[i:e] == b"hidden":
+        return False
+    a = i - 1
+    while a > 0 and s[a - 1] in _ALNUM:
+        a -= 1
+    return s[a:i - 1] not in _UTILITY
+
+
+def _names_in(s: bytes, affix, exact, placed: bool) -> bool:
     n = len(s)
     for i in range(n):
         start = i == 0 or s[i - 1] not in _ALNUM
@@ -84,16 +99,17 @@ def _names_in(s: bytes, affix, exact) -> bool:
                 return True
         if start:
             for w in exact:
-                if s.startswith(w, i) and (i + len(w) == n or s[i + len(w)] not in _ALNUM):
+                e = i + len(w)
+                if s.startswith(w, i) and (e == n or s[e] not in _ALNUM) and (not placed or _exact_place(s, i, e)):
                     return True
     return False
 
 
 def _names_navigation(s: bytes) -> int:
     """1: the name has a navigation word; else 2: a secondary word; else 0."""
-    if _names_in(s, _AFFIX, _EXACT):
+    if _names_in(s, _AFFIX, _EXACT, True):
         return 1
-    return 2 if _names_in(s, _SECONDARY_AFFIX, _SECONDARY_EXACT) else 0
+    return 2 if _names_in(s, _SECONDARY_AFFIX, _SECONDARY_EXACT, False) else 0
 
 
 def _copy_text(out: bytearray, s: bytes, a: int, b: int) -> None:
