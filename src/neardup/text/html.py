@@ -70,7 +70,7 @@ HTML_MODES = ("main", "whole", "article")
 # most of the page's text, and is not made of links, stays (a page its scripts reveal, a tab list
 # around its panels); a main landmark with under a tenth of the page's text is no root; the exact
 # words of the navigation vocabulary name an element only in their places (not as values of
-# layout utility classes)
+# layout utility classes); one article holding half of a main landmark's text is the root
 RULES_VERSION = 6
 
 _trafilatura = None
@@ -179,6 +179,10 @@ BODY_LINK_DENSITY = 0.6
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
 SMALL_MAIN = 0.1
+# A main landmark holding one article whose text is at least this share of the main's is the
+# frame of the article (its related stories, comments and sign-up boxes beside it): the article
+# is the content.
+ARTICLE_IN_MAIN = 0.5
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -349,7 +353,11 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
         chars, root_text, root = max(sized, key=lambda x: x[0])
         if SMALL_MAIN and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
             root, root_text = None, None
-    elif len(articles) == 1:
+        elif ARTICLE_IN_MAIN and articles:
+            inner = [a for a in articles if is_under(a, root)]
+            if len(inner) == 1 and _stats(inner[0].text_lexbor())[0] >= ARTICLE_IN_MAIN * chars:
+                root, root_text = inner[0], None
+    if root is None and len(articles) == 1:
         root = articles[0]
     if root is None:
         # No landmark: the body, without the header and footer elements that belong to the page
