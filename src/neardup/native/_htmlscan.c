@@ -177,7 +177,7 @@ typedef struct {
 static const word AFFIX[] = {
     W("nav"), W("navigation"), W("menu"), W("sidebar"), W("breadcrumb"), W("breadcrumbs"), W("footer"), W("banner"), W("masthead"),
     W("topbar"), W("pager"), W("pagination"), W("related"), W("skiplink"), W("cookie"), W("share"), W("social"), W("copyright"),
-    W("searchbox"),
+    W("searchbox"), W("facet"), W("facets"), W("filter"), W("filters"), W("refinement"), W("refinements"),
 };
 /* These must be the whole token (delimited by anything but [a-z0-9]): a "toc..." compound often
  * lists the page's own children, which is content. */

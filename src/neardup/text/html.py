@@ -70,7 +70,7 @@ HTML_MODES = ("main", "whole", "article")
 # most of the page's text, and is not made of links, stays (a page its scripts reveal, a tab list
 # around its panels); a main landmark with under a tenth of the page's text is no root; the exact
 # words of the navigation vocabulary name an element only in their places (not as values of
-# layout utility classes); one article holding half of a main landmark's text is the root
+# layout utility classes), and facets and filters are navigation; one article holding half of a main landmark's text is the root
 RULES_VERSION = 6
 
 _trafilatura = None
@@ -147,7 +147,8 @@ _LANDMARK_FLAGS = ("main", "article", "header", "footer", "h1", "aside")
 # The words of class and id names that mean "not the content" are in src/neardup/_htmlscan.c
 # (and html_scan.py): a name token matches when it is one of nav, navigation, menu, sidebar,
 # breadcrumb(s), footer, banner, masthead, topbar, pager, pagination, related, skiplink, cookie,
-# share, social, copyright, searchbox, or starts or ends with one ("navlinks", "topnav"), or is
+# share, social, copyright, searchbox, facet(s), filter(s), refinement(s) (the faceted navigation
+# of a listing), or starts or ends with one ("navlinks", "topnav"), or is
 # exactly one of toc, bar, crumbs, search, top, bottom, foot, skip, hidden, sr-only,
 # visually-hidden where it opens the name ("top-bar", not "top-0") or ends it after a token that is
 # no layout property ("side-bar", not "overflow-hidden" or "md:hidden"): in utility class names

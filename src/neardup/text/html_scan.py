@@ -49,7 +49,7 @@ _MAX_TAG = 16
 
 _AFFIX = (b"nav", b"navigation", b"menu", b"sidebar", b"breadcrumb", b"breadcrumbs", b"footer", b"banner",
           b"masthead", b"topbar", b"pager", b"pagination", b"related", b"skiplink", b"cookie", b"share", b"social",
-          b"copyright", b"searchbox")
+          b"copyright", b"searchbox", b"facet", b"facets", b"filter", b"filters", b"refinement", b"refinements")
 _EXACT = (b"toc", b"bar", b"crumbs", b"search", b"top", b"bottom", b"foot", b"skip", b"hidden", b"sr-only",
           b"visually-hidden")
 # What sits beside the content (see SECONDARY_AFFIX in _htmlscan.c): marked when no navigation
