@@ -180,6 +180,8 @@ BODY_LINK_DENSITY = 0.6
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
 SMALL_MAIN = 0.1
+# ...looked at only when shorter than this (the body's text is one more walk of the tree).
+SMALL_MAIN_CHARS = 1500
 # A main landmark holding one article whose text is at least this share of the main's is the
 # frame of the article (its related stories, comments and sign-up boxes beside it): the article
 # is the content.
@@ -352,10 +354,15 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     if sized:
         # The main landmark with the most text (a page may mark a small widget as main too).
         chars, root_text, root = max(sized, key=lambda x: x[0])
-        if SMALL_MAIN and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
+        if chars < SMALL_MAIN_CHARS and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
             root, root_text = None, None
         elif ARTICLE_IN_MAIN and articles:
-            inner = [a for a in articles if is_under(a, root)]
+            inner = []
+            for a in articles:
+                if is_under(a, root):
+                    inner.append(a)
+                    if len(inner) > 1:
+                        break  # cards or posts: the main stays the root
             if len(inner) == 1 and _stats(inner[0].text_lexbor())[0] >= ARTICLE_IN_MAIN * chars:
                 root, root_text = inner[0], None
     if root is None and len(articles) == 1:
