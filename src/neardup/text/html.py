@@ -50,6 +50,7 @@ from .html_scan import MARK_ROLE as _MARK_ROLE
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
+from .html_jsonld import from_description, json_ld_body
 from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_secondary, once, without_tail
 from .html_tree import BLOCK_DEPTH, get_ids, get_lexbor, in_section, is_under, link_density, text_len
 
@@ -70,7 +71,8 @@ HTML_MODES = ("main", "whole", "article")
 # most of the page's text, and is not made of links, stays (a page its scripts reveal, a tab list
 # around its panels); a main landmark with under a tenth of the page's text is no root; the exact
 # words of the navigation vocabulary name an element only in their places (not as values of
-# layout utility classes), and facets and filters are navigation; one article holding half of a main landmark's text is the root
+# layout utility classes), and facets and filters are navigation; one article holding half of a main
+# landmark's text is the root; a product's text starts at its schema.org description
 RULES_VERSION = 6
 
 _trafilatura = None
@@ -172,6 +174,8 @@ USE_CLASSIFIER = False
 # A main text shorter than this is compared with the article body (or description) of the
 # page's JSON-LD data, which a page whose scripts write the content often carries.
 JSON_LD_CHARS = 1000
+# A product's description in the page's JSON-LD this long or longer marks where its text starts.
+PRODUCT_DESCRIPTION_CHARS = 200
 # Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
 # the page (a header line, a footer with its links).
 STRIP_LINK_DENSITY = 0.2
@@ -460,10 +464,19 @@ def _main(html: str | bytes, url: str | None) -> str | None:
             out = alt
     if len(out or "") < JSON_LD_CHARS:
         data = html if isinstance(html, bytes) else html.encode("utf-8", "replace")
-        body = _json_ld_body(data)
+        body = json_ld_body(data, _markup_text)
         if body and len(body) > 2 * len(out or ""):
             title = _unescape(scanned[2] or "").strip()
             out = f"{title}\n{body}" if title and not _titled(body, title) else body
+    if out and PRODUCT_DESCRIPTION_CHARS:
+        # A product page's text starts with the product's description, which its schema.org
+        # data gives: what comes between the page's first line (the product's name) and it is
+        # the buy box (prices, sizes, stock, delivery), the same on every product of the shop.
+        data = html if isinstance(html, bytes) else html.encode("utf-8", "replace")
+        if b'"Product"' in data:
+            desc = json_ld_body(data, _markup_text, product=True)
+            if len(desc) >= PRODUCT_DESCRIPTION_CHARS:
+                out = from_description(out, desc)
     if out:
         return out
     if not scanned[1] & (_FLAGS["NAV"] | _FLAGS["DIALOG"]):
@@ -471,40 +484,8 @@ def _main(html: str | bytes, url: str | None) -> str | None:
     return _fast(html, "whole")  # scanned again, navigation kept
 
 
-_RE_JSON_LD = re.compile(rb"""<script[^>]{0,200}?application/ld\+json[^>]{0,200}>(.*?)</script""", re.S | re.I)
-_BODY_KEYS = ("articleBody", "text", "description")
-
-
-def _json_ld_body(data: bytes) -> str:
-    """The longest article body, text or description in the page's JSON-LD (schema.org) data,
-    as lines; "" when none."""
-    import json
-
-    best = ""
-    for m in _RE_JSON_LD.finditer(data):
-        try:
-            value = json.loads(m.group(1).decode("utf-8", "replace"))
-        except ValueError:
-            continue
-        stack = [value]
-        while stack:
-            v = stack.pop()
-            if isinstance(v, list):
-                stack.extend(v)
-            elif isinstance(v, dict):
-                for k, x in v.items():
-                    if k in _BODY_KEYS and isinstance(x, str):
-                        if len(x) > len(best):
-                            best = x
-                    elif isinstance(x, (dict, list)):
-                        stack.append(x)
-    if not best:
-        return ""
-    if "<" in best:  # some put markup in it
-        best = _fast(best, "whole") or ""
-    elif "&" in best:
-        best = _unescape(best)
-    return "\n".join(" ".join(line.split()) for line in best.splitlines() if line.strip())
+def _markup_text(markup: str) -> str:
+    return _fast(markup, "whole") or ""
 
 
 def _dist_version(name: str) -> str:
