@@ -236,3 +236,14 @@ def test_product_text_starts_at_its_schema_org_description():
     assert "in stock" not in text
     # not a product: the text as it was
     assert "in stock" in main(html.replace('"Product"', '"Thing"'))
+
+
+def test_list_of_headlines_is_kept_where_a_menu_goes():
+    # a page that is a list of stories, every one a link: its links are headlines, not menu items
+    stories = "".join(f"<li><a href=/s{i}>River {i} floods the valley again after the spring rains</a></li>"
+                      for i in range(15))
+    html = (f"<html><body><div><ul>{MENU}</ul></div><div><h2>Latest</h2><ul>{stories}</ul></div>"
+            "<div><p>Our newsroom covers the rivers of the region, their floods and the people who live by them.</p>"
+            "</div></body></html>")
+    text = main(html)
+    assert "River 14 floods the valley" in text and "Section 3" not in text

@@ -72,7 +72,8 @@ HTML_MODES = ("main", "whole", "article")
 # around its panels); a main landmark with under a tenth of the page's text is no root; the exact
 # words of the navigation vocabulary name an element only in their places (not as values of
 # layout utility classes), and facets and filters are navigation; one article holding half of a main
-# landmark's text is the root; a product's text starts at its schema.org description
+# landmark's text is the root; a product's text starts at its schema.org description; a block of
+# links under <body> whose links are headlines (35 characters on average) is a listing, not a menu
 RULES_VERSION = 6
 
 _trafilatura = None
@@ -181,6 +182,9 @@ PRODUCT_DESCRIPTION_CHARS = 200
 STRIP_LINK_DENSITY = 0.2
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
+# ...unless its links are headlines (see _headlines): 3 or more, of 35 characters on average.
+HEADLINE_CHARS = 35
+HEADLINE_LINKS = 3
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
 SMALL_MAIN = 0.1
@@ -273,13 +277,21 @@ def _drop_dense_blocks(body) -> None:
         for node, chars, links in items:
             if column is not None and node is column[0]:
                 continue
-            if links >= BODY_LINK_DENSITY * chars or (
+            if links >= BODY_LINK_DENSITY * chars and not (HEADLINE_CHARS and _headlines(node, links)) or (
                     column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
                 node.remove()
         if column is None:
             break
         parent = column[0]
         depth += 1
+
+
+def _headlines(node, links: int) -> bool:
+    """Whether a block made of links is a list of headlines (a listing, whose links are its
+    content) rather than a menu: HEADLINE_LINKS links or more, of HEADLINE_CHARS characters on
+    average (a menu's items are a word or two)."""
+    n = node.text_lexbor().count("\x01")
+    return n >= HEADLINE_LINKS and links >= HEADLINE_CHARS * n
 
 
 def _repeated(items) -> bool:
