@@ -39,6 +39,8 @@ CASES = [
     "\u00e9\u4e2d\U0001f600 <p class=\u00e9nav>unicode</p>",
     "<div class='margin-bottom-small overflow-hidden top-0 md:hidden'>u</div><p class='top-bar x-toc'>n</p>"
     "<i class='border-top sticky-top ad-slot header-ad page-top'>w</i><b id=a-search-b>z</b>",
+    "<script type='application/ld+json'>{\"@type\": \"Product\"}</script><script>\"Product\"</script>",
+    "<script type=application/ld+json>{\"@type\": \"Product\"",
 ]
 
 
@@ -199,6 +201,14 @@ def test_cutting_attributes_keeps_the_text_and_the_tree():
         a, b = lexbor.LexborHTMLParser(marked), lexbor.LexborHTMLParser(full)
         assert a.body.text(deep=True) == b.body.text(deep=True), p
         assert [n.tag for n in a.body.traverse()] == [n.tag for n in b.body.traverse()], p
+
+
+def test_product_data_flag_only_from_json_ld():
+    f = html_scan.FLAGS["PRODUCT_DATA"]
+    ld = "<script type='application/ld+json'>{\"@type\": \"Product\", \"description\": \"d\"}</script><p>x</p>"
+    assert _htmlscan.scan(ld)[1] & f and html_scan.scan_python(ld)[1] & f
+    other = "<script>var t = \"Product\";</script><p>\"Product\"</p>"
+    assert not _htmlscan.scan(other)[1] & f and not html_scan.scan_python(other)[1] & f
 
 
 def test_flags_agree_with_python_names():

@@ -32,7 +32,8 @@
  *           markup lexbor parses is navigation, parsed only to be removed.
  *       flags: a bit per element of TAGS that has a start tag in the page, and the attribute
  *         bits below (hidden, a style that hides, the navigation, main and complementary
- *         roles), so that the caller queries the tree only for what the page has;
+ *         roles), so that the caller queries the tree only for what the page has, and
+ *         PRODUCT_DATA when a JSON-LD script names a "Product";
  *       title: the raw text of the first <title> element (entities not decoded), or None;
  *       class_names, ids: the class tokens and id values that name navigation (the vocabulary
  *         below), each once, in the order met.
@@ -75,6 +76,7 @@ enum {
     /* attributes */
     F_HIDDEN = 1 << 20, F_STYLE_HIDDEN = 1 << 21, F_ROLE_NAV = 1 << 22, F_ROLE_MAIN = 1 << 23,
     F_ROLE_COMPLEMENTARY = 1 << 24, F_NAMED = 1 << 25, F_OWN_MARKS = 1 << 26, F_SECONDARY = 1 << 27,
+    F_PRODUCT_DATA = 1 << 28,
 };
 
 /* per start tag */
@@ -814,6 +816,11 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
             const tag_info *info = t.name_len <= MAX_TAG ? find_tag(t.name, t.name_len) : NULL;
             if (info && !is_end && info->raw == 1) {  /* cut, with its content and end tag */
                 size_t e = find_end_tag(s, n, t.end, info->name);
+                /* schema.org data of a Product (the extraction reads its description): looked
+                 * for in JSON-LD scripts only, which are small, rather than in the whole page */
+                if (info->name[1] == 'c' && contains(s + at, t.end - at, "ld+json") &&
+                    contains(s + t.end, e - t.end, "\"Product\""))
+                    f->flags |= F_PRODUCT_DATA;
                 if (e < n) {
                     tag et;
                     read_tag(s, n, e, 1, &et, f);  /* an end tag: records nothing */
@@ -1046,7 +1053,7 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
         {"CANVAS", F_CANVAS}, {"MATH", F_MATH}, {"SELECT", F_SELECT}, {"BUTTON", F_BUTTON},
         {"HIDDEN", F_HIDDEN}, {"STYLE_HIDDEN", F_STYLE_HIDDEN}, {"ROLE_NAV", F_ROLE_NAV},
         {"ROLE_MAIN", F_ROLE_MAIN}, {"ROLE_COMPLEMENTARY", F_ROLE_COMPLEMENTARY}, {"NAMED", F_NAMED},
-        {"OWN_MARKS", F_OWN_MARKS}, {"SECONDARY", F_SECONDARY},
+        {"OWN_MARKS", F_OWN_MARKS}, {"SECONDARY", F_SECONDARY}, {"PRODUCT_DATA", F_PRODUCT_DATA},
     };
     for (size_t k = 0; k < sizeof(consts) / sizeof(consts[0]); k++)
         if (PyModule_AddIntConstant(m, consts[k].name, consts[k].value) < 0) {

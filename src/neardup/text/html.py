@@ -484,8 +484,8 @@ def _main(html: str | bytes, url: str | None) -> str | None:
         # A product page's text starts with the product's description, which its schema.org
         # data gives: what comes between the page's first line (the product's name) and it is
         # the buy box (prices, sizes, stock, delivery), the same on every product of the shop.
-        data = html if isinstance(html, bytes) else html.encode("utf-8", "replace")
-        if b'"Product"' in data:
+        if scanned[1] & _FLAGS["PRODUCT_DATA"]:
+            data = html if isinstance(html, bytes) else html.encode("utf-8", "replace")
             desc = json_ld_body(data, _markup_text, product=True)
             if len(desc) >= PRODUCT_DESCRIPTION_CHARS:
                 out = from_description(out, desc)

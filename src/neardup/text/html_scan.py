@@ -35,7 +35,7 @@ _TAG_FLAGS = {"main": 1 << 0, "article": 1 << 1, "header": 1 << 2, "footer": 1 <
 FLAGS = {name.upper(): bit for name, bit in _TAG_FLAGS.items()}
 FLAGS.update({"HIDDEN": 1 << 20, "STYLE_HIDDEN": 1 << 21, "ROLE_NAV": 1 << 22, "ROLE_MAIN": 1 << 23,
               "ROLE_COMPLEMENTARY": 1 << 24, "NAMED": 1 << 25, "OWN_MARKS": 1 << 26,
-              "SECONDARY": 1 << 27})
+              "SECONDARY": 1 << 27, "PRODUCT_DATA": 1 << 28})
 
 _BLOCK = frozenset(
     """address article aside blockquote body br caption center dd details dialog dir div dl dt fieldset
@@ -347,6 +347,8 @@ def _scan(s: bytes, strip: bool, cut: bool = False):
             tag = name.decode("latin-1") if known else None
             if tag in _CUT and not is_end:
                 e = _find_end_tag(s, n, end, name)
+                if tag == "script" and b"ld+json" in s[at:end] and b'"Product"' in s[end:e]:
+                    found["flags"] |= FLAGS["PRODUCT_DATA"]
                 if e < n:
                     e = _read_tag(s, n, e, True, found).end
                 i = e
