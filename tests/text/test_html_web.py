@@ -247,3 +247,12 @@ def test_list_of_headlines_is_kept_where_a_menu_goes():
             "</div></body></html>")
     text = main(html)
     assert "River 14 floods the valley" in text and "Section 3" not in text
+
+
+def test_thread_of_posts_without_a_main_landmark_is_the_root():
+    posts = "".join(f"<article><p>Post {i}: I fixed my boat with epoxy and fibreglass cloth last spring.</p></article>"
+                    for i in range(8))
+    html = (f"<html><body><div><p>Log in</p><p>Register</p><p>What is new here</p></div>"
+            f"<div class=thread><h1>Boat repair</h1>{posts}</div></body></html>")
+    text = main(html)
+    assert "Post 7: I fixed my boat" in text and "Register" not in text

@@ -47,6 +47,7 @@ from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
 from .html_scan import MARK_ROLE as _MARK_ROLE
+from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
@@ -73,7 +74,9 @@ HTML_MODES = ("main", "whole", "article")
 # words of the navigation vocabulary name an element only in their places (not as values of
 # layout utility classes), and facets and filters are navigation; one article holding half of a main
 # landmark's text is the root; a product's text starts at its schema.org description; a block of
-# links under <body> whose links are headlines (35 characters on average) is a listing, not a menu
+# links under <body> whose links are headlines (35 characters on average) is a listing, not a menu;
+# without a main landmark, the element holding several articles (posts) and half of the page's
+# text is the root
 RULES_VERSION = 6
 
 _trafilatura = None
@@ -188,6 +191,8 @@ HEADLINE_LINKS = 3
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
 SMALL_MAIN = 0.1
+# The element holding several articles is the root when it holds this share of the body's text.
+ARTICLES_SHARE = 0.5
 # ...looked at only when shorter than this (the body's text is one more walk of the tree).
 SMALL_MAIN_CHARS = 1500
 # A main landmark holding one article whose text is at least this share of the main's is the
@@ -383,6 +388,13 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
                 root, root_text = inner[0], None
     if root is None and len(articles) == 1:
         root = articles[0]
+    if root is None and len(articles) > 1 and _MARK_SECONDARY not in articles[0].attributes:
+        # Posts of a thread (or cards) without a main landmark: the element that holds them all,
+        # when it holds most of the page's text, rather than the body with its header's menus.
+        # Articles named as comments are the readers' thread under a story, not the content.
+        root = _common_ancestor(articles, body)
+        if root is not None and _stats(root.text_lexbor())[0] < ARTICLES_SHARE * _stats(body.text_lexbor())[0]:
+            root = None
     if root is None:
         # No landmark: the body, without the header and footer elements that belong to the page
         # rather than to a section of it, and without top-level blocks made of links.
@@ -426,6 +438,26 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     if title and not _titled(text, title):
         text = f"{title}\n{text}"
     return text
+
+
+def _common_ancestor(nodes, body):
+    """The deepest element under ``body`` that holds all of ``nodes``, or None when only
+    ``body`` does."""
+    chain = []
+    p = nodes[0].parent
+    while p is not None and p.mem_id != body.mem_id:
+        chain.append(p)
+        p = p.parent
+    ids = [c.mem_id for c in chain]
+    best = 0
+    for n in nodes[1:]:
+        p = n.parent
+        while p is not None and p.mem_id != body.mem_id and p.mem_id not in ids[best:]:
+            p = p.parent
+        if p is None or p.mem_id == body.mem_id:
+            return None
+        best = ids.index(p.mem_id)
+    return chain[best]
 
 
 def _outer_heading(root, body, heads) -> str:
