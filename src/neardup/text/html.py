@@ -76,7 +76,8 @@ HTML_MODES = ("main", "whole", "article")
 # landmark's text is the root; a product's text starts at its schema.org description; a block of
 # links under <body> whose links are headlines (35 characters on average) is a listing, not a menu;
 # without a main landmark, the element holding several articles (posts) and half of the page's
-# text is the root
+# text is the root; the tail's headings include recent posts, categories, "written by", "author",
+# "follow us" and "share on"
 RULES_VERSION = 6
 
 _trafilatura = None

@@ -20,15 +20,17 @@ REPEATED_LINE_CHARS = 20
 SECONDARY_REST_CHARS = 3000
 # A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
 # heads what follows an article rather than the article (related stories, comments, sharing,
-# the author's box, the newsletter): the text ends before it. Generic English vocabulary of
-# page furniture, not of any site; a page in another language keeps its tail.
+# the author's box, the newsletter, the site's recent posts and categories): the text ends
+# before it. Generic English vocabulary of page furniture, not of any site; a page in another
+# language keeps its tail.
 TAIL_START = 0.7
 TAIL_LINE_CHARS = 60
 _TAIL_HEADING = re.compile(
     r"(?:related|more from|more stories|more articles|you may also like|you might also like|recommended"
     r"|read next|read more|keep reading|popular|trending|latest|comments?|discussion|leave a (?:reply|comment)"
     r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|also read|most read"
-    r"|further reading|other articles|similar)\b", re.I)
+    r"|further reading|other articles|similar|recent (?:posts|articles|stories)|written by|categories"
+    r"|follow us|share (?:on|via))\b|author\s*:?\s*$", re.I)
 # An element that would go as hidden or navigation holds "most of the page's text" above this share.
 MOST_TEXT = 0.5
 
