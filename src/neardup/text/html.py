@@ -43,6 +43,8 @@ from ..errors import ConfigError, require
 from . import html_blocks
 from .html_charset import decode_html, declared_charset, detect_charset, utf8_page
 from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
+from .html_jsonld import from_description, json_ld_body
+from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_secondary, once, without_tail
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
@@ -51,8 +53,6 @@ from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
-from .html_jsonld import from_description, json_ld_body
-from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_secondary, once, without_tail
 from .html_tree import BLOCK_DEPTH, get_ids, get_lexbor, in_section, is_under, link_density, text_len
 
 __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "detect_charset", "extractor_id",
