@@ -37,6 +37,10 @@ CASES = [
     "<main><h1>H</h1><article><header>h</header><footer>f</footer></article></main>",
     "<svg><title>icon</title><a>x</a></svg><math>m</math><select><option>o</select><button>b</button>",
     "\u00e9\u4e2d\U0001f600 <p class=\u00e9nav>unicode</p>",
+    "<div class='margin-bottom-small overflow-hidden top-0 md:hidden'>u</div><p class='top-bar x-toc'>n</p>"
+    "<i class='border-top sticky-top ad-slot header-ad page-top'>w</i><b id=a-search-b>z</b>",
+    "<script type='application/ld+json'>{\"@type\": \"Product\"}</script><script>\"Product\"</script>",
+    "<script type=application/ld+json>{\"@type\": \"Product\"",
 ]
 
 
@@ -154,6 +158,19 @@ def test_scan_marks():
     assert not flags & f["ARTICLE"] and not flags & f["OWN_MARKS"]
 
 
+@pytest.mark.parametrize("name,kind", [
+    ("side-bar", 1), ("top-bar", 1), ("toc", 1), ("page-toc", 1), ("sr-only", 1), ("hidden", 1), ("hidden-xs", 1),
+    # layout utility classes say how an element is drawn, not what it holds
+    ("margin-bottom-small", 0), ("overflow-hidden", 0), ("top-0", 0), ("border-top", 0), ("md:hidden", 0),
+    ("a-search-b", 0), ("header-ad", 2), ("ad-slot", 2),
+])
+def test_exact_words_name_only_in_their_places(name, kind):
+    page = f"<div class='{name}'>x</div>"
+    marked = _htmlscan.scan(page)[0]
+    assert marked == html_scan.scan_python(page)[0]
+    assert (b"data-neardup-name" in marked, b"data-neardup-secondary" in marked) == (kind == 1, kind == 2)
+
+
 @pytest.mark.parametrize("page,want", [
     ("<p class=x id=y lang=en>t</p>", b"\x0c<p>t\x0c</p>"),
     ("<br/><img src=a.png /><svg><path d='M0'/></svg>", b"\x0c<br/><img/><svg><path/></svg>"),
@@ -184,6 +201,14 @@ def test_cutting_attributes_keeps_the_text_and_the_tree():
         a, b = lexbor.LexborHTMLParser(marked), lexbor.LexborHTMLParser(full)
         assert a.body.text(deep=True) == b.body.text(deep=True), p
         assert [n.tag for n in a.body.traverse()] == [n.tag for n in b.body.traverse()], p
+
+
+def test_product_data_flag_only_from_json_ld():
+    f = html_scan.FLAGS["PRODUCT_DATA"]
+    ld = "<script type='application/ld+json'>{\"@type\": \"Product\", \"description\": \"d\"}</script><p>x</p>"
+    assert _htmlscan.scan(ld)[1] & f and html_scan.scan_python(ld)[1] & f
+    other = "<script>var t = \"Product\";</script><p>\"Product\"</p>"
+    assert not _htmlscan.scan(other)[1] & f and not html_scan.scan_python(other)[1] & f
 
 
 def test_flags_agree_with_python_names():

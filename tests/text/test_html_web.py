@@ -182,3 +182,77 @@ def test_code_comments_are_not_comment_threads():
     html = f"<body><main><h1>Loops</h1><p>A short note.</p><pre>{code}</pre></main></body>"
     text = main(html)
     assert "// step 29 of the loop" in text
+
+
+def test_page_hidden_until_its_scripts_run_keeps_its_content():
+    # the whole content in a hidden element (revealed or moved by scripts): most of the page's
+    # text, not links, so it stays; a small hidden menu still goes
+    html = (f"<html><body><div hidden><ul>{MENU}</ul></div><div hidden><h1>Flood</h1><p>{ARTICLE}</p></div>"
+            "</body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "Section 3" not in text
+
+
+def test_tab_list_around_the_panels_keeps_them():
+    html = (f"<html><body><main><p>Tabs of the report, with one short line of their own.</p><div role=tablist><div>"
+            f"<p>{ARTICLE}</p></div></div></main></body></html>")
+    assert "Paragraph sentence 39" in main(html)
+
+
+def test_layout_utility_classes_are_not_navigation():
+    # cards whose titles are links (a listing): dense in links, and named only by utility classes
+    cards = "".join(f"<div class='margin-bottom-small'><a href=/s{i}>Story {i} on the flood of the valley</a>"
+                    f"<p>How the river rose in spring, part {i}.</p></div>" for i in range(20))
+    html = (f"<html><body><main><p>Latest stories.</p><div class='overflow-hidden top-0'>{cards}</div></main>"
+            "</body></html>")
+    text = main(html)
+    assert "Story 19 on the flood" in text and "part 19" in text
+
+
+def test_small_main_landmark_is_not_the_root():
+    html = (f"<html><body><div role=main><p>Welcome</p></div><div class=content><h1>Flood</h1><p>{ARTICLE}</p>"
+            "</div></body></html>")
+    assert "Paragraph sentence 39" in main(html)
+
+
+def test_single_article_inside_the_main_landmark_is_the_root():
+    related = "".join(f"<div><p>Other story {i} about another river and its long valley floods.</p></div>"
+                      for i in range(12))
+    html = (f"<html><body><main><article><h1>Flood</h1><p>{ARTICLE}</p></article><div>{related}</div></main>"
+            "</body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "Other story" not in text
+
+
+def test_product_text_starts_at_its_schema_org_description():
+    desc = "A sturdy oak table with a waxed finish, made by hand in a small workshop. " * 4
+    data = json.dumps({"@context": "https://schema.org", "@type": "Product", "name": "Oak table",
+                       "description": desc.strip()})
+    buy = "".join(f"<p>Size {s} in stock, delivery in {s} days</p>" for s in range(8))
+    html = (f"<html><head><script type='application/ld+json'>{data}</script></head><body><main><h1>Oak table</h1>"
+            f"{buy}<div><p>{desc}</p><ul><li>Width 120 cm</li><li>Oak</li></ul></div></main></body></html>")
+    text = main(html)
+    assert text.startswith("Oak table\nA sturdy oak table") and "Width 120 cm" in text
+    assert "in stock" not in text
+    # not a product: the text as it was
+    assert "in stock" in main(html.replace('"Product"', '"Thing"'))
+
+
+def test_list_of_headlines_is_kept_where_a_menu_goes():
+    # a page that is a list of stories, every one a link: its links are headlines, not menu items
+    stories = "".join(f"<li><a href=/s{i}>River {i} floods the valley again after the spring rains</a></li>"
+                      for i in range(15))
+    html = (f"<html><body><div><ul>{MENU}</ul></div><div><h2>Latest</h2><ul>{stories}</ul></div>"
+            "<div><p>Our newsroom covers the rivers of the region, their floods and the people who live by them.</p>"
+            "</div></body></html>")
+    text = main(html)
+    assert "River 14 floods the valley" in text and "Section 3" not in text
+
+
+def test_thread_of_posts_without_a_main_landmark_is_the_root():
+    posts = "".join(f"<article><p>Post {i}: I fixed my boat with epoxy and fibreglass cloth last spring.</p></article>"
+                    for i in range(8))
+    html = (f"<html><body><div><p>Log in</p><p>Register</p><p>What is new here</p></div>"
+            f"<div class=thread><h1>Boat repair</h1>{posts}</div></body></html>")
+    text = main(html)
+    assert "Post 7: I fixed my boat" in text and "Register" not in text

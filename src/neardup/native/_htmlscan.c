@@ -32,7 +32,8 @@
  *           markup lexbor parses is navigation, parsed only to be removed.
  *       flags: a bit per element of TAGS that has a start tag in the page, and the attribute
  *         bits below (hidden, a style that hides, the navigation, main and complementary
- *         roles), so that the caller queries the tree only for what the page has;
+ *         roles), so that the caller queries the tree only for what the page has, and
+ *         PRODUCT_DATA when a JSON-LD script names a "Product";
  *       title: the raw text of the first <title> element (entities not decoded), or None;
  *       class_names, ids: the class tokens and id values that name navigation (the vocabulary
  *         below), each once, in the order met.
@@ -75,6 +76,7 @@ enum {
     /* attributes */
     F_HIDDEN = 1 << 20, F_STYLE_HIDDEN = 1 << 21, F_ROLE_NAV = 1 << 22, F_ROLE_MAIN = 1 << 23,
     F_ROLE_COMPLEMENTARY = 1 << 24, F_NAMED = 1 << 25, F_OWN_MARKS = 1 << 26, F_SECONDARY = 1 << 27,
+    F_PRODUCT_DATA = 1 << 28,
 };
 
 /* per start tag */
@@ -177,7 +179,7 @@ typedef struct {
 static const word AFFIX[] = {
     W("nav"), W("navigation"), W("menu"), W("sidebar"), W("breadcrumb"), W("breadcrumbs"), W("footer"), W("banner"), W("masthead"),
     W("topbar"), W("pager"), W("pagination"), W("related"), W("skiplink"), W("cookie"), W("share"), W("social"), W("copyright"),
-    W("searchbox"),
+    W("searchbox"), W("facet"), W("facets"), W("filter"), W("filters"), W("refinement"), W("refinements"),
 };
 /* These must be the whole token (delimited by anything but [a-z0-9]): a "toc..." compound often
  * lists the page's own children, which is content. */
@@ -206,7 +208,8 @@ static inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c
 #define NSECONDARY_EXACT (sizeof(SECONDARY_EXACT) / sizeof(SECONDARY_EXACT[0]))
 
 /* Whether a (lower-cased) name has a token of the vocabulary: the same answer as the regular
- * expression (^|[^a-z0-9])AFFIX | AFFIX($|[^a-z0-9]) | (^|[^a-z0-9])EXACT($|[^a-z0-9]). Only the
+ * expression (^|[^a-z0-9])AFFIX | AFFIX($|[^a-z0-9]) | EXACT in the places exact_place() allows for
+ * the navigation words, (^|[^a-z0-9])EXACT($|[^a-z0-9]) for the secondary ones. Only the
  * words that start with the character at hand are compared (by_letter). */
 /* The words by first letter ('a'..'z'), AFFIX words first, then EXACT ones; filled once at
  * import (index_words), read only after. */
@@ -242,6 +245,33 @@ static int index_words(void) {
     return 0;
 }
 
+/* Layout properties of utility class names: "overflow-hidden", "border-top" say how an
+ * element is drawn, not what it holds. */
+static const word UTILITY[] = {
+    W("overflow"), W("margin"), W("padding"), W("border"), W("rounded"), W("text"), W("align"), W("scroll"), W("inset"),
+};
+
+/* Whether the exact navigation word at s[i..i+len) (a whole token) names the element: it opens
+ * the name ("top-bar", "search-form", "toc"), not followed by a number ("top-0"), or it ends a
+ * name whose previous token is no layout property ("side-bar", not "overflow-hidden"). In the
+ * middle of a name it is the value of a utility class ("margin-bottom-small"); "hidden" ending a
+ * name is mostly a responsive variant ("md:hidden": hidden at one screen size, shown at others). */
+static int exact_place(const unsigned char *s, size_t n, size_t i, size_t len) {
+    size_t e = i + len;
+    if (i == 0)
+        return e == n || (e + 1 < n && s[e + 1] >= 'a' && s[e + 1] <= 'z');
+    if (e != n || (len == 6 && memcmp(s + i, "hidden", 6) == 0))
+        return 0;
+    size_t b = i - 1;  /* the separator; the previous token is s[a..b) */
+    size_t a = b;
+    while (a > 0 && is_alnum_lower(s[a - 1]))
+        a--;
+    for (size_t k = 0; k < sizeof(UTILITY) / sizeof(UTILITY[0]); k++)
+        if (b - a == UTILITY[k].len && memcmp(s + a, UTILITY[k].w, b - a) == 0)
+            return 0;
+    return 1;
+}
+
 /* 1: a navigation word; else 2: a secondary word; else 0. */
 static int names_navigation(const unsigned char *s, size_t n) {
     int secondary = 0;
@@ -258,7 +288,9 @@ static int names_navigation(const unsigned char *s, size_t n) {
             if (i + len > n || memcmp(s + i, l->w[k]->w, len) != 0)
                 continue;
             int ends = i + len == n || !is_alnum_lower(s[i + len]);
-            if ((l->exact[k] & 1) ? (start && ends) : (start || ends)) {
+            int match = l->exact[k] == 1 ? start && ends && exact_place(s, n, i, len)
+                      : (l->exact[k] & 1) ? start && ends : start || ends;
+            if (match) {
                 if (!(l->exact[k] & 2))
                     return 1;
                 secondary = 2;
@@ -784,6 +816,11 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
             const tag_info *info = t.name_len <= MAX_TAG ? find_tag(t.name, t.name_len) : NULL;
             if (info && !is_end && info->raw == 1) {  /* cut, with its content and end tag */
                 size_t e = find_end_tag(s, n, t.end, info->name);
+                /* schema.org data of a Product (the extraction reads its description): looked
+                 * for in JSON-LD scripts only, which are small, rather than in the whole page */
+                if (info->name[1] == 'c' && contains(s + at, t.end - at, "ld+json") &&
+                    contains(s + t.end, e - t.end, "\"Product\""))
+                    f->flags |= F_PRODUCT_DATA;
                 if (e < n) {
                     tag et;
                     read_tag(s, n, e, 1, &et, f);  /* an end tag: records nothing */
@@ -1016,7 +1053,7 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
         {"CANVAS", F_CANVAS}, {"MATH", F_MATH}, {"SELECT", F_SELECT}, {"BUTTON", F_BUTTON},
         {"HIDDEN", F_HIDDEN}, {"STYLE_HIDDEN", F_STYLE_HIDDEN}, {"ROLE_NAV", F_ROLE_NAV},
         {"ROLE_MAIN", F_ROLE_MAIN}, {"ROLE_COMPLEMENTARY", F_ROLE_COMPLEMENTARY}, {"NAMED", F_NAMED},
-        {"OWN_MARKS", F_OWN_MARKS}, {"SECONDARY", F_SECONDARY},
+        {"OWN_MARKS", F_OWN_MARKS}, {"SECONDARY", F_SECONDARY}, {"PRODUCT_DATA", F_PRODUCT_DATA},
     };
     for (size_t k = 0; k < sizeof(consts) / sizeof(consts[0]); k++)
         if (PyModule_AddIntConstant(m, consts[k].name, consts[k].value) < 0) {

@@ -43,6 +43,8 @@ from ..errors import ConfigError, require
 from . import html_blocks
 from .html_charset import decode_html, declared_charset, detect_charset, utf8_page
 from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
+from .html_jsonld import from_description, json_ld_body
+from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_secondary, once, without_tail
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
@@ -66,8 +68,17 @@ HTML_MODES = ("main", "whole", "article")
 # outweighed, repeated lines once, link-dense blocks inside layout wrappers, the heading above a
 # landmark; 5: the text ends at a heading of what follows an article (related stories, comments,
 # the author) in its last part, and the secondary vocabulary is dropped only beside 3,000
-# characters of other content
-RULES_VERSION = 5
+# characters of other content; 6: an element marked hidden or with a navigation role that holds
+# most of the page's text, and is not made of links, stays (a page its scripts reveal, a tab list
+# around its panels); a main landmark with under a tenth of the page's text is no root; the exact
+# words of the navigation vocabulary name an element only in their places (not as values of
+# layout utility classes), and facets and filters are navigation; one article holding half of a main
+# landmark's text is the root; a product's text starts at its schema.org description; a block of
+# links under <body> whose links are headlines (35 characters on average) is a listing, not a menu;
+# without a main landmark, the element holding several articles (posts) and half of the page's
+# text is the root; the tail's headings include recent posts, categories, "written by", "author",
+# "follow us" and "share on"
+RULES_VERSION = 6
 
 _trafilatura = None
 
@@ -143,9 +154,12 @@ _LANDMARK_FLAGS = ("main", "article", "header", "footer", "h1", "aside")
 # The words of class and id names that mean "not the content" are in src/neardup/_htmlscan.c
 # (and html_scan.py): a name token matches when it is one of nav, navigation, menu, sidebar,
 # breadcrumb(s), footer, banner, masthead, topbar, pager, pagination, related, skiplink, cookie,
-# share, social, copyright, searchbox, or starts or ends with one ("navlinks", "topnav"), or is
+# share, social, copyright, searchbox, facet(s), filter(s), refinement(s) (the faceted navigation
+# of a listing), or starts or ends with one ("navlinks", "topnav"), or is
 # exactly one of toc, bar, crumbs, search, top, bottom, foot, skip, hidden, sr-only,
-# visually-hidden. "header" is not among them: code headers and section headers are headings of
+# visually-hidden where it opens the name ("top-bar", not "top-0") or ends it after a token that is
+# no layout property ("side-bar", not "overflow-hidden" or "md:hidden"): in utility class names
+# ("margin-bottom-small") these words say how an element is drawn. "header" is not among them: code headers and section headers are headings of
 # the content.
 #
 # A vocabulary match is dropped when its links make at least this share of its text, or when
@@ -158,8 +172,6 @@ NOSCRIPT_CHARS = 500
 # ...and taken when it is twice as long and has this many more characters (a "please enable
 # JavaScript" line is no content).
 NOSCRIPT_GAIN_CHARS = 200
-# A line this long met again in the main text is a copy (0: copies kept).
-REPEATED_LINE_CHARS = 20
 OUTER_HEADING = True
 DEEP_DENSE_BLOCKS = True
 # Whether the block classifier runs after the rules.
@@ -167,26 +179,27 @@ USE_CLASSIFIER = False
 # A main text shorter than this is compared with the article body (or description) of the
 # page's JSON-LD data, which a page whose scripts write the content often carries.
 JSON_LD_CHARS = 1000
-# The secondary vocabulary (comments, newsletter, ads...) is dropped when the rest of the content
-# has this many characters, or more than the secondary blocks.
-SECONDARY_REST_CHARS = 3000
-# A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
-# heads what follows an article rather than the article (related stories, comments, sharing,
-# the author's box, the newsletter): the text ends before it. Generic English vocabulary of
-# page furniture, not of any site; a page in another language keeps its tail.
-TAIL_START = 0.7
-TAIL_LINE_CHARS = 60
-_TAIL_HEADING = re.compile(
-    r"(?:related|more from|more stories|more articles|you may also like|you might also like|recommended"
-    r"|read next|read more|keep reading|popular|trending|latest|comments?|discussion|leave a (?:reply|comment)"
-    r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|also read|most read"
-    r"|further reading|other articles|similar)\b", re.I)
+# A product's description in the page's JSON-LD this long or longer marks where its text starts.
+PRODUCT_DESCRIPTION_CHARS = 200
 # Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
 # the page (a header line, a footer with its links).
 STRIP_LINK_DENSITY = 0.2
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
+# ...unless its links are headlines (see _headlines): 3 or more, of 35 characters on average.
+HEADLINE_CHARS = 35
+HEADLINE_LINKS = 3
 
+# A main landmark with less than this share of the body's text is a widget, not the content.
+SMALL_MAIN = 0.1
+# The element holding several articles is the root when it holds this share of the body's text.
+ARTICLES_SHARE = 0.5
+# ...looked at only when shorter than this (the body's text is one more walk of the tree).
+SMALL_MAIN_CHARS = 1500
+# A main landmark holding one article whose text is at least this share of the main's is the
+# frame of the article (its related stories, comments and sign-up boxes beside it): the article
+# is the content.
+ARTICLE_IN_MAIN = 0.5
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -270,13 +283,21 @@ def _drop_dense_blocks(body) -> None:
         for node, chars, links in items:
             if column is not None and node is column[0]:
                 continue
-            if links >= BODY_LINK_DENSITY * chars or (
+            if links >= BODY_LINK_DENSITY * chars and not (HEADLINE_CHARS and _headlines(node, links)) or (
                     column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
                 node.remove()
         if column is None:
             break
         parent = column[0]
         depth += 1
+
+
+def _headlines(node, links: int) -> bool:
+    """Whether a block made of links is a list of headlines (a listing, whose links are its
+    content) rather than a menu: HEADLINE_LINKS links or more, of HEADLINE_CHARS characters on
+    average (a menu's items are a word or two)."""
+    n = node.text_lexbor().count("\x01")
+    return n >= HEADLINE_LINKS and links >= HEADLINE_CHARS * n
 
 
 def _repeated(items) -> bool:
@@ -326,7 +347,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     main_id = tag.main
     drop = _drop_selector(flags, navigation=True)
     if drop:
-        _remove_all(body, drop, keep=lambda n: n.tag_id == main_id)
+        _remove_all(body, drop, keep=Holder(body, main_id, SHORT_CHARS, LINK_DENSITY))
     mains, articles, page_parts, asides, heads = [], [], [], [], []
     landmarks = _landmark_selector(flags)
     for node in body.css(landmarks) if landmarks else ():
@@ -354,9 +375,27 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             sized.append((chars, t, m))
     if sized:
         # The main landmark with the most text (a page may mark a small widget as main too).
-        _chars, root_text, root = max(sized, key=lambda x: x[0])
-    elif len(articles) == 1:
+        chars, root_text, root = max(sized, key=lambda x: x[0])
+        if chars < SMALL_MAIN_CHARS and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
+            root, root_text = None, None
+        elif ARTICLE_IN_MAIN and articles:
+            inner = []
+            for a in articles:
+                if is_under(a, root):
+                    inner.append(a)
+                    if len(inner) > 1:
+                        break  # cards or posts: the main stays the root
+            if len(inner) == 1 and _stats(inner[0].text_lexbor())[0] >= ARTICLE_IN_MAIN * chars:
+                root, root_text = inner[0], None
+    if root is None and len(articles) == 1:
         root = articles[0]
+    if root is None and len(articles) > 1 and _MARK_SECONDARY not in articles[0].attributes:
+        # Posts of a thread (or cards) without a main landmark: the element that holds them all,
+        # when it holds most of the page's text, rather than the body with its header's menus.
+        # Articles named as comments are the readers' thread under a story, not the content.
+        root = _common_ancestor(articles, body)
+        if root is not None and _stats(root.text_lexbor())[0] < ARTICLES_SHARE * _stats(body.text_lexbor())[0]:
+            root = None
     if root is None:
         # No landmark: the body, without the header and footer elements that belong to the page
         # rather than to a section of it, and without top-level blocks made of links.
@@ -375,7 +414,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
                 node.remove()
                 root_text = None
     if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:
-        if _drop_secondary(root):
+        if drop_secondary(root):
             root_text = None
     if USE_CLASSIFIER and html_blocks.classify_blocks(root):
         root_text = None
@@ -383,9 +422,9 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     if not text:
         return ""
     if REPEATED_LINE_CHARS:
-        text = _once(text)
+        text = once(text)
     if TAIL_START < 1:
-        text = _without_tail(text)
+        text = without_tail(text)
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make
@@ -402,6 +441,26 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     return text
 
 
+def _common_ancestor(nodes, body):
+    """The deepest element under ``body`` that holds all of ``nodes``, or None when only
+    ``body`` does."""
+    chain = []
+    p = nodes[0].parent
+    while p is not None and p.mem_id != body.mem_id:
+        chain.append(p)
+        p = p.parent
+    ids = [c.mem_id for c in chain]
+    best = 0
+    for n in nodes[1:]:
+        p = n.parent
+        while p is not None and p.mem_id != body.mem_id and p.mem_id not in ids[best:]:
+            p = p.parent
+        if p is None or p.mem_id == body.mem_id:
+            return None
+        best = ids.index(p.mem_id)
+    return chain[best]
+
+
 def _outer_heading(root, body, heads) -> str:
     for h in heads:
         if root.mem_id != body.mem_id and is_under(h, body) and not is_under(h, root):
@@ -409,56 +468,6 @@ def _outer_heading(root, body, heads) -> str:
             if 0 < len(t) <= 300:
                 return t
     return ""
-
-
-def _without_tail(text: str) -> str:
-    """The text up to the first short line, past TAIL_START of it, that heads an article's tail."""
-    start = TAIL_START * len(text)
-    pos = 0
-    for line in text.split("\n"):
-        if pos > start and len(line) < TAIL_LINE_CHARS and _TAIL_HEADING.match(line):
-            return text[:pos].rstrip("\n")
-        pos += len(line) + 1
-    return text
-
-
-def _once(text: str) -> str:
-    """The text without the second and later copies of a line of REPEATED_LINE_CHARS or more
-    characters: carousels, tabs and the mobile and desktop copies of one block repeat it, which a
-    reader sees once."""
-    lines = text.split("\n")
-    seen = set()
-    out = []
-    for line in lines:
-        if len(line) >= REPEATED_LINE_CHARS:
-            if line in seen:
-                continue
-            seen.add(line)
-        out.append(line)
-    return text if len(out) == len(lines) else "\n".join(out)
-
-
-def _drop_secondary(root) -> bool:
-    """Drop what sits beside the content (comment threads, newsletter boxes, advertising,
-    recommendations: the secondary vocabulary of class and id names) when the rest of the root
-    outweighs it; a forum thread or a page of reviews, where it is the content, keeps it."""
-    # blocks only: a span named "comment" is a comment of highlighted code
-    sections = get_ids().secondary_blocks
-    found = [n for n in root.css(f"[{_MARK_SECONDARY}]") if n.mem_id != root.mem_id and n.tag_id in sections]
-    if not found:
-        return False
-    total = _stats(root.text_lexbor())[0]
-    outer = []
-    for n in found:
-        if not any(is_under(n, o) for o in outer[-8:]):
-            outer.append(n)
-    inside = sum(_stats(n.text_lexbor())[0] for n in outer)
-    rest = total - inside
-    if rest < SECONDARY_REST_CHARS and rest < inside:
-        return False
-    for n in outer:
-        n.remove()
-    return True
 
 
 def _has_heading(root, heads) -> bool:
@@ -500,10 +509,19 @@ def _main(html: str | bytes, url: str | None) -> str | None:
             out = alt
     if len(out or "") < JSON_LD_CHARS:
         data = html if isinstance(html, bytes) else html.encode("utf-8", "replace")
-        body = _json_ld_body(data)
+        body = json_ld_body(data, _markup_text)
         if body and len(body) > 2 * len(out or ""):
             title = _unescape(scanned[2] or "").strip()
             out = f"{title}\n{body}" if title and not _titled(body, title) else body
+    if out and PRODUCT_DESCRIPTION_CHARS:
+        # A product page's text starts with the product's description, which its schema.org
+        # data gives: what comes between the page's first line (the product's name) and it is
+        # the buy box (prices, sizes, stock, delivery), the same on every product of the shop.
+        if scanned[1] & _FLAGS["PRODUCT_DATA"]:
+            data = html if isinstance(html, bytes) else html.encode("utf-8", "replace")
+            desc = json_ld_body(data, _markup_text, product=True)
+            if len(desc) >= PRODUCT_DESCRIPTION_CHARS:
+                out = from_description(out, desc)
     if out:
         return out
     if not scanned[1] & (_FLAGS["NAV"] | _FLAGS["DIALOG"]):
@@ -511,40 +529,8 @@ def _main(html: str | bytes, url: str | None) -> str | None:
     return _fast(html, "whole")  # scanned again, navigation kept
 
 
-_RE_JSON_LD = re.compile(rb"""<script[^>]{0,200}?application/ld\+json[^>]{0,200}>(.*?)</script""", re.S | re.I)
-_BODY_KEYS = ("articleBody", "text", "description")
-
-
-def _json_ld_body(data: bytes) -> str:
-    """The longest article body, text or description in the page's JSON-LD (schema.org) data,
-    as lines; "" when none."""
-    import json
-
-    best = ""
-    for m in _RE_JSON_LD.finditer(data):
-        try:
-            value = json.loads(m.group(1).decode("utf-8", "replace"))
-        except ValueError:
-            continue
-        stack = [value]
-        while stack:
-            v = stack.pop()
-            if isinstance(v, list):
-                stack.extend(v)
-            elif isinstance(v, dict):
-                for k, x in v.items():
-                    if k in _BODY_KEYS and isinstance(x, str):
-                        if len(x) > len(best):
-                            best = x
-                    elif isinstance(x, (dict, list)):
-                        stack.append(x)
-    if not best:
-        return ""
-    if "<" in best:  # some put markup in it
-        best = _fast(best, "whole") or ""
-    elif "&" in best:
-        best = _unescape(best)
-    return "\n".join(" ".join(line.split()) for line in best.splitlines() if line.strip())
+def _markup_text(markup: str) -> str:
+    return _fast(markup, "whole") or ""
 
 
 def _dist_version(name: str) -> str:

@@ -35,7 +35,7 @@ _TAG_FLAGS = {"main": 1 << 0, "article": 1 << 1, "header": 1 << 2, "footer": 1 <
 FLAGS = {name.upper(): bit for name, bit in _TAG_FLAGS.items()}
 FLAGS.update({"HIDDEN": 1 << 20, "STYLE_HIDDEN": 1 << 21, "ROLE_NAV": 1 << 22, "ROLE_MAIN": 1 << 23,
               "ROLE_COMPLEMENTARY": 1 << 24, "NAMED": 1 << 25, "OWN_MARKS": 1 << 26,
-              "SECONDARY": 1 << 27})
+              "SECONDARY": 1 << 27, "PRODUCT_DATA": 1 << 28})
 
 _BLOCK = frozenset(
     """address article aside blockquote body br caption center dd details dialog dir div dl dt fieldset
@@ -49,7 +49,7 @@ _MAX_TAG = 16
 
 _AFFIX = (b"nav", b"navigation", b"menu", b"sidebar", b"breadcrumb", b"breadcrumbs", b"footer", b"banner",
           b"masthead", b"topbar", b"pager", b"pagination", b"related", b"skiplink", b"cookie", b"share", b"social",
-          b"copyright", b"searchbox")
+          b"copyright", b"searchbox", b"facet", b"facets", b"filter", b"filters", b"refinement", b"refinements")
 _EXACT = (b"toc", b"bar", b"crumbs", b"search", b"top", b"bottom", b"foot", b"skip", b"hidden", b"sr-only",
           b"visually-hidden")
 # What sits beside the content (see SECONDARY_AFFIX in _htmlscan.c): marked when no navigation
@@ -58,6 +58,7 @@ _SECONDARY_AFFIX = (b"comment", b"comments", b"newsletter", b"subscribe", b"subs
                     b"advert", b"advertisement", b"sponsor", b"sponsored", b"recommended", b"recommendations",
                     b"trending", b"popular", b"widget", b"respond")
 _SECONDARY_EXACT = (b"ad", b"ads")
+_UTILITY = frozenset((b"overflow", b"margin", b"padding", b"border", b"rounded", b"text", b"align", b"scroll", b"inset"))
 _NAV_ROLES = frozenset({b"navigation", b"banner", b"contentinfo", b"search", b"menu", b"menubar", b"toolbar",
                         b"tablist"})
 _SPACE = b" \t\n\x0c\r"
@@ -75,7 +76,21 @@ def _lower(b: bytes) -> bytes:
     return b.lower()  # bytes.lower() is ASCII-only, as the C code
 
 
-def _names_in(s: bytes, affix, exact) -> bool:
+def _exact_place(s: bytes, i: int, e: int) -> bool:
+    """exact_place() of _htmlscan.c: the exact navigation word s[i:e] opens the name (not
+    followed by a number) or ends it after a token that is no layout property."""
+    n = len(s)
+    if i == 0:
+        return e == n or (e + 1 < n and 97 <= s[e + 1] <= 122)
+    if e != n or s[i:e] == b"hidden":
+        return False
+    a = i - 1
+    while a > 0 and s[a - 1] in _ALNUM:
+        a -= 1
+    return s[a:i - 1] not in _UTILITY
+
+
+def _names_in(s: bytes, affix, exact, placed: bool) -> bool:
     n = len(s)
     for i in range(n):
         start = i == 0 or s[i - 1] not in _ALNUM
@@ -84,16 +99,17 @@ def _names_in(s: bytes, affix, exact) -> bool:
                 return True
         if start:
             for w in exact:
-                if s.startswith(w, i) and (i + len(w) == n or s[i + len(w)] not in _ALNUM):
+                e = i + len(w)
+                if s.startswith(w, i) and (e == n or s[e] not in _ALNUM) and (not placed or _exact_place(s, i, e)):
                     return True
     return False
 
 
 def _names_navigation(s: bytes) -> int:
     """1: the name has a navigation word; else 2: a secondary word; else 0."""
-    if _names_in(s, _AFFIX, _EXACT):
+    if _names_in(s, _AFFIX, _EXACT, True):
         return 1
-    return 2 if _names_in(s, _SECONDARY_AFFIX, _SECONDARY_EXACT) else 0
+    return 2 if _names_in(s, _SECONDARY_AFFIX, _SECONDARY_EXACT, False) else 0
 
 
 def _copy_text(out: bytearray, s: bytes, a: int, b: int) -> None:
@@ -331,6 +347,8 @@ def _scan(s: bytes, strip: bool, cut: bool = False):
             tag = name.decode("latin-1") if known else None
             if tag in _CUT and not is_end:
                 e = _find_end_tag(s, n, end, name)
+                if tag == "script" and b"ld+json" in s[at:end] and b'"Product"' in s[end:e]:
+                    found["flags"] |= FLAGS["PRODUCT_DATA"]
                 if e < n:
                     e = _read_tag(s, n, e, True, found).end
                 i = e

@@ -1,0 +1,63 @@
+"""The text a page's JSON-LD (schema.org) data carries: the body of an article whose scripts
+write the page, the description of a product."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+__all__ = ["from_description", "json_ld_body"]
+
+_RE_JSON_LD = re.compile(rb"""<script[^>]{0,200}?application/ld\+json[^>]{0,200}>(.*?)</script""", re.S | re.I)
+_BODY_KEYS = ("articleBody", "text", "description")
+
+
+def _is_product(v: dict) -> bool:
+    t = v.get("@type")
+    return t == "Product" or (isinstance(t, list) and "Product" in t)
+
+
+def json_ld_body(data: bytes, markup_text, product: bool = False) -> str:
+    """The longest article body, text or description in the page's JSON-LD data (``product``:
+    the longest description of a Product), as lines; "" when none. ``markup_text`` turns a
+    value that holds markup into text."""
+    best = ""
+    for m in _RE_JSON_LD.finditer(data):
+        try:
+            value = json.loads(m.group(1).decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, list):
+                stack.extend(v)
+            elif isinstance(v, dict):
+                wanted = not product or _is_product(v)
+                for k, x in v.items():
+                    if isinstance(x, str):
+                        if wanted and (k == "description" if product else k in _BODY_KEYS) and len(x) > len(best):
+                            best = x
+                    elif isinstance(x, (dict, list)):
+                        stack.append(x)
+    if not best:
+        return ""
+    if "<" in best:  # some put markup in it
+        best = markup_text(best)
+    elif "&" in best:
+        best = unescape(best)
+    return "\n".join(" ".join(line.split()) for line in best.splitlines() if line.strip())
+
+
+def from_description(text: str, description: str) -> str:
+    """The text's first line (the product's name), then the text from the line where the
+    description starts; the text as it is when the description is not in it, or starts it."""
+    head = description.split("\n", 1)[0][:60]
+    k = text.find(head)
+    if k <= 0:
+        return text
+    k = text.rfind("\n", 0, k) + 1
+    if not k:
+        return text
+    return text.split("\n", 1)[0] + "\n" + text[k:]

@@ -1,0 +1,108 @@
+"""The rules of the main-content extraction that read the text or a few blocks rather than
+the whole tree: the copies of a line said once, an article's tail cut at its heading, the
+secondary vocabulary (comments, newsletters, ads) dropped beside enough content, and the
+elements kept whatever their marks say because they hold most of the page's text."""
+
+from __future__ import annotations
+
+import re
+
+from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
+from .html_scan import stats as _stats
+from .html_tree import get_ids, is_under
+
+__all__ = ["Holder", "drop_secondary", "once", "without_tail", "REPEATED_LINE_CHARS", "TAIL_START"]
+
+# A line this long met again in the main text is a copy (0: copies kept).
+REPEATED_LINE_CHARS = 20
+# The secondary vocabulary (comments, newsletter, ads...) is dropped when the rest of the content
+# has this many characters, or more than the secondary blocks.
+SECONDARY_REST_CHARS = 3000
+# A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
+# heads what follows an article rather than the article (related stories, comments, sharing,
+# the author's box, the newsletter, the site's recent posts and categories): the text ends
+# before it. Generic English vocabulary of page furniture, not of any site; a page in another
+# language keeps its tail.
+TAIL_START = 0.7
+TAIL_LINE_CHARS = 60
+_TAIL_HEADING = re.compile(
+    r"(?:related|more from|more stories|more articles|you may also like|you might also like|recommended"
+    r"|read next|read more|keep reading|popular|trending|latest|comments?|discussion|leave a (?:reply|comment)"
+    r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|also read|most read"
+    r"|further reading|other articles|similar|recent (?:posts|articles|stories)|written by|categories"
+    r"|follow us|share (?:on|via))\b|author\s*:?\s*$", re.I)
+# An element that would go as hidden or navigation holds "most of the page's text" above this share.
+MOST_TEXT = 0.5
+
+
+class Holder:
+    """Whether an element marked as furniture (hidden, a navigation role) is the content all the
+    same: the main element, or a block that holds most of the page's text and is not made of
+    links (a page hidden until its scripts run, a tab list around its panels)."""
+
+    def __init__(self, body, main_id, short_chars: int, link_density: float):
+        self.body, self.main_id, self.total = body, main_id, None
+        self.short_chars, self.link_density = short_chars, link_density
+        self.blocks = get_ids().containers | {main_id}
+
+    def __call__(self, node) -> bool:
+        if node.tag_id == self.main_id:
+            return True
+        if not MOST_TEXT or node.tag_id not in self.blocks:
+            return False
+        chars, links = _stats(node.text_lexbor())
+        if chars < self.short_chars or links >= self.link_density * chars:
+            return False
+        if self.total is None:
+            self.total = _stats(self.body.text_lexbor())[0]
+        return chars > MOST_TEXT * self.total
+
+
+def without_tail(text: str) -> str:
+    """The text up to the first short line, past TAIL_START of it, that heads an article's tail."""
+    start = TAIL_START * len(text)
+    pos = 0
+    for line in text.split("\n"):
+        if pos > start and len(line) < TAIL_LINE_CHARS and _TAIL_HEADING.match(line):
+            return text[:pos].rstrip("\n")
+        pos += len(line) + 1
+    return text
+
+
+def once(text: str) -> str:
+    """The text without the second and later copies of a line of REPEATED_LINE_CHARS or more
+    characters: carousels, tabs and the mobile and desktop copies of one block repeat it, which a
+    reader sees once."""
+    lines = text.split("\n")
+    seen = set()
+    out = []
+    for line in lines:
+        if len(line) >= REPEATED_LINE_CHARS:
+            if line in seen:
+                continue
+            seen.add(line)
+        out.append(line)
+    return text if len(out) == len(lines) else "\n".join(out)
+
+
+def drop_secondary(root) -> bool:
+    """Drop what sits beside the content (comment threads, newsletter boxes, advertising,
+    recommendations: the secondary vocabulary of class and id names) when the rest of the root
+    outweighs it; a forum thread or a page of reviews, where it is the content, keeps it."""
+    # blocks only: a span named "comment" is a comment of highlighted code
+    sections = get_ids().secondary_blocks
+    found = [n for n in root.css(f"[{_MARK_SECONDARY}]") if n.mem_id != root.mem_id and n.tag_id in sections]
+    if not found:
+        return False
+    total = _stats(root.text_lexbor())[0]
+    outer = []
+    for n in found:
+        if not any(is_under(n, o) for o in outer[-8:]):
+            outer.append(n)
+    inside = sum(_stats(n.text_lexbor())[0] for n in outer)
+    rest = total - inside
+    if rest < SECONDARY_REST_CHARS and rest < inside:
+        return False
+    for n in outer:
+        n.remove()
+    return True
