@@ -218,9 +218,10 @@ def dedup_command(args) -> int:
             raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
         if args.ray_address is not None:
             raise ConfigError("--ray-address is not supported by the local engine: add --engine ray")
-        if args.url_field is not None and (args.against is not None or args.save_index is not None):
-            raise ConfigError("--url-field is not supported with an index (--against, --save-index) yet: the index "
-                              "does not store URLs; run without the index")
+        if args.url_field is not None and args.against is not None:
+            raise ConfigError("--url-field is not supported with --against yet: a URL stored in the index does not "
+                              "make a record its duplicate; run without --against (--save-index stores the canonical "
+                              "URLs, for 'neardup changes' and 'index query --url-field')")
 
         if args.resume:  # before an index is opened (--save-index creates its file)
             for flag, given in (("--against", args.against), ("--save-index", args.save_index),

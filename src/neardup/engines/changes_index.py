@@ -1,5 +1,6 @@
 """Change detection against a saved index: ``neardup changes INDEX NEW``, the earlier crawl being an
-index made by ``neardup index add --url-field`` (schema 7), whose records are not read again.
+index made by ``neardup index add --url-field`` or ``neardup dedup --url-field --save-index``
+(schema 7), whose records are not read again.
 
 What an index keeps of each page, and so what can be told from it (``docs/changes.md``):
 
@@ -64,8 +65,9 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
     with SeenIndex(index_path, create=False) as index:
         cfg = index.config
         if cfg.urls is None:
-            raise ConfigError(f"{index_path} stores no URLs (made before index schema 7, or by dedup --save-index): "
-                              "make it with 'neardup index add --url-field NAME', or give the earlier crawl's files")
+            raise ConfigError(f"{index_path} stores no URLs (made before index schema 7): make it with 'neardup index "
+                              "add --url-field NAME' or 'neardup dedup --url-field NAME --save-index', or give the "
+                              "earlier crawl's files")
         if rules is not None and rules != cfg.urls:
             raise ConfigError(f"the URL rules given differ from those recorded in {index_path} "
                               f"({cfg.urls.as_dict()}): leave them out to use the index's")
@@ -86,8 +88,9 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
         try:
             old = _stored_pages(index)
             if not len(old.crawl) and old.crawl.records:
-                raise ConfigError(f"no page of {index_path} has a URL (it was filled by dedup --save-index, or by "
-                                  "'neardup index add' without --url-field): add the crawl with --url-field NAME")
+                raise ConfigError(f"no page of {index_path} has a URL (it was filled by 'neardup index add' or "
+                                  "'neardup dedup --save-index' without --url-field): add the crawl with --url-field "
+                                  "NAME")
             with open(os.path.join(work, "texts"), "w+b") as spill:
                 band = run.banding()
                 crawl = _read_crawl(new, run, url_field=field_name, rules=cfg.urls, jobs=jobs, spill=spill,
