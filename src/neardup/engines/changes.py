@@ -49,6 +49,7 @@ from ..config import DedupConfig
 from ..io import Document, read_documents
 from ..io.write.outputs import write_atomic
 from ..stages.candidates import band_candidates, band_keys
+from ..stages.exact import text_fingerprints
 from ..stages.sketch import sketch_texts
 from ..stages.verify import pair_similarities, verify_pairs
 from ..urls import DEFAULT_RULES, UrlRules, surt, url_key
@@ -207,17 +208,6 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
         while pending:
             collect()
     return crawl
-
-
-def text_fingerprints(texts: list[str], normalize, jobs: int) -> np.ndarray:
-    """The exact fingerprints (uint64, 0 for a text without tokens) of texts, as dedup's exact pass
-    makes them."""
-    from .. import _native
-    from ..exact.fingerprint import fingerprint
-
-    if _native.available():
-        return np.asarray(_native.fingerprints(texts, normalize, jobs=jobs), dtype=np.uint64)
-    return np.array([fingerprint(t, normalize) or 0 for t in texts], dtype=np.uint64)
 
 
 def _cat(parts: list, dtype, width: int | None = None) -> np.ndarray:

@@ -15,7 +15,10 @@ not the id), and the first record of the run with a URL is the first stored with
 ``neardup changes`` and ``index query --url-field`` know under the URL, as ``neardup changes``
 reading the crawl would. When that record is an exact copy, it is stored too (:class:`UrlCopy`,
 after the sketched records), with its holder's sketch, a member of its holder's cluster (else its
-URL would be unknown to the index), and the later records of its URL keep none.
+URL would be unknown to the index), and the later records of its URL keep none. With HTML, each
+record's whole page's fingerprint goes beside its URL (``docs.page_fingerprint``, from the same
+read as its main content), so that ``neardup changes`` against the index tells ``template`` from
+``unchanged``.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ class RunRecords:
     #: record is an exact copy), and the exact copies stored for their URL
     urls: list | None = None
     copies: list = field(default_factory=list)
+    #: with URL identity: per record the fingerprint of its whole page's text (signed; None: none)
+    pages: list | None = None
 
 
 class UrlCopy(NamedTuple):
@@ -67,6 +72,7 @@ class UrlCopy(NamedTuple):
     id: str
     source: str
     url: str
+    page: int | None = None  # its whole page's fingerprint (signed)
 
 
 def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
@@ -152,7 +158,8 @@ def write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -
                 [ids[local[r] : local[r + 1]] for r in range(k - lo, e - lo)] if cfg.store_shingles else [None] * (e - k),
                 [None] * (e - k), band_keys=keys[rel], source=records.sources[k], clusters=absolute[k:e],
                 url_hashes=None if url_hashes is None else url_hashes[k:e],
-                url_texts=None if url_texts is None else url_texts[k:e])
+                url_texts=None if url_texts is None else url_texts[k:e],
+                page_fingerprints=None if records.pages is None else records.pages[k:e])
             k = e
     if copies:
         _write_copies(index, conn, records, copies, [base + k if c is None else c for k, c in enumerate(absolute)])
@@ -188,7 +195,7 @@ def _write_copies(index: SeenIndex, conn, records: RunRecords, copies: list, sur
                 records.lengths[holders[k:e]], records.counts[holders[k:e]], sigs[k:e], samples[k:e],
                 [None] * (e - k), parts[k:e] if cfg.store_shingles else [None] * (e - k), [None] * (e - k),
                 band_keys=keys[k:e], source=chunk[k].source, clusters=[survivors[h] for h in holders[k:e]],
-                url_hashes=hashes, url_texts=texts)
+                url_hashes=hashes, url_texts=texts, page_fingerprints=[c.page for c in chunk[k:e]])
             k = e
 
 

@@ -138,17 +138,19 @@ class Clustering:
                         else np.zeros(0, dtype=np.uint64)).astype(np.uint64, copy=False)
         from ...store.run_records import RunRecords  # sqlite only for a run with an index
 
-        urls, copies = (self._index_urls(got, ords, every) if names and self.config.url_field is not None
-                        else (None, []))
+        urls, pages, copies = (self._index_urls(got, ords, every) if names and self.config.url_field is not None
+                               else (None, None, []))
         return RunRecords(ids=record_ids, sources=sources,
                           fingerprints=fingerprints,
                           lengths=np.array(got.lengths, dtype=np.int64)[sk], counts=ids.counts, offsets=ids.offsets,
-                          shingle_ids=ids.pieces, signatures=got.signatures or [], urls=urls, copies=copies)
+                          shingle_ids=ids.pieces, signatures=got.signatures or [], urls=urls, pages=pages,
+                          copies=copies)
 
-    def _index_urls(self, got: Sketched, ords: list, sources: list) -> tuple[list, list]:
+    def _index_urls(self, got: Sketched, ords: list, sources: list) -> tuple[list, list, list]:
         """The canonical URLs the index stores (:class:`neardup.store.run_records.RunRecords`'s
-        ``urls`` and ``copies``): each URL first with the first record that has it, as ``neardup
-        changes`` reads a crawl, sketched or an exact copy (stored with its holder's sketch)."""
+        ``urls``, ``pages`` and ``copies``): each URL first with the first record that has it, as
+        ``neardup changes`` reads a crawl, sketched or an exact copy (stored with its holder's
+        sketch), and each record's whole page's fingerprint where it was read with one."""
         from ...store.run_records import UrlCopy
 
         position = {o: k for k, o in enumerate(ords)}
@@ -178,4 +180,6 @@ class Clustering:
                 stored.append((o, holder, key))
         stored.sort()
         names = take_values(got.ids, np.array([o for o, _, _ in stored], dtype=np.int64)) if stored else []
-        return urls, [UrlCopy(position[h], name, sources[o], key) for (o, h, key), name in zip(stored, names)]
+        pages = [got.page_fingerprints.get(o) for o in ords]
+        return urls, pages, [UrlCopy(position[h], name, sources[o], key, got.page_fingerprints.get(o))
+                             for (o, h, key), name in zip(stored, names)]

@@ -114,7 +114,7 @@ def record_fields(config) -> tuple[str, ...]:
 
 
 def record_reader(config, *, jobs: int = 1, on_error: str = "skip", report: InputReport | None = None,
-                  text_spill: str | None = None, want=None) -> RecordReader:
+                  text_spill: str | None = None, want=None, page_texts: bool = False) -> RecordReader:
     """The reader of a run's records, built from its configuration (a
     :class:`~neardup.config.DedupConfig`): its read options (``id_field``, ``text_field``,
     ``content``, ``html``, ``max_bytes``; ``format`` is the plan's, :func:`plan_inputs`), the
@@ -124,7 +124,8 @@ def record_reader(config, *, jobs: int = 1, on_error: str = "skip", report: Inpu
     options = config.read_options()
     options.pop("format")
     return RecordReader(**options, keep_fields=record_fields(config), claims=config.url_field is not None,
-                        jobs=jobs, on_error=on_error, report=report, text_spill=text_spill, want=want)
+                        jobs=jobs, on_error=on_error, report=report, text_spill=text_spill, want=want,
+                        page_texts=page_texts)
 
 
 def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "id", text_field: str = "text",
