@@ -76,7 +76,9 @@ def add_dedup_options(p) -> None:
                           "when there are several); ids need only be unique within a source")
     inc.add_argument("--save-index", default=None, metavar="DB",
                      help="write the run's sketched records into the index DB (created if missing), from the "
-                          "sketches the run made, for later runs --against it")
+                          "sketches the run made, for later runs --against it; with --url-field, each record's "
+                          "canonical URL too (and of HTML its whole page's fingerprint), for 'neardup changes DB NEW' "
+                          "and 'index query --url-field'")
     inc.add_argument("--against", default=None, metavar="INDEX",
                      help="deduplicate the inputs against the documents of INDEX: only the new records are "
                           "removed, a duplicate of an indexed document names it")
