@@ -5,7 +5,6 @@ import json
 from pathlib import Path
 
 import orjson
-import pytest
 
 from neardup.cli import main
 
@@ -84,14 +83,6 @@ def test_without_url_field_nothing_changes(tmp_path):
     assert reasons["r1"] == "unique" and reasons["r2"] == "kept" and reasons["r3"] == "near"
     summary = json.loads((out / "summary.json").read_text())
     assert "url_duplicates" not in summary and "urls" not in summary["config"]
-
-
-def test_refused_with_an_index(tmp_path, capsys):
-    src = tmp_path / "crawl.jsonl"
-    src.write_bytes(orjson.dumps(ROWS[0]) + b"\n")
-    assert main(["dedup", str(src), "-o", str(tmp_path / "o"), "--content", "html", "--text-field", "html",
-                 "--url-field", "url", "--save-index", str(tmp_path / "i.db")]) == 2
-    assert "--url-field is not supported with an index" in capsys.readouterr().err
 
 
 def test_a_claim_of_an_exact_copy_is_followed(tmp_path):

@@ -457,8 +457,8 @@ def test_max_bytes_and_no_kept_are_honoured_as_locally(spark, tmp_path, records)
 def test_url_identity_equals_local_with_claims_and_exact_copies(spark, tmp_path):
     """--url-field on Spark: URL groups, canonical claims followed and contradicted, and exact copies
     whose URL or claim stands for their first holder: the local engine's files byte for byte, and
-    its summary's URL figures, from JSONL and from Parquet; refused where every stage is a DataFrame
-    operation (the DataFrame API)."""
+    its summary's URL figures, from JSONL and from Parquet; and the DataFrame API on the same rows,
+    in the same order, gives the local engine's answers for the Parquet file."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     from neardup.errors import ConfigError
@@ -487,6 +487,26 @@ def test_url_identity_equals_local_with_claims_and_exact_copies(spark, tmp_path)
         for key in ("url_duplicates", "canonical_duplicates", "canonical_claims", "url_groups", "kept"):
             assert summary[key] == local_summary[key], key
         assert summary["canonical_claims"]["contradicted"] >= 1
-    df = spark.createDataFrame([(r["id"], r["html"]) for r in rows], "id string, html string")
-    with pytest.raises(ConfigError, match="--url-field is not supported by the Spark engine .* DataFrame API"):
-        dedup(df, text_col="html", config=config)
+    local_out = tmp_path / "crawl.parquet-local"
+    local = [json.loads(x) for x in open(local_out / "clusters.jsonl")]
+    local_summary = json.loads((local_out / "summary.json").read_text())
+    df = spark.createDataFrame([(100 + k, f"k{k:03d}", r["id"], r["url"], r["html"]) for k, r in enumerate(rows)],
+                               "line long, key string, id string, url string, html string")
+    # the order as an integer column (its values are the results' ordinals) and as strings (ranked)
+    for order_col, first in (("line", 100), ("key", 0)):
+        got = dedup(df, text_col="html", order_col=order_col, config=config)
+        clusters = sorted(got.clusters.collect(), key=lambda r: r["ordinal"])
+        assert [r["ordinal"] for r in clusters] == list(range(first, first + len(rows)))
+        assert [(r["id"], r["cluster"], r["kept"], r["duplicate_of"], r["reason"], r["similarity"]) for r in clusters] \
+            == [(x["id"], x["cluster"], x["kept"], x["duplicate_of"], x["reason"], x["similarity"]) for x in local]
+        assert {"url", "exact"} <= {r["reason"] for r in clusters}
+        assert sorted(r["id"] for r in got.kept.collect()) == sorted(x["id"] for x in local if x["kept"])
+        pairs = {(r["a"], r["b"], r["a_ordinal"] - first, r["b_ordinal"] - first) for r in got.pairs.collect()}
+        ordinal_of = {x["id"]: k for k, x in enumerate(local)}
+        assert pairs == {(x["a"], x["b"], ordinal_of[x["a"]], ordinal_of[x["b"]])
+                         for x in map(json.loads, open(local_out / "pairs.jsonl"))}
+        for key in ("url_duplicates", "canonical_duplicates", "canonical_claims", "url_groups", "kept", "input"):
+            assert got.summary[key] == local_summary[key], key
+        got.unpersist()
+    with pytest.raises(ConfigError, match="order_col 'nothing' is not a column"):
+        dedup(df, text_col="html", order_col="nothing", config=config)

@@ -55,7 +55,9 @@ def add_dedup_options(p) -> None:
                           "when there are several); ids need only be unique within a source")
     inc.add_argument("--save-index", default=None, metavar="DB",
                      help="write the run's sketched records into the index DB (created if missing), from the "
-                          "sketches the run made, for later runs --against it")
+                          "sketches the run made, for later runs --against it; with --url-field, each record's "
+                          "canonical URL too (and of HTML its whole page's fingerprint), for 'neardup changes DB NEW' "
+                          "and 'index query --url-field'")
     inc.add_argument("--against", default=None, metavar="INDEX",
                      help="deduplicate the inputs against the documents of INDEX: only the new records are "
                           "removed, a duplicate of an indexed document names it")
@@ -198,9 +200,10 @@ def dedup_command(args) -> int:
             raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
         if args.ray_address is not None:
             raise ConfigError("--ray-address is not supported by the local engine: add --engine ray")
-        if args.url_field is not None and (args.against is not None or args.save_index is not None):
-            raise ConfigError("--url-field is not supported with an index (--against, --save-index) yet: the index "
-                              "does not store URLs; run without the index")
+        if args.url_field is not None and args.against is not None:
+            raise ConfigError("--url-field is not supported with --against yet: a URL stored in the index does not "
+                              "make a record its duplicate; run without --against (--save-index stores the canonical "
+                              "URLs, for 'neardup changes' and 'index query --url-field')")
 
         if args.resume:  # before an index is opened (--save-index creates its file)
             for flag, given in (("--against", args.against), ("--save-index", args.save_index),

@@ -218,18 +218,19 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
     return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **extra, **index_params(args))
 
 
-def _records(args, normalize=None, plan=None, html: str | None = None):
+def _records(args, normalize=None, plan=None, page_texts: bool = False):
     """The input's records (of ``plan``, the inputs already checked, when given). With
     ``normalize`` (the index's, for ``index add``), runs of ordinary JSONL records come as
     EncodedDocuments, their texts UTF-8 that the kernel reads in place, as ``neardup dedup``
-    reads them (:func:`neardup.io.read.read_encoded`)."""
+    reads them (:func:`neardup.io.read.read_encoded`); with ``page_texts``, an HTML record's
+    whole page's text beside its main content (``Document.page_text``)."""
     from ..io import read_documents
 
     from ._common import expanded_inputs
 
     inputs = plan if plan is not None else expanded_inputs(args)
     options = dict(format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
-                   html=html or args.html, max_bytes=args.max_bytes, on_error=args.on_error)
+                   html=args.html, max_bytes=args.max_bytes, on_error=args.on_error, page_texts=page_texts)
     if getattr(args, "url_field", None):
         options["keep_fields"] = (args.url_field,)
     if normalize is None:
@@ -251,24 +252,9 @@ def _with_url(doc, url_field: str | None):
     return doc.id, doc.text, meta or None, url if isinstance(url, str) and url.strip() else None
 
 
-def _with_pages(records, pages, url_field: str):
-    """``records`` (HTML's main content), each Document as ``(id, text, meta, url, page_text)``
-    with the whole page's text of the same record from ``pages`` (the same inputs read with
-    ``--html whole``, matched by ordinal: a record whose whole page is not there gets None)."""
-    from ..io import Document
-
-    whole = iter(pages)
-    current = None
-    for rec in records:
-        if type(rec) is not Document:
-            yield rec
-            continue
-        while current is None or current.ordinal < rec.ordinal:
-            current = next(whole, None)
-            if current is None:  # (the whole pages ran out)
-                break
-        page = current.text if type(current) is Document and current.ordinal == rec.ordinal else None
-        yield (*_with_url(rec, url_field), page)
+def _with_page(rec, url_field: str):
+    """A Document read with its whole page's text as ``(id, text, meta, url, page_text)``."""
+    return (*_with_url(rec, url_field), rec.page_text)
 
 
 def _check_urls(index, args) -> None:
@@ -348,7 +334,7 @@ def _read_ahead(batches, depth: int = 1):
 
 
 def add_command(args) -> int:
-    from ..io import Skipped
+    from ..io import Document, Skipped
     from ..io.documents import EncodedDocuments
     from ..io.read import plan_inputs
     from ..progress import Progress
@@ -386,13 +372,13 @@ def add_command(args) -> int:
         # sketching and SQLite's inserts overlap instead of taking turns. Batches commit in order.
         _check_urls(index, args)
         waiting = None
-        records = _records(args, index.config.shingle.normalize, plan)
-        if args.url_field and args.html != "whole" and (args.content == "html" or plan.formats() & {"html", "warc"}):
-            # the whole page's fingerprint beside the main content's, so that 'neardup changes'
-            # against this index can tell a page whose template alone changed (a second read)
-            records = _with_pages(records, _records(args, None, plan, html="whole"), args.url_field)
+        # the whole page's fingerprint beside the main content's, so that 'neardup changes'
+        # against this index can tell a page whose template alone changed (from the same read)
+        pages = bool(args.url_field) and args.html != "whole" and (args.content == "html"
+                                                                    or bool(plan.formats() & {"html", "warc"}))
+        records = _records(args, index.config.shingle.normalize, plan, page_texts=pages)
         for batch in _read_ahead(_batches(records, args.batch_size)):
-            docs = [_with_url(r, args.url_field) if type(r) is not tuple else r
+            docs = [(_with_page(r, args.url_field) if pages and type(r) is Document else _with_url(r, args.url_field))
                     for r in batch if not isinstance(r, Skipped)]
             for r in batch:
                 if isinstance(r, Skipped):

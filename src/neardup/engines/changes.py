@@ -22,10 +22,10 @@ A record's URL is the ``url_field`` of its record (default: the WARC target URI,
 field), in canonical form; a record without one (an HTML file of its own) is known by its path
 below the input folder, so that two folders of the same site's files line up. When a crawl holds
 one URL more than once, its first record counts and the others are counted as
-``duplicate_urls``. The whole page is read in a second pass over the HTML inputs (its text's
-fingerprint only is kept), for the pages whose URL is in both crawls with the same main content
-(the others are counted, not extracted); plain-text inputs have no page around their content,
-so ``template`` never occurs there.
+``duplicate_urls``. The whole page's text is extracted from the same read of each HTML record as
+its main content (``page_texts`` of :func:`neardup.io.read_documents`: the inputs are read once)
+and only its fingerprint kept; plain-text inputs have no page around their content, so
+``template`` never occurs there.
 
 Outputs, in ``output``: ``changes.jsonl`` (one line per URL, in SURT order of the URL),
 ``summary.json`` (counts per status, the most-changed pages, the configuration) and
@@ -39,6 +39,7 @@ import html as _html
 import os
 import shutil
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,6 +49,7 @@ from ..config import DedupConfig
 from ..io import Document, read_documents
 from ..io.write.outputs import write_atomic
 from ..stages.candidates import band_candidates, band_keys
+from ..stages.exact import text_fingerprints
 from ..stages.sketch import sketch_texts
 from ..stages.verify import pair_similarities, verify_pairs
 from ..urls import DEFAULT_RULES, UrlRules, surt, url_key
@@ -68,7 +70,6 @@ class _Crawl:
 
     urls: list = field(default_factory=list)
     ids: list = field(default_factory=list)
-    ordinals: list = field(default_factory=list)
     fingerprints: list = field(default_factory=list)  # uint64 arrays, one per batch
     band_keys: list = field(default_factory=list)  # (n, bands) uint64 arrays, one per batch
     id_parts: list = field(default_factory=list)  # shingle ids, one array per batch
@@ -78,21 +79,39 @@ class _Crawl:
     skipped: Counter = field(default_factory=Counter)
     duplicate_urls: int = 0
     signatures: list = field(default_factory=list)  # (n, num_perm) arrays, one per batch, when kept
-    whole: dict = field(default_factory=dict)  # ordinal -> fingerprint of the whole page's text
-    options: dict = field(default_factory=dict)  # the read options it was read with
+    #: the fingerprint of each record's whole page's text, and whether it has one (HTML read with
+    #: page texts), uint64 and bool arrays, one per batch
+    page_fingerprints: list = field(default_factory=list)
+    has_page: list = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.urls)
+
+    def whole_pages(self) -> list:
+        """Per record, in order, its whole page's fingerprint, or None where it has none."""
+        if not self.page_fingerprints:
+            return [None] * len(self.urls)
+        fps, has = np.concatenate(self.page_fingerprints).tolist(), np.concatenate(self.has_page).tolist()
+        return [fp if h else None for fp, h in zip(fps, has)]
 
 
 def _root_of(paths: list[str]) -> list[str]:
     return [os.path.normpath(p) + os.sep for p in paths if os.path.isdir(p)]
 
 
-def _record_url(doc: Document, url_field: str, roots: list[str], rules: UrlRules) -> str:
+def _record_url(doc: Document, url_field: str, roots: list[str], rules: UrlRules, known: dict | None,
+                learn: bool) -> str:
+    """The record's URL identity; ``known``: URL values already canonicalized in this comparison
+    (the earlier crawl's, added when ``learn``), looked up before :func:`~neardup.urls.url_key`
+    runs (about 20 µs a URL, and a site recrawled keeps most of its URLs' spellings)."""
     value = doc.meta.get(url_field)
     if isinstance(value, str) and value.strip():
-        return url_key(value, rules)
+        url = known.get(value) if known is not None else None
+        if url is None:
+            url = url_key(value, rules)
+            if learn:
+                known[value] = url
+        return url
     ident = doc.id
     for root in roots:  # a file of its own: its path below the folder given
         if ident.startswith(root):
@@ -110,95 +129,85 @@ def _has_pages(paths: list[str], config: DedupConfig) -> bool:
 
 
 def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules: UrlRules, jobs: int,
-                spill, bands: int, rows: int, on_error: str, signature_dtype=None) -> _Crawl:
+                spill, bands: int, rows: int, on_error: str, signature_dtype=None, pages: bool = True,
+                known_urls: dict | None = None, learn_urls: bool = False) -> _Crawl:
     """One crawl read and sketched; ``signature_dtype``: keep the MinHash values too, narrowed
-    to this type (the width an index stores them in)."""
+    to this type (the width an index stores them in); ``pages``: the whole pages' fingerprints
+    too, where the inputs are HTML read for their main content; ``known_urls``: URL values
+    canonicalized already, this crawl's added to it with ``learn_urls`` (see :func:`_record_url`)."""
     crawl = _Crawl()
     roots = _root_of(paths)
     seen: set = set()
-    options = {**config.read_options(), "keep_fields": (url_field,), "jobs": jobs, "on_error": on_error}
+    pages = pages and config.html != "whole" and _has_pages(paths, config)
+    options = {**config.read_options(), "keep_fields": (url_field,), "jobs": jobs, "on_error": on_error,
+               "page_texts": pages}
     batch: list[str] = []
+    page_texts: list = []
+    pending: list = []
 
-    def flush():
-        sig = sketch_texts(batch, config.shingle, config.minhash, jobs=jobs)
-        crawl.fingerprints.append(np.asarray(sig.fingerprints, dtype=np.uint64))
-        crawl.band_keys.append(band_keys(sig.values, bands, rows))
-        crawl.id_parts.append(np.concatenate(sig.id_parts) if sig.id_parts else np.empty(0, dtype=np.uint64))
-        crawl.n_shingles.append(np.asarray(sig.n_shingles, dtype=np.int64))
-        if signature_dtype is not None:
-            crawl.signatures.append(sig.values.astype(signature_dtype))
-        for text in batch:
+    def sketched(texts: list[str], whole: list) -> tuple:
+        """What a batch keeps (on the sketching thread: the kernel runs without the GIL)."""
+        sig = sketch_texts(texts, config.shingle, config.minhash, jobs=jobs)
+        has = fps = None
+        if pages:
+            has = np.array([t is not None for t in whole], dtype=bool)
+            fps = np.zeros(has.size, dtype=np.uint64)
+            if has.any():
+                fps[has] = text_fingerprints([t for t in whole if t is not None], config.shingle.normalize, jobs)
+        return (np.asarray(sig.fingerprints, dtype=np.uint64), band_keys(sig.values, bands, rows),
+                np.concatenate(sig.id_parts) if sig.id_parts else np.empty(0, dtype=np.uint64),
+                np.asarray(sig.n_shingles, dtype=np.int64),
+                sig.values.astype(signature_dtype) if signature_dtype is not None else None, fps, has)
+
+    def collect():
+        work, texts = pending.pop(0)
+        fps, keys, ids, counts, signatures, page_fps, has = work.result()
+        crawl.fingerprints.append(fps)
+        crawl.band_keys.append(keys)
+        crawl.id_parts.append(ids)
+        crawl.n_shingles.append(counts)
+        if signatures is not None:
+            crawl.signatures.append(signatures)
+        if page_fps is not None:
+            crawl.page_fingerprints.append(page_fps)
+            crawl.has_page.append(has)
+        for text in texts:
             data = text.encode("utf-8", "surrogatepass")
             crawl.text_spans.append((spill.tell(), len(data)))
             spill.write(data)
-        batch.clear()
 
-    for rec in read_documents(paths, **options):
-        crawl.records += 1
-        if type(rec) is not Document:
-            crawl.skipped[rec.reason] += 1
-            continue
-        url = _record_url(rec, url_field, roots, rules)
-        if url in seen:
-            crawl.duplicate_urls += 1
-            continue
-        seen.add(url)
-        crawl.urls.append(url)
-        crawl.ids.append(rec.id)
-        crawl.ordinals.append(rec.ordinal)
-        batch.append(rec.text)
-        if len(batch) >= _BATCH:
-            flush()
-    if batch:
-        flush()
-    crawl.options = options
-    return crawl
+    # A batch is sketched on a thread while the next one is read, as dedup's are: the reading
+    # keeps the HTML worker processes fed instead of leaving them idle while a batch is sketched.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-changes-sketch") as sketcher:
+        def flush():
+            pending.append((sketcher.submit(sketched, batch[:], page_texts[:]), batch[:]))
+            batch.clear()
+            page_texts.clear()
+            while len(pending) > 1:  # at most one batch sketching while the next is read
+                collect()
 
-
-def _same_main(crawls) -> tuple[set, set]:
-    """The ordinals, in each crawl, of the pages whose URL is in both crawls with the same main
-    content: only they are told apart by their whole page (``unchanged`` or ``template``)."""
-    old, new = crawls
-    old_fps = np.concatenate(old.fingerprints) if old.fingerprints else np.zeros(0, dtype=np.uint64)
-    new_fps = np.concatenate(new.fingerprints) if new.fingerprints else np.zeros(0, dtype=np.uint64)
-    new_at = {url: k for k, url in enumerate(new.urls)}
-    in_old, in_new = set(), set()
-    for i, url in enumerate(old.urls):
-        j = new_at.get(url)
-        if j is not None and old_fps[i] == new_fps[j]:
-            in_old.add(old.ordinals[i])
-            in_new.add(new.ordinals[j])
-    return in_old, in_new
-
-
-def _whole_fingerprints(paths, options, config: DedupConfig, wanted: set, jobs: int) -> dict:
-    """The exact fingerprint of the whole-page text of the records ``wanted`` (by ordinal): a
-    second read with ``html="whole"``, in which the other records are counted but not extracted."""
-    from .. import _native
-    from ..exact.fingerprint import fingerprint
-
-    out: dict = {}
-    ordinals: list[int] = []
-    texts: list[str] = []
-
-    def flush():
-        if _native.available():
-            fps = _native.fingerprints(texts, config.shingle.normalize, jobs=jobs).tolist()
-        else:
-            fps = [fingerprint(t, config.shingle.normalize) or 0 for t in texts]
-        out.update(zip(ordinals, fps))
-        ordinals.clear()
-        texts.clear()
-
-    for rec in read_documents(paths, **{**options, "html": "whole"}, want=wanted.__contains__):
-        if type(rec) is Document and rec.ordinal in wanted:
-            ordinals.append(rec.ordinal)
-            texts.append(rec.text)
-            if len(texts) >= _BATCH:
+        for rec in read_documents(paths, **options):
+            crawl.records += 1
+            if type(rec) is not Document:
+                crawl.skipped[rec.reason] += 1
+                continue
+            url = _record_url(rec, url_field, roots, rules, known_urls, learn_urls)
+            if url in seen:
+                crawl.duplicate_urls += 1
+                continue
+            seen.add(url)
+            crawl.urls.append(url)
+            crawl.ids.append(rec.id)
+            batch.append(rec.text)
+            if pages:
+                page_texts.append(rec.page_text)
+            if len(batch) >= _BATCH:
                 flush()
-    if texts:
-        flush()
-    return out
+        if batch:
+            flush()
+        while pending:
+            collect()
+    return crawl
 
 
 def _cat(parts: list, dtype, width: int | None = None) -> np.ndarray:
@@ -222,12 +231,12 @@ def detect_changes(old: list[str], new: list[str], output: str, config: DedupCon
     field_name = url_field or "url"
     try:
         with open(os.path.join(work, "texts"), "w+b") as spill:
+            known: dict = {}  # (OLD's URL values, which NEW mostly repeats)
             crawls = [_read_crawl(paths, config, url_field=field_name, rules=rules, jobs=jobs, spill=spill,
-                                  bands=band.bands, rows=band.rows, on_error=on_error) for paths in (old, new)]
-            if config.html != "whole":
-                for paths, crawl, wanted in zip((old, new), crawls, _same_main(crawls)):
-                    if wanted and _has_pages(paths, config):
-                        crawl.whole = _whole_fingerprints(paths, crawl.options, config, wanted, jobs)
+                                  bands=band.bands, rows=band.rows, on_error=on_error, known_urls=known,
+                                  learn_urls=paths is old)
+                      for paths in (old, new)]
+            del known
             spill.flush()
             lines, most = _join(crawls, config, jobs)
             texts = _Texts(spill, crawls)
@@ -264,6 +273,7 @@ def _join(crawls, config: DedupConfig, jobs: int):
     ids = old.id_parts + new.id_parts
     fps = np.concatenate([_cat(old.fingerprints, np.uint64), _cat(new.fingerprints, np.uint64)])
     new_at = {url: n_old + k for k, url in enumerate(new.urls)}
+    old_pages, new_pages = old.whole_pages(), new.whole_pages()
 
     lines: dict[str, dict] = {}
     ci, cj = [], []
@@ -274,7 +284,7 @@ def _join(crawls, config: DedupConfig, jobs: int):
             gone.append(i)
             continue
         if fps[i] == fps[j]:
-            same_page = old.whole.get(old.ordinals[i]) == new.whole.get(new.ordinals[j - n_old])
+            same_page = old_pages[i] == new_pages[j - n_old]
             lines[url] = _line(url, "unchanged" if same_page else "template", 1.0, old.ids[i], new.ids[j - n_old])
         else:
             ci.append(i)

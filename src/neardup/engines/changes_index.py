@@ -1,5 +1,6 @@
 """Change detection against a saved index: ``neardup changes INDEX NEW``, the earlier crawl being an
-index made by ``neardup index add --url-field`` (schema 7), whose records are not read again.
+index made by ``neardup index add --url-field`` or ``neardup dedup --url-field --save-index``
+(schema 7), whose records are not read again.
 
 What an index keeps of each page, and so what can be told from it (``docs/changes.md``):
 
@@ -15,7 +16,7 @@ What an index keeps of each page, and so what can be told from it (``docs/change
 - the fingerprint of its whole page's text, where ``index add`` was given HTML with
   ``--url-field`` (``docs.page_fingerprint``): ``template`` (the same main content, another whole
   page) is then told apart from ``unchanged`` exactly, as between two crawls, NEW's whole pages
-  being read a second time for the pages with the same main content; a page stored without it is
+  extracted from the same read as their main content; a page stored without it is
   ``unchanged`` whenever its main content is (the summary counts those pages);
 - no text: the report shows no word diffs;
 - ``moved``: a gone page whose content is found under a URL only in NEW, among the index's near
@@ -42,8 +43,7 @@ from ..io.write.outputs import write_atomic
 from ..store import SeenIndex
 from ..store.schema import url_hash_of
 from ..urls import surt
-from .changes import (CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _has_pages, _line, _read_crawl, _report,
-                      _summary, _whole_fingerprints)
+from .changes import CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _line, _read_crawl, _report, _summary
 
 __all__ = ["detect_changes_since_index"]
 
@@ -64,8 +64,9 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
     with SeenIndex(index_path, create=False) as index:
         cfg = index.config
         if cfg.urls is None:
-            raise ConfigError(f"{index_path} stores no URLs (made before index schema 7, or by dedup --save-index): "
-                              "make it with 'neardup index add --url-field NAME', or give the earlier crawl's files")
+            raise ConfigError(f"{index_path} stores no URLs (made before index schema 7): make it with 'neardup index "
+                              "add --url-field NAME' or 'neardup dedup --url-field NAME --save-index', or give the "
+                              "earlier crawl's files")
         if rules is not None and rules != cfg.urls:
             raise ConfigError(f"the URL rules given differ from those recorded in {index_path} "
                               f"({cfg.urls.as_dict()}): leave them out to use the index's")
@@ -86,19 +87,17 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
         try:
             old = _stored_pages(index)
             if not len(old.crawl) and old.crawl.records:
-                raise ConfigError(f"no page of {index_path} has a URL (it was filled by dedup --save-index, or by "
-                                  "'neardup index add' without --url-field): add the crawl with --url-field NAME")
+                raise ConfigError(f"no page of {index_path} has a URL (it was filled by 'neardup index add' or "
+                                  "'neardup dedup --save-index' without --url-field): add the crawl with --url-field "
+                                  "NAME")
             with open(os.path.join(work, "texts"), "w+b") as spill:
                 band = run.banding()
+                # NEW's whole pages only where the index has some to compare them with
                 crawl = _read_crawl(new, run, url_field=field_name, rules=cfg.urls, jobs=jobs, spill=spill,
-                                    bands=band.bands, rows=band.rows, on_error=on_error, signature_dtype=dtype)
+                                    bands=band.bands, rows=band.rows, on_error=on_error, signature_dtype=dtype,
+                                    pages=any(page is not None for page in old.pages))
                 spill.flush()
                 pairs = _pairs(old, crawl)
-                new_fps = crawl_fingerprints(crawl)
-                wanted = {crawl.ordinals[j] for i, j in pairs
-                          if old.fingerprints[i] == new_fps[j] and old.pages[i] is not None}
-                if wanted and run.html != "whole" and _has_pages(new, run):
-                    crawl.whole = _whole_fingerprints(new, crawl.options, run, wanted, jobs)
                 lines, most = _join(index, old, crawl, pairs, run, width, spill)
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -194,6 +193,7 @@ def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: Dedu
     new_fps = crawl_fingerprints(new)
     new_sigs = np.concatenate(new.signatures) if new.signatures else np.zeros((0, num_perm), dtype=np.uint64)
     new_counts = np.concatenate(new.n_shingles) if new.n_shingles else np.zeros(0, dtype=np.int64)
+    new_pages = new.whole_pages()
     lines: dict = {}
     matched = np.zeros(len(old.crawl), dtype=bool)
     changed: list = []
@@ -204,7 +204,7 @@ def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: Dedu
         matched[i] = True
         if old.fingerprints[i] == new_fps[j]:
             page = old.pages[i]
-            same_page = page is None or page == new.whole.get(new.ordinals[j], page)
+            same_page = page is None or new_pages[j] is None or page == new_pages[j]
             lines[url] = _line(url, "unchanged" if same_page else "template", 1.0, old.crawl.ids[i], new.ids[j])
         else:
             changed.append((i, j))

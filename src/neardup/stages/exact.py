@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["first_holders", "FingerprintTable"]
+__all__ = ["first_holders", "FingerprintTable", "text_fingerprints"]
+
+
+def text_fingerprints(texts: list[str], normalize, jobs: int = 1) -> np.ndarray:
+    """The exact fingerprints (uint64, 0 for a text without tokens) of texts, as the sketch stage
+    makes them: for texts that are not sketched (a web page's whole text beside its main content)."""
+    from .. import _native
+    from ..exact.fingerprint import fingerprint
+
+    if _native.available():
+        return np.asarray(_native.fingerprints(texts, normalize, jobs=jobs), dtype=np.uint64)
+    return np.array([fingerprint(t, normalize) or 0 for t in texts], dtype=np.uint64)
 
 
 class FingerprintTable:

@@ -101,15 +101,19 @@ class Rows:
 
     def _insert_columns(self, conn, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples,
                         simhashes, shingles, metas, *, band_keys: np.ndarray, source: str = "",
-                        clusters=None) -> int:
+                        clusters=None, url_hashes: list | None = None, url_texts: list | None = None,
+                        page_fingerprints: list | None = None) -> int:
         """Insert documents (not in the index: the caller removed them) given column by column;
         returns the number of the first one (the others follow). ``clusters`` holds, for each
-        document, the number of its cluster's survivor (None: itself)."""
+        document, the number of its cluster's survivor (None: itself); ``url_hashes`` and
+        ``url_texts`` the canonical URLs' hashes and texts (None: a document without one), and
+        ``page_fingerprints`` the whole pages' (signed; None: none)."""
         if not len(ids):
             return 0
         return self._write_columns(conn, self._columns(ids, fingerprints, lengths, n_shingles, signatures, samples,
                                                        simhashes, shingles, metas, band_keys=band_keys, source=source,
-                                                       packable=clusters is None),
+                                                       packable=clusters is None, url_hashes=url_hashes,
+                                                       url_texts=url_texts, page_fingerprints=page_fingerprints),
                                    clusters=clusters)
 
     def _columns(self, ids, fingerprints, lengths, n_shingles, signatures: np.ndarray, samples, simhashes, shingles,

@@ -8,11 +8,23 @@ ids, no text needed) and the number of its cluster's survivor. Exact copies are 
 first holder stands for them. Simhashes are not stored (they need the words, which a dedup run
 does not tokenize again); the index answers the other questions for these documents. The run
 itself is the engines' (:mod:`neardup.engines.local`, :mod:`neardup.engines.against`).
+
+With URL identity (``dedup --url-field``) each stored record keeps its canonical URL, in the
+layout ``index add --url-field`` writes (``docs.url_hash``, the text in ``docs.url`` where it is
+not the id), and the first record of the run with a URL is the first stored with it: the page
+``neardup changes`` and ``index query --url-field`` know under the URL, as ``neardup changes``
+reading the crawl would. When that record is an exact copy, it is stored too (:class:`UrlCopy`,
+after the sketched records), with its holder's sketch, a member of its holder's cluster (else its
+URL would be unknown to the index), and the later records of its URL keep none. With HTML, each
+record's whole page's fingerprint goes beside its URL (``docs.page_fingerprint``, from the same
+read as its main content), so that ``neardup changes`` against the index tells ``template`` from
+``unchanged``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import orjson
@@ -20,9 +32,10 @@ import orjson
 from ..stages.candidates import band_keys
 from ..stages.sketch import mod_m_samples
 from . import runs
+from .schema import url_hash_of
 from .sqlite import SeenIndex
 
-__all__ = ["RunRecords", "WRITE_CHUNK", "write_records", "save_run"]
+__all__ = ["RunRecords", "UrlCopy", "WRITE_CHUNK", "write_records", "save_run"]
 
 #: Documents written per insert while a run is stored (one transaction for all of them).
 WRITE_CHUNK = 8192
@@ -43,6 +56,23 @@ class RunRecords:
     offsets: np.ndarray
     shingle_ids: list
     signatures: list
+    #: with URL identity: per record its canonical URL (None: it has none, or the URL's first
+    #: record is an exact copy), and the exact copies stored for their URL
+    urls: list | None = None
+    copies: list = field(default_factory=list)
+    #: with URL identity: per record the fingerprint of its whole page's text (signed; None: none)
+    pages: list | None = None
+
+
+class UrlCopy(NamedTuple):
+    """An exact copy stored for its canonical URL: ``holder`` is the position among the run's
+    records of the record whose content (and so sketch) it has."""
+
+    holder: int
+    id: str
+    source: str
+    url: str
+    page: int | None = None  # its whole page's fingerprint (signed)
 
 
 def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
@@ -61,11 +91,25 @@ def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:
     return out[0] if len(out) == 1 else np.concatenate(out)
 
 
+def _take_rows(pieces: list, positions: list) -> np.ndarray:
+    """Rows ``positions`` of pieces read as their concatenation."""
+    ends = np.cumsum([p.shape[0] for p in pieces])
+    which = np.searchsorted(ends, positions, side="right")
+    return np.stack([np.asarray(pieces[w][pos - (ends[w] - pieces[w].shape[0])])
+                     for w, pos in zip(which.tolist(), positions)])
+
+
+def _url_columns(urls: list) -> tuple[list, list]:
+    """``docs.url_hash`` and the canonical texts of canonical URLs (None: none)."""
+    return [None if u is None else url_hash_of(u) for u in urls], list(urls)
+
+
 
 def write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -> int:
-    """Insert the run's records in order, replacing documents of the same source and id;
-    returns the number of documents stored. ``clusters[k]``: the index number of record k's
-    survivor, ``-1 - j`` for record j of this write, or None (itself).
+    """Insert the run's records in order, then the exact copies stored for their URL, replacing
+    documents of the same source and id; returns the number of documents stored.
+    ``clusters[k]``: the index number of record k's survivor, ``-1 - j`` for record j of this
+    write, or None (itself).
 
     An id repeated within the run (a page crawled twice in one shard) is stored once, with its
     last record: every record is written in order and the earlier ones of such an id removed
@@ -77,8 +121,17 @@ def write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -
     by_source: dict = {}
     for k in range(n):
         by_source.setdefault(records.sources[k], {})[records.ids[k]] = k  # (the last occurrence wins)
+    # a copy whose id the run stores already is not stored again (that record stands for it)
+    copies, taken = [], set()
+    for copy in records.copies:
+        if copy.id not in by_source.get(copy.source, ()) and (copy.source, copy.id) not in taken:
+            taken.add((copy.source, copy.id))
+            copies.append(copy)
+    for source in {c.source for c in copies}:
+        by_source.setdefault(source, {})
     for source, last in by_source.items():
-        index._delete(conn, list(last), source)
+        index._delete(conn, list(last) + [c.id for c in copies if c.source == source], source)
+    url_hashes, url_texts = _url_columns(records.urls) if records.urls is not None else (None, None)
     replaced = [] if sum(map(len, by_source.values())) == n else \
         [k for k in range(n) if by_source[records.sources[k]][records.ids[k]] != k]
     # One writer inside one transaction: the records get consecutive numbers from `base`.
@@ -103,13 +156,47 @@ def write_records(index: SeenIndex, conn, records: RunRecords, clusters: list) -
                 conn, records.ids[k:e], [int(f) for f in records.fingerprints[k:e]], records.lengths[k:e],
                 records.counts[k:e], sigs[rel], samples[rel], [None] * (e - k),
                 [ids[local[r] : local[r + 1]] for r in range(k - lo, e - lo)] if cfg.store_shingles else [None] * (e - k),
-                [None] * (e - k), band_keys=keys[rel], source=records.sources[k], clusters=absolute[k:e])
+                [None] * (e - k), band_keys=keys[rel], source=records.sources[k], clusters=absolute[k:e],
+                url_hashes=None if url_hashes is None else url_hashes[k:e],
+                url_texts=None if url_texts is None else url_texts[k:e],
+                page_fingerprints=None if records.pages is None else records.pages[k:e])
             k = e
+    if copies:
+        _write_copies(index, conn, records, copies, [base + k if c is None else c for k, c in enumerate(absolute)])
     if replaced:
         found = conn.execute(f"SELECT {index._removed_columns} FROM json_each(?) j JOIN docs d ON d.num = j.value",
                              (orjson.dumps([base + k for k in replaced]).decode(),)).fetchall()
         index._remove_rows(conn, found)
-    return n - len(replaced)
+    return n - len(replaced) + len(copies)
+
+
+def _write_copies(index: SeenIndex, conn, records: RunRecords, copies: list, survivors: list) -> None:
+    """Insert the exact copies stored for their URL, in order, each with its holder's sketch and
+    in its holder's cluster (``survivors[k]``: the number of record k's survivor)."""
+    cfg = index.config
+    for lo in range(0, len(copies), WRITE_CHUNK):
+        chunk = copies[lo:lo + WRITE_CHUNK]
+        holders = [c.holder for c in chunk]
+        sigs = _take_rows(records.signatures, holders)
+        parts = [_rows(records.shingle_ids, int(records.offsets[h]), int(records.offsets[h + 1])) for h in holders]
+        ids = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+        local = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
+        samples = (mod_m_samples(ids, local, cfg.minhash.seed, cfg.mod_m) if cfg.containment
+                   else [np.empty(0, dtype=np.uint64)] * len(chunk))
+        keys = band_keys(sigs, cfg.bands, cfg.rows)
+        k = 0
+        while k < len(chunk):  # runs of one source, in order
+            e = k + 1
+            while e < len(chunk) and chunk[e].source == chunk[k].source:
+                e += 1
+            hashes, texts = _url_columns([c.url for c in chunk[k:e]])
+            index._insert_columns(
+                conn, [c.id for c in chunk[k:e]], [int(records.fingerprints[h]) for h in holders[k:e]],
+                records.lengths[holders[k:e]], records.counts[holders[k:e]], sigs[k:e], samples[k:e],
+                [None] * (e - k), parts[k:e] if cfg.store_shingles else [None] * (e - k), [None] * (e - k),
+                band_keys=keys[k:e], source=chunk[k].source, clusters=[survivors[h] for h in holders[k:e]],
+                url_hashes=hashes, url_texts=texts, page_fingerprints=[c.page for c in chunk[k:e]])
+            k = e
 
 
 def save_run(index: SeenIndex, records: RunRecords, survivor_local: np.ndarray) -> int:

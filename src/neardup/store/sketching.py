@@ -9,9 +9,8 @@ import json
 
 from ..errors import InputError
 from ..stages.candidates import band_keys
+from ..stages.exact import text_fingerprints
 from ..urls import DEFAULT_RULES
-from .. import _native
-from ..exact.fingerprint import fingerprint
 from .schema import Sketch, signed, url_hashes
 
 __all__ = ["Sketching"]
@@ -108,12 +107,7 @@ class Sketching:
         for k in given:
             if not isinstance(pages[k], str):
                 raise InputError(f"a document's page_text must be a str, got {type(pages[k]).__name__}")
-        texts = [pages[k] for k in given]
-        normalize = self.config.shingle.normalize
-        if _native.available():
-            values = _native.fingerprints(texts, normalize, jobs=self.jobs).tolist()
-        else:
-            values = [fingerprint(t, normalize) or 0 for t in texts]
+        values = text_fingerprints([pages[k] for k in given], self.config.shingle.normalize, self.jobs).tolist()
         for k, value in zip(given, values):
             out[k] = signed(int(value))
         return out

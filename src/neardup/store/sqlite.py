@@ -266,8 +266,18 @@ class SeenIndex(Writes, Rows, Sketching, GroupCommit, Queries):
         wanted = dict(shingle=config.shingle, minhash=config.minhash, threshold=config.threshold, bands=band.bands,
                       rows=band.rows)
         stored = cls.stored_config(path)
+        # with URL identity the index keeps the canonical URLs, under the run's URL rules
+        rules = config.rules_of_urls() if config.url_field is not None else None
         if stored is not None:
             have = IndexConfig.from_dict(stored)
+            if rules is not None and have.urls is None:
+                raise IncompatibleSketchError(
+                    f"index {os.fspath(path)} stores no URLs (made before index schema 7): dedup --url-field cannot "
+                    "add its pages' URLs to it; save the run into a new index")
+            if rules is not None and have.urls != rules:
+                raise IncompatibleSketchError(
+                    f"index {os.fspath(path)} keeps canonical URLs under other URL rules ({have.urls.as_dict()}) than "
+                    f"the dedup run's ({rules.as_dict()})")
             diffs = []
             for name, value in wanted.items():
                 ours = getattr(have, name)
@@ -281,7 +291,7 @@ class SeenIndex(Writes, Rows, Sketching, GroupCommit, Queries):
                 raise IncompatibleSketchError(
                     f"index {os.fspath(path)} (config {config_fingerprint(stored):016x}) was made with other parameters "
                     f"than the dedup run (config {config.fingerprint()}): {'; '.join(diffs)}")
-        return cls(path, **wanted, **options)
+        return cls(path, **wanted, **options, **({"url_rules": rules} if rules is not None else {}))
 
     def keep_resident(self) -> dict:
         """Keep the file mapped from now until :meth:`close` (see the ``resident`` argument).

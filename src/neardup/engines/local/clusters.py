@@ -138,7 +138,48 @@ class Clustering:
                         else np.zeros(0, dtype=np.uint64)).astype(np.uint64, copy=False)
         from ...store.run_records import RunRecords  # sqlite only for a run with an index
 
+        urls, pages, copies = (self._index_urls(got, ords, every) if names and self.config.url_field is not None
+                               else (None, None, []))
         return RunRecords(ids=record_ids, sources=sources,
                           fingerprints=fingerprints,
                           lengths=np.array(got.lengths, dtype=np.int64)[sk], counts=ids.counts, offsets=ids.offsets,
-                          shingle_ids=ids.pieces, signatures=got.signatures or [])
+                          shingle_ids=ids.pieces, signatures=got.signatures or [], urls=urls, pages=pages,
+                          copies=copies)
+
+    def _index_urls(self, got: Sketched, ords: list, sources: list) -> tuple[list, list, list]:
+        """The canonical URLs the index stores (:class:`neardup.store.run_records.RunRecords`'s
+        ``urls``, ``pages`` and ``copies``): each URL first with the first record that has it, as
+        ``neardup changes`` reads a crawl, sketched or an exact copy (stored with its holder's
+        sketch), and each record's whole page's fingerprint where it was read with one."""
+        from ...store.run_records import UrlCopy
+
+        position = {o: k for k, o in enumerate(ords)}
+        copies, holders = (got.exact_of.arrays() if isinstance(got.exact_of, Copies)
+                           else (np.fromiter(got.exact_of.keys(), np.int64), np.fromiter(got.exact_of.values(), np.int64)))
+        holder_of = dict(zip(copies.tolist(), holders.tolist()))
+        first: dict = {}
+        for o in sorted(got.url_keys):  # (records skipped, as empty texts, have no sketch to store)
+            if o in position or o in holder_of:
+                first.setdefault(got.url_keys[o], o)
+        # a later record of a URL keeps it too (the index counts it as a repeat of the URL),
+        # unless the URL's first record is a copy: that one, stored after the sketched records,
+        # must be the first the index has under the URL
+        urls: list = [None] * len(ords)
+        for k, o in enumerate(ords):
+            key = got.url_keys.get(o)
+            if key is not None and first[key] in position:
+                urls[k] = key
+        stored = []
+        for key, o in first.items():
+            if o in position:
+                continue
+            holder, seen = holder_of[o], 0
+            while holder not in position and holder in holder_of and seen < len(holder_of):  # (a chain of copies)
+                holder, seen = holder_of[holder], seen + 1
+            if holder in position:
+                stored.append((o, holder, key))
+        stored.sort()
+        names = take_values(got.ids, np.array([o for o, _, _ in stored], dtype=np.int64)) if stored else []
+        pages = [got.page_fingerprints.get(o) for o in ords]
+        return urls, pages, [UrlCopy(position[h], name, sources[o], key, got.page_fingerprints.get(o))
+                             for (o, h, key), name in zip(stored, names)]

@@ -19,7 +19,7 @@ from ...stages import candidates as candidate_stage
 from ...stages import sketch as sketch_stage
 from ...stages.columns import Copies, Growable, Ids, Labels, SourcedNames
 from ...stages.encode import batch_texts
-from ...stages.exact import FingerprintTable, first_holders
+from ...stages.exact import FingerprintTable, first_holders, text_fingerprints
 from ...stages.survivors import keep_value
 from ...stages.urls import claim_key, record_key
 from .disk import keeps_shingle_ids
@@ -52,6 +52,9 @@ class Sketched:
     #: canonical claim in canonical form (neardup.stages.urls), for the records that have one
     url_keys: dict[int, str] = field(default_factory=dict)
     claim_keys: dict[int, str] = field(default_factory=dict)
+    #: URL identity saved into an index: ordinal -> the fingerprint of the record's whole page's
+    #: text (signed, as the index stores it), for the HTML records read with it
+    page_fingerprints: dict[int, int] = field(default_factory=dict)
     id_pieces: Pieces | None = None
     sig_pieces: Pieces | None = None
     #: per record (by ordinal) its source, when the run has sources (several inputs, a source
@@ -148,9 +151,15 @@ class ReadAndSketch:
         parts: list = []
         ords: list[int] = []
         nbytes = 0
+        pages: list = []  # (ordinal, whole page's text) of the batch, for an index that keeps them
+
         with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="neardup-sketch") as sketcher:
             def flush():
                 nonlocal parts, ords, nbytes
+                if pages:
+                    fps = text_fingerprints([t for _, t in pages], cfg.shingle.normalize, self.jobs)
+                    got.page_fingerprints.update(zip([o for o, _ in pages], fps.view(np.int64).tolist()))
+                    pages.clear()
                 if parts:
                     if self.against is not None and band is not None:  # (the index may start reading its postings)
                         self.against.expect(len(ords))
@@ -194,6 +203,8 @@ class ReadAndSketch:
                         claim = claim_key(rec.meta, url_rules)
                         if claim is not None:
                             got.claim_keys[len(got.ids)] = claim
+                        if rec.page_text is not None:
+                            pages.append((len(got.ids), rec.page_text))
                     got.ids.append(rec.id)
                     text = rec.text
                     got.lengths.append(len(text))

@@ -66,12 +66,21 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
     types are ranked. Without it, rows are ordered by (id, hash of the text), so the result never
     depends on how ``df`` is partitioned; the input is then checkpointed once (a stable row id is
     needed to return the kept rows).
+
+    With URL identity (``config.url_field``, a column of ``df``; rows without it have no URL), the
+    stages after sketching run on the driver, as for a local output of :func:`dedup_paths`: it
+    collects a few values of every row (ordinal, id, reason, length, fingerprint, shingle count,
+    canonical URL and claim) and returns ``clusters`` and ``pairs`` made there, with the answers
+    of the local engine reading the same rows (reasons ``url`` and ``canonical`` included), and
+    the local ``summary.json``'s figures in ``summary``.
     """
     require("pyspark", "spark")
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    check_config(config, frames="the DataFrame API (neardup.spark.dedup)")
+    urls = config.url_field is not None
+    # (URL identity runs on the driver: the DataFrame stages do not refuse it here)
+    check_config(config, frames=None if urls else "the DataFrame API (neardup.spark.dedup)")
     spark = spark or df.sparkSession
     cols = set(df.columns)
     for name, what in ((text_col, "text_col"), (id_col, "id_col"), (order_col, "order_col")):
@@ -84,6 +93,10 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
     st = Stages()
     dtypes = {f.name: f.dataType for f in df.schema.fields}
     integral = order_col is not None and isinstance(dtypes[order_col], (T.ByteType, T.ShortType, T.IntegerType, T.LongType))
+    # the driver's stages number the records 0, 1, 2, ...: integer order values are ranked there
+    # too, and given back as the ordinals of the results
+    given_ordinals = integral and urls
+    integral = integral and not urls
     held_input = []
     if order_col is None:
         base = st.checkpoint(df.withColumn("_loc", F.monotonically_increasing_id()))
@@ -98,6 +111,9 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
         (F.col(kf) if kf else F.lit(None).cast("double")).alias("_kf"),
         key.alias("_key"),
     ]
+    uf = config.url_field
+    if urls and uf in cols and uf != text_col:  # (the local reader keeps no text as a field)
+        sel.append(F.col(f"`{uf}`").alias("_url"))
     extra_fields, extras = [], []
     if order_col is not None and not integral:
         sel.append(F.col(order_col).alias("_okey"))
@@ -107,7 +123,8 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
         extra_fields.append(T.StructField("_h", T.BinaryType()))
     ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": config.max_bytes,
            "content": config.content, "html": config.html, "extras": tuple(extras), "text_hash": order_col is None,
-           "need_kernel": need_kernel(config)}
+           "need_kernel": need_kernel(config), "url_field": uf,
+           "url_rules": config.rules_of_urls() if urls else None}
     sk = base.select(*sel).mapInArrow(functools.partial(map_rows, ctx=ctx, config=config),
                                       sketch_schema(extra_fields))
     sk = st.checkpoint(sk)
@@ -137,11 +154,20 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
                               f"{dup[0]['count']} rows")
     docs = docs.withColumn("id", F.coalesce(F.col("id"), F.concat(F.lit("row:"), F.col("ordinal").cast("string"))))
     docs = docs.select("ordinal", "id", "reason", "length", "keyval", "fp", "n", "ids", "bands",
+                       *(("url_key", "claim_key", "page_url") if urls else ()),
                        *[c for c in ("_key", "_okey") if c in docs.columns and c != "ordinal"])
     docs = st.checkpoint(docs)
     st.lap("read_and_sketch")
 
-    clusters, pairs, stats = dataframe_stages(spark, docs.drop("_key", "_okey"), config, st)
+    if urls:
+        values = None
+        if given_ordinals:  # rank -> the order column's value
+            got = docs.select("ordinal", "_okey").toArrow().sort_by("ordinal")
+            values = got.column("_okey").to_numpy(zero_copy_only=False).astype("int64")
+        clusters, pairs, summary = _driver_frames(spark, docs.drop("_key", "_okey"), config, st, values)
+        integral = given_ordinals  # the clusters' ordinals are the order column's values
+    else:
+        clusters, pairs, stats = dataframe_stages(spark, docs.drop("_key", "_okey"), config, st)
     kept_ord = clusters.where(F.col("kept")).select("ordinal")
     if order_col is None:
         link = docs.select("ordinal", F.col("_key").alias("_loc"))
@@ -152,11 +178,43 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
     else:
         link = docs.select("ordinal", "_okey").join(kept_ord, "ordinal", "left_semi").select(F.col("_okey").alias("__okey"))
         kept = df.join(link, F.col(order_col) == F.col("__okey"), "left_semi")
-    summary = frames_summary(spark, clusters, stats, config, st, None)
+    if not urls:
+        summary = frames_summary(spark, clusters, stats, config, st, None)
     keep_frames = {id(clusters), id(pairs)}
     release([d for d in st.held if id(d) not in keep_frames])
     return SparkDedupResult(clusters=clusters, pairs=pairs, kept=kept, summary=summary,
                             _held=[clusters, pairs] + held_input)
+
+
+def _driver_frames(spark, docs, config: DedupConfig, st: Stages, values=None):
+    """``(clusters, pairs, summary)`` of the DataFrame API made by the driver's stages
+    (:func:`~neardup.engines.spark.driver.dedup_on_driver`); ``values``: the ordinals the results
+    give each rank (None: the ranks themselves)."""
+    import numpy as np
+    import pyarrow as pa
+
+    outcome, pair_rows, stats = dedup_on_driver(spark, docs, config, st)
+    stats.pop("urls")  # (clusters.jsonl's url: no column of the DataFrame API's clusters)
+    a, b = stats.pop("pair_ordinals")
+    n = len(outcome.ids)
+    ordinals = np.arange(n, dtype=np.int64) if values is None else values
+    clusters = spark.createDataFrame(pa.table({
+        "id": pa.array(outcome.ids, pa.string()), "cluster": pa.array(outcome.cluster, pa.string()),
+        "kept": pa.array(np.asarray(outcome.kept, dtype=bool)),
+        "duplicate_of": pa.array(outcome.duplicate_of, pa.string()),
+        "similarity": pa.array(outcome.similarity, pa.float64()), "reason": pa.array(outcome.reason, pa.string()),
+        "ordinal": pa.array(ordinals)}))
+    pairs = spark.createDataFrame(pa.table({
+        "a": pa.array([r[0] for r in pair_rows], pa.string()), "b": pa.array([r[1] for r in pair_rows], pa.string()),
+        "jaccard": pa.array([r[2] for r in pair_rows], pa.float64()),
+        "estimate": pa.array([r[3] for r in pair_rows], pa.float64()),
+        "a_ordinal": pa.array(ordinals[a]), "b_ordinal": pa.array(ordinals[b])}))
+    summary = run_summary(outcome, stats, config, kept_info=None, jobs=spark.sparkContext.defaultParallelism,
+                          seconds={})
+    summary = {"engine": "spark", **summary, "spark": spark_info(spark),
+               "seconds": {k: round(v, 3) for k, v in st.seconds.items()}}
+    st.lap("summary")
+    return st.checkpoint(clusters), st.checkpoint(pairs), summary
 
 
 def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, master: str | None = None,
@@ -208,6 +266,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     else:
         outcome, pair_rows, stats = dedup_on_driver(spark, docs, config, st)
         urls = stats.pop("urls")
+        stats.pop("pair_ordinals")
         kept_info = write_local(output[5:] if output.startswith("file:") else output, inputs, leaves, outcome,
                                  pair_rows, locate, config, write_kept, output_format, spark, urls=urls)
         st.lap("write")

@@ -342,7 +342,8 @@ def dedup_on_driver(spark, docs, config: DedupConfig, st: Stages):
     skipped = Counter(r[len("skipped:"):] for r in outcome.reason if r.startswith("skipped:"))
     stats.update(cluster_sizes=cluster_sizes, chained=len(chained), chained_examples=chained[:20],
                  skipped=dict(sorted(skipped.items())), duplicate_ids=n_all - len(set(ids)), spilled_bytes=0,
-                 urls=page_urls)  # clusters.jsonl's url, by ordinal
+                 urls=page_urls,  # clusters.jsonl's url, by ordinal
+                 pair_ordinals=(a, b))  # the verified pairs' ordinals, as pair_rows has them
     pair_rows = list(zip([ids[x] for x in a.tolist()], [ids[x] for x in b.tolist()], jac_r, est_r))
     st.lap("cluster")
     return outcome, pair_rows, stats

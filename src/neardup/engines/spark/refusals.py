@@ -73,11 +73,11 @@ def refusal(config: DedupConfig, options: RunOptions) -> str | None:
 
 def frames_refusal(config: DedupConfig, where: str) -> str | None:
     """The one line refusing what the engine does not do where every stage is a DataFrame operation
-    (``where``: the DataFrame API, an output on a Hadoop file system), or None: URL identity runs
-    on the driver, which only a local output has the records' values on."""
+    (``where``: an output on a Hadoop file system), or None: URL identity runs on the driver, which
+    has the records' values only for a local output or the DataFrame API (which collects them)."""
     if config.url_field is not None:
         return (f"--url-field is not supported by {_ENGINE} with {where}: URL identity runs on the driver, "
-                "for a local --output; use a local output, or --engine local")
+                "for a local --output or the DataFrame API; use a local output, or --engine local")
     return None
 
 

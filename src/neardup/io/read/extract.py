@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ...text.html_pages import FROM_STR, extract_many
+from ...text.html_pages import FROM_STR, PageTexts, extract_many
 from ..documents import Document, Skipped
 
 __all__ = ["PendingPage", "extracted_record", "extract_pages", "extract_in_parallel", "EXTRACT_WORKERS"]
@@ -40,9 +40,11 @@ class PendingPage:
         return extracted_record(self.ident, self.n, self.src, self.meta, result)
 
 
-def extracted_record(ident, n, src, meta, text: str | None):
+def extracted_record(ident, n, src, meta, text):
     """The record of a page's extracted text: ``extraction_failed`` (None: unparsable), ``empty``
-    (no visible text), else a Document."""
+    (no visible text), else a Document (with its whole page's text, from :class:`PageTexts`)."""
+    if type(text) is PageTexts:
+        return Document(ident, text.text, n, src, meta, text.page)
     if text is None:
         return Skipped(ident, n, src, "extraction_failed", "the HTML could not be parsed")
     if not text:
@@ -148,5 +150,5 @@ def extract_in_parallel(reader, items):
     """``items`` with their pending pages extracted: in worker processes (:func:`extract_pages`)
     when the reader has ``jobs > 1``; else ``items`` as they are (nothing is pending)."""
     if reader.jobs > 1:
-        return extract_pages(items, reader.html, reader.jobs)
+        return extract_pages(items, reader.extraction, reader.jobs)
     return items

@@ -7,6 +7,7 @@ from typing import Iterator
 
 from ...errors import ConfigError
 from ...text.html import HTML_MODES
+from ...text.html_pages import extraction_mode
 from ..documents import Document, EncodedDocuments, Skipped
 from . import columnar, jsonl, rows
 from .delimited import read_csv
@@ -32,7 +33,7 @@ class RecordReader:
 
     def __init__(self, *, id_field="id", text_field="text", content="text", html="main", keep_fields=(),
                  max_bytes=None, errors="replace", jobs=1, want=None, on_error="skip", report=None, text_spill=None,
-                 claims=False):
+                 claims=False, page_texts=False):
         for name, value in (("id_field", id_field), ("text_field", text_field)):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"The '{name}' parameter must be a non-empty str. Got {value!r} instead.")
@@ -67,6 +68,9 @@ class RecordReader:
         self.spill = None
         # a page's canonical link and og:url into its meta (neardup.text.html_links), for URL identity
         self.claims = claims
+        # the mode the pages are extracted in: the whole page's text too, in Document.page_text,
+        # for page_texts (from the same read of each page: neardup changes)
+        self.extraction = extraction_mode(html, page_texts)
 
     # -- the rules of one record (neardup.io.read.rows), with this reader's options -----------
 

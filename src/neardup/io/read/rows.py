@@ -118,7 +118,7 @@ def finish_record(reader, ident, text, n, src, meta, *, is_html, url=None):
         meta = with_claims(reader, meta, text, url)
         if reader.jobs > 1:
             return PendingPage(ident, n, src, meta, text, url)
-        return extracted_record(ident, n, src, meta, extract_page(reader.html, text, url, None, reader.errors))
+        return extracted_record(ident, n, src, meta, extract_page(reader.extraction, text, url, None, reader.errors))
     if not text or text.isspace():
         return _blank(ident, n, src, text)
     return Document(ident, text, n, src, meta)
