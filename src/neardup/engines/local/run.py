@@ -53,10 +53,11 @@ from ...io.write.runfolder import RunFolder, differences, run_identity
 from ...params import IN_MEMORY_MB
 from ...stages import sketch as sketch_stage
 from ...stages.survivors import Outcome
-from ..common import peak_memory_mb, run_summary, stage_table
+from ..common import RunOptions, peak_memory_mb, run_summary, stage_table
 from .clusters import Clustering
 from .disk import work_disk_bound, work_disk_estimate
 from .pairs import CandidatePairs
+from .refusals import check_config
 from .sketching import ReadAndSketch
 from .stages import StageSequence
 
@@ -145,11 +146,13 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         ``layout``: the kept corpus's shards and compression (:class:`neardup.io.write.shards.KeptLayout`);
         ``output_format``: ``clusters`` and ``pairs`` as ``jsonl`` (default) or ``parquet``.
         """
+        given = list(getattr(paths, "paths", paths)) if not isinstance(paths, (str, os.PathLike)) else [paths]
+        # the refusals of `neardup dedup`, in the same words, before anything is read or written
+        check_config(self.config, self.run_options(given, on_error=on_error, resume=resume))
         check_result_format(output_format)
         layout = layout or KeptLayout()
         target = outputs.open_target(output)
         run = RunFolder.for_target(target, self.work_dir)
-        given = list(getattr(paths, "paths", paths)) if not isinstance(paths, (str, os.PathLike)) else [paths]
         identity = run_identity(self.config, given, {"kept": write_kept, "output_format": output_format,
                                                          **layout.as_dict()})
         # the files are listed and their formats sniffed once, before anything is written (a missing
@@ -169,10 +172,8 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         # sketch stage does not hold the signatures and band keys the index takes, and a resumed
         # --save-index/--update-index would write the index twice. (A run with record sources,
         # several inputs or --source-field, saves each record's source with the sketch stage.)
+        # (--resume with an index is refused by check_config above.)
         self._unresumable = self.against is not None or self.save_index is not None
-        if resume and self._unresumable:
-            raise ConfigError("--resume is not supported for a run with an index (--against, --save-index, "
-                              "--update-index): run the command again without --resume")
         if not run.exists():
             self._check_disk(plan, run.path, write_kept)
         self._stage_name = "start"
@@ -199,6 +200,13 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
             raise
         run.remove()
         return summary
+
+    def run_options(self, inputs, *, on_error: str, resume: bool) -> RunOptions:
+        """The options of a run of this engine on ``inputs``, as :mod:`.refusals` judges them."""
+        return RunOptions(inputs=tuple(os.fspath(p) for p in inputs), on_error=on_error, resume=resume,
+                          against=self.against.label if self.against is not None else None,
+                          save_index=self.save_index.path if self.save_index is not None else None,
+                          update_index=self.against is not None and self.against.update, work_dir=self.work_dir)
 
     def _run_in(self, run, target, plan: RunInputs, write_kept: bool, layout, on_error: str,
                 output_format: str) -> dict:
