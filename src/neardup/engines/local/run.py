@@ -37,6 +37,7 @@ import shutil
 import stat
 import tempfile
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -188,17 +189,20 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         except OSError as exc:
             failure = self._output_failure(exc, run, target)
             if self._unresumable:
-                run.remove()
+                _discard(run)
             raise failure from exc
         except MemoryError as exc:
             if self._unresumable:
-                run.remove()
+                _discard(run)
             raise self._memory_failure() from exc
         except BaseException:
             if self._unresumable:
-                run.remove()
+                _discard(run)
             raise
-        run.remove()
+        try:
+            run.remove()
+        except OutputError as exc:
+            raise OutputError(f"{output} is complete, but {exc}") from exc
         return summary
 
     def run_options(self, inputs, *, on_error: str, resume: bool) -> RunOptions:
@@ -411,6 +415,15 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
 
     def _summary(self, outcome: Outcome, stats: dict, kept_info) -> dict:
         return run_summary(outcome, stats, self.config, kept_info=kept_info, jobs=self.jobs, seconds=self.seconds)
+
+
+def _discard(run: RunFolder) -> None:
+    """Remove the work folder of a run that is failing and cannot be resumed; a folder that cannot
+    be removed is warned about, not raised over the failure the run reports."""
+    try:
+        run.remove()
+    except OutputError as exc:
+        warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
 
 
 def _readable_twice(inputs) -> bool:
