@@ -207,7 +207,8 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
 
     def run_options(self, inputs, *, on_error: str, resume: bool) -> RunOptions:
         """The options of a run of this engine on ``inputs``, as :mod:`.refusals` judges them."""
-        return RunOptions(inputs=tuple(os.fspath(p) for p in inputs), on_error=on_error, resume=resume,
+        names = tuple(os.fsdecode(p) if isinstance(p, (str, bytes, os.PathLike)) else str(p) for p in inputs)
+        return RunOptions(inputs=names, on_error=on_error, resume=resume,
                           against=self.against.label if self.against is not None else None,
                           save_index=self.save_index.path if self.save_index is not None else None,
                           update_index=self.against is not None and self.against.update, work_dir=self.work_dir)
