@@ -266,3 +266,49 @@ def test_file_url_is_a_local_folder(corpus, plain_run, tmp_path):
     out = tmp_path / "viaurl"
     dedup(corpus, "-o", f"file://{out}", check=True)
     assert folder_digest(out) == folder_digest(plain_run)
+
+
+def test_the_work_folder_is_removed_whole(tmp_path):
+    from neardup.io.write.runfolder import RunFolder
+
+    out = tmp_path / "out"
+    run = RunFolder(str(out / ".neardup-work"))
+    run.begin({"test": 1}, str(out))
+    os.makedirs(os.path.join(run.path, "sketch"))
+    open(os.path.join(run.path, "sketch", "ids.u64"), "wb").close()
+    run.remove()
+    assert os.listdir(out) == []  # nothing left, under any name
+    run.remove()  # (a folder already gone)
+
+
+def test_a_work_folder_that_cannot_be_removed_is_said_and_never_taken_for_an_interrupted_run(tmp_path, monkeypatch):
+    """A removal that leaves files behind raises one line naming what was left and why, and the
+    folder left is no longer the work folder: the next run on the output starts afresh instead of
+    resuming from it, or refusing other options."""
+    from neardup.errors import OutputError
+    from neardup.io.write.runfolder import RunFolder
+
+    out = tmp_path / "out"
+    run = RunFolder(str(out / ".neardup-work"))
+    run.begin({"test": 1}, str(out))
+    stuck = os.path.join(run.path, "staged", "stuck.jsonl")
+    open(stuck, "wb").close()
+    unlink = os.unlink
+
+    def refused(path, *args, **kwargs):  # a file the system will not let go of (root ignores modes)
+        if os.path.basename(path) == "stuck.jsonl":
+            raise PermissionError(1, "Operation not permitted", path)
+        return unlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "unlink", refused)
+    with pytest.raises(OutputError) as failed:
+        run.remove()
+    said = str(failed.value)
+    assert "\n" not in said and "the work folder could not be removed" in said, said
+    assert "stuck.jsonl" in said and "Operation not permitted" in said, said
+    assert not os.path.exists(run.path) and not RunFolder(run.path).exists()
+    (left,) = os.listdir(out)
+    assert left.startswith(".neardup-work.removing-") and left in said
+    monkeypatch.setattr(os, "unlink", unlink)
+    again = RunFolder(str(out / ".neardup-work"))
+    assert again.begin({"test": 2}, str(out)) is False  # a new run, not "other options"

@@ -185,8 +185,8 @@ def test_encoded_sketch_rows_equal_the_line_by_line_rows(records, max_bytes):
                                               pa.array([r[1] for r in part]), pa.array([r[2] for r in part])],
                                              names=["line", "file", "block"])
 
-    ctx = {"id_field": "id", "text_field": "text", "keep_field": None, "max_bytes": max_bytes, "content": "text",
-           "html": "main", "need_kernel": True, "blocks": blocks, "paths": {"file:/a": "a.jsonl", "file:/b": "b.jsonl"}}
+    # how a line is read is the config's (record_reader(config)); ctx says where the lines are
+    ctx = {"need_kernel": True, "blocks": blocks, "paths": {"file:/a": "a.jsonl", "file:/b": "b.jsonl"}}
     slow = pa.Table.from_batches(list(map_jsonl(batches(), ctx, config))).sort_by("_key").to_pylist()
     fast = pa.Table.from_batches(list(map_jsonl(batches(), {**ctx, "encoded": True}, config)))
     fast = fast.sort_by("_key").to_pylist()
@@ -220,6 +220,52 @@ def test_row_adapter_is_the_local_parquet_reader(tmp_path):
         assert (type(a), a.id, a.ordinal, a.source) == (type(b), b.id, b.ordinal, b.source)
         assert getattr(a, "reason", None) == getattr(b, "reason", None)
         assert getattr(a, "text", None) == getattr(b, "text", None)
+
+
+def test_executors_read_html_records_with_the_reader_of_the_config(tmp_path):
+    """The executors' JSONL rows are read by record_reader(config), the local engine's reader of
+    the same configuration: the HTML of a field extracted, ids and texts from the configured
+    fields, a line over max_bytes skipped, the keep field's value and each page's URL claims as
+    the local reader (neardup.io.read_documents with the same options) gives them."""
+    pa = pytest.importorskip("pyarrow")
+    from neardup.engines.spark.rows import parse_jsonl
+    from neardup.io import read_documents
+    from neardup.stages.survivors import keep_value
+    from neardup.stages.urls import claim_key
+
+    def page(body, canonical=None):
+        link = f'<link rel="canonical" href="{canonical}">' if canonical else ""
+        return f"<html><head><title>t</title>{link}</head><body><nav>menu home about</nav><main><p>{body}</p></main></body></html>"
+
+    story = " ".join(f"word{i} of the story" for i in range(40))
+    rows = [{"url": "https://a.test/story", "page": page(story), "n": 3},
+            {"url": "https://b.test/copy", "page": page(story, "https://a.test/story"), "n": 5},
+            {"url": "https://a.test/long", "page": page("long " * 400), "n": 1},
+            {"page": page("no url at all here"), "n": 2},
+            {"url": "https://a.test/none"}]
+    lines = [orjson.dumps(r) for r in rows]
+    path = str(tmp_path / "pages.jsonl")
+    write_jsonl(path, lines)
+    config = DedupConfig(content="html", text_field="page", id_field="url", keep="field", keep_field="n",
+                         url_field="url", max_bytes=1500)
+    local = list(read_documents([path], content="html", text_field="page", id_field="url", max_bytes=1500,
+                                keep_fields=("n", "url"), claims=True))
+    batch = pa.RecordBatch.from_arrays([pa.array(lines, pa.binary()), pa.array(["file:/p"] * len(lines)),
+                                        pa.array([0] * len(lines))], names=["line", "file", "block"])
+    ctx = {"blocks": {("file:/p", 0): (0, 0)}, "paths": {"file:/p": path}}
+    (recs,) = list(parse_jsonl([batch], ctx, config))
+    assert recs.keys == [d.ordinal for d in local] == list(range(len(rows)))
+    assert recs.ids == [d.id for d in local]
+    assert recs.skips == [getattr(d, "reason", None) for d in local]
+    assert recs.skips[2] == "too_large" and recs.skips[4] == "missing_text"
+    assert recs.texts == [getattr(d, "text", None) for d in local]
+    assert "menu" not in recs.texts[0] and "word39 of the story" in recs.texts[0]  # the main content
+    want_keys = [keep_value(d.meta.get("n")) for d in local if not hasattr(d, "reason")]
+    assert [k for k, skip in zip(recs.keyvals, recs.skips) if skip is None] == want_keys == [3.0, 5.0, 2.0]
+    rules = config.rules_of_urls()
+    assert recs.claim_keys == [None if hasattr(d, "reason") else claim_key(d.meta, rules) for d in local]
+    assert recs.claim_keys[1] is not None  # the copy's canonical link claims the story's URL
+    assert recs.page_urls == ["https://a.test/story", "https://b.test/copy", None, None, None]
 
 
 @pytest.mark.parametrize("cli_args,config,inputs,output", [

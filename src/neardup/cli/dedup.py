@@ -153,7 +153,7 @@ def extraction_of(args) -> str | None:
 
 def run_options_of(args):
     """The run's options beyond its config and output (:class:`neardup.engines.common.RunOptions`),
-    which an engine other than the local one honours or refuses."""
+    which each engine honours or refuses (its ``refusals.refusal``)."""
     from ..engines.common import RunOptions
 
     return RunOptions(inputs=tuple(args.inputs), jobs=args.jobs, in_memory_mb=args.in_memory_mb,
@@ -192,26 +192,12 @@ def dedup_command(args) -> int:
         summary = dedup_paths(args.inputs, args.output, config, master=master_of(options), write_kept=not args.no_kept,
                               output_format=args.output_format)
     else:
-        from ..errors import ConfigError
+        from ..engines.local.refusals import check_config as local_check
         from ..engines.local.run import Deduplicator
         from ..io.write.shards import KeptLayout
 
-        if args.spark_master is not None:
-            raise ConfigError("--spark-master is not supported by the local engine: add --engine spark")
-        if args.ray_address is not None:
-            raise ConfigError("--ray-address is not supported by the local engine: add --engine ray")
-        if args.url_field is not None and args.against is not None:
-            raise ConfigError("--url-field is not supported with --against yet: a URL stored in the index does not "
-                              "make a record its duplicate; run without --against (--save-index stores the canonical "
-                              "URLs, for 'neardup changes' and 'index query --url-field')")
-
-        if args.resume:  # before an index is opened (--save-index creates its file)
-            for flag, given in (("--against", args.against), ("--save-index", args.save_index),
-                                ("--update-index", args.update_index or None)):
-                if given is not None:
-                    raise ConfigError(f"--resume is not supported with {flag}: a run with an index keeps no work "
-                                      "folder (the index must never be written twice); run the command again "
-                                      "without --resume")
+        # before an index is opened (--save-index creates its file)
+        local_check(config, run_options_of(args))
         against, save_index = open_indexes(args, config)
         progress = Progress("dedup", enabled=None if not args.quiet else False)
         import gc

@@ -80,6 +80,41 @@ def test_resume_with_an_index_is_refused_in_one_line(tmp_path):
         assert not (tmp_path / "out" / "summary.json").exists()
 
 
+@pytest.mark.parametrize("flag", ["--save-index", "--against", "--update-index"])
+def test_the_library_gets_the_commands_refusal_of_resume_with_an_index(tmp_path, capsys, flag):
+    """Deduplicator.run refuses ``resume`` with an index as ``neardup dedup --resume`` does, with the
+    same line (the local engine's refusals, asked by both), and writes nothing."""
+    from neardup import DedupConfig, SeenIndex
+    from neardup.cli import main
+    from neardup.engines.against import Against
+    from neardup.engines.local.run import Deduplicator
+    from neardup.errors import ConfigError
+
+    a = write_corpus(tmp_path / "a.jsonl", docs=50)
+    seen, db, out = tmp_path / "seen.db", tmp_path / "new.db", tmp_path / "out"
+    dedup(a, "-o", tmp_path / "first", "--save-index", seen, check=True)
+    cli_args = {"--save-index": ["--save-index", str(db)], "--against": ["--against", str(seen)],
+                "--update-index": ["--against", str(seen), "--update-index"]}[flag]
+    assert main(["dedup", a, "-o", str(out), "-q", "--resume", *cli_args]) == 2
+    said = capsys.readouterr().err.strip()
+    assert len(said.splitlines()) == 1 and "--resume is not supported with " in said, said
+
+    config = DedupConfig()
+    if flag == "--save-index":
+        index = SeenIndex.for_dedup(db, config, store_shingles=config.verify)
+        engine = Deduplicator(config, save_index=index)
+    else:
+        index = SeenIndex.for_dedup(seen, config, create=False)
+        engine = Deduplicator(config, against=Against(index, str(seen), update=flag == "--update-index"))
+    try:
+        with pytest.raises(ConfigError) as refused:
+            engine.run([a], str(out), resume=True)
+    finally:
+        index.close()
+    assert str(refused.value) in said and str(refused.value).startswith("--resume is not supported with ")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("point", ["write", "publish"])
 def test_a_save_index_run_killed_after_writing_the_index_starts_over(tmp_path, point):
     src = write_corpus(tmp_path / "c.jsonl", docs=300)

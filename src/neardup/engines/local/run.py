@@ -37,6 +37,7 @@ import shutil
 import stat
 import tempfile
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -53,10 +54,11 @@ from ...io.write.runfolder import RunFolder, differences, run_identity
 from ...params import IN_MEMORY_MB
 from ...stages import sketch as sketch_stage
 from ...stages.survivors import Outcome
-from ..common import peak_memory_mb, run_summary, stage_table
+from ..common import RunOptions, peak_memory_mb, run_summary, stage_table
 from .clusters import Clustering
 from .disk import work_disk_bound, work_disk_estimate
 from .pairs import CandidatePairs
+from .refusals import check_config
 from .sketching import ReadAndSketch
 from .stages import StageSequence
 
@@ -145,11 +147,13 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         ``layout``: the kept corpus's shards and compression (:class:`neardup.io.write.shards.KeptLayout`);
         ``output_format``: ``clusters`` and ``pairs`` as ``jsonl`` (default) or ``parquet``.
         """
+        given = list(getattr(paths, "paths", paths)) if not isinstance(paths, (str, os.PathLike)) else [paths]
+        # the refusals of `neardup dedup`, in the same words, before anything is read or written
+        check_config(self.config, self.run_options(given, on_error=on_error, resume=resume))
         check_result_format(output_format)
         layout = layout or KeptLayout()
         target = outputs.open_target(output)
         run = RunFolder.for_target(target, self.work_dir)
-        given = list(getattr(paths, "paths", paths)) if not isinstance(paths, (str, os.PathLike)) else [paths]
         identity = run_identity(self.config, given, {"kept": write_kept, "output_format": output_format,
                                                          **layout.as_dict()})
         # the files are listed and their formats sniffed once, before anything is written (a missing
@@ -169,10 +173,8 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         # sketch stage does not hold the signatures and band keys the index takes, and a resumed
         # --save-index/--update-index would write the index twice. (A run with record sources,
         # several inputs or --source-field, saves each record's source with the sketch stage.)
+        # (--resume with an index is refused by check_config above.)
         self._unresumable = self.against is not None or self.save_index is not None
-        if resume and self._unresumable:
-            raise ConfigError("--resume is not supported for a run with an index (--against, --save-index, "
-                              "--update-index): run the command again without --resume")
         if not run.exists():
             self._check_disk(plan, run.path, write_kept)
         self._stage_name = "start"
@@ -187,18 +189,29 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         except OSError as exc:
             failure = self._output_failure(exc, run, target)
             if self._unresumable:
-                run.remove()
+                _discard(run)
             raise failure from exc
         except MemoryError as exc:
             if self._unresumable:
-                run.remove()
+                _discard(run)
             raise self._memory_failure() from exc
         except BaseException:
             if self._unresumable:
-                run.remove()
+                _discard(run)
             raise
-        run.remove()
+        try:
+            run.remove()
+        except OutputError as exc:
+            raise OutputError(f"{output} is complete, but {exc}") from exc
         return summary
+
+    def run_options(self, inputs, *, on_error: str, resume: bool) -> RunOptions:
+        """The options of a run of this engine on ``inputs``, as :mod:`.refusals` judges them."""
+        names = tuple(os.fsdecode(p) if isinstance(p, (str, bytes, os.PathLike)) else str(p) for p in inputs)
+        return RunOptions(inputs=names, on_error=on_error, resume=resume,
+                          against=self.against.label if self.against is not None else None,
+                          save_index=self.save_index.path if self.save_index is not None else None,
+                          update_index=self.against is not None and self.against.update, work_dir=self.work_dir)
 
     def _run_in(self, run, target, plan: RunInputs, write_kept: bool, layout, on_error: str,
                 output_format: str) -> dict:
@@ -407,6 +420,15 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
 
     def _summary(self, outcome: Outcome, stats: dict, kept_info) -> dict:
         return run_summary(outcome, stats, self.config, kept_info=kept_info, jobs=self.jobs, seconds=self.seconds)
+
+
+def _discard(run: RunFolder) -> None:
+    """Remove the work folder of a run that is failing and cannot be resumed; a folder that cannot
+    be removed is warned about, not raised over the failure the run reports."""
+    try:
+        run.remove()
+    except OutputError as exc:
+        warnings.warn(str(exc), RuntimeWarning, stacklevel=2)
 
 
 def _readable_twice(inputs) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ from ..common import RunOptions, input_names, peak_memory_mb, run_summary, stage
 from .driver import Stages, dataframe_stages, dedup_on_driver, frames_summary, jvm_peak_mb, release, spark_info
 from .read import input_files, read_paths
 from .refusals import check_config
+from .rows import keep_field_of
 from .sketching import map_rows, need_kernel, sketch_schema
 from .write import is_remote, write_local, write_remote, write_text
 
@@ -86,7 +88,7 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
     for name, what in ((text_col, "text_col"), (id_col, "id_col"), (order_col, "order_col")):
         if name is not None and name not in cols:
             raise ConfigError(f"{what} {name!r} is not a column of the DataFrame (columns: {df.columns})")
-    kf = config.keep_field if config.keep == "field" else None
+    kf = keep_field_of(config)
     if kf is not None and kf not in cols:
         raise ConfigError(f"keep_field {kf!r} is not a column of the DataFrame (columns: {df.columns})")
 
@@ -121,11 +123,11 @@ def dedup(df: "DataFrame", *, id_col: str | None = "id", text_col: str = "text",
         extras.append("_okey")
     if order_col is None:
         extra_fields.append(T.StructField("_h", T.BinaryType()))
-    ctx = {"id_field": "id", "text_field": text_col, "keep_field": kf, "max_bytes": config.max_bytes,
-           "content": config.content, "html": config.html, "extras": tuple(extras), "text_hash": order_col is None,
-           "need_kernel": need_kernel(config), "url_field": uf,
-           "url_rules": config.rules_of_urls() if urls else None}
-    sk = base.select(*sel).mapInArrow(functools.partial(map_rows, ctx=ctx, config=config),
+    ctx = {"extras": tuple(extras), "text_hash": order_col is None, "need_kernel": need_kernel(config)}
+    # the executors read each row with record_reader(config), as the local reader reads a Parquet
+    # row; the reader names the DataFrame's columns (a skipped record's detail names its text column)
+    reading = dataclasses.replace(config, id_field=id_col or config.id_field, text_field=text_col)
+    sk = base.select(*sel).mapInArrow(functools.partial(map_rows, ctx=ctx, config=reading),
                                       sketch_schema(extra_fields))
     sk = st.checkpoint(sk)
 
@@ -254,7 +256,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     if not is_remote(output):
         os.makedirs(output[5:] if output.startswith("file:") else output, exist_ok=True)
 
-    sk, total, locate = read_paths(spark, fmt, leaves, config, config.id_field, config.text_field, config.max_bytes)
+    sk, total, locate = read_paths(spark, fmt, leaves, config)
     docs = st.checkpoint(sk)
     st.lap("read_and_sketch")
     if is_remote(output):

@@ -8,9 +8,10 @@ import os
 
 from ...config import DedupConfig
 from ...errors import ConfigError, InputError
+from ...io.read import record_reader
 from ..common import input_names
 from .executors import jsonl_lines
-from .rows import local_reader
+from .rows import keep_field_of
 from .sketching import map_jsonl, map_rows, need_kernel, sketch_schema
 
 
@@ -140,17 +141,19 @@ def _uri_map(seen_uris, leaves) -> dict[str, tuple[int, str]]:
     return out
 
 
-def read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, text_field: str, max_bytes):
+def read_paths(spark, fmt: str, leaves, config: DedupConfig):
     """The sketch table of the inputs, keyed by the local reader's ordinals, plus what the kept
-    corpus needs to find the records again."""
+    corpus needs to find the records again. The executors read the records with
+    ``record_reader(config)``, the local engine's reader of the same configuration."""
     from pyspark.sql import functions as F
 
-    kf = config.keep_field if config.keep == "field" else None
+    id_field, text_field = config.id_field, config.text_field
+    kf = keep_field_of(config)
     readable = [(u, leaf) for u, leaf, why in leaves if why is None]
     uris = [u for u, _ in readable]
-    ctx = {"id_field": id_field, "text_field": text_field, "keep_field": kf, "max_bytes": max_bytes,
-           "content": config.content, "html": config.html, "need_kernel": need_kernel(config),
-           "url_field": config.url_field, "url_rules": config.rules_of_urls() if config.url_field else None}
+    # where the records are (blocks, paths, files, added below) and how the executors sketch them;
+    # how a record is read is the config's
+    ctx = {"need_kernel": need_kernel(config)}
     counts: dict = {}
     if fmt == "jsonl":
         frame = _jsonl_frame(spark, uris) if uris else None
@@ -191,7 +194,7 @@ def read_paths(spark, fmt: str, leaves, config: DedupConfig, id_field: str, text
         sk = spark.createDataFrame([], sketch_schema())
     elif fmt == "jsonl":
         # the local engine's JSONL fast path when the driver has it (so the executors must too)
-        encoded = ctx["need_kernel"] and local_reader(ctx).scans_jsonl_blocks()
+        encoded = ctx["need_kernel"] and record_reader(config).scans_jsonl_blocks()
         ctx.update(blocks=blocks, paths=paths, encoded=encoded)
         lines = _jsonl_frame(spark, uris, as_binary=False) if encoded else frame
         sk = lines.mapInArrow(functools.partial(map_jsonl, ctx=ctx, config=config), sketch_schema())

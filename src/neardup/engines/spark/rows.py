@@ -1,11 +1,14 @@
-"""Executor side: the records of a batch of Spark rows, read by the local reader's own rules
-(:class:`neardup.io.read.RecordReader`), with the ordinals the local reader gives them."""
+"""Executor side: the records of a batch of Spark rows, read by the local reader's own rules (the
+reader of the run's configuration, :func:`neardup.io.read.record_reader`, shipped to the
+executors with the config), with the ordinals the local reader gives them."""
 
 from __future__ import annotations
 
 import math
 from typing import Iterator
 
+from ...config import DedupConfig
+from ...io.read import record_reader
 from ...stages.survivors import keep_value
 from ...stages.urls import claim_key, record_key
 
@@ -58,23 +61,14 @@ class Recs:
         return len(self.keys)
 
 
-def local_reader(ctx: dict):
-    from ...io.read import RecordReader
-
-    keep = (ctx["keep_field"],) if ctx.get("keep_field") else ()
-    url_field = ctx.get("url_field")
-    if url_field is not None:  # URL identity: each record's URL and its page's claims, as locally
-        keep += (url_field,)
-    # content="html": the executors extract the text with the local reader's extraction
-    # (neardup.text.html), so both engines see the same text of a page.
-    return RecordReader(id_field=ctx.get("id_field") or "id", text_field=ctx["text_field"], keep_fields=keep,
-                        max_bytes=ctx["max_bytes"], content=ctx.get("content", "text"), html=ctx.get("html", "main"),
-                        claims=url_field is not None)
+def keep_field_of(config: DedupConfig) -> str | None:
+    """The field whose value ``--keep field:NAME`` compares (each record's ``keyval``), or None."""
+    return config.keep_field if config.keep == "field" else None
 
 
-def url_identity(ctx: dict) -> tuple | None:
+def url_identity(config: DedupConfig) -> tuple | None:
     """``(url field, URL rules)`` of a run with URL identity, else None (:class:`Recs`)."""
-    return (ctx["url_field"], ctx["url_rules"]) if ctx.get("url_field") is not None else None
+    return (config.url_field, config.rules_of_urls()) if config.url_field is not None else None
 
 
 def jsonl_record(reader, line: bytes, n: int, src: str):
@@ -107,18 +101,19 @@ def row_meta(kf: str | None, keyval, url_field: str | None, url) -> dict:
     return meta
 
 
-def parse_jsonl(batches, ctx: dict) -> Iterator[Recs]:
+def parse_jsonl(batches, ctx: dict, config: DedupConfig) -> Iterator[Recs]:
     """(line binary, file, block) rows, in file order within each split -> parsed records."""
-    reader = local_reader(ctx)
+    reader = record_reader(config)
     bases = ctx["blocks"]          # (spark file uri, block start) -> (first ordinal, first line - 1)
     paths = ctx["paths"]           # spark file uri -> the path the local reader names
-    kf = ctx.get("keep_field")
+    kf = keep_field_of(config)
+    identity = url_identity(config)
     seen: dict = {}
     for rb in batches:
         lines = rb.column(0).to_pylist()
         files = rb.column(1).to_pylist()
         blocks = rb.column(2).to_pylist()
-        out = Recs(url_identity(ctx))
+        out = Recs(identity)
         for line, f, blk in zip(lines, files, blocks):
             key = (f, blk)
             k = seen.get(key, 0)
@@ -129,13 +124,14 @@ def parse_jsonl(batches, ctx: dict) -> Iterator[Recs]:
         yield out
 
 
-def parse_rows(batches, ctx: dict) -> Iterator[Recs]:
+def parse_rows(batches, ctx: dict, config: DedupConfig) -> Iterator[Recs]:
     """Parquet rows ``(_id, _text, _kf, file, row)`` or DataFrame rows ``(_id, _text, _kf, _key, extras...)``."""
     import pyarrow as pa
 
-    reader = local_reader(ctx)
-    kf = ctx.get("keep_field")
-    url_field = ctx.get("url_field")
+    reader = record_reader(config)
+    kf = keep_field_of(config)
+    url_field = config.url_field
+    identity = url_identity(config)
     files = ctx.get("files")  # parquet: spark uri -> (first ordinal, local path)
     extra_names = ctx.get("extras", ())
     for rb in batches:
@@ -143,7 +139,7 @@ def parse_rows(batches, ctx: dict) -> Iterator[Recs]:
         texts = rb.column(1).to_pylist()
         kvs = rb.column(2).to_pylist()
         urls = rb.column("_url").to_pylist() if "_url" in rb.schema.names else [None] * rb.num_rows
-        out = Recs(url_identity(ctx))
+        out = Recs(identity)
         if files is not None:
             fcol = rb.column(3).to_pylist()
             rows = rb.column(4).to_pylist()

@@ -8,8 +8,9 @@ from typing import Iterator
 import numpy as np
 
 from ...config import DedupConfig
+from ...io.read import record_reader
 from .columns import binary_column, joined_lines
-from .rows import Recs, local_reader, parse_jsonl, parse_rows
+from .rows import Recs, parse_jsonl, parse_rows
 
 
 #: Text handed to the kernel per call inside a task (the local engine's batch size).
@@ -160,7 +161,7 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
     from ...io.documents import EncodedDocuments, Skipped
     from ...stages.sketch import flag_table, sketch_parts
 
-    reader = local_reader(ctx)
+    reader = record_reader(config)
     _require_kernel(config)
     if not reader.scans_jsonl_blocks():
         raise RuntimeError("neardup's compiled JSONL scanner (neardup._jsonl) does not import on this Spark executor, "
@@ -260,11 +261,11 @@ def _sketch_jsonl_encoded(batches, ctx: dict, config: DedupConfig):
 def map_jsonl(batches, ctx, config):
     if ctx.get("encoded"):
         return _sketch_jsonl_encoded(batches, ctx, config)
-    return _sketch_recs(parse_jsonl(batches, ctx), config, ctx.get("need_kernel", False))
+    return _sketch_recs(parse_jsonl(batches, ctx, config), config, ctx.get("need_kernel", False))
 
 
 def map_rows(batches, ctx, config):
-    return _sketch_recs(parse_rows(batches, ctx), config, ctx.get("need_kernel", False))
+    return _sketch_recs(parse_rows(batches, ctx, config), config, ctx.get("need_kernel", False))
 
 
 def need_kernel(config: DedupConfig) -> bool:

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 
 import numpy as np
 import orjson
 
-from ...errors import ConfigError
+from ...errors import ConfigError, OutputError
 from ..read.sources import STDIN_NAMES
 from .outputs import OutputTarget, fsync_dir, naming, write_atomic
 
@@ -185,7 +186,34 @@ class RunFolder:
         return False
 
     def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Remove the folder, or raise :class:`~neardup.errors.OutputError` naming what was left
+        and why (a removal that leaves files behind is never silent).
+
+        The folder is first renamed, in one step, into a new folder beside it: whatever then
+        cannot be removed is never taken for an interrupted run by the next run on this output
+        (which would resume from its stages, or refuse its own options as "other options")."""
+        if not os.path.lexists(self.path):
+            return
+        failures: list[tuple[str, BaseException]] = []
+        try:
+            holder = tempfile.mkdtemp(prefix=f"{os.path.basename(self.path)}.removing-",
+                                      dir=os.path.dirname(self.path) or ".")
+        except OSError:  # (a full disk: the folder is removed where it is)
+            holder = None
+        doomed = self.path
+        if holder is not None:
+            try:
+                os.rename(self.path, os.path.join(holder, "work"))
+                doomed = holder
+            except OSError as exc:
+                failures.append((self.path, exc))
+                _remove_tree(holder, failures)  # (empty)
+        _remove_tree(doomed, failures)
+        left = [p for p in (self.path, holder) if p is not None and os.path.lexists(p)]
+        if left:
+            where, exc = failures[0] if failures else (left[0], OSError("files appeared in it while it was removed"))
+            raise OutputError(f"{left[0]}: the work folder could not be removed ({where}: "
+                              f"{getattr(exc, 'strerror', None) or exc}); remove it by hand")
 
     # --------------------------------------------------------------------------- stages
     def done(self, stage: str) -> bool:
@@ -326,3 +354,15 @@ def _plain(obj):
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     raise TypeError(type(obj).__name__)
+
+
+def _remove_tree(path: str, failures: list) -> None:
+    """``shutil.rmtree(path)``, each entry it cannot remove appended to ``failures`` as
+    ``(path, exception)`` instead of stopping there."""
+    def failed(function, where, exc):
+        failures.append((where, exc if isinstance(exc, BaseException) else exc[1]))
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=failed)
+    else:
+        shutil.rmtree(path, onerror=failed)
