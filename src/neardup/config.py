@@ -5,8 +5,8 @@ One :class:`DedupConfig` drives every engine (local, Spark, the in-process
 recorded with its fingerprint in ``summary.json``.
 
 The other configurations a command fills live here too: the read options every reading command
-shares (:class:`ReadOptions`), a report's (:class:`ReportConfig`, :class:`InputOptions`), and a
-new index's defaults and storage profiles. Beside them, each command-line option that fills one
+shares (:class:`ReadOptions`), a report's (:class:`ReportConfig`, :class:`InputOptions`), and an
+index's (:class:`IndexConfig`, with a new index's defaults and storage profiles). Beside them, each command-line option that fills one
 of their fields is defined once (:class:`Option`, in the ``*_OPTIONS`` tables): the commands make
 their options from these definitions, and only the configurations check a value.
 """
@@ -16,20 +16,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._validate import check_choice, check_float, check_int, check_text
-from .errors import ConfigError
+from .errors import ConfigError, IncompatibleSketchError
 from .lsh.params import Banding
 from .hashing import HASH_NAMES
 from .io.read.reader import CONTENTS
 from .io.read.sniff import FORMATS
-from .params import FAMILIES, FORMAT_VERSION, UNITS, MinHashParams, ShingleParams, config_fingerprint
+from .params import (FAMILIES, FORMAT_VERSION, UNITS, MinHashParams, NormalizeParams, ShingleParams,
+                     config_fingerprint)
 from .stages.candidates import SAMPLES, banding_for
 from .stages.survivors import KEEP_POLICIES
 from .text.html import HTML_MODES
-from .urls import DEFAULT_RULES, UrlRules
+from .urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules
 
 __all__ = ["DedupConfig", "ReadOptions", "ReportConfig", "InputOptions", "METHODS", "MEASURES", "KEEP_POLICIES",
            "DEFAULT_FAMILY", "INPUT_FORMATS", "CONTENTS", "HTML_MODES", "MAX_BYTES", "SAMPLES", "INDEX_DEFAULTS",
-           "INDEX_PROFILES", "ROWS_BELOW", "index_profile", "Option", "READ_OPTIONS", "SHINGLE_OPTIONS",
+           "INDEX_PROFILES", "ROWS_BELOW", "index_profile", "IndexConfig", "DOC_BITS", "ID_KEY_SEED",
+           "URL_KEY_SEED", "LAYOUT_FIELDS", "simhash_blocks", "rules_of", "Option", "READ_OPTIONS", "SHINGLE_OPTIONS",
            "MINHASH_OPTIONS", "DEDUP_OPTIONS", "INDEX_OPTIONS", "REPORT_OPTIONS"]
 
 METHODS = ("minhash", "simhash", "exact", "broder", "greedy")
@@ -96,6 +98,188 @@ INDEX_DEFAULTS = {
     "id_prefixes": True,
     "urls": DEFAULT_RULES,
 }
+
+
+# -- the index's configuration ---------------------------------------------------------------
+# (recorded in every index file, with the constants it records: another value makes old files'
+# postings and keys wrong; neardup.store.schema holds the rest of the file's format)
+
+#: Band postings hold a document number in their low bits: at most this many documents per index.
+DOC_BITS = 28
+#: How the postings are laid out, not what is stored: a file keeps its own (recorded) layout
+#: whatever profile an open names, and the profile's name does not depend on it.
+LAYOUT_FIELDS = ("posting_runs", "rows_below", "fingerprint_runs", "id_keys", "id_prefixes")
+#: The seed of the ids' hash (:func:`neardup.store.ids.id_hashes`; part of the file format: another
+#: seed makes old files' keys wrong).
+ID_KEY_SEED = 0x6E646964
+#: The seed of the canonical URLs' hash (:func:`neardup.store.schema.url_hashes`; part of the file format).
+URL_KEY_SEED = 0x6E6475726C
+
+
+def simhash_blocks(max_distance: int) -> list[int]:
+    """Widths of the ``max_distance + 1`` blocks the 64 bits are cut into (most significant first).
+
+    Two fingerprints within ``max_distance`` bits agree exactly on at least one block
+    (pigeonhole), so a block match finds every neighbour; the distance is then checked.
+    """
+    n = max_distance + 1
+    base, extra = divmod(64, n)
+    return [base + 1 if i < extra else base for i in range(n)]
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Everything that decides what an index stores (:class:`neardup.store.SeenIndex`); recorded in
+    the file (:meth:`as_dict`, with its :meth:`fingerprint`) and checked on every open. Its checks
+    name themselves ``SeenIndex``, the class a caller configures."""
+
+    shingle: ShingleParams
+    minhash: MinHashParams
+    threshold: float
+    containment_threshold: float
+    mod_m: int
+    simhash_max_distance: int
+    store_shingles: bool
+    #: None: the banding policy of every engine for ``threshold`` (:func:`default_banding`)
+    bands: int | None = None
+    rows: int | None = None
+    #: store MinHash signatures (near answers estimated from them; without: from shared bands)
+    signatures: bool = True
+    #: store MOD_m samples (containment answers)
+    containment: bool = False
+    #: band and simhash-block postings in runs of delta-coded blocks (:mod:`neardup.store.runs`) instead of
+    #: one row each (profile ``lean``)
+    posting_runs: bool = False
+    #: with ``posting_runs``: writes of fewer documents than this put their postings in the row
+    #: tables instead (0: every write appends a run, as profile lean does); queries read both
+    rows_below: int = 0
+    #: with ``posting_runs`` (schema 5): the content fingerprints of a bulk write in runs too
+    #: (:data:`neardup.store.runs.KIND_FINGERPRINTS`, the document's ``run_fingerprint`` column) instead of
+    #: the ``docs_fingerprint`` index, whose inserts land on random pages: at a million
+    #: documents that index more than doubled the cost of inserting the docs rows, and every
+    #: batch rewrote a page of it per document in the WAL. Small writes keep ``fingerprint``.
+    fingerprint_runs: bool = False
+    #: (schema 6) ids found through their hash (:mod:`neardup.store.ids`): ``docs.id_key`` and the ``docs_id``
+    #: index for small writes, id runs for bulk writes (with ``posting_runs``); files of 3-5
+    #: (False) through their ``UNIQUE (id, source)`` index
+    id_keys: bool = False
+    #: (schema 6) an id's text up to its last ``/`` stored once in ``id_prefixes`` where other
+    #: ids share it, the ``docs`` row holding the number of the prefix and the rest (:mod:`neardup.store.ids`)
+    id_prefixes: bool = False
+    #: (schema 7) the rules of the canonical URLs whose hashes the file stores (None: files of 3-6,
+    #: which store no URLs)
+    urls: UrlRules | None = None
+
+    def __post_init__(self) -> None:
+        owner = "SeenIndex"
+        for name in ("signatures", "containment", "posting_runs", "fingerprint_runs", "id_keys", "id_prefixes"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"The '{name}' parameter of {owner} must be a bool. "
+                                  f"Got {getattr(self, name)!r} instead.")
+        for name, kind in (("shingle", ShingleParams), ("minhash", MinHashParams)):
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(f"The '{name}' parameter of {owner} must be a {kind.__name__}. "
+                                  f"Got {getattr(self, name)!r} instead.")
+        if self.urls is not None and not isinstance(self.urls, UrlRules):
+            raise ConfigError(f"The 'urls' parameter of {owner} must be a UrlRules or None. "
+                              f"Got {self.urls!r} instead.")
+        check_float("threshold", self.threshold, 0.0, 1.0, owner=owner, closed="neither")
+        check_float("containment_threshold", self.containment_threshold, 0.0, 1.0, owner=owner, closed="right")
+        check_int("mod_m", self.mod_m, 1, 1 << 20, owner=owner)
+        check_int("rows_below", self.rows_below, 0, None, owner=owner)
+        check_int("simhash_max_distance", self.simhash_max_distance, 0, 31, owner=owner,
+                  hint=" Each of the k+1 simhash blocks needs at least 2 bits.")
+        if not isinstance(self.store_shingles, bool):
+            raise ConfigError(f"The 'store_shingles' parameter of {owner} must be a bool. "
+                              f"Got {self.store_shingles!r} instead.")
+        if self.bands is None or self.rows is None:
+            chosen = banding_for(self.threshold, self.minhash.num_perm, bands=self.bands, rows=self.rows)
+            object.__setattr__(self, "bands", chosen.bands)
+            object.__setattr__(self, "rows", chosen.rows)
+        check_int("bands", self.bands, 1, self.minhash.num_perm, owner=owner)
+        check_int("rows", self.rows, 1, self.minhash.num_perm, owner=owner)
+        if self.bands * self.rows > self.minhash.num_perm:
+            raise ConfigError(f"{self.bands} bands x {self.rows} rows need more than num_perm "
+                              f"{self.minhash.num_perm} values")
+
+    def as_dict(self) -> dict:
+        return {
+            # (a file without id keys is in the format of schema 5, or of 4 without fingerprint
+            # runs: it opens as before)
+            "store_format": 7 if self.urls else 6 if self.id_keys else 5 if self.fingerprint_runs else 4,
+            "shingle": self.shingle.as_dict(),
+            "minhash": self.minhash.as_dict(),
+            "lsh": {"threshold": self.threshold, "bands": self.bands, "rows": self.rows},
+            "containment": {"threshold": self.containment_threshold, "sketch": "mod_m", "mod_m": self.mod_m,
+                            "seed": self.minhash.seed, "stored": self.containment},
+            "signatures": {"stored": self.signatures, "bytes_per_value": self.signature_width},
+            "band_postings": {"bucket_bits": 35, "doc_bits": DOC_BITS,
+                              **({"layout": "runs", "block": 128, "fanout": 4} if self.posting_runs else {}),
+                              **({"rows_below": self.rows_below} if self.posting_runs and self.rows_below else {})},
+            "simhash": {"max_distance": self.simhash_max_distance, "blocks": simhash_blocks(self.simhash_max_distance),
+                        "features": "word counts", "feature_hash": self.shingle.hash},
+            "fingerprint": {"hash": "blake2b-64", "of": "normalized text",
+                            **({"layout": "runs"} if self.fingerprint_runs else {})},
+            "store_shingles": self.store_shingles,
+            **({"ids": {"hash": "xxh3-64 of source NUL id", "seed": ID_KEY_SEED, "row_key": "hash >> 32, less 2**31",
+                        **({"layout": "runs", "bucket_bits": 35} if self.posting_runs else {}),
+                        **({"prefixes": "up to the last '/', when shared"} if self.id_prefixes else {})}}
+               if self.id_keys else {}),
+            **({"urls": {"hash": "xxh3-64 of the canonical URL", "seed": URL_KEY_SEED, "rules": self.urls.as_dict(),
+                         **({"layout": "runs", "bucket_bits": 35} if self.posting_runs else {})}}
+               if self.urls else {}),
+        }
+
+    @property
+    def signature_width(self) -> int:
+        """Bytes a stored signature value takes: 2 (the low 16 bits, Li and Konig's b-bit MinHash)
+        when the index stores neither shingle ids nor samples (profile ``default``: estimates
+        only, which two unequal values raise by 2**-16 each); else the whole value, 4 bytes
+        where the family's values fit 32 bits."""
+        if not self.store_shingles and not self.containment:
+            return 2
+        return 4 if self.minhash.family == "mulshift32" else 8
+
+    @property
+    def exact_signatures(self) -> bool:
+        """Whether stored signatures hold whole values (band keys can be computed from them)."""
+        return self.signatures and self.signature_width > 2
+
+    @property
+    def profile(self) -> str:
+        """The name of the profile this configuration stores (``custom`` if none)."""
+        for name, fields in INDEX_PROFILES.items():
+            if all(getattr(self, k) == v for k, v in fields.items() if k not in LAYOUT_FIELDS):
+                return name
+        return "custom"
+
+    def fingerprint(self) -> int:
+        return config_fingerprint(self.as_dict())
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "IndexConfig":
+        s = dict(d["shingle"])
+        s.pop("tokenizer_version", None)
+        s["normalize"] = NormalizeParams(**s["normalize"])
+        return cls(shingle=ShingleParams(**s), minhash=MinHashParams(**d["minhash"]),
+                   threshold=d["lsh"]["threshold"], containment_threshold=d["containment"]["threshold"],
+                   mod_m=d["containment"]["mod_m"], simhash_max_distance=d["simhash"]["max_distance"],
+                   store_shingles=d["store_shingles"], bands=d["lsh"]["bands"], rows=d["lsh"]["rows"],
+                   signatures=d["signatures"]["stored"], containment=d["containment"]["stored"],
+                   posting_runs=d["band_postings"].get("layout") == "runs",
+                   rows_below=d["band_postings"].get("rows_below", 0),
+                   fingerprint_runs=d.get("fingerprint", {}).get("layout") == "runs",
+                   id_keys="ids" in d, id_prefixes="prefixes" in d.get("ids", {}),
+                   urls=rules_of(d["urls"]["rules"]) if "urls" in d else None)
+
+
+def rules_of(recorded: dict) -> UrlRules:
+    """The URL rules recorded in a file's configuration (:meth:`neardup.urls.UrlRules.as_dict`)."""
+    if recorded.get("version") != URL_RULES_VERSION:
+        raise IncompatibleSketchError(f"the index records URL rules of version {recorded.get('version')}, this "
+                                      f"neardup canonicalizes URLs with version {URL_RULES_VERSION}: rebuild the index")
+    return UrlRules(drop_params=tuple(recorded["drop_params"]), fold_www=recorded["fold_www"],
+                    fold_trailing_slash=recorded["fold_trailing_slash"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -434,8 +618,8 @@ REPORT_OPTIONS = _options(
     Option(("--top",), "top", "ReportConfig", "top", kind=int, help="most similar pairs to list (default {default})"),
     Option(("--runs",), "runs", "ReportConfig", "runs", kind=int, help="runs in Figure 1 (default {default})"),
 )
-#: What an index stores and answers (:class:`neardup.store.IndexConfig`, whose checks name
-#: themselves ``SeenIndex``; its shingles and permutations take the options above).
+#: What an index stores and answers (:class:`IndexConfig`, whose checks name themselves
+#: ``SeenIndex``; its shingles and permutations take the options above).
 INDEX_OPTIONS = _options(
     Option(("--threshold",), "threshold", "SeenIndex", "threshold", kind=float,
            help="estimated Jaccard for near-duplicates (default {default})"),

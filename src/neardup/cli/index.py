@@ -17,7 +17,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..config import INDEX_DEFAULTS, INDEX_OPTIONS, MINHASH_OPTIONS, SHINGLE_OPTIONS, index_profile
+from ..config import INDEX_DEFAULTS, INDEX_OPTIONS, MINHASH_OPTIONS, SHINGLE_OPTIONS, IndexConfig, index_profile
 from ..cpus import available_cpus
 from ..io.read.reader import ON_ERROR
 from ._common import add_options, add_record_options, positive_int
@@ -164,7 +164,7 @@ def index_params(args) -> dict:
     """
     import dataclasses
 
-    from ..store.sqlite import IndexConfig, SeenIndex
+    from ..store.sqlite import SeenIndex
 
     stored = SeenIndex.stored_config(args.db)
     base = IndexConfig.from_dict(stored) if stored else IndexConfig(**INDEX_DEFAULTS)
