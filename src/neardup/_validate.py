@@ -41,11 +41,19 @@ def check_float(name: str, value, low: float, high: float, *, owner: str, closed
             owner=owner, name=name, value=value, requirement=f"in {left}{low:g}, {high:g}{right}")
 
 
-def check_choice(name: str, value, choices, *, owner: str) -> None:
+def check_choice(name: str, value, choices, *, owner: str, requirement: str | None = None) -> None:
+    """``requirement``: what the command line says instead of the choices, where its option takes
+    more than their names (``--keep``: ``field:NAME`` beside ``first``)."""
     if value not in choices:
         opts = ", ".join(repr(c) for c in choices)
         raise _fail(f"The '{name}' parameter of {owner} must be one of {opts}. Got {value!r} instead.",
-                    owner=owner, name=name, value=value, requirement=f"one of {opts}")
+                    owner=owner, name=name, value=value, requirement=requirement or f"one of {opts}")
+
+
+def check_bool(name: str, value, *, owner: str) -> None:
+    if not isinstance(value, bool):
+        raise _fail(f"The '{name}' parameter of {owner} must be a bool. Got {value!r} instead.",
+                    owner=owner, name=name, value=value, requirement="true or false")
 
 
 def check_text(name: str, value, *, owner: str, optional: bool = False) -> None:

@@ -6,9 +6,10 @@ recorded with its fingerprint in ``summary.json``.
 
 The other configurations a command fills live here too: the read options every reading command
 shares (:class:`ReadOptions`), a report's (:class:`ReportConfig`, :class:`InputOptions`), and an
-index's (:class:`IndexConfig`, with a new index's defaults and storage profiles). Beside them, each command-line option that fills one
-of their fields is defined once (:class:`Option`, in the ``*_OPTIONS`` tables): the commands make
-their options from these definitions, and only the configurations check a value.
+index's (:class:`IndexConfig`, with a new index's defaults and storage profiles), and how a run
+writes its results (:class:`ResultOptions`). Each tuple of choices is defined once, here or in the
+module that implements it; the command-line options that fill these fields are defined once in
+:mod:`neardup.options`, and only these classes check a value.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from dataclasses import dataclass, field
 from ._validate import check_choice, check_float, check_int, check_text
 from .errors import ConfigError, IncompatibleSketchError
 from .lsh.params import Banding
-from .hashing import HASH_NAMES
 from .io.read.reader import CONTENTS
 from .io.read.sniff import FORMATS
-from .params import (FAMILIES, FORMAT_VERSION, UNITS, MinHashParams, NormalizeParams, ShingleParams,
-                     config_fingerprint)
+from .io.write.results import RESULT_FORMATS
+from .params import FORMAT_VERSION, MinHashParams, NormalizeParams, ShingleParams, config_fingerprint
 from .stages.candidates import SAMPLES, banding_for
 from .stages.survivors import KEEP_POLICIES
 from .text.html import HTML_MODES
@@ -31,16 +31,19 @@ from .urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules
 __all__ = ["DedupConfig", "ReadOptions", "ReportConfig", "InputOptions", "METHODS", "MEASURES", "KEEP_POLICIES",
            "DEFAULT_FAMILY", "INPUT_FORMATS", "CONTENTS", "HTML_MODES", "MAX_BYTES", "SAMPLES", "INDEX_DEFAULTS",
            "INDEX_PROFILES", "ROWS_BELOW", "index_profile", "IndexConfig", "DOC_BITS", "ID_KEY_SEED",
-           "URL_KEY_SEED", "LAYOUT_FIELDS", "simhash_blocks", "rules_of", "Option", "READ_OPTIONS", "SHINGLE_OPTIONS",
-           "MINHASH_OPTIONS", "DEDUP_OPTIONS", "INDEX_OPTIONS", "REPORT_OPTIONS"]
+           "URL_KEY_SEED", "LAYOUT_FIELDS", "simhash_blocks", "rules_of", "RESULT_FORMATS", "ResultOptions",
+           "check_result_format", "KEEP_SYNTAX", "keep_fields"]
 
 METHODS = ("minhash", "simhash", "exact", "broder", "greedy")
-#: (the readers' formats, the extraction's modes and the kinds of text field are the tuples of
-#: the modules that implement them)
+#: (the readers' formats, the extraction's modes, the kinds of text field and the results' formats
+#: are the tuples of the modules that implement them)
 INPUT_FORMATS = ("auto", *FORMATS)
 #: Records larger than this are skipped (``too_large``) unless ``max_bytes`` says otherwise.
 MAX_BYTES = 64 << 20
 MEASURES = ("jaccard", "containment")
+#: ``keep`` as the command line gives it: a policy's name, ``field:NAME`` or ``source:A,B,...``
+#: (:func:`keep_fields`).
+KEEP_SYNTAX = ", ".join(KEEP_POLICIES) + ", field:NAME or source:A,B,..."
 #: The permutation family of every engine and of the index: 32-bit multiply-shift runs eight
 #: lanes per AVX2 register, about four times the rate of 64-bit values (see
 #: :class:`neardup.MinHashParams`), and 32-bit values estimate resemblance as well at 128
@@ -375,9 +378,12 @@ class DedupConfig:
         check_choice("sample", self.sample, SAMPLES, owner="DedupConfig")
         check_int("sample_size", self.sample_size, 1, None, owner="DedupConfig")
         check_choice("measure", self.measure, MEASURES, owner="DedupConfig")
-        check_choice("keep", self.keep, KEEP_POLICIES + ("field", "source"), owner="DedupConfig")
+        check_choice("keep", self.keep, KEEP_POLICIES + ("field", "source"), owner="DedupConfig",
+                     requirement=KEEP_SYNTAX)
         if self.keep == "source" and not self.keep_sources:
-            raise ConfigError("keep='source' needs keep_sources, the sources in order of preference")
+            raise ConfigError("keep='source' needs keep_sources, the sources in order of preference",
+                              owner="DedupConfig", parameter="keep_sources", value=self.keep_sources,
+                              requirement="source:A,B,... naming at least one source")
         check_text("source_field", self.source_field, owner="DedupConfig", optional=True)
         object.__setattr__(self, "keep_sources", tuple(self.keep_sources))
         check_text("url_field", self.url_field, owner="DedupConfig", optional=True)
@@ -387,7 +393,9 @@ class DedupConfig:
         check_float("threshold", self.threshold, 0.0, 1.0, owner="DedupConfig", closed="right")
         check_int("max_distance", self.max_distance, 0, 7, owner="DedupConfig")
         if self.keep == "field" and not self.keep_field:
-            raise ConfigError("keep='field' needs keep_field, the numeric field whose largest value survives")
+            raise ConfigError("keep='field' needs keep_field, the numeric field whose largest value survives",
+                              owner="DedupConfig", parameter="keep_field", value=self.keep_field,
+                              requirement="field:NAME with a field name")
         if self.bands is not None:
             check_int("bands", self.bands, 1, self.minhash.num_perm, owner="DedupConfig")
         if self.rows is not None:
@@ -443,6 +451,40 @@ class DedupConfig:
     def fingerprint(self) -> str:
         """:func:`neardup.params.config_fingerprint` of :meth:`as_dict`, as 16 hex digits."""
         return f"{config_fingerprint(self.as_dict()):016x}"
+
+
+def keep_fields(keep: str) -> dict:
+    """The :class:`DedupConfig` fields of ``keep`` as the command line gives it (:data:`KEEP_SYNTAX`):
+    ``field:NAME`` sets ``keep_field``, ``source:A,B,...`` ``keep_sources``; another value is the
+    policy's name. The configuration checks them."""
+    kind, colon, rest = keep.partition(":")
+    if colon and kind == "field":
+        return {"keep": "field", "keep_field": rest}
+    if colon and kind == "source":
+        return {"keep": "source", "keep_sources": tuple(x for x in rest.split(",") if x)}
+    return {"keep": keep}
+
+
+@dataclass(frozen=True)
+class ResultOptions:
+    """How a run writes its results (``neardup dedup --output-format``; every engine's
+    ``output_format``): ``clusters.*`` and ``pairs.*`` as JSON lines or Parquet."""
+
+    output_format: str = RESULT_FORMATS[0]
+
+    def __post_init__(self) -> None:
+        if self.output_format not in RESULT_FORMATS:
+            # (the engines' message since the option existed: the one check of every entry point)
+            shown = ", ".join(RESULT_FORMATS)
+            raise ConfigError(f"--output-format must be one of {shown}, got {self.output_format!r}",
+                              owner="ResultOptions", parameter="output_format", value=self.output_format,
+                              requirement="one of " + ", ".join(map(repr, RESULT_FORMATS)))
+
+
+def check_result_format(format: str) -> str:
+    """``format`` when :class:`ResultOptions` takes it; else its ConfigError, which every engine
+    gives before any work starts."""
+    return ResultOptions(output_format=format).output_format
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -501,141 +543,3 @@ class InputOptions:
         given = {name: value for name, value in (("text_field", self.text_field), ("content", self.content))
                  if value is not None}
         ReadOptions(format=self.format, id_field=self.id_field, max_bytes=self.max_bytes, **given)
-
-
-@dataclass(frozen=True)
-class Option:
-    """One command-line option and the configuration field it sets, defined once for every
-    command that takes it (:func:`neardup.cli._common.add_options` makes the argparse option).
-
-    ``field`` is the option's place in the configuration whose default it shows (``minhash.num_perm``
-    in a :class:`DedupConfig`, ``num_perm`` of ``minhash`` in an index's); ``owner`` and
-    ``parameter`` name the class and field whose check refuses a bad value (the command line then
-    names the option instead). ``help`` shows the default where it says ``{default}``. A ``bool``
-    option is a switch; ``negate``: the switch turns the field off (``--no-casefold``).
-    """
-
-    flags: tuple
-    field: str
-    owner: str
-    parameter: str
-    help: str
-    kind: type = str
-    choices: tuple | None = None
-    metavar: str | None = None
-    negate: bool = False
-
-    @property
-    def flag(self) -> str:
-        """The flag that error messages name."""
-        return self.flags[0]
-
-    def default_in(self, config):
-        """The option's default: the value of its field in ``config``."""
-        value = config
-        for name in self.field.split("."):
-            value = getattr(value, name) if not isinstance(value, dict) else value[name]
-        return value
-
-
-def _options(*options: Option) -> dict:
-    return {o.field: o for o in options}
-
-
-#: How records are read: ``neardup dedup``, ``changes``, ``plan``, ``index add`` and ``query``,
-#: ``report`` and ``evaluate`` (:class:`ReadOptions`).
-READ_OPTIONS = _options(
-    Option(("--format",), "format", "ReadOptions", "format", choices=INPUT_FORMATS,
-           help="how to read every input (default {default}: each file by its content, its name as a hint)"),
-    Option(("--id-field",), "id_field", "ReadOptions", "id_field",
-           help="JSONL/CSV/Parquet/Arrow field with the record id (default {default})"),
-    Option(("--text-field",), "text_field", "ReadOptions", "text_field",
-           help="JSONL/CSV/Parquet/Arrow field with the text (default {default})"),
-    Option(("--content",), "content", "ReadOptions", "content", choices=CONTENTS,
-           help="what the JSONL/Parquet text field holds (default {default})"),
-    Option(("--html",), "html", "ReadOptions", "html", choices=HTML_MODES,
-           help="HTML to text: main content (default), the whole page, or article (trafilatura)"),
-    Option(("--max-bytes",), "max_bytes", "ReadOptions", "max_bytes", kind=int,
-           help="skip records larger than this (default 64 MiB)"),
-)
-#: The shingles (:class:`neardup.ShingleParams`), for a configuration holding them as ``shingle``.
-SHINGLE_OPTIONS = _options(
-    Option(("-k",), "shingle.k", "ShingleParams", "k", kind=int, help="tokens per shingle (default {default})"),
-    Option(("--unit",), "shingle.unit", "ShingleParams", "unit", choices=UNITS, help="token unit (default {default})"),
-    Option(("--keep-punctuation",), "shingle.normalize.remove_punctuation", "NormalizeParams", "remove_punctuation",
-           kind=bool, negate=True, help="keep punctuation inside tokens"),
-    Option(("--no-casefold",), "shingle.normalize.casefold", "NormalizeParams", "casefold", kind=bool, negate=True,
-           help="keep upper and lower case apart"),
-    Option(("--no-nfkc",), "shingle.normalize.nfkc", "NormalizeParams", "nfkc", kind=bool, negate=True,
-           help="skip Unicode NFKC normalization"),
-    Option(("--shingle-hash",), "shingle.hash", "ShingleParams", "hash", choices=HASH_NAMES,
-           help="shingle ids: xxh3 (default), Rabin fingerprints of 40 or 64 bits (Broder 1997), md5, sha1"),
-)
-#: The permutations (:class:`neardup.MinHashParams`), for a configuration holding them as ``minhash``.
-MINHASH_OPTIONS = _options(
-    Option(("--num-perm",), "minhash.num_perm", "MinHashParams", "num_perm", kind=int,
-           help="hash functions per sketch (default {default})"),
-    Option(("--seed",), "minhash.seed", "MinHashParams", "seed", kind=int,
-           help="seed of the permutations (default {default})"),
-    Option(("--family",), "minhash.family", "MinHashParams", "family", choices=FAMILIES,
-           help="permutation family (default {default})"),
-)
-#: What a dedup run finds (:class:`DedupConfig`; ``--keep`` has its own syntax, in the command).
-DEDUP_OPTIONS = _options(
-    Option(("--method",), "method", "DedupConfig", "method", choices=METHODS,
-           help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
-                "broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts, or "
-                "greedy: their one-pass clustering on the same samples (depends on the input order, "
-                "not verified)"),
-    Option(("--sample-mod",), "sample_mod", "DedupConfig", "sample_mod", kind=int, metavar="M",
-           help="broder: keep the shingle ids divisible by M (default {default}, as in the 1997 experiment)"),
-    Option(("--sample",), "sample", "DedupConfig", "sample", choices=SAMPLES,
-           help="broder, greedy: the sample of each document's shingle ids: mod_m, those divisible by "
-                "--sample-mod (default), or min_s, its --sample-size smallest"),
-    Option(("--sample-size",), "sample_size", "DedupConfig", "sample_size", kind=int, metavar="S",
-           help="broder, greedy with --sample min_s: ids kept per document (default {default})"),
-    Option(("--sample-cap",), "sample_cap", "DedupConfig", "sample_cap", kind=int, metavar="N",
-           help="broder: a sample held by more than N documents gives no pairs (boilerplate; default {default})"),
-    Option(("--threshold",), "threshold", "DedupConfig", "threshold", kind=float,
-           help="similarity at which two documents are duplicates (default {default})"),
-    Option(("--measure",), "measure", "DedupConfig", "measure", choices=MEASURES,
-           help="verify resemblance (default) or containment (either way round)"),
-    Option(("--bands",), "bands", "DedupConfig", "bands", kind=int, help="LSH bands (default: chosen for --threshold)"),
-    Option(("--rows",), "rows", "DedupConfig", "rows", kind=int, help="LSH rows per band (default: chosen)"),
-    Option(("--max-distance",), "max_distance", "DedupConfig", "max_distance", kind=int,
-           help="simhash: largest Hamming distance (0-7, default {default})"),
-    Option(("--no-verify",), "verify", "DedupConfig", "verify", kind=bool, negate=True,
-           help="trust LSH candidates without exact verification (faster, admits false pairs)"),
-)
-#: What a report measures (:class:`ReportConfig`).
-REPORT_OPTIONS = _options(
-    Option(("--sample",), "sample", "ReportConfig", "sample", kind=int,
-           help="pairs of pages to measure exactly (default {default}; all pairs when there are fewer)"),
-    Option(("--threshold",), "threshold", "ReportConfig", "threshold", kind=float,
-           help="Jaccard at or above which pages are near-duplicates (default {default})"),
-    Option(("--boilerplate-fraction",), "boilerplate_fraction", "ReportConfig", "boilerplate_fraction", kind=float,
-           help="a shingle on more than this fraction of the pages is boilerplate (default {default})"),
-    Option(("--top",), "top", "ReportConfig", "top", kind=int, help="most similar pairs to list (default {default})"),
-    Option(("--runs",), "runs", "ReportConfig", "runs", kind=int, help="runs in Figure 1 (default {default})"),
-)
-#: What an index stores and answers (:class:`IndexConfig`, whose checks name themselves
-#: ``SeenIndex``; its shingles and permutations take the options above).
-INDEX_OPTIONS = _options(
-    Option(("--threshold",), "threshold", "SeenIndex", "threshold", kind=float,
-           help="estimated Jaccard for near-duplicates (default {default})"),
-    Option(("--containment-threshold",), "containment_threshold", "SeenIndex", "containment_threshold", kind=float,
-           help="containment for contains/contained_in (default {default})"),
-    Option(("--mod-m",), "mod_m", "SeenIndex", "mod_m", kind=int,
-           help="containment sample: shingles whose hash is divisible by m (default {default})"),
-    Option(("--max-distance",), "simhash_max_distance", "SeenIndex", "simhash_max_distance", kind=int,
-           help="simhash neighbours within this many bits (0-31, default {default})"),
-    Option(("--store-shingles",), "store_shingles", "SeenIndex", "store_shingles", kind=bool,
-           help="store shingle ids, for exact Jaccard and containment in answers"),
-    Option(("--profile",), "profile", "SeenIndex", "profile", choices=tuple(INDEX_PROFILES),
-           help="what a new index stores: default (signatures, band postings, simhash blocks, "
-                "fingerprints: about 0.7 kB a document), lean (no signatures: near answers estimated from "
-                "the shared bands; postings in delta-coded runs: about 0.2 kB a document), full (also "
-                "MOD_m samples for containment answers)"),
-    Option(("--containment",), "containment", "SeenIndex", "containment", kind=bool,
-           help="store MOD_m samples (contains/contained_in answers); part of --profile full"),
-)

@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
+from ._validate import check_bool
 from .errors import ConfigError
 
 __all__ = ["URL_RULES_VERSION", "TRACKING_PARAMS", "UrlRules", "DEFAULT_RULES", "canonical_url", "url_key", "surt"]
@@ -79,10 +80,15 @@ class UrlRules:
 
     def __post_init__(self) -> None:
         if isinstance(self.drop_params, str):
-            raise ConfigError("The 'drop_params' parameter of UrlRules must be a sequence of names, not a str")
+            raise ConfigError("The 'drop_params' parameter of UrlRules must be a sequence of names, not a str",
+                              owner="UrlRules", parameter="drop_params", value=self.drop_params,
+                              requirement="names separated by commas")
         names = tuple(str(p).lower() for p in self.drop_params)
         if any(not p for p in names):
-            raise ConfigError("The 'drop_params' parameter of UrlRules holds an empty name")
+            raise ConfigError("The 'drop_params' parameter of UrlRules holds an empty name", owner="UrlRules",
+                              parameter="drop_params", value=self.drop_params, requirement="non-empty names")
+        check_bool("fold_www", self.fold_www, owner="UrlRules")
+        check_bool("fold_trailing_slash", self.fold_trailing_slash, owner="UrlRules")
         object.__setattr__(self, "drop_params", names)
         exact = frozenset(p for p in names if not any(c in p for c in "*?["))
         object.__setattr__(self, "_exact", exact)

@@ -418,7 +418,7 @@ def test_the_read_options_are_part_of_the_configuration():
 
 @pytest.mark.parametrize("engine", ["local", "spark", "ray"])
 def test_every_engine_refuses_a_bad_output_format_alike_before_any_work(tmp_path, engine):
-    """The one check of --output-format (io.write.check_result_format) in each entry point: the same
+    """The one check of --output-format (config.ResultOptions) in each entry point: the same
     message, and neither a runtime started nor an output folder made."""
     from neardup.errors import ConfigError
 

@@ -6,9 +6,11 @@ import argparse
 import json
 import sys
 
-from ..config import MINHASH_OPTIONS, READ_OPTIONS, SHINGLE_OPTIONS, ReadOptions
+from ..config import DedupConfig, ReadOptions
 from ..errors import ConfigError, InputError
 from ..io.read.reader import ON_ERROR
+from ..options import MINHASH_OPTIONS, READ_OPTIONS, SHINGLE_OPTIONS, URL_OPTIONS
+from ..urls import DEFAULT_RULES, UrlRules
 
 
 def read_text(path: str, *, stdin_used: list[bool] | None = None) -> str:
@@ -55,7 +57,7 @@ def expanded_inputs(args, name: str = "inputs") -> list[str]:
 
 
 def add_options(container, options, defaults, *, given_only: bool = False, helps: dict | None = None) -> None:
-    """Add the argparse options of ``options`` (:class:`neardup.config.Option` definitions) to
+    """Add the argparse options of ``options`` (:class:`neardup.options.Option` definitions) to
     ``container`` (a parser or a group of one), each showing its default from ``defaults`` (the
     configuration the command fills, or a dict of its parts).
 
@@ -78,7 +80,8 @@ def add_options(container, options, defaults, *, given_only: bool = False, helps
             metavar = option.metavar or ("{" + ",".join(option.choices) + "}" if option.choices else None)
             container.add_argument(*option.flags, type=_CONVERTERS[option.kind](option.flag), metavar=metavar,
                                    default=None if given_only else option.default_in(defaults), help=text)
-        flags[(option.owner, option.parameter)] = option.flag
+        for parameter in (option.parameter, *option.also):
+            flags[(option.owner, parameter)] = option.flag
     container.set_defaults(option_flags=flags)
 
 
@@ -116,7 +119,14 @@ def _text(flag: str):
     return None  # argparse keeps the text as given
 
 
-_CONVERTERS = {int: _whole_number, float: _number, str: _text}
+def _names(flag: str):
+    def parse(value: str) -> tuple:
+        return tuple(x.strip() for x in value.split(",") if x.strip())  # '' : none
+
+    return parse
+
+
+_CONVERTERS = {int: _whole_number, float: _number, str: _text, tuple: _names}
 
 
 def add_record_options(io, *, fields=READ_OPTIONS) -> None:
@@ -251,24 +261,31 @@ def minhash_params_from(args):
     return MinHashParams(num_perm=args.num_perm, seed=args.seed, family=args.family)
 
 
-_URL_FIELD_HELP = ("JSONL/CSV/Parquet/Arrow field with the record's URL (default: the WARC target URI, else the "
-                   "'url' field when present)")
+def add_url_options(g, field_help: str | None = None) -> None:
+    """``--url-field`` and the URL rules' options (:class:`neardup.urls.UrlRules`), ``field_help``
+    the command's help of ``--url-field``. A rule's option left out is None: the rules' default,
+    or those an index records."""
+    add_options(g, URL_OPTIONS.values(), {"url_field": None, "url_rules": DEFAULT_RULES}, given_only=True,
+                helps={"url_field": field_help} if field_help else None)
 
 
-def add_url_options(g, field_help: str = _URL_FIELD_HELP) -> None:
-    """``--url-field`` and the URL rules' options (:class:`neardup.urls.UrlRules`)."""
-    g.add_argument("--url-field", default=None, metavar="NAME", help=field_help)
-    g.add_argument("--drop-params", default=None, metavar="A,B,...",
-                   help="query parameters dropped from URLs (names, * as a wildcard; '' keeps them all); default: "
-                        "utm_*, click ids (gclid, fbclid, msclkid, ...) and session ids (see docs/urls.md)")
-    g.add_argument("--fold-www", action="store_true", help="www.example.com is example.com (off by default)")
-    g.add_argument("--fold-trailing-slash", action="store_true",
-                   help="/docs/ is /docs (off by default: some servers answer them differently)")
+def check_url_field(args) -> None:
+    """``--url-field`` of a command that reads URLs without a run's configuration (``changes``,
+    ``index add`` and ``query``), checked as a run's (:attr:`neardup.config.DedupConfig.url_field`)."""
+    if getattr(args, "url_field", None) is not None:
+        DedupConfig(url_field=args.url_field)
+
+
+def url_rules_given(args) -> bool:
+    """Whether the command line gives a URL rule's option."""
+    return any(getattr(args, name, None) is not None for name in _URL_RULES)
 
 
 def url_rules_from(args):
-    from ..urls import TRACKING_PARAMS, UrlRules
+    """The :class:`neardup.urls.UrlRules` of the command line (which checks them; its defaults for
+    the options left out)."""
+    return UrlRules(**{name: getattr(args, name) for name in _URL_RULES if getattr(args, name, None) is not None})
 
-    params = TRACKING_PARAMS if args.drop_params is None else tuple(x.strip() for x in args.drop_params.split(",")
-                                                                      if x.strip())
-    return UrlRules(drop_params=params, fold_www=args.fold_www, fold_trailing_slash=args.fold_trailing_slash)
+
+#: The URL rules' fields that an option sets (``url_rules.fold_www``: ``args.fold_www``).
+_URL_RULES = tuple(o.parameter for o in URL_OPTIONS.values() if o.owner == "UrlRules")

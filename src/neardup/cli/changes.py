@@ -6,10 +6,12 @@ import dataclasses
 import sys
 import time
 
-from ..config import DEDUP_OPTIONS, DedupConfig
+from ..config import DedupConfig
 from ..io.read.reader import ON_ERROR
+from ..options import DEDUP_OPTIONS
 from ._common import (add_minhash_options, add_options, add_record_options, add_shingle_options, add_url_options,
-                      minhash_params_from, positive_int, shingle_params_from, url_rules_from)
+                      check_url_field, minhash_params_from, positive_int, shingle_params_from, url_rules_from,
+                      url_rules_given)
 
 
 def register(sub) -> None:
@@ -57,6 +59,7 @@ def changes_command(args) -> int:
                          threshold=args.threshold, measure=args.measure, format=args.format, id_field=args.id_field,
                          text_field=args.text_field, content=args.content, html=args.html, max_bytes=args.max_bytes)
     config = dataclasses.replace(config, extraction=extractor_id(config.html))
+    check_url_field(args)
     old, new = expand_inputs([args.old], None), expand_inputs([args.new], None)
     from ..io.write.outputs import is_url
 
@@ -81,10 +84,9 @@ def changes_command(args) -> int:
         from ..engines.changes_index import detect_changes_since_index
 
         # (the URL rules are the index's own: rules given must equal them)
-        given = args.drop_params is not None or args.fold_www or args.fold_trailing_slash
         summary = detect_changes_since_index(old[0], new, args.output, config, url_field=args.url_field, jobs=jobs,
                                              top=args.top, on_error=args.on_error,
-                                             rules=url_rules_from(args) if given else None)
+                                             rules=url_rules_from(args) if url_rules_given(args) else None)
     else:
         summary = detect_changes(old, new, args.output, config, url_field=args.url_field, rules=url_rules_from(args),
                                  jobs=jobs, top=args.top, on_error=args.on_error)

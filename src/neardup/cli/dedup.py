@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..config import DEDUP_OPTIONS, KEEP_POLICIES, DedupConfig
+from ..config import DedupConfig, ResultOptions, keep_fields
+from ..options import DEDUP_OPTIONS, RESULT_OPTIONS, SOURCE_OPTIONS
 from ..params import IN_MEMORY_MB
 from ._common import (add_error_options, add_input_list_options, add_minhash_options, add_options, add_record_options,
                       add_shingle_options, add_url_options, expanded_inputs, minhash_params_from, positive_int,
@@ -45,14 +46,8 @@ def add_dedup_options(p) -> None:
     """The options of a dedup run (all but its inputs, --output, --resume and --work-dir): ``neardup
     plan`` takes the same ones, so that what it predicts is the run these options make."""
     add_options(p, DEDUP_OPTIONS.values(), DedupConfig())
-    p.add_argument("--keep", default="first", metavar="POLICY",
-                   help="survivor of each cluster: first (default), longest, shortest, field:NAME "
-                        "(the largest value of a numeric field), or source:A,B,... (records of source A first, "
-                        "then B, ..., then the first record)")
     inc = p.add_argument_group("sources and index")
-    inc.add_argument("--source-field", default=None, metavar="NAME",
-                     help="JSONL/Parquet field naming each record's source (default: the input it came from, "
-                          "when there are several); ids need only be unique within a source")
+    add_options(inc, SOURCE_OPTIONS.values(), DedupConfig())
     inc.add_argument("--save-index", default=None, metavar="DB",
                      help="write the run's sketched records into the index DB (created if missing), from the "
                           "sketches the run made, for later runs --against it; with --url-field, each record's "
@@ -84,9 +79,7 @@ def add_dedup_options(p) -> None:
                           "Ray runtime of --jobs CPUs)")
     run.add_argument("--jobs", "-j", type=positive_int("--jobs"), default=None, help="threads (default: the CPUs this process may use, from its affinity and cgroup quota)")
     run.add_argument("--no-kept", action="store_true", help="do not write the kept corpus")
-    run.add_argument("--output-format", choices=["jsonl", "parquet"], default="jsonl",
-                     help="clusters and pairs as clusters.jsonl and pairs.jsonl (default) or .parquet, with either "
-                          "engine (the kept corpus keeps the input's format)")
+    add_options(run, RESULT_OPTIONS.values(), ResultOptions())
     run.add_argument("--in-memory-mb", type=positive_int("--in-memory-mb", minimum=0), default=None, metavar="MB",
                      help="shingle ids and signatures held in memory up to this many MB; the rest spill to the "
                           f"run's work folder, memory-mapped (default {IN_MEMORY_MB})")
@@ -104,29 +97,14 @@ def add_dedup_options(p) -> None:
 def config_from(args, *, extraction: bool = True):
     """The run's :class:`~neardup.config.DedupConfig`, which checks every option that fills it;
     ``extraction=False`` leaves out the HTML extraction, which needs the inputs' formats."""
-    from ..errors import ConfigError
-
-    keep, keep_field, keep_sources = args.keep, None, ()
-    if keep.startswith("field:"):
-        keep, keep_field = "field", keep.split(":", 1)[1]
-        if not keep_field:
-            raise ConfigError("--keep field:NAME needs a field name")
-    elif keep.startswith("source:"):
-        keep_sources = tuple(x for x in keep.split(":", 1)[1].split(",") if x)
-        if not keep_sources:
-            raise ConfigError("--keep source:A,B,... needs at least one source")
-        keep = "source"
-    elif keep not in KEEP_POLICIES:
-        raise ConfigError(f"--keep must be first, longest, shortest, field:NAME or source:A,B,..., got {keep!r}")
     return DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args), method=args.method,
                        threshold=args.threshold, measure=args.measure, bands=args.bands, rows=args.rows,
-                       max_distance=args.max_distance, keep=keep, keep_field=keep_field, verify=not args.no_verify,
+                       max_distance=args.max_distance, **keep_fields(args.keep), verify=not args.no_verify,
                        format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
                        html=args.html, max_bytes=args.max_bytes,
                        extraction=extraction_of(args) if extraction else None,
                        sample_mod=args.sample_mod, sample_cap=args.sample_cap, sample=args.sample,
                        sample_size=args.sample_size, source_field=getattr(args, "source_field", None),
-                       keep_sources=keep_sources if keep == "source" else (),
                        url_field=getattr(args, "url_field", None),
                        url_rules=url_rules_from(args) if getattr(args, "url_field", None) else None)
 
@@ -166,6 +144,7 @@ def run_options_of(args):
 def dedup_command(args) -> int:
     from ..progress import Progress
 
+    ResultOptions(output_format=args.output_format)
     args.inputs = expanded_inputs(args)
     config_from(args, extraction=False)  # every option checked before an input is read
     if args.engine == "local":

@@ -17,10 +17,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..config import INDEX_DEFAULTS, INDEX_OPTIONS, MINHASH_OPTIONS, SHINGLE_OPTIONS, IndexConfig, index_profile
+from ..config import INDEX_DEFAULTS, IndexConfig, index_profile
+from ..options import INDEX_OPTIONS, MINHASH_OPTIONS, SHINGLE_OPTIONS
 from ..cpus import available_cpus
 from ..io.read.reader import ON_ERROR
-from ._common import add_options, add_record_options, positive_int
+from ._common import add_options, add_record_options, positive_int, url_rules_from, url_rules_given
 
 EXIT_SEEN = 1
 
@@ -185,10 +186,7 @@ def index_params(args) -> dict:
                         ("containment", getattr(args, "containment", None))):
         if value is not None:
             out[name] = value
-    if getattr(args, "drop_params", None) is not None or getattr(args, "fold_www", False) or \
-            getattr(args, "fold_trailing_slash", False):
-        from ._common import url_rules_from
-
+    if url_rules_given(args):
         out["url_rules"] = url_rules_from(args)
     # checked now, before an input is read or an index file made (the index checks them on open)
     if "profile" in out:
@@ -200,9 +198,10 @@ def index_params(args) -> dict:
 
 def _check_options(args) -> None:
     """Every option that a configuration takes, checked by it before anything is read or made."""
-    from ._common import read_options_from
+    from ._common import check_url_field, read_options_from
 
     read_options_from(args)
+    check_url_field(args)
     index_params(args)
 
 

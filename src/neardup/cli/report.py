@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from ..config import READ_OPTIONS, REPORT_OPTIONS, InputOptions, ReportConfig
+from ..config import InputOptions, ReportConfig
+from ..options import READ_OPTIONS, REPORT_OPTIONS
 from ..cpus import available_cpus
 from ._common import add_minhash_options, add_options, add_shingle_options, positive_int, shingle_params_from
 

@@ -42,11 +42,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ...config import DedupConfig
+from ...config import DedupConfig, check_result_format
 from ...cpus import available_cpus
 from ...errors import ConfigError, OutputError, RunMemoryError
 from ...io.read import InputPlan, InputReport, plan_inputs, read_plan, record_reader
-from ...io.write import check_result_format, KeptLayout, write_clusters, write_pairs
+from ...io.write import KeptLayout, write_clusters, write_pairs
 from ...io.write import write_kept as write_kept_records
 from ...io.write import outputs
 from ...io.write.checkpoints import reached

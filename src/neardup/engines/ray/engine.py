@@ -34,7 +34,7 @@ from collections import Counter
 
 import numpy as np
 
-from ...config import DedupConfig
+from ...config import DedupConfig, check_result_format
 from ...errors import ConfigError, require
 from ..common import RunOptions, input_names
 from . import components as cc
@@ -506,7 +506,7 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, add
     folder belongs to other inputs or options)."""
     require("ray", "ray")
     from ...io import write_kept as write_kept_records
-    from ...io.write import check_result_format, write_clusters, write_pairs
+    from ...io.write import write_clusters, write_pairs
     from ..common import peak_memory_mb, run_summary, stage_table
 
     paths = list(input_names(inputs))

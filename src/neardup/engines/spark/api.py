@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...config import DedupConfig
+from ...config import DedupConfig, check_result_format
 from ...errors import ConfigError, require
 from ..common import RunOptions, input_names, peak_memory_mb, run_summary, stage_table
 from .driver import Stages, dataframe_stages, dedup_on_driver, frames_summary, jvm_peak_mb, release, spark_info
@@ -239,7 +239,6 @@ def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, mas
     Parquet input the original columns and ``ordinal``.
     """
     require("pyspark", "spark")
-    from ...io.write import check_result_format
     from .session import _environment_provides_master, get_session
 
     output = os.fspath(output)

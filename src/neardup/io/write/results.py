@@ -9,23 +9,22 @@ import os
 import numpy as np
 import orjson
 
-from ...errors import ConfigError, require
+from ...errors import require
 from . import result_lines
 
-__all__ = ["RESULT_FORMATS", "check_result_format", "write_clusters", "write_pairs"]
+__all__ = ["RESULT_FORMATS", "write_clusters", "write_pairs"]
 
 
-#: The formats of ``clusters.*`` and ``pairs.*``.
+#: The formats of ``clusters.*`` and ``pairs.*`` (checked by :class:`neardup.config.ResultOptions`,
+#: before any work starts).
 RESULT_FORMATS = ("jsonl", "parquet")
 _RESULT_BATCH_ROWS = 4096
 
 
-def check_result_format(format: str) -> str:
-    """``format`` when it is one of :data:`RESULT_FORMATS`; else the ConfigError that every engine
-    gives for a bad ``--output-format``, before any work starts."""
-    if format not in RESULT_FORMATS:
-        raise ConfigError(f"--output-format must be one of {', '.join(RESULT_FORMATS)}, got {format!r}")
-    return format
+def _file_name(kind: str, format: str) -> str:
+    if format not in RESULT_FORMATS:  # (the engines refuse it first: a caller's mistake)
+        raise ValueError(f"no {kind} file of format {format!r}")
+    return f"{kind}.{format}"
 
 
 def _cluster_rows(outcome, urls: dict):
@@ -55,7 +54,7 @@ def write_clusters(out_dir: str, outcome, *, format: str = "jsonl", urls: dict |
     ``duplicate_of_source`` when the records carry sources; ``url`` by ordinal from ``urls``).
     ``outcome`` has those as attributes, sequences indexed by ordinal
     (:class:`neardup.stages.survivors.Outcome`). Returns the path."""
-    path = os.path.join(out_dir, f"clusters.{check_result_format(format)}")
+    path = os.path.join(out_dir, _file_name("clusters", format))
     urls = urls or {}
     if format == "parquet":
         pa = require("pyarrow", "io")
@@ -90,7 +89,7 @@ def write_pairs(out_dir: str, rows, *, format: str = "jsonl") -> str:
     estimate)`` (ids, and similarities rounded to 6 places) in the order given. ``rows`` may also
     be an object whose iteration gives those tuples and whose ``jsonl_chunks()`` gives the same
     lines as bytes (:meth:`neardup.engines.common.VerifiedPairs.lines`). Returns the path."""
-    path = os.path.join(out_dir, f"pairs.{check_result_format(format)}")
+    path = os.path.join(out_dir, _file_name("pairs", format))
     if format == "parquet":
         pa = require("pyarrow", "io")
         pq = require("pyarrow.parquet", "io")
