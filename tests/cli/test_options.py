@@ -1,4 +1,4 @@
-"""The command-line options made from the configurations' definitions (neardup.config.Option):
+"""The command-line options made from the configurations' definitions (neardup.options.Option):
 each has its definition's default and choices, the choices are the configuration's own tuples,
 and a bad value is refused by the configuration, in one line naming the option, exit status 2."""
 
@@ -10,23 +10,29 @@ import pathlib
 
 import pytest
 
-from neardup import config
+from neardup import config, options
 from neardup.cli import build_parser, main
-from neardup.cli._common import option_error
+from neardup.cli._common import option_error, url_rules_from
 from neardup.errors import ConfigError
 from neardup.hashing import HASH_NAMES
 from neardup.io.read.reader import ON_ERROR
+from neardup.io.write import RESULT_FORMATS
 from neardup.params import FAMILIES, UNITS, MinHashParams, ShingleParams
+from neardup.stages.survivors import KEEP_POLICIES
+from neardup.urls import DEFAULT_RULES, TRACKING_PARAMS, UrlRules
 
-TABLES = (config.READ_OPTIONS, config.SHINGLE_OPTIONS, config.MINHASH_OPTIONS, config.DEDUP_OPTIONS,
-          config.INDEX_OPTIONS, config.REPORT_OPTIONS)
-DEFINITIONS = {(o.owner, o.parameter): o for table in TABLES for o in table.values()}
+TABLES = (options.READ_OPTIONS, options.SHINGLE_OPTIONS, options.MINHASH_OPTIONS, options.DEDUP_OPTIONS,
+          options.SOURCE_OPTIONS, options.URL_OPTIONS, options.RESULT_OPTIONS, options.INDEX_OPTIONS,
+          options.REPORT_OPTIONS)
+DEFINITIONS = {(o.owner, p): o for table in TABLES for o in table.values() for p in (o.parameter, *o.also)}
+#: Options left out are None in every command: the URL rules' defaults, or those an index records.
+GIVEN_ONLY = set(options.URL_OPTIONS.values())
 
 # (sub-command path, the configuration whose defaults the options show, that of the read options,
 # whether the other options left out are None: an index's recorded values apply)
 COMMANDS = [
-    (("dedup",), config.DedupConfig(), config.ReadOptions(), False),
-    (("plan",), config.DedupConfig(), config.ReadOptions(), False),
+    (("dedup",), {**vars(config.DedupConfig()), **vars(config.ResultOptions())}, config.ReadOptions(), False),
+    (("plan",), {**vars(config.DedupConfig()), **vars(config.ResultOptions())}, config.ReadOptions(), False),
     (("changes",), config.DedupConfig(), config.ReadOptions(), False),
     (("report",), config.ReportConfig(), config.InputOptions(), False),
     (("compare",), {"shingle": ShingleParams(), "minhash": MinHashParams()}, None, False),
@@ -57,32 +63,37 @@ def test_generated_options_have_their_definitions_defaults_and_choices(path, def
         action = actions[flag]
         assert action.option_strings == list(option.flags)
         read = option.owner == "ReadOptions"
+        given = given_only or option in GIVEN_ONLY
         if option.kind is bool:
-            assert action.const is True and action.default is (None if given_only else False)
-        elif given_only and not read:
+            assert action.const is True and action.default is (None if given else False)
+        elif given and not read:
             assert action.default is None, flag
         else:
             assert action.default == option.default_in(read_defaults if read else defaults), flag
         if "{default}" in option.help:
             shown = option.default_in(read_defaults if read else defaults)
             if shown is not None:  # (None: the command says what it does instead)
-                assert f"default {shown}" in action.help, (flag, action.help)
+                assert f"default {shown}" in action.help or f"{shown} (default)" in action.help, (flag, action.help)
         assert action.choices is None  # the configuration checks the value, not argparse
         if option.choices:
             assert action.metavar == "{" + ",".join(option.choices) + "}"
 
 
 def test_the_choices_are_the_configurations_tuples():
-    assert config.READ_OPTIONS["html"].choices is config.HTML_MODES
-    assert config.READ_OPTIONS["format"].choices is config.INPUT_FORMATS
-    assert config.READ_OPTIONS["content"].choices is config.CONTENTS
-    assert config.SHINGLE_OPTIONS["shingle.unit"].choices is UNITS
-    assert config.SHINGLE_OPTIONS["shingle.hash"].choices is HASH_NAMES
-    assert config.MINHASH_OPTIONS["minhash.family"].choices is FAMILIES
-    assert config.DEDUP_OPTIONS["method"].choices is config.METHODS
-    assert config.DEDUP_OPTIONS["measure"].choices is config.MEASURES
-    assert config.DEDUP_OPTIONS["sample"].choices is config.SAMPLES
-    assert config.INDEX_OPTIONS["profile"].choices == tuple(config.INDEX_PROFILES)
+    assert options.READ_OPTIONS["html"].choices is config.HTML_MODES
+    assert options.READ_OPTIONS["format"].choices is config.INPUT_FORMATS
+    assert options.READ_OPTIONS["content"].choices is config.CONTENTS
+    assert options.SHINGLE_OPTIONS["shingle.unit"].choices is UNITS
+    assert options.SHINGLE_OPTIONS["shingle.hash"].choices is HASH_NAMES
+    assert options.MINHASH_OPTIONS["minhash.family"].choices is FAMILIES
+    assert options.DEDUP_OPTIONS["method"].choices is config.METHODS
+    assert options.DEDUP_OPTIONS["measure"].choices is config.MEASURES
+    assert options.DEDUP_OPTIONS["sample"].choices is config.SAMPLES
+    assert options.INDEX_OPTIONS["profile"].choices == tuple(config.INDEX_PROFILES)
+    assert options.RESULT_OPTIONS["output_format"].choices is RESULT_FORMATS is config.RESULT_FORMATS
+    assert config.KEEP_POLICIES is KEEP_POLICIES
+    assert options.DEDUP_OPTIONS["keep"].help.startswith("survivor of each cluster: {default} (default), "
+                                                         + ", ".join(KEEP_POLICIES[1:]) + ", field:NAME")
 
 
 def test_no_choice_tuple_is_written_again_in_the_commands():
@@ -90,7 +101,8 @@ def test_no_choice_tuple_is_written_again_in_the_commands():
     configuration's tuple appear in their source."""
     sources = {p.name: p.read_text() for p in pathlib.Path(config.__file__).parent.joinpath("cli").glob("*.py")}
     for choices in (config.HTML_MODES, config.CONTENTS, config.METHODS, config.MEASURES, config.SAMPLES, UNITS,
-                    FAMILIES, HASH_NAMES, config.INPUT_FORMATS[4:], tuple(config.INDEX_PROFILES), ON_ERROR):
+                    FAMILIES, HASH_NAMES, config.INPUT_FORMATS[4:], tuple(config.INDEX_PROFILES), ON_ERROR,
+                    RESULT_FORMATS, KEEP_POLICIES):
         for quote in ('"', "'"):
             pair = f"{quote}{choices[0]}{quote}, {quote}{choices[1]}{quote}"
             for name, text in sources.items():
@@ -133,8 +145,20 @@ BAD = [
     (["dedup", "{in}", "-o", "{out}", "--content", "pdf"], "--content must be one of 'text', 'html', got 'pdf'"),
     (["dedup", "{in}", "-o", "{out}", "--max-bytes", "0"], "--max-bytes must be at least 1, got 0"),
     (["dedup", "{in}", "-o", "{out}", "--id-field", ""], "--id-field must be a non-empty name, got ''"),
+    (["dedup", "{in}", "-o", "{out}", "--output-format", "csv"],
+     "--output-format must be one of 'jsonl', 'parquet', got 'csv'"),
+    (["dedup", "{in}", "-o", "{out}", "--keep", "biggest"],
+     "--keep must be first, longest, shortest, field:NAME or source:A,B,..., got 'biggest'"),
+    (["dedup", "{in}", "-o", "{out}", "--keep", "field:"], "--keep must be field:NAME with a field name, got ''"),
+    (["dedup", "{in}", "-o", "{out}", "--keep", "source:,"],
+     "--keep must be source:A,B,... naming at least one source, got ()"),
+    (["dedup", "{in}", "-o", "{out}", "--source-field", ""], "--source-field must be a non-empty name, got ''"),
+    (["dedup", "{in}", "-o", "{out}", "--url-field", ""], "--url-field must be a non-empty name, got ''"),
+    (["plan", "{in}", "--output-format", "csv"], "--output-format must be one of 'jsonl', 'parquet', got 'csv'"),
+    (["plan", "{in}", "--keep", "field:"], "--keep must be field:NAME with a field name, got ''"),
     (["plan", "{in}", "--num-perm", "0"], "--num-perm must be at least 1, got 0"),
     (["changes", "{in}", "{in}", "-o", "{out}", "--threshold", "1.5"], "--threshold must be in (0, 1], got 1.5"),
+    (["changes", "{in}", "{in}", "-o", "{out}", "--url-field", ""], "--url-field must be a non-empty name, got ''"),
     (["changes", "{in}", "{in}", "-o", "{out}", "--html", "body"],
      "--html must be one of 'main', 'whole', 'article', got 'body'"),
     (["report", "{in}", "-o", "{out}", "--boilerplate-fraction", "1"],
@@ -157,6 +181,8 @@ BAD = [
     (["index", "add", "--db", "{db}", "{in}", "--seed", "-1"], "--seed must be at least 0, got -1"),
     (["index", "add", "--db", "{db}", "{in}", "--format", "xml"],
      "--format must be one of 'auto', 'jsonl', 'parquet', 'arrow', 'csv', 'tsv', 'warc', 'html', 'text', got 'xml'"),
+    (["index", "add", "--db", "{db}", "{in}", "--url-field", ""], "--url-field must be a non-empty name, got ''"),
+    (["index", "query", "--db", "{db}", "{in}", "--url-field", ""], "--url-field must be a non-empty name, got ''"),
     (["index", "query", "--db", "{db}", "{in}", "--html", "body"],
      "--html must be one of 'main', 'whole', 'article', got 'body'"),
 ]
@@ -191,7 +217,10 @@ def refusals(path):
     flags = subparser(path).get_default("option_flags")
     for key, flag in flags.items():
         option = DEFINITIONS[key]
-        if option.choices:
+        if option is options.DEDUP_OPTIONS["keep"]:
+            if key[1] == "keep":  # (once: keep_field and keep_sources are its fields too)
+                yield flag, "nope", f"{flag} must be {config.KEEP_SYNTAX}, got 'nope'"
+        elif option.choices:
             yield flag, "nope", f"{flag} must be one of {', '.join(map(repr, option.choices))}, got 'nope'"
         elif option.kind is int:  # every count, seed and distance is 0 or more
             yield flag, "-5", f"{flag} must be at least "
@@ -235,3 +264,46 @@ def test_an_error_of_a_field_the_command_does_not_set_is_left_as_it_is():
     args = argparse.Namespace(option_flags={("MinHashParams", "num_perm"): "--num-perm"})
     assert option_error(exc, args) == str(exc)
     assert option_error(ConfigError("no input"), args) == "no input"
+
+
+@pytest.mark.parametrize("keep, fields", [
+    ("first", {"keep": "first"}), ("longest", {"keep": "longest"}), ("shortest", {"keep": "shortest"}),
+    ("field:score", {"keep": "field", "keep_field": "score"}),
+    ("source:b,a", {"keep": "source", "keep_sources": ("b", "a")}),
+    ("source:b,,a,", {"keep": "source", "keep_sources": ("b", "a")}),
+    ("biggest", {"keep": "biggest"}),  # (refused by the configuration, not by the parse)
+])
+def test_keep_parses_into_the_configurations_fields(keep, fields):
+    assert config.keep_fields(keep) == fields
+
+
+@pytest.mark.parametrize("argv, rules", [
+    ([], DEFAULT_RULES),
+    (["--drop-params", ""], UrlRules(drop_params=())),
+    (["--drop-params", "a, B,,c*"], UrlRules(drop_params=("a", "b", "c*"))),
+    (["--fold-www"], UrlRules(fold_www=True)),
+    (["--fold-trailing-slash", "--drop-params", "x"], UrlRules(drop_params=("x",), fold_trailing_slash=True)),
+])
+@pytest.mark.parametrize("path", [("dedup",), ("changes",), ("index", "add")], ids=" ".join)
+def test_the_url_rules_options_make_the_rules_their_class_checks(path, argv, rules):
+    run = RUNS[path]
+    args = build_parser().parse_args([a.format(**{"in": "x", "out": "o", "db": "d"}) for a in run] + argv)
+    assert url_rules_from(args) == rules
+    assert DEFAULT_RULES.drop_params == TRACKING_PARAMS
+
+
+def test_the_url_rules_refuse_a_bad_value_in_the_one_message_format():
+    with pytest.raises(ConfigError) as caught:
+        UrlRules(fold_www="yes")
+    assert (caught.value.owner, caught.value.parameter) == ("UrlRules", "fold_www")
+    assert str(caught.value) == "The 'fold_www' parameter of UrlRules must be a bool. Got 'yes' instead."
+    with pytest.raises(ConfigError) as caught:
+        UrlRules(drop_params="utm_source")
+    assert (caught.value.owner, caught.value.parameter) == ("UrlRules", "drop_params")
+
+
+def test_output_format_is_checked_by_its_options_class_with_the_engines_message():
+    assert config.check_result_format("parquet") == "parquet"
+    with pytest.raises(ConfigError, match=r"^--output-format must be one of jsonl, parquet, got 'csv'$") as caught:
+        config.ResultOptions(output_format="csv")
+    assert (caught.value.owner, caught.value.parameter) == ("ResultOptions", "output_format")

@@ -96,7 +96,9 @@ def add_dedup_options(p) -> None:
 
 def config_from(args, *, extraction: bool = True):
     """The run's :class:`~neardup.config.DedupConfig`, which checks every option that fills it;
-    ``extraction=False`` leaves out the HTML extraction, which needs the inputs' formats."""
+    ``extraction=False`` leaves out the HTML extraction, which needs the inputs' formats. The
+    results' options (:class:`~neardup.config.ResultOptions`) are checked too."""
+    ResultOptions(output_format=args.output_format)
     return DedupConfig(shingle=shingle_params_from(args), minhash=minhash_params_from(args), method=args.method,
                        threshold=args.threshold, measure=args.measure, bands=args.bands, rows=args.rows,
                        max_distance=args.max_distance, **keep_fields(args.keep), verify=not args.no_verify,
@@ -144,7 +146,6 @@ def run_options_of(args):
 def dedup_command(args) -> int:
     from ..progress import Progress
 
-    ResultOptions(output_format=args.output_format)
     args.inputs = expanded_inputs(args)
     config_from(args, extraction=False)  # every option checked before an input is read
     if args.engine == "local":
