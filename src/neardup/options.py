@@ -16,7 +16,7 @@ from .config import (CONTENTS, HTML_MODES, INDEX_PROFILES, INPUT_FORMATS, KEEP_P
 from .hashing import HASH_NAMES
 from .params import FAMILIES, UNITS
 
-__all__ = ["Option", "READ_OPTIONS", "SHINGLE_OPTIONS", "MINHASH_OPTIONS", "DEDUP_OPTIONS", "SOURCE_OPTIONS",
+__all__ = ["Option", "option_table", "READ_OPTIONS", "SHINGLE_OPTIONS", "MINHASH_OPTIONS", "DEDUP_OPTIONS", "SOURCE_OPTIONS",
            "URL_OPTIONS", "RESULT_OPTIONS", "INDEX_OPTIONS", "REPORT_OPTIONS"]
 
 
@@ -58,13 +58,14 @@ class Option:
         return value
 
 
-def _options(*options: Option) -> dict:
+def option_table(*options: Option) -> dict:
+    """The definitions by field, in order."""
     return {o.field: o for o in options}
 
 
 #: How records are read: ``neardup dedup``, ``changes``, ``plan``, ``index add`` and ``query``,
 #: ``report`` and ``evaluate`` (:class:`~neardup.config.ReadOptions`).
-READ_OPTIONS = _options(
+READ_OPTIONS = option_table(
     Option(("--format",), "format", "ReadOptions", "format", choices=INPUT_FORMATS,
            help="how to read every input (default {default}: each file by its content, its name as a hint)"),
     Option(("--id-field",), "id_field", "ReadOptions", "id_field",
@@ -79,7 +80,7 @@ READ_OPTIONS = _options(
            help="skip records larger than this (default 64 MiB)"),
 )
 #: The shingles (:class:`neardup.ShingleParams`), for a configuration holding them as ``shingle``.
-SHINGLE_OPTIONS = _options(
+SHINGLE_OPTIONS = option_table(
     Option(("-k",), "shingle.k", "ShingleParams", "k", kind=int, help="tokens per shingle (default {default})"),
     Option(("--unit",), "shingle.unit", "ShingleParams", "unit", choices=UNITS, help="token unit (default {default})"),
     Option(("--keep-punctuation",), "shingle.normalize.remove_punctuation", "NormalizeParams", "remove_punctuation",
@@ -92,7 +93,7 @@ SHINGLE_OPTIONS = _options(
            help="shingle ids: xxh3 (default), Rabin fingerprints of 40 or 64 bits (Broder 1997), md5, sha1"),
 )
 #: The permutations (:class:`neardup.MinHashParams`), for a configuration holding them as ``minhash``.
-MINHASH_OPTIONS = _options(
+MINHASH_OPTIONS = option_table(
     Option(("--num-perm",), "minhash.num_perm", "MinHashParams", "num_perm", kind=int,
            help="hash functions per sketch (default {default})"),
     Option(("--seed",), "minhash.seed", "MinHashParams", "seed", kind=int,
@@ -102,7 +103,7 @@ MINHASH_OPTIONS = _options(
 )
 #: What a dedup run finds (:class:`~neardup.config.DedupConfig`; ``--keep`` has its own syntax,
 #: :data:`neardup.config.KEEP_SYNTAX`).
-DEDUP_OPTIONS = _options(
+DEDUP_OPTIONS = option_table(
     Option(("--method",), "method", "DedupConfig", "method", choices=METHODS,
            help="minhash + LSH (default), simhash with a Hamming-distance index, exact fingerprints only, "
                 "broder: Broder et al. 1997's sampled shingles (MOD_m) and shared-sample counts, or "
@@ -134,14 +135,14 @@ DEDUP_OPTIONS = _options(
                   "first, then B, ..., then the first record)"),
 )
 #: Where records come from (:class:`~neardup.config.DedupConfig`).
-SOURCE_OPTIONS = _options(
+SOURCE_OPTIONS = option_table(
     Option(("--source-field",), "source_field", "DedupConfig", "source_field", metavar="NAME",
            help="JSONL/Parquet field naming each record's source (default: the input it came from, when there "
                 "are several); ids need only be unique within a source"),
 )
 #: URL identity: the field of a record's URL (:class:`~neardup.config.DedupConfig`) and the rules of
 #: the canonical form (:class:`neardup.urls.UrlRules`, which checks them; held as ``url_rules``).
-URL_OPTIONS = _options(
+URL_OPTIONS = option_table(
     Option(("--url-field",), "url_field", "DedupConfig", "url_field", metavar="NAME",
            help="JSONL/CSV/Parquet/Arrow field with the record's URL (default: the WARC target URI, else the "
                 "'url' field when present)"),
@@ -154,13 +155,13 @@ URL_OPTIONS = _options(
            help="/docs/ is /docs (off by default: some servers answer them differently)"),
 )
 #: How a run writes its results (:class:`~neardup.config.ResultOptions`).
-RESULT_OPTIONS = _options(
+RESULT_OPTIONS = option_table(
     Option(("--output-format",), "output_format", "ResultOptions", "output_format", choices=RESULT_FORMATS,
            help="clusters and pairs as clusters.jsonl and pairs.jsonl (default) or .parquet, with either engine "
                 "(the kept corpus keeps the input's format)"),
 )
 #: What a report measures (:class:`~neardup.config.ReportConfig`).
-REPORT_OPTIONS = _options(
+REPORT_OPTIONS = option_table(
     Option(("--sample",), "sample", "ReportConfig", "sample", kind=int,
            help="pairs of pages to measure exactly (default {default}; all pairs when there are fewer)"),
     Option(("--threshold",), "threshold", "ReportConfig", "threshold", kind=float,
@@ -172,7 +173,7 @@ REPORT_OPTIONS = _options(
 )
 #: What an index stores and answers (:class:`~neardup.config.IndexConfig`, whose checks name themselves
 #: ``SeenIndex``; its shingles and permutations take the options above).
-INDEX_OPTIONS = _options(
+INDEX_OPTIONS = option_table(
     Option(("--threshold",), "threshold", "SeenIndex", "threshold", kind=float,
            help="estimated Jaccard for near-duplicates (default {default})"),
     Option(("--containment-threshold",), "containment_threshold", "SeenIndex", "containment_threshold", kind=float,

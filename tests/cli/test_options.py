@@ -18,15 +18,18 @@ from neardup.hashing import HASH_NAMES
 from neardup.io.read.reader import ON_ERROR
 from neardup.io.write import RESULT_FORMATS
 from neardup.params import FAMILIES, UNITS, MinHashParams, ShingleParams
+from neardup.service.settings import LOG_LEVELS, SERVE_OPTIONS, SERVE_SETTINGS, ServerOptions, Settings
 from neardup.stages.survivors import KEEP_POLICIES
 from neardup.urls import DEFAULT_RULES, TRACKING_PARAMS, UrlRules
 
 TABLES = (options.READ_OPTIONS, options.SHINGLE_OPTIONS, options.MINHASH_OPTIONS, options.DEDUP_OPTIONS,
           options.SOURCE_OPTIONS, options.URL_OPTIONS, options.RESULT_OPTIONS, options.INDEX_OPTIONS,
-          options.REPORT_OPTIONS)
+          options.REPORT_OPTIONS, SERVE_OPTIONS)
 DEFINITIONS = {(o.owner, p): o for table in TABLES for o in table.values() for p in (o.parameter, *o.also)}
 #: Options left out are None in every command: the URL rules' defaults, or those an index records.
 GIVEN_ONLY = set(options.URL_OPTIONS.values())
+#: ``neardup serve``'s own options show the defaults of the app's settings under it and the server's.
+SERVE_DEFAULTS = {"settings": SERVE_SETTINGS, "server": ServerOptions()}
 
 # (sub-command path, the configuration whose defaults the options show, that of the read options,
 # whether the other options left out are None: an index's recorded values apply)
@@ -63,16 +66,19 @@ def test_generated_options_have_their_definitions_defaults_and_choices(path, def
         action = actions[flag]
         assert action.option_strings == list(option.flags)
         read = option.owner == "ReadOptions"
-        given = given_only or option in GIVEN_ONLY
+        serve = option in SERVE_OPTIONS.values()
+        given = (given_only and not serve) or option in GIVEN_ONLY
+        shown_in = SERVE_DEFAULTS if serve else defaults
         if option.kind is bool:
             assert action.const is True and action.default is (None if given else False)
         elif given and not read:
             assert action.default is None, flag
         else:
-            assert action.default == option.default_in(read_defaults if read else defaults), flag
+            assert action.default == option.default_in(read_defaults if read else shown_in), flag
         if "{default}" in option.help:
-            shown = option.default_in(read_defaults if read else defaults)
+            shown = option.default_in(read_defaults if read else shown_in)
             if shown is not None:  # (None: the command says what it does instead)
+                shown = f"{shown:g}" if isinstance(shown, float) else shown  # (30, not 30.0)
                 assert f"default {shown}" in action.help or f"{shown} (default)" in action.help, (flag, action.help)
         assert action.choices is None  # the configuration checks the value, not argparse
         if option.choices:
@@ -90,6 +96,7 @@ def test_the_choices_are_the_configurations_tuples():
     assert options.DEDUP_OPTIONS["measure"].choices is config.MEASURES
     assert options.DEDUP_OPTIONS["sample"].choices is config.SAMPLES
     assert options.INDEX_OPTIONS["profile"].choices == tuple(config.INDEX_PROFILES)
+    assert SERVE_OPTIONS["server.log_level"].choices is LOG_LEVELS
     assert options.RESULT_OPTIONS["output_format"].choices is RESULT_FORMATS is config.RESULT_FORMATS
     assert config.KEEP_POLICIES is KEEP_POLICIES
     assert options.DEDUP_OPTIONS["keep"].help.startswith("survivor of each cluster: {default} (default), "
@@ -102,7 +109,7 @@ def test_no_choice_tuple_is_written_again_in_the_commands():
     sources = {p.name: p.read_text() for p in pathlib.Path(config.__file__).parent.joinpath("cli").glob("*.py")}
     for choices in (config.HTML_MODES, config.CONTENTS, config.METHODS, config.MEASURES, config.SAMPLES, UNITS,
                     FAMILIES, HASH_NAMES, config.INPUT_FORMATS[4:], tuple(config.INDEX_PROFILES), ON_ERROR,
-                    RESULT_FORMATS, KEEP_POLICIES):
+                    RESULT_FORMATS, KEEP_POLICIES, LOG_LEVELS):
         for quote in ('"', "'"):
             pair = f"{quote}{choices[0]}{quote}, {quote}{choices[1]}{quote}"
             for name, text in sources.items():
@@ -183,6 +190,16 @@ BAD = [
      "--format must be one of 'auto', 'jsonl', 'parquet', 'arrow', 'csv', 'tsv', 'warc', 'html', 'text', got 'xml'"),
     (["index", "add", "--db", "{db}", "{in}", "--url-field", ""], "--url-field must be a non-empty name, got ''"),
     (["index", "query", "--db", "{db}", "{in}", "--url-field", ""], "--url-field must be a non-empty name, got ''"),
+    (["serve", "--db", "{db}", "--port", "70000"], "--port must be at most 65535, got 70000"),
+    (["serve", "--db", "{db}", "--max-batch", "0"], "--max-batch must be at least 1, got 0"),
+    (["serve", "--db", "{db}", "--max-body-bytes", "0"], "--max-body-bytes must be at least 1, got 0"),
+    (["serve", "--db", "{db}", "--request-timeout", "0"], "--request-timeout must be in (0, inf), got 0.0"),
+    (["serve", "--db", "{db}", "--header-timeout", "-1"], "--header-timeout must be in (0, inf), got -1.0"),
+    (["serve", "--db", "{db}", "--limit-concurrency", "0"], "--limit-concurrency must be at least 1, got 0"),
+    (["serve", "--db", "{db}", "--workers", "0"], "--workers must be at least 1, got 0"),
+    (["serve", "--db", "{db}", "--batch-processes", "-1"], "--batch-processes must be at least 0, got -1"),
+    (["serve", "--db", "{db}", "--log-level", "loud"],
+     "--log-level must be one of 'critical', 'error', 'warning', 'info', 'debug', got 'loud'"),
     (["index", "query", "--db", "{db}", "{in}", "--html", "body"],
      "--html must be one of 'main', 'whole', 'article', got 'body'"),
 ]
@@ -307,3 +324,13 @@ def test_output_format_is_checked_by_its_options_class_with_the_engines_message(
     with pytest.raises(ConfigError, match=r"^--output-format must be one of jsonl, parquet, got 'csv'$") as caught:
         config.ResultOptions(output_format="csv")
     assert (caught.value.owner, caught.value.parameter) == ("ResultOptions", "output_format")
+
+
+def test_the_service_settings_check_what_the_command_line_checked_before():
+    for name in ("max_body_bytes", "max_batch"):
+        with pytest.raises(ConfigError) as caught:
+            Settings(**{name: 0})
+        assert (caught.value.owner, caught.value.parameter, caught.value.requirement) == ("create_app", name,
+                                                                                          "at least 1")
+    assert SERVE_SETTINGS == Settings(batch_processes=1)
+    ServerOptions(port=0)  # (any free port)

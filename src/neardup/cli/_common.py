@@ -70,7 +70,7 @@ def add_options(container, options, defaults, *, given_only: bool = False, helps
     for option in options:
         text = (helps or {}).get(option.field, option.help)
         if "{default}" in text:
-            text = text.replace("{default}", str(option.default_in(defaults)))
+            text = text.replace("{default}", shown_default(option.default_in(defaults)))
         if option.kind is bool:
             if given_only:
                 container.add_argument(*option.flags, action="store_const", const=True, default=None, help=text)
@@ -83,6 +83,11 @@ def add_options(container, options, defaults, *, given_only: bool = False, helps
         for parameter in (option.parameter, *option.also):
             flags[(option.owner, parameter)] = option.flag
     container.set_defaults(option_flags=flags)
+
+
+def shown_default(value) -> str:
+    """A default as a help shows it: a float as it is written (30, 0.8)."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def option_error(exc: Exception, args) -> str:

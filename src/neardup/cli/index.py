@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..config import INDEX_DEFAULTS, IndexConfig, index_profile
 from ..options import INDEX_OPTIONS, MINHASH_OPTIONS, SHINGLE_OPTIONS
+from ..service.settings import SERVE_OPTIONS, SERVE_SETTINGS, ServerOptions, Settings
 from ..cpus import available_cpus
 from ..io.read.reader import ON_ERROR
 from ._common import add_options, add_record_options, positive_int, url_rules_from, url_rules_given
@@ -91,38 +92,24 @@ def register(sub) -> None:
                                    "/healthz; OpenAPI schema at /openapi.json. Creates the index if missing.")
     _db(v)
     v.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    v.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+
+    def serve_options(*fields):
+        add_options(v, [SERVE_OPTIONS[f] for f in fields], {"settings": SERVE_SETTINGS, "server": ServerOptions()})
+
+    serve_options("server.port")
     v.add_argument("--token-file", metavar="F",
                    help="file holding the bearer token every request but /healthz must carry")
-    v.add_argument("--max-body-bytes", type=positive_int("--max-body-bytes"), default=32 << 20,
-                   help="largest request body (default 32 MiB)")
-    v.add_argument("--max-batch", type=positive_int("--max-batch"), default=1000,
-                   help="most documents per request (default 1000)")
-    v.add_argument("--max-document-chars", type=positive_int("--max-document-chars"), default=1 << 20,
-                   help="longest document text, in characters, also after NFKC normalization (default 1048576)")
-    v.add_argument("--max-document-tokens", type=positive_int("--max-document-tokens"), default=200_000,
-                   help="most word tokens in one document (default 200000)")
-    v.add_argument("--request-timeout", type=float, default=30.0, metavar="S",
-                   help="seconds a request may queue and work once its body has arrived, then 503 (default 30)")
-    v.add_argument("--body-timeout", type=float, default=30.0, metavar="S",
-                   help="seconds for a request body to arrive, then 408 and the connection closed (default 30)")
-    v.add_argument("--header-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds for a request's headers to arrive, then the connection is closed (default 10)")
-    v.add_argument("--limit-concurrency", type=positive_int("--limit-concurrency"), default=256, metavar="N",
-                   help="most open connections and requests in progress per server process; more get 503 "
-                        "(default 256)")
-    v.add_argument("--batch-processes", type=positive_int("--batch-processes", minimum=0), default=1, metavar="N",
-                   help="child processes, at a lower CPU priority, that run batches and HTML requests so that "
-                        "they do not hold the server's GIL (default 1; 0: in the server's threads)")
+    serve_options("settings.max_body_bytes", "settings.max_batch", "settings.max_document_chars",
+                  "settings.max_document_tokens", "settings.request_timeout", "settings.body_timeout",
+                  "server.header_timeout", "server.limit_concurrency", "settings.batch_processes")
     add_record_options(v, fields=("html",))
-    v.add_argument("--workers", type=positive_int("--workers"), default=1,
-                   help="server processes (default 1); more use more cores, each with its own connections")
+    serve_options("server.workers")
     v.add_argument("--fsync", action="store_true", help="fsync every commit (survives power loss)")
     v.add_argument("--no-resident", action="store_true",
                    help="do not keep the index file mapped in memory (by default the server maps the whole "
                         "file, so that its pages stay cached; costs the file's size in page cache)")
     v.add_argument("--access-log", action="store_true", help="log every request")
-    v.add_argument("--log-level", choices=["critical", "error", "warning", "info", "debug"], default="info")
+    serve_options("server.log_level")
     _index_options(v)
     v.set_defaults(handler=serve_command, jobs=1)
 
@@ -496,15 +483,23 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _serve_fields(args, part: str) -> dict:
+    """The fields of ``part`` (``settings``: :class:`~neardup.service.settings.Settings`, ``server``:
+    :class:`~neardup.service.settings.ServerOptions`) that ``neardup serve``'s options set."""
+    return {o.parameter: getattr(args, o.parameter) for f, o in SERVE_OPTIONS.items() if f.startswith(part + ".")}
+
+
 def serve_command(args) -> int:
     from ..errors import ConfigError, require
 
     _check_options(args)
+    # the app's settings and the server's options, checked before anything is opened
+    settings = _serve_fields(args, "settings")
+    Settings(**settings)
+    ServerOptions(**_serve_fields(args, "server"))
     uvicorn = require("uvicorn", "service")
     from ..service import create_app
 
-    if not 0 <= args.port <= 65535:
-        raise ConfigError(f"--port must be in [0, 65535], got {args.port}")
     token = None
     if args.token_file:
         with open(args.token_file, encoding="utf-8") as fh:
@@ -514,17 +509,12 @@ def serve_command(args) -> int:
     elif not _is_loopback(args.host):
         print(f"neardup: warning: listening on {args.host} without --token-file: anyone who can reach port "
               f"{args.port} can read and change the index", file=sys.stderr)
-    for name in ("request_timeout", "body_timeout", "header_timeout"):
-        if not getattr(args, name) > 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be a positive number of seconds, "
-                              f"got {getattr(args, name)}")
     synchronous = "full" if args.fsync else "normal"
     index = _open(args, create=True, synchronous=synchronous)
     from ..service.app import protocol_with_header_timeout
 
-    limits = dict(max_document_chars=args.max_document_chars, max_document_tokens=args.max_document_tokens,
-                  request_timeout=args.request_timeout, body_timeout=args.body_timeout,
-                  batch_processes=args.batch_processes)
+    # (max_document_chars, max_document_tokens, request_timeout, body_timeout, batch_processes)
+    limits = {k: v for k, v in settings.items() if k not in ("max_body_bytes", "max_batch")}
     # limit_concurrency: past N connections and requests, uvicorn answers 503 at once instead
     # of taking more work (memory stays bounded); the header deadline frees the connections
     # that slow clients hold.

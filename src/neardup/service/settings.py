@@ -1,16 +1,20 @@
-"""The service's settings: the defaults, and :class:`Settings`, the options of
-:func:`~neardup.service.app.create_app` checked once."""
+"""The service's settings: the defaults, :class:`Settings`, the options of
+:func:`~neardup.service.app.create_app` checked once, :class:`ServerOptions`, how ``neardup serve``
+runs the app, and the definitions of the command-line options that fill them
+(:data:`SERVE_OPTIONS`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._validate import check_float, check_int
+from .._validate import check_choice, check_float, check_int
 from ..errors import ConfigError
+from ..options import Option, option_table
 
-__all__ = ["Settings", "SERVE_ENV", "MAX_ID_LENGTH", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_BATCH",
-           "DEFAULT_MAX_DOCUMENT_CHARS", "DEFAULT_MAX_DOCUMENT_TOKENS", "DEFAULT_REQUEST_TIMEOUT",
-           "DEFAULT_BODY_TIMEOUT", "DEFAULT_HEADER_TIMEOUT", "DEFAULT_WORK_THREADS"]
+__all__ = ["Settings", "ServerOptions", "SERVE_SETTINGS", "SERVE_OPTIONS", "LOG_LEVELS", "SERVE_ENV",
+           "MAX_ID_LENGTH", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_BATCH", "DEFAULT_MAX_DOCUMENT_CHARS",
+           "DEFAULT_MAX_DOCUMENT_TOKENS", "DEFAULT_REQUEST_TIMEOUT", "DEFAULT_BODY_TIMEOUT", "DEFAULT_HEADER_TIMEOUT",
+           "DEFAULT_WORK_THREADS"]
 
 DEFAULT_MAX_BODY_BYTES = 32 << 20
 DEFAULT_MAX_BATCH = 1000
@@ -81,9 +85,72 @@ class Settings:
     def __post_init__(self):
         if self.token is not None and not self.token:
             raise ConfigError("the service token must not be empty")
+        check_int("max_body_bytes", self.max_body_bytes, 1, None, owner="create_app")
+        check_int("max_batch", self.max_batch, 1, None, owner="create_app")
         check_int("max_document_chars", self.max_document_chars, 1, None, owner="create_app")
         check_int("max_document_tokens", self.max_document_tokens, 1, None, owner="create_app")
         check_int("work_threads", self.work_threads, 1, 1024, owner="create_app")
         check_int("batch_processes", self.batch_processes, 0, 1024, owner="create_app")
         check_float("request_timeout", self.request_timeout, 0.0, float("inf"), closed="neither", owner="create_app")
         check_float("body_timeout", self.body_timeout, 0.0, float("inf"), closed="neither", owner="create_app")
+
+
+#: uvicorn's log levels (``neardup serve --log-level``).
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How ``neardup serve`` runs the app with uvicorn, checked: the ``port`` it listens on,
+    ``header_timeout`` (seconds for a request's headers to arrive:
+    :func:`~neardup.service.guard.protocol_with_header_timeout`), ``limit_concurrency`` (open
+    connections and requests in progress per server process; more get 503), ``workers`` (server
+    processes) and ``log_level``."""
+
+    port: int = 8000
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    limit_concurrency: int = 256
+    workers: int = 1
+    log_level: str = "info"
+
+    def __post_init__(self) -> None:
+        check_int("port", self.port, 0, 65535, owner="ServerOptions")
+        check_float("header_timeout", self.header_timeout, 0.0, float("inf"), closed="neither", owner="ServerOptions")
+        check_int("limit_concurrency", self.limit_concurrency, 1, None, owner="ServerOptions")
+        check_int("workers", self.workers, 1, None, owner="ServerOptions")
+        check_choice("log_level", self.log_level, LOG_LEVELS, owner="ServerOptions")
+
+
+#: The app's settings under ``neardup serve``: batches and HTML requests in a child process.
+SERVE_SETTINGS = Settings(batch_processes=1)
+
+#: The options of ``neardup serve`` that fill :class:`Settings` (``settings.``, their defaults
+#: those of :data:`SERVE_SETTINGS`) and :class:`ServerOptions` (``server.``).
+SERVE_OPTIONS = option_table(
+    Option(("--port",), "server.port", "ServerOptions", "port", kind=int, help="port (default {default})"),
+    Option(("--max-body-bytes",), "settings.max_body_bytes", "create_app", "max_body_bytes", kind=int,
+           help="largest request body (default 32 MiB)"),
+    Option(("--max-batch",), "settings.max_batch", "create_app", "max_batch", kind=int,
+           help="most documents per request (default {default})"),
+    Option(("--max-document-chars",), "settings.max_document_chars", "create_app", "max_document_chars", kind=int,
+           help="longest document text, in characters, also after NFKC normalization (default {default})"),
+    Option(("--max-document-tokens",), "settings.max_document_tokens", "create_app", "max_document_tokens",
+           kind=int, help="most word tokens in one document (default {default})"),
+    Option(("--request-timeout",), "settings.request_timeout", "create_app", "request_timeout", kind=float,
+           metavar="S", help="seconds a request may queue and work once its body has arrived, then 503 "
+                             "(default {default})"),
+    Option(("--body-timeout",), "settings.body_timeout", "create_app", "body_timeout", kind=float, metavar="S",
+           help="seconds for a request body to arrive, then 408 and the connection closed (default {default})"),
+    Option(("--header-timeout",), "server.header_timeout", "ServerOptions", "header_timeout", kind=float,
+           metavar="S", help="seconds for a request's headers to arrive, then the connection is closed "
+                             "(default {default})"),
+    Option(("--limit-concurrency",), "server.limit_concurrency", "ServerOptions", "limit_concurrency", kind=int,
+           metavar="N", help="most open connections and requests in progress per server process; more get 503 "
+                             "(default {default})"),
+    Option(("--batch-processes",), "settings.batch_processes", "create_app", "batch_processes", kind=int,
+           metavar="N", help="child processes, at a lower CPU priority, that run batches and HTML requests so that "
+                             "they do not hold the server's GIL (default {default}; 0: in the server's threads)"),
+    Option(("--workers",), "server.workers", "ServerOptions", "workers", kind=int,
+           help="server processes (default {default}); more use more cores, each with its own connections"),
+    Option(("--log-level",), "server.log_level", "ServerOptions", "log_level", choices=LOG_LEVELS, help=""),
+)
