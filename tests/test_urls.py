@@ -119,3 +119,43 @@ def test_deterministic_and_versioned():
     assert DEFAULT_RULES.as_dict() != FOLD.as_dict()
     url = "https://Example.com:443/a?utm_source=x&b=2&a=1#top"
     assert len({canonical_url(url) for _ in range(5)}) == 1
+
+
+# URLs that look canonical and are not, beside ones that are: the shortcut of canonical_url for
+# plain URLs must give what every rule gives
+LOOKALIKES = [
+    "https://example.com/", "https://example.com", "http://localhost/a", "https://10.0.0.1/a", "https://a.b/x/./y",
+    "https://a.b/x/../y", "https://a.b//x", "https://a.b/x/.", "https://a.b/x/..", "https://a.b/.hidden",
+    "https://a.b/..x/", "https://a.b/x.", "https://xn--bcher-kva.de/a", "https://a--b.de/", "https://-a.de/",
+    "https://a-.de/", "https://example.com./a", "https://example.com/~user/", "https://example.com/a_b-c.d/",
+    "https://www.debian.org/doc/", "https://www.com/x", "https://debian.org/doc", "https://example.com/A/B",
+    "https://example.com/%7Euser", "https://example.com/a;jsessionid=1", "https://example.com/a?b=1",
+    "https://example.com/a#top", " https://example.com/a", "https://example.com/a ", "https://Example.com/a",
+    "HTTPS://example.com/a", "ftp://example.com/a", "https://example.com:443/a", "https://u@example.com/a",
+    "https://" + "a" * 64 + ".com/", "https://" + "a" * 63 + ".com/", "https://" + "a." * 130 + "com/",
+]
+
+
+@pytest.mark.parametrize("rules", [DEFAULT_RULES, FOLD, UrlRules(fold_www=True), UrlRules(fold_trailing_slash=True),
+                                   UrlRules(drop_params=())])
+def test_plain_urls_take_a_shortcut_to_the_same_form(rules):
+    from neardup.urls import _PLAIN, _canonical_url_by_rules
+
+    urls = [u for pair in APPLIED + NOT_APPLIED for u in pair] + LOOKALIKES
+    urls += [canonical_url(u) for u in urls if canonical_url(u)]
+    assert sum(_PLAIN.fullmatch(u) is not None for u in urls) >= 40  # (the shortcut is tried)
+    for url in urls:
+        assert canonical_url(url, rules) == _canonical_url_by_rules(url, rules), url
+        form = canonical_url(url, rules)
+        if form is not None:
+            assert surt(form) == _surt_by_parts(form), form
+
+
+def _surt_by_parts(canonical: str) -> str:
+    # surt as its documentation states it, without the shortcut
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(canonical)
+    key = ",".join(reversed(parts.hostname.split("."))) if ":" not in parts.hostname else f"[{parts.hostname}]"
+    key += f":{parts.port}" if parts.port is not None else ""
+    return f"{key}){parts.path or '/'}" + (f"?{parts.query}" if parts.query else "")

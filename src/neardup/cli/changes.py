@@ -90,6 +90,9 @@ def changes_command(args) -> int:
     else:
         summary = detect_changes(old, new, args.output, config, url_field=args.url_field, rules=url_rules_from(args),
                                  jobs=jobs, top=args.top, on_error=args.on_error)
+    from .. import cli
+
+    cli.nothing_left_to_close = True  # outputs written and closed, work folder removed
     if not args.quiet:
         c = summary["counts"]
         print(f"{summary['urls']:,} URLs: " + ", ".join(f"{c[s]:,} {s}" for s in c)

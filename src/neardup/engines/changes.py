@@ -50,7 +50,7 @@ from ..io import Document, read_documents
 from ..io.write.outputs import write_atomic
 from ..stages.candidates import band_candidates, band_keys
 from ..stages.exact import text_fingerprints
-from ..stages.sketch import sketch_texts
+from ..stages.sketch import sketch_texts, submit_batch
 from ..stages.verify import pair_similarities, verify_pairs
 from ..urls import DEFAULT_RULES, UrlRules, surt, url_key
 
@@ -145,42 +145,47 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
     page_texts: list = []
     pending: list = []
 
-    def sketched(texts: list[str], whole: list) -> tuple:
-        """What a batch keeps (on the sketching thread: the kernel runs without the GIL)."""
-        sig = sketch_texts(texts, config.shingle, config.minhash, jobs=jobs)
-        has = fps = None
-        if pages:
-            has = np.array([t is not None for t in whole], dtype=bool)
-            fps = np.zeros(has.size, dtype=np.uint64)
-            if has.any():
-                fps[has] = text_fingerprints([t for t in whole if t is not None], config.shingle.normalize, jobs)
-        return (np.asarray(sig.fingerprints, dtype=np.uint64), band_keys(sig.values, bands, rows),
-                np.concatenate(sig.id_parts) if sig.id_parts else np.empty(0, dtype=np.uint64),
-                np.asarray(sig.n_shingles, dtype=np.int64),
-                sig.values.astype(signature_dtype) if signature_dtype is not None else None, fps, has)
+    def whole_fingerprints(whole: list) -> tuple:
+        """The whole pages' fingerprints of a batch, and which records have one (on the pool)."""
+        has = np.array([t is not None for t in whole], dtype=bool)
+        fps = np.zeros(has.size, dtype=np.uint64)
+        if has.any():
+            fps[has] = text_fingerprints([t for t in whole if t is not None], config.shingle.normalize, 1)
+        return fps, has
 
     def collect():
-        work, texts = pending.pop(0)
-        fps, keys, ids, counts, signatures, page_fps, has = work.result()
-        crawl.fingerprints.append(fps)
-        crawl.band_keys.append(keys)
-        crawl.id_parts.append(ids)
-        crawl.n_shingles.append(counts)
-        if signatures is not None:
-            crawl.signatures.append(signatures)
-        if page_fps is not None:
+        submitted, texts, whole = pending.pop(0)
+        # (a text the kernel cannot take fails the batch as sketch_texts fails it)
+        sig = (sketch_texts(texts, config.shingle, config.minhash, jobs=jobs) if submitted.too_large
+               else submitted.result())
+        crawl.fingerprints.append(np.asarray(sig.fingerprints, dtype=np.uint64))
+        crawl.band_keys.append(band_keys(sig.values, bands, rows))
+        crawl.id_parts.append(np.concatenate(sig.id_parts) if sig.id_parts else np.empty(0, dtype=np.uint64))
+        crawl.n_shingles.append(np.asarray(sig.n_shingles, dtype=np.int64))
+        if signature_dtype is not None:
+            crawl.signatures.append(sig.values.astype(signature_dtype))
+        if whole is not None:
+            page_fps, has = whole.result()
             crawl.page_fingerprints.append(page_fps)
             crawl.has_page.append(has)
-        for text in texts:
-            data = text.encode("utf-8", "surrogatepass")
-            crawl.text_spans.append((spill.tell(), len(data)))
-            spill.write(data)
+        # the batch's texts in one write, each found again by its (offset, length)
+        data = [text.encode("utf-8", "surrogatepass") for text in texts]
+        offset = spill.tell()
+        for chunk in data:
+            crawl.text_spans.append((offset, len(chunk)))
+            offset += len(chunk)
+        spill.write(b"".join(data))
 
-    # A batch is sketched on a thread while the next one is read, as dedup's are: the reading
-    # keeps the HTML worker processes fed instead of leaving them idle while a batch is sketched.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="neardup-changes-sketch") as sketcher:
+    # A batch is sketched on ``jobs`` threads while the next one is read, as dedup's are
+    # (:func:`neardup.stages.sketch.submit_batch`: its chunks queued before the previous batch's
+    # result is taken, so no thread waits for a batch's last chunk); the reading keeps the HTML
+    # worker processes fed instead of leaving them idle while a batch is sketched.
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-changes-sketch") as sketcher:
         def flush():
-            pending.append((sketcher.submit(sketched, batch[:], page_texts[:]), batch[:]))
+            texts = batch[:]
+            submitted = submit_batch(sketcher, [texts], config.shingle, config.minhash, jobs=jobs)
+            whole = sketcher.submit(whole_fingerprints, page_texts[:]) if pages else None
+            pending.append((submitted, texts, whole))
             batch.clear()
             page_texts.clear()
             while len(pending) > 1:  # at most one batch sketching while the next is read
