@@ -113,6 +113,14 @@ class Source:
             target = self.target(name)
             if target is not None and target != importer:
                 edges[importer].add(target)
+                # importing a.b.c first runs the __init__ of a.b: an edge too, unless the importer
+                # lives inside a.b (its package is then being initialised already); the top package
+                # is always initialised first
+                parts = target.split(".")
+                for i in range(2, len(parts)):
+                    parent = ".".join(parts[:i])
+                    if self.is_package(parent) and not importer.startswith(parent + "."):
+                        edges[importer].add(parent)
         return edges
 
     def lines(self, module: str) -> int:
@@ -285,6 +293,19 @@ def test_a_cycle_through_an_import_inside_a_function_is_found(tmp_path):
         "d.py": "from .sub import c\n",  # the submodule, not the package: no cycle through sub
     })
     assert cycles(source.graph()) == [["neardup.a", "neardup.b", "neardup.sub.c", "neardup.a"]]
+
+
+def test_a_cycle_through_a_package_init_is_found(tmp_path):
+    # a imports io.read.x, which first runs io/__init__, which imports io.write, which imports a
+    source = _package(tmp_path, {
+        "__init__.py": "",
+        "a.py": "from .io.read.x import f\n",
+        "io/__init__.py": "from . import write\n",
+        "io/write.py": "from ..a import f\n",
+        "io/read/__init__.py": "",
+        "io/read/x.py": "def f():\n    pass\n",
+    })
+    assert cycles(source.graph()) == [["neardup.a", "neardup.io", "neardup.io.write", "neardup.a"]]
 
 
 def test_type_checking_imports_make_no_cycle(tmp_path):
