@@ -77,8 +77,9 @@ HTML_MODES = ("main", "whole", "article")
 # links under <body> whose links are headlines (35 characters on average) is a listing, not a menu;
 # without a main landmark, the element holding several articles (posts) and half of the page's
 # text is the root; the tail's headings include recent posts, categories, "written by", "author",
-# "follow us" and "share on"
-RULES_VERSION = 6
+# "follow us" and "share on"; 7: "reviews" is of the secondary vocabulary (a product's reviews
+# beside its description)
+RULES_VERSION = 7
 
 _trafilatura = None
 
