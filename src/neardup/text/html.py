@@ -78,7 +78,7 @@ HTML_MODES = ("main", "whole", "article")
 # without a main landmark, the element holding several articles (posts) and half of the page's
 # text is the root; the tail's headings include recent posts, categories, "written by", "author",
 # "follow us" and "share on"; 7: "reviews" is of the secondary vocabulary (a product's reviews
-# beside its description)
+# beside its description); the footer elements inside a root that is not the body are dropped
 RULES_VERSION = 7
 
 _trafilatura = None
@@ -201,6 +201,8 @@ SMALL_MAIN_CHARS = 1500
 # frame of the article (its related stories, comments and sign-up boxes beside it): the article
 # is the content.
 ARTICLE_IN_MAIN = 0.5
+# The footer elements inside a root that is a main landmark or an article are dropped.
+ROOT_FOOTERS = True
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -405,6 +407,13 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             if not in_section(node, body):
                 node.remove()
         _drop_dense_blocks(body)
+    if ROOT_FOOTERS and root is not body:
+        # The footers inside the content (an article's tags, sharing links, author line, notes
+        # on its licence or its corrections, a post's signature): about the content, not of it.
+        for node in page_parts:
+            if node.tag_id == tag.footer and node.mem_id != root.mem_id and is_under(node, root):
+                node.remove()
+                root_text = None
     named = _named_selector(flags, classes, ids)
     if named:
         for node in root.css(named):
