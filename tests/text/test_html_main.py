@@ -105,6 +105,23 @@ def test_aside_kept_when_prose_dropped_when_links():
     assert "A footnote in prose" in text and "Chapter" not in text
 
 
+def test_footer_and_linked_short_aside_inside_the_content_dropped():
+    html = (f"<body><main><article><h1>T</h1><p>{PROSE}</p><aside>See also <a href='/x'>another story "
+            f"here</a></aside><aside>A note without links.</aside><footer>Tags: <a href='/t'>alpha</a>"
+            f"</footer></article></main><footer>Site footer line</footer></body>")
+    text = main(html)
+    assert "A note without links." in text and PROSE in text
+    assert "another story" not in text and "Tags" not in text and "Site footer" not in text
+
+
+def test_product_reviews_are_secondary():
+    rest = " ".join([PROSE] * 40)
+    html = (f"<body><main><h1>Lamp</h1><div class='description'><p>{rest}</p></div>"
+            "<div class='product-reviews'><p>Great lamp, five stars.</p></div></main></body>")
+    text = main(html)
+    assert "Lamp" in text and "five stars" not in text
+
+
 def test_title_joins_text_without_heading_only():
     no_heading = "<html><head><title>Stub page - Site</title></head><body><main><p>Moved.</p></main></body></html>"
     assert main(no_heading) == "Stub page - Site\nMoved."

@@ -78,8 +78,8 @@ HTML_MODES = ("main", "whole", "article")
 # without a main landmark, the element holding several articles (posts) and half of the page's
 # text is the root; the tail's headings include recent posts, categories, "written by", "author",
 # "follow us" and "share on"; 7: "reviews" is of the secondary vocabulary (a product's reviews
-# beside its description); the footer elements, and the aside elements under 1,000 characters,
-# inside a root that is not the body are dropped
+# beside its description); the footer elements, and the aside elements with links under 1,000
+# characters, inside a root that is not the body are dropped
 RULES_VERSION = 7
 
 _trafilatura = None
@@ -204,7 +204,7 @@ SMALL_MAIN_CHARS = 1500
 ARTICLE_IN_MAIN = 0.5
 # The footer elements inside a root that is a main landmark or an article are dropped.
 ROOT_FOOTERS = True
-# ...and so are the aside elements (role=complementary) under this many characters in it.
+# ...and so are the aside elements (role=complementary) with links, under this many characters.
 ASIDE_CHARS = 1000
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -411,12 +411,15 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
                 node.remove()
         _drop_dense_blocks(body)
     if ASIDE_CHARS and root is not body:
-        # Inside the content, a short aside (or role=complementary) is beside it all the same:
-        # a box of related links, a sign-up box, a forum's user card beside a post.
+        # Inside the content, a short aside (or role=complementary) with links is beside it all
+        # the same: a box of related links, a sign-up box, a forum's user card beside a post (a
+        # footnote without links stays).
         for node in asides:
-            if node.mem_id != root.mem_id and is_under(node, root) and text_len(node) < ASIDE_CHARS:
-                node.remove()
-                root_text = None
+            if node.mem_id != root.mem_id and is_under(node, root):
+                c, l = _stats(node.text_lexbor())
+                if c < ASIDE_CHARS and l:
+                    node.remove()
+                    root_text = None
     if ROOT_FOOTERS and root is not body:
         # The footers inside the content (an article's tags, sharing links, author line, notes
         # on its licence or its corrections, a post's signature): about the content, not of it.
