@@ -114,6 +114,13 @@ def test_footer_and_linked_short_aside_inside_the_content_dropped():
     assert "another story" not in text and "Tags" not in text and "Site footer" not in text
 
 
+def test_figure_captions_dropped():
+    html = (f"<body><article><p>{PROSE}</p><figure><img src='a.png'><figcaption>A river in flood. Photo: "
+            "Someone</figcaption></figure></article></body>")
+    text = main(html)
+    assert PROSE in text and "Photo" not in text
+
+
 def test_product_reviews_are_secondary():
     rest = " ".join([PROSE] * 40)
     html = (f"<body><main><h1>Lamp</h1><div class='description'><p>{rest}</p></div>"

@@ -79,7 +79,7 @@ HTML_MODES = ("main", "whole", "article")
 # text is the root; the tail's headings include recent posts, categories, "written by", "author",
 # "follow us" and "share on"; 7: "reviews" is of the secondary vocabulary (a product's reviews
 # beside its description); the footer elements, and the aside elements with links under 1,000
-# characters, inside a root that is not the body are dropped
+# characters, inside a root that is not the body are dropped; figure captions are dropped
 RULES_VERSION = 7
 
 _trafilatura = None
@@ -206,6 +206,8 @@ ARTICLE_IN_MAIN = 0.5
 ROOT_FOOTERS = True
 # ...and so are the aside elements (role=complementary) with links, under this many characters.
 ASIDE_CHARS = 1000
+# The captions of figures (figcaption) are dropped.
+DROP_CAPTIONS = True
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -427,6 +429,11 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             if node.tag_id == tag.footer and node.mem_id != root.mem_id and is_under(node, root):
                 node.remove()
                 root_text = None
+    if DROP_CAPTIONS and flags & _FLAGS["FIGCAPTION"]:
+        # A figure's caption (and its credit) is the picture's, not the text's.
+        for node in root.css("figcaption"):
+            node.remove()
+            root_text = None
     named = _named_selector(flags, classes, ids)
     if named:
         for node in root.css(named):
