@@ -121,12 +121,13 @@ def test_figure_captions_dropped():
     assert PROSE in text and "Photo" not in text
 
 
-def test_product_reviews_are_secondary():
+def test_product_reviews_and_consent_boxes_are_secondary():
     rest = " ".join([PROSE] * 40)
     html = (f"<body><main><h1>Lamp</h1><div class='description'><p>{rest}</p></div>"
-            "<div class='product-reviews'><p>Great lamp, five stars.</p></div></main></body>")
+            "<div class='product-reviews'><p>Great lamp, five stars.</p></div>"
+            "<div id='consent-box'><p>We and our partners store data.</p></div></main></body>")
     text = main(html)
-    assert "Lamp" in text and "five stars" not in text
+    assert "Lamp" in text and "five stars" not in text and "partners" not in text
 
 
 def test_title_joins_text_without_heading_only():

@@ -193,7 +193,7 @@ static const word EXACT[] = {
 static const word SECONDARY_AFFIX[] = {
     W("comment"), W("comments"), W("newsletter"), W("subscribe"), W("subscription"), W("signup"), W("promo"),
     W("advert"), W("advertisement"), W("sponsor"), W("sponsored"), W("recommended"), W("recommendations"),
-    W("trending"), W("popular"), W("widget"), W("respond"), W("reviews"),
+    W("trending"), W("popular"), W("widget"), W("respond"), W("reviews"), W("consent"), W("gdpr"),
 };
 static const word SECONDARY_EXACT[] = {
     W("ad"), W("ads"),
