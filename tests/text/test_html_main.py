@@ -125,9 +125,12 @@ def test_product_reviews_and_consent_boxes_are_secondary():
     rest = " ".join([PROSE] * 40)
     html = (f"<body><main><h1>Lamp</h1><div class='description'><p>{rest}</p></div>"
             "<div class='product-reviews'><p>Great lamp, five stars.</p></div>"
-            "<div id='consent-box'><p>We and our partners store data.</p></div></main></body>")
+            "<div id='consent-box'><p>We and our partners store data.</p></div>"
+            "<div class='author-bio'><p>Jo writes about lamps.</p></div>"
+            "<div class='biology'><p>Cells of the lamp.</p></div></main></body>")
     text = main(html)
     assert "Lamp" in text and "five stars" not in text and "partners" not in text
+    assert "writes about" not in text and "Cells of the lamp." in text  # bio: a whole token only
 
 
 def test_title_joins_text_without_heading_only():

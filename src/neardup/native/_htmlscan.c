@@ -194,9 +194,10 @@ static const word SECONDARY_AFFIX[] = {
     W("comment"), W("comments"), W("newsletter"), W("subscribe"), W("subscription"), W("signup"), W("promo"),
     W("advert"), W("advertisement"), W("sponsor"), W("sponsored"), W("recommended"), W("recommendations"),
     W("trending"), W("popular"), W("widget"), W("respond"), W("reviews"), W("consent"), W("gdpr"),
+    W("byline"), W("authorbox"),
 };
 static const word SECONDARY_EXACT[] = {
-    W("ad"), W("ads"),
+    W("ad"), W("ads"), W("bio"), W("bios"),
 };
 
 static inline int is_alnum_lower(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }

@@ -77,8 +77,9 @@ HTML_MODES = ("main", "whole", "article")
 # links under <body> whose links are headlines (35 characters on average) is a listing, not a menu;
 # without a main landmark, the element holding several articles (posts) and half of the page's
 # text is the root; the tail's headings include recent posts, categories, "written by", "author",
-# "follow us" and "share on"; 7: "reviews", "consent" and "gdpr" are of the secondary vocabulary
-# (a product's reviews beside its description, a consent box); the footer elements, and the aside elements with links under 1,000
+# "follow us" and "share on"; 7: "reviews", "consent", "gdpr", "byline", "authorbox", "bio(s)" are
+# of the secondary vocabulary (a product's reviews beside its description, a consent box, an
+# author's box); the footer elements, and the aside elements with links under 1,000
 # characters, inside a root that is not the body are dropped; figure captions are dropped
 RULES_VERSION = 7
 

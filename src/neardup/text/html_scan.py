@@ -56,8 +56,9 @@ _EXACT = (b"toc", b"bar", b"crumbs", b"search", b"top", b"bottom", b"foot", b"sk
 # word matches.
 _SECONDARY_AFFIX = (b"comment", b"comments", b"newsletter", b"subscribe", b"subscription", b"signup", b"promo",
                     b"advert", b"advertisement", b"sponsor", b"sponsored", b"recommended", b"recommendations",
-                    b"trending", b"popular", b"widget", b"respond", b"reviews", b"consent", b"gdpr")
-_SECONDARY_EXACT = (b"ad", b"ads")
+                    b"trending", b"popular", b"widget", b"respond", b"reviews", b"consent", b"gdpr", b"byline",
+                    b"authorbox")
+_SECONDARY_EXACT = (b"ad", b"ads", b"bio", b"bios")
 _UTILITY = frozenset((b"overflow", b"margin", b"padding", b"border", b"rounded", b"text", b"align", b"scroll", b"inset"))
 _NAV_ROLES = frozenset({b"navigation", b"banner", b"contentinfo", b"search", b"menu", b"menubar", b"toolbar",
                         b"tablist"})
