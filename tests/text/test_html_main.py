@@ -105,6 +105,34 @@ def test_aside_kept_when_prose_dropped_when_links():
     assert "A footnote in prose" in text and "Chapter" not in text
 
 
+def test_footer_and_linked_short_aside_inside_the_content_dropped():
+    html = (f"<body><main><article><h1>T</h1><p>{PROSE}</p><aside>See also <a href='/x'>another story "
+            f"here</a></aside><aside>A note without links.</aside><footer>Tags: <a href='/t'>alpha</a>"
+            f"</footer></article></main><footer>Site footer line</footer></body>")
+    text = main(html)
+    assert "A note without links." in text and PROSE in text
+    assert "another story" not in text and "Tags" not in text and "Site footer" not in text
+
+
+def test_figure_captions_dropped():
+    html = (f"<body><article><p>{PROSE}</p><figure><img src='a.png'><figcaption>A river in flood. Photo: "
+            "Someone</figcaption></figure></article></body>")
+    text = main(html)
+    assert PROSE in text and "Photo" not in text
+
+
+def test_product_reviews_and_consent_boxes_are_secondary():
+    rest = " ".join([PROSE] * 40)
+    html = (f"<body><main><h1>Lamp</h1><div class='description'><p>{rest}</p></div>"
+            "<div class='product-reviews'><p>Great lamp, five stars.</p></div>"
+            "<div id='consent-box'><p>We and our partners store data.</p></div>"
+            "<div class='author-bio'><p>Jo writes about lamps.</p></div>"
+            "<div class='biology'><p>Cells of the lamp.</p></div></main></body>")
+    text = main(html)
+    assert "Lamp" in text and "five stars" not in text and "partners" not in text
+    assert "writes about" not in text and "Cells of the lamp." in text  # bio: a whole token only
+
+
 def test_title_joins_text_without_heading_only():
     no_heading = "<html><head><title>Stub page - Site</title></head><body><main><p>Moved.</p></main></body></html>"
     assert main(no_heading) == "Stub page - Site\nMoved."

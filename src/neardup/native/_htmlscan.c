@@ -72,7 +72,7 @@ enum {
     F_MAIN = 1 << 0, F_ARTICLE = 1 << 1, F_HEADER = 1 << 2, F_FOOTER = 1 << 3, F_H1 = 1 << 4,
     F_ASIDE = 1 << 5, F_NAV = 1 << 6, F_DIALOG = 1 << 7, F_NOSCRIPT = 1 << 8, F_TEMPLATE = 1 << 9,
     F_SVG = 1 << 10, F_OBJECT = 1 << 11, F_EMBED = 1 << 12, F_CANVAS = 1 << 13, F_MATH = 1 << 14,
-    F_SELECT = 1 << 15, F_BUTTON = 1 << 16,
+    F_SELECT = 1 << 15, F_BUTTON = 1 << 16, F_FIGCAPTION = 1 << 17,
     /* attributes */
     F_HIDDEN = 1 << 20, F_STYLE_HIDDEN = 1 << 21, F_ROLE_NAV = 1 << 22, F_ROLE_MAIN = 1 << 23,
     F_ROLE_COMPLEMENTARY = 1 << 24, F_NAMED = 1 << 25, F_OWN_MARKS = 1 << 26, F_SECONDARY = 1 << 27,
@@ -99,7 +99,7 @@ static const tag_info TAGS[] = {
     {"canvas", F_CANVAS, 0, 0}, {"caption", 0, 1, 0}, {"center", 0, 1, 0}, {"dd", 0, 1, 0},
     {"details", 0, 1, 0}, {"dialog", F_DIALOG, 1, 0}, {"dir", 0, 1, 0}, {"div", 0, 1, 0},
     {"dl", 0, 1, 0}, {"dt", 0, 1, 0}, {"embed", F_EMBED, 0, 0}, {"fieldset", 0, 1, 0},
-    {"figcaption", 0, 1, 0}, {"figure", 0, 1, 0}, {"footer", F_FOOTER, 1, 0}, {"form", 0, 1, 0},
+    {"figcaption", F_FIGCAPTION, 1, 0}, {"figure", 0, 1, 0}, {"footer", F_FOOTER, 1, 0}, {"form", 0, 1, 0},
     {"frameset", 0, 1, 0}, {"h1", F_H1, 1, 0}, {"h2", 0, 1, 0}, {"h3", 0, 1, 0}, {"h4", 0, 1, 0},
     {"h5", 0, 1, 0}, {"h6", 0, 1, 0}, {"header", F_HEADER, 1, 0}, {"hgroup", 0, 1, 0},
     {"hr", 0, 1, 0}, {"html", 0, 1, 0}, {"iframe", 0, 0, 1}, {"legend", 0, 1, 0}, {"li", 0, 1, 0},
@@ -193,10 +193,11 @@ static const word EXACT[] = {
 static const word SECONDARY_AFFIX[] = {
     W("comment"), W("comments"), W("newsletter"), W("subscribe"), W("subscription"), W("signup"), W("promo"),
     W("advert"), W("advertisement"), W("sponsor"), W("sponsored"), W("recommended"), W("recommendations"),
-    W("trending"), W("popular"), W("widget"), W("respond"),
+    W("trending"), W("popular"), W("widget"), W("respond"), W("reviews"), W("consent"), W("gdpr"),
+    W("byline"), W("authorbox"),
 };
 static const word SECONDARY_EXACT[] = {
-    W("ad"), W("ads"),
+    W("ad"), W("ads"), W("bio"), W("bios"),
 };
 
 static inline int is_alnum_lower(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
@@ -1051,6 +1052,7 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
         {"ASIDE", F_ASIDE}, {"NAV", F_NAV}, {"DIALOG", F_DIALOG}, {"NOSCRIPT", F_NOSCRIPT},
         {"TEMPLATE", F_TEMPLATE}, {"SVG", F_SVG}, {"OBJECT", F_OBJECT}, {"EMBED", F_EMBED},
         {"CANVAS", F_CANVAS}, {"MATH", F_MATH}, {"SELECT", F_SELECT}, {"BUTTON", F_BUTTON},
+        {"FIGCAPTION", F_FIGCAPTION},
         {"HIDDEN", F_HIDDEN}, {"STYLE_HIDDEN", F_STYLE_HIDDEN}, {"ROLE_NAV", F_ROLE_NAV},
         {"ROLE_MAIN", F_ROLE_MAIN}, {"ROLE_COMPLEMENTARY", F_ROLE_COMPLEMENTARY}, {"NAMED", F_NAMED},
         {"OWN_MARKS", F_OWN_MARKS}, {"SECONDARY", F_SECONDARY}, {"PRODUCT_DATA", F_PRODUCT_DATA},

@@ -77,8 +77,11 @@ HTML_MODES = ("main", "whole", "article")
 # links under <body> whose links are headlines (35 characters on average) is a listing, not a menu;
 # without a main landmark, the element holding several articles (posts) and half of the page's
 # text is the root; the tail's headings include recent posts, categories, "written by", "author",
-# "follow us" and "share on"
-RULES_VERSION = 6
+# "follow us" and "share on"; 7: "reviews", "consent", "gdpr", "byline", "authorbox", "bio(s)" are
+# of the secondary vocabulary (a product's reviews beside its description, a consent box, an
+# author's box); the footer elements, and the aside elements with links under 1,000
+# characters, inside a root that is not the body are dropped; figure captions are dropped
+RULES_VERSION = 7
 
 _trafilatura = None
 
@@ -200,6 +203,12 @@ SMALL_MAIN_CHARS = 1500
 # frame of the article (its related stories, comments and sign-up boxes beside it): the article
 # is the content.
 ARTICLE_IN_MAIN = 0.5
+# The footer elements inside a root that is a main landmark or an article are dropped.
+ROOT_FOOTERS = True
+# ...and so are the aside elements (role=complementary) with links, under this many characters.
+ASIDE_CHARS = 1000
+# The captions of figures (figcaption) are dropped.
+DROP_CAPTIONS = True
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -404,6 +413,28 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             if not in_section(node, body):
                 node.remove()
         _drop_dense_blocks(body)
+    if ASIDE_CHARS and root is not body:
+        # Inside the content, a short aside (or role=complementary) with links is beside it all
+        # the same: a box of related links, a sign-up box, a forum's user card beside a post (a
+        # footnote without links stays).
+        for node in asides:
+            if node.mem_id != root.mem_id and is_under(node, root):
+                c, l = _stats(node.text_lexbor())
+                if c < ASIDE_CHARS and l:
+                    node.remove()
+                    root_text = None
+    if ROOT_FOOTERS and root is not body:
+        # The footers inside the content (an article's tags, sharing links, author line, notes
+        # on its licence or its corrections, a post's signature): about the content, not of it.
+        for node in page_parts:
+            if node.tag_id == tag.footer and node.mem_id != root.mem_id and is_under(node, root):
+                node.remove()
+                root_text = None
+    if DROP_CAPTIONS and flags & _FLAGS["FIGCAPTION"]:
+        # A figure's caption (and its credit) is the picture's, not the text's.
+        for node in root.css("figcaption"):
+            node.remove()
+            root_text = None
     named = _named_selector(flags, classes, ids)
     if named:
         for node in root.css(named):

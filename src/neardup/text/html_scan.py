@@ -30,7 +30,7 @@ MARK_SECONDARY = "data-neardup-secondary"
 _TAG_FLAGS = {"main": 1 << 0, "article": 1 << 1, "header": 1 << 2, "footer": 1 << 3, "h1": 1 << 4,
               "aside": 1 << 5, "nav": 1 << 6, "dialog": 1 << 7, "noscript": 1 << 8, "template": 1 << 9,
               "svg": 1 << 10, "object": 1 << 11, "embed": 1 << 12, "canvas": 1 << 13, "math": 1 << 14,
-              "select": 1 << 15, "button": 1 << 16}
+              "select": 1 << 15, "button": 1 << 16, "figcaption": 1 << 17}
 #: Bit of each flag of scan(): elements (upper-cased tag names) and attributes.
 FLAGS = {name.upper(): bit for name, bit in _TAG_FLAGS.items()}
 FLAGS.update({"HIDDEN": 1 << 20, "STYLE_HIDDEN": 1 << 21, "ROLE_NAV": 1 << 22, "ROLE_MAIN": 1 << 23,
@@ -56,8 +56,9 @@ _EXACT = (b"toc", b"bar", b"crumbs", b"search", b"top", b"bottom", b"foot", b"sk
 # word matches.
 _SECONDARY_AFFIX = (b"comment", b"comments", b"newsletter", b"subscribe", b"subscription", b"signup", b"promo",
                     b"advert", b"advertisement", b"sponsor", b"sponsored", b"recommended", b"recommendations",
-                    b"trending", b"popular", b"widget", b"respond")
-_SECONDARY_EXACT = (b"ad", b"ads")
+                    b"trending", b"popular", b"widget", b"respond", b"reviews", b"consent", b"gdpr", b"byline",
+                    b"authorbox")
+_SECONDARY_EXACT = (b"ad", b"ads", b"bio", b"bios")
 _UTILITY = frozenset((b"overflow", b"margin", b"padding", b"border", b"rounded", b"text", b"align", b"scroll", b"inset"))
 _NAV_ROLES = frozenset({b"navigation", b"banner", b"contentinfo", b"search", b"menu", b"menubar", b"toolbar",
                         b"tablist"})
