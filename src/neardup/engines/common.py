@@ -15,13 +15,14 @@ from typing import Callable
 import numpy as np
 
 from ..config import DedupConfig
+from ..errors import ConfigError
 from ..io.write import result_lines
 from ..stages.columns import Ids, Labels, repeated_names, take_values
 from ..stages.survivors import Outcome, choose_survivors, cluster_kinds, components, kept_mask, outcomes
 from ..stages.urls import UrlLinks, relabel
 from ..stages.verify import Edges
 
-__all__ = ["STAGES", "INDEX_STATS", "stage_table", "peak_memory_mb", "Clusters", "cluster_outcomes", "VerifiedPairs", "source_refusal",
+__all__ = ["raise_refusal", "STAGES", "INDEX_STATS", "stage_table", "peak_memory_mb", "Clusters", "cluster_outcomes", "VerifiedPairs", "source_refusal",
            "run_summary", "reason_counts", "RunOptions", "input_names"]
 
 #: The stages of a run, as both engines time them in ``summary.json``'s ``seconds`` (with ``total``).
@@ -285,6 +286,17 @@ class RunOptions:
             if given is not None:
                 return f"{flag} is not supported by {engine}: use the local engine"
         return None
+
+
+def raise_refusal(config: DedupConfig, why_of: Callable[[DedupConfig], str | None]) -> None:
+    """What every engine's ``check_config`` does: raise :class:`~neardup.errors.ConfigError` if
+    ``config`` is no :class:`~neardup.config.DedupConfig`, or with the line ``why_of(config)``
+    gives (the engine's refusal), if any."""
+    if not isinstance(config, DedupConfig):
+        raise ConfigError(f"config must be a neardup.DedupConfig, got {type(config).__name__}")
+    why = why_of(config)
+    if why is not None:
+        raise ConfigError(why)
 
 
 def source_refusal(config: DedupConfig, engine: str) -> str | None:

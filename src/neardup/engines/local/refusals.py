@@ -6,8 +6,7 @@ answer."""
 from __future__ import annotations
 
 from ...config import DedupConfig
-from ...errors import ConfigError
-from ..common import RunOptions
+from ..common import RunOptions, raise_refusal
 
 __all__ = ["refusal", "check_config"]
 
@@ -37,8 +36,4 @@ def refusal(config: DedupConfig, options: RunOptions) -> str | None:
 
 def check_config(config: DedupConfig, options: RunOptions) -> None:
     """Raise :class:`~neardup.errors.ConfigError` with the engine's refusal of a run, if any."""
-    if not isinstance(config, DedupConfig):
-        raise ConfigError(f"config must be a neardup.DedupConfig, got {type(config).__name__}")
-    why = refusal(config, options)
-    if why is not None:
-        raise ConfigError(why)
+    raise_refusal(config, lambda c: refusal(c, options))

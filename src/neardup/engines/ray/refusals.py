@@ -5,9 +5,8 @@ library caller gets the same answer."""
 from __future__ import annotations
 
 from ...config import DedupConfig
-from ...errors import ConfigError
 from ...io.read.sources import STDIN_NAMES
-from ..common import RunOptions, source_refusal
+from ..common import RunOptions, raise_refusal, source_refusal
 
 __all__ = ["config_refusal", "refusal", "check_config"]
 
@@ -55,8 +54,4 @@ def refusal(config: DedupConfig, options: RunOptions) -> str | None:
 
 def check_config(config: DedupConfig, options: RunOptions) -> None:
     """Raise :class:`~neardup.errors.ConfigError` with the engine's refusal of a run, if any."""
-    if not isinstance(config, DedupConfig):
-        raise ConfigError(f"config must be a neardup.DedupConfig, got {type(config).__name__}")
-    why = refusal(config, options)
-    if why is not None:
-        raise ConfigError(why)
+    raise_refusal(config, lambda c: refusal(c, options))

@@ -5,9 +5,8 @@ library caller gets the same answer."""
 from __future__ import annotations
 
 from ...config import DedupConfig
-from ...errors import ConfigError
 from ...io.read.sources import STDIN_NAMES
-from ..common import RunOptions, source_refusal
+from ..common import RunOptions, raise_refusal, source_refusal
 
 __all__ = ["LOCAL_ONLY", "config_refusal", "refusal", "frames_refusal", "check_config", "master_of"]
 
@@ -85,13 +84,11 @@ def check_config(config: DedupConfig, options: RunOptions | None = None, *, fram
     """Raise :class:`~neardup.errors.ConfigError` with the engine's refusal of ``config``, of
     ``options`` for a run on files, and of :func:`frames_refusal` for a run whose stages are
     DataFrame operations (``frames``: where)."""
-    if not isinstance(config, DedupConfig):
-        raise ConfigError(f"config must be a neardup.DedupConfig, got {type(config).__name__}")
-    why = config_refusal(config) if options is None else refusal(config, options)
-    if why is None and frames is not None:
-        why = frames_refusal(config, frames)
-    if why is not None:
-        raise ConfigError(why)
+    def why_of(c: DedupConfig) -> str | None:
+        why = config_refusal(c) if options is None else refusal(c, options)
+        return why if why is not None or frames is None else frames_refusal(c, frames)
+
+    raise_refusal(config, why_of)
 
 
 def master_of(options: RunOptions) -> str | None:
