@@ -141,7 +141,8 @@ OPTIONS = {
     "--fold-www": [(["--url-field", "url", "--fold-www"], "same")],
     "--fold-trailing-slash": [(["--url-field", "url", "--fold-trailing-slash"], "same")],
     "--save-index": [(["--save-index", "index.db"], "refused")],
-    "--against": [(["--against", "index.db"], "refused")],
+    # (with URL identity too: the distributed engines run no --against at all)
+    "--against": [(["--against", "index.db"], "refused"), (["--against", "index.db", "--url-field", "url"], "refused")],
     "--update-index": [(["--update-index"], "refused")],
     # the local engine's kept shards, compression and work folder: Spark writes and retries its own way
     "--output-shards": [(["--output-shards", "2"], "refused")],

@@ -225,7 +225,7 @@ def open_indexes(args, config):
 
     index = SeenIndex.for_dedup(args.against, config, create=False)
     try:
-        return Against(index, args.against, update=args.update_index), None
+        return Against(index, args.against, update=args.update_index, urls=config.url_field is not None), None
     except BaseException:
         index.close()
         raise

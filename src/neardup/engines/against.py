@@ -15,6 +15,7 @@ What a run saves of its records (``--save-index``) is :mod:`neardup.store.run_re
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,7 @@ from ..store import runs
 from ..store.run_records import RunRecords, write_records
 from ..store.schema import DOC_BITS, MAX_VARS, band_buckets, unsigned
 from ..store.sqlite import SeenIndex
+from .against_urls import IndexedUrls, survivor_priority
 from .common import cluster_outcomes
 
 __all__ = ["Against"]
@@ -131,7 +133,9 @@ class Against:
     new records' clusters over the indexed documents they touch (see the module docstring)."""
 
     def __init__(self, index: SeenIndex, label: str, *, update: bool = False, measure: str = "jaccard",
-                 verify: bool = True):
+                 verify: bool = True, urls: bool = False):
+        """``urls``: the run has URL identity (``--url-field``): the index must store canonical
+        URLs (:mod:`neardup.engines.against_urls`)."""
         if not index.config.store_shingles:
             raise ConfigError(f"index {label} holds no shingle ids (made without store_shingles): --against "
                               f"verifies pairs exactly on them; write the index with 'neardup dedup --save-index' "
@@ -139,8 +143,14 @@ class Against:
         if not index.config.signatures:
             raise ConfigError(f"index {label} holds no MinHash signatures (profile lean): --against needs an index "
                               f"of profile default or full (as 'neardup dedup --save-index' writes)")
+        if urls and len(index) and not index.has_urls():
+            raise ConfigError(f"index {label} stores no canonical URLs (saved without --url-field): --against "
+                              f"--url-field finds the new records' URLs in it; save it again with 'neardup dedup "
+                              f"--url-field NAME --save-index' (or 'neardup index add --url-field NAME'), or run "
+                              f"without --url-field")
         self.index = index
         self.label = label
+        self.urls = urls
         self.update = update
         self.measure = measure
         self.verify = verify
@@ -479,8 +489,11 @@ class Against:
 
     # -- clusters ----------------------------------------------------------------------------
     def resolve(self, *, ids, sources, reason, lengths, keyvals, exact_of, sk, records: RunRecords, keys,
-                edges: Edges, config, jobs: int):
-        """The new records' outcomes over the indexed documents they touch.
+                edges: Edges, config, jobs: int, url_keys: dict | None = None, claim_keys: dict | None = None):
+        """The new records' outcomes over the indexed documents they touch; with URL identity
+        (``urls`` given to the constructor), ``url_keys`` and ``claim_keys``: the new records'
+        canonical URLs and claims by ordinal, whose indexed documents join them
+        (:mod:`neardup.engines.against_urls`).
 
         Returns ``(outcome, pairs, cluster_sizes, kinds, chained, write)``: the outcome of the
         new records (by their ordinals, with their sources and their survivors'), the verified
@@ -492,8 +505,9 @@ class Against:
         index = self.index
         m = index.config.minhash.num_perm
         bi, bn = self._matches(keys)
+        urls = IndexedUrls(url_keys or {}, claim_keys or {}) if self.urls else None
         with index._read() as conn:  # (the look-ups read their documents already)
-            self._load(conn, bn.tolist() + self.holder_nums)
+            self._load(conn, bn.tolist() + self.holder_nums + (urls.look_up(index, conn) if urls is not None else []))
         # the indexed documents by local index in the order read (their pieces'), and by ordinal
         # in the order of their numbers (the oldest first, as in a run over the index's records
         # and then the new ones): ordinal_of[local]
@@ -566,6 +580,16 @@ class Against:
         reasons = Labels(reason.labels, np.concatenate((np.full(n_a, reason.code(""), dtype=np.uint8),
                                                         reason.codes.array())))
 
+        links = None
+        if urls is not None:
+            links = urls.links(nums=nums, sk=sk, sk_all=sk_all, exact_all=exact_all, names=all_ids, shingles=shingles,
+                               offsets=offsets, counts=counts, config=config, jobs=jobs)
+            self.stats.update(urls.stats, urls_identity=links.stats)
+            # the indexed documents first whatever the claims: the priority made here, not by
+            # cluster_outcomes (which puts a claimed record first)
+            priority = survivor_priority(priority, links)
+            links = dataclasses.replace(links, priority=None)
+
         def member_similarity(survivor_local):
             members, sims = similarity_to_survivors(shingles, offsets, counts, survivor_local, config.measure,
                                                     jobs=jobs)
@@ -576,7 +600,7 @@ class Against:
                                 (np.concatenate((joined.i, link_a)), np.concatenate((joined.j, link_b))), exact_all,
                                 keep=config.keep, lengths=lengths_all, keyvals=keyvals_all, priority=priority,
                                 member_similarity=member_similarity,
-                                chain_below=config.threshold if config.verify else None)
+                                chain_below=config.threshold if config.verify else None, links=links)
         outcome, chained, repeated, survivor_local = made.outcome, made.chained, made.repeated, made.survivor_local
         kept = outcome.kept
         own = np.arange(n_a, n_a + n_records, dtype=np.int64)
@@ -621,11 +645,14 @@ class Against:
         for k in by_num.tolist():  # (in the order of their numbers, as they were made)
             s = int(survivor_local[k])
             if cluster_of[k] is None and s != k:  # an indexed survivor that now follows another
-                merges.append((nums[s], nums[k], nums[k]))
+                merges.append((nums[s], nums[k]))
 
         def work(conn):
             if merges:
-                conn.executemany("UPDATE docs SET cluster = ? WHERE num = ? OR cluster = ?", merges)
+                # (the new survivor leads itself: with URL identity a claimed member of the cluster
+                # may lead it, and it is then one of the documents the cluster's rows name)
+                conn.executemany("UPDATE docs SET cluster = CASE WHEN num = ?1 THEN NULL ELSE ?1 END "
+                                 "WHERE num = ?2 OR cluster = ?2", merges)
             return write_records(index, conn, records, clusters)
 
         return work

@@ -37,7 +37,8 @@ def stage_table(seconds: dict) -> dict:
 
 #: The run's statistics about an index, in summary.json's ``index``.
 INDEX_STATS = ("index_documents_saved", "index_documents_added", "against_candidate_pairs",
-               "against_estimate_filtered", "against_verified_pairs", "indexed_documents_read")
+               "against_estimate_filtered", "against_verified_pairs", "indexed_documents_read",
+               "against_urls_looked_up", "against_urls_found")
 
 
 def peak_memory_mb() -> float:

@@ -19,6 +19,9 @@ from .schema import (DEFAULT_LIMIT, DOC_BITS, MAX_DOCUMENTS, MAX_VARS, Sketch, b
 
 __all__ = ["Queries", "as_record", "check_limit", "jaccard"]
 
+#: Canonical URL hashes looked up per statement by :meth:`Queries.url_numbers`.
+_URL_BATCH = 50_000
+
 
 def as_record(doc) -> tuple:
     """(id, text, meta, url, page_text) of a tuple (``(id, text)``, ``(id, text, meta)``, ``(id,
@@ -86,16 +89,51 @@ class Queries:
 
     def _url_match(self, conn, url_hash: int) -> str | None:
         """The id of the first stored document (the lowest number) whose canonical URL has this
-        hash, or None: small writes' through ``docs_url``, bulk writes' through the URL runs."""
+        hash, or None."""
+        num = self.url_numbers(conn, [url_hash]).get(url_hash)
+        return None if num is None else docs_of(conn, self._id_sql, np.array([num], dtype=np.int64))[0][1]
+
+    def url_numbers(self, conn, url_hashes) -> dict:
+        """``{url hash: number}`` of the first stored document (the lowest number) of each of
+        ``url_hashes`` (signed, as stored) that the index holds, in one batch whatever their count:
+        small writes' through the partial index ``docs_url`` (one join of the hashes handed over
+        as one JSON array), bulk writes' through the URL runs (their buckets' blocks read, then
+        the documents' hashes checked in ``docs``). Never a read of every stored URL."""
+        import orjson
+
         from . import runs
 
-        found = conn.execute(f"SELECT d.num, {self._id_sql} FROM docs d WHERE d.url_hash = ? AND d.id_key IS NOT NULL "
-                             "ORDER BY d.num LIMIT 1", (url_hash,)).fetchall()
+        wanted = np.unique(np.asarray(list(url_hashes), dtype=np.int64))
+        if self.config.urls is None or not wanted.size:
+            return {}
+        first: dict = {}
+        for lo in range(0, wanted.size, _URL_BATCH):
+            part = wanted[lo:lo + _URL_BATCH]
+            # (sorted: the join walks docs_url in order)
+            for h, num in conn.execute(
+                    "SELECT d.url_hash, min(d.num) FROM json_each(?) j JOIN docs d ON d.url_hash = j.value "
+                    "AND d.id_key IS NOT NULL GROUP BY d.url_hash",
+                    (orjson.dumps(part, option=orjson.OPT_SERIALIZE_NUMPY).decode(),)):
+                first[h] = num
         if self.config.posting_runs and runs.has_runs(conn, runs.KIND_URLS):
-            bucket = int(url_buckets(np.array([url_hash], dtype=np.int64))[0])
-            nums = np.unique(runs.lookup_every(conn, runs.KIND_URLS, [bucket]))
-            found += [(r[0], r[1]) for r in docs_of(conn, f"{self._id_sql}, d.url_hash", nums) if r[2] == url_hash]
-        return min(found)[1] if found else None
+            nums = np.unique(runs.lookup_every(conn, runs.KIND_URLS, np.unique(url_buckets(wanted)).tolist()))
+            wanted_set = set(wanted.tolist())
+            for num, h in docs_of(conn, "d.url_hash", nums):  # (a bucket holds other hashes too)
+                if h in wanted_set and (h not in first or num < first[h]):
+                    first[h] = num
+        return first
+
+    def has_urls(self) -> bool:
+        """Whether a stored document has a canonical URL: a probe of ``docs_url`` and of the URL
+        runs (no scan of the documents, whatever their number)."""
+        from . import runs
+
+        if self.config.urls is None:
+            return False
+        with self._read() as conn:
+            if conn.execute("SELECT 1 FROM docs WHERE url_hash IS NOT NULL AND id_key IS NOT NULL LIMIT 1").fetchone():
+                return True
+            return bool(self.config.posting_runs) and runs.has_runs(conn, runs.KIND_URLS)
 
     def _near(self, conn, sk: Sketch, limit):
         cfg = self.config

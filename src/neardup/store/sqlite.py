@@ -272,8 +272,8 @@ class SeenIndex(Writes, Rows, Sketching, GroupCommit, Queries):
             have = IndexConfig.from_dict(stored)
             if rules is not None and have.urls is None:
                 raise IncompatibleSketchError(
-                    f"index {os.fspath(path)} stores no URLs (made before index schema 7): dedup --url-field cannot "
-                    "add its pages' URLs to it; save the run into a new index")
+                    f"index {os.fspath(path)} stores no URLs (made before index schema 7): dedup --url-field can "
+                    "neither add its pages' URLs to it nor find them in it; save the run into a new index")
             if rules is not None and have.urls != rules:
                 raise IncompatibleSketchError(
                     f"index {os.fspath(path)} keeps canonical URLs under other URL rules ({have.urls.as_dict()}) than "

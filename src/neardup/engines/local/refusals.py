@@ -27,10 +27,6 @@ def refusal(config: DedupConfig, options: RunOptions) -> str | None:
             if given is not None:
                 return (f"--resume is not supported with {flag}: a run with an index keeps no work folder (the "
                         "index must never be written twice); run the command again without --resume")
-    if config.url_field is not None and options.against is not None:
-        return ("--url-field is not supported with --against yet: a URL stored in the index does not make a record "
-                "its duplicate; run without --against (--save-index stores the canonical URLs, for 'neardup "
-                "changes' and 'index query --url-field')")
     return None
 
 

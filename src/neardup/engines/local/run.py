@@ -227,7 +227,8 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         labelled = self.source_labels is not None and self.config.source_field is None
         report = self._input_report = InputReport()  # saved with the sketch stage (_save_sketch)
         first_pass = dict(on_error=on_error, report=report)
-        if self.save_index is not None and self.config.url_field is not None:
+        writes_index = self.save_index is not None or (self.against is not None and self.against.update)
+        if writes_index and self.config.url_field is not None:
             # the index keeps each page's whole page's fingerprint beside its URL (from the same
             # read), so that 'neardup changes' against it tells template from unchanged
             first_pass["page_texts"] = True

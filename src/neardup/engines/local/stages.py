@@ -127,7 +127,8 @@ class StageSequence:
                 keyvals=np.array(got.keyvals, dtype=np.float64) if cfg.keep == "field" else None,
                 exact_of=dict(got.exact_of.items()), sk=sk,
                 records=self._run_records(got, sk, ids, names=self.against.update),
-                keys=got.band_keys, edges=edges, config=self._survivor_config(), jobs=self.jobs)
+                keys=got.band_keys, edges=edges, config=self._survivor_config(), jobs=self.jobs,
+                url_keys=got.url_keys, claim_keys=got.claim_keys)
             if kept_known is not None:
                 kept_known(outcome.kept)
             pairs = VerifiedPairs(all_edges, all_sk, names)
