@@ -140,7 +140,11 @@ def test_update_index_stores_the_urls_then_a_third_crawl_equals_the_joint_run(cr
     with sqlite3.connect(tmp_path / "seen.db") as conn:
         cluster = dict(conn.execute("SELECT d.id, s.id FROM docs d LEFT JOIN docs s ON s.num = d.cluster "
                                     "WHERE d.id IN ('o1', 'o3', 'n1')"))
+        # the new records' URLs stored with their whole pages' fingerprints, as --save-index stores OLD's
+        stored = conn.execute("SELECT count(*), count(url_hash), count(page_fingerprint) FROM docs "
+                              "WHERE id LIKE 'n%'").fetchone()
     assert cluster == {"o1": "o3", "o3": None, "n1": "o3"}
+    assert stored[0] > 0 and stored[0] == stored[1] == stored[2]
 
 
 def test_an_index_saved_without_urls_is_refused_in_one_line(crawls, tmp_path, capsys):
@@ -199,3 +203,24 @@ def test_an_indexed_document_survives_a_claimed_new_record(crawls, tmp_path):
     mine = {r["id"]: (r["reason"], r["duplicate_of"]) for r in lines(tmp_path / "against" / "clusters.jsonl")}
     assert mine == {"revised": ("near", "o1"), "printed": ("canonical", "o1")}
     assert json.loads((tmp_path / "against" / "summary.json").read_text())["canonical_claims"]["followed"] == 1
+
+
+def test_url_numbers_looked_up_or_scanned_are_the_first_stored_of_each_url(crawls, tmp_path, layout,  # noqa: F811
+                                                                           monkeypatch):
+    """SeenIndex.url_numbers, the batch the run looks its URLs up with: the bucket look-ups in the
+    URL runs and the scan of them both give, for every stored hash, its first document (and
+    nothing for a hash not stored), over two writes (the save and an update)."""
+    from neardup.store import queries
+
+    old, new, _ = crawls
+    assert main(["dedup", old, "-o", "o1", "--save-index", "seen.db", *HTML]) == 0
+    assert main(["dedup", new, "-o", "o2", "--against", "seen.db", "--update-index", *HTML]) == 0
+    with sqlite3.connect(tmp_path / "seen.db") as conn:
+        truth = dict(conn.execute("SELECT url_hash, min(num) FROM docs WHERE url_hash IS NOT NULL GROUP BY url_hash"))
+    # OLD's 5 URLs and NEW's 6 others (n0 and n8 have OLD's, n4 has n3's; n9, an exact copy of an
+    # indexed page, is not stored: see docs/urls.md)
+    assert len(truth) == 11
+    with SeenIndex(tmp_path / "seen.db", create=False) as index, index._read() as conn:
+        for scan_cost in (0.0, float("inf")):  # scanned, looked up
+            monkeypatch.setattr(queries, "URL_SCAN_SECONDS_A_POSTING", scan_cost)
+            assert index.url_numbers(conn, [*truth, 12345, -6789]) == truth
