@@ -55,7 +55,9 @@ def add_dedup_options(p) -> None:
                           "and 'index query --url-field'")
     inc.add_argument("--against", default=None, metavar="INDEX",
                      help="deduplicate the inputs against the documents of INDEX: only the new records are "
-                          "removed, a duplicate of an indexed document names it")
+                          "removed, a duplicate of an indexed document names it; with --url-field, a new record "
+                          "under a URL the index holds, or claiming one its content agrees with, is a duplicate "
+                          "of that page (INDEX saved with --url-field)")
     inc.add_argument("--update-index", action="store_true",
                      help="with --against: add the new sketched records to the index in the same run, in one "
                           "transaction")
