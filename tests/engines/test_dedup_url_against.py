@@ -72,6 +72,8 @@ THIRD = [
     # a near copy of the cluster that n1's claim now has led by o3
     {"id": "t2", "url": SITE + "other/bitmap.html", "html": page("docbook-0000.html", extra="Third copy.")},
     {"id": "t3", "url": SITE + "new/page.html", "html": page("javadoc-0027.html")},
+    # the URL of n9, an exact copy of an indexed page (stored with that page's sketch)
+    {"id": "t4", "url": SITE + "java/b.html?utm_campaign=z", "html": page("gtkdoc-0005.html")},
 ]
 
 
@@ -132,6 +134,7 @@ def test_update_index_stores_the_urls_then_a_third_crawl_equals_the_joint_run(cr
     assert lines(tmp_path / "o3" / "clusters.jsonl") == of_source(tmp_path / "joint" / "clusters.jsonl", third)
     got = {r["id"]: (r["reason"], r["duplicate_of"]) for r in lines(tmp_path / "o3" / "clusters.jsonl")}
     assert got["t0"] == ("url", "n3") and got["t1"] == ("canonical", "n6") and got["t2"][1] == "o3"
+    assert got["t4"] == ("url", "o4")
     with SeenIndex(tmp_path / "seen.db", create=False) as index:
         answer = index.query("other words", url="HTTPS://DOCS.DEBIAN.TEST/boost/b.html#top")
         assert (answer["url_seen"], answer["url_match"]) == (True, "n6")
@@ -217,9 +220,9 @@ def test_url_numbers_looked_up_or_scanned_are_the_first_stored_of_each_url(crawl
     assert main(["dedup", new, "-o", "o2", "--against", "seen.db", "--update-index", *HTML]) == 0
     with sqlite3.connect(tmp_path / "seen.db") as conn:
         truth = dict(conn.execute("SELECT url_hash, min(num) FROM docs WHERE url_hash IS NOT NULL GROUP BY url_hash"))
-    # OLD's 5 URLs and NEW's 6 others (n0 and n8 have OLD's, n4 has n3's; n9, an exact copy of an
-    # indexed page, is not stored: see docs/urls.md)
-    assert len(truth) == 11
+    # OLD's 5 URLs and NEW's 7 others (n0 and n8 have OLD's, n4 has n3's; n9, an exact copy of an
+    # indexed page, stored for its URL)
+    assert len(truth) == 12
     with SeenIndex(tmp_path / "seen.db", create=False) as index, index._read() as conn:
         for scan_cost in (0.0, float("inf")):  # scanned, looked up
             monkeypatch.setattr(queries, "URL_SCAN_SECONDS_A_POSTING", scan_cost)

@@ -30,7 +30,7 @@ from ..stages.grouping import sorted_unique
 from ..stages.survivors import Outcome, cluster_kinds, similarity_to_survivors
 from ..stages.verify import Edges, verify_pairs
 from ..store import runs
-from ..store.run_records import RunRecords, write_records
+from ..store.run_records import RunRecords, write_indexed_copies, write_records
 from ..store.schema import DOC_BITS, MAX_VARS, band_buckets, unsigned
 from ..store.sqlite import SeenIndex
 from .against_urls import IndexedUrls, survivor_priority
@@ -628,15 +628,24 @@ class Against:
                        kept=kept[n_a:], source=Names(own, all_sources), duplicate_of_source=Names(duplicate_of, all_sources))
         write = None
         if self.update:
-            write = self._update_write(records, survivor_local, n_a, nums.tolist(), cluster_of, by_num)
+            write = self._update_write(records, survivor_local, n_a, nums.tolist(), cluster_of, by_num,
+                                       set(urls.numbers.values()) if urls is not None else set())
         return mine, (joined, sk_all, all_ids), clusters, kinds, [i for _, i in chained], write
 
     def _update_write(self, records: RunRecords, survivor_local: np.ndarray, n_a: int, nums: list, cluster_of,
-                      by_num: np.ndarray):
+                      by_num: np.ndarray, indexed_urls: set):
         """The write of ``--update-index``: the new sketched records with their survivors, and
         the indexed clusters that a new record merged, joined under their new survivor (``nums``
-        and ``cluster_of`` by local index, ``by_num`` the local indices in the order of numbers)."""
+        and ``cluster_of`` by local index, ``by_num`` the local indices in the order of numbers).
+        With URL identity, an exact copy of an indexed document that is the first record of its
+        URL is stored with that document's sketch, unless the index holds the URL already
+        (``indexed_urls``): as a run over the indexed records and the new ones would store it."""
         index = self.index
+        # (a copy whose id the run stores already is not stored again: that record stands for it)
+        names = set(zip(records.sources, records.ids)) if any(c.holder < 0 for c in records.copies) else set()
+        held = [(self.holder_nums[-1 - c.holder], c) for c in records.copies
+                if c.holder < 0 and c.url not in indexed_urls and (c.source, c.id) not in names]
+        records = dataclasses.replace(records, copies=[c for c in records.copies if c.holder >= 0])
         clusters = []
         for k in range(n_a, survivor_local.size):
             s = int(survivor_local[k])
@@ -653,6 +662,7 @@ class Against:
                 # may lead it, and it is then one of the documents the cluster's rows name)
                 conn.executemany("UPDATE docs SET cluster = CASE WHEN num = ?1 THEN NULL ELSE ?1 END "
                                  "WHERE num = ?2 OR cluster = ?2", merges)
-            return write_records(index, conn, records, clusters)
+            stored = write_records(index, conn, records, clusters)
+            return stored + (write_indexed_copies(index, conn, held) if held else 0)
 
         return work

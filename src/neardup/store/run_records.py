@@ -32,10 +32,11 @@ import orjson
 from ..stages.candidates import band_keys
 from ..stages.sketch import mod_m_samples
 from . import runs
-from .schema import url_hash_of
+from .queries import docs_of
+from .schema import unsigned, url_hash_of
 from .sqlite import SeenIndex
 
-__all__ = ["RunRecords", "UrlCopy", "WRITE_CHUNK", "write_records", "save_run"]
+__all__ = ["RunRecords", "UrlCopy", "WRITE_CHUNK", "write_records", "write_indexed_copies", "save_run"]
 
 #: Documents written per insert while a run is stored (one transaction for all of them).
 WRITE_CHUNK = 8192
@@ -66,7 +67,8 @@ class RunRecords:
 
 class UrlCopy(NamedTuple):
     """An exact copy stored for its canonical URL: ``holder`` is the position among the run's
-    records of the record whose content (and so sketch) it has."""
+    records of the record whose content (and so sketch) it has; against an index, ``-1 - k`` for
+    the index's document that is the run's holder k (:func:`write_indexed_copies`)."""
 
     holder: int
     id: str
@@ -197,6 +199,42 @@ def _write_copies(index: SeenIndex, conn, records: RunRecords, copies: list, sur
                 band_keys=keys[k:e], source=chunk[k].source, clusters=[survivors[h] for h in holders[k:e]],
                 url_hashes=hashes, url_texts=texts, page_fingerprints=[c.page for c in chunk[k:e]])
             k = e
+
+
+def write_indexed_copies(index: SeenIndex, conn, copies: list) -> int:
+    """Insert the exact copies of indexed documents stored for their URL (``(holder number,
+    UrlCopy)``, in order): each with its holder's sketch as stored, in its holder's cluster, as
+    :func:`write_records` stores a copy of a record of the run; returns how many were stored (a
+    holder that is no longer stored has nothing to copy)."""
+    cfg = index.config
+    fingerprint = "coalesce(d.fingerprint, d.run_fingerprint)" if cfg.fingerprint_runs else "d.fingerprint"
+    nums = np.array(sorted({num for num, _ in copies}), dtype=np.int64)
+    rows = {num: rest for num, *rest in docs_of(conn, f"{fingerprint}, d.length, d.n_shingles, d.signature, d.shingles, "
+                                                      "d.cluster", nums)}
+    copies = [(num, c) for num, c in copies if num in rows]
+    for source in dict.fromkeys(c.source for _, c in copies):  # (replacing documents of the same ids)
+        index._delete(conn, [c.id for _, c in copies if c.source == source], source)
+    k = 0
+    while k < len(copies):  # runs of one source, in order
+        e = k + 1
+        while e < len(copies) and copies[e][1].source == copies[k][1].source:
+            e += 1
+        held = [rows[num] for num, _ in copies[k:e]]
+        sigs = index._signature_matrix([r[3] for r in held], narrow=True)
+        parts = [np.frombuffer(r[4], dtype="<u8").astype(np.uint64) for r in held]
+        local = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(np.int64)
+        samples = (mod_m_samples(np.concatenate(parts), local, cfg.minhash.seed, cfg.mod_m) if cfg.containment
+                   else [np.empty(0, dtype=np.uint64)] * (e - k))
+        hashes, texts = _url_columns([c.url for _, c in copies[k:e]])
+        index._insert_columns(
+            conn, [c.id for _, c in copies[k:e]], [None if r[0] is None else unsigned(r[0]) for r in held],
+            np.array([r[1] for r in held], dtype=np.int64), np.array([r[2] for r in held], dtype=np.int64), sigs,
+            samples, [None] * (e - k), parts if cfg.store_shingles else [None] * (e - k), [None] * (e - k),
+            band_keys=band_keys(sigs, cfg.bands, cfg.rows), source=copies[k][1].source,
+            clusters=[num if r[5] is None else r[5] for (num, _), r in zip(copies[k:e], held)],
+            url_hashes=hashes, url_texts=texts, page_fingerprints=[c.page for _, c in copies[k:e]])
+        k = e
+    return len(copies)
 
 
 def save_run(index: SeenIndex, records: RunRecords, survivor_local: np.ndarray) -> int:

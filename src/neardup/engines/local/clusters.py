@@ -176,10 +176,10 @@ class Clustering:
             holder, seen = holder_of[o], 0
             while holder not in position and holder in holder_of and seen < len(holder_of):  # (a chain of copies)
                 holder, seen = holder_of[holder], seen + 1
-            if holder in position:
+            if holder in position or holder < 0:  # (against an index, -1 - k: the index's holder k)
                 stored.append((o, holder, key))
         stored.sort()
         names = take_values(got.ids, np.array([o for o, _, _ in stored], dtype=np.int64)) if stored else []
         pages = [got.page_fingerprints.get(o) for o in ords]
-        return urls, pages, [UrlCopy(position[h], name, sources[o], key, got.page_fingerprints.get(o))
+        return urls, pages, [UrlCopy(position[h] if h >= 0 else h, name, sources[o], key, got.page_fingerprints.get(o))
                              for (o, h, key), name in zip(stored, names)]
