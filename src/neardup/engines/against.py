@@ -10,7 +10,9 @@ document is led by the indexed survivor that was added first, which is what ``ke
 chooses in a joint run. With ``--update-index`` the sketched new records are added in the same
 transaction (all or none), with the number of their survivor, and clusters that a new record
 joined are merged in the index, so that the next run finds what a joint run of all three would.
-What a run saves of its records (``--save-index``) is :mod:`neardup.store.run_records`.
+What a run saves of its records (``--save-index``) is :mod:`neardup.store.run_records`. With URL
+identity (``--url-field``) the indexed pages under the new records' URLs and claims join the run
+too: :mod:`neardup.engines.against_urls`.
 """
 
 from __future__ import annotations
