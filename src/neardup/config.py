@@ -21,7 +21,7 @@ from .errors import ConfigError, IncompatibleSketchError
 from .lsh.params import Banding
 from .io.read.reader import CONTENTS
 from .io.read.sniff import FORMATS
-from .io.write.results import RESULT_FORMATS
+from .io.write.results import DEFAULT_RESULT_FORMAT, RESULT_FORMATS
 from .params import FORMAT_VERSION, MinHashParams, NormalizeParams, ShingleParams, config_fingerprint
 from .stages.candidates import SAMPLES, banding_for
 from .stages.survivors import KEEP_POLICIES
@@ -31,8 +31,8 @@ from .urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules
 __all__ = ["DedupConfig", "ReadOptions", "ReportConfig", "InputOptions", "METHODS", "MEASURES", "KEEP_POLICIES",
            "DEFAULT_FAMILY", "INPUT_FORMATS", "CONTENTS", "HTML_MODES", "MAX_BYTES", "SAMPLES", "INDEX_DEFAULTS",
            "INDEX_PROFILES", "ROWS_BELOW", "index_profile", "IndexConfig", "DOC_BITS", "ID_KEY_SEED",
-           "URL_KEY_SEED", "LAYOUT_FIELDS", "simhash_blocks", "rules_of", "RESULT_FORMATS", "ResultOptions",
-           "check_result_format", "KEEP_SYNTAX", "keep_fields"]
+           "URL_KEY_SEED", "LAYOUT_FIELDS", "simhash_blocks", "rules_of", "RESULT_FORMATS", "DEFAULT_RESULT_FORMAT",
+           "ResultOptions", "check_result_format", "KEEP_SYNTAX", "keep_fields"]
 
 METHODS = ("minhash", "simhash", "exact", "broder", "greedy")
 #: (the readers' formats, the extraction's modes, the kinds of text field and the results' formats
@@ -470,7 +470,7 @@ class ResultOptions:
     """How a run writes its results (``neardup dedup --output-format``; every engine's
     ``output_format``): ``clusters.*`` and ``pairs.*`` as JSON lines or Parquet."""
 
-    output_format: str = RESULT_FORMATS[0]
+    output_format: str = DEFAULT_RESULT_FORMAT
 
     def __post_init__(self) -> None:
         if self.output_format not in RESULT_FORMATS:

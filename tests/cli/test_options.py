@@ -5,6 +5,7 @@ and a bad value is refused by the configuration, in one line naming the option, 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import pathlib
 
@@ -334,3 +335,23 @@ def test_the_service_settings_check_what_the_command_line_checked_before():
                                                                                           "at least 1")
     assert SERVE_SETTINGS == Settings(batch_processes=1)
     ServerOptions(port=0)  # (any free port)
+
+
+def test_every_output_format_default_is_the_result_formats_default():
+    """``output_format`` (every engine) and ``format`` (the result writers) default to the one
+    definition, :data:`neardup.io.write.results.DEFAULT_RESULT_FORMAT`, not to a literal each."""
+    assert config.ResultOptions().output_format == config.DEFAULT_RESULT_FORMAT == RESULT_FORMATS[0]
+    defaults = {}
+    for path in pathlib.Path(config.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args
+            named = list(zip(args.args[len(args.args) - len(args.defaults):], args.defaults))
+            named += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            for arg, default in named:
+                if arg.arg == "output_format" or (arg.arg == "format" and path.name == "results.py"):
+                    defaults[f"{path.name}:{node.name}({arg.arg})"] = ast.unparse(default)
+    assert {"run.py:run(output_format)", "api.py:dedup_paths(output_format)", "engine.py:dedup_paths(output_format)",
+            "results.py:write_clusters(format)", "results.py:write_pairs(format)"} <= set(defaults)
+    assert {k: v for k, v in defaults.items() if v != "DEFAULT_RESULT_FORMAT"} == {}
