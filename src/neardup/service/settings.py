@@ -110,15 +110,16 @@ class ServerOptions:
     processes), ``fsync`` (every commit flushed to the disk, so that it survives a power loss, not
     only the process dying), ``access_log`` (a line per request) and ``log_level``."""
 
-    host: str = "127.0.0.1"
     port: int = 8000
-    token_file: str | None = None
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     limit_concurrency: int = 256
     workers: int = 1
+    log_level: str = "info"
+    # (after the fields above, so that their positions stay as they were)
+    host: str = "127.0.0.1"
+    token_file: str | None = None
     fsync: bool = False
     access_log: bool = False
-    log_level: str = "info"
 
     def __post_init__(self) -> None:
         check_text("host", self.host, owner="ServerOptions")
