@@ -21,7 +21,7 @@ from .errors import ConfigError, IncompatibleSketchError
 from .lsh.params import Banding
 from .io.read.reader import CONTENTS
 from .io.read.sniff import FORMATS
-from .io.write.results import RESULT_FORMATS
+from .io.write.results import DEFAULT_RESULT_FORMAT, RESULT_FORMATS
 from .params import FORMAT_VERSION, MinHashParams, NormalizeParams, ShingleParams, config_fingerprint
 from .stages.candidates import SAMPLES, banding_for
 from .stages.survivors import KEEP_POLICIES
@@ -31,8 +31,8 @@ from .urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules
 __all__ = ["DedupConfig", "ReadOptions", "ReportConfig", "InputOptions", "METHODS", "MEASURES", "KEEP_POLICIES",
            "DEFAULT_FAMILY", "INPUT_FORMATS", "CONTENTS", "HTML_MODES", "MAX_BYTES", "SAMPLES", "INDEX_DEFAULTS",
            "INDEX_PROFILES", "ROWS_BELOW", "index_profile", "IndexConfig", "DOC_BITS", "ID_KEY_SEED",
-           "URL_KEY_SEED", "LAYOUT_FIELDS", "simhash_blocks", "rules_of", "RESULT_FORMATS", "ResultOptions",
-           "check_result_format", "KEEP_SYNTAX", "keep_fields"]
+           "URL_KEY_SEED", "LAYOUT_FIELDS", "simhash_blocks", "rules_of", "RESULT_FORMATS", "DEFAULT_RESULT_FORMAT",
+           "ResultOptions", "check_result_format", "KEEP_SYNTAX", "keep_fields"]
 
 METHODS = ("minhash", "simhash", "exact", "broder", "greedy")
 #: (the readers' formats, the extraction's modes, the kinds of text field and the results' formats
@@ -288,7 +288,9 @@ def rules_of(recorded: dict) -> UrlRules:
 @dataclass(frozen=True, kw_only=True)
 class ReadOptions:
     """How records are read (:func:`neardup.io.read_documents`): the options that every command
-    reading records shares, checked here once (:class:`DedupConfig` holds them as its own fields).
+    reading records shares, declared and checked here once. A :class:`DedupConfig` is one too (it
+    holds them as its own fields: ``DedupConfig(html="whole")``), so :meth:`read_options` gives
+    them for either; :meth:`as_dict` is each class's whole record (a DedupConfig's is the run's).
 
     ``format`` of the input files (``auto``: each by its content), ``id_field`` and ``text_field``
     (of JSONL, CSV, Parquet and Arrow records), ``content`` (what the text field holds: ``text``
@@ -312,20 +314,22 @@ class ReadOptions:
         if self.max_bytes is not None:
             check_int("max_bytes", self.max_bytes, 1, None, owner="ReadOptions")
 
-    def as_dict(self) -> dict:
+    def read_options(self) -> dict:
+        """The options of :func:`neardup.io.read_documents` that these fix."""
         return {"format": self.format, "id_field": self.id_field, "text_field": self.text_field,
                 "content": self.content, "html": self.html, "max_bytes": self.max_bytes}
 
+    def as_dict(self) -> dict:
+        return self.read_options()
+
 
 @dataclass(frozen=True, kw_only=True)
-class DedupConfig:
+class DedupConfig(ReadOptions):
     """Everything that decides the result of a run (recorded, with its fingerprint, in summary.json).
 
-    The read options decide what a record's id and text are, so they are part of it too:
-    ``format`` (of the input files, ``auto`` by extension), ``id_field`` and ``text_field`` (of
-    JSONL and Parquet records), ``content`` (what the text field holds: ``text`` or ``html``),
-    ``html`` (HTML to text: the ``main`` content or the ``whole`` page) and ``max_bytes``
-    (larger records are skipped as ``too_large``; None for no limit).
+    The read options decide what a record's id and text are, so they are part of it too: its
+    fields ``format``, ``id_field``, ``text_field``, ``content``, ``html`` and ``max_bytes`` are
+    those of :class:`ReadOptions` (declared and checked there; recorded under ``read``).
     """
 
     shingle: ShingleParams = field(default_factory=lambda: ShingleParams(k=5))
@@ -339,12 +343,6 @@ class DedupConfig:
     keep: str = "first"
     keep_field: str | None = None
     verify: bool = True
-    format: str = "auto"
-    id_field: str = "id"
-    text_field: str = "text"
-    content: str = "text"
-    html: str = "main"
-    max_bytes: int | None = MAX_BYTES
     #: ``method="broder"`` (Broder et al. 1997, :mod:`neardup.cluster.broder`): keep the shingle
     #: ids divisible by ``sample_mod`` (the experiment kept 1 in 25), and give no pairs from a
     #: sample that more than ``sample_cap`` documents share. ``method="greedy"`` uses the same
@@ -371,7 +369,7 @@ class DedupConfig:
     url_rules: object = None
 
     def __post_init__(self) -> None:
-        ReadOptions(**self.read_options())  # the read options' checks
+        super().__post_init__()  # the read options' checks
         check_choice("method", self.method, METHODS, owner="DedupConfig")
         check_int("sample_mod", self.sample_mod, 1, None, owner="DedupConfig")
         check_int("sample_cap", self.sample_cap, 2, None, owner="DedupConfig")
@@ -443,11 +441,6 @@ class DedupConfig:
         """The URL rules of the run (:class:`neardup.urls.UrlRules`)."""
         return self.url_rules if self.url_rules is not None else DEFAULT_RULES
 
-    def read_options(self) -> dict:
-        """The options of :func:`neardup.io.read_documents` that this configuration fixes."""
-        return {"format": self.format, "id_field": self.id_field, "text_field": self.text_field,
-                "content": self.content, "html": self.html, "max_bytes": self.max_bytes}
-
     def fingerprint(self) -> str:
         """:func:`neardup.params.config_fingerprint` of :meth:`as_dict`, as 16 hex digits."""
         return f"{config_fingerprint(self.as_dict()):016x}"
@@ -470,7 +463,7 @@ class ResultOptions:
     """How a run writes its results (``neardup dedup --output-format``; every engine's
     ``output_format``): ``clusters.*`` and ``pairs.*`` as JSON lines or Parquet."""
 
-    output_format: str = RESULT_FORMATS[0]
+    output_format: str = DEFAULT_RESULT_FORMAT
 
     def __post_init__(self) -> None:
         if self.output_format not in RESULT_FORMATS:

@@ -5,6 +5,7 @@ and a bad value is refused by the configuration, in one line naming the option, 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import pathlib
 
@@ -12,7 +13,7 @@ import pytest
 
 from neardup import config, options
 from neardup.cli import build_parser, main
-from neardup.cli._common import option_error, url_rules_from
+from neardup.cli._common import option_error, option_value, url_rules_from
 from neardup.errors import ConfigError
 from neardup.hashing import HASH_NAMES
 from neardup.io.read.reader import ON_ERROR
@@ -191,6 +192,8 @@ BAD = [
     (["index", "add", "--db", "{db}", "{in}", "--url-field", ""], "--url-field must be a non-empty name, got ''"),
     (["index", "query", "--db", "{db}", "{in}", "--url-field", ""], "--url-field must be a non-empty name, got ''"),
     (["serve", "--db", "{db}", "--port", "70000"], "--port must be at most 65535, got 70000"),
+    (["serve", "--db", "{db}", "--host", ""], "--host must be a non-empty name, got ''"),
+    (["serve", "--db", "{db}", "--token-file", ""], "--token-file must be a non-empty name, got ''"),
     (["serve", "--db", "{db}", "--max-batch", "0"], "--max-batch must be at least 1, got 0"),
     (["serve", "--db", "{db}", "--max-body-bytes", "0"], "--max-body-bytes must be at least 1, got 0"),
     (["serve", "--db", "{db}", "--request-timeout", "0"], "--request-timeout must be in (0, inf), got 0.0"),
@@ -334,3 +337,56 @@ def test_the_service_settings_check_what_the_command_line_checked_before():
                                                                                           "at least 1")
     assert SERVE_SETTINGS == Settings(batch_processes=1)
     ServerOptions(port=0)  # (any free port)
+
+
+def test_every_output_format_default_is_the_result_formats_default():
+    """``output_format`` (every engine) and ``format`` (the result writers) default to the one
+    definition, :data:`neardup.io.write.results.DEFAULT_RESULT_FORMAT`, not to a literal each."""
+    assert config.ResultOptions().output_format == config.DEFAULT_RESULT_FORMAT == RESULT_FORMATS[0]
+    defaults = {}
+    for path in pathlib.Path(config.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args
+            named = list(zip(args.args[len(args.args) - len(args.defaults):], args.defaults))
+            named += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+            for arg, default in named:
+                if arg.arg == "output_format" or (arg.arg == "format" and path.name == "results.py"):
+                    defaults[f"{path.name}:{node.name}({arg.arg})"] = ast.unparse(default)
+    assert {"run.py:run(output_format)", "api.py:dedup_paths(output_format)", "engine.py:dedup_paths(output_format)",
+            "results.py:write_clusters(format)", "results.py:write_pairs(format)"} <= set(defaults)
+    assert {k: v for k, v in defaults.items() if v != "DEFAULT_RESULT_FORMAT"} == {}
+
+
+def serve_fields(argv):
+    """The :class:`ServerOptions` and :class:`Settings` fields that ``neardup serve ARGV`` sets."""
+    args = build_parser().parse_args(["serve", "--db", "index.db", *argv])
+    fields = {"server": {}, "settings": {}}
+    for key, option in SERVE_OPTIONS.items():
+        part, name = key.split(".")
+        fields[part][name] = option_value(args, option)
+    return fields
+
+
+def test_every_serve_option_fills_its_configurations_field():
+    left_out = serve_fields([])
+    assert ServerOptions(**left_out["server"]) == ServerOptions()
+    assert Settings(**left_out["settings"]) == SERVE_SETTINGS
+    given = serve_fields(["--host", "0.0.0.0", "--token-file", "token.txt", "--fsync", "--no-resident",
+                          "--access-log", "--port", "0", "--workers", "2", "--log-level", "debug"])
+    assert ServerOptions(**given["server"]) == ServerOptions(host="0.0.0.0", token_file="token.txt", fsync=True,
+                                                             access_log=True, port=0, workers=2, log_level="debug")
+    assert Settings(**given["settings"]) == Settings(batch_processes=1, resident=False)
+    # every field of both classes that the command line sets has its option, and nothing else is set
+    assert set(left_out["server"]) == set(vars(ServerOptions()))
+    assert set(left_out["settings"]) < set(vars(SERVE_SETTINGS))
+
+
+@pytest.mark.parametrize("field, value, owner", [("host", "", "ServerOptions"), ("token_file", "", "ServerOptions"),
+                                                 ("fsync", "yes", "ServerOptions"), ("access_log", 1, "ServerOptions"),
+                                                 ("resident", None, "create_app")])
+def test_the_serve_switches_and_names_are_checked_by_their_class(field, value, owner):
+    with pytest.raises(ConfigError) as caught:
+        (Settings if owner == "create_app" else ServerOptions)(**{field: value})
+    assert (caught.value.owner, caught.value.parameter, caught.value.value) == (owner, field, value)

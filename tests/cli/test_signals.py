@@ -39,24 +39,37 @@ def test_sigterm_ends_the_extraction_workers_and_the_run_resumes(tmp_path):
                                                        f"<p>{words}</p></article></body></html>"}) + "\n")
     cmd = [sys.executable, "-m", "neardup", "dedup", str(pages), "--text-field", "html", "--content", "html",
            "--jobs", "2", "-o", str(tmp_path / "out"), "--quiet"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    workers: list[int] = []
-    while not workers and proc.poll() is None:  # the extraction pool's processes, under the forkserver
-        workers = [w for child in children_of(proc.pid) for w in children_of(child)]
-        time.sleep(0.02)
-    assert workers, f"the run ended before its extraction workers started: {proc.communicate()}"
-    proc.send_signal(signal.SIGTERM)
-    try:  # returns once every process holding the pipes has ended; the timeout only stops a hang
-        _, err = proc.communicate(timeout=600)
-    except subprocess.TimeoutExpired:
-        for pid in workers:
-            os.kill(pid, signal.SIGKILL)
-        pytest.fail("after SIGTERM the extraction workers still hold the command's pipes")
+    # the extraction in worker processes whatever the caller's environment says, and no test hook of theirs
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_TEST_")}
+    env["NEARDUP_EXTRACT_WORKERS"] = "processes"
+    # Standard output is the pipe the workers must let go of; standard error goes to a file, which
+    # the run can never fill while this test only watches the process tree (a pipe that nobody
+    # reads stops the run once 64 kB are written to it).
+    with open(tmp_path / "stderr", "w+b") as err_file:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err_file, env=env)
+        workers: list[int] = []
+        while not workers and proc.poll() is None:  # the extraction pool's processes, under the forkserver
+            workers = [w for child in children_of(proc.pid) for w in children_of(child)]
+            time.sleep(0.02)
+        if not workers:
+            proc.communicate()
+            err_file.seek(0)
+            pytest.fail(f"the run ended (exit {proc.returncode}) before its extraction workers started: "
+                        f"{err_file.read()!r}")
+        proc.send_signal(signal.SIGTERM)
+        try:  # returns once every process holding stdout has ended; the timeout only stops a hang
+            proc.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            for pid in workers:
+                os.kill(pid, signal.SIGKILL)
+            pytest.fail("after SIGTERM the extraction workers still hold the command's pipes")
+        err_file.seek(0)
+        err = err_file.read()
     assert proc.returncode == -signal.SIGTERM, err
     assert b"neardup: terminated" in err
     assert not (tmp_path / "out" / "summary.json").exists()
 
-    again = subprocess.run(cmd, capture_output=True)
+    again = subprocess.run(cmd, capture_output=True, env=env)
     assert again.returncode == 0, again.stderr
     with open(tmp_path / "out" / "clusters.jsonl") as fh:
         assert sorted(int(json.loads(line)["id"]) for line in fh) == list(range(20000))

@@ -1,5 +1,8 @@
 """The out-of-core grouping stage (neardup.stages.grouping) gives what grouping in memory gives,
-with a budget so small that it spills into many partitions and splits them again."""
+with a budget so small that it spills into many partitions (and, for the grouper itself, splits
+them again). The stages that use it get a budget that spills a few times, not hundreds: each
+spill writes a file per partition, and a budget of a few hundred records made these tests
+take minutes without reaching another path of the code."""
 
 from __future__ import annotations
 
@@ -79,7 +82,7 @@ def test_out_of_core_sampled_candidates_equal_the_in_memory_ones(tmp_path):
     ids = np.concatenate(docs)
     values, sample_offsets = mod_m_sample(ids, offsets, 5)
     want = in_memory_candidates(values, sample_offsets, 0.5, cap=300)
-    for budget in (None, 48 * 2_000):  # in memory through the stage, then many partitions
+    for budget in (None, 48 * 20_000):  # in memory through the stage, then spilled to every partition
         i, j, est, stats = sampled_candidates(values, sample_offsets, 0.5, cap=300, budget_bytes=budget,
                                               folder=str(tmp_path))
         assert np.array_equal(i, want[0]) and np.array_equal(j, want[1]) and np.array_equal(est, want[2])
@@ -87,15 +90,17 @@ def test_out_of_core_sampled_candidates_equal_the_in_memory_ones(tmp_path):
         assert want[3]["capped_samples"] > 0 and i.size > 1_000
         spilled = stats["grouping"]["samples"]["spilled_bytes"] + stats["grouping"]["pairs"]["spilled_bytes"]
         assert (spilled > 0) == (budget is not None)
-        if budget is not None:
-            assert stats["grouping"]["pairs"]["partitions_read"] > 50
+        if budget is not None:  # both groupings spilled, and every partition was read back
+            for grouping in ("samples", "pairs"):
+                assert stats["grouping"][grouping]["spilled_bytes"] > 0, grouping
+                assert stats["grouping"][grouping]["partitions_read"] > 50, grouping
     assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("window", [3, 64])
 def test_band_keys_past_the_budget_give_the_in_memory_candidates(tmp_path, window):
     # band keys with buckets of every size (some past the window), added in batches; a budget of
-    # a few thousand keys sends them through the grouping, against the kernel's hashing
+    # 20,000 keys (a third of them) sends them through the grouping, against the kernel's hashing
     from neardup.stages.candidates import BandKeys
 
     rng = np.random.default_rng(5)
@@ -104,7 +109,7 @@ def test_band_keys_past_the_budget_give_the_in_memory_candidates(tmp_path, windo
     keys[: n // 2, 0] = rng.integers(0, 2**63, n // 2, dtype=np.uint64)  # mostly singletons in band 0
     keys[:, 1] = keys[:, 2]  # the same values in two bands: separate buckets all the same
     keys[:100, 3] = 7  # one bucket of 100 rows
-    whole, small = BandKeys(None, window=window), BandKeys(16 * 2_000, str(tmp_path), window=window)
+    whole, small = BandKeys(None, window=window), BandKeys(16 * 20_000, str(tmp_path), window=window)
     for a in range(0, n, 500):
         whole.add(keys[a:a + 500])
         small.add(keys[a:a + 500])
@@ -113,7 +118,8 @@ def test_band_keys_past_the_budget_give_the_in_memory_candidates(tmp_path, windo
     si, sj, ss = small.candidates()
     assert wi.size > 10_000 and np.array_equal(wi, si) and np.array_equal(wj, sj)
     assert {k: v for k, v in ws.items() if k != "grouping"} == {k: v for k, v in ss.items() if k != "grouping"}
-    assert ss["grouping"]["bands"]["spilled_bytes"] > 0 and ss["grouping"]["pairs"]["partitions_read"] > 1
+    for grouping in ("bands", "pairs"):  # both groupings spilled, and their partitions were read back
+        assert ss["grouping"][grouping]["spilled_bytes"] > 0 and ss["grouping"][grouping]["partitions_read"] > 1
     assert ws["buckets_over_window"] > 0
     small.close()
     assert os.listdir(tmp_path) == []

@@ -85,6 +85,14 @@ def add_options(container, options, defaults, *, given_only: bool = False, helps
     container.set_defaults(option_flags=flags)
 
 
+def option_value(args, option):
+    """The value of ``option``'s field that the parsed command line ``args`` gives: the option's
+    own value, turned over for a switch that turns its field off (``--no-resident``)."""
+    dest = next((f for f in option.flags if f.startswith("--")), option.flags[0]).lstrip("-").replace("-", "_")
+    value = getattr(args, dest)
+    return not value if option.negate and value is not None else value
+
+
 def shown_default(value) -> str:
     """A default as a help shows it: a float as it is written (30, 0.8)."""
     return f"{value:g}" if isinstance(value, float) else str(value)

@@ -22,7 +22,7 @@ from ..options import INDEX_OPTIONS, MINHASH_OPTIONS, SHINGLE_OPTIONS
 from ..service.settings import SERVE_OPTIONS, SERVE_SETTINGS, ServerOptions, Settings
 from ..cpus import available_cpus
 from ..io.read.reader import ON_ERROR
-from ._common import add_options, add_record_options, positive_int, url_rules_from, url_rules_given
+from ._common import add_options, add_record_options, option_value, positive_int, url_rules_from, url_rules_given
 
 EXIT_SEEN = 1
 
@@ -91,25 +91,16 @@ def register(sub) -> None:
                                    "/v1/add, /v1/check-and-add; DELETE /v1/documents/ID; GET /v1/stats, "
                                    "/healthz; OpenAPI schema at /openapi.json. Creates the index if missing.")
     _db(v)
-    v.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
 
     def serve_options(*fields):
         add_options(v, [SERVE_OPTIONS[f] for f in fields], {"settings": SERVE_SETTINGS, "server": ServerOptions()})
 
-    serve_options("server.port")
-    v.add_argument("--token-file", metavar="F",
-                   help="file holding the bearer token every request but /healthz must carry")
+    serve_options("server.host", "server.port", "server.token_file")
     serve_options("settings.max_body_bytes", "settings.max_batch", "settings.max_document_chars",
                   "settings.max_document_tokens", "settings.request_timeout", "settings.body_timeout",
                   "server.header_timeout", "server.limit_concurrency", "settings.batch_processes")
     add_record_options(v, fields=("html",))
-    serve_options("server.workers")
-    v.add_argument("--fsync", action="store_true", help="fsync every commit (survives power loss)")
-    v.add_argument("--no-resident", action="store_true",
-                   help="do not keep the index file mapped in memory (by default the server maps the whole "
-                        "file, so that its pages stay cached; costs the file's size in page cache)")
-    v.add_argument("--access-log", action="store_true", help="log every request")
-    serve_options("server.log_level")
+    serve_options("server.workers", "server.fsync", "settings.resident", "server.access_log", "server.log_level")
     _index_options(v)
     v.set_defaults(handler=serve_command, jobs=1)
 
@@ -486,7 +477,7 @@ def _is_loopback(host: str) -> bool:
 def _serve_fields(args, part: str) -> dict:
     """The fields of ``part`` (``settings``: :class:`~neardup.service.settings.Settings`, ``server``:
     :class:`~neardup.service.settings.ServerOptions`) that ``neardup serve``'s options set."""
-    return {o.parameter: getattr(args, o.parameter) for f, o in SERVE_OPTIONS.items() if f.startswith(part + ".")}
+    return {o.parameter: option_value(args, o) for f, o in SERVE_OPTIONS.items() if f.startswith(part + ".")}
 
 
 def serve_command(args) -> int:
@@ -496,51 +487,48 @@ def serve_command(args) -> int:
     # the app's settings and the server's options, checked before anything is opened
     settings = _serve_fields(args, "settings")
     Settings(**settings)
-    ServerOptions(**_serve_fields(args, "server"))
+    server = ServerOptions(**_serve_fields(args, "server"))
     uvicorn = require("uvicorn", "service")
     from ..service import create_app
 
     token = None
-    if args.token_file:
-        with open(args.token_file, encoding="utf-8") as fh:
+    if server.token_file is not None:
+        with open(server.token_file, encoding="utf-8") as fh:
             token = fh.read().strip()
         if not token:
-            raise ConfigError(f"the token file {args.token_file} is empty")
-    elif not _is_loopback(args.host):
-        print(f"neardup: warning: listening on {args.host} without --token-file: anyone who can reach port "
-              f"{args.port} can read and change the index", file=sys.stderr)
-    synchronous = "full" if args.fsync else "normal"
+            raise ConfigError(f"the token file {server.token_file} is empty")
+    elif not _is_loopback(server.host):
+        print(f"neardup: warning: listening on {server.host} without --token-file: anyone who can reach port "
+              f"{server.port} can read and change the index", file=sys.stderr)
+    synchronous = "full" if server.fsync else "normal"
     index = _open(args, create=True, synchronous=synchronous)
     from ..service.app import protocol_with_header_timeout
 
-    # (max_document_chars, max_document_tokens, request_timeout, body_timeout, batch_processes)
-    limits = {k: v for k, v in settings.items() if k not in ("max_body_bytes", "max_batch")}
     # limit_concurrency: past N connections and requests, uvicorn answers 503 at once instead
     # of taking more work (memory stays bounded); the header deadline frees the connections
     # that slow clients hold.
-    run = dict(host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log,
-               server_header=False, limit_concurrency=args.limit_concurrency)
+    run = dict(host=server.host, port=server.port, log_level=server.log_level, access_log=server.access_log,
+               server_header=False, limit_concurrency=server.limit_concurrency)
     try:
-        print(f"neardup: serving {args.db} ({len(index)} documents) on http://{args.host}:{args.port}"
-              + (f" with {args.workers} worker processes" if args.workers > 1 else ""), file=sys.stderr, flush=True)
-        if args.workers > 1:
+        print(f"neardup: serving {args.db} ({len(index)} documents) on http://{server.host}:{server.port}"
+              + (f" with {server.workers} worker processes" if server.workers > 1 else ""), file=sys.stderr,
+              flush=True)
+        if server.workers > 1:
             # Each worker process opens the index itself; SQLite serialises their writers.
             from ..service.app import SERVE_ENV
 
             index.close()
             os.environ[SERVE_ENV] = json.dumps({
-                "db": os.path.abspath(args.db), "synchronous": synchronous, "max_body_bytes": args.max_body_bytes,
-                "max_batch": args.max_batch, "html_mode": args.html, "resident": not args.no_resident,
-                "token_file": os.path.abspath(args.token_file) if args.token_file else None,
-                "header_timeout": args.header_timeout, **limits})
+                "db": os.path.abspath(args.db), "synchronous": synchronous, "html_mode": args.html,
+                "token_file": os.path.abspath(server.token_file) if server.token_file is not None else None,
+                "header_timeout": server.header_timeout, **settings})
             # By name: the worker processes import it (a class made here would not pickle).
-            uvicorn.run("neardup.service.app:app_from_environment", factory=True, workers=args.workers,
+            uvicorn.run("neardup.service.app:app_from_environment", factory=True, workers=server.workers,
                         http="neardup.service.app:EnvironmentHeaderTimeoutProtocol", **run)
         else:
-            app = create_app(index, token=token, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch,
-                             html_mode=args.html, close_index=True, resident=not args.no_resident,
-                             writer_process=True, **limits)
-            uvicorn.run(app, http=protocol_with_header_timeout(args.header_timeout, app.state.metrics), **run)
+            app = create_app(index, token=token, html_mode=args.html, close_index=True, writer_process=True,
+                             **settings)
+            uvicorn.run(app, http=protocol_with_header_timeout(server.header_timeout, app.state.metrics), **run)
     finally:
         index.close()
     return 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._validate import check_choice, check_float, check_int
+from .._validate import check_bool, check_choice, check_float, check_int, check_text
 from ..errors import ConfigError
 from ..options import Option, option_table
 
@@ -91,6 +91,7 @@ class Settings:
         check_int("max_document_tokens", self.max_document_tokens, 1, None, owner="create_app")
         check_int("work_threads", self.work_threads, 1, 1024, owner="create_app")
         check_int("batch_processes", self.batch_processes, 0, 1024, owner="create_app")
+        check_bool("resident", self.resident, owner="create_app")
         check_float("request_timeout", self.request_timeout, 0.0, float("inf"), closed="neither", owner="create_app")
         check_float("body_timeout", self.body_timeout, 0.0, float("inf"), closed="neither", owner="create_app")
 
@@ -101,20 +102,31 @@ LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """How ``neardup serve`` runs the app with uvicorn, checked: the ``port`` it listens on,
+    """How ``neardup serve`` runs the app with uvicorn, checked: the ``host`` address and ``port``
+    it listens on, ``token_file`` (the file holding the bearer token; None: no token),
     ``header_timeout`` (seconds for a request's headers to arrive:
     :func:`~neardup.service.guard.protocol_with_header_timeout`), ``limit_concurrency`` (open
     connections and requests in progress per server process; more get 503), ``workers`` (server
-    processes) and ``log_level``."""
+    processes), ``fsync`` (every commit flushed to the disk, so that it survives a power loss, not
+    only the process dying), ``access_log`` (a line per request) and ``log_level``."""
 
     port: int = 8000
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     limit_concurrency: int = 256
     workers: int = 1
     log_level: str = "info"
+    # (after the fields above, so that their positions stay as they were)
+    host: str = "127.0.0.1"
+    token_file: str | None = None
+    fsync: bool = False
+    access_log: bool = False
 
     def __post_init__(self) -> None:
+        check_text("host", self.host, owner="ServerOptions")
         check_int("port", self.port, 0, 65535, owner="ServerOptions")
+        check_text("token_file", self.token_file, owner="ServerOptions", optional=True)
+        check_bool("fsync", self.fsync, owner="ServerOptions")
+        check_bool("access_log", self.access_log, owner="ServerOptions")
         check_float("header_timeout", self.header_timeout, 0.0, float("inf"), closed="neither", owner="ServerOptions")
         check_int("limit_concurrency", self.limit_concurrency, 1, None, owner="ServerOptions")
         check_int("workers", self.workers, 1, None, owner="ServerOptions")
@@ -127,7 +139,10 @@ SERVE_SETTINGS = Settings(batch_processes=1)
 #: The options of ``neardup serve`` that fill :class:`Settings` (``settings.``, their defaults
 #: those of :data:`SERVE_SETTINGS`) and :class:`ServerOptions` (``server.``).
 SERVE_OPTIONS = option_table(
+    Option(("--host",), "server.host", "ServerOptions", "host", help="address to listen on (default {default})"),
     Option(("--port",), "server.port", "ServerOptions", "port", kind=int, help="port (default {default})"),
+    Option(("--token-file",), "server.token_file", "ServerOptions", "token_file", metavar="F",
+           help="file holding the bearer token every request but /healthz must carry"),
     Option(("--max-body-bytes",), "settings.max_body_bytes", "create_app", "max_body_bytes", kind=int,
            help="largest request body (default 32 MiB)"),
     Option(("--max-batch",), "settings.max_batch", "create_app", "max_batch", kind=int,
@@ -152,5 +167,12 @@ SERVE_OPTIONS = option_table(
                              "they do not hold the server's GIL (default {default}; 0: in the server's threads)"),
     Option(("--workers",), "server.workers", "ServerOptions", "workers", kind=int,
            help="server processes (default {default}); more use more cores, each with its own connections"),
+    Option(("--fsync",), "server.fsync", "ServerOptions", "fsync", kind=bool,
+           help="fsync every commit (survives power loss)"),
+    Option(("--no-resident",), "settings.resident", "create_app", "resident", kind=bool, negate=True,
+           help="do not keep the index file mapped in memory (by default the server maps the whole file, so "
+                "that its pages stay cached; costs the file's size in page cache)"),
+    Option(("--access-log",), "server.access_log", "ServerOptions", "access_log", kind=bool,
+           help="log every request"),
     Option(("--log-level",), "server.log_level", "ServerOptions", "log_level", choices=LOG_LEVELS, help=""),
 )

@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ...config import DedupConfig, check_result_format
+from ...config import DEFAULT_RESULT_FORMAT, DedupConfig, check_result_format
 from ...cpus import available_cpus
 from ...errors import ConfigError, OutputError, RunMemoryError
 from ...io.read import InputPlan, InputReport, plan_inputs, read_plan, record_reader
@@ -134,7 +134,7 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
 
     # ------------------------------------------------------------------------------------------
     def run(self, paths: list[str], output: str, *, write_kept: bool = True, on_error: str = "skip",
-            resume: bool = False, layout: KeptLayout | None = None, output_format: str = "jsonl") -> dict:
+            resume: bool = False, layout: KeptLayout | None = None, output_format: str = DEFAULT_RESULT_FORMAT) -> dict:
         """Deduplicate ``paths`` (read as the configuration's read options say) into ``output`` (a
         folder or an fsspec URL); returns the summary. ``on_error="error"`` stops at the first file
         that cannot be read (:class:`~neardup.io.read.UnreadableInput`); ``"skip"`` counts it (one

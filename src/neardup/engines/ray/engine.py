@@ -34,7 +34,7 @@ from collections import Counter
 
 import numpy as np
 
-from ...config import DedupConfig, check_result_format
+from ...config import DEFAULT_RESULT_FORMAT, DedupConfig, check_result_format
 from ...errors import ConfigError, require
 from ..common import RunOptions, input_names
 from . import components as cc
@@ -492,8 +492,8 @@ def _dedup(rt: _Runtime, work: WorkFolder, inputs, config: DedupConfig, shard_by
 
 
 def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, address: str | None = None,
-                jobs: int | None = None, write_kept: bool = True, output_format: str = "jsonl", layout=None,
-                work_dir: str | None = None, resume: bool = False) -> dict:
+                jobs: int | None = None, write_kept: bool = True, output_format: str = DEFAULT_RESULT_FORMAT,
+                layout=None, work_dir: str | None = None, resume: bool = False) -> dict:
     """``neardup dedup --engine ray``: deduplicate JSONL or Parquet files into the folder
     ``output`` with the local engine's files (``clusters.jsonl``, ``pairs.jsonl``, the kept corpus,
     ``summary.json`` with ``"engine": "ray"``); returns the summary.

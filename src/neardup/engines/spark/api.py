@@ -9,7 +9,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...config import DedupConfig, check_result_format
+from ...config import DEFAULT_RESULT_FORMAT, DedupConfig, check_result_format
 from ...errors import ConfigError, require
 from ..common import RunOptions, input_names, peak_memory_mb, run_summary, stage_table
 from .driver import Stages, dataframe_stages, dedup_on_driver, frames_summary, jvm_peak_mb, release, spark_info
@@ -220,7 +220,8 @@ def _driver_frames(spark, docs, config: DedupConfig, st: Stages, values=None):
 
 
 def dedup_paths(inputs, output: str, config: DedupConfig = DedupConfig(), *, master: str | None = None,
-                write_kept: bool = True, spark=None, conf: dict | None = None, output_format: str = "jsonl") -> dict:
+                write_kept: bool = True, spark=None, conf: dict | None = None,
+                output_format: str = DEFAULT_RESULT_FORMAT) -> dict:
     """``neardup dedup --engine spark``: deduplicate JSONL or Parquet files (local or any Hadoop
     path) into ``output``; returns the summary.
 

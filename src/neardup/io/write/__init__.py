@@ -5,6 +5,7 @@ the work folder a run resumes from (:mod:`~neardup.io.write.runfolder`), and the
 are published to, local or remote (:mod:`~neardup.io.write.outputs`)."""
 
 from .kept import JsonlWriter, KeptLayout, write_kept
-from .results import RESULT_FORMATS, write_clusters, write_pairs
+from .results import DEFAULT_RESULT_FORMAT, RESULT_FORMATS, write_clusters, write_pairs
 
-__all__ = ["JsonlWriter", "KeptLayout", "write_kept", "RESULT_FORMATS", "write_clusters", "write_pairs"]
+__all__ = ["JsonlWriter", "KeptLayout", "write_kept", "RESULT_FORMATS", "DEFAULT_RESULT_FORMAT", "write_clusters",
+           "write_pairs"]

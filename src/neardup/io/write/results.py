@@ -12,12 +12,15 @@ import orjson
 from ...errors import require
 from . import result_lines
 
-__all__ = ["RESULT_FORMATS", "write_clusters", "write_pairs"]
+__all__ = ["RESULT_FORMATS", "DEFAULT_RESULT_FORMAT", "write_clusters", "write_pairs"]
 
 
 #: The formats of ``clusters.*`` and ``pairs.*`` (checked by :class:`neardup.config.ResultOptions`,
 #: before any work starts).
 RESULT_FORMATS = ("jsonl", "parquet")
+#: The format of ``clusters.*`` and ``pairs.*`` when none is given: the default of
+#: :class:`neardup.config.ResultOptions` and of every engine's ``output_format``.
+DEFAULT_RESULT_FORMAT = RESULT_FORMATS[0]
 _RESULT_BATCH_ROWS = 4096
 
 
@@ -48,7 +51,7 @@ def _cluster_rows(outcome, urls: dict):
         yield row
 
 
-def write_clusters(out_dir: str, outcome, *, format: str = "jsonl", urls: dict | None = None) -> str:
+def write_clusters(out_dir: str, outcome, *, format: str = DEFAULT_RESULT_FORMAT, urls: dict | None = None) -> str:
     """Write ``clusters.jsonl`` (or ``clusters.parquet``) into ``out_dir``: one row per input record, in
     input order, ``id, cluster, kept, duplicate_of, similarity, reason`` (with ``source`` and
     ``duplicate_of_source`` when the records carry sources; ``url`` by ordinal from ``urls``).
@@ -84,7 +87,7 @@ def write_clusters(out_dir: str, outcome, *, format: str = "jsonl", urls: dict |
     return path
 
 
-def write_pairs(out_dir: str, rows, *, format: str = "jsonl") -> str:
+def write_pairs(out_dir: str, rows, *, format: str = DEFAULT_RESULT_FORMAT) -> str:
     """Write ``pairs.jsonl`` (or ``pairs.parquet``) into ``out_dir``: the verified pairs ``(a, b, jaccard,
     estimate)`` (ids, and similarities rounded to 6 places) in the order given. ``rows`` may also
     be an object whose iteration gives those tuples and whose ``jsonl_chunks()`` gives the same
