@@ -256,3 +256,21 @@ def test_thread_of_posts_without_a_main_landmark_is_the_root():
             f"<div class=thread><h1>Boat repair</h1>{posts}</div></body></html>")
     text = main(html)
     assert "Post 7: I fixed my boat" in text and "Register" not in text
+
+
+def test_teaser_cards_wrapped_in_links_are_kept_whatever_their_class():
+    # a newsletter archive: each issue is a link around its date and summary, drawn with a rounded
+    # border ("bar-md"), a class that reads like a navigation bar
+    teaser = ("This week we look at how the river authority plans the spring floods, what the new "
+              "gauges measure, and why the valley's farmers want the old dikes kept as they are, now that the "
+              "water comes earlier every year.")
+    cards = "".join(f"<div><a href='/issue-{i}/' class='d-block p24 bar-md'><time>March {i}, 2026</time>"
+                    f"<p>Issue {i}: {teaser}</p></a></div>" for i in range(4))
+    html = (f"<html><body><div><ul>{MENU}</ul></div><section><h2>Past issues</h2>{cards}</section>"
+            "</body></html>")
+    text = main(html)
+    assert "Issue 3: This week we look at how the river authority" in text
+    assert "Section 3" not in text
+    # a short link drawn the same way is still a bar of the page
+    bar = "<a href='/' class='d-block bar-md'>Home</a>"
+    assert "Home" not in main(f"<html><body>{bar}<main><p>{ARTICLE}</p></main></body></html>")

@@ -80,8 +80,9 @@ HTML_MODES = ("main", "whole", "article")
 # "follow us" and "share on"; 7: "reviews", "consent", "gdpr", "byline", "authorbox", "bio(s)" are
 # of the secondary vocabulary (a product's reviews beside its description, a consent box, an
 # author's box); the footer elements, and the aside elements with links under 1,000
-# characters, inside a root that is not the body are dropped; figure captions are dropped
-RULES_VERSION = 7
+# characters, inside a root that is not the body are dropped; figure captions are dropped; 8: a link
+# of 200 characters or more (a teaser card wrapped in <a>) is not navigation whatever its class says
+RULES_VERSION = 8
 
 _trafilatura = None
 
@@ -192,6 +193,10 @@ BODY_LINK_DENSITY = 0.6
 # ...unless its links are headlines (see _headlines): 3 or more, of 35 characters on average.
 HEADLINE_CHARS = 35
 HEADLINE_LINKS = 3
+# A link (<a>) holding this many characters is a card (a teaser wrapped in a link, its paragraph
+# included), never a menu item, whatever its class names say (the words of the navigation
+# vocabulary are also those of how a link is drawn: a "bar", a "pill").
+CARD_LINK_CHARS = 200
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
 SMALL_MAIN = 0.1
@@ -441,6 +446,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             if node.tag_id in tag.roots:
                 continue
             chars, links = _stats(node.text_lexbor())
+            if node.tag_id == tag.link and chars >= CARD_LINK_CHARS > 0:
+                continue  # a link around a whole teaser is a card, whatever its class says
             if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
                 node.remove()
                 root_text = None
