@@ -274,3 +274,15 @@ def test_teaser_cards_wrapped_in_links_are_kept_whatever_their_class():
     # a short link drawn the same way is still a bar of the page
     bar = "<a href='/' class='d-block bar-md'>Home</a>"
     assert "Home" not in main(f"<html><body>{bar}<main><p>{ARTICLE}</p></main></body></html>")
+
+
+def test_hidden_grid_of_products_holding_the_page_is_kept():
+    # a shop's category page whose scripts reveal the grid: every product's name is a link (some 40 %
+    # of the text), its price and blurb are not; a hidden menu, all links, still goes
+    tiles = "".join(f"<li><a href='/p{i}'>Vintage brass compass no. {i}</a><p>Price 4{i}.00 EUR, "
+                    f"hand polished.</p></li>" for i in range(12))
+    html = (f"<html><body><div hidden><ul>{MENU}</ul></div><div style='display:none'><h1>Compasses</h1>"
+            f"<ul>{tiles}</ul></div></body></html>")
+    text = main(html)
+    assert "Vintage brass compass no. 11" in text and "Price 411.00 EUR" in text
+    assert "Section 3" not in text

@@ -361,7 +361,10 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     main_id = tag.main
     drop = _drop_selector(flags, navigation=True)
     if drop:
-        _remove_all(body, drop, keep=Holder(body, main_id, SHORT_CHARS, LINK_DENSITY))
+        # A block holding most of the page's text goes as hidden or navigation only when it is
+        # as dense in links as a menu under <body>: a grid of products (their names are links,
+        # a third of the text or more) is the content of a page that its scripts reveal.
+        _remove_all(body, drop, keep=Holder(body, main_id, SHORT_CHARS, BODY_LINK_DENSITY))
     mains, articles, page_parts, asides, heads = [], [], [], [], []
     landmarks = _landmark_selector(flags)
     for node in body.css(landmarks) if landmarks else ():

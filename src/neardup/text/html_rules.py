@@ -38,7 +38,8 @@ MOST_TEXT = 0.5
 class Holder:
     """Whether an element marked as furniture (hidden, a navigation role) is the content all the
     same: the main element, or a block that holds most of the page's text and is not made of
-    links (a page hidden until its scripts run, a tab list around its panels)."""
+    links (under ``link_density`` of its text: a page hidden until its scripts run, a grid of
+    products whose names are links, a tab list around its panels)."""
 
     def __init__(self, body, main_id, short_chars: int, link_density: float):
         self.body, self.main_id, self.total = body, main_id, None
