@@ -286,3 +286,17 @@ def test_hidden_grid_of_products_holding_the_page_is_kept():
     text = main(html)
     assert "Vintage brass compass no. 11" in text and "Price 411.00 EUR" in text
     assert "Section 3" not in text
+
+
+def test_wrapper_named_after_its_sidebar_layout_is_kept():
+    # an archive page: the column of teasers sits in a wrapper whose class says the layout has a
+    # sidebar; the teasers' headlines are links (a third of the text), the wrapper is the content
+    teasers = "".join(f"<div class=tease><h3><a href='/p{i}'>Hotel {i} changes hands in a regional deal</a></h3>"
+                      f"<p>The buyer plans a refit of all rooms by spring {2027 + i}.</p></div>" for i in range(10))
+    html = (f"<html><body><nav><ul>{MENU}</ul></nav><main><h1>Issues</h1><div class='layout has-sidebar'>"
+            f"{teasers}</div></main></body></html>")
+    text = main(html)
+    assert "Hotel 9 changes hands" in text and "refit of all rooms by spring 2036" in text
+    # a sidebar of links beside the content still goes
+    side = f"<div class=sidebar><ul>{MENU}</ul></div>"
+    assert "Section 3" not in main(f"<html><body><main><p>{ARTICLE}</p>{side}</main></body></html>")

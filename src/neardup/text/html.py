@@ -197,6 +197,10 @@ HEADLINE_LINKS = 3
 # included), never a menu item, whatever its class names say (the words of the navigation
 # vocabulary are also those of how a link is drawn: a "bar", a "pill").
 CARD_LINK_CHARS = 200
+# A block named like navigation that holds this share of the root's text, and is not as dense in
+# links as a menu under <body> (BODY_LINK_DENSITY), is a wrapper named after its layout
+# ("has-sidebar", "with-toc"), not navigation: it stays.
+NAMED_WRAPPER_SHARE = 0.7
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
 SMALL_MAIN = 0.1
@@ -445,6 +449,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             root_text = None
     named = _named_selector(flags, classes, ids)
     if named:
+        root_chars = None
         for node in root.css(named):
             if node.tag_id in tag.roots:
                 continue
@@ -452,6 +457,12 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             if node.tag_id == tag.link and chars >= CARD_LINK_CHARS > 0:
                 continue  # a link around a whole teaser is a card, whatever its class says
             if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
+                if NAMED_WRAPPER_SHARE and chars >= SHORT_CHARS and links < BODY_LINK_DENSITY * chars:
+                    # a wrapper named after its layout ("has-sidebar") around most of the content
+                    if root_chars is None:
+                        root_chars = _stats(root_text if root_text is not None else root.text_lexbor())[0]
+                    if chars > NAMED_WRAPPER_SHARE * root_chars:
+                        continue
                 node.remove()
                 root_text = None
     if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:
