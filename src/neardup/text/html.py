@@ -81,7 +81,9 @@ HTML_MODES = ("main", "whole", "article")
 # of the secondary vocabulary (a product's reviews beside its description, a consent box, an
 # author's box); the footer elements, and the aside elements with links under 1,000
 # characters, inside a root that is not the body are dropped; figure captions are dropped; 8: a link
-# of 200 characters or more (a teaser card wrapped in <a>) is not navigation whatever its class says
+# of 200 characters or more (a teaser card wrapped in <a>) is not navigation whatever its class says;
+# a hidden or navigation-role block with most of the page's text goes only when 60 % links; a block
+# named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept
 RULES_VERSION = 8
 
 _trafilatura = None
@@ -197,9 +199,8 @@ HEADLINE_LINKS = 3
 # included), never a menu item, whatever its class names say (the words of the navigation
 # vocabulary are also those of how a link is drawn: a "bar", a "pill").
 CARD_LINK_CHARS = 200
-# A block named like navigation that holds this share of the root's text, and is not as dense in
-# links as a menu under <body> (BODY_LINK_DENSITY), is a wrapper named after its layout
-# ("has-sidebar", "with-toc"), not navigation: it stays.
+# A block named like navigation that holds this share of the root's text, under BODY_LINK_DENSITY
+# links (not a menu), is a wrapper named after its layout ("has-sidebar"): it stays.
 NAMED_WRAPPER_SHARE = 0.7
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
@@ -365,9 +366,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     main_id = tag.main
     drop = _drop_selector(flags, navigation=True)
     if drop:
-        # A block holding most of the page's text goes as hidden or navigation only when it is
-        # as dense in links as a menu under <body>: a grid of products (their names are links,
-        # a third of the text or more) is the content of a page that its scripts reveal.
+        # most of the page's text goes only when as dense in links as a menu: a grid of products
         _remove_all(body, drop, keep=Holder(body, main_id, SHORT_CHARS, BODY_LINK_DENSITY))
     mains, articles, page_parts, asides, heads = [], [], [], [], []
     landmarks = _landmark_selector(flags)
