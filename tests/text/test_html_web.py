@@ -256,3 +256,47 @@ def test_thread_of_posts_without_a_main_landmark_is_the_root():
             f"<div class=thread><h1>Boat repair</h1>{posts}</div></body></html>")
     text = main(html)
     assert "Post 7: I fixed my boat" in text and "Register" not in text
+
+
+def test_teaser_cards_wrapped_in_links_are_kept_whatever_their_class():
+    # a newsletter archive: each issue is a link around its date and summary, drawn with a rounded
+    # border ("bar-md"), a class that reads like a navigation bar
+    teaser = ("This week we look at how the river authority plans the spring floods, what the new "
+              "gauges measure, and why the valley's farmers want the old dikes kept as they are, now that the "
+              "water comes earlier every year.")
+    cards = "".join(f"<div><a href='/issue-{i}/' class='d-block p24 bar-md'><time>March {i}, 2026</time>"
+                    f"<p>Issue {i}: {teaser}</p></a></div>" for i in range(4))
+    html = (f"<html><body><div><ul>{MENU}</ul></div><section><h2>Past issues</h2>{cards}</section>"
+            "</body></html>")
+    text = main(html)
+    assert "Issue 3: This week we look at how the river authority" in text
+    assert "Section 3" not in text
+    # a short link drawn the same way is still a bar of the page
+    bar = "<a href='/' class='d-block bar-md'>Home</a>"
+    assert "Home" not in main(f"<html><body>{bar}<main><p>{ARTICLE}</p></main></body></html>")
+
+
+def test_hidden_grid_of_products_holding_the_page_is_kept():
+    # a shop's category page whose scripts reveal the grid: every product's name is a link (some 40 %
+    # of the text), its price and blurb are not; a hidden menu, all links, still goes
+    tiles = "".join(f"<li><a href='/p{i}'>Vintage brass compass no. {i}</a><p>Price 4{i}.00 EUR, "
+                    f"hand polished.</p></li>" for i in range(12))
+    html = (f"<html><body><div hidden><ul>{MENU}</ul></div><div style='display:none'><h1>Compasses</h1>"
+            f"<ul>{tiles}</ul></div></body></html>")
+    text = main(html)
+    assert "Vintage brass compass no. 11" in text and "Price 411.00 EUR" in text
+    assert "Section 3" not in text
+
+
+def test_wrapper_named_after_its_sidebar_layout_is_kept():
+    # an archive page: the column of teasers sits in a wrapper whose class says the layout has a
+    # sidebar; the teasers' headlines are links (a third of the text), the wrapper is the content
+    teasers = "".join(f"<div class=tease><h3><a href='/p{i}'>Hotel {i} changes hands in a regional deal</a></h3>"
+                      f"<p>The buyer plans a refit of all rooms by spring {2027 + i}.</p></div>" for i in range(10))
+    html = (f"<html><body><nav><ul>{MENU}</ul></nav><main><h1>Issues</h1><div class='layout has-sidebar'>"
+            f"{teasers}</div></main></body></html>")
+    text = main(html)
+    assert "Hotel 9 changes hands" in text and "refit of all rooms by spring 2036" in text
+    # a sidebar of links beside the content still goes
+    side = f"<div class=sidebar><ul>{MENU}</ul></div>"
+    assert "Section 3" not in main(f"<html><body><main><p>{ARTICLE}</p>{side}</main></body></html>")

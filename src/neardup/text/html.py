@@ -80,8 +80,11 @@ HTML_MODES = ("main", "whole", "article")
 # "follow us" and "share on"; 7: "reviews", "consent", "gdpr", "byline", "authorbox", "bio(s)" are
 # of the secondary vocabulary (a product's reviews beside its description, a consent box, an
 # author's box); the footer elements, and the aside elements with links under 1,000
-# characters, inside a root that is not the body are dropped; figure captions are dropped
-RULES_VERSION = 7
+# characters, inside a root that is not the body are dropped; figure captions are dropped; 8: a link
+# of 200 characters or more (a teaser card wrapped in <a>) is not navigation whatever its class says;
+# a hidden or navigation-role block with most of the page's text goes only when 60 % links; a block
+# named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept
+RULES_VERSION = 8
 
 _trafilatura = None
 
@@ -192,6 +195,13 @@ BODY_LINK_DENSITY = 0.6
 # ...unless its links are headlines (see _headlines): 3 or more, of 35 characters on average.
 HEADLINE_CHARS = 35
 HEADLINE_LINKS = 3
+# A link (<a>) holding this many characters is a card (a teaser wrapped in a link, its paragraph
+# included), never a menu item, whatever its class names say (the words of the navigation
+# vocabulary are also those of how a link is drawn: a "bar", a "pill").
+CARD_LINK_CHARS = 200
+# A block named like navigation that holds this share of the root's text, under BODY_LINK_DENSITY
+# links (not a menu), is a wrapper named after its layout ("has-sidebar"): it stays.
+NAMED_WRAPPER_SHARE = 0.7
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
 SMALL_MAIN = 0.1
@@ -356,7 +366,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     main_id = tag.main
     drop = _drop_selector(flags, navigation=True)
     if drop:
-        _remove_all(body, drop, keep=Holder(body, main_id, SHORT_CHARS, LINK_DENSITY))
+        # most of the page's text goes only when as dense in links as a menu: a grid of products
+        _remove_all(body, drop, keep=Holder(body, main_id, SHORT_CHARS, BODY_LINK_DENSITY))
     mains, articles, page_parts, asides, heads = [], [], [], [], []
     landmarks = _landmark_selector(flags)
     for node in body.css(landmarks) if landmarks else ():
@@ -437,11 +448,20 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             root_text = None
     named = _named_selector(flags, classes, ids)
     if named:
+        root_chars = None
         for node in root.css(named):
             if node.tag_id in tag.roots:
                 continue
             chars, links = _stats(node.text_lexbor())
+            if node.tag_id == tag.link and chars >= CARD_LINK_CHARS > 0:
+                continue  # a link around a whole teaser is a card, whatever its class says
             if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
+                if NAMED_WRAPPER_SHARE and chars >= SHORT_CHARS and links < BODY_LINK_DENSITY * chars:
+                    # a wrapper named after its layout ("has-sidebar") around most of the content
+                    if root_chars is None:
+                        root_chars = _stats(root_text if root_text is not None else root.text_lexbor())[0]
+                    if chars > NAMED_WRAPPER_SHARE * root_chars:
+                        continue
                 node.remove()
                 root_text = None
     if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:

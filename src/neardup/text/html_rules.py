@@ -38,7 +38,8 @@ MOST_TEXT = 0.5
 class Holder:
     """Whether an element marked as furniture (hidden, a navigation role) is the content all the
     same: the main element, or a block that holds most of the page's text and is not made of
-    links (a page hidden until its scripts run, a tab list around its panels)."""
+    links (under ``link_density`` of its text: a page hidden until its scripts run, a grid of
+    products whose names are links, a tab list around its panels)."""
 
     def __init__(self, body, main_id, short_chars: int, link_density: float):
         self.body, self.main_id, self.total = body, main_id, None
@@ -60,10 +61,14 @@ class Holder:
 
 def without_tail(text: str) -> str:
     """The text up to the first short line, past TAIL_START of it, that heads an article's tail."""
-    start = TAIL_START * len(text)
-    pos = 0
-    for line in text.split("\n"):
-        if pos > start and len(line) < TAIL_LINE_CHARS and _TAIL_HEADING.match(line):
+    start = int(TAIL_START * len(text))
+    # only the lines that start past `start` are read: the first of them starts after the first
+    # line break at or past it
+    pos = text.find("\n", start) + 1
+    if not pos:
+        return text
+    for line in text[pos:].split("\n"):
+        if len(line) < TAIL_LINE_CHARS and _TAIL_HEADING.match(line):
             return text[:pos].rstrip("\n")
         pos += len(line) + 1
     return text
@@ -74,6 +79,9 @@ def once(text: str) -> str:
     characters: carousels, tabs and the mobile and desktop copies of one block repeat it, which a
     reader sees once."""
     lines = text.split("\n")
+    long = [line for line in lines if len(line) >= REPEATED_LINE_CHARS]
+    if len(set(long)) == len(long):
+        return text  # most pages: no copy, and no second walk over the lines
     seen = set()
     out = []
     for line in lines:
@@ -82,7 +90,7 @@ def once(text: str) -> str:
                 continue
             seen.add(line)
         out.append(line)
-    return text if len(out) == len(lines) else "\n".join(out)
+    return "\n".join(out)
 
 
 def drop_secondary(root) -> bool:
@@ -97,7 +105,9 @@ def drop_secondary(root) -> bool:
     total = _stats(root.text_lexbor())[0]
     outer = []
     for n in found:
-        if not any(is_under(n, o) for o in outer[-8:]):
+        # the matches come in document order, where a subtree is one run: an element under an
+        # earlier outer match is under the last one
+        if not outer or not is_under(n, outer[-1]):
             outer.append(n)
     inside = sum(_stats(n.text_lexbor())[0] for n in outer)
     rest = total - inside

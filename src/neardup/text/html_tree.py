@@ -59,6 +59,7 @@ class TagIds:
         self.h1 = ids["h1"]
         self.article = ids["article"]
         self.footer = ids["footer"]
+        self.link = ids["a"]
         self.page_parts = frozenset((ids["header"], ids["footer"]))
         self.sections = frozenset(ids[n] for n in ("article", "section", "main", "aside", "nav"))
         self.roots = frozenset(ids[n] for n in ("body", "html", "main"))
