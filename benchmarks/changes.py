@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -102,11 +103,24 @@ def generate(folder: str, n: int, seed: int = 39) -> dict:
     return {"old": old_path, "new": new_path, "truth": truth}
 
 
-def run(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
+CPU_SECONDS: dict[str, float] = {}
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(cmd: list[str], name: str = "") -> float:
+    """The command's wall time; its CPU (user+sys of the waited-for process tree) kept under ``name``.
+    With the extraction in worker processes (the default) their CPU escapes the count (they are the
+    forkserver's children, not the command's); ``NEARDUP_EXTRACT_WORKERS=threads`` counts all of it."""
+    t0, cpu0 = time.perf_counter(), children_cpu()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
+    if name:
+        CPU_SECONDS[name] = round(children_cpu() - cpu0, 2)
     return time.perf_counter() - t0
 
 
@@ -151,9 +165,9 @@ def main() -> None:
         result: dict = {}
         if not args.index_only:
             changes_s = run([sys.executable, "-m", "neardup", "changes", crawl["old"], crawl["new"],
-                             "--output", os.path.join(tmp, "changes"), *read])
+                             "--output", os.path.join(tmp, "changes"), *read], "changes")
             dedup_s = run([sys.executable, "-m", "neardup", "dedup", crawl["old"], crawl["new"],
-                           "--output", os.path.join(tmp, "dedup"), "--no-kept", *read])
+                           "--output", os.path.join(tmp, "dedup"), "--no-kept", *read], "dedup")
             table = scores(crawl["truth"], os.path.join(tmp, "changes"))
             with open(os.path.join(tmp, "changes", "summary.json"), encoding="utf-8") as fh:
                 summary = json.load(fh)
@@ -167,9 +181,9 @@ def main() -> None:
         if args.index or args.index_only:
             db = os.path.join(tmp, "old.db")
             add_s = run([sys.executable, "-m", "neardup", "index", "add", "--db", db, crawl["old"], "--content",
-                         "html", "--text-field", "html", "--url-field", "url", "--jobs", str(args.jobs)])
+                         "html", "--text-field", "html", "--url-field", "url", "--jobs", str(args.jobs)], "index_add")
             against_s = run([sys.executable, "-m", "neardup", "changes", db, crawl["new"],
-                             "--output", os.path.join(tmp, "against"), *read])
+                             "--output", os.path.join(tmp, "against"), *read], "changes_against_index")
             with open(os.path.join(tmp, "against", "summary.json"), encoding="utf-8") as fh:
                 against = json.load(fh)
             result["against_index"] = {
@@ -177,7 +191,9 @@ def main() -> None:
                 "index_add_seconds": round(add_s, 2), "index_bytes": os.path.getsize(db),
                 "changes_seconds": round(against_s, 2),
                 "new_pages_per_s": round(against["new"]["records"] / against_s)}
-    result.update({"generate_seconds": round(gen_s, 1), "jobs": args.jobs,
+    result.update({"cpu_seconds": CPU_SECONDS,
+                   "extract_workers": os.environ.get("NEARDUP_EXTRACT_WORKERS", "processes"),
+                   "generate_seconds": round(gen_s, 1), "jobs": args.jobs,
                    "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                "load_at_start": load, "load_at_end": os.getloadavg(),
                                "busiest_at_start": others_at_start, "busiest_at_end": busiest()}})

@@ -42,9 +42,9 @@ class PendingPage:
 
 def extracted_record(ident, n, src, meta, text):
     """The record of a page's extracted text: ``extraction_failed`` (None: unparsable), ``empty``
-    (no visible text), else a Document (with its whole page's text, from :class:`PageTexts`)."""
+    (no visible text), else a Document (with its whole-page fingerprint, from :class:`PageTexts`)."""
     if type(text) is PageTexts:
-        return Document(ident, text.text, n, src, meta, text.page)
+        return Document(ident, text.text, n, src, meta, text.page_fingerprint)
     if text is None:
         return Skipped(ident, n, src, "extraction_failed", "the HTML could not be parsed")
     if not text:
