@@ -216,7 +216,8 @@ def _records(args, normalize=None, plan=None, page_fingerprints: bool = False):
 
     inputs = plan if plan is not None else expanded_inputs(args)
     options = dict(format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
-                   html=args.html, max_bytes=args.max_bytes, on_error=args.on_error, page_fingerprints=page_fingerprints)
+                   html=args.html, max_bytes=args.max_bytes, on_error=args.on_error,
+                   page_fingerprints=page_fingerprints)
     if getattr(args, "url_field", None):
         options["keep_fields"] = (args.url_field,)
     if normalize is None:

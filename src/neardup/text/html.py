@@ -50,7 +50,7 @@ from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
 from .html_scan import MARK_ROLE as _MARK_ROLE
 from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
-from .html_scan import PageTexts
+from .html_scan import TextWithFingerprint
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
@@ -529,13 +529,13 @@ def _titled(text: str, title: str) -> bool:
 
 
 def _main(html: str | bytes, url: str | None, with_page: bool = False):
-    """The main content (None: unparsable); with ``with_page``, as :class:`PageTexts` with the
+    """The main content (None: unparsable); with ``with_page``, as :class:`TextWithFingerprint` with the
     whole-page fingerprint the same scan computed."""
     if not get_lexbor():
         require("selectolax", "io")
     scanned = _scanned(html, cut_navigation=True)
     text = _main_text(html, url, scanned)
-    return PageTexts(text, scanned[5]) if with_page else text
+    return TextWithFingerprint(text, scanned[5]) if with_page else text
 
 
 def _main_text(html: str | bytes, url: str | None, scanned) -> str | None:
@@ -643,12 +643,12 @@ def _whole_parser() -> str:
 
 
 def _with_page(text: str | None, html: str | bytes, with_page: bool):
-    return PageTexts(text, _scanned(html)[5]) if with_page else text
+    return TextWithFingerprint(text, _scanned(html)[5]) if with_page else text
 
 
 def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None, with_page: bool = False):
     """Like :func:`extract_text`, but ``None`` when the markup could not be parsed at all; with
-    ``with_page``, as :class:`PageTexts` with the page's whole-page fingerprint."""
+    ``with_page``, as :class:`TextWithFingerprint` with the page's whole-page fingerprint."""
     if mode not in HTML_MODES:
         raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
     if isinstance(html, (bytes, bytearray, memoryview)):

@@ -10,15 +10,15 @@ WARC readers and the text spill (~0.15 s of CPU a worker, on cores the reading p
 from __future__ import annotations
 
 from .html import _extract, _scanned, decode_html, extract_utf8, utf8_page
-from .html_scan import PageTexts
+from .html_scan import TextWithFingerprint
 
-__all__ = ["FROM_STR", "WITH_PAGE", "PageTexts", "extraction_mode", "extract_page", "extract_many",
+__all__ = ["FROM_STR", "WITH_PAGE", "TextWithFingerprint", "extraction_mode", "extract_page", "extract_many",
            "extract_with_page", "page_fingerprint"]
 
 #: The charset of a str sent as its UTF-8 (``neardup.io.read.extract.PendingPage.job``).
 FROM_STR = "\x00str"
 #: A mode ending so (``"main" + WITH_PAGE``) extracts the text of that mode and the page's
-#: whole-page fingerprint (:func:`page_fingerprint`) from one read of the page (:class:`PageTexts`):
+#: whole-page fingerprint (:func:`page_fingerprint`) from one read of the page (:class:`TextWithFingerprint`):
 #: ``neardup changes`` tells ``template`` from ``unchanged`` by it, and an index keeps it.
 WITH_PAGE = "+page"
 
@@ -47,18 +47,18 @@ def page_fingerprint(html: str | bytes, charset: str | None = None, errors: str 
     return _scanned(html.replace("\x00", "") if isinstance(html, str) else html.replace(b"\x00", b""))[5]
 
 
-def extract_with_page(html: str | bytes, mode: str = "main", *, url: str | None = None) -> PageTexts:
+def extract_with_page(html: str | bytes, mode: str = "main", *, url: str | None = None) -> TextWithFingerprint:
     """The text of a page as :func:`neardup.text.html.extract_text` gives it ("" for none) and its
     whole-page fingerprint, in mode "main" from the scan that precedes the parse (one read)."""
     got = _extract(html, mode, url=url, with_page=True)
-    return PageTexts(got.text or "", got.page_fingerprint)
+    return TextWithFingerprint(got.text or "", got.page_fingerprint)
 
 
 def extract_page(mode: str, html, url, charset, errors):
     """The text of one page (None: unparsable), or ``(reason, detail)`` of a page that is not
     decodable ("" for detail: the reader's) or has no text, as the serial reader would say it;
     for a mode ending in :data:`WITH_PAGE`, the text and the whole-page fingerprint as
-    :class:`PageTexts` (the text as in its own mode)."""
+    :class:`TextWithFingerprint` (the text as in its own mode)."""
     with_page = mode.endswith(WITH_PAGE)
     if with_page:
         mode = mode[:-len(WITH_PAGE)]

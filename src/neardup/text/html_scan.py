@@ -19,7 +19,8 @@ try:
 except ImportError:  # not built
     _htmlscan = None
 
-__all__ = ["scan", "lines", "stats", "is_utf8", "FLAGS", "compiled", "PageTexts", "PAGE_FINGERPRINT_VERSION"]
+__all__ = ["scan", "lines", "stats", "is_utf8", "FLAGS", "compiled", "TextWithFingerprint",
+           "PAGE_FINGERPRINT_VERSION"]
 
 #: The definition of the whole-page fingerprint (the sixth item of :func:`scan`), recorded by an
 #: index that stores them (``IndexConfig.page_fingerprints``). 2: XXH3-64 of the visible text
@@ -77,7 +78,7 @@ _ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
 _ALPHA = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-class PageTexts:
+class TextWithFingerprint:
     """The text of a page in its mode (None: unparsable, "": none) and its whole-page fingerprint
     (the sixth item of :func:`scan`), from one read of the page."""
 
@@ -87,7 +88,7 @@ class PageTexts:
         self.text, self.page_fingerprint = text, page_fingerprint
 
     def __reduce__(self):  # (sent back from the HTML worker processes)
-        return PageTexts, (self.text, self.page_fingerprint)
+        return TextWithFingerprint, (self.text, self.page_fingerprint)
 
 
 def compiled() -> bool:

@@ -157,7 +157,8 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     """
     reader = RecordReader(id_field=id_field, text_field=text_field, content=content, html=html,
                           keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs, on_error=on_error,
-                          report=report, text_spill=text_spill, claims=claims, want=want, page_fingerprints=page_fingerprints)
+                          report=report, text_spill=text_spill, claims=claims, want=want,
+                          page_fingerprints=page_fingerprints)
     return read_plan(reader, plan_inputs(paths, format))
 
 
