@@ -201,8 +201,8 @@ def test_htmlscan_target_catches_a_wrong_page_fingerprint(wrong):
 
     class Lying:
         @staticmethod
-        def scan(markup, cut=False):
-            out = list(_htmlscan.scan(markup, cut))
+        def scan(markup, cut=False, page=False):
+            out = list(_htmlscan.scan(markup, cut, page))
             if wrong == "cut":  # a fingerprint of the marked output, which the cut rewrites
                 out[5] = xxhash.xxh3_64_intdigest(out[0])
             else:  # a fingerprint of the markup, comments and scripts included

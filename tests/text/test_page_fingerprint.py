@@ -32,12 +32,14 @@ def scans(page):
     out = set()
     for markup in (page, page.encode("utf-8")):
         for cut in (False, True):
-            out.add(html_scan.scan(markup, cut)[5])
-            out.add(html_scan.scan_python(markup, cut)[5])
+            out.add(html_scan.scan(markup, cut, True)[5])
+            out.add(html_scan.scan_python(markup, cut, True)[5])
     return out
 
 
 def test_the_fingerprint_is_xxh3_of_the_visible_text_tokens():
+    # (only when asked for: dedup's scans spend nothing on it)
+    assert html_scan.scan(PAGE)[5] is None and html_scan.scan_python(PAGE, True)[5] is None
     assert scans(PAGE) == {xxhash.xxh3_64_intdigest(VISIBLE)}
     assert page_fingerprint(PAGE) == xxhash.xxh3_64_intdigest(VISIBLE)
     assert scans("") == scans(" \n\t ") == scans("<p> </p><!-- x -->") == {xxhash.xxh3_64_intdigest(b"")}
@@ -97,3 +99,10 @@ def test_one_read_gives_the_text_of_its_mode_and_the_fingerprint(name):
         read = extract_page(mode + WITH_PAGE, raw, None, None, "replace")
         assert (read.text, read.page_fingerprint) == (got.text, got.page_fingerprint)
     assert scans(html) == {page_fingerprint(raw)}
+
+
+@pytest.mark.parametrize("text", ["a  b", "a b  c d", " a b ", "a\nb c", "a b\tc", "a b c ", "a", "  ", "a  b c\n\n"])
+def test_white_space_runs_of_every_shape(text):
+    want = {xxhash.xxh3_64_intdigest(" ".join(text.split()).encode())}
+    assert scans(f"<div>{text}</div>") == want
+    assert scans(f"<div>x {text} y</div>") == {xxhash.xxh3_64_intdigest(" ".join(["x", *text.split(), "y"]).encode())}

@@ -5,7 +5,8 @@
  * Python call per node costs more than lexbor's parse of the page, so what can be learnt from
  * the markup itself is learnt here, in one pass over the bytes, before the parse:
  *
- *   scan(html, cut_navigation=False) -> (marked, flags, title, class_names, ids, page_fingerprint)
+ *   scan(html, cut_navigation=False, page_fingerprint=False)
+ *       -> (marked, flags, title, class_names, ids, page_fingerprint)
  *       marked: the UTF-8 page to parse, with
  *         - a form feed (HTML white space, kept by the parser where it stands) before every
  *           start or end tag of a block element, a space before every table cell tag, so that
@@ -37,7 +38,8 @@
  *       title: the raw text of the first <title> element (entities not decoded), or None;
  *       class_names, ids: the class tokens and id values that name navigation (the vocabulary
  *         below), each once, in the order met;
- *       page_fingerprint: the whole-page fingerprint, XXH3-64 (seed 0) of the page's visible
+ *       page_fingerprint: (None unless asked for: a few microseconds a page that dedup need not
+ *         spend) the whole-page fingerprint, XXH3-64 (seed 0) of the page's visible
  *         text read off the markup in the same pass: its tokens (runs of bytes other than HTML
  *         white space) joined by one space, where text is the character data outside tags,
  *         comments, the doctype and processing instructions, and outside the elements whose
@@ -646,18 +648,26 @@ typedef struct {
 } visible;
 
 static void visible_add(visible *v, const unsigned char *s, size_t from, size_t to) {
-    if (v->templates || v->noscript)
+    if (!v || v->templates || v->noscript)
         return;
     size_t i = from;
     while (i < to) {
-        if (is_html_space(s[i])) {
+        while (i < to && is_html_space(s[i])) {
             v->apart = 1;
             i++;
-            continue;
         }
+        if (i >= to)
+            break;
+        /* tokens each followed by one space, as most text is, copied in one go */
         size_t j = i;
-        while (j < to && !is_html_space(s[j]))
-            j++;
+        while (j < to) {
+            if (!is_html_space(s[j]))
+                j++;
+            else if (s[j] == ' ' && j + 1 < to && !is_html_space(s[j + 1]))
+                j += 2;
+            else
+                break;
+        }
         if (v->apart && v->text.len)
             buf_byte(&v->text, ' ');
         v->apart = 0;
@@ -669,6 +679,8 @@ static void visible_add(visible *v, const unsigned char *s, size_t from, size_t 
 /* A known tag met: a block or cell boundary separates tokens (inline tags never do), and
  * <template> and <noscript> hide what they hold. */
 static void visible_tag(visible *v, const tag_info *info, int is_end) {
+    if (!v)
+        return;
     if (info->block)
         v->apart = 1;
     if (info->flag == F_TEMPLATE) {
@@ -1011,8 +1023,8 @@ static PyObject *spans_list(spans *l, const unsigned char *s) {
 static PyObject *py_scan(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *arg;
-    int cut = 0;
-    if (!PyArg_ParseTuple(args, "O|p:scan", &arg, &cut))
+    int cut = 0, page = 0;
+    if (!PyArg_ParseTuple(args, "O|pp:scan", &arg, &cut, &page))
         return NULL;
     const char *data;
     Py_ssize_t n;
@@ -1041,7 +1053,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     const unsigned char *s = (const unsigned char *)data;
     Py_BEGIN_ALLOW_THREADS
     buf_reserve(&out, (size_t)n + (size_t)n / 8 + 64);
-    scan_page(s, (size_t)n, &out, &f, &title, &v, 1, cut);
+    scan_page(s, (size_t)n, &out, &f, &title, page ? &v : NULL, 1, cut);
     if (f.flags & F_OWN_MARKS) {
         /* attributes like the marks: the caller queries the page's own attributes (class, id,
          * style, hidden, role), so they all stay; scanned again (rare) */
@@ -1054,9 +1066,9 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         out.len = 0;
         v.text.len = 0;
         v.apart = v.templates = v.noscript = 0;
-        scan_page(s, (size_t)n, &out, &f, &title, &v, 0, cut);
+        scan_page(s, (size_t)n, &out, &f, &title, page ? &v : NULL, 0, cut);
     }
-    page_fingerprint = XXH3_64bits(v.text.p ? v.text.p : "", v.text.len);
+    page_fingerprint = page ? XXH3_64bits(v.text.p ? v.text.p : "", v.text.len) : 0;
     Py_END_ALLOW_THREADS
     PyObject *result = NULL, *marked = NULL, *tt = NULL, *cl = NULL, *ids = NULL;
     if (out.failed || f.classes.failed || f.ids.failed || v.text.failed) {
@@ -1080,7 +1092,10 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     ids = spans_list(&f.ids, s);
     if (!ids)
         goto done;
-    result = Py_BuildValue("(OiOOOK)", marked, f.flags, tt, cl, ids, (unsigned long long)page_fingerprint);
+    if (page)
+        result = Py_BuildValue("(OiOOOK)", marked, f.flags, tt, cl, ids, (unsigned long long)page_fingerprint);
+    else
+        result = Py_BuildValue("(OiOOOO)", marked, f.flags, tt, cl, ids, Py_None);
 done:
     Py_XDECREF(marked);
     Py_XDECREF(tt);
@@ -1097,7 +1112,7 @@ done:
 
 
 static PyMethodDef methods[] = {
-    {"scan", py_scan, METH_VARARGS, "scan(html, cut_navigation=False) -> (marked UTF-8 bytes, flags, title or None, class names, ids, page fingerprint)"},
+    {"scan", py_scan, METH_VARARGS, "scan(html, cut_navigation=False, page_fingerprint=False) -> (marked UTF-8 bytes, flags, title or None, class names, ids, page fingerprint or None)"},
     {"lines", htmltext_lines, METH_O, "lines(text) -> the text, one line per block"},
     {"stats", htmltext_stats, METH_O, "stats(text) -> (collapsed length, of it inside links)"},
     {"is_utf8", htmltext_is_utf8, METH_O, "is_utf8(data) -> whether bytes.decode('utf-8') would succeed"},

@@ -320,16 +320,17 @@ def _repeated(items) -> bool:
     return top >= 3 and 2 * top >= len(items)
 
 
-def _scanned(html: str | bytes, cut_navigation: bool = False):
+def _scanned(html: str | bytes, cut_navigation: bool = False, page: bool = False):
     """The scan of the markup; ``cut_navigation`` for "main" mode only, which drops every
     ``nav`` and ``dialog`` element: the scan replaces those it can prove self-contained by empty
-    ones, so lexbor does not parse them (the same texts; "whole" mode keeps them)."""
+    ones, so lexbor does not parse them (the same texts; "whole" mode keeps them); ``page``: with
+    the whole-page fingerprint (its sixth item; None without)."""
     if isinstance(html, (bytearray, memoryview)):
         html = bytes(html)
     try:
-        return _scan(html, cut_navigation)
+        return _scan(html, cut_navigation, page)
     except UnicodeEncodeError:  # lone surrogates in a str: as lexbor would see them, replaced
-        return _scan(html.encode("utf-8", "replace"), cut_navigation)
+        return _scan(html.encode("utf-8", "replace"), cut_navigation, page)
 
 
 def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) -> str | None:
@@ -533,7 +534,7 @@ def _main(html: str | bytes, url: str | None, with_page: bool = False):
     whole-page fingerprint the same scan computed."""
     if not get_lexbor():
         require("selectolax", "io")
-    scanned = _scanned(html, cut_navigation=True)
+    scanned = _scanned(html, cut_navigation=True, page=with_page)
     text = _main_text(html, url, scanned)
     return TextWithFingerprint(text, scanned[5]) if with_page else text
 
@@ -643,7 +644,7 @@ def _whole_parser() -> str:
 
 
 def _with_page(text: str | None, html: str | bytes, with_page: bool):
-    return TextWithFingerprint(text, _scanned(html)[5]) if with_page else text
+    return TextWithFingerprint(text, _scanned(html, page=True)[5]) if with_page else text
 
 
 def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None, with_page: bool = False):

@@ -44,7 +44,7 @@ def page_fingerprint(html: str | bytes, charset: str | None = None, errors: str 
             if page is None:
                 return None
         html = page
-    return _scanned(html.replace("\x00", "") if isinstance(html, str) else html.replace(b"\x00", b""))[5]
+    return _scanned(html.replace("\x00", "") if isinstance(html, str) else html.replace(b"\x00", b""), page=True)[5]
 
 
 def extract_with_page(html: str | bytes, mode: str = "main", *, url: str | None = None) -> TextWithFingerprint:

@@ -3,7 +3,7 @@ the same functions in Python (same answers, byte for byte; tests/test_html_scan.
 
 See ``src/neardup/native/_htmlscan.c`` for what :func:`scan`, :func:`lines`, :func:`stats` and
 :func:`is_utf8` do (the sixth item of :func:`scan`'s answer is the whole-page fingerprint, defined
-there). The Python versions below follow the C code step by step, so that a machine
+there; None unless ``page_fingerprint`` is asked for). The Python versions below follow the C code step by step, so that a machine
 without a compiler extracts the same texts (slower), and so that the C code has an oracle to be
 fuzzed against.
 """
@@ -283,11 +283,11 @@ def _unique(values: list[bytes]) -> list[str]:
     return out
 
 
-def scan_python(html: str | bytes, cut_navigation: bool = False):
+def scan_python(html: str | bytes, cut_navigation: bool = False, page_fingerprint: bool = False):
     s = html if isinstance(html, bytes) else html.encode("utf-8")
-    result = _scan(s, True, cut_navigation)
+    result = _scan(s, True, cut_navigation, page_fingerprint)
     if result[1] & FLAGS["OWN_MARKS"]:  # the page's own attributes are queried: all of them stay
-        result = _scan(s, False, cut_navigation)
+        result = _scan(s, False, cut_navigation, page_fingerprint)
     return result
 
 
@@ -380,20 +380,21 @@ class _Visible:
             self.noscript = not is_end
 
 
-def _scan(s: bytes, strip: bool, cut: bool = False):
+def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
     n = len(s)
     out = bytearray()
     found = {"flags": 0, "classes": [], "ids": []}
     title = None
     region = _Region()
-    visible = _Visible()
+    visible = _Visible() if page else None
     i = 0
     while i < n:
         at = s.find(b"<", i)
         if at < 0:
             at = n
         _copy_text(out, s, i, at)
-        visible.add(s[i:at])
+        if visible is not None:
+            visible.add(s[i:at])
         if at >= n:
             break
         i = at
@@ -412,7 +413,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False):
                     e = _read_tag(s, n, e, True, found).end
                 i = e
                 continue
-            if tag is not None:
+            if tag is not None and visible is not None:
                 visible.tag(tag, is_end)
             if cut:
                 if region.active:
@@ -451,7 +452,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False):
                     e = n if tag == "plaintext" else _find_end_tag(s, n, i, name)
                     if tag == "title" and title is None:
                         title = s[i:e].decode("utf-8", "replace")
-                    if tag in ("xmp", "plaintext"):  # shown
+                    if tag in ("xmp", "plaintext") and visible is not None:  # shown
                         visible.add(s[i:e])
                     out += s[i:e]
                     i = e
@@ -483,10 +484,11 @@ def _scan(s: bytes, strip: bool, cut: bool = False):
             i = e
             continue
         out += b"<"
-        visible.add(b"<")
+        if visible is not None:
+            visible.add(b"<")
         i = at + 1
     return (bytes(out), found["flags"], title, _unique(found["classes"]), _unique(found["ids"]),
-            xxhash.xxh3_64_intdigest(bytes(visible.text)))
+            xxhash.xxh3_64_intdigest(bytes(visible.text)) if visible is not None else None)
 
 
 _BREAKS = frozenset({MARK})
