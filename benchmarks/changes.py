@@ -11,7 +11,9 @@ changed, the main content not), 4% changed by text appended (a sixth paragraph),
 one paragraph rewritten, 4% moved (the same page under a new URL), 10% gone, and new pages
 as many as 10% of OLD. Prints and writes recall and precision per status against the plan, and
 the wall time of ``changes`` and of ``dedup`` of OLD and NEW together, same options, same
---jobs, one after the other (under ``flock /work/bench.lock`` when run as the README says).
+--jobs, one after the other (under ``flock /work/bench.lock`` when run as the README says), and
+the CPU time of each (``cpu_seconds``: user+sys of the command's process tree; the extraction
+workers' CPU is counted only with ``NEARDUP_EXTRACT_WORKERS=threads``, ``extract_workers``).
 
 ``--index``: also OLD saved as an index (``neardup index add --url-field url``, profile default,
 which keeps each page's whole-page fingerprint too) and ``changes INDEX NEW``: the time of each,
