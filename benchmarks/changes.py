@@ -146,7 +146,10 @@ def scores(truth: dict, out: str) -> dict:
 def busiest(n: int = 6) -> list[str]:
     """The commands using the most CPU right now (``ps``): the other work that shared the machine."""
     r = subprocess.run(["ps", "-eo", "pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True)
-    return [line.strip()[:160] for line in r.stdout.splitlines()[:n]]
+    # work that competes for the cores: Python, the JVM (Spark), compilers; not the system's daemons
+    ours = [line.strip()[:160] for line in r.stdout.splitlines()
+            if any(word in line for word in ("python", "java", "pytest", "neardup", "cc1", "clang"))]
+    return ours[:n]
 
 
 def main() -> None:
