@@ -128,9 +128,10 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
                 spill, bands: int, rows: int, on_error: str, signature_dtype=None, pages: bool = True,
                 known_urls: dict | None = None, learn_urls: bool = False) -> _Crawl:
     """One crawl read and sketched; ``signature_dtype``: keep the MinHash values too, narrowed
-    to this type (the width an index stores them in); ``pages``: the whole pages' fingerprints
-    too, where the inputs are HTML read for their main content (from the same read); ``known_urls``: URL values
-    canonicalized already, this crawl's added to it with ``learn_urls`` (see :func:`_record_url`)."""
+    to this type (the width an index stores them in); ``pages``: the whole-page fingerprints
+    too, where the inputs are HTML read for their main content (from the same read);
+    ``known_urls``: URL values canonicalized already, this crawl's added to it with ``learn_urls``
+    (see :func:`_record_url`)."""
     crawl = _Crawl()
     roots = _root_of(paths)
     seen: set = set()
