@@ -3,9 +3,9 @@ the same functions in Python (same answers, byte for byte; tests/test_html_scan.
 
 See ``src/neardup/native/_htmlscan.c`` for what :func:`scan`, :func:`lines`, :func:`stats` and
 :func:`is_utf8` do (the sixth item of :func:`scan`'s answer is the whole-page fingerprint, defined
-there; None unless ``page_fingerprint`` is asked for). The Python versions below follow the C code step by step, so that a machine
-without a compiler extracts the same texts (slower), and so that the C code has an oracle to be
-fuzzed against.
+there; None unless ``page_fingerprint`` is asked for). The Python versions below follow the C
+code step by step, so that a machine without a compiler extracts the same texts (slower), and so
+that the C code has an oracle to be fuzzed against.
 """
 
 from __future__ import annotations
