@@ -11,7 +11,9 @@ changed, the main content not), 4% changed by text appended (a sixth paragraph),
 one paragraph rewritten, 4% moved (the same page under a new URL), 10% gone, and new pages
 as many as 10% of OLD. Prints and writes recall and precision per status against the plan, and
 the wall time of ``changes`` and of ``dedup`` of OLD and NEW together, same options, same
---jobs, one after the other (under ``flock /work/bench.lock`` when run as the README says).
+--jobs, one after the other (under ``flock /work/bench.lock`` when run as the README says), and
+the CPU time of each (``cpu_seconds``: user+sys of the command's process tree; the extraction
+workers' CPU is counted only with ``NEARDUP_EXTRACT_WORKERS=threads``, ``extract_workers``).
 
 ``--index``: also OLD saved as an index (``neardup index add --url-field url``, profile default,
 which keeps each page's whole-page fingerprint too) and ``changes INDEX NEW``: the time of each,
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -102,11 +105,24 @@ def generate(folder: str, n: int, seed: int = 39) -> dict:
     return {"old": old_path, "new": new_path, "truth": truth}
 
 
-def run(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
+CPU_SECONDS: dict[str, float] = {}
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(cmd: list[str], name: str = "") -> float:
+    """The command's wall time; its CPU (user+sys of the waited-for process tree) kept under ``name``.
+    With the extraction in worker processes (the default) their CPU escapes the count (they are the
+    forkserver's children, not the command's); ``NEARDUP_EXTRACT_WORKERS=threads`` counts all of it."""
+    t0, cpu0 = time.perf_counter(), children_cpu()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-3000:]}")
+    if name:
+        CPU_SECONDS[name] = round(children_cpu() - cpu0, 2)
     return time.perf_counter() - t0
 
 
@@ -130,7 +146,10 @@ def scores(truth: dict, out: str) -> dict:
 def busiest(n: int = 6) -> list[str]:
     """The commands using the most CPU right now (``ps``): the other work that shared the machine."""
     r = subprocess.run(["ps", "-eo", "pcpu,args", "--sort=-pcpu", "--no-headers"], capture_output=True, text=True)
-    return [line.strip()[:160] for line in r.stdout.splitlines()[:n]]
+    # work that competes for the cores: Python, the JVM (Spark), compilers; not the system's daemons
+    ours = [line.strip()[:160] for line in r.stdout.splitlines()
+            if any(word in line for word in ("python", "java", "pytest", "neardup", "cc1", "clang"))]
+    return ours[:n]
 
 
 def main() -> None:
@@ -151,9 +170,9 @@ def main() -> None:
         result: dict = {}
         if not args.index_only:
             changes_s = run([sys.executable, "-m", "neardup", "changes", crawl["old"], crawl["new"],
-                             "--output", os.path.join(tmp, "changes"), *read])
+                             "--output", os.path.join(tmp, "changes"), *read], "changes")
             dedup_s = run([sys.executable, "-m", "neardup", "dedup", crawl["old"], crawl["new"],
-                           "--output", os.path.join(tmp, "dedup"), "--no-kept", *read])
+                           "--output", os.path.join(tmp, "dedup"), "--no-kept", *read], "dedup")
             table = scores(crawl["truth"], os.path.join(tmp, "changes"))
             with open(os.path.join(tmp, "changes", "summary.json"), encoding="utf-8") as fh:
                 summary = json.load(fh)
@@ -167,9 +186,9 @@ def main() -> None:
         if args.index or args.index_only:
             db = os.path.join(tmp, "old.db")
             add_s = run([sys.executable, "-m", "neardup", "index", "add", "--db", db, crawl["old"], "--content",
-                         "html", "--text-field", "html", "--url-field", "url", "--jobs", str(args.jobs)])
+                         "html", "--text-field", "html", "--url-field", "url", "--jobs", str(args.jobs)], "index_add")
             against_s = run([sys.executable, "-m", "neardup", "changes", db, crawl["new"],
-                             "--output", os.path.join(tmp, "against"), *read])
+                             "--output", os.path.join(tmp, "against"), *read], "changes_against_index")
             with open(os.path.join(tmp, "against", "summary.json"), encoding="utf-8") as fh:
                 against = json.load(fh)
             result["against_index"] = {
@@ -177,7 +196,9 @@ def main() -> None:
                 "index_add_seconds": round(add_s, 2), "index_bytes": os.path.getsize(db),
                 "changes_seconds": round(against_s, 2),
                 "new_pages_per_s": round(against["new"]["records"] / against_s)}
-    result.update({"generate_seconds": round(gen_s, 1), "jobs": args.jobs,
+    result.update({"cpu_seconds": CPU_SECONDS,
+                   "extract_workers": os.environ.get("NEARDUP_EXTRACT_WORKERS", "processes"),
+                   "generate_seconds": round(gen_s, 1), "jobs": args.jobs,
                    "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                                "load_at_start": load, "load_at_end": os.getloadavg(),
                                "busiest_at_start": others_at_start, "busiest_at_end": busiest()}})

@@ -90,6 +90,10 @@ def main() -> None:
         b"\xff\xfe<\x00p\x00>\x00 \xc0\xaf \xed\xa0\x80 <p>invalid utf-8</p>",
         b"<" * 40 + b">" * 40 + b"<a><a><a>" + b"</a>" * 5 + b"<!--" + b"-" * 20,
         b"<DIV CLASS=NAV-BAR><LI><A HREF=#>Home</A></LI></DIV><SECTION ROLE=navigation>s</SECTION>",
+        # what the whole-page fingerprint reads and skips: shown raw text, nested templates, an
+        # unclosed noscript, entities, white space of every kind, a '<' that opens no tag
+        b"<xmp>a <b> c</xmp><template>x<template>y</template>z</template>w<noembed>e</noembed>\t\f\r\n"
+        b"<textarea>t</textarea>&amp;&#60; 1 < 2 <noscript>n<p>m<plaintext>p <q> r",
     ]
     htmlscan = [bytes([m]) + page for page in pages for m in range(3)]
     htmlscan.append(bytes([0]) + bytes(rng.randrange(256) for _ in range(300)))

@@ -432,6 +432,8 @@ def htmlscan(data: bytes) -> None:
         assert _htmlscan.is_utf8(raw) == html_scan.is_utf8_python(raw)
         assert _htmlscan.scan(raw) == html_scan.scan_python(raw)
         assert _htmlscan.scan(raw, True) == html_scan.scan_python(raw, True)
+        assert _htmlscan.scan(raw, True, True) == html_scan.scan_python(raw, True, True)
+        page_fingerprint_invariants(_htmlscan, raw)
         return
     if mode == 3:  # any UTF-16 code units: 2- and 4-byte str, lone surrogates
         text = raw[: len(raw) // 2 * 2].decode("utf-16-le", "surrogatepass")
@@ -440,10 +442,30 @@ def htmlscan(data: bytes) -> None:
     if mode == 1:
         assert _htmlscan.scan(text) == html_scan.scan_python(text)
         assert _htmlscan.scan(text, True) == html_scan.scan_python(text, True)
+        assert _htmlscan.scan(text, False, True) == html_scan.scan_python(text, False, True)
+        if not any("\ud800" <= c <= "\udfff" for c in text):  # (lone surrogates have no UTF-8)
+            # a str is scanned as its UTF-8: the same fingerprint (charset-independent)
+            assert _htmlscan.scan(text, False, True)[5] == _htmlscan.scan(text.encode("utf-8"), False, True)[5]
+        page_fingerprint_invariants(_htmlscan, text)
         # what the scan marks is what lines() and stats() read next
         text = _htmlscan.scan(text)[0].decode("utf-8", "replace")
     assert _htmlscan.lines(text) == html_scan.lines_python(text)
     assert _htmlscan.stats(text) == html_scan.stats_python(text)
+
+
+def page_fingerprint_invariants(scanner, markup) -> None:
+    """The whole-page fingerprint (the sixth item of the scan, beside the twins' agreement above):
+    a 64-bit int, the same whether or not navigation is cut (the cut rewrites the marked output,
+    never what the fingerprint reads), and unchanged by a comment and a script put before the
+    markup (neither is visible text, and both are closed before the markup starts)."""
+    fp = scanner.scan(markup, False, True)[5]
+    assert type(fp) is int and 0 <= fp < 1 << 64
+    assert scanner.scan(markup, True, True)[5] == fp
+    extra = "<!-- x --><script>var y = 1;</script>"
+    prefixed = (extra.encode() + markup) if isinstance(markup, bytes) else extra + markup
+    assert scanner.scan(prefixed, False, True)[5] == fp
+    # the scan's other answers do not depend on it
+    assert scanner.scan(markup, True, True)[:5] == scanner.scan(markup, True)[:5]
 
 
 # --- the posting runs' block coder against numpy's ---------------------------------------

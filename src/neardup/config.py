@@ -26,6 +26,7 @@ from .params import FORMAT_VERSION, MinHashParams, NormalizeParams, ShingleParam
 from .stages.candidates import SAMPLES, banding_for
 from .stages.survivors import KEEP_POLICIES
 from .text.html import HTML_MODES
+from .text.html_scan import PAGE_FINGERPRINT_VERSION
 from .urls import DEFAULT_RULES, URL_RULES_VERSION, UrlRules
 
 __all__ = ["DedupConfig", "ReadOptions", "ReportConfig", "InputOptions", "METHODS", "MEASURES", "KEEP_POLICIES",
@@ -172,6 +173,16 @@ class IndexConfig:
     #: (schema 7) the rules of the canonical URLs whose hashes the file stores (None: files of 3-6,
     #: which store no URLs)
     urls: UrlRules | None = None
+    #: (with ``urls``) the definition of the whole-page fingerprints the file stores beside the
+    #: URLs (:data:`neardup.text.html_scan.PAGE_FINGERPRINT_VERSION`); None: a file made before
+    #: it was recorded, whose fingerprints are of another definition: they count as absent
+    #: (``neardup changes`` against it cannot tell ``template``) and none are added to them
+    page_fingerprints: int | None = PAGE_FINGERPRINT_VERSION
+
+    @property
+    def current_page_fingerprints(self) -> bool:
+        """Whether the file's whole-page fingerprints are of this neardup's definition."""
+        return self.urls is not None and self.page_fingerprints == PAGE_FINGERPRINT_VERSION
 
     def __post_init__(self) -> None:
         owner = "SeenIndex"
@@ -231,6 +242,9 @@ class IndexConfig:
             **({"urls": {"hash": "xxh3-64 of the canonical URL", "seed": URL_KEY_SEED, "rules": self.urls.as_dict(),
                          **({"layout": "runs", "bucket_bits": 35} if self.posting_runs else {})}}
                if self.urls else {}),
+            **({"page_fingerprints": {"version": self.page_fingerprints, "hash": "xxh3-64",
+                                      "of": "the visible text tokens of the markup"}}
+               if self.urls and self.page_fingerprints is not None else {}),
         }
 
     @property
@@ -273,7 +287,8 @@ class IndexConfig:
                    rows_below=d["band_postings"].get("rows_below", 0),
                    fingerprint_runs=d.get("fingerprint", {}).get("layout") == "runs",
                    id_keys="ids" in d, id_prefixes="prefixes" in d.get("ids", {}),
-                   urls=rules_of(d["urls"]["rules"]) if "urls" in d else None)
+                   urls=rules_of(d["urls"]["rules"]) if "urls" in d else None,
+                   page_fingerprints=d.get("page_fingerprints", {}).get("version"))
 
 
 def rules_of(recorded: dict) -> UrlRules:

@@ -297,3 +297,42 @@ def test_an_index_that_cannot_answer_is_refused_in_one_line(tmp_path, capsys):
     assert "no page of" in capsys.readouterr().err
     assert main(["changes", str(plain), new, "--output", str(tmp_path / "out"), "--fold-www"]) == 2
     assert "URL rules given differ" in capsys.readouterr().err
+
+
+def test_an_index_of_earlier_whole_page_fingerprints_counts_them_absent(tmp_path):
+    """An index whose configuration records no definition of its whole-page fingerprints (made
+    before they were the markup scan's) is never compared with NEW's: its fingerprints count as
+    absent (the nav-only edit reads unchanged, the summary says why), and pages added to it keep
+    none, so that the two definitions never mix in one file."""
+    import sqlite3
+
+    from neardup.params import config_fingerprint
+    from neardup.text.html_scan import PAGE_FINGERPRINT_VERSION
+
+    old, new, expected = crawls()
+    o, n = write_jsonl(tmp_path / "old.jsonl", old), write_jsonl(tmp_path / "new.jsonl", new)
+    db = tmp_path / "old.db"
+    add = ["--content", "html", "--text-field", "html", "--url-field", "url"]
+    assert main(["index", "add", "--db", str(db), o, *add]) == 0
+    with sqlite3.connect(db) as conn:
+        config = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()[0])
+        assert config["page_fingerprints"]["version"] == PAGE_FINGERPRINT_VERSION
+        assert conn.execute("SELECT count(*) FROM docs WHERE page_fingerprint IS NOT NULL").fetchone()[0] == 7
+        # the file as the version before recorded it
+        del config["page_fingerprints"]
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'config'", (json.dumps(config, sort_keys=True),))
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'config_fingerprint'",
+                     (f"{config_fingerprint(config):016x}",))
+    out = tmp_path / "out"
+    assert main(["changes", str(db), n, "--output", str(out), "--content", "html", "--text-field", "html",
+                 "--quiet"]) == 0
+    got = {json.loads(x)["url"]: json.loads(x)["status"] for x in (out / "changes.jsonl").read_text().splitlines()}
+    assert got == {**expected, SITE + "cmake/get_directory_property.html": "unchanged"}
+    estimates = json.loads((out / "summary.json").read_text())["estimates"]
+    assert estimates["pages_without_whole_page"] == 7
+    assert "earlier definition" in estimates["whole_page_fingerprints"]
+    more = write_jsonl(tmp_path / "more.jsonl", [{"id": "more", "url": SITE + "more.html",
+                                                  "html": page("javadoc-0026.html")}])
+    assert main(["index", "add", "--db", str(db), more, *add]) == 0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT page_fingerprint FROM docs WHERE id = 'more'").fetchone() == (None,)

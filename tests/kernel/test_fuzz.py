@@ -193,6 +193,26 @@ def test_htmlscan_target_catches_a_wrong_scan(monkeypatch):
             targets.htmlscan(data)
 
 
+@pytest.mark.parametrize("wrong", ["cut", "comment"])
+def test_htmlscan_target_catches_a_wrong_page_fingerprint(wrong):
+    import xxhash
+
+    from neardup import _htmlscan
+
+    class Lying:
+        @staticmethod
+        def scan(markup, cut=False, page=False):
+            out = list(_htmlscan.scan(markup, cut, page))
+            if wrong == "cut":  # a fingerprint of the marked output, which the cut rewrites
+                out[5] = xxhash.xxh3_64_intdigest(out[0])
+            else:  # a fingerprint of the markup, comments and scripts included
+                out[5] = xxhash.xxh3_64_intdigest(markup if isinstance(markup, bytes) else markup.encode("utf-8"))
+            return tuple(out)
+
+    with pytest.raises(AssertionError):
+        targets.page_fingerprint_invariants(Lying, b"<nav><a href=/>Home</a></nav><main><p>Text</p></main>")
+
+
 def test_jsonl_target_catches_a_wrong_text(monkeypatch):
     from neardup.io.read import jsonl as readers
 

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from cloud_servers import free_port
+from service_server import Server
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
@@ -31,49 +32,6 @@ pytestmark = pytest.mark.service
 TOKEN = "test-token-5f1c2a"
 MAX_BODY = 200_000
 MAX_BATCH = 50
-
-
-class Server:
-    """``python -m neardup serve`` in a child process."""
-
-    def __init__(self, db: str, *, token_file: str | None = None, extra: tuple = ()):
-        self.db = db
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        args = [sys.executable, "-m", "neardup", "serve", "--db", db, "--port", str(self.port),
-                "--log-level", "info", *extra]
-        if token_file:
-            args += ["--token-file", token_file]
-        self.log = open(db + ".log", "w+b")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                raise RuntimeError(f"server exited: {self.log.read().decode(errors='replace')}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("server did not start in 60 s")
-            time.sleep(0.1)
-
-    def output(self) -> str:
-        with open(self.db + ".log", "rb") as fh:
-            return fh.read().decode(errors="replace")
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,7 @@ TRICKY = [
 
 def _uncut(monkeypatch):
     real = H._scan
-    monkeypatch.setattr(H, "_scan", lambda html, cut=False: real(html))
+    monkeypatch.setattr(H, "_scan", lambda html, cut=False, page=False: real(html, False, page))
 
 
 @pytest.mark.parametrize("page,cut", TRICKY)

@@ -143,7 +143,7 @@ def test_is_utf8_on_random_bytes():
 
 
 def test_scan_marks():
-    marked, flags, title, classes, ids = _htmlscan.scan(
+    marked, flags, title, classes, ids, _page = _htmlscan.scan(
         "<html><head><title>T</title><script>x</script></head><body><div class='topnav menu x' id=side-bar>"
         "<a href=/>home</a></div><p hidden>h</p><nav role=navigation></nav><main>m</main></body></html>")
     assert title == "T" and classes == ["topnav", "menu"] and ids == ["side-bar"]

@@ -195,19 +195,20 @@ def _open(args, *, create: bool, synchronous: str = "normal"):
     return SeenIndex(args.db, create=create, synchronous=synchronous, jobs=jobs, **extra, **index_params(args))
 
 
-def _records(args, normalize=None, plan=None, page_texts: bool = False):
+def _records(args, normalize=None, plan=None, page_fingerprints: bool = False):
     """The input's records (of ``plan``, the inputs already checked, when given). With
     ``normalize`` (the index's, for ``index add``), runs of ordinary JSONL records come as
     EncodedDocuments, their texts UTF-8 that the kernel reads in place, as ``neardup dedup``
-    reads them (:func:`neardup.io.read.read_encoded`); with ``page_texts``, an HTML record's
-    whole page's text beside its main content (``Document.page_text``)."""
+    reads them (:func:`neardup.io.read.read_encoded`); with ``page_fingerprints``, an HTML record's
+    whole-page fingerprint beside its main content (``Document.page_fingerprint``)."""
     from ..io import read_documents
 
     from ._common import expanded_inputs
 
     inputs = plan if plan is not None else expanded_inputs(args)
     options = dict(format=args.format, id_field=args.id_field, text_field=args.text_field, content=args.content,
-                   html=args.html, max_bytes=args.max_bytes, on_error=args.on_error, page_texts=page_texts)
+                   html=args.html, max_bytes=args.max_bytes, on_error=args.on_error,
+                   page_fingerprints=page_fingerprints)
     if getattr(args, "url_field", None):
         options["keep_fields"] = (args.url_field,)
     if normalize is None:
@@ -230,8 +231,8 @@ def _with_url(doc, url_field: str | None):
 
 
 def _with_page(rec, url_field: str):
-    """A Document read with its whole page's text as ``(id, text, meta, url, page_text)``."""
-    return (*_with_url(rec, url_field), rec.page_text)
+    """A Document read with its whole-page fingerprint as ``(id, text, meta, url, page_fingerprint)``."""
+    return (*_with_url(rec, url_field), rec.page_fingerprint)
 
 
 def _check_urls(index, args) -> None:
@@ -353,7 +354,7 @@ def add_command(args) -> int:
         # against this index can tell a page whose template alone changed (from the same read)
         pages = bool(args.url_field) and args.html != "whole" and (args.content == "html"
                                                                     or bool(plan.formats() & {"html", "warc"}))
-        records = _records(args, index.config.shingle.normalize, plan, page_texts=pages)
+        records = _records(args, index.config.shingle.normalize, plan, page_fingerprints=pages)
         for batch in _read_ahead(_batches(records, args.batch_size)):
             docs = [(_with_page(r, args.url_field) if pages and type(r) is Document else _with_url(r, args.url_field))
                     for r in batch if not isinstance(r, Skipped)]

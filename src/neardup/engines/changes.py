@@ -22,10 +22,12 @@ A record's URL is the ``url_field`` of its record (default: the WARC target URI,
 field), in canonical form; a record without one (an HTML file of its own) is known by its path
 below the input folder, so that two folders of the same site's files line up. When a crawl holds
 one URL more than once, its first record counts and the others are counted as
-``duplicate_urls``. The whole page's text is extracted from the same read of each HTML record as
-its main content (``page_texts`` of :func:`neardup.io.read_documents`: the inputs are read once)
-and only its fingerprint kept; plain-text inputs have no page around their content, so
-``template`` never occurs there.
+``duplicate_urls``. The whole-page fingerprint of each HTML record
+(:func:`neardup.text.html_pages.page_fingerprint`: its visible text as the markup scan reads it)
+comes from the same read as its main content (``page_fingerprints`` of
+:func:`neardup.io.read_documents`: the scan that precedes the parse computes it; each page is read
+and parsed once); plain-text inputs have no page around their content, so ``template`` never
+occurs there.
 
 Outputs, in ``output``: ``changes.jsonl`` (one line per URL, in SURT order of the URL),
 ``summary.json`` (counts per status, the most-changed pages, the configuration) and
@@ -49,7 +51,6 @@ from ..config import DedupConfig
 from ..io import Document, read_documents
 from ..io.write.outputs import write_atomic
 from ..stages.candidates import band_candidates, band_keys
-from ..stages.exact import text_fingerprints
 from ..stages.sketch import sketch_texts, submit_batch
 from ..stages.verify import pair_similarities, verify_pairs
 from ..urls import DEFAULT_RULES, UrlRules, surt, url_key
@@ -79,20 +80,15 @@ class _Crawl:
     skipped: Counter = field(default_factory=Counter)
     duplicate_urls: int = 0
     signatures: list = field(default_factory=list)  # (n, num_perm) arrays, one per batch, when kept
-    #: the fingerprint of each record's whole page's text, and whether it has one (HTML read with
-    #: page texts), uint64 and bool arrays, one per batch
+    #: per record, its whole-page fingerprint (unsigned; None: none), when read with them
     page_fingerprints: list = field(default_factory=list)
-    has_page: list = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.urls)
 
     def whole_pages(self) -> list:
-        """Per record, in order, its whole page's fingerprint, or None where it has none."""
-        if not self.page_fingerprints:
-            return [None] * len(self.urls)
-        fps, has = np.concatenate(self.page_fingerprints).tolist(), np.concatenate(self.has_page).tolist()
-        return [fp if h else None for fp, h in zip(fps, has)]
+        """Per record, in order, its whole-page fingerprint, or None where it has none."""
+        return self.page_fingerprints or [None] * len(self.urls)
 
 
 def _root_of(paths: list[str]) -> list[str]:
@@ -132,29 +128,21 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
                 spill, bands: int, rows: int, on_error: str, signature_dtype=None, pages: bool = True,
                 known_urls: dict | None = None, learn_urls: bool = False) -> _Crawl:
     """One crawl read and sketched; ``signature_dtype``: keep the MinHash values too, narrowed
-    to this type (the width an index stores them in); ``pages``: the whole pages' fingerprints
-    too, where the inputs are HTML read for their main content; ``known_urls``: URL values
-    canonicalized already, this crawl's added to it with ``learn_urls`` (see :func:`_record_url`)."""
+    to this type (the width an index stores them in); ``pages``: the whole-page fingerprints
+    too, where the inputs are HTML read for their main content (from the same read);
+    ``known_urls``: URL values canonicalized already, this crawl's added to it with ``learn_urls``
+    (see :func:`_record_url`)."""
     crawl = _Crawl()
     roots = _root_of(paths)
     seen: set = set()
     pages = pages and config.html != "whole" and _has_pages(paths, config)
     options = {**config.read_options(), "keep_fields": (url_field,), "jobs": jobs, "on_error": on_error,
-               "page_texts": pages}
+               "page_fingerprints": pages}
     batch: list[str] = []
-    page_texts: list = []
     pending: list = []
 
-    def whole_fingerprints(whole: list) -> tuple:
-        """The whole pages' fingerprints of a batch, and which records have one (on the pool)."""
-        has = np.array([t is not None for t in whole], dtype=bool)
-        fps = np.zeros(has.size, dtype=np.uint64)
-        if has.any():
-            fps[has] = text_fingerprints([t for t in whole if t is not None], config.shingle.normalize, 1)
-        return fps, has
-
     def collect():
-        submitted, texts, whole = pending.pop(0)
+        submitted, texts = pending.pop(0)
         # (a text the kernel cannot take fails the batch as sketch_texts fails it)
         sig = (sketch_texts(texts, config.shingle, config.minhash, jobs=jobs) if submitted.too_large
                else submitted.result())
@@ -164,10 +152,6 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
         crawl.n_shingles.append(np.asarray(sig.n_shingles, dtype=np.int64))
         if signature_dtype is not None:
             crawl.signatures.append(sig.values.astype(signature_dtype))
-        if whole is not None:
-            page_fps, has = whole.result()
-            crawl.page_fingerprints.append(page_fps)
-            crawl.has_page.append(has)
         # the batch's texts in one write, each found again by its (offset, length)
         data = [text.encode("utf-8", "surrogatepass") for text in texts]
         offset = spill.tell()
@@ -184,10 +168,8 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
         def flush():
             texts = batch[:]
             submitted = submit_batch(sketcher, [texts], config.shingle, config.minhash, jobs=jobs)
-            whole = sketcher.submit(whole_fingerprints, page_texts[:]) if pages else None
-            pending.append((submitted, texts, whole))
+            pending.append((submitted, texts))
             batch.clear()
-            page_texts.clear()
             while len(pending) > 1:  # at most one batch sketching while the next is read
                 collect()
 
@@ -205,7 +187,7 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
             crawl.ids.append(rec.id)
             batch.append(rec.text)
             if pages:
-                page_texts.append(rec.page_text)
+                crawl.page_fingerprints.append(rec.page_fingerprint)
             if len(batch) >= _BATCH:
                 flush()
         if batch:

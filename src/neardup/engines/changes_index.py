@@ -13,11 +13,14 @@ What an index keeps of each page, and so what can be told from it (``docs/change
   chance), and the containments both ways from that estimate and the two shingle counts
   (|A ∩ B| = J (|A| + |B|) / (1 + J)); exact values would need the shingle ids
   (``--store-shingles``), which this comparison does not read;
-- the fingerprint of its whole page's text, where ``index add`` was given HTML with
-  ``--url-field`` (``docs.page_fingerprint``): ``template`` (the same main content, another whole
-  page) is then told apart from ``unchanged`` exactly, as between two crawls, NEW's whole pages
-  extracted from the same read as their main content; a page stored without it is
-  ``unchanged`` whenever its main content is (the summary counts those pages);
+- its whole-page fingerprint, where ``index add`` was given HTML with ``--url-field``
+  (``docs.page_fingerprint``, :func:`neardup.text.html_pages.page_fingerprint`): ``template`` (the
+  same main content, another whole page) is then told apart from ``unchanged`` exactly, as
+  between two crawls, NEW's fingerprints computed in the read of their main content; a page
+  stored without it is ``unchanged`` whenever its main content is (the summary counts those
+  pages). The fingerprints of an index whose configuration records no definition of them, or
+  another (``IndexConfig.page_fingerprints``: made before the definition changed), count as
+  absent, with a note in the summary's ``estimates``;
 - no text: the report shows no word diffs;
 - ``moved``: a gone page whose content is found under a URL only in NEW, among the index's near
   answers for that page (its LSH banding, at its own threshold) whose estimate is at least
@@ -42,6 +45,7 @@ from ..errors import ConfigError
 from ..io.write.outputs import write_atomic
 from ..store import SeenIndex
 from ..store.schema import url_hash_of
+from ..text.html_scan import PAGE_FINGERPRINT_VERSION
 from ..urls import surt
 from .changes import CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _line, _read_crawl, _report, _summary
 
@@ -110,6 +114,11 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
             "pages_without_whole_page": sum(page is None for page in old.pages),
             "template": "told apart where the index keeps the whole page's fingerprint (index add of HTML with "
                         "--url-field); elsewhere a page with the same main content is unchanged"}
+        if not cfg.current_page_fingerprints:
+            summary["estimates"]["whole_page_fingerprints"] = (
+                "the index's whole-page fingerprints are of an earlier definition than this neardup's (version "
+                f"{PAGE_FINGERPRINT_VERSION}): treated as absent, so template is not told; make the index again "
+                "to tell it")
         report = _report(summary, most[:top], None)
     body = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
     write_atomic(os.path.join(output, CHANGES_FILE), body)
@@ -149,7 +158,8 @@ def _stored_pages(index: SeenIndex) -> _Stored:
         fps.append(0 if fp is None else fp)
         counts.append(n)
         sigs.append(signature or empty)
-        pages.append(page)
+        # (fingerprints of an earlier definition than NEW's would differ for every page: absent)
+        pages.append(page if cfg.current_page_fingerprints else None)
     crawl.skipped = Counter({"no_url": crawl.records - len(crawl.urls) - crawl.duplicate_urls})
     dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[width]
     matrix = np.frombuffer(b"".join(sigs), dtype=dtype).reshape(len(sigs), cfg.minhash.num_perm)

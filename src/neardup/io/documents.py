@@ -39,8 +39,10 @@ class Document:
     for JSONL, 0-based row for Parquet, 1-based record number for WARC) or ``"<file>"``.
     ``meta``: the ``keep_fields`` present (and not null) in the record; ``"url"`` for WARC. There is
     no length in it: use ``len(text)`` (computing UTF-8 byte lengths cost a third of the JSONL
-    reader's time). ``page_text``: the whole page's text beside the main content of an HTML
-    record, when the reader was asked for it (``page_texts``; None otherwise, and for plain text).
+    reader's time). ``page_fingerprint``: the whole-page fingerprint of an HTML record
+    (:func:`neardup.text.html_pages.page_fingerprint`, unsigned), from the read that extracted its
+    main content, when the reader was asked for it (``page_fingerprints``; None otherwise, and for
+    plain text).
     """
 
     id: str
@@ -48,7 +50,7 @@ class Document:
     ordinal: int
     source: str
     meta: dict = field(default_factory=dict)
-    page_text: str | None = None
+    page_fingerprint: int | None = None
 
 
 @dataclass(slots=True)

@@ -5,7 +5,8 @@
  * Python call per node costs more than lexbor's parse of the page, so what can be learnt from
  * the markup itself is learnt here, in one pass over the bytes, before the parse:
  *
- *   scan(html, cut_navigation=False) -> (marked, flags, title, class_names, ids)
+ *   scan(html, cut_navigation=False, page_fingerprint=False)
+ *       -> (marked, flags, title, class_names, ids, page_fingerprint)
  *       marked: the UTF-8 page to parse, with
  *         - a form feed (HTML white space, kept by the parser where it stands) before every
  *           start or end tag of a block element, a space before every table cell tag, so that
@@ -36,7 +37,21 @@
  *         PRODUCT_DATA when a JSON-LD script names a "Product";
  *       title: the raw text of the first <title> element (entities not decoded), or None;
  *       class_names, ids: the class tokens and id values that name navigation (the vocabulary
- *         below), each once, in the order met.
+ *         below), each once, in the order met;
+ *       page_fingerprint: (None unless asked for: a few microseconds a page that dedup need not
+ *         spend) the whole-page fingerprint, XXH3-64 (seed 0) of the page's visible
+ *         text read off the markup in the same pass: its tokens (runs of bytes other than HTML
+ *         white space) joined by one space, where text is the character data outside tags,
+ *         comments, the doctype and processing instructions, and outside the elements whose
+ *         content is not shown: script, style, textarea and iframe (cut), title, noembed and
+ *         noframes (raw text), template and noscript (xmp and plaintext are shown); a block or
+ *         table cell tag separates tokens, an inline tag does not ("a<b>b</b>" is one token);
+ *         entities are not decoded (a page re-encoding "&" as "&amp;" changes it) and the
+ *         hidden attribute and hiding styles are not followed (the scan builds no tree).
+ *         Computed over the UTF-8 page, so a page's charset does not change it; the same for
+ *         both modes and whether or not navigation is cut. So a change of the text of
+ *         navigation, footer or ads changes it; one of markup, attributes, scripts or styles
+ *         alone does not.
  *   lines, stats and is_utf8 are in _htmltext.c:
  *   lines(text) -> str
  *       One line per block: a form feed ends a line, other white space (str.isspace)
@@ -64,6 +79,9 @@
 #include <string.h>
 
 #include "_htmltext.h"
+
+#define XXH_INLINE_ALL
+#include "_vendor/xxhash/xxhash.h" /* xxHash 0.8.2, BSD-2-Clause: _vendor/xxhash/LICENSE */
 
 /* ------------------------------------------------------------------------------------------- */
 /* elements                                                                                    */
@@ -620,6 +638,61 @@ typedef struct {
     size_t title_at, title_len;  /* title_at == SIZE_MAX: none */
 } title_span;
 
+/* The page's visible text, as the whole-page fingerprint covers it (see page_fingerprint in the
+ * header comment): its tokens, one space between two of them. */
+typedef struct {
+    buf text;
+    int apart;     /* white space or a block boundary since the last token */
+    int templates; /* <template> elements open (their content is inert) */
+    int noscript;  /* inside <noscript> (shown only without scripts) */
+} visible;
+
+static void visible_add(visible *v, const unsigned char *s, size_t from, size_t to) {
+    if (!v || v->templates || v->noscript)
+        return;
+    size_t i = from;
+    while (i < to) {
+        while (i < to && is_html_space(s[i])) {
+            v->apart = 1;
+            i++;
+        }
+        if (i >= to)
+            break;
+        /* tokens each followed by one space, as most text is, copied in one go */
+        size_t j = i;
+        while (j < to) {
+            if (!is_html_space(s[j]))
+                j++;
+            else if (s[j] == ' ' && j + 1 < to && !is_html_space(s[j + 1]))
+                j += 2;
+            else
+                break;
+        }
+        if (v->apart && v->text.len)
+            buf_byte(&v->text, ' ');
+        v->apart = 0;
+        buf_put(&v->text, s + i, j - i);
+        i = j;
+    }
+}
+
+/* A known tag met: a block or cell boundary separates tokens (inline tags never do), and
+ * <template> and <noscript> hide what they hold. */
+static void visible_tag(visible *v, const tag_info *info, int is_end) {
+    if (!v)
+        return;
+    if (info->block)
+        v->apart = 1;
+    if (info->flag == F_TEMPLATE) {
+        if (!is_end)
+            v->templates++;
+        else if (v->templates > 0)
+            v->templates--;
+    } else if (info->flag == F_NOSCRIPT) {
+        v->noscript = !is_end;
+    }
+}
+
 /* Start tags whose attributes change how the page is parsed (an <input type=hidden> in a table,
  * a <font color> in SVG, the encoding of MathML's <annotation-xml>, a declarative shadow root):
  * they keep all of theirs. */
@@ -795,7 +868,8 @@ static int cut_inside(cut_region *c, const tag *t, int kind, int is_end) {
     return k == 0 ? 1 : 0;
 }
 
-static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title, int strip, int cut) {
+static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title, visible *v, int strip,
+                      int cut) {
     size_t i = 0;
     cut_region region;
     region.active = region.in_a = region.foreign = 0;
@@ -806,6 +880,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
         const unsigned char *lt = memchr(s + i, '<', n - i);
         size_t at = lt ? (size_t)(lt - s) : n;
         copy_text(out, s, i, at, clean);
+        visible_add(v, s, i, at);
         if (at >= n)
             break;
         i = at;
@@ -830,6 +905,8 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                 i = e;
                 continue;
             }
+            if (info)
+                visible_tag(v, info, is_end);
             if (cut) {
                 if (region.active) {
                     int r = cut_inside(&region, &t, cut_kind(t.name, t.name_len), is_end);
@@ -880,6 +957,8 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                         title->title_at = i;
                         title->title_len = e - i;
                     }
+                    if (info->name[0] == 'x' || info->name[0] == 'p')  /* xmp, plaintext: shown */
+                        visible_add(v, s, i, e);
                     buf_put(out, s + i, e - i);
                     i = e;
                 }
@@ -921,6 +1000,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
             continue;
         }
         buf_byte(out, '<');  /* a '<' that opens no tag is text */
+        visible_add(v, s, at, at + 1);
         i = at + 1;
     }
 }
@@ -943,8 +1023,8 @@ static PyObject *spans_list(spans *l, const unsigned char *s) {
 static PyObject *py_scan(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *arg;
-    int cut = 0;
-    if (!PyArg_ParseTuple(args, "O|p:scan", &arg, &cut))
+    int cut = 0, page = 0;
+    if (!PyArg_ParseTuple(args, "O|pp:scan", &arg, &cut, &page))
         return NULL;
     const char *data;
     Py_ssize_t n;
@@ -968,10 +1048,12 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     f.names = names;
     Py_INCREF(keep);
     title_span title;
+    visible v = {0};
+    uint64_t page_fingerprint;
     const unsigned char *s = (const unsigned char *)data;
     Py_BEGIN_ALLOW_THREADS
     buf_reserve(&out, (size_t)n + (size_t)n / 8 + 64);
-    scan_page(s, (size_t)n, &out, &f, &title, 1, cut);
+    scan_page(s, (size_t)n, &out, &f, &title, page ? &v : NULL, 1, cut);
     if (f.flags & F_OWN_MARKS) {
         /* attributes like the marks: the caller queries the page's own attributes (class, id,
          * style, hidden, role), so they all stay; scanned again (rare) */
@@ -982,11 +1064,14 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         f.flags = 0;
         memset(names, 0, sizeof(name_cache));
         out.len = 0;
-        scan_page(s, (size_t)n, &out, &f, &title, 0, cut);
+        v.text.len = 0;
+        v.apart = v.templates = v.noscript = 0;
+        scan_page(s, (size_t)n, &out, &f, &title, page ? &v : NULL, 0, cut);
     }
+    page_fingerprint = page ? XXH3_64bits(v.text.p ? v.text.p : "", v.text.len) : 0;
     Py_END_ALLOW_THREADS
     PyObject *result = NULL, *marked = NULL, *tt = NULL, *cl = NULL, *ids = NULL;
-    if (out.failed || f.classes.failed || f.ids.failed) {
+    if (out.failed || f.classes.failed || f.ids.failed || v.text.failed) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1007,13 +1092,17 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     ids = spans_list(&f.ids, s);
     if (!ids)
         goto done;
-    result = Py_BuildValue("(OiOOO)", marked, f.flags, tt, cl, ids);
+    if (page)
+        result = Py_BuildValue("(OiOOOK)", marked, f.flags, tt, cl, ids, (unsigned long long)page_fingerprint);
+    else
+        result = Py_BuildValue("(OiOOOO)", marked, f.flags, tt, cl, ids, Py_None);
 done:
     Py_XDECREF(marked);
     Py_XDECREF(tt);
     Py_XDECREF(cl);
     Py_XDECREF(ids);
     free(out.p);
+    free(v.text.p);
     free(f.classes.span);
     free(f.ids.span);
     free(names);
@@ -1023,7 +1112,7 @@ done:
 
 
 static PyMethodDef methods[] = {
-    {"scan", py_scan, METH_VARARGS, "scan(html, cut_navigation=False) -> (marked UTF-8 bytes, flags, title or None, class names, ids)"},
+    {"scan", py_scan, METH_VARARGS, "scan(html, cut_navigation=False, page_fingerprint=False) -> (marked UTF-8 bytes, flags, title or None, class names, ids, page fingerprint or None)"},
     {"lines", htmltext_lines, METH_O, "lines(text) -> the text, one line per block"},
     {"stats", htmltext_stats, METH_O, "stats(text) -> (collapsed length, of it inside links)"},
     {"is_utf8", htmltext_is_utf8, METH_O, "is_utf8(data) -> whether bytes.decode('utf-8') would succeed"},

@@ -17,7 +17,7 @@ import orjson  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 
 from ..errors import StoreError  # noqa: E402
-from ..text.html import extract_text  # noqa: E402
+from ..text.html_pages import extract_with_page  # noqa: E402
 from .errors import Busy, UserError, error_of, scrubber  # noqa: E402
 from .guard import limit_of, media_of, over_budget  # noqa: E402
 from .metrics import Metrics, count  # noqa: E402
@@ -34,20 +34,24 @@ FAST_KEYS = {"id", "text", "meta", "url"}
 
 
 def run_documents(index, op: str, docs: list[tuple], limit, html_mode: str, budget: tuple, policy: str = "exact"):
-    """``op`` on ``docs`` (``(id, text, html, meta, url)`` tuples): HTML to text (with the budget
-    checked again on the extracted text), then the index's batch call. Runs in a worker thread
-    or a batch process."""
+    """``op`` on ``docs`` (``(id, text, html, meta, url)`` tuples): HTML to text and its whole-page
+    fingerprint, from one read of the page (with the budget checked again on the extracted text;
+    an index that keeps URLs stores the fingerprint beside the URL, so that ``neardup changes``
+    against it tells ``template``), then the index's batch call. Runs in a worker thread or a
+    batch process."""
     records = []
     for doc_id, text, html, meta, url in docs:
+        page = None
         if text is None:
-            text = extract_text(html, html_mode)
+            got = extract_with_page(html, html_mode)
+            text, page = got.text, got.page_fingerprint
             problem = over_budget(text, "the document's main text", budget)
             if problem:
                 raise UserError(413, problem + "; split the document",
                                  "document_too_many_tokens" if "tokens" in problem else "document_too_large")
-        records.append((doc_id, text, meta, url))
+        records.append((doc_id, text, meta, url, page))
     if op == "check":
-        return index.query_many([(i, t, None, u) for i, t, _, u in records], limit=limit)
+        return index.query_many([(i, t, None, u) for i, t, _, u, _ in records], limit=limit)
     if op == "add":
         return index.add_many(records)
     return index.check_and_add_many(records, limit=limit, policy=policy)

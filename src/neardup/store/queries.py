@@ -50,20 +50,21 @@ def _url_run_numbers(conn, buckets: np.ndarray) -> np.ndarray:
 
 
 def as_record(doc) -> tuple:
-    """(id, text, meta, url, page_text) of a tuple (``(id, text)``, ``(id, text, meta)``, ``(id,
-    text, meta, url)`` or ``(id, text, meta, url, page_text)``), a dict (``id``, ``text``,
-    ``meta``, ``url``, ``page_text``) or a Document-like object (``url`` and ``page_text``: None).
-    ``page_text``: the whole page's text, when ``text`` is its main content (only its fingerprint
-    is kept, with the URL: ``neardup changes`` against an index tells ``template`` by it)."""
+    """(id, text, meta, url, page_fingerprint) of a tuple (``(id, text)``, ``(id, text, meta)``, ``(id,
+    text, meta, url)`` or ``(id, text, meta, url, page_fingerprint)``), a dict (``id``, ``text``,
+    ``meta``, ``url``, ``page_fingerprint``) or a Document-like object (``url`` and ``page_fingerprint``: None).
+    ``page_fingerprint``: the whole-page fingerprint of the page whose main content ``text`` is
+    (:func:`neardup.text.html_pages.page_fingerprint` of its HTML; kept with the URL: ``neardup
+    changes`` against an index tells ``template`` by it)."""
     if isinstance(doc, dict):
         if "text" not in doc:
             raise InputError(f"a document needs a 'text' field; got keys {sorted(doc)}")
-        return doc.get("id"), doc["text"], doc.get("meta"), doc.get("url"), doc.get("page_text")
+        return doc.get("id"), doc["text"], doc.get("meta"), doc.get("url"), doc.get("page_fingerprint")
     if isinstance(doc, (tuple, list)):
         if 2 <= len(doc) <= 5:
             return (*doc, *(None,) * (5 - len(doc)))
         raise InputError(f"a document tuple is (id, text), (id, text, meta), (id, text, meta, url) or (id, text, "
-                         f"meta, url, page_text); got {len(doc)} items")
+                         f"meta, url, page_fingerprint); got {len(doc)} items")
     if hasattr(doc, "text"):
         return getattr(doc, "id", None), doc.text, getattr(doc, "meta", None) or None, None, None
     raise InputError(f"cannot read a document from {type(doc).__name__}: give (id, text), a dict or a Document")

@@ -186,13 +186,15 @@ class Rows:
         # canonical URLs (schema 7): the hash in docs.url_hash, found through docs_url for a small
         # write (its rows have an id_key) and through a URL run for a bulk write; the text in
         # docs.url where it is not the id, and the whole page's fingerprint where one was given
+        # (none in a file whose fingerprints are of an earlier definition: the two never mix)
         url_cols = []
         url_run = None
         if cfg.urls is not None:
             url_col = url_hashes if url_hashes is not None else [None] * n
             texts = url_texts if url_texts is not None else [None] * n
             url_cols = [url_col, [None if t == doc_id else t for t, doc_id in zip(texts, ids)],
-                        page_fingerprints if page_fingerprints is not None else [None] * n]
+                        page_fingerprints if page_fingerprints is not None and cfg.current_page_fingerprints
+                        else [None] * n]
             if as_run:
                 has = [k for k, h in enumerate(url_col) if h is not None]
                 if has:

@@ -61,7 +61,7 @@ class RunRecords:
     #: record is an exact copy), and the exact copies stored for their URL
     urls: list | None = None
     copies: list = field(default_factory=list)
-    #: with URL identity: per record the fingerprint of its whole page's text (signed; None: none)
+    #: with URL identity: per record its whole-page fingerprint (signed; None: none)
     pages: list | None = None
 
 
@@ -74,7 +74,7 @@ class UrlCopy(NamedTuple):
     id: str
     source: str
     url: str
-    page: int | None = None  # its whole page's fingerprint (signed)
+    page: int | None = None  # its whole-page fingerprint (signed)
 
 
 def _rows(pieces: list, lo: int, hi: int) -> np.ndarray:

@@ -9,7 +9,6 @@ import json
 
 from ..errors import InputError
 from ..stages.candidates import band_keys
-from ..stages.exact import text_fingerprints
 from ..urls import DEFAULT_RULES
 from .schema import Sketch, signed, url_hashes
 
@@ -98,18 +97,18 @@ class Sketching:
         return url_hashes(urls, self.config.urls or DEFAULT_RULES)
 
     def _page_fingerprints(self, pages: list) -> list:
-        """The fingerprints (signed, 0 for a text without tokens) of whole pages' texts given
-        with documents, under the index's normalization; None where none was given."""
-        given = [k for k, page in enumerate(pages) if page is not None]
+        """The whole-page fingerprints given with documents (unsigned 64-bit ints,
+        :func:`neardup.text.html_pages.page_fingerprint`) as the file stores them (signed); None
+        where none was given (a file whose fingerprints are of an earlier definition stores none
+        of them: :meth:`neardup.store.rows.Rows._columns`)."""
         out: list = [None] * len(pages)
-        if not given:
-            return out
-        for k in given:
-            if not isinstance(pages[k], str):
-                raise InputError(f"a document's page_text must be a str, got {type(pages[k]).__name__}")
-        values = text_fingerprints([pages[k] for k in given], self.config.shingle.normalize, self.jobs).tolist()
-        for k, value in zip(given, values):
-            out[k] = signed(int(value))
+        for k, page in enumerate(pages):
+            if page is None:
+                continue
+            if type(page) is not int or not 0 <= page < 1 << 64:
+                raise InputError(f"a document's page_fingerprint must be an int in [0, 2**64) (neardup.text."
+                                 f"html_pages.page_fingerprint of its HTML), got {page!r:.60}")
+            out[k] = signed(page)
         return out
 
     @staticmethod

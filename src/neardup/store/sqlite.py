@@ -385,7 +385,9 @@ class SeenIndex(Writes, Rows, Sketching, GroupCommit, Queries):
         # file made before profile default had runs, does not change it)
         given = {k: v for k, v in given.items() if k not in LAYOUT_FIELDS}
         if given:
-            wanted = {**{f: getattr(config, f) for f in DEFAULTS}, **given}
+            # (the definition of the file's whole-page fingerprints is the file's, as its layout)
+            wanted = {**{f: getattr(config, f) for f in DEFAULTS}, "page_fingerprints": config.page_fingerprints,
+                      **given}
             if "bands" not in given and "rows" not in given and (
                     wanted["threshold"] != config.threshold or wanted["minhash"].num_perm != config.minhash.num_perm):
                 # the banding the given threshold and permutations imply, not the stored one

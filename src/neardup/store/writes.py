@@ -33,7 +33,7 @@ class Writes:
         """Store many documents in one transaction: all or none. Returns their ids.
 
         ``docs`` holds ``(id, text)``, ``(id, text, meta)``, ``(id, text, meta, url)`` or ``(id,
-        text, meta, url, page_text)`` tuples, dicts with those keys (:func:`.queries.as_record`), or
+        text, meta, url, page_fingerprint)`` tuples, dicts with those keys (:func:`.queries.as_record`), or
         :class:`neardup.io.Document` objects. When an id repeats, the last one wins.
         """
         return self._run_write(self.prepare_add(docs).work)

@@ -50,6 +50,7 @@ from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
 from .html_scan import MARK_ROLE as _MARK_ROLE
 from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
+from .html_scan import TextWithFingerprint
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
@@ -329,23 +330,24 @@ def _repeated(items) -> bool:
     return top >= 3 and 2 * top >= len(items)
 
 
-def _scanned(html: str | bytes, cut_navigation: bool = False):
+def _scanned(html: str | bytes, cut_navigation: bool = False, page: bool = False):
     """The scan of the markup; ``cut_navigation`` for "main" mode only, which drops every
     ``nav`` and ``dialog`` element: the scan replaces those it can prove self-contained by empty
-    ones, so lexbor does not parse them (the same texts; "whole" mode keeps them)."""
+    ones, so lexbor does not parse them (the same texts; "whole" mode keeps them); ``page``: with
+    the whole-page fingerprint (its sixth item; None without)."""
     if isinstance(html, (bytearray, memoryview)):
         html = bytes(html)
     try:
-        return _scan(html, cut_navigation)
+        return _scan(html, cut_navigation, page)
     except UnicodeEncodeError:  # lone surrogates in a str: as lexbor would see them, replaced
-        return _scan(html.encode("utf-8", "replace"), cut_navigation)
+        return _scan(html.encode("utf-8", "replace"), cut_navigation, page)
 
 
 def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) -> str | None:
     """Main content (``mode="main"``) or the whole body's text on lexbor. ``html`` is a str, or
     UTF-8 bytes; ``scanned`` its :func:`_scanned` when the caller has it already; ``noscript``:
     the page as a browser without scripts shows it (``noscript`` elements kept)."""
-    marked, flags, raw_title, classes, ids = scanned or _scanned(html)
+    marked, flags, raw_title, classes, ids, _page = scanned or _scanned(html)
     if noscript:
         flags &= ~_FLAGS["NOSCRIPT"]
     tree = get_lexbor()(marked)
@@ -547,10 +549,17 @@ def _titled(text: str, title: str) -> bool:
     return 2 * len(words & seen) >= len(words)
 
 
-def _main(html: str | bytes, url: str | None) -> str | None:
+def _main(html: str | bytes, url: str | None, with_page: bool = False):
+    """The main content (None: unparsable); with ``with_page``, as :class:`TextWithFingerprint` with the
+    whole-page fingerprint the same scan computed."""
     if not get_lexbor():
         require("selectolax", "io")
-    scanned = _scanned(html, cut_navigation=True)
+    scanned = _scanned(html, cut_navigation=True, page=with_page)
+    text = _main_text(html, url, scanned)
+    return TextWithFingerprint(text, scanned[5]) if with_page else text
+
+
+def _main_text(html: str | bytes, url: str | None, scanned) -> str | None:
     out = _fast(html, "main", scanned)
     if scanned[1] & _FLAGS["NOSCRIPT"] and len(out or "") < NOSCRIPT_CHARS:
         # A page whose scripts write the content shows little; its <noscript> may hold the
@@ -654,38 +663,44 @@ def _whole_parser() -> str:
     return "html.parser"
 
 
-def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None) -> str | None:
-    """Like :func:`extract_text`, but ``None`` when the markup could not be parsed at all."""
+def _with_page(text: str | None, html: str | bytes, with_page: bool):
+    return TextWithFingerprint(text, _scanned(html, page=True)[5]) if with_page else text
+
+
+def _extract(html: str | bytes, mode: str = "main", *, url: str | None = None, with_page: bool = False):
+    """Like :func:`extract_text`, but ``None`` when the markup could not be parsed at all; with
+    ``with_page``, as :class:`TextWithFingerprint` with the page's whole-page fingerprint."""
     if mode not in HTML_MODES:
         raise ConfigError(f"The 'html' mode must be one of 'main', 'whole', 'article'. Got {mode!r} instead.")
     if isinstance(html, (bytes, bytearray, memoryview)):
         data = bytes(html)
         page = utf8_page(data) if mode != "article" and get_lexbor() else None
         if page is not None:
-            return extract_utf8(page, mode, url=url)
+            return extract_utf8(page, mode, url=url, with_page=with_page)
         html = decode_html(data)
     if not html or html.isspace():
-        return ""
+        return _with_page("", html or "", with_page)
     if "\x00" in html:
         html = html.replace("\x00", "")
     if mode == "main":
-        return _main(html, url)
+        return _main(html, url, with_page)
     if mode == "article":
-        return _article(html, url)
-    return _whole(html)
+        return _with_page(_article(html, url), html, with_page)
+    return _with_page(_whole(html), html, with_page)
 
 
-def extract_utf8(page: bytes, mode: str = "main", *, url: str | None = None) -> str | None:
+def extract_utf8(page: bytes, mode: str = "main", *, url: str | None = None, with_page: bool = False):
     """The text of a page :func:`utf8_page` returned, as :func:`extract_text` gives it for the
     decoded page (``None``: the markup could not be parsed), read from the bytes. Modes "main"
-    and "whole" (on lexbor); "article" decodes the page for trafilatura."""
+    and "whole" (on lexbor); "article" decodes the page for trafilatura. ``with_page``: as
+    :func:`_extract`."""
     if mode not in ("main", "whole") or not get_lexbor():
-        return _extract(page.decode("utf-8"), mode, url=url)
+        return _extract(page.decode("utf-8"), mode, url=url, with_page=with_page)
     if b"\x00" in page:
         page = page.replace(b"\x00", b"")
     if mode == "main":
-        return _main(page, url)
-    return _fast(page, "whole")
+        return _main(page, url, with_page)
+    return _with_page(_fast(page, "whole"), page, with_page)
 
 
 def extract_text(html: str | bytes, mode: str = "main", *, url: str | None = None) -> str:

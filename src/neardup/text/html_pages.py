@@ -9,62 +9,80 @@ WARC readers and the text spill (~0.15 s of CPU a worker, on cores the reading p
 
 from __future__ import annotations
 
-from .html import _extract, decode_html, extract_utf8, utf8_page
+from .html import _extract, _scanned, decode_html, extract_utf8, utf8_page
+from .html_scan import TextWithFingerprint
+
+__all__ = ["FROM_STR", "WITH_PAGE", "TextWithFingerprint", "extraction_mode", "extract_page", "extract_many",
+           "extract_with_page", "page_fingerprint"]
 
 #: The charset of a str sent as its UTF-8 (``neardup.io.read.extract.PendingPage.job``).
 FROM_STR = "\x00str"
-#: A mode ending so (``"main" + WITH_PAGE``) extracts the text of that mode and the whole page's
-#: text from one read of the page (:class:`PageTexts`): ``neardup changes`` tells ``template``
-#: from ``unchanged`` by the whole page without reading the inputs a second time.
-WITH_PAGE = "+whole"
+#: A mode ending so (``"main" + WITH_PAGE``) extracts the text of that mode and the page's
+#: whole-page fingerprint (:func:`page_fingerprint`) from one read of the page (:class:`TextWithFingerprint`):
+#: ``neardup changes`` tells ``template`` from ``unchanged`` by it, and an index keeps it.
+WITH_PAGE = "+page"
 
 
-class PageTexts:
-    """The text of a page in its mode and its whole page's text (None: none to be had)."""
-
-    __slots__ = ("text", "page")
-
-    def __init__(self, text: str, page: str | None):
-        self.text, self.page = text, page
-
-    def __reduce__(self):  # (sent back from the worker processes)
-        return PageTexts, (self.text, self.page)
+def extraction_mode(html: str, page_fingerprints: bool) -> str:
+    """The mode the extraction runs for a reader's ``html`` mode, with the whole-page fingerprint
+    beside when asked for (``page_fingerprints``; in mode "whole" the text is the whole page already)."""
+    return html + WITH_PAGE if page_fingerprints and html != "whole" else html
 
 
-def extraction_mode(html: str, page_texts: bool) -> str:
-    """The mode the extraction runs for a reader's ``html`` mode, with the whole page's text
-    beside when asked for (``page_texts``; in mode "whole" the text is the whole page already)."""
-    return html + WITH_PAGE if page_texts and html != "whole" else html
+def page_fingerprint(html: str | bytes, charset: str | None = None, errors: str = "replace") -> int | None:
+    """The whole-page fingerprint of a page: XXH3-64 of its visible text as the markup scan reads
+    it (defined in ``native/_htmlscan.c``, the sixth item of :func:`neardup.text.html_scan.scan`),
+    over its UTF-8 whatever its charset (bytes are decoded as the readers decode them; None: they
+    do not decode). Mode "main" computes it in the scan that precedes its parse
+    (:func:`extract_with_page`, :func:`extract_page`); this is the same value for a caller that
+    has only the markup."""
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        data = bytes(html)
+        page = utf8_page(data, charset)
+        if page is None:
+            page = decode_html(data, charset, errors=errors)
+            if page is None:
+                return None
+        html = page
+    return _scanned(html.replace("\x00", "") if isinstance(html, str) else html.replace(b"\x00", b""), page=True)[5]
+
+
+def extract_with_page(html: str | bytes, mode: str = "main", *, url: str | None = None) -> TextWithFingerprint:
+    """The text of a page as :func:`neardup.text.html.extract_text` gives it ("" for none) and its
+    whole-page fingerprint, in mode "main" from the scan that precedes the parse (one read)."""
+    got = _extract(html, mode, url=url, with_page=True)
+    return TextWithFingerprint(got.text or "", got.page_fingerprint)
 
 
 def extract_page(mode: str, html, url, charset, errors):
     """The text of one page (None: unparsable), or ``(reason, detail)`` of a page that is not
     decodable ("" for detail: the reader's) or has no text, as the serial reader would say it;
-    for a mode ending in :data:`WITH_PAGE`, the text and the whole page's text as
-    :class:`PageTexts` (each extracted as in its own mode: the same texts as two reads give)."""
-    if mode.endswith(WITH_PAGE):
-        text = extract_page(mode[:-len(WITH_PAGE)], html, url, charset, errors)
-        if not text or type(text) is tuple:
-            return text
-        page = extract_page("whole", html, url, charset, errors)
-        return PageTexts(text, page if type(page) is str and page else None)
+    for a mode ending in :data:`WITH_PAGE`, the text and the whole-page fingerprint as
+    :class:`TextWithFingerprint` (the text as in its own mode)."""
+    with_page = mode.endswith(WITH_PAGE)
+    if with_page:
+        mode = mode[:-len(WITH_PAGE)]
     if charset == FROM_STR:
         # a UTF-8 page is extracted from its bytes (the same text as from the str: the scan
         # would encode the str back to these bytes); lone surrogates and blank pages take the str
         page = utf8_page(html, text=True) if mode != "article" else None
         if page is not None:
-            return extract_utf8(page, mode, url=url)
+            got = extract_utf8(page, mode, url=url, with_page=with_page)
+            return got if not with_page or got.text else got.text
         html = html.decode("utf-8", "surrogatepass")
     elif type(html) is bytes:
         page = utf8_page(html, charset) if mode != "article" else None
         if page is not None:  # needs no decoding (and is not blank)
-            return extract_utf8(page, mode, url=url)
+            got = extract_utf8(page, mode, url=url, with_page=with_page)
+            return got if not with_page or got.text else got.text
         html = decode_html(html, charset, errors=errors)
         if html is None:
             return ("undecodable", "")
         if not html or html.isspace():
             return ("empty", "the text is empty" if not html else "the text is only white space")
-    return _extract(html, mode, url=url)
+    got = _extract(html, mode, url=url, with_page=with_page)
+    # (a page without text is skipped: its fingerprint goes with it)
+    return got if not with_page or got.text else got.text
 
 
 def extract_many(mode: str, pages: list[tuple]) -> list:

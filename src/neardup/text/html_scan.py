@@ -1,22 +1,32 @@
 """The markup scan of the main-content extraction: ``neardup._htmlscan`` when it is built, else
 the same functions in Python (same answers, byte for byte; tests/test_html_scan.py compares them).
 
-See ``src/neardup/_htmlscan.c`` for what :func:`scan`, :func:`lines`, :func:`stats` and
-:func:`is_utf8` do. The Python versions below follow the C code step by step, so that a machine
-without a compiler extracts the same texts (slower), and so that the C code has an oracle to be
-fuzzed against.
+See ``src/neardup/native/_htmlscan.c`` for what :func:`scan`, :func:`lines`, :func:`stats` and
+:func:`is_utf8` do (the sixth item of :func:`scan`'s answer is the whole-page fingerprint, defined
+there; None unless ``page_fingerprint`` is asked for). The Python versions below follow the C
+code step by step, so that a machine without a compiler extracts the same texts (slower), and so
+that the C code has an oracle to be fuzzed against.
 """
 
 from __future__ import annotations
 
 import re
 
+import xxhash
+
 try:
     from .. import _htmlscan
 except ImportError:  # not built
     _htmlscan = None
 
-__all__ = ["scan", "lines", "stats", "is_utf8", "FLAGS", "compiled"]
+__all__ = ["scan", "lines", "stats", "is_utf8", "FLAGS", "compiled", "TextWithFingerprint",
+           "PAGE_FINGERPRINT_VERSION"]
+
+#: The definition of the whole-page fingerprint (the sixth item of :func:`scan`), recorded by an
+#: index that stores them (``IndexConfig.page_fingerprints``). 2: XXH3-64 of the visible text
+#: tokens the markup scan reads (native/_htmlscan.c). Before (an index that records none): the
+#: fingerprint of the text "whole" mode extracts, under the index's normalization.
+PAGE_FINGERPRINT_VERSION = 2
 
 MARK = "\x0c"
 LINK_OPEN = "\x01"
@@ -66,6 +76,19 @@ _SPACE = b" \t\n\x0c\r"
 _RE_HTML_SPACE = re.compile(rb"[ \t\n\x0c\r]+")  # HTML's white space (not bytes.split()'s, which has \x0b)
 _ALNUM = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789")
 _ALPHA = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+class TextWithFingerprint:
+    """The text of a page in its mode (None: unparsable, "": none) and its whole-page fingerprint
+    (the sixth item of :func:`scan`), from one read of the page."""
+
+    __slots__ = ("text", "page_fingerprint")
+
+    def __init__(self, text: str | None, page_fingerprint: int):
+        self.text, self.page_fingerprint = text, page_fingerprint
+
+    def __reduce__(self):  # (sent back from the HTML worker processes)
+        return TextWithFingerprint, (self.text, self.page_fingerprint)
 
 
 def compiled() -> bool:
@@ -260,11 +283,11 @@ def _unique(values: list[bytes]) -> list[str]:
     return out
 
 
-def scan_python(html: str | bytes, cut_navigation: bool = False):
+def scan_python(html: str | bytes, cut_navigation: bool = False, page_fingerprint: bool = False):
     s = html if isinstance(html, bytes) else html.encode("utf-8")
-    result = _scan(s, True, cut_navigation)
+    result = _scan(s, True, cut_navigation, page_fingerprint)
     if result[1] & FLAGS["OWN_MARKS"]:  # the page's own attributes are queried: all of them stay
-        result = _scan(s, False, cut_navigation)
+        result = _scan(s, False, cut_navigation, page_fingerprint)
     return result
 
 
@@ -324,18 +347,54 @@ class _Region:
         return 1 if k == 0 else 0
 
 
-def _scan(s: bytes, strip: bool, cut: bool = False):
+class _Visible:
+    """The page's visible text (``visible`` in _htmlscan.c): its tokens, one space between two."""
+
+    __slots__ = ("text", "apart", "templates", "noscript")
+
+    def __init__(self):
+        self.text = bytearray()
+        self.apart, self.templates, self.noscript = False, 0, False
+
+    def add(self, chunk: bytes) -> None:
+        if self.templates or self.noscript:
+            return
+        for k, token in enumerate(_RE_HTML_SPACE.split(chunk)):
+            if k:
+                self.apart = True
+            if token:
+                if self.apart and self.text:
+                    self.text += b" "
+                self.apart = False
+                self.text += token
+
+    def tag(self, tag: str, is_end: bool) -> None:
+        if tag in _BLOCK or tag in _CELL:
+            self.apart = True
+        if tag == "template":
+            if not is_end:
+                self.templates += 1
+            elif self.templates:
+                self.templates -= 1
+        elif tag == "noscript":
+            self.noscript = not is_end
+
+
+def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
     n = len(s)
     out = bytearray()
     found = {"flags": 0, "classes": [], "ids": []}
     title = None
     region = _Region()
+    visible = _Visible() if page else None
     i = 0
     while i < n:
         at = s.find(b"<", i)
         if at < 0:
             at = n
         _copy_text(out, s, i, at)
+        if visible is not None:
+            visible.add(s[i:at])
         if at >= n:
             break
         i = at
@@ -354,6 +413,8 @@ def _scan(s: bytes, strip: bool, cut: bool = False):
                     e = _read_tag(s, n, e, True, found).end
                 i = e
                 continue
+            if tag is not None and visible is not None:
+                visible.tag(tag, is_end)
             if cut:
                 if region.active:
                     r = region.inside(name, is_end)
@@ -391,6 +452,8 @@ def _scan(s: bytes, strip: bool, cut: bool = False):
                     e = n if tag == "plaintext" else _find_end_tag(s, n, i, name)
                     if tag == "title" and title is None:
                         title = s[i:e].decode("utf-8", "replace")
+                    if tag in ("xmp", "plaintext") and visible is not None:  # shown
+                        visible.add(s[i:e])
                     out += s[i:e]
                     i = e
             continue
@@ -421,8 +484,11 @@ def _scan(s: bytes, strip: bool, cut: bool = False):
             i = e
             continue
         out += b"<"
+        if visible is not None:
+            visible.add(b"<")
         i = at + 1
-    return bytes(out), found["flags"], title, _unique(found["classes"]), _unique(found["ids"])
+    return (bytes(out), found["flags"], title, _unique(found["classes"]), _unique(found["ids"]),
+            xxhash.xxh3_64_intdigest(bytes(visible.text)) if visible is not None else None)
 
 
 _BREAKS = frozenset({MARK})

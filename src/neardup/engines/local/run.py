@@ -231,7 +231,7 @@ class Deduplicator(StageSequence, ReadAndSketch, CandidatePairs, Clustering):
         if writes_index and self.config.url_field is not None:
             # the index keeps each page's whole page's fingerprint beside its URL (from the same
             # read), so that 'neardup changes' against it tells template from unchanged
-            first_pass["page_texts"] = True
+            first_pass["page_fingerprints"] = True
         if write_kept and not labelled:  # the texts the kept corpus would extract again are kept
             first_pass["text_spill"] = run.path
 

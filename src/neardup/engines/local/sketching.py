@@ -19,7 +19,7 @@ from ...stages import candidates as candidate_stage
 from ...stages import sketch as sketch_stage
 from ...stages.columns import Copies, Growable, Ids, Labels, SourcedNames
 from ...stages.encode import batch_texts
-from ...stages.exact import FingerprintTable, first_holders, text_fingerprints
+from ...stages.exact import FingerprintTable, first_holders
 from ...stages.survivors import keep_value
 from ...stages.urls import claim_key, record_key
 from .disk import keeps_shingle_ids
@@ -52,8 +52,8 @@ class Sketched:
     #: canonical claim in canonical form (neardup.stages.urls), for the records that have one
     url_keys: dict[int, str] = field(default_factory=dict)
     claim_keys: dict[int, str] = field(default_factory=dict)
-    #: URL identity saved into an index: ordinal -> the fingerprint of the record's whole page's
-    #: text (signed, as the index stores it), for the HTML records read with it
+    #: URL identity saved into an index: ordinal -> the record's whole-page fingerprint (signed,
+    #: as the index stores it), for the HTML records read with it
     page_fingerprints: dict[int, int] = field(default_factory=dict)
     id_pieces: Pieces | None = None
     sig_pieces: Pieces | None = None
@@ -151,15 +151,10 @@ class ReadAndSketch:
         parts: list = []
         ords: list[int] = []
         nbytes = 0
-        pages: list = []  # (ordinal, whole page's text) of the batch, for an index that keeps them
 
         with ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="neardup-sketch") as sketcher:
             def flush():
                 nonlocal parts, ords, nbytes
-                if pages:
-                    fps = text_fingerprints([t for _, t in pages], cfg.shingle.normalize, self.jobs)
-                    got.page_fingerprints.update(zip([o for o, _ in pages], fps.view(np.int64).tolist()))
-                    pages.clear()
                 if parts:
                     if self.against is not None and band is not None:  # (the index may start reading its postings)
                         self.against.expect(len(ords))
@@ -203,8 +198,9 @@ class ReadAndSketch:
                         claim = claim_key(rec.meta, url_rules)
                         if claim is not None:
                             got.claim_keys[len(got.ids)] = claim
-                        if rec.page_text is not None:
-                            pages.append((len(got.ids), rec.page_text))
+                        page = rec.page_fingerprint
+                        if page is not None:  # (for an index that keeps them: signed, as it stores them)
+                            got.page_fingerprints[len(got.ids)] = page - (1 << 64) if page >> 63 else page
                     got.ids.append(rec.id)
                     text = rec.text
                     got.lengths.append(len(text))

@@ -114,7 +114,7 @@ def record_fields(config) -> tuple[str, ...]:
 
 
 def record_reader(config, *, jobs: int = 1, on_error: str = "skip", report: InputReport | None = None,
-                  text_spill: str | None = None, want=None, page_texts: bool = False) -> RecordReader:
+                  text_spill: str | None = None, want=None, page_fingerprints: bool = False) -> RecordReader:
     """The reader of a run's records, built from its configuration (a
     :class:`~neardup.config.DedupConfig`): its read options (``id_field``, ``text_field``,
     ``content``, ``html``, ``max_bytes``; ``format`` is the plan's, :func:`plan_inputs`), the
@@ -125,14 +125,14 @@ def record_reader(config, *, jobs: int = 1, on_error: str = "skip", report: Inpu
     options.pop("format")
     return RecordReader(**options, keep_fields=record_fields(config), claims=config.url_field is not None,
                         jobs=jobs, on_error=on_error, report=report, text_spill=text_spill, want=want,
-                        page_texts=page_texts)
+                        page_fingerprints=page_fingerprints)
 
 
 def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "id", text_field: str = "text",
                    content: str = "text", html: str = "main", keep_fields: tuple[str, ...] = (),
                    max_bytes: int | None = None, errors: str = "replace", jobs: int = 1, on_error: str = "skip",
                    report: "InputReport | None" = None, text_spill: str | None = None,
-                   claims: bool = False, want=None, page_texts: bool = False) -> Iterator[Document | Skipped]:
+                   claims: bool = False, want=None, page_fingerprints: bool = False) -> Iterator[Document | Skipped]:
     """Every record of ``paths`` (files or folders, in the order given), as a Document or a Skipped.
 
     Options and paths are checked when this is called (ConfigError, InputError); reading is lazy
@@ -149,14 +149,16 @@ def read_documents(paths: list[str], *, format: str = "auto", id_field: str = "i
     ``claims``: a web page's ``<link rel="canonical">`` and ``og:url``, resolved against its URL,
     go into its meta as ``canonical`` and ``og_url`` (:func:`neardup.text.html_links.page_claims`).
     ``want``: a predicate of ordinals; the records it refuses are counted (ordinals stay those of
-    the whole input) but neither yielded nor, for HTML, extracted. ``page_texts``: an HTML
-    record's Document carries the whole page's text too (``page_text``, extracted from the same
-    read as ``html`` mode "whole" would), beside its main content.
+    the whole input) but neither yielded nor, for HTML, extracted. ``page_fingerprints``: an HTML
+    record's Document carries its whole-page fingerprint too (``page_fingerprint``, computed by the
+    scan of the markup that precedes the parse of its main content:
+    :func:`neardup.text.html_pages.page_fingerprint`).
     See the module docstring for each format.
     """
     reader = RecordReader(id_field=id_field, text_field=text_field, content=content, html=html,
                           keep_fields=keep_fields, max_bytes=max_bytes, errors=errors, jobs=jobs, on_error=on_error,
-                          report=report, text_spill=text_spill, claims=claims, want=want, page_texts=page_texts)
+                          report=report, text_spill=text_spill, claims=claims, want=want,
+                          page_fingerprints=page_fingerprints)
     return read_plan(reader, plan_inputs(paths, format))
 
 

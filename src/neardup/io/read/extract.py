@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ...text.html_pages import FROM_STR, PageTexts, extract_many
+from ...text.html_pages import FROM_STR, TextWithFingerprint, extract_many
 from ..documents import Document, Skipped
 
 __all__ = ["PendingPage", "extracted_record", "extract_pages", "extract_in_parallel", "EXTRACT_WORKERS"]
@@ -42,9 +42,9 @@ class PendingPage:
 
 def extracted_record(ident, n, src, meta, text):
     """The record of a page's extracted text: ``extraction_failed`` (None: unparsable), ``empty``
-    (no visible text), else a Document (with its whole page's text, from :class:`PageTexts`)."""
-    if type(text) is PageTexts:
-        return Document(ident, text.text, n, src, meta, text.page)
+    (no visible text), else a Document (with its whole-page fingerprint, from :class:`TextWithFingerprint`)."""
+    if type(text) is TextWithFingerprint:
+        return Document(ident, text.text, n, src, meta, text.page_fingerprint)
     if text is None:
         return Skipped(ident, n, src, "extraction_failed", "the HTML could not be parsed")
     if not text:

@@ -33,7 +33,7 @@ class RecordReader:
 
     def __init__(self, *, id_field="id", text_field="text", content="text", html="main", keep_fields=(),
                  max_bytes=None, errors="replace", jobs=1, want=None, on_error="skip", report=None, text_spill=None,
-                 claims=False, page_texts=False):
+                 claims=False, page_fingerprints=False):
         for name, value in (("id_field", id_field), ("text_field", text_field)):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"The '{name}' parameter must be a non-empty str. Got {value!r} instead.")
@@ -68,9 +68,9 @@ class RecordReader:
         self.spill = None
         # a page's canonical link and og:url into its meta (neardup.text.html_links), for URL identity
         self.claims = claims
-        # the mode the pages are extracted in: the whole page's text too, in Document.page_text,
-        # for page_texts (from the same read of each page: neardup changes)
-        self.extraction = extraction_mode(html, page_texts)
+        # the mode the pages are extracted in: the whole-page fingerprint too, in
+        # Document.page_fingerprint, for page_fingerprints (from the same read of each page)
+        self.extraction = extraction_mode(html, page_fingerprints)
 
     # -- the rules of one record (neardup.io.read.rows), with this reader's options -----------
 

@@ -1,6 +1,7 @@
-"""``read_documents(page_texts=True)``: an HTML record's main content and its whole page's text from
-one read, each the text its own mode gives (serially and in worker processes), for JSONL pages,
-HTML files and WARC responses of the Debian documentation pages."""
+"""``read_documents(page_fingerprints=True)``: an HTML record's main content and its whole-page
+fingerprint from one read, the text that its mode gives alone and the fingerprint that
+``page_fingerprint`` gives of the markup (serially and in worker processes), for JSONL pages, HTML
+files and WARC responses of the Debian documentation pages."""
 
 from pathlib import Path
 
@@ -8,13 +9,14 @@ import orjson
 import pytest
 
 from neardup.io import Document, read_documents
+from neardup.text.html_pages import page_fingerprint
 
 DEBIAN = Path(__file__).resolve().parents[1] / "data" / "html" / "debian"
 PAGES = sorted(DEBIAN.glob("*.html"))
 
 
 def texts(paths, **options) -> list:
-    return [(r.ordinal, r.text if type(r) is Document else r.reason, getattr(r, "page_text", None))
+    return [(r.ordinal, r.text if type(r) is Document else r.reason, getattr(r, "page_fingerprint", None))
             for r in read_documents(paths, **options)]
 
 
@@ -29,21 +31,19 @@ def jsonl(tmp_path_factory):
 
 @pytest.mark.parametrize("jobs", [1, 2])
 @pytest.mark.parametrize("html", ["main", "whole"])
-def test_the_same_texts_as_two_reads(jsonl, jobs, html):
+def test_the_same_texts_as_alone_and_the_fingerprints_of_the_markup(jsonl, jobs, html):
     read = dict(content="html", text_field="html", jobs=jobs, html=html)
-    both = texts([jsonl], **read, page_texts=True)
+    both = texts([jsonl], **read, page_fingerprints=True)
     alone = texts([jsonl], **read)
-    whole = texts([jsonl], **{**read, "html": "whole"})
     assert [(o, t) for o, t, _ in both] == [(o, t) for o, t, _ in alone]
     assert len(both) == len(PAGES) + 1 and both[-1][1] == "empty"
+    assert all(page is None for _, _, page in alone)
     if html == "whole":  # the text is the whole page already: none beside it
         assert all(page is None for _, _, page in both)
         return
-    pages = {o: t for o, t, _ in whole}
-    assert [page for _, _, page in both[:-1]] == [pages[o] for o, _, _ in both[:-1]]
-    # the main content is a part of the page, not the page
-    assert sum(t != page for _, t, page in both[:-1]) > len(PAGES) // 2
-    assert all(page is None for _, _, page in alone)
+    markup = [orjson.loads(line)["html"] for line in open(jsonl, "rb")]
+    assert [page for _, _, page in both[:-1]] == [page_fingerprint(m) for m in markup[:-1]]
+    assert len({page for _, _, page in both[:-1]}) == len(PAGES)  # every page its own
 
 
 def test_html_files_and_warc(tmp_path):
@@ -59,8 +59,9 @@ def test_html_files_and_warc(tmp_path):
                                                       payload=io.BytesIO(p.read_bytes()), http_headers=headers))
     warc = tmp_path / "crawl.warc"
     warc.write_bytes(buf.getvalue())
+    want = [page_fingerprint(p.read_bytes()) for p in PAGES[:5]]
     for paths in ([str(warc)], [str(p) for p in PAGES[:5]]):
         for jobs in (1, 2):
-            both = texts(paths, jobs=jobs, page_texts=True)
+            both = texts(paths, jobs=jobs, page_fingerprints=True)
             assert [(o, t) for o, t, _ in both] == [(o, t) for o, t, _ in texts(paths, jobs=jobs)]
-            assert [p for _, _, p in both] == [t for _, t, _ in texts(paths, jobs=jobs, html="whole")]
+            assert [p for _, _, p in both] == want
