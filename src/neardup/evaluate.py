@@ -15,9 +15,7 @@ how far cluster members are from their survivor.
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections import defaultdict
 
 import numpy as np
 
