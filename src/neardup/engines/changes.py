@@ -126,9 +126,10 @@ def _has_pages(paths: list[str], config: DedupConfig) -> bool:
 
 def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules: UrlRules, jobs: int,
                 spill, bands: int, rows: int, on_error: str, signature_dtype=None, pages: bool = True,
-                known_urls: dict | None = None, learn_urls: bool = False) -> _Crawl:
+                known_urls: dict | None = None, learn_urls: bool = False, shingle_ids: bool = True) -> _Crawl:
     """One crawl read and sketched; ``signature_dtype``: keep the MinHash values too, narrowed
-    to this type (the width an index stores them in); ``pages``: the whole-page fingerprints
+    to this type (the width an index stores them in); ``shingle_ids``: keep each page's shingle
+    ids (for exact similarities: of 1M pages, gigabytes); ``pages``: the whole-page fingerprints
     too, where the inputs are HTML read for their main content (from the same read);
     ``known_urls``: URL values canonicalized already, this crawl's added to it with ``learn_urls``
     (see :func:`_record_url`)."""
@@ -148,7 +149,8 @@ def _read_crawl(paths: list[str], config: DedupConfig, *, url_field: str, rules:
                else submitted.result())
         crawl.fingerprints.append(np.asarray(sig.fingerprints, dtype=np.uint64))
         crawl.band_keys.append(band_keys(sig.values, bands, rows))
-        crawl.id_parts.append(np.concatenate(sig.id_parts) if sig.id_parts else np.empty(0, dtype=np.uint64))
+        if shingle_ids:
+            crawl.id_parts.append(np.concatenate(sig.id_parts) if sig.id_parts else np.empty(0, dtype=np.uint64))
         crawl.n_shingles.append(np.asarray(sig.n_shingles, dtype=np.int64))
         if signature_dtype is not None:
             crawl.signatures.append(sig.values.astype(signature_dtype))

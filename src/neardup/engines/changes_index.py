@@ -24,7 +24,9 @@ What an index keeps of each page, and so what can be told from it (``docs/change
 - no text: the report shows no word diffs;
 - ``moved``: a gone page whose content is found under a URL only in NEW, among the index's near
   answers for that page (its LSH banding, at its own threshold) whose estimate is at least
-  ``--threshold``; matched once each way, best first, as between two crawls.
+  ``--threshold``; matched once each way, best first, as between two crawls. The near answers of
+  all of NEW's pages under new URLs are found in one pass over the index's band postings
+  (:func:`neardup.engines.against.band_pairs`), not a query each.
 
 Pages of the index without a URL (added without ``--url-field``) take no part; of several stored
 pages with one canonical URL, the first stored counts and the others are ``duplicate_urls``.
@@ -44,16 +46,16 @@ from ..config import DedupConfig
 from ..errors import ConfigError
 from ..io.write.outputs import write_atomic
 from ..store import SeenIndex
+from ..store.queries import docs_of, jaccard
 from ..store.schema import url_hash_of
 from ..text.html_scan import PAGE_FINGERPRINT_VERSION
 from ..urls import surt
+from .against import band_pairs
 from .changes import CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _line, _read_crawl, _report, _summary
 
 __all__ = ["detect_changes_since_index"]
 
 _WORK = ".neardup-changes-work"
-#: Pages of NEW queried against the index at once, for ``moved``.
-_QUERY_BATCH = 256
 
 
 def detect_changes_since_index(index_path: str, new: list[str], output: str, config: DedupConfig = DedupConfig(), *,
@@ -95,14 +97,15 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
                                   "'neardup dedup --save-index' without --url-field): add the crawl with --url-field "
                                   "NAME")
             with open(os.path.join(work, "texts"), "w+b") as spill:
-                band = run.banding()
+                # NEW's band keys under the index's banding (moved pages are its near answers);
                 # NEW's whole pages only where the index has some to compare them with
                 crawl = _read_crawl(new, run, url_field=field_name, rules=cfg.urls, jobs=jobs, spill=spill,
-                                    bands=band.bands, rows=band.rows, on_error=on_error, signature_dtype=dtype,
-                                    pages=any(page is not None for page in old.pages))
+                                    bands=cfg.bands, rows=cfg.rows, on_error=on_error, signature_dtype=dtype,
+                                    pages=any(page is not None for page in old.pages),
+                                    shingle_ids=cfg.store_shingles)
                 spill.flush()
                 pairs = _pairs(old, crawl)
-                lines, most = _join(index, old, crawl, pairs, run, width, spill)
+                lines, most = _join(index, old, crawl, pairs, run, width)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         summary = _summary([old.crawl, crawl], lines, most[:top], run, field_name, cfg.urls)
@@ -136,7 +139,7 @@ class _Stored:
     fingerprints: np.ndarray  # uint64
     n_shingles: np.ndarray
     signatures: np.ndarray  # (n, num_perm), the stored width
-    position_of_id: dict
+    nums: np.ndarray  # the index's number of each (ascending)
     pages: list  # the whole page's fingerprint (unsigned), None where none was stored
 
 
@@ -144,17 +147,18 @@ def _stored_pages(index: SeenIndex) -> _Stored:
     cfg = index.config
     crawl = _Crawl()
     hashes: dict = {}
-    fps, counts, sigs, pages = [], [], [], []
+    fps, counts, sigs, pages, nums = [], [], [], [], []
     width = cfg.signature_width
     empty = bytes(width * cfg.minhash.num_perm)
     crawl.records = len(index)
-    for doc_id, url_hash, url, fp, n, signature, page in index.url_pages():
+    for num, doc_id, url_hash, url, fp, n, signature, page in index.url_pages():
         if url_hash in hashes:
             crawl.duplicate_urls += 1
             continue
         hashes[url_hash] = len(crawl.urls)
         crawl.urls.append(url if url is not None else doc_id)
         crawl.ids.append(doc_id)
+        nums.append(num)
         fps.append(0 if fp is None else fp)
         counts.append(n)
         sigs.append(signature or empty)
@@ -164,7 +168,7 @@ def _stored_pages(index: SeenIndex) -> _Stored:
     dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[width]
     matrix = np.frombuffer(b"".join(sigs), dtype=dtype).reshape(len(sigs), cfg.minhash.num_perm)
     return _Stored(crawl, hashes, np.array(fps, dtype=np.uint64), np.array(counts, dtype=np.int64), matrix,
-                   {doc_id: k for k, doc_id in enumerate(crawl.ids)}, pages)
+                   np.array(nums, dtype=np.int64), pages)
 
 
 def _estimate(equal: np.ndarray, num_perm: int, width: int) -> np.ndarray:
@@ -198,7 +202,7 @@ def _pairs(old: _Stored, new: _Crawl) -> list:
     return pairs
 
 
-def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: DedupConfig, width: int, spill):
+def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: DedupConfig, width: int):
     num_perm = config.minhash.num_perm
     new_fps = crawl_fingerprints(new)
     new_sigs = np.concatenate(new.signatures) if new.signatures else np.zeros((0, num_perm), dtype=np.uint64)
@@ -231,7 +235,7 @@ def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: Dedu
             line["containment_new_in_old"] = round(b_in_a, 6)
             line["_pair"] = (i, j)
             lines[url] = line
-    moves = _moves(index, old, new, added, ~matched, config, spill)
+    moves = _moves(index, old, new, added, ~matched, config, new_sigs, new_counts)
     moved_to = set()
     for i in np.flatnonzero(~matched).tolist():
         url = old.crawl.urls[i]
@@ -255,25 +259,32 @@ def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: Dedu
 
 
 def _moves(index: SeenIndex, old: _Stored, new: _Crawl, added: list, gone: np.ndarray, config: DedupConfig,
-           spill) -> dict:
+           new_sigs: np.ndarray, new_counts: np.ndarray) -> dict:
     """gone position -> (new position, estimated similarity): the index's near answers for each
-    page of NEW under a new URL, kept where the stored page is gone and the estimate is at least
-    the threshold; each page matched once, best first."""
+    page of NEW under a new URL (the stored pages sharing a band bucket with it, each bucket's
+    oldest first, estimated as a query estimates them: the fraction of equal signature values,
+    kept from the index's threshold on), kept where the stored page is gone and the estimate is
+    at least the threshold; each page matched once, best first."""
     if not added or not gone.any():
         return {}
-    edges = []
-    for start in range(0, len(added), _QUERY_BATCH):
-        part = added[start:start + _QUERY_BATCH]
-        texts = []
-        for j in part:
-            offset, length = new.text_spans[j]
-            spill.seek(offset)
-            texts.append(spill.read(length).decode("utf-8", "surrogatepass"))
-        for j, answers in zip(part, index.near_many(texts, limit=None)):
-            for near in answers:
-                i = old.position_of_id.get(near["id"])
-                if i is not None and gone[i] and near["jaccard"] >= config.threshold:
-                    edges.append((-near["jaccard"], old.crawl.urls[i], new.urls[j], i, j, near["jaccard"]))
+    added_at = np.asarray(added, dtype=np.int64)
+    added_at = added_at[new_counts[added_at] > 0]  # (a page without shingles has no near answers)
+    keys = np.concatenate(new.band_keys)[added_at] if new.band_keys else np.zeros((0, 0), dtype=np.uint64)
+    rows, nums = band_pairs(index, keys)
+    # the stored pages (the first of each URL) among the answers: their positions
+    at = np.minimum(np.searchsorted(old.nums, nums), max(old.nums.size - 1, 0))
+    stored = old.nums[at] == nums if old.nums.size else np.zeros(nums.size, dtype=bool)
+    gi, nj = at[stored], added_at[rows[stored]]
+    still = gone[gi]
+    gi, nj = gi[still], nj[still]
+    equal = np.count_nonzero(old.signatures[gi] == new_sigs[nj], axis=1) if gi.size else np.zeros(0, dtype=np.int64)
+    sims = equal / config.minhash.num_perm
+    keep = sims >= config.threshold
+    # the index's own threshold, on the exact resemblance where it keeps the shingle ids
+    keep[keep] = (_exact_jaccards(index, old, new, new_counts, gi[keep], nj[keep]) if index.config.store_shingles
+                  else sims[keep]) >= index.config.threshold
+    edges = [(-sim, old.crawl.urls[i], new.urls[j], i, j, sim)
+             for i, j, sim in zip(gi[keep].tolist(), nj[keep].tolist(), sims[keep].tolist())]
     edges.sort()
     moves: dict = {}
     taken: set = set()
@@ -283,3 +294,19 @@ def _moves(index: SeenIndex, old: _Stored, new: _Crawl, added: list, gone: np.nd
         moves[i] = (j, sim)
         taken.add(j)
     return moves
+
+
+def _exact_jaccards(index: SeenIndex, old: _Stored, new: _Crawl, new_counts: np.ndarray, gi: np.ndarray,
+                    nj: np.ndarray) -> np.ndarray:
+    """The exact resemblance of each pair (stored position, NEW position), from the shingle ids
+    the index keeps and NEW's."""
+    ids = np.concatenate(new.id_parts) if new.id_parts else np.empty(0, dtype=np.uint64)
+    starts = np.concatenate(([0], np.cumsum(new_counts)))
+    with index._read() as conn:
+        stored = dict(docs_of(conn, "d.shingles", np.unique(old.nums[gi])))
+    out = np.empty(gi.size, dtype=np.float64)
+    for k, (i, j) in enumerate(zip(gi.tolist(), nj.tolist())):
+        blob = stored.get(int(old.nums[i]))
+        other = np.frombuffer(blob, dtype="<u8") if blob is not None else np.empty(0, np.uint64)
+        out[k] = jaccard(ids[starts[j]:starts[j + 1]], other)
+    return out

@@ -372,7 +372,7 @@ class Queries:
 
     def url_pages(self):
         """Every stored document that has a canonical URL (schema 7), in the order they were
-        added: ``(id, url hash, url, fingerprint, n_shingles, signature, page fingerprint)``,
+        added: ``(number, id, url hash, url, fingerprint, n_shingles, signature, page fingerprint)``,
         ``url`` being the canonical URL's text, or None where it is the id; the fingerprints
         unsigned (None without tokens; the page's None where no whole page was given); the
         signature as stored (None: not stored, or no shingles). One read snapshot."""
@@ -380,10 +380,10 @@ class Queries:
             return
         fingerprint = "coalesce(d.fingerprint, d.run_fingerprint)" if self.config.fingerprint_runs else "d.fingerprint"
         with self._read() as conn:
-            for doc_id, url_hash, url, fp, n, signature, page in conn.execute(
-                    f"SELECT {self._id_sql}, d.url_hash, d.url, {fingerprint}, d.n_shingles, d.signature, "
+            for num, doc_id, url_hash, url, fp, n, signature, page in conn.execute(
+                    f"SELECT d.num, {self._id_sql}, d.url_hash, d.url, {fingerprint}, d.n_shingles, d.signature, "
                     "d.page_fingerprint FROM docs d WHERE d.url_hash IS NOT NULL ORDER BY d.num"):
-                yield (doc_id, url_hash, url, None if fp is None else unsigned(fp), n, signature,
+                yield (num, doc_id, url_hash, url, None if fp is None else unsigned(fp), n, signature,
                        None if page is None else unsigned(page))
 
     def __contains__(self, doc_id) -> bool:
