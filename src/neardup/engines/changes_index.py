@@ -138,7 +138,6 @@ class _Stored:
     hashes: dict  # url hash -> position
     fingerprints: np.ndarray  # uint64
     n_shingles: np.ndarray
-    signatures: np.ndarray  # (n, num_perm), the stored width
     nums: np.ndarray  # the index's number of each (ascending)
     pages: list  # the whole page's fingerprint (unsigned), None where none was stored
 
@@ -147,11 +146,9 @@ def _stored_pages(index: SeenIndex) -> _Stored:
     cfg = index.config
     crawl = _Crawl()
     hashes: dict = {}
-    fps, counts, sigs, pages, nums = [], [], [], [], []
-    width = cfg.signature_width
-    empty = bytes(width * cfg.minhash.num_perm)
+    fps, counts, pages, nums = [], [], [], []
     crawl.records = len(index)
-    for num, doc_id, url_hash, url, fp, n, signature, page in index.url_pages():
+    for num, doc_id, url_hash, url, fp, n, page in index.url_pages():
         if url_hash in hashes:
             crawl.duplicate_urls += 1
             continue
@@ -161,13 +158,10 @@ def _stored_pages(index: SeenIndex) -> _Stored:
         nums.append(num)
         fps.append(0 if fp is None else fp)
         counts.append(n)
-        sigs.append(signature or empty)
         # (fingerprints of an earlier definition than NEW's would differ for every page: absent)
         pages.append(page if cfg.current_page_fingerprints else None)
     crawl.skipped = Counter({"no_url": crawl.records - len(crawl.urls) - crawl.duplicate_urls})
-    dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[width]
-    matrix = np.frombuffer(b"".join(sigs), dtype=dtype).reshape(len(sigs), cfg.minhash.num_perm)
-    return _Stored(crawl, hashes, np.array(fps, dtype=np.uint64), np.array(counts, dtype=np.int64), matrix,
+    return _Stored(crawl, hashes, np.array(fps, dtype=np.uint64), np.array(counts, dtype=np.int64),
                    np.array(nums, dtype=np.int64), pages)
 
 
@@ -225,7 +219,7 @@ def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: Dedu
     if changed:
         ci = np.array([i for i, _ in changed], dtype=np.int64)
         cj = np.array([j for _, j in changed], dtype=np.int64)
-        equal = np.count_nonzero(old.signatures[ci] == new_sigs[cj], axis=1)
+        equal = np.count_nonzero(index.signatures(old.nums[ci]) == new_sigs[cj], axis=1)
         sims = _estimate(equal, num_perm, width)
         for (i, j), sim in zip(changed, sims.tolist()):
             url = new.urls[j]
@@ -277,7 +271,7 @@ def _moves(index: SeenIndex, old: _Stored, new: _Crawl, added: list, gone: np.nd
     gi, nj = at[stored], added_at[rows[stored]]
     still = gone[gi]
     gi, nj = gi[still], nj[still]
-    equal = np.count_nonzero(old.signatures[gi] == new_sigs[nj], axis=1) if gi.size else np.zeros(0, dtype=np.int64)
+    equal = np.count_nonzero(index.signatures(old.nums[gi]) == new_sigs[nj], axis=1)
     sims = equal / config.minhash.num_perm
     keep = sims >= config.threshold
     # the index's own threshold, on the exact resemblance where it keeps the shingle ids
