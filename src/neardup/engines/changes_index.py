@@ -135,7 +135,7 @@ class _Stored:
     """The index's pages that have a URL, the first stored of each canonical URL."""
 
     crawl: _Crawl
-    hashes: dict  # url hash -> position
+    hashes: np.ndarray  # the canonical URL's hash of each (int64, as stored)
     fingerprints: np.ndarray  # uint64
     n_shingles: np.ndarray
     nums: np.ndarray  # the index's number of each (ascending)
@@ -145,14 +145,16 @@ class _Stored:
 def _stored_pages(index: SeenIndex) -> _Stored:
     cfg = index.config
     crawl = _Crawl()
-    hashes: dict = {}
+    hashes: list = []
+    seen: set = set()
     fps, counts, pages, nums = [], [], [], []
     crawl.records = len(index)
     for num, doc_id, url_hash, url, fp, n, page in index.url_pages():
-        if url_hash in hashes:
+        if url_hash in seen:
             crawl.duplicate_urls += 1
             continue
-        hashes[url_hash] = len(crawl.urls)
+        seen.add(url_hash)
+        hashes.append(url_hash)
         crawl.urls.append(url if url is not None else doc_id)
         crawl.ids.append(doc_id)
         nums.append(num)
@@ -161,7 +163,7 @@ def _stored_pages(index: SeenIndex) -> _Stored:
         # (fingerprints of an earlier definition than NEW's would differ for every page: absent)
         pages.append(page if cfg.current_page_fingerprints else None)
     crawl.skipped = Counter({"no_url": crawl.records - len(crawl.urls) - crawl.duplicate_urls})
-    return _Stored(crawl, hashes, np.array(fps, dtype=np.uint64), np.array(counts, dtype=np.int64),
+    return _Stored(crawl, np.array(hashes, dtype=np.int64), np.array(fps, dtype=np.uint64), np.array(counts, dtype=np.int64),
                    np.array(nums, dtype=np.int64), pages)
 
 
@@ -187,13 +189,16 @@ def crawl_fingerprints(crawl: _Crawl) -> np.ndarray:
 
 
 def _pairs(old: _Stored, new: _Crawl) -> list:
-    """(stored position, NEW position) of every URL in both, in NEW's order."""
-    pairs = []
-    for j, url in enumerate(new.urls):
-        i = old.hashes.get(url_hash_of(url))
-        if i is not None:
-            pairs.append((i, j))
-    return pairs
+    """(stored position, NEW position) of every URL in both, in NEW's order: NEW's URL hashes
+    joined with the stored ones, sorted (each stored hash is one page's: the first of its URL)."""
+    if not len(new.urls) or not old.hashes.size:
+        return []
+    wanted = np.fromiter((url_hash_of(url) for url in new.urls), dtype=np.int64, count=len(new.urls))
+    order = np.argsort(old.hashes, kind="stable")
+    ranked = old.hashes[order]
+    at = np.minimum(np.searchsorted(ranked, wanted), ranked.size - 1)
+    found = np.flatnonzero(ranked[at] == wanted)
+    return list(zip(order[at[found]].tolist(), found.tolist()))
 
 
 def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: DedupConfig, width: int):
