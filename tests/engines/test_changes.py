@@ -10,7 +10,7 @@ import pytest
 
 from neardup.cli import main
 from neardup.config import DedupConfig
-from neardup.engines.changes import STATUSES, detect_changes, word_diff
+from neardup.engines.changes import STATUSES, detect_changes, lines_bytes, word_diff
 from neardup.text.html import extract_text
 
 DEBIAN = Path(__file__).resolve().parents[1] / "data" / "html" / "debian"
@@ -388,3 +388,13 @@ def test_moved_pages_against_an_index_are_its_near_answers(tmp_path, layout):
     lines = [json.loads(x) for x in (tmp_path / "out" / "changes.jsonl").read_text().splitlines()]
     assert {x["url"]: (x["new_url"], x["similarity"], x["old_id"], x["new_id"])
             for x in lines if x["status"] == "moved"} == expected
+
+
+def test_lines_bytes_are_every_line_once_in_order():
+    """changes.jsonl's bytes, serialized a piece at a time, are the lines' one after the other
+    (a count of lines that is not a whole number of pieces; none)."""
+    lines = [{"url": f"{SITE}p{k}.html", "status": STATUSES[k % len(STATUSES)], "similarity": k / 7}
+             for k in range(10_001)]
+    body = lines_bytes(lines)
+    assert [orjson.loads(x) for x in body.splitlines()] == lines and body.endswith(b"\n")
+    assert lines_bytes([]) == b""

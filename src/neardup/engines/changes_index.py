@@ -51,7 +51,8 @@ from ..store.schema import url_hash_of
 from ..text.html_scan import PAGE_FINGERPRINT_VERSION
 from ..urls import surt
 from .against import band_pairs
-from .changes import CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _line, _read_crawl, _report, _summary
+from .changes import (CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _line, _read_crawl, _report, _summary,
+                      lines_bytes)
 
 __all__ = ["detect_changes_since_index"]
 
@@ -123,8 +124,7 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
                 f"{PAGE_FINGERPRINT_VERSION}): treated as absent, so template is not told; make the index again "
                 "to tell it")
         report = _report(summary, most[:top], None)
-    body = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
-    write_atomic(os.path.join(output, CHANGES_FILE), body)
+    write_atomic(os.path.join(output, CHANGES_FILE), lines_bytes(lines))
     write_atomic(os.path.join(output, REPORT_FILE), report.encode("utf-8"))
     write_atomic(os.path.join(output, SUMMARY_FILE), orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
     return summary
