@@ -10,7 +10,7 @@ import pytest
 
 from neardup.cli import main
 from neardup.config import DedupConfig
-from neardup.engines.changes import STATUSES, detect_changes, word_diff
+from neardup.engines.changes import STATUSES, detect_changes, lines_bytes, word_diff
 from neardup.text.html import extract_text
 
 DEBIAN = Path(__file__).resolve().parents[1] / "data" / "html" / "debian"
@@ -336,3 +336,65 @@ def test_an_index_of_earlier_whole_page_fingerprints_counts_them_absent(tmp_path
     assert main(["index", "add", "--db", str(db), more, *add]) == 0
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT page_fingerprint FROM docs WHERE id = 'more'").fetchone() == (None,)
+
+
+@pytest.mark.parametrize("layout", ["rows", "runs", "shingles"])
+def test_moved_pages_against_an_index_are_its_near_answers(tmp_path, layout):
+    """The moved pages found in one pass over the index's band postings are, by definition, those
+    that a near query of each page under a new URL answers: stored pages gone from NEW whose
+    answer reaches --threshold, matched once each way, best first. Pages rewritten more and more,
+    so that some answers fall below the threshold; the index's postings as rows (small writes),
+    as runs, and with its shingle ids stored (its threshold then decided on the exact resemblance)."""
+    import random
+
+    from neardup.engines.changes_index import detect_changes_since_index
+    from neardup.store import SeenIndex
+
+    rng = random.Random(39)
+    words = [f"w{k}" for k in range(300)]
+    texts = [" ".join(rng.choice(words) for _ in range(200)) for _ in range(48)]
+    old = [(f"old-{k}", text, None, f"{SITE}p{k}.html") for k, text in enumerate(texts)]
+    new = []
+    for k, text in enumerate(texts):
+        if k % 3 == 2:
+            continue  # gone, or moved below
+        tokens = text.split()
+        for at in rng.sample(range(len(tokens)), k // 3):  # a few more words rewritten each page
+            tokens[at] = rng.choice(words)
+        url = f"{SITE}moved/p{k}.html" if k % 3 == 1 else f"{SITE}p{k}.html"
+        new.append({"id": f"new-{k}", "url": url, "text": " ".join(tokens)})
+    # a near copy of a gone page's text under a new URL twice: one of them takes it
+    new.append({"id": "new-copy", "url": SITE + "copy.html", "text": new[1]["text"]})
+    options = {"runs": {"rows_below": 0}, "rows": {}, "shingles": {"store_shingles": True}}[layout]
+    db = tmp_path / "old.db"
+    with SeenIndex(db, threshold=0.6, **options) as index:
+        index.add_many(old)
+        added = [r for r in new if not r["url"].startswith(f"{SITE}p")]
+        answers = index.near_many([r["text"] for r in added], limit=None)
+    threshold = 0.8  # (above the index's: its answers below it are not moves)
+    stored = {doc_id: url for doc_id, _, _, url in old}
+    gone = set(stored.values()) - {r["url"] for r in new}
+    edges = sorted((-near["jaccard"], stored[near["id"]], r["url"], near["jaccard"], r["id"], near["id"])
+                   for r, found in zip(added, answers) for near in found
+                   if stored[near["id"]] in gone and near["jaccard"] >= threshold)
+    expected, taken = {}, set()
+    for _, old_url, new_url, sim, new_id, old_id in edges:
+        if old_url not in expected and new_url not in taken:
+            expected[old_url] = (new_url, round(sim, 6), old_id, new_id)
+            taken.add(new_url)
+    assert 3 <= len(expected) < len(gone)  # some pages moved, some below the threshold
+    detect_changes_since_index(str(db), [write_jsonl(tmp_path / "new.jsonl", new)], str(tmp_path / "out"),
+                               DedupConfig(threshold=threshold))
+    lines = [json.loads(x) for x in (tmp_path / "out" / "changes.jsonl").read_text().splitlines()]
+    assert {x["url"]: (x["new_url"], x["similarity"], x["old_id"], x["new_id"])
+            for x in lines if x["status"] == "moved"} == expected
+
+
+def test_lines_bytes_are_every_line_once_in_order():
+    """changes.jsonl's bytes, serialized a piece at a time, are the lines' one after the other
+    (a count of lines that is not a whole number of pieces; none)."""
+    lines = [{"url": f"{SITE}p{k}.html", "status": STATUSES[k % len(STATUSES)], "similarity": k / 7}
+             for k in range(10_001)]
+    body = lines_bytes(lines)
+    assert [orjson.loads(x) for x in body.splitlines()] == lines and body.endswith(b"\n")
+    assert lines_bytes([]) == b""

@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from neardup.errors import IncompatibleSketchError, InputError
@@ -168,3 +169,21 @@ def test_command_line_url_field(tmp_path, capsys):
     shutil.copy(DATA / "schema6-lean.db", old)
     assert main(["index", "add", "--db", str(old), str(crawl), "--url-field", "url"]) == 2
     assert "stores no URLs (schema version 6" in capsys.readouterr().err
+
+
+def test_signatures_are_the_stored_ones_in_the_order_asked(tmp_path):
+    """SeenIndex.signatures: each number's stored signature (as a query narrows its own to the
+    stored width), in the order asked, repeats included; zeros for a page without shingles and a
+    number the index does not hold."""
+    texts = ["the first page of the site has these words on it", "and the second page has other words in it",
+             "!!!"]
+    with SeenIndex(tmp_path / "s.db") as index:
+        index.add_many([(f"p{k}", text, None, f"https://example.test/{k}") for k, text in enumerate(texts)])
+        num = {doc_id: n for n, doc_id, *_ in index.url_pages()}
+        assert index.config.signature_width == 2
+        own = [sk.signature & 0xFFFF for sk in index._sketch_many(texts[:2])]
+        got = index.signatures([num["p1"], num["p0"], num["p1"], num["p2"], 10**6])
+        assert index.signatures([]).shape == (0, index.config.minhash.num_perm)
+    assert got.dtype == np.dtype("<u2") and got.shape == (5, index.config.minhash.num_perm)
+    assert (got[0] == own[1]).all() and (got[1] == own[0]).all() and (got[2] == own[1]).all()
+    assert not got[3].any() and not got[4].any()

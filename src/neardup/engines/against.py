@@ -38,7 +38,7 @@ from ..store.sqlite import SeenIndex
 from .against_urls import IndexedUrls, survivor_priority
 from .common import cluster_outcomes
 
-__all__ = ["Against"]
+__all__ = ["Against", "band_pairs", "band_postings_in"]
 
 class _Held:
     """Every live band posting of the index, sorted (so by bucket, then number), read in one scan
@@ -119,6 +119,71 @@ def _bucket_pairs(keys: np.ndarray, held: np.ndarray, cap: int, *,
     rows = position[hit] // keys.shape[1]
     pairs = sorted_unique(np.repeat(rows, n) << DOC_BITS | (held[at] & mask))
     return pairs >> DOC_BITS, pairs & mask
+
+
+def band_postings_in(conn, buckets: np.ndarray, n_runs: int) -> np.ndarray:
+    """The index's live band postings in ``buckets`` (sorted): the row table's, by a join, and
+    those of its ``n_runs`` posting runs, read whole a slice at a time (:func:`runs.iter_postings`)
+    and kept where their bucket is one of these: one pass, whatever the number of keys."""
+    distinct = sorted_unique(np.asarray(buckets, dtype=np.int64).ravel())
+    parts = [_row_postings_in(conn, distinct)]
+    if n_runs and distinct.size:
+        for part in runs.iter_postings(conn, runs.KIND_BANDS):
+            bucket = part >> DOC_BITS
+            at = np.minimum(np.searchsorted(distinct, bucket), distinct.size - 1)
+            parts.append(part[distinct[at] == bucket])
+    return _live(conn, np.sort(np.concatenate(parts)), n_runs)
+
+
+def band_pairs(index: SeenIndex, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``(row of keys, index number)`` pairs sharing a band bucket (``keys``: band keys
+    under the index's banding), each bucket giving its oldest ``CANDIDATES_PER_BUCKET`` live
+    documents, as a query's near look-up takes them: from one pass over the index's band
+    postings, however many keys (a look-up per key reads every posting run: its cost grows with
+    the index)."""
+    none = np.empty(0, dtype=np.int64)
+    if not keys.size:
+        return none, none
+    buckets = band_buckets(keys).ravel()
+    with index._read() as conn:
+        n_runs = conn.execute("SELECT count(*) FROM posting_runs WHERE kind = ?", (runs.KIND_BANDS,)).fetchone()[0] \
+            if index.config.posting_runs else 0
+        postings = band_postings_in(conn, buckets, n_runs)
+    return _bucket_pairs(keys, postings, index.CANDIDATES_PER_BUCKET, candidates=(buckets, np.arange(buckets.size)))
+
+
+def _row_postings_in(conn, distinct: np.ndarray) -> np.ndarray:
+    """The postings of the row table in the buckets ``distinct`` (sorted, distinct), by a
+    join; sorted."""
+    none = np.empty(0, dtype=np.int64)
+    if not distinct.size:
+        return none
+    mask = (1 << DOC_BITS) - 1
+    # the buckets in a temporary table, and one join: each bucket is a range of the postings' key
+    # (handed over as one JSON array: 3 times faster than an insert per bucket; sorted, so
+    # the join walks the postings' B-tree in order; orjson writes it from the array, where the
+    # json module's encoder walked a Python list under the GIL)
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS against_buckets (lo INTEGER NOT NULL)")
+    conn.execute("DELETE FROM temp.against_buckets")
+    conn.execute("INSERT INTO temp.against_buckets (lo) SELECT value FROM json_each(?)",
+                 (orjson.dumps(distinct << DOC_BITS, option=orjson.OPT_SERIALIZE_NUMPY).decode(),))
+    rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
+                        f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
+    conn.execute("DELETE FROM temp.against_buckets")
+    return np.sort(np.array(rows, dtype=np.int64).ravel()) if rows else none
+
+
+def _live(conn, postings: np.ndarray, n_runs: int) -> np.ndarray:
+    """``postings`` without those of documents the index no longer holds. The row tables
+    lose a document's postings with it; the runs keep them (:func:`runs.stale_documents`),
+    and they must go before a bucket's oldest documents are taken."""
+    if not postings.size or not n_runs or not runs.stale_documents(conn):
+        return postings
+    nums = sorted_unique(postings & ((1 << DOC_BITS) - 1))
+    live = np.array(conn.execute("SELECT d.num FROM json_each(?) j JOIN docs d ON d.num = j.value",
+                                 (orjson.dumps(nums, option=orjson.OPT_SERIALIZE_NUMPY).decode(),)).fetchall(),
+                    dtype=np.int64).ravel()
+    return postings[np.isin(postings & ((1 << DOC_BITS) - 1), live)]
 
 
 def _parsed(text: str, why: str) -> np.ndarray:
@@ -355,7 +420,7 @@ class Against:
         runs', their buckets' blocks read (each bucket's oldest documents, as many as a bucket
         gives a run)."""
         distinct = sorted_unique(np.asarray(buckets, dtype=np.int64).ravel())
-        postings = self._row_postings_in(conn, distinct)
+        postings = _row_postings_in(conn, distinct)
         if self._runs and distinct.size:
             cap = self.index.CANDIDATES_PER_BUCKET
             step = max(1, 2000 // self._runs)  # (bucket, run) ranges a statement
@@ -368,52 +433,11 @@ class Against:
                     found.append(np.repeat(part << DOC_BITS, sizes) | np.concatenate(docs))
             if found:
                 postings = np.sort(np.concatenate([postings, *found]))
-        return self._live(conn, postings)
+        return _live(conn, postings, self._runs)
 
     def _streamed_postings(self, conn, buckets: np.ndarray) -> np.ndarray:
-        """The index's live postings in ``buckets`` (sorted): the rows', by a join, and the
-        runs', read whole a slice at a time (:func:`runs.iter_postings`) and kept where their
-        bucket is one of these: for more keys than a scan may hold postings, one pass."""
-        distinct = sorted_unique(np.asarray(buckets, dtype=np.int64).ravel())
-        parts = [self._row_postings_in(conn, distinct)]
-        if self._runs and distinct.size:
-            for part in runs.iter_postings(conn, runs.KIND_BANDS):
-                bucket = part >> DOC_BITS
-                at = np.minimum(np.searchsorted(distinct, bucket), distinct.size - 1)
-                parts.append(part[distinct[at] == bucket])
-        return self._live(conn, np.sort(np.concatenate(parts)))
-
-    def _row_postings_in(self, conn, distinct: np.ndarray) -> np.ndarray:
-        """The postings of the row table in the buckets ``distinct`` (sorted, distinct), by a
-        join; sorted."""
-        none = np.empty(0, dtype=np.int64)
-        if not distinct.size:
-            return none
-        mask = (1 << DOC_BITS) - 1
-        # the buckets in a temporary table, and one join: each bucket is a range of the postings' key
-        # (handed over as one JSON array: 3 times faster than an insert per bucket; sorted, so
-        # the join walks the postings' B-tree in order; orjson writes it from the array, where the
-        # json module's encoder walked a Python list under the GIL)
-        conn.execute("CREATE TEMP TABLE IF NOT EXISTS against_buckets (lo INTEGER NOT NULL)")
-        conn.execute("DELETE FROM temp.against_buckets")
-        conn.execute("INSERT INTO temp.against_buckets (lo) SELECT value FROM json_each(?)",
-                     (orjson.dumps(distinct << DOC_BITS, option=orjson.OPT_SERIALIZE_NUMPY).decode(),))
-        rows = conn.execute(f"SELECT b.posting FROM temp.against_buckets q JOIN bands b "
-                            f"ON b.posting BETWEEN q.lo AND q.lo + {mask}").fetchall()
-        conn.execute("DELETE FROM temp.against_buckets")
-        return np.sort(np.array(rows, dtype=np.int64).ravel()) if rows else none
-
-    def _live(self, conn, postings: np.ndarray) -> np.ndarray:
-        """``postings`` without those of documents the index no longer holds. The row tables
-        lose a document's postings with it; the runs keep them (:func:`runs.stale_documents`),
-        and they must go before a bucket's oldest documents are taken."""
-        if not postings.size or not self._runs or not runs.stale_documents(conn):
-            return postings
-        nums = sorted_unique(postings & ((1 << DOC_BITS) - 1))
-        live = np.array(conn.execute("SELECT d.num FROM json_each(?) j JOIN docs d ON d.num = j.value",
-                                     (orjson.dumps(nums, option=orjson.OPT_SERIALIZE_NUMPY).decode(),)).fetchall(),
-                        dtype=np.int64).ravel()
-        return postings[np.isin(postings & ((1 << DOC_BITS) - 1), live)]
+        """:func:`band_postings_in` of this index: for more keys than a scan may hold postings, one pass."""
+        return band_postings_in(conn, buckets, self._runs)
 
     def _scanned_postings(self) -> _Held:
         """Every live band posting of the index (:class:`_Held`): the runs' blocks decoded and the
@@ -435,7 +459,7 @@ class Against:
                 postings = parts[0]
             else:  # (sorted parts: merged)
                 postings = np.sort(np.concatenate(parts), kind="stable") if parts else np.empty(0, dtype=np.int64)
-            postings = self._live(conn, postings)
+            postings = _live(conn, postings, self._runs)
         return _Held(postings)
 
     def _scanned_fingerprints(self) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,9 @@ What an index keeps of each page, and so what can be told from it (``docs/change
 - no text: the report shows no word diffs;
 - ``moved``: a gone page whose content is found under a URL only in NEW, among the index's near
   answers for that page (its LSH banding, at its own threshold) whose estimate is at least
-  ``--threshold``; matched once each way, best first, as between two crawls.
+  ``--threshold``; matched once each way, best first, as between two crawls. The near answers of
+  all of NEW's pages under new URLs are found in one pass over the index's band postings
+  (:func:`neardup.engines.against.band_pairs`), not a query each.
 
 Pages of the index without a URL (added without ``--url-field``) take no part; of several stored
 pages with one canonical URL, the first stored counts and the others are ``duplicate_urls``.
@@ -44,16 +46,17 @@ from ..config import DedupConfig
 from ..errors import ConfigError
 from ..io.write.outputs import write_atomic
 from ..store import SeenIndex
+from ..store.queries import docs_of, jaccard
 from ..store.schema import url_hash_of
 from ..text.html_scan import PAGE_FINGERPRINT_VERSION
 from ..urls import surt
-from .changes import CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _line, _read_crawl, _report, _summary
+from .against import band_pairs
+from .changes import (CHANGES_FILE, REPORT_FILE, SUMMARY_FILE, _Crawl, _line, _read_crawl, _report, _summary,
+                      lines_bytes)
 
 __all__ = ["detect_changes_since_index"]
 
 _WORK = ".neardup-changes-work"
-#: Pages of NEW queried against the index at once, for ``moved``.
-_QUERY_BATCH = 256
 
 
 def detect_changes_since_index(index_path: str, new: list[str], output: str, config: DedupConfig = DedupConfig(), *,
@@ -95,14 +98,15 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
                                   "'neardup dedup --save-index' without --url-field): add the crawl with --url-field "
                                   "NAME")
             with open(os.path.join(work, "texts"), "w+b") as spill:
-                band = run.banding()
+                # NEW's band keys under the index's banding (moved pages are its near answers);
                 # NEW's whole pages only where the index has some to compare them with
                 crawl = _read_crawl(new, run, url_field=field_name, rules=cfg.urls, jobs=jobs, spill=spill,
-                                    bands=band.bands, rows=band.rows, on_error=on_error, signature_dtype=dtype,
-                                    pages=any(page is not None for page in old.pages))
+                                    bands=cfg.bands, rows=cfg.rows, on_error=on_error, signature_dtype=dtype,
+                                    pages=any(page is not None for page in old.pages),
+                                    shingle_ids=cfg.store_shingles)
                 spill.flush()
                 pairs = _pairs(old, crawl)
-                lines, most = _join(index, old, crawl, pairs, run, width, spill)
+                lines, most = _join(index, old, crawl, pairs, run, width)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         summary = _summary([old.crawl, crawl], lines, most[:top], run, field_name, cfg.urls)
@@ -120,8 +124,7 @@ def detect_changes_since_index(index_path: str, new: list[str], output: str, con
                 f"{PAGE_FINGERPRINT_VERSION}): treated as absent, so template is not told; make the index again "
                 "to tell it")
         report = _report(summary, most[:top], None)
-    body = b"".join(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines)
-    write_atomic(os.path.join(output, CHANGES_FILE), body)
+    write_atomic(os.path.join(output, CHANGES_FILE), lines_bytes(lines))
     write_atomic(os.path.join(output, REPORT_FILE), report.encode("utf-8"))
     write_atomic(os.path.join(output, SUMMARY_FILE), orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
     return summary
@@ -132,39 +135,36 @@ class _Stored:
     """The index's pages that have a URL, the first stored of each canonical URL."""
 
     crawl: _Crawl
-    hashes: dict  # url hash -> position
+    hashes: np.ndarray  # the canonical URL's hash of each (int64, as stored)
     fingerprints: np.ndarray  # uint64
     n_shingles: np.ndarray
-    signatures: np.ndarray  # (n, num_perm), the stored width
-    position_of_id: dict
+    nums: np.ndarray  # the index's number of each (ascending)
     pages: list  # the whole page's fingerprint (unsigned), None where none was stored
 
 
 def _stored_pages(index: SeenIndex) -> _Stored:
     cfg = index.config
     crawl = _Crawl()
-    hashes: dict = {}
-    fps, counts, sigs, pages = [], [], [], []
-    width = cfg.signature_width
-    empty = bytes(width * cfg.minhash.num_perm)
+    hashes: list = []
+    seen: set = set()
+    fps, counts, pages, nums = [], [], [], []
     crawl.records = len(index)
-    for doc_id, url_hash, url, fp, n, signature, page in index.url_pages():
-        if url_hash in hashes:
+    for num, doc_id, url_hash, url, fp, n, page in index.url_pages():
+        if url_hash in seen:
             crawl.duplicate_urls += 1
             continue
-        hashes[url_hash] = len(crawl.urls)
+        seen.add(url_hash)
+        hashes.append(url_hash)
         crawl.urls.append(url if url is not None else doc_id)
         crawl.ids.append(doc_id)
+        nums.append(num)
         fps.append(0 if fp is None else fp)
         counts.append(n)
-        sigs.append(signature or empty)
         # (fingerprints of an earlier definition than NEW's would differ for every page: absent)
         pages.append(page if cfg.current_page_fingerprints else None)
     crawl.skipped = Counter({"no_url": crawl.records - len(crawl.urls) - crawl.duplicate_urls})
-    dtype = {2: "<u2", 4: "<u4", 8: "<u8"}[width]
-    matrix = np.frombuffer(b"".join(sigs), dtype=dtype).reshape(len(sigs), cfg.minhash.num_perm)
-    return _Stored(crawl, hashes, np.array(fps, dtype=np.uint64), np.array(counts, dtype=np.int64), matrix,
-                   {doc_id: k for k, doc_id in enumerate(crawl.ids)}, pages)
+    return _Stored(crawl, np.array(hashes, dtype=np.int64), np.array(fps, dtype=np.uint64), np.array(counts, dtype=np.int64),
+                   np.array(nums, dtype=np.int64), pages)
 
 
 def _estimate(equal: np.ndarray, num_perm: int, width: int) -> np.ndarray:
@@ -189,16 +189,19 @@ def crawl_fingerprints(crawl: _Crawl) -> np.ndarray:
 
 
 def _pairs(old: _Stored, new: _Crawl) -> list:
-    """(stored position, NEW position) of every URL in both, in NEW's order."""
-    pairs = []
-    for j, url in enumerate(new.urls):
-        i = old.hashes.get(url_hash_of(url))
-        if i is not None:
-            pairs.append((i, j))
-    return pairs
+    """(stored position, NEW position) of every URL in both, in NEW's order: NEW's URL hashes
+    joined with the stored ones, sorted (each stored hash is one page's: the first of its URL)."""
+    if not len(new.urls) or not old.hashes.size:
+        return []
+    wanted = np.fromiter((url_hash_of(url) for url in new.urls), dtype=np.int64, count=len(new.urls))
+    order = np.argsort(old.hashes, kind="stable")
+    ranked = old.hashes[order]
+    at = np.minimum(np.searchsorted(ranked, wanted), ranked.size - 1)
+    found = np.flatnonzero(ranked[at] == wanted)
+    return list(zip(order[at[found]].tolist(), found.tolist()))
 
 
-def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: DedupConfig, width: int, spill):
+def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: DedupConfig, width: int):
     num_perm = config.minhash.num_perm
     new_fps = crawl_fingerprints(new)
     new_sigs = np.concatenate(new.signatures) if new.signatures else np.zeros((0, num_perm), dtype=np.uint64)
@@ -221,7 +224,7 @@ def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: Dedu
     if changed:
         ci = np.array([i for i, _ in changed], dtype=np.int64)
         cj = np.array([j for _, j in changed], dtype=np.int64)
-        equal = np.count_nonzero(old.signatures[ci] == new_sigs[cj], axis=1)
+        equal = np.count_nonzero(index.signatures(old.nums[ci]) == new_sigs[cj], axis=1)
         sims = _estimate(equal, num_perm, width)
         for (i, j), sim in zip(changed, sims.tolist()):
             url = new.urls[j]
@@ -231,7 +234,7 @@ def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: Dedu
             line["containment_new_in_old"] = round(b_in_a, 6)
             line["_pair"] = (i, j)
             lines[url] = line
-    moves = _moves(index, old, new, added, ~matched, config, spill)
+    moves = _moves(index, old, new, added, ~matched, config, new_sigs, new_counts)
     moved_to = set()
     for i in np.flatnonzero(~matched).tolist():
         url = old.crawl.urls[i]
@@ -255,25 +258,32 @@ def _join(index: SeenIndex, old: _Stored, new: _Crawl, pairs: list, config: Dedu
 
 
 def _moves(index: SeenIndex, old: _Stored, new: _Crawl, added: list, gone: np.ndarray, config: DedupConfig,
-           spill) -> dict:
+           new_sigs: np.ndarray, new_counts: np.ndarray) -> dict:
     """gone position -> (new position, estimated similarity): the index's near answers for each
-    page of NEW under a new URL, kept where the stored page is gone and the estimate is at least
-    the threshold; each page matched once, best first."""
+    page of NEW under a new URL (the stored pages sharing a band bucket with it, each bucket's
+    oldest first, estimated as a query estimates them: the fraction of equal signature values,
+    kept from the index's threshold on), kept where the stored page is gone and the estimate is
+    at least the threshold; each page matched once, best first."""
     if not added or not gone.any():
         return {}
-    edges = []
-    for start in range(0, len(added), _QUERY_BATCH):
-        part = added[start:start + _QUERY_BATCH]
-        texts = []
-        for j in part:
-            offset, length = new.text_spans[j]
-            spill.seek(offset)
-            texts.append(spill.read(length).decode("utf-8", "surrogatepass"))
-        for j, answers in zip(part, index.near_many(texts, limit=None)):
-            for near in answers:
-                i = old.position_of_id.get(near["id"])
-                if i is not None and gone[i] and near["jaccard"] >= config.threshold:
-                    edges.append((-near["jaccard"], old.crawl.urls[i], new.urls[j], i, j, near["jaccard"]))
+    added_at = np.asarray(added, dtype=np.int64)
+    added_at = added_at[new_counts[added_at] > 0]  # (a page without shingles has no near answers)
+    keys = np.concatenate(new.band_keys)[added_at] if new.band_keys else np.zeros((0, 0), dtype=np.uint64)
+    rows, nums = band_pairs(index, keys)
+    # the stored pages (the first of each URL) among the answers: their positions
+    at = np.minimum(np.searchsorted(old.nums, nums), max(old.nums.size - 1, 0))
+    stored = old.nums[at] == nums if old.nums.size else np.zeros(nums.size, dtype=bool)
+    gi, nj = at[stored], added_at[rows[stored]]
+    still = gone[gi]
+    gi, nj = gi[still], nj[still]
+    equal = np.count_nonzero(index.signatures(old.nums[gi]) == new_sigs[nj], axis=1)
+    sims = equal / config.minhash.num_perm
+    keep = sims >= config.threshold
+    # the index's own threshold, on the exact resemblance where it keeps the shingle ids
+    keep[keep] = (_exact_jaccards(index, old, new, new_counts, gi[keep], nj[keep]) if index.config.store_shingles
+                  else sims[keep]) >= index.config.threshold
+    edges = [(-sim, old.crawl.urls[i], new.urls[j], i, j, sim)
+             for i, j, sim in zip(gi[keep].tolist(), nj[keep].tolist(), sims[keep].tolist())]
     edges.sort()
     moves: dict = {}
     taken: set = set()
@@ -283,3 +293,19 @@ def _moves(index: SeenIndex, old: _Stored, new: _Crawl, added: list, gone: np.nd
         moves[i] = (j, sim)
         taken.add(j)
     return moves
+
+
+def _exact_jaccards(index: SeenIndex, old: _Stored, new: _Crawl, new_counts: np.ndarray, gi: np.ndarray,
+                    nj: np.ndarray) -> np.ndarray:
+    """The exact resemblance of each pair (stored position, NEW position), from the shingle ids
+    the index keeps and NEW's."""
+    ids = np.concatenate(new.id_parts) if new.id_parts else np.empty(0, dtype=np.uint64)
+    starts = np.concatenate(([0], np.cumsum(new_counts)))
+    with index._read() as conn:
+        stored = dict(docs_of(conn, "d.shingles", np.unique(old.nums[gi])))
+    out = np.empty(gi.size, dtype=np.float64)
+    for k, (i, j) in enumerate(zip(gi.tolist(), nj.tolist())):
+        blob = stored.get(int(old.nums[i]))
+        other = np.frombuffer(blob, dtype="<u8") if blob is not None else np.empty(0, np.uint64)
+        out[k] = jaccard(ids[starts[j]:starts[j + 1]], other)
+    return out

@@ -21,6 +21,8 @@ __all__ = ["Queries", "as_record", "check_limit", "jaccard"]
 
 #: Canonical URL hashes looked up per statement by :meth:`Queries.url_numbers`.
 _URL_BATCH = 50_000
+#: Signatures read per statement by :meth:`Queries.signatures` (12 MB of 256-byte signatures).
+_SIGNATURE_BATCH = 50_000
 #: What finding URL buckets in the URL runs costs, in seconds, for :func:`_url_run_numbers`'
 #: choice: a bucket looked up in a run (its blocks read and decoded, :func:`.runs.lookup_every`)
 #: and a posting read in a scan of every run (:func:`.runs.iter_postings`). Measured on 20,000
@@ -372,19 +374,40 @@ class Queries:
 
     def url_pages(self):
         """Every stored document that has a canonical URL (schema 7), in the order they were
-        added: ``(id, url hash, url, fingerprint, n_shingles, signature, page fingerprint)``,
-        ``url`` being the canonical URL's text, or None where it is the id; the fingerprints
-        unsigned (None without tokens; the page's None where no whole page was given); the
-        signature as stored (None: not stored, or no shingles). One read snapshot."""
+        added: ``(number, id, url hash, url, fingerprint, n_shingles, page fingerprint)``, ``url``
+        being the canonical URL's text, or None where it is the id; the fingerprints unsigned
+        (None without tokens; the page's None where no whole page was given). One read snapshot.
+        (Their signatures: :meth:`signatures`, of the documents that need them.)"""
         if self.config.urls is None:
             return
         fingerprint = "coalesce(d.fingerprint, d.run_fingerprint)" if self.config.fingerprint_runs else "d.fingerprint"
         with self._read() as conn:
-            for doc_id, url_hash, url, fp, n, signature, page in conn.execute(
-                    f"SELECT {self._id_sql}, d.url_hash, d.url, {fingerprint}, d.n_shingles, d.signature, "
+            for num, doc_id, url_hash, url, fp, n, page in conn.execute(
+                    f"SELECT d.num, {self._id_sql}, d.url_hash, d.url, {fingerprint}, d.n_shingles, "
                     "d.page_fingerprint FROM docs d WHERE d.url_hash IS NOT NULL ORDER BY d.num"):
-                yield (doc_id, url_hash, url, None if fp is None else unsigned(fp), n, signature,
+                yield (num, doc_id, url_hash, url, None if fp is None else unsigned(fp), n,
                        None if page is None else unsigned(page))
+
+    def signatures(self, nums) -> np.ndarray:
+        """The stored MinHash signatures of the documents numbered ``nums``, in that order, as a
+        (len(nums), num_perm) matrix of the stored width (``<u2``, ``<u4``, ``<u8``); zeros where
+        a document has none (no shingles, or not stored). Read in batches by number."""
+        width = self.config.signature_width
+        nums = np.asarray(nums, dtype=np.int64)
+        out = np.zeros((nums.size, self._m), dtype={2: "<u2", 4: "<u4", 8: "<u8"}[width])
+        if not nums.size or not self.config.signatures:
+            return out
+        distinct, where = np.unique(nums, return_inverse=True)
+        rows = np.zeros((distinct.size, self._m), dtype=out.dtype)
+        with self._read() as conn:
+            for lo in range(0, distinct.size, _SIGNATURE_BATCH):
+                part = distinct[lo:lo + _SIGNATURE_BATCH]
+                found = [(num, blob) for num, blob in docs_of(conn, "d.signature", part) if blob]
+                if found:
+                    at = np.searchsorted(part, np.array([num for num, _ in found], dtype=np.int64)) + lo
+                    rows[at] = np.frombuffer(b"".join(blob for _, blob in found), dtype=out.dtype).reshape(-1, self._m)
+        out[:] = rows[where.ravel()]
+        return out
 
     def __contains__(self, doc_id) -> bool:
         if not isinstance(doc_id, str):
