@@ -54,7 +54,8 @@ from .html_scan import TextWithFingerprint
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
-from .html_tree import BLOCK_DEPTH, get_ids, get_lexbor, in_section, is_under, link_density, text_len
+from .html_titles import has_heading, outer_heading, titled
+from .html_tree import BLOCK_DEPTH, get_ids, get_lexbor, in_section, is_under, link_density
 
 __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "detect_charset", "extractor_id",
            "utf8_page", "HTML_MODES", "RULES_VERSION"]
@@ -482,14 +483,14 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make
     # true near-duplicates whose headings agree (a page and its copy elsewhere) look apart.
-    if _has_heading(root, heads):
+    if has_heading(root, heads):
         return text
     # A heading the page shows above its content (the content's <h1> outside the main landmark
     # or article) names the page better than the title, which carries the site's name.
-    heading = _outer_heading(root, body, heads) if OUTER_HEADING else ""
+    heading = outer_heading(root, body, heads) if OUTER_HEADING else ""
     if heading:
         title = heading
-    if title and not _titled(text, title):
+    if title and not titled(text, title):
         text = f"{title}\n{text}"
     return text
 
@@ -512,41 +513,6 @@ def _common_ancestor(nodes, body):
             return None
         best = ids.index(p.mem_id)
     return chain[best]
-
-
-def _outer_heading(root, body, heads) -> str:
-    for h in heads:
-        if root.mem_id != body.mem_id and is_under(h, body) and not is_under(h, root):
-            t = " ".join(_lines(h.text_lexbor()).split())
-            if 0 < len(t) <= 300:
-                return t
-    return ""
-
-
-def _has_heading(root, heads) -> bool:
-    for h in heads:
-        if is_under(h, root) and text_len(h):
-            return True
-    return False
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _titled(text: str, title: str) -> bool:
-    """Whether the text's first lines carry the title: one holds the other, or they hold at
-    least half of the title's words."""
-    t = title.casefold()
-    head = text.split("\n", 3)[:3]
-    for line in head:
-        line = line.casefold()
-        if len(line) >= 2 and (line in t or t in line):
-            return True
-    words = set(_WORD.findall(t))
-    if not words:
-        return True
-    seen = set(_WORD.findall(" ".join(head).casefold()))
-    return 2 * len(words & seen) >= len(words)
 
 
 def _main(html: str | bytes, url: str | None, with_page: bool = False):
@@ -572,7 +538,7 @@ def _main_text(html: str | bytes, url: str | None, scanned) -> str | None:
         body = json_ld_body(data, _markup_text)
         if body and len(body) > 2 * len(out or ""):
             title = _unescape(scanned[2] or "").strip()
-            out = f"{title}\n{body}" if title and not _titled(body, title) else body
+            out = f"{title}\n{body}" if title and not titled(body, title) else body
     if out and PRODUCT_DESCRIPTION_CHARS:
         # A product page's text starts with the product's description, which its schema.org
         # data gives: what comes between the page's first line (the product's name) and it is
