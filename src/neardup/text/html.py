@@ -85,8 +85,9 @@ HTML_MODES = ("main", "whole", "article")
 # characters, inside a root that is not the body are dropped; figure captions are dropped; 8: a link
 # of 200 characters or more (a teaser card wrapped in <a>) is not navigation whatever its class says;
 # a hidden or navigation-role block with most of the page's text goes only when 60 % links; a block
-# named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept
-RULES_VERSION = 8
+# named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept;
+# 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation
+RULES_VERSION = 9
 
 _trafilatura = None
 
@@ -207,6 +208,9 @@ NAMED_WRAPPER_SHARE = 0.7
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
 SMALL_MAIN = 0.1
+# ...unless the body's passes drop it and keep under this many times its text out of links (a
+# frame around a stub, not a page around a widget).
+SMALL_MAIN_OUTWEIGHED = 3
 # The element holding several articles is the root when it holds this share of the body's text.
 ARTICLES_SHARE = 0.5
 # ...looked at only when shorter than this (the body's text is one more walk of the tree).
@@ -313,6 +317,12 @@ def _drop_dense_blocks(body) -> None:
         depth += 1
 
 
+def _out_of_links(node) -> int:
+    """The characters of the node's text outside links."""
+    chars, links = _stats(node.text_lexbor())
+    return chars - links
+
+
 def _headlines(node, links: int) -> bool:
     """Whether a block made of links is a list of headlines (a listing, whose links are its
     content) rather than a menu: HEADLINE_LINKS links or more, of HEADLINE_CHARS characters on
@@ -344,10 +354,11 @@ def _scanned(html: str | bytes, cut_navigation: bool = False, page: bool = False
         return _scan(html.encode("utf-8", "replace"), cut_navigation, page)
 
 
-def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) -> str | None:
+def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, small_main: bool = False) -> str | None:
     """Main content (``mode="main"``) or the whole body's text on lexbor. ``html`` is a str, or
     UTF-8 bytes; ``scanned`` its :func:`_scanned` when the caller has it already; ``noscript``:
-    the page as a browser without scripts shows it (``noscript`` elements kept)."""
+    the page as a browser without scripts shows it (``noscript`` elements kept); ``small_main``:
+    a small main landmark is the root all the same."""
     marked, flags, raw_title, classes, ids, _page = scanned or _scanned(html)
     if noscript:
         flags &= ~_FLAGS["NOSCRIPT"]
@@ -388,7 +399,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     for node in asides:
         if link_density(node) >= LINK_DENSITY:
             node.remove()
-    root = None
+    root = small = None
     root_text = None  # the root's text while nothing in it is removed (one walk less)
     sized = []
     for m in mains:
@@ -400,7 +411,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
         # The main landmark with the most text (a page may mark a small widget as main too).
         chars, root_text, root = max(sized, key=lambda x: x[0])
         if chars < SMALL_MAIN_CHARS and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
-            root, root_text = None, None
+            if not small_main:
+                small, small_own, root, root_text = root, chars - _stats(root_text)[1], None, None
         elif ARTICLE_IN_MAIN and articles:
             inner = []
             for a in articles:
@@ -427,6 +439,13 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             if not in_section(node, body):
                 node.remove()
         _drop_dense_blocks(body)
+        if small is not None and not is_under(small, body) and (
+                _out_of_links(body) < SMALL_MAIN_OUTWEIGHED * small_own):
+            # The body's passes dropped the small main with the block around it and kept little
+            # more text of their own: what they kept is the frame (a second site's template
+            # around a stub), and the main is the content. A removed subtree is emptied, so the
+            # page is read again with the main as the root.
+            return _fast(html, mode, scanned, noscript, small_main=True)
     if ASIDE_CHARS and root is not body:
         # Inside the content, a short aside (or role=complementary) with links is beside it all
         # the same: a box of related links, a sign-up box, a forum's user card beside a post (a
@@ -453,8 +472,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     if named:
         root_chars = None
         for node in root.css(named):
-            if node.tag_id in tag.roots:
-                continue
+            if node.tag_id in tag.roots or node.tag_id in tag.headings:
+                continue  # a heading's id is its title made a name ("...-related-data"), not a role
             chars, links = _stats(node.text_lexbor())
             if node.tag_id == tag.link and chars >= CARD_LINK_CHARS > 0:
                 continue  # a link around a whole teaser is a card, whatever its class says
