@@ -232,6 +232,15 @@ def test_small_main_landmark_that_is_the_whole_content_stays_the_root():
     assert "The tracking issue for this feature" in text and "copy kept by the library" not in text
 
 
+def test_small_main_landmark_that_is_a_menu_gives_way_to_the_page():
+    # The body's passes drop the menu marked as main, and keep an article beside it: the body is
+    # the root, not the menu read again.
+    html = (f"<html><body><div class=top><main><p>Browse</p><ul>{MENU}</ul></main></div>"
+            f"<div class=content><h1>Flood</h1><p>{ARTICLE}</p></div></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "Section 3" not in text
+
+
 def test_heading_named_with_a_navigation_word_is_kept():
     # A heading's id is its title made a name; "related" in it names no related-links box.
     html = (f"<html><body><main><h1 id='using-structs-to-structure-related-data'>Using Structs to Structure "
