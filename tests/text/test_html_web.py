@@ -215,6 +215,39 @@ def test_small_main_landmark_is_not_the_root():
     assert "Paragraph sentence 39" in main(html)
 
 
+def test_small_main_landmark_that_is_the_whole_content_stays_the_root():
+    # A stub under a second site's frame: the main holds a tenth of the body's text or less, and
+    # the body's passes would keep the footer strip (more text out of links than the stub) and
+    # drop the layout block with the main in it.
+    titles = "".join(f"<li><a href='/p{i}'>Chapter {i} of the manual</a></li>" for i in range(40))
+    html = ("<html><head><title>const_params - Library copy</title></head><body>"
+            "<div class=upper><a href=/>Library copy</a> <a href=/about>About</a> <a href=/help>Help</a> "
+            "<span>Browse the manuals of this site by section</span></div>"
+            f"<div class=layout><div class=left><div>In this manual</div><ul>{titles}</ul></div>"
+            "<div class=page><main><h1>const_params</h1><p>The tracking issue for this feature is: "
+            "<a href=/i/95174>#95174</a></p></main></div></div>"
+            "<div class=lower><p>This page is a copy kept by the library; the original remains with its authors.</p>"
+            "<a href=/terms>Terms</a> <a href=/privacy>Privacy</a></div></body></html>")
+    text = main(html)
+    assert "The tracking issue for this feature" in text and "copy kept by the library" not in text
+
+
+def test_small_main_landmark_that_is_a_menu_gives_way_to_the_page():
+    # The body's passes drop the menu marked as main, and keep an article beside it: the body is
+    # the root, not the menu read again.
+    html = (f"<html><body><div class=top><main><p>Browse</p><ul>{MENU}</ul></main></div>"
+            f"<div class=content><h1>Flood</h1><p>{ARTICLE}</p></div></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "Section 3" not in text
+
+
+def test_heading_named_with_a_navigation_word_is_kept():
+    # A heading's id is its title made a name; "related" in it names no related-links box.
+    html = (f"<html><body><main><h1 id='using-structs-to-structure-related-data'>Using Structs to Structure "
+            f"Related Data</h1><p>{ARTICLE}</p></main></body></html>")
+    assert main(html).startswith("Using Structs to Structure Related Data")
+
+
 def test_single_article_inside_the_main_landmark_is_the_root():
     related = "".join(f"<div><p>Other story {i} about another river and its long valley floods.</p></div>"
                       for i in range(12))

@@ -54,7 +54,8 @@ from .html_scan import TextWithFingerprint
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
-from .html_tree import BLOCK_DEPTH, get_ids, get_lexbor, in_section, is_under, link_density, text_len
+from .html_titles import has_heading, outer_heading, titled
+from .html_tree import BLOCK_DEPTH, get_ids, get_lexbor, in_section, is_under, link_density
 
 __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "detect_charset", "extractor_id",
            "utf8_page", "HTML_MODES", "RULES_VERSION"]
@@ -84,8 +85,9 @@ HTML_MODES = ("main", "whole", "article")
 # characters, inside a root that is not the body are dropped; figure captions are dropped; 8: a link
 # of 200 characters or more (a teaser card wrapped in <a>) is not navigation whatever its class says;
 # a hidden or navigation-role block with most of the page's text goes only when 60 % links; a block
-# named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept
-RULES_VERSION = 8
+# named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept;
+# 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation
+RULES_VERSION = 9
 
 _trafilatura = None
 
@@ -206,6 +208,9 @@ NAMED_WRAPPER_SHARE = 0.7
 
 # A main landmark with less than this share of the body's text is a widget, not the content.
 SMALL_MAIN = 0.1
+# ...unless the body's passes drop it and keep under this many times its text out of links (a
+# frame around a stub, not a page around a widget).
+SMALL_MAIN_OUTWEIGHED = 3
 # The element holding several articles is the root when it holds this share of the body's text.
 ARTICLES_SHARE = 0.5
 # ...looked at only when shorter than this (the body's text is one more walk of the tree).
@@ -312,6 +317,12 @@ def _drop_dense_blocks(body) -> None:
         depth += 1
 
 
+def _out_of_links(node) -> int:
+    """The characters of the node's text outside links."""
+    chars, links = _stats(node.text_lexbor())
+    return chars - links
+
+
 def _headlines(node, links: int) -> bool:
     """Whether a block made of links is a list of headlines (a listing, whose links are its
     content) rather than a menu: HEADLINE_LINKS links or more, of HEADLINE_CHARS characters on
@@ -343,10 +354,11 @@ def _scanned(html: str | bytes, cut_navigation: bool = False, page: bool = False
         return _scan(html.encode("utf-8", "replace"), cut_navigation, page)
 
 
-def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) -> str | None:
+def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, small_main: bool = False) -> str | None:
     """Main content (``mode="main"``) or the whole body's text on lexbor. ``html`` is a str, or
     UTF-8 bytes; ``scanned`` its :func:`_scanned` when the caller has it already; ``noscript``:
-    the page as a browser without scripts shows it (``noscript`` elements kept)."""
+    the page as a browser without scripts shows it (``noscript`` elements kept); ``small_main``:
+    a small main landmark is the root all the same."""
     marked, flags, raw_title, classes, ids, _page = scanned or _scanned(html)
     if noscript:
         flags &= ~_FLAGS["NOSCRIPT"]
@@ -387,7 +399,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     for node in asides:
         if link_density(node) >= LINK_DENSITY:
             node.remove()
-    root = None
+    root = small = None
     root_text = None  # the root's text while nothing in it is removed (one walk less)
     sized = []
     for m in mains:
@@ -399,7 +411,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
         # The main landmark with the most text (a page may mark a small widget as main too).
         chars, root_text, root = max(sized, key=lambda x: x[0])
         if chars < SMALL_MAIN_CHARS and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
-            root, root_text = None, None
+            if not small_main:
+                small, small_own, root, root_text = root, chars - _stats(root_text)[1], None, None
         elif ARTICLE_IN_MAIN and articles:
             inner = []
             for a in articles:
@@ -426,6 +439,13 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
             if not in_section(node, body):
                 node.remove()
         _drop_dense_blocks(body)
+        if small is not None and not is_under(small, body) and (
+                _out_of_links(body) < SMALL_MAIN_OUTWEIGHED * small_own):
+            # The body's passes dropped the small main with the block around it and kept little
+            # more text of their own: what they kept is the frame (a second site's template
+            # around a stub), and the main is the content. A removed subtree is emptied, so the
+            # page is read again with the main as the root.
+            return _fast(html, mode, scanned, noscript, small_main=True)
     if ASIDE_CHARS and root is not body:
         # Inside the content, a short aside (or role=complementary) with links is beside it all
         # the same: a box of related links, a sign-up box, a forum's user card beside a post (a
@@ -452,8 +472,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     if named:
         root_chars = None
         for node in root.css(named):
-            if node.tag_id in tag.roots:
-                continue
+            if node.tag_id in tag.roots or node.tag_id in tag.headings:
+                continue  # a heading's id is its title made a name ("...-related-data"), not a role
             chars, links = _stats(node.text_lexbor())
             if node.tag_id == tag.link and chars >= CARD_LINK_CHARS > 0:
                 continue  # a link around a whole teaser is a card, whatever its class says
@@ -482,14 +502,14 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False) ->
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make
     # true near-duplicates whose headings agree (a page and its copy elsewhere) look apart.
-    if _has_heading(root, heads):
+    if has_heading(root, heads):
         return text
     # A heading the page shows above its content (the content's <h1> outside the main landmark
     # or article) names the page better than the title, which carries the site's name.
-    heading = _outer_heading(root, body, heads) if OUTER_HEADING else ""
+    heading = outer_heading(root, body, heads) if OUTER_HEADING else ""
     if heading:
         title = heading
-    if title and not _titled(text, title):
+    if title and not titled(text, title):
         text = f"{title}\n{text}"
     return text
 
@@ -512,41 +532,6 @@ def _common_ancestor(nodes, body):
             return None
         best = ids.index(p.mem_id)
     return chain[best]
-
-
-def _outer_heading(root, body, heads) -> str:
-    for h in heads:
-        if root.mem_id != body.mem_id and is_under(h, body) and not is_under(h, root):
-            t = " ".join(_lines(h.text_lexbor()).split())
-            if 0 < len(t) <= 300:
-                return t
-    return ""
-
-
-def _has_heading(root, heads) -> bool:
-    for h in heads:
-        if is_under(h, root) and text_len(h):
-            return True
-    return False
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _titled(text: str, title: str) -> bool:
-    """Whether the text's first lines carry the title: one holds the other, or they hold at
-    least half of the title's words."""
-    t = title.casefold()
-    head = text.split("\n", 3)[:3]
-    for line in head:
-        line = line.casefold()
-        if len(line) >= 2 and (line in t or t in line):
-            return True
-    words = set(_WORD.findall(t))
-    if not words:
-        return True
-    seen = set(_WORD.findall(" ".join(head).casefold()))
-    return 2 * len(words & seen) >= len(words)
 
 
 def _main(html: str | bytes, url: str | None, with_page: bool = False):
@@ -572,7 +557,7 @@ def _main_text(html: str | bytes, url: str | None, scanned) -> str | None:
         body = json_ld_body(data, _markup_text)
         if body and len(body) > 2 * len(out or ""):
             title = _unescape(scanned[2] or "").strip()
-            out = f"{title}\n{body}" if title and not _titled(body, title) else body
+            out = f"{title}\n{body}" if title and not titled(body, title) else body
     if out and PRODUCT_DESCRIPTION_CHARS:
         # A product page's text starts with the product's description, which its schema.org
         # data gives: what comes between the page's first line (the product's name) and it is

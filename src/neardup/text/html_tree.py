@@ -47,8 +47,8 @@ class TagIds:
     the node, where ``node.tag`` makes a str each time (a few times slower, per node)."""
 
     def __init__(self):
-        names = ("html", "body", "main", "article", "section", "aside", "nav", "header", "footer", "h1", "ul", "ol",
-                 "table") + tuple(
+        names = ("html", "body", "main", "article", "section", "aside", "nav", "header", "footer", "h1", "h2", "h3",
+                 "h4", "h5", "h6", "ul", "ol", "table") + tuple(
             sorted(BODY_BLOCKS))
         tree = get_lexbor()("".join(f"<{n}></{n}>" for n in names if n not in ("html", "body")))
         ids = {n.tag: n.tag_id for n in tree.root.traverse() if n.tag in names}
@@ -57,6 +57,7 @@ class TagIds:
             raise RuntimeError(f"lexbor made no {sorted(missing)} elements")
         self.main = ids["main"]
         self.h1 = ids["h1"]
+        self.headings = frozenset(ids[f"h{level}"] for level in range(1, 7))
         self.article = ids["article"]
         self.footer = ids["footer"]
         self.link = ids["a"]

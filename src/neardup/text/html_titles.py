@@ -1,0 +1,47 @@
+"""The page's title and headings beside the main text: whether the content has a heading of its
+own, the heading a page shows above its content, and whether the text opens with the title
+already (the title then goes unsaid)."""
+
+from __future__ import annotations
+
+import re
+
+from .html_scan import lines
+from .html_tree import is_under, text_len
+
+__all__ = ["has_heading", "outer_heading", "titled"]
+
+
+def outer_heading(root, body, heads) -> str:
+    for h in heads:
+        if root.mem_id != body.mem_id and is_under(h, body) and not is_under(h, root):
+            t = " ".join(lines(h.text_lexbor()).split())
+            if 0 < len(t) <= 300:
+                return t
+    return ""
+
+
+def has_heading(root, heads) -> bool:
+    for h in heads:
+        if is_under(h, root) and text_len(h):
+            return True
+    return False
+
+
+_WORD = re.compile(r"\w+")
+
+
+def titled(text: str, title: str) -> bool:
+    """Whether the text's first lines carry the title: one holds the other, or they hold at
+    least half of the title's words."""
+    t = title.casefold()
+    head = text.split("\n", 3)[:3]
+    for line in head:
+        line = line.casefold()
+        if len(line) >= 2 and (line in t or t in line):
+            return True
+    words = set(_WORD.findall(t))
+    if not words:
+        return True
+    seen = set(_WORD.findall(" ".join(head).casefold()))
+    return 2 * len(words & seen) >= len(words)
