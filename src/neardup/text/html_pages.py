@@ -67,21 +67,23 @@ def extract_page(mode: str, html, url, charset, errors):
         # would encode the str back to these bytes); lone surrogates and blank pages take the str
         page = utf8_page(html, text=True) if mode != "article" else None
         if page is not None:
-            got = extract_utf8(page, mode, url=url, with_page=with_page)
-            return got if not with_page or got.text else got.text
+            return _page_result(extract_utf8(page, mode, url=url, with_page=with_page), with_page)
         html = html.decode("utf-8", "surrogatepass")
     elif type(html) is bytes:
         page = utf8_page(html, charset) if mode != "article" else None
         if page is not None:  # needs no decoding (and is not blank)
-            got = extract_utf8(page, mode, url=url, with_page=with_page)
-            return got if not with_page or got.text else got.text
+            return _page_result(extract_utf8(page, mode, url=url, with_page=with_page), with_page)
         html = decode_html(html, charset, errors=errors)
         if html is None:
             return ("undecodable", "")
         if not html or html.isspace():
             return ("empty", "the text is empty" if not html else "the text is only white space")
-    got = _extract(html, mode, url=url, with_page=with_page)
-    # (a page without text is skipped: its fingerprint goes with it)
+    return _page_result(_extract(html, mode, url=url, with_page=with_page), with_page)
+
+
+def _page_result(got, with_page: bool):
+    """The extraction's result as the readers take it: with the fingerprint only for a page with
+    text (a page without text is skipped, and its fingerprint goes with it)."""
     return got if not with_page or got.text else got.text
 
 
