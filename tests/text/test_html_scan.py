@@ -219,10 +219,12 @@ def test_flags_agree_with_python_names():
 def test_extraction_same_without_the_compiled_scan(monkeypatch):
     """A machine without a compiler extracts the same texts (the Python twin)."""
     from neardup.text import html as H
+    from neardup.text import html_layout
 
     pages = [p.read_bytes() for p in _pages()[:15]]
     fast = [H.extract_text(p) for p in pages]
     monkeypatch.setattr(H, "_scan", html_scan.scan_python)
     monkeypatch.setattr(H, "_lines", html_scan.lines_python)
     monkeypatch.setattr(H, "_stats", html_scan.stats_python)
+    monkeypatch.setattr(html_layout, "_stats", html_scan.stats_python)
     assert [H.extract_text(p) for p in pages] == fast

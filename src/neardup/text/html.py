@@ -44,6 +44,7 @@ from . import html_blocks
 from .html_charset import decode_html, declared_charset, detect_charset, utf8_page
 from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
 from .html_jsonld import from_description, json_ld_body
+from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, out_of_links
 from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_secondary, once, without_tail
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
@@ -55,7 +56,7 @@ from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
 from .html_titles import has_heading, outer_heading, titled
-from .html_tree import BLOCK_DEPTH, get_ids, get_lexbor, in_section, is_under, link_density
+from .html_tree import get_ids, get_lexbor, in_section, is_under, link_density
 
 __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "detect_charset", "extractor_id",
            "utf8_page", "HTML_MODES", "RULES_VERSION"]
@@ -172,9 +173,9 @@ _LANDMARK_FLAGS = ("main", "article", "header", "footer", "h1", "aside")
 # the content.
 #
 # A vocabulary match is dropped when its links make at least this share of its text, or when
-# it is short: what navigation looks like (a boxed note called "sidebar" is long, and prose).
+# it is short (under SHORT_CHARS): what navigation looks like (a boxed note called "sidebar" is
+# long, and prose).
 LINK_DENSITY = 0.3
-SHORT_CHARS = 200
 # A main text shorter than this, on a page with <noscript>, is compared with the text of the
 # page as shown without scripts.
 NOSCRIPT_CHARS = 500
@@ -182,7 +183,6 @@ NOSCRIPT_CHARS = 500
 # JavaScript" line is no content).
 NOSCRIPT_GAIN_CHARS = 200
 OUTER_HEADING = True
-DEEP_DENSE_BLOCKS = True
 # Whether the block classifier runs after the rules.
 USE_CLASSIFIER = False
 # A main text shorter than this is compared with the article body (or description) of the
@@ -190,14 +190,6 @@ USE_CLASSIFIER = False
 JSON_LD_CHARS = 1000
 # A product's description in the page's JSON-LD this long or longer marks where its text starts.
 PRODUCT_DESCRIPTION_CHARS = 200
-# Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
-# the page (a header line, a footer with its links).
-STRIP_LINK_DENSITY = 0.2
-# Under <body> (no main landmark), a top-level block this dense in links is navigation too.
-BODY_LINK_DENSITY = 0.6
-# ...unless its links are headlines (see _headlines): 3 or more, of 35 characters on average.
-HEADLINE_CHARS = 35
-HEADLINE_LINKS = 3
 # A link (<a>) holding this many characters is a card (a teaser wrapped in a link, its paragraph
 # included), never a menu item, whatever its class names say (the words of the navigation
 # vocabulary are also those of how a link is drawn: a "bar", a "pill").
@@ -274,71 +266,6 @@ def _remove_all(root, selector: str, keep=None) -> None:
             node.remove()
 
 
-
-
-def _drop_dense_blocks(body) -> None:
-    """Under <body>, drop the blocks that are mostly links (menus without names): the top-level
-    blocks; then, level by level down to BLOCK_DEPTH, inside the block with the most text out of
-    links when it is a layout container (a ``div``, ``section``, ``center`` or ``form``: a column),
-    the blocks beside its own such column (a menu column beside the content column), and beside
-    it the short blocks half made of links (a strip of links with a line of text). Inside the
-    content (a paragraph holds the most text), a list of links stays: a table of contents; and
-    the blocks of a level made mostly of one element repeated are cards, kept whole."""
-    ids = get_ids()
-    blocks, containers = ids.body_blocks, ids.containers
-    parent, depth = body, 0
-    while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
-        # The element children, listed before any is removed (a removed node has no next sibling);
-        # iter() skips the text nodes in C (the form feeds between blocks make one per block).
-        items = []
-        for node in list(parent.iter()):
-            if node.tag_id in blocks:
-                chars, links = _stats(node.text_lexbor())
-                if chars:
-                    items.append((node, chars, links))
-        if not items:
-            break
-        if depth and _repeated(items):
-            break  # cards of a listing (or posts of a thread): kept whole
-        column = max(items, key=lambda x: x[1] - x[2])
-        if column[0].tag_id not in containers:
-            column = None  # (a layout of menu and content columns is dense in links as a whole)
-        if depth and column is None:
-            break  # inside the content: a list of links there is the content's (a table of contents)
-        for node, chars, links in items:
-            if column is not None and node is column[0]:
-                continue
-            if links >= BODY_LINK_DENSITY * chars and not (HEADLINE_CHARS and _headlines(node, links)) or (
-                    column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
-                node.remove()
-        if column is None:
-            break
-        parent = column[0]
-        depth += 1
-
-
-def _out_of_links(node) -> int:
-    """The characters of the node's text outside links."""
-    chars, links = _stats(node.text_lexbor())
-    return chars - links
-
-
-def _headlines(node, links: int) -> bool:
-    """Whether a block made of links is a list of headlines (a listing, whose links are its
-    content) rather than a menu: HEADLINE_LINKS links or more, of HEADLINE_CHARS characters on
-    average (a menu's items are a word or two)."""
-    n = node.text_lexbor().count("\x01")
-    return n >= HEADLINE_LINKS and links >= HEADLINE_CHARS * n
-
-
-def _repeated(items) -> bool:
-    """Whether most of the blocks are one element, three or more times: the cards of a listing or
-    a collection, the posts of a thread, the items of a grid."""
-    counts = {}
-    for node, _chars, _links in items:
-        counts[node.tag_id] = counts.get(node.tag_id, 0) + 1
-    top = max(counts.values())
-    return top >= 3 and 2 * top >= len(items)
 
 
 def _scanned(html: str | bytes, cut_navigation: bool = False, page: bool = False):
@@ -428,7 +355,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         # Posts of a thread (or cards) without a main landmark: the element that holds them all,
         # when it holds most of the page's text, rather than the body with its header's menus.
         # Articles named as comments are the readers' thread under a story, not the content.
-        root = _common_ancestor(articles, body)
+        root = common_ancestor(articles, body)
         if root is not None and _stats(root.text_lexbor())[0] < ARTICLES_SHARE * _stats(body.text_lexbor())[0]:
             root = None
     if root is None:
@@ -438,9 +365,9 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         for node in page_parts:
             if not in_section(node, body):
                 node.remove()
-        _drop_dense_blocks(body)
+        drop_dense_blocks(body)
         if small is not None and not is_under(small, body) and (
-                _out_of_links(body) < SMALL_MAIN_OUTWEIGHED * small_own):
+                out_of_links(body) < SMALL_MAIN_OUTWEIGHED * small_own):
             # The body's passes dropped the small main with the block around it and kept little
             # more text of their own: what they kept is the frame (a second site's template
             # around a stub), and the main is the content. A removed subtree is emptied, so the
@@ -512,26 +439,6 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
     if title and not titled(text, title):
         text = f"{title}\n{text}"
     return text
-
-
-def _common_ancestor(nodes, body):
-    """The deepest element under ``body`` that holds all of ``nodes``, or None when only
-    ``body`` does."""
-    chain = []
-    p = nodes[0].parent
-    while p is not None and p.mem_id != body.mem_id:
-        chain.append(p)
-        p = p.parent
-    ids = [c.mem_id for c in chain]
-    best = 0
-    for n in nodes[1:]:
-        p = n.parent
-        while p is not None and p.mem_id != body.mem_id and p.mem_id not in ids[best:]:
-            p = p.parent
-        if p is None or p.mem_id == body.mem_id:
-            return None
-        best = ids.index(p.mem_id)
-    return chain[best]
 
 
 def _main(html: str | bytes, url: str | None, with_page: bool = False):

@@ -1,0 +1,109 @@
+"""The layout of a page without landmarks, read off its blocks: the columns and menus under
+``<body>`` (blocks made of links, strips of links beside the content column), the cards of a
+listing kept whole, and the element that holds a thread's posts. Used by the main-content rules of
+:mod:`neardup.text.html`."""
+
+from __future__ import annotations
+
+from .html_scan import stats as _stats
+from .html_tree import BLOCK_DEPTH, get_ids
+
+# A block under this many characters is short: a strip of a page, a menu item, a label (a boxed
+# note of the content is longer, and prose).
+SHORT_CHARS = 200
+# Whether the passes go down the content column (to BLOCK_DEPTH) or stop at <body>'s children.
+DEEP_DENSE_BLOCKS = True
+
+# Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
+# the page (a header line, a footer with its links).
+STRIP_LINK_DENSITY = 0.2
+# Under <body> (no main landmark), a top-level block this dense in links is navigation too.
+BODY_LINK_DENSITY = 0.6
+# ...unless its links are headlines (see headlines): 3 or more, of 35 characters on average.
+HEADLINE_CHARS = 35
+HEADLINE_LINKS = 3
+
+
+def drop_dense_blocks(body) -> None:
+    """Under <body>, drop the blocks that are mostly links (menus without names): the top-level
+    blocks; then, level by level down to BLOCK_DEPTH, inside the block with the most text out of
+    links when it is a layout container (a ``div``, ``section``, ``center`` or ``form``: a column),
+    the blocks beside its own such column (a menu column beside the content column), and beside
+    it the short blocks half made of links (a strip of links with a line of text). Inside the
+    content (a paragraph holds the most text), a list of links stays: a table of contents; and
+    the blocks of a level made mostly of one element repeated are cards, kept whole."""
+    ids = get_ids()
+    blocks, containers = ids.body_blocks, ids.containers
+    parent, depth = body, 0
+    while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
+        # The element children, listed before any is removed (a removed node has no next sibling);
+        # iter() skips the text nodes in C (the form feeds between blocks make one per block).
+        items = []
+        for node in list(parent.iter()):
+            if node.tag_id in blocks:
+                chars, links = _stats(node.text_lexbor())
+                if chars:
+                    items.append((node, chars, links))
+        if not items:
+            break
+        if depth and repeated(items):
+            break  # cards of a listing (or posts of a thread): kept whole
+        column = max(items, key=lambda x: x[1] - x[2])
+        if column[0].tag_id not in containers:
+            column = None  # (a layout of menu and content columns is dense in links as a whole)
+        if depth and column is None:
+            break  # inside the content: a list of links there is the content's (a table of contents)
+        for node, chars, links in items:
+            if column is not None and node is column[0]:
+                continue
+            if links >= BODY_LINK_DENSITY * chars and not (HEADLINE_CHARS and headlines(node, links)) or (
+                    column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
+                node.remove()
+        if column is None:
+            break
+        parent = column[0]
+        depth += 1
+
+
+def out_of_links(node) -> int:
+    """The characters of the node's text outside links."""
+    chars, links = _stats(node.text_lexbor())
+    return chars - links
+
+
+def headlines(node, links: int) -> bool:
+    """Whether a block made of links is a list of headlines (a listing, whose links are its
+    content) rather than a menu: HEADLINE_LINKS links or more, of HEADLINE_CHARS characters on
+    average (a menu's items are a word or two)."""
+    n = node.text_lexbor().count("\x01")
+    return n >= HEADLINE_LINKS and links >= HEADLINE_CHARS * n
+
+
+def repeated(items) -> bool:
+    """Whether most of the blocks are one element, three or more times: the cards of a listing or
+    a collection, the posts of a thread, the items of a grid."""
+    counts = {}
+    for node, _chars, _links in items:
+        counts[node.tag_id] = counts.get(node.tag_id, 0) + 1
+    top = max(counts.values())
+    return top >= 3 and 2 * top >= len(items)
+
+
+def common_ancestor(nodes, body):
+    """The deepest element under ``body`` that holds all of ``nodes``, or None when only
+    ``body`` does."""
+    chain = []
+    p = nodes[0].parent
+    while p is not None and p.mem_id != body.mem_id:
+        chain.append(p)
+        p = p.parent
+    ids = [c.mem_id for c in chain]
+    best = 0
+    for n in nodes[1:]:
+        p = n.parent
+        while p is not None and p.mem_id != body.mem_id and p.mem_id not in ids[best:]:
+            p = p.parent
+        if p is None or p.mem_id == body.mem_id:
+            return None
+        best = ids.index(p.mem_id)
+    return chain[best]
