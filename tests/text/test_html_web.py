@@ -333,3 +333,43 @@ def test_wrapper_named_after_its_sidebar_layout_is_kept():
     # a sidebar of links beside the content still goes
     side = f"<div class=sidebar><ul>{MENU}</ul></div>"
     assert "Section 3" not in main(f"<html><body><main><p>{ARTICLE}</p>{side}</main></body></html>")
+
+
+def test_a_block_headed_as_recommendations_goes_wherever_it_stands():
+    # "Customers also viewed" in the middle of a product page (not in the text's tail): its cards
+    # go, the description after them stays; the heading stays too, so it may still end a tail
+    cards = "".join(f"<div class=card><a href=/p{i}>Other lamp {i}</a><span>$ {i}9.00</span></div>" for i in range(6))
+    html = (f"<html><body><main><h1>Desk lamp</h1><p>{ARTICLE}</p>"
+            f"<section><h2>Customers also viewed</h2>{cards}</section>"
+            f"<div><h2>Details</h2><p>The lamp's arm is steel, its shade is linen, and it takes one bulb.</p></div>"
+            "</main></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "its shade is linen" in text
+    assert "Other lamp" not in text
+    # a heading that heads no block of its own (its parent holds the content too) removes nothing
+    flat = (f"<html><body><main><h1>Desk lamp</h1><h2>Related</h2><p>The lamp's arm is steel.</p><p>{ARTICLE}</p>"
+            "</main></body></html>")
+    assert "The lamp's arm is steel" in main(flat)
+    # on a listing (a root made of links), a section of headlines called "Most read" is of the listing
+    stories = "".join(f"<li><a href=/s{i}>River {i} floods the valley again after the spring rains</a></li>"
+                      for i in range(8))
+    listing = (f"<html><body><main><h1>News</h1><ul>{stories}</ul>"
+               f"<section><h2>Most read</h2><ul>{stories.replace('River', 'Lake')}</ul></section></main></body></html>")
+    assert "Lake 7 floods" in main(listing)
+
+
+def test_a_main_holding_a_grid_of_cards_beside_a_longer_description_is_not_the_root():
+    # a shop's category: the main landmark is the grid of products; the category's description,
+    # longer, stands below it outside the main
+    cards = "".join(f"<article class=product><a href=/p{i}>Lamp {i}</a><span>$ {i}9.00</span></article>"
+                    for i in range(12))
+    description = " ".join(f"Our desk lamps {i} are chosen for a steady, warm light that does not tire the eyes."
+                           for i in range(12))
+    html = (f"<html><body><nav><ul>{MENU}</ul></nav><div><main><h1>Desk lamps</h1>{cards}</main>"
+            f"<div class=seo><p>{description}</p></div></div></body></html>")
+    text = main(html)
+    assert "Our desk lamps 11 are chosen" in text and "Lamp 3" in text and "Section 3" not in text
+    # the same grid without the description outside it: the main is the root
+    alone = html.replace(f"<div class=seo><p>{description}</p></div>", "<footer><p>Shop address</p></footer>")
+    text = main(alone)
+    assert "Lamp 3" in text and "Shop address" not in text

@@ -45,7 +45,7 @@ from .html_charset import decode_html, declared_charset, detect_charset, utf8_pa
 from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
 from .html_jsonld import from_description, json_ld_body
 from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, out_of_links
-from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_secondary, once, without_tail
+from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_headed_asides, drop_secondary, once, without_tail
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
@@ -87,8 +87,11 @@ HTML_MODES = ("main", "whole", "article")
 # of 200 characters or more (a teaser card wrapped in <a>) is not navigation whatever its class says;
 # a hidden or navigation-role block with most of the page's text goes only when 60 % links; a block
 # named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept;
-# 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation
-RULES_VERSION = 9
+# 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation;
+# 10: a block headed as recommendations ("Customers also viewed", "Related posts") goes wherever it
+# stands in a root not made of links; a main landmark holding a grid of cards and under half of the
+# body's text out of links gives the root up to the body (a category's description outside it)
+RULES_VERSION = 10
 
 _trafilatura = None
 
@@ -217,6 +220,22 @@ ROOT_FOOTERS = True
 ASIDE_CHARS = 1000
 # The captions of figures (figcaption) are dropped.
 DROP_CAPTIONS = True
+# A main landmark holding a grid of cards (MAIN_CARDS articles or more) and under this share of
+# the body's text out of links is the listing part of the page; its description (a category's
+# text, a blog's introduction) stands outside it: the body is the root.
+MAIN_OUTWEIGHED = 0.5
+MAIN_CARDS = 3
+
+
+def _card_grid_outweighed(main, own: int, articles, body) -> bool:
+    """Whether ``main`` (``own``: its characters out of links) holds MAIN_CARDS articles or
+    more and under MAIN_OUTWEIGHED of the body's text out of links."""
+    if sum(1 for a in articles if is_under(a, main)) < MAIN_CARDS:
+        return False
+    chars, links = _stats(body.text_lexbor())
+    return own < MAIN_OUTWEIGHED * (chars - links)
+
+
 def _css_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -340,6 +359,9 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         if chars < SMALL_MAIN_CHARS and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
             if not small_main:
                 small, small_own, root, root_text = root, chars - _stats(root_text)[1], None, None
+        elif MAIN_OUTWEIGHED and not small_main and _card_grid_outweighed(root, chars - _stats(root_text)[1], articles,
+                                                                           body):
+            root, root_text = None, None
         elif ARTICLE_IN_MAIN and articles:
             inner = []
             for a in articles:
@@ -416,6 +438,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
     if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:
         if drop_secondary(root):
             root_text = None
+    if drop_headed_asides(root):
+        root_text = None
     if USE_CLASSIFIER and html_blocks.classify_blocks(root):
         root_text = None
     text = _lines(root_text if root_text is not None else root.text_lexbor())

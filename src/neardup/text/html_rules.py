@@ -31,6 +31,17 @@ _TAIL_HEADING = re.compile(
     r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|also read|most read"
     r"|further reading|other articles|similar|recent (?:posts|articles|stories)|written by|categories"
     r"|follow us|share (?:on|via))\b|author\s*:?\s*$", re.I)
+# A heading that names what is recommended beside the content (other products, other stories):
+# the block it heads goes, wherever it stands in the content, when it is not most of the content.
+_ASIDE_HEADING = re.compile(
+    r"(?:related|you may also like|you might also like|you may like|you might like|recommended|also viewed"
+    r"|also bought|also purchased|also like|similar (?:items|products|posts|articles|stories)|more from"
+    r"|more like this|more to (?:explore|consider)|customers also|people also|frequently bought"
+    r"|popular|trending|most read|most popular|read next|up next|don't miss|more stories|more articles"
+    r"|recently viewed|sponsored)\b", re.I)
+HEADED_ASIDE_CHARS = 60
+HEADED_ASIDE_SHARE = 0.5
+HEADED_ASIDE_LINKS = 0.5
 # An element that would go as hidden or navigation holds "most of the page's text" above this share.
 MOST_TEXT = 0.5
 
@@ -57,6 +68,46 @@ class Holder:
         if self.total is None:
             self.total = _stats(self.body.text_lexbor())[0]
         return chars > MOST_TEXT * self.total
+
+
+def drop_headed_asides(root) -> bool:
+    """Drop the blocks headed (h2-h6 first in them) by a heading of what is recommended beside
+    the content ("Related articles", "Customers also viewed"), wherever they stand in the root,
+    when they hold under HEADED_ASIDE_SHARE of its text: the highest such block goes."""
+    found = []
+    for h in root.css("h2, h3, h4, h5, h6"):
+        t = h.text_lexbor()
+        if len(t) > HEADED_ASIDE_CHARS:
+            continue
+        t = t.replace("\x01", "").replace("\x02", "").strip()
+        if t and _ASIDE_HEADING.match(t):
+            found.append((h, t))
+    if not found:
+        return False
+    total, links = _stats(root.text_lexbor())
+    if links >= HEADED_ASIDE_LINKS * total:
+        return False  # a listing: its sections of headlines ("Most read") are of it
+    dropped = False
+    for h, t in found:
+        best, n = h, h.parent
+        while n is not None and n.mem_id != root.mem_id:
+            text = n.text_lexbor().replace("\x01", "").replace("\x02", "").lstrip()
+            if not text.startswith(t) or _stats(n.text_lexbor())[0] >= HEADED_ASIDE_SHARE * total:
+                break
+            best, n = n, n.parent
+        if best is h:
+            continue  # the heading heads no block of its own
+        # The block goes but its heading stays: a heading of an article's tail still ends the
+        # text there (without_tail), with what the page puts after the block.
+        n = h
+        while n.mem_id != best.mem_id:
+            parent = n.parent
+            for sibling in list(parent.iter()):
+                if sibling.mem_id != n.mem_id:
+                    sibling.remove()
+            n = parent
+        dropped = True
+    return dropped
 
 
 def without_tail(text: str) -> str:
