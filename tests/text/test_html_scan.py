@@ -41,6 +41,9 @@ CASES = [
     "<i class='border-top sticky-top ad-slot header-ad page-top'>w</i><b id=a-search-b>z</b>",
     "<script type='application/ld+json'>{\"@type\": \"Product\"}</script><script>\"Product\"</script>",
     "<script type=application/ld+json>{\"@type\": \"Product\"",
+    "<noscript><iframe src=t height=0 /></noscript><p>the page</p><noscript><script>x</noscript>y",
+    "<noscript><iframe src=t /><p>never closed",
+    "<iframe src=t />not in a noscript <p>swallowed</p>",
 ]
 
 
@@ -53,6 +56,20 @@ def _pages():
 def test_scan_matches_python(case, cut):
     assert _htmlscan.scan(case, cut) == html_scan.scan_python(case, cut)
     assert _htmlscan.scan(case.encode("utf-8"), cut) == html_scan.scan_python(case.encode("utf-8"), cut)
+
+
+def test_element_never_closed_in_a_noscript_ends_with_the_noscript():
+    # A browser running scripts reads a noscript's content as text up to </noscript>: an
+    # "<iframe ... />" there (iframe is no void element) does not swallow the rest of the page.
+    page = "<noscript><iframe src=https://tags.example/ns height=0 /></noscript><main><p>The page's text.</p></main>"
+    for scan in (_htmlscan.scan, html_scan.scan_python):
+        marked = scan(page, False)[0]
+        assert b"The page's text." in marked and b"<iframe" not in marked
+        # outside a noscript, the element runs to the end of the page, as a parser reads it
+        assert b"The page's text." not in scan(page.replace("noscript", "div"), False)[0]
+    from neardup.text.html import extract_text
+
+    assert extract_text(page) == "The page's text."
 
 
 def test_scan_matches_python_on_real_pages():

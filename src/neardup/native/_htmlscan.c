@@ -874,6 +874,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
     cut_region region;
     region.active = region.in_a = region.foreign = 0;
     int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);
+    int in_noscript = 0;
     title->title_at = SIZE_MAX;
     title->title_len = 0;
     while (i < n) {
@@ -892,12 +893,18 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
             const tag_info *info = t.name_len <= MAX_TAG ? find_tag(t.name, t.name_len) : NULL;
             if (info && !is_end && info->raw == 1) {  /* cut, with its content and end tag */
                 size_t e = find_end_tag(s, n, t.end, info->name);
+                int closed = e < n;
+                if (!closed && in_noscript)
+                    /* never closed inside <noscript>: a browser running scripts reads a noscript's
+                     * content as text up to </noscript>, where the element ends too (a tag
+                     * manager's "<iframe ... />" would otherwise swallow the rest of the page) */
+                    e = find_end_tag(s, n, t.end, "noscript");
                 /* schema.org data of a Product (the extraction reads its description): looked
                  * for in JSON-LD scripts only, which are small, rather than in the whole page */
                 if (info->name[1] == 'c' && contains(s + at, t.end - at, "ld+json") &&
                     contains(s + t.end, e - t.end, "\"Product\""))
                     f->flags |= F_PRODUCT_DATA;
-                if (e < n) {
+                if (closed) {
                     tag et;
                     read_tag(s, n, e, 1, &et, f);  /* an end tag: records nothing */
                     e = et.end;
@@ -905,6 +912,8 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                 i = e;
                 continue;
             }
+            if (info && info->flag == F_NOSCRIPT)
+                in_noscript = !is_end;
             if (info)
                 visible_tag(v, info, is_end);
             if (cut) {

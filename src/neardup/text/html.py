@@ -90,7 +90,8 @@ HTML_MODES = ("main", "whole", "article")
 # 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation;
 # 10: a block headed as recommendations ("Customers also viewed", "Related posts") goes wherever it
 # stands in a root not made of links; a main landmark holding a grid of cards and under half of the
-# body's text out of links gives the root up to the body (a category's description outside it)
+# body's text out of links gives the root up to the body (a category's description outside it); an
+# element never closed inside a noscript ends with it (as a browser running scripts reads it)
 RULES_VERSION = 10
 
 _trafilatura = None

@@ -387,6 +387,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
     title = None
     region = _Region()
     visible = _Visible() if page else None
+    in_noscript = False
     i = 0
     while i < n:
         at = s.find(b"<", i)
@@ -407,12 +408,19 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
             tag = name.decode("latin-1") if known else None
             if tag in _CUT and not is_end:
                 e = _find_end_tag(s, n, end, name)
+                closed = e < n
+                if not closed and in_noscript:
+                    # never closed inside <noscript>: a browser running scripts reads a noscript's
+                    # content as text up to </noscript>, where the element ends too
+                    e = _find_end_tag(s, n, end, b"noscript")
                 if tag == "script" and b"ld+json" in s[at:end] and b'"Product"' in s[end:e]:
                     found["flags"] |= FLAGS["PRODUCT_DATA"]
-                if e < n:
+                if closed:
                     e = _read_tag(s, n, e, True, found).end
                 i = e
                 continue
+            if tag == "noscript":
+                in_noscript = not is_end
             if tag is not None and visible is not None:
                 visible.tag(tag, is_end)
             if cut:
