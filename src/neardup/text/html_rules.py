@@ -38,7 +38,9 @@ _ASIDE_HEADING = re.compile(
     r"|also bought|also purchased|also like|similar (?:items|products|posts|articles|stories)|more from"
     r"|more like this|more to (?:explore|consider)|customers also|people also|frequently bought"
     r"|popular|trending|most read|most popular|read next|up next|don't miss|more stories|more articles"
-    r"|recently viewed|sponsored)\b", re.I)
+    r"|recently viewed|sponsored|more (?:topics|posts|threads|videos|news)|other (?:topics|posts|threads|articles"
+    r"|stories|products)|similar (?:threads|topics|questions)|suggested (?:topics|posts|threads|articles|products))\b",
+    re.I)
 HEADED_ASIDE_CHARS = 60
 HEADED_ASIDE_SHARE = 0.5
 HEADED_ASIDE_LINKS = 0.5
