@@ -373,3 +373,17 @@ def test_a_main_holding_a_grid_of_cards_beside_a_longer_description_is_not_the_r
     alone = html.replace(f"<div class=seo><p>{description}</p></div>", "<footer><p>Shop address</p></footer>")
     text = main(alone)
     assert "Lamp 3" in text and "Shop address" not in text
+
+
+def test_a_lone_small_article_is_a_teaser_not_the_root():
+    # a service page whose only <article> is a short news teaser in its side column
+    services = " ".join(f"We move households {i} across the state with trained crews and our own trucks." for i in range(30))
+    html = (f"<html><body><div><h1>Movers</h1><p>{services}</p></div>"
+            "<div><article><p>Posted in May</p><p>We won an award this year.</p><a href=/news>Continue</a></article>"
+            "</div></body></html>")
+    text = main(html)
+    assert "We move households 29" in text and "We won an award" in text
+    # the same article holding the page's text is the root
+    story = html.replace("We won an award this year.", ARTICLE).replace(f"<p>{services}</p>", "<p>Short intro.</p>")
+    text = main(story)
+    assert "Paragraph sentence 39" in text and "Short intro" not in text

@@ -91,7 +91,8 @@ HTML_MODES = ("main", "whole", "article")
 # 10: a block headed as recommendations ("Customers also viewed", "Related posts") goes wherever it
 # stands in a root not made of links; a main landmark holding a grid of cards and under half of the
 # body's text out of links gives the root up to the body (a category's description outside it); an
-# element never closed inside a noscript ends with it (as a browser running scripts reads it)
+# element never closed inside a noscript ends with it (as a browser running scripts reads it); a lone
+# article under a tenth of the body's text (a teaser) is no root
 RULES_VERSION = 10
 
 _trafilatura = None
@@ -202,14 +203,16 @@ CARD_LINK_CHARS = 200
 # links (not a menu), is a wrapper named after its layout ("has-sidebar"): it stays.
 NAMED_WRAPPER_SHARE = 0.7
 
-# A main landmark with less than this share of the body's text is a widget, not the content.
+# A main landmark (or, since rules 10, a lone article) with less than this share of the body's
+# text is a widget, not the content.
 SMALL_MAIN = 0.1
 # ...unless the body's passes drop it and keep under this many times its text out of links (a
 # frame around a stub, not a page around a widget).
 SMALL_MAIN_OUTWEIGHED = 3
 # The element holding several articles is the root when it holds this share of the body's text.
 ARTICLES_SHARE = 0.5
-# ...looked at only when shorter than this (the body's text is one more walk of the tree).
+# ...looked at only when shorter than this (the body's text is one more walk of the tree); the
+# same bound for a small main or lone article.
 SMALL_MAIN_CHARS = 1500
 # A main landmark holding one article whose text is at least this share of the main's is the
 # frame of the article (its related stories, comments and sign-up boxes beside it): the article
@@ -374,6 +377,10 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
                 root, root_text = inner[0], None
     if root is None and len(articles) == 1:
         root = articles[0]
+        if small is None:
+            chars = _stats(root.text_lexbor())[0]
+            if chars < SMALL_MAIN_CHARS and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
+                root = None  # a teaser or a widget marked as an article, not the page's content
     if root is None and len(articles) > 1 and _MARK_SECONDARY not in articles[0].attributes:
         # Posts of a thread (or cards) without a main landmark: the element that holds them all,
         # when it holds most of the page's text, rather than the body with its header's menus.
