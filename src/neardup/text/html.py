@@ -281,11 +281,14 @@ def _landmark_selector(flags: int) -> str:
 
 
 def _remove_all(root, selector: str, keep=None) -> None:
+    """Remove the elements ``selector`` matches, except those ``keep`` keeps: it is asked only
+    for the elements named in its ``tags`` (most matches are links and spans: no call)."""
     # remove() detaches without freeing (lexbor frees the whole document at once), so a node
     # matched inside an already removed subtree is still valid, and removing it again is
     # harmless; decompose() would free it under the caller's feet.
+    tags = keep.tags if keep is not None else ()
     for node in root.css(selector):
-        if keep is None or not keep(node):
+        if node.tag_id not in tags or not keep(node):
             node.remove()
 
 
@@ -378,9 +381,10 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
     if root is None and len(articles) == 1:
         root = articles[0]
         if small is None:
-            chars = _stats(root.text_lexbor())[0]
+            root_text = root.text_lexbor()
+            chars = _stats(root_text)[0]
             if chars < SMALL_MAIN_CHARS and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
-                root = None  # a teaser or a widget marked as an article, not the page's content
+                root = root_text = None  # a teaser or a widget marked as an article, not the page's content
     if root is None and len(articles) > 1 and _MARK_SECONDARY not in articles[0].attributes:
         # Posts of a thread (or cards) without a main landmark: the element that holds them all,
         # when it holds most of the page's text, rather than the body with its header's menus.
@@ -446,11 +450,11 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
     if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:
         if drop_secondary(root):
             root_text = None
-    if drop_headed_asides(root):
-        root_text = None
     if USE_CLASSIFIER and html_blocks.classify_blocks(root):
         root_text = None
     text = _lines(root_text if root_text is not None else root.text_lexbor())
+    if text and drop_headed_asides(root, text):
+        text = _lines(root.text_lexbor())
     if not text:
         return ""
     if REPEATED_LINE_CHARS:
