@@ -234,7 +234,12 @@ MAIN_CARDS = 3
 def _card_grid_outweighed(main, own: int, articles, body) -> bool:
     """Whether ``main`` (``own``: its characters out of links) holds MAIN_CARDS articles or
     more and under MAIN_OUTWEIGHED of the body's text out of links."""
-    if sum(1 for a in articles if is_under(a, main)) < MAIN_CARDS:
+    cards = 0
+    for a in articles:
+        cards += is_under(a, main)
+        if cards >= MAIN_CARDS:
+            break
+    else:
         return False
     chars, links = _stats(body.text_lexbor())
     return own < MAIN_OUTWEIGHED * (chars - links)
