@@ -29,11 +29,15 @@ def has_heading(root, heads) -> bool:
 
 
 _WORD = re.compile(r"\w+")
+# A dotted name, as of a file ("regex.h", "vector.tcc") or a host: a word, a dot, a short extension.
+_DOTTED = re.compile(r"\w+(?:\.\w+)*\.[^\W\d_]\w{0,3}\b")
 
 
 def titled(text: str, title: str) -> bool:
     """Whether the text's first lines carry the title: one holds the other, or they hold at
-    least half of the title's words."""
+    least half of the title's words outside dotted names. A file name is said where the file is
+    referred to ("Definition in file x.h"), not only in a heading: the title "x.h File Reference"
+    is not carried by a line that refers to x.h."""
     t = title.casefold()
     head = text.split("\n", 3)[:3]
     for line in head:
@@ -43,5 +47,5 @@ def titled(text: str, title: str) -> bool:
     words = set(_WORD.findall(t))
     if not words:
         return True
-    seen = set(_WORD.findall(" ".join(head).casefold()))
+    seen = set(_WORD.findall(_DOTTED.sub(" ", " ".join(head).casefold())))
     return 2 * len(words & seen) >= len(words)
