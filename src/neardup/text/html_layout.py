@@ -19,6 +19,10 @@ DEEP_DENSE_BLOCKS = True
 STRIP_LINK_DENSITY = 0.2
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
+# Below <body>, a level whose blocks have a heading among them (h1-h6, its text not a link) is
+# a section of the content, not a layout of columns: a heading introduces the blocks after it
+# (a short list of links under "Namespaces" is that section's content, not a strip of the page).
+SECTION_HEADINGS = True
 # ...unless its links are headlines (see headlines): 3 or more, of 35 characters on average.
 HEADLINE_CHARS = 35
 HEADLINE_LINKS = 3
@@ -38,14 +42,16 @@ def drop_dense_blocks(body) -> None:
     while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
         # The element children, listed before any is removed (a removed node has no next sibling);
         # iter() skips the text nodes in C (the form feeds between blocks make one per block).
-        items = []
+        items, headed = [], False
         for node in list(parent.iter()):
             if node.tag_id in blocks:
                 chars, links = _stats(node.text_lexbor())
                 if chars:
                     items.append((node, chars, links))
-        if not items:
-            break
+            elif node.tag_id in ids.headings and SECTION_HEADINGS:
+                headed = headed or out_of_links(node) > 0
+        if not items or depth and headed:
+            break  # (a heading of its own among the blocks: a section of the content, see SECTION_HEADINGS)
         if depth and repeated(items):
             break  # cards of a listing (or posts of a thread): kept whole
         column = max(items, key=lambda x: x[1] - x[2])
