@@ -59,10 +59,13 @@ def drop_dense_blocks(body) -> None:
             column = None  # (a layout of menu and content columns is dense in links as a whole)
         if depth and column is None:
             break  # inside the content: a list of links there is the content's (a table of contents)
+        after = False  # past the column: what follows it in reading order
         for node, chars, links in items:
             if column is not None and node is column[0]:
+                after = True
                 continue
-            if links >= BODY_LINK_DENSITY * chars and not (HEADLINE_CHARS and headlines(node, links)) or (
+            if links >= BODY_LINK_DENSITY * chars and not (HEADLINE_CHARS and (
+                    not depth or column is None or after and links > column[1] - column[2]) and headlines(node, links)) or (
                     column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
                 node.remove()
         if column is None:
