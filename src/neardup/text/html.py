@@ -87,8 +87,10 @@ HTML_MODES = ("main", "whole", "article")
 # of 200 characters or more (a teaser card wrapped in <a>) is not navigation whatever its class says;
 # a hidden or navigation-role block with most of the page's text goes only when 60 % links; a block
 # named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept;
-# 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation
-RULES_VERSION = 9
+# 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation;
+# 10: a title's words in a dotted name (a file referred to) do not make the text titled; below <body>, a level
+# with a heading among its blocks is the content's section; a column of headlines before the content is a menu
+RULES_VERSION = 10
 
 _trafilatura = None
 
