@@ -44,7 +44,7 @@ from . import html_blocks
 from .html_charset import decode_html, declared_charset, detect_charset, utf8_page
 from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
 from .html_jsonld import from_description, json_ld_body
-from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, out_of_links
+from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, ends, out_of_links
 from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_secondary, once, without_tail
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
@@ -178,6 +178,9 @@ _LANDMARK_FLAGS = ("main", "article", "header", "footer", "h1", "aside")
 # it is short (under SHORT_CHARS): what navigation looks like (a boxed note called "sidebar" is
 # long, and prose).
 LINK_DENSITY = 0.3
+# ...and, whatever its length, when no text follows it in the content: a page's footer (its
+# copyright and licence), not a boxed note, which has content after it.
+NAMED_ENDING = True
 # A main text shorter than this, on a page with <noscript>, is compared with the text of the
 # page as shown without scripts.
 NOSCRIPT_CHARS = 500
@@ -406,7 +409,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
             chars, links = _stats(node.text_lexbor())
             if node.tag_id == tag.link and chars >= CARD_LINK_CHARS > 0:
                 continue  # a link around a whole teaser is a card, whatever its class says
-            if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
+            if chars < SHORT_CHARS or links >= LINK_DENSITY * chars or NAMED_ENDING and ends(node, root):
                 if NAMED_WRAPPER_SHARE and chars >= SHORT_CHARS and links < BODY_LINK_DENSITY * chars:
                     # a wrapper named after its layout ("has-sidebar") around most of the content
                     if root_chars is None:

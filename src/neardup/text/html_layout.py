@@ -17,6 +17,10 @@ DEEP_DENSE_BLOCKS = True
 # Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
 # the page (a header line, a footer with its links).
 STRIP_LINK_DENSITY = 0.2
+# A block of the content that no text follows, under this many characters and without a heading,
+# is the page's footer when its name says so (see ends).
+ENDING_CHARS = 1000
+_HEADINGS = "h1, h2, h3, h4, h5, h6"
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
 # Below <body>, a level whose blocks have a heading among them (h1-h6, its text not a link) is
@@ -72,6 +76,23 @@ def drop_dense_blocks(body) -> None:
             break
         parent = column[0]
         depth += 1
+
+
+def ends(node, root) -> bool:
+    """Whether ``node`` is a footnote to ``root``'s text: no text follows it inside ``root``, it is
+    under ENDING_CHARS and has no heading of its own (what a page's footer is: its copyright and
+    licence; a boxed note of the content has content after it, a last section of the content
+    its heading)."""
+    if _stats(node.text_lexbor())[0] >= ENDING_CHARS or node.css_first(_HEADINGS) is not None:
+        return False
+    while node is not None and node.mem_id != root.mem_id:
+        sib = node.next
+        while sib is not None:
+            if _stats(sib.text_lexbor())[0]:
+                return False
+            sib = sib.next
+        node = node.parent
+    return node is not None
 
 
 def out_of_links(node) -> int:
