@@ -26,6 +26,11 @@ def test_a_file_name_referred_to_does_not_carry_the_title():
     assert titled("Details\nReference for file stream_reader\nmore", title)
     # and a line the title holds carries it as before
     assert titled("stream_reader.h File Reference\nDetails", title)
+    # a heading that says the file name with its folder says it as the title does, in order
+    assert titled("io/stream_reader.h File Reference\nDetails", title)
+    assert not titled("Reference: File io/stream_reader.h\nDetails", title)
+    # a word the title repeats counts once: "types ... types" in a line is not "Types from Types"
+    assert not titled("Types of every kind are other types.\nMore", "Making Types from Types")
 
 
 def test_the_title_goes_first_when_only_a_file_name_matches():
