@@ -83,3 +83,24 @@ def test_long_titles_after_a_short_content_column_are_its_listing():
     # ...but not beside a content column with more text of its own than they have
     text = main(_columns(False, f"<p>{PROSE} {PROSE} {PROSE}</p>"))
     assert "Sentence 11" in text and "Chapter 7" not in text
+
+
+NOTICE = ("Copyright 2001-2009 the authors of this manual. Distributed under the licence of the project; see the "
+          "file of the licence that comes with the sources, or the copy of it kept on the project's pages. "
+          "Permission is granted to copy and distribute verbatim copies of this manual, changes being noted.")
+
+
+def test_a_long_block_named_like_a_footer_that_ends_the_content_is_dropped():
+    assert len(NOTICE) > 200  # longer than a strip: only its place at the end tells it apart
+    html = f"<html><body><div><h1>Streams</h1><p>{PROSE}</p></div><div class=legal-copyright>{NOTICE}</div></body></html>"
+    text = main(html)
+    assert "Sentence 11" in text and "Permission is granted" not in text
+
+
+def test_a_long_named_block_with_content_after_it_or_a_heading_stays():
+    boxed = f"<div class=sidebar>{NOTICE}</div>"
+    html = f"<html><body><div><h1>Streams</h1><p>{PROSE}</p>{boxed}<p>The last word on streams.</p></div></body></html>"
+    assert "Permission is granted" in main(html)
+    headed = f"<div class=sidebar><h2>Licence</h2><p>{NOTICE}</p></div>"
+    html = f"<html><body><div><h1>Streams</h1><p>{PROSE}</p>{headed}</div></body></html>"
+    assert "Permission is granted" in main(html)

@@ -88,8 +88,10 @@ HTML_MODES = ("main", "whole", "article")
 # a hidden or navigation-role block with most of the page's text goes only when 60 % links; a block
 # named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept;
 # 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation;
-# 10: a title's words in a dotted name (a file referred to) do not make the text titled; below <body>, a level
-# with a heading among its blocks is the content's section; a column of headlines before the content is a menu
+# 10: a title's words in a dotted name (a file referred to) do not make the text titled, a line saying half of
+# them in order does; below <body>, a level with a heading among its blocks is the content's section; a column
+# of headlines before the content is a menu; a named block that ends the content (under 1,000 characters, no
+# heading) is the page's footer whatever its length
 RULES_VERSION = 10
 
 _trafilatura = None
