@@ -104,3 +104,11 @@ def test_a_long_named_block_with_content_after_it_or_a_heading_stays():
     headed = f"<div class=sidebar><h2>Licence</h2><p>{NOTICE}</p></div>"
     html = f"<html><body><div><h1>Streams</h1><p>{PROSE}</p>{headed}</div></body></html>"
     assert "Permission is granted" in main(html)
+
+
+def test_the_footer_of_a_short_page_is_not_taken_for_its_column():
+    # the notice has more text than the page's content: it would be the column
+    html = (f"<html><body><div><h1>Close</h1><p>A constant that closes a stream.</p></div>"
+            f"<table><tr><td><div class=site-copyright>{NOTICE}</div></td></tr></table></body></html>")
+    text = main(html)
+    assert "A constant that closes a stream." in text and "Permission is granted" not in text

@@ -44,7 +44,7 @@ from . import html_blocks
 from .html_charset import decode_html, declared_charset, detect_charset, utf8_page
 from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
 from .html_jsonld import from_description, json_ld_body
-from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, ends, out_of_links
+from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, out_of_links
 from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_secondary, once, without_tail
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
@@ -90,8 +90,8 @@ HTML_MODES = ("main", "whole", "article")
 # 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation;
 # 10: a title's words in a dotted name (a file referred to) do not make the text titled, a line saying half of
 # them in order does; below <body>, a level with a heading among its blocks is the content's section; a column
-# of headlines before the content is a menu; a named block that ends the content (under 1,000 characters, no
-# heading) is the page's footer whatever its length
+# of headlines before the content is a menu; <body>'s last block, named like navigation (under 1,000 characters,
+# no heading), is the page's footer whatever its length, and no content column
 RULES_VERSION = 10
 
 _trafilatura = None
@@ -180,9 +180,6 @@ _LANDMARK_FLAGS = ("main", "article", "header", "footer", "h1", "aside")
 # it is short (under SHORT_CHARS): what navigation looks like (a boxed note called "sidebar" is
 # long, and prose).
 LINK_DENSITY = 0.3
-# ...and, whatever its length, when no text follows it in the content: a page's footer (its
-# copyright and licence), not a boxed note, which has content after it.
-NAMED_ENDING = True
 # A main text shorter than this, on a page with <noscript>, is compared with the text of the
 # page as shown without scripts.
 NOSCRIPT_CHARS = 500
@@ -411,7 +408,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
             chars, links = _stats(node.text_lexbor())
             if node.tag_id == tag.link and chars >= CARD_LINK_CHARS > 0:
                 continue  # a link around a whole teaser is a card, whatever its class says
-            if chars < SHORT_CHARS or links >= LINK_DENSITY * chars or NAMED_ENDING and ends(node, root):
+            if chars < SHORT_CHARS or links >= LINK_DENSITY * chars:
                 if NAMED_WRAPPER_SHARE and chars >= SHORT_CHARS and links < BODY_LINK_DENSITY * chars:
                     # a wrapper named after its layout ("has-sidebar") around most of the content
                     if root_chars is None:

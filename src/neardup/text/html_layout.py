@@ -5,6 +5,7 @@ listing kept whole, and the element that holds a thread's posts. Used by the mai
 
 from __future__ import annotations
 
+from .html_scan import MARK_NAME
 from .html_scan import stats as _stats
 from .html_tree import BLOCK_DEPTH, get_ids
 
@@ -17,8 +18,8 @@ DEEP_DENSE_BLOCKS = True
 # Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
 # the page (a header line, a footer with its links).
 STRIP_LINK_DENSITY = 0.2
-# A block of the content that no text follows, under this many characters and without a heading,
-# is the page's footer when its name says so (see ends).
+# The last block under <body>, under this many characters and without a heading, is the page's
+# footer when its name says so (see page_footer), and is no candidate for the content column.
 ENDING_CHARS = 1000
 _HEADINGS = "h1, h2, h3, h4, h5, h6"
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
@@ -39,7 +40,8 @@ def drop_dense_blocks(body) -> None:
     the blocks beside its own such column (a menu column beside the content column), and beside
     it the short blocks half made of links (a strip of links with a line of text). Inside the
     content (a paragraph holds the most text), a list of links stays: a table of contents; and
-    the blocks of a level made mostly of one element repeated are cards, kept whole."""
+    the blocks of a level made mostly of one element repeated are cards, kept whole. The page's
+    footer, <body>'s last block, goes first whatever its length (see :func:`page_footer`)."""
     ids = get_ids()
     blocks, containers = ids.body_blocks, ids.containers
     parent, depth = body, 0
@@ -58,6 +60,9 @@ def drop_dense_blocks(body) -> None:
             break  # (a heading of its own among the blocks: a section of the content, see SECTION_HEADINGS)
         if depth and repeated(items):
             break  # cards of a listing (or posts of a thread): kept whole
+        if not depth and ENDING_CHARS and len(items) > 1 and page_footer(*items[-1][:2]):
+            # the page's footer, before it could be taken for the column of a short page
+            items.pop()[0].remove()
         column = max(items, key=lambda x: x[1] - x[2])
         if column[0].tag_id not in containers:
             column = None  # (a layout of menu and content columns is dense in links as a whole)
@@ -78,21 +83,22 @@ def drop_dense_blocks(body) -> None:
         depth += 1
 
 
-def ends(node, root) -> bool:
-    """Whether ``node`` is a footnote to ``root``'s text: no text follows it inside ``root``, it is
-    under ENDING_CHARS and has no heading of its own (what a page's footer is: its copyright and
-    licence; a boxed note of the content has content after it, a last section of the content
-    its heading)."""
-    if _stats(node.text_lexbor())[0] >= ENDING_CHARS or node.css_first(_HEADINGS) is not None:
+def page_footer(node, chars: int) -> bool:
+    """Whether the last block under <body> is the page's footer: no text follows it, it is under
+    ENDING_CHARS without a heading, and most of its text is in an element named like navigation
+    (a copyright and licence notice called "copyright-footer"), whatever its length and links. A
+    boxed note of the content is inside the content column; a last section has its heading."""
+    if chars >= ENDING_CHARS or node.css_first(_HEADINGS) is not None:
         return False
-    while node is not None and node.mem_id != root.mem_id:
-        sib = node.next
-        while sib is not None:
-            if _stats(sib.text_lexbor())[0]:
-                return False
-            sib = sib.next
-        node = node.parent
-    return node is not None
+    named = [node] if MARK_NAME in node.attributes else node.css(f"[{MARK_NAME}]")
+    if not any(2 * _stats(n.text_lexbor())[0] >= chars for n in named):
+        return False
+    sib = node.next
+    while sib is not None:  # (text straight under <body>, which is no block, may follow it)
+        if _stats(sib.text_lexbor())[0]:
+            return False
+        sib = sib.next
+    return True
 
 
 def out_of_links(node) -> int:
