@@ -90,9 +90,10 @@ NOTICE = ("Copyright 2001-2009 the authors of this manual. Distributed under the
           "Permission is granted to copy and distribute verbatim copies of this manual, changes being noted.")
 
 
-def test_a_long_block_named_like_a_footer_that_ends_the_content_is_dropped():
+def test_a_long_block_named_like_a_footer_that_ends_the_page_is_dropped():
     assert len(NOTICE) > 200  # longer than a strip: only its place at the end tells it apart
-    html = f"<html><body><div><h1>Streams</h1><p>{PROSE}</p></div><div class=legal-copyright>{NOTICE}</div></body></html>"
+    html = (f"<html><body><div><h1>Streams</h1><p>{PROSE}</p></div>"
+            f"<div class=legal-copyright>{NOTICE}</div></body></html>")
     text = main(html)
     assert "Sentence 11" in text and "Permission is granted" not in text
 

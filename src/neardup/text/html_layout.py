@@ -73,8 +73,10 @@ def drop_dense_blocks(body) -> None:
             if column is not None and node is column[0]:
                 after = True
                 continue
-            if links >= BODY_LINK_DENSITY * chars and not (HEADLINE_CHARS and (
-                    not depth or column is None or after and links > column[1] - column[2]) and headlines(node, links)) or (
+            # Headline links are a listing under <body> or where there is no column, and after the
+            # column when they outweigh its own text; before it, they are a side column (a menu).
+            as_listing = HEADLINE_CHARS and (not depth or column is None or after and links > column[1] - column[2])
+            if links >= BODY_LINK_DENSITY * chars and not (as_listing and headlines(node, links)) or (
                     column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
                 node.remove()
         if column is None:
