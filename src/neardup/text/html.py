@@ -92,7 +92,11 @@ HTML_MODES = ("main", "whole", "article")
 # stands in a root not made of links; a main landmark holding a grid of cards and under half of the
 # body's text out of links gives the root up to the body (a category's description outside it); an
 # element never closed inside a noscript ends with it (as a browser running scripts reads it); a lone
-# article under a tenth of the body's text (a teaser) is no root
+# article under a tenth of the body's text (a teaser) is no root;
+# a title's words in a dotted name (a file referred to) do not make the text titled, a line saying half of
+# them in order does; below <body>, a level with a heading among its blocks is the content's section; a column
+# of headlines before the content is a menu; <body>'s last block, named like navigation (under 1,000 characters,
+# no heading), is the page's footer whatever its length, and no content column
 RULES_VERSION = 10
 
 _trafilatura = None

@@ -5,6 +5,7 @@ listing kept whole, and the element that holds a thread's posts. Used by the mai
 
 from __future__ import annotations
 
+from .html_scan import MARK_NAME
 from .html_scan import stats as _stats
 from .html_tree import BLOCK_DEPTH, get_ids
 
@@ -17,8 +18,16 @@ DEEP_DENSE_BLOCKS = True
 # Beside the content column, a short block (under SHORT_CHARS) this dense in links is a strip of
 # the page (a header line, a footer with its links).
 STRIP_LINK_DENSITY = 0.2
+# The last block under <body>, under this many characters and without a heading, is the page's
+# footer when its name says so (see page_footer), and is no candidate for the content column.
+ENDING_CHARS = 1000
+_HEADINGS = "h1, h2, h3, h4, h5, h6"
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
+# Below <body>, a level whose blocks have a heading among them (h1-h6, its text not a link) is
+# a section of the content, not a layout of columns: a heading introduces the blocks after it
+# (a short list of links under "Namespaces" is that section's content, not a strip of the page).
+SECTION_HEADINGS = True
 # ...unless its links are headlines (see headlines): 3 or more, of 35 characters on average.
 HEADLINE_CHARS = 35
 HEADLINE_LINKS = 3
@@ -31,38 +40,67 @@ def drop_dense_blocks(body) -> None:
     the blocks beside its own such column (a menu column beside the content column), and beside
     it the short blocks half made of links (a strip of links with a line of text). Inside the
     content (a paragraph holds the most text), a list of links stays: a table of contents; and
-    the blocks of a level made mostly of one element repeated are cards, kept whole."""
+    the blocks of a level made mostly of one element repeated are cards, kept whole. The page's
+    footer, <body>'s last block, goes first whatever its length (see :func:`page_footer`)."""
     ids = get_ids()
     blocks, containers = ids.body_blocks, ids.containers
     parent, depth = body, 0
     while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
         # The element children, listed before any is removed (a removed node has no next sibling);
         # iter() skips the text nodes in C (the form feeds between blocks make one per block).
-        items = []
+        items, headed = [], False
         for node in list(parent.iter()):
             if node.tag_id in blocks:
                 chars, links = _stats(node.text_lexbor())
                 if chars:
                     items.append((node, chars, links))
-        if not items:
-            break
+            elif node.tag_id in ids.headings and SECTION_HEADINGS:
+                headed = headed or out_of_links(node) > 0
+        if not items or depth and headed:
+            break  # (a heading of its own among the blocks: a section of the content, see SECTION_HEADINGS)
         if depth and repeated(items):
             break  # cards of a listing (or posts of a thread): kept whole
+        if not depth and ENDING_CHARS and len(items) > 1 and page_footer(*items[-1][:2]):
+            # the page's footer, before it could be taken for the column of a short page
+            items.pop()[0].remove()
         column = max(items, key=lambda x: x[1] - x[2])
         if column[0].tag_id not in containers:
             column = None  # (a layout of menu and content columns is dense in links as a whole)
         if depth and column is None:
             break  # inside the content: a list of links there is the content's (a table of contents)
+        after = False  # past the column: what follows it in reading order
         for node, chars, links in items:
             if column is not None and node is column[0]:
+                after = True
                 continue
-            if links >= BODY_LINK_DENSITY * chars and not (HEADLINE_CHARS and headlines(node, links)) or (
+            # Headline links are a listing under <body> or where there is no column, and after the
+            # column when they outweigh its own text; before it, they are a side column (a menu).
+            as_listing = HEADLINE_CHARS and (not depth or column is None or after and links > column[1] - column[2])
+            if links >= BODY_LINK_DENSITY * chars and not (as_listing and headlines(node, links)) or (
                     column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
                 node.remove()
         if column is None:
             break
         parent = column[0]
         depth += 1
+
+
+def page_footer(node, chars: int) -> bool:
+    """Whether the last block under <body> is the page's footer: no text follows it, it is under
+    ENDING_CHARS without a heading, and most of its text is in an element named like navigation
+    (a copyright and licence notice called "copyright-footer"), whatever its length and links. A
+    boxed note of the content is inside the content column; a last section has its heading."""
+    if chars >= ENDING_CHARS or node.css_first(_HEADINGS) is not None:
+        return False
+    named = [node] if MARK_NAME in node.attributes else node.css(f"[{MARK_NAME}]")
+    if not any(2 * _stats(n.text_lexbor())[0] >= chars for n in named):
+        return False
+    sib = node.next
+    while sib is not None:  # (text straight under <body>, which is no block, may follow it)
+        if _stats(sib.text_lexbor())[0]:
+            return False
+        sib = sib.next
+    return True
 
 
 def out_of_links(node) -> int:
