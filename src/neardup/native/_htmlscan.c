@@ -34,7 +34,9 @@
  *       flags: a bit per element of TAGS that has a start tag in the page, and the attribute
  *         bits below (hidden, a style that hides, the navigation, main and complementary
  *         roles), so that the caller queries the tree only for what the page has, and
- *         PRODUCT_DATA when a JSON-LD script names a "Product";
+ *         JSON_LD when a script's start tag says "ld+json" (any case), PRODUCT_DATA when such
+ *         a script names a "Product", and ASIDE_HEADING when the text of an h2-h6 opens with
+ *         one of ASIDE_WORDS (below);
  *       title: the raw text of the first <title> element (entities not decoded), or None;
  *       class_names, ids: the class tokens and id values that name navigation (the vocabulary
  *         below), each once, in the order met;
@@ -94,7 +96,7 @@ enum {
     /* attributes */
     F_HIDDEN = 1 << 20, F_STYLE_HIDDEN = 1 << 21, F_ROLE_NAV = 1 << 22, F_ROLE_MAIN = 1 << 23,
     F_ROLE_COMPLEMENTARY = 1 << 24, F_NAMED = 1 << 25, F_OWN_MARKS = 1 << 26, F_SECONDARY = 1 << 27,
-    F_PRODUCT_DATA = 1 << 28,
+    F_PRODUCT_DATA = 1 << 28, F_JSON_LD = 1 << 29, F_ASIDE_HEADING = 1 << 30,
 };
 
 /* per start tag */
@@ -868,6 +870,63 @@ static int cut_inside(cut_region *c, const tag *t, int kind, int is_end) {
     return k == 0 ? 1 : 0;
 }
 
+/* The words that open a heading of what a page recommends beside its content ("Related posts",
+ * "Customers also viewed", "More from ..."): the extraction drops the block such a heading opens
+ * (text/html_rules.py, drop_headed_asides), and looks for it only on a page where the scan saw
+ * one. The same list is html_scan.ASIDE_WORDS (a test compares them). */
+static const char *const ASIDE_WORDS[] = {
+    "related", "you may also like", "you might also like", "you may like", "you might like", "recommended",
+    "also viewed", "also bought", "also purchased", "also like", "similar items", "similar products",
+    "similar posts", "similar articles", "similar stories", "similar threads", "similar topics",
+    "similar questions", "more from", "more like this", "more to explore", "more to consider",
+    "customers also", "people also", "frequently bought", "popular", "trending", "most read", "most popular",
+    "read next", "up next", "don't miss", "more stories", "more articles", "more topics", "more posts",
+    "more threads", "more videos", "more news", "other topics", "other posts", "other threads",
+    "other articles", "other stories", "other products", "recently viewed", "sponsored", "suggested topics",
+    "suggested posts", "suggested threads", "suggested articles", "suggested products",
+};
+#define NASIDE_WORDS (sizeof(ASIDE_WORDS) / sizeof(ASIDE_WORDS[0]))
+
+/* 1 when the text s[from, to) opens, after HTML white space, with one of ASIDE_WORDS (ASCII
+ * letters in any case) that ends the text or is followed by a byte other than an ASCII letter,
+ * digit or '_' and other than a byte of a multi-byte character; 0 when not; -1 when the text
+ * is all white space (the heading's text is still to come, after a tag). */
+static int opens_aside(const unsigned char *s, size_t from, size_t to) {
+    while (from < to && is_html_space(s[from]))
+        from++;
+    if (from == to)
+        return -1;
+    for (size_t k = 0; k < NASIDE_WORDS; k++) {
+        const char *w = ASIDE_WORDS[k];
+        size_t l = strlen(w), j = 0;
+        if (to - from < l)
+            continue;
+        while (j < l && ascii_lower(s[from + j]) == (unsigned char)w[j])
+            j++;
+        if (j < l)
+            continue;
+        if (from + l == to)
+            return 1;
+        unsigned char c = s[from + l];
+        if (!(is_alnum_lower(ascii_lower(c)) || c == '_' || c >= 0x80))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether a script's start tag s[from, to) says "ld+json", in any case. */
+static int says_json_ld(const unsigned char *s, size_t from, size_t to) {
+    static const char w[] = "ld+json";
+    for (size_t i = from; i + 7 <= to; i++) {
+        size_t j = 0;
+        while (j < 7 && ascii_lower(s[i + j]) == (unsigned char)w[j])
+            j++;
+        if (j == 7)
+            return 1;
+    }
+    return 0;
+}
+
 static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title, visible *v, int strip,
                       int cut) {
     size_t i = 0;
@@ -875,6 +934,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
     region.active = region.in_a = region.foreign = 0;
     int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);
     int in_noscript = 0;
+    int heading_open = 0;  /* after an h2-h6 start tag, before its first text */
     title->title_at = SIZE_MAX;
     title->title_len = 0;
     while (i < n) {
@@ -882,6 +942,14 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
         size_t at = lt ? (size_t)(lt - s) : n;
         copy_text(out, s, i, at, clean);
         visible_add(v, s, i, at);
+        if (heading_open && at > i) {
+            int r = opens_aside(s, i, at);
+            if (r >= 0) {
+                if (r)
+                    f->flags |= F_ASIDE_HEADING;
+                heading_open = 0;
+            }
+        }
         if (at >= n)
             break;
         i = at;
@@ -901,9 +969,11 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                     e = find_end_tag(s, n, t.end, "noscript");
                 /* schema.org data of a Product (the extraction reads its description): looked
                  * for in JSON-LD scripts only, which are small, rather than in the whole page */
-                if (info->name[1] == 'c' && contains(s + at, t.end - at, "ld+json") &&
-                    contains(s + t.end, e - t.end, "\"Product\""))
-                    f->flags |= F_PRODUCT_DATA;
+                if (info->name[1] == 'c' && says_json_ld(s, at, t.end)) {
+                    f->flags |= F_JSON_LD;
+                    if (contains(s + at, t.end - at, "ld+json") && contains(s + t.end, e - t.end, "\"Product\""))
+                        f->flags |= F_PRODUCT_DATA;
+                }
                 if (closed) {
                     tag et;
                     read_tag(s, n, e, 1, &et, f);  /* an end tag: records nothing */
@@ -914,6 +984,9 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
             }
             if (info && info->flag == F_NOSCRIPT)
                 in_noscript = !is_end;
+            if (info && info->name[0] == 'h' && info->name[1] >= '2' && info->name[1] <= '6' && !info->name[2] &&
+                !(f->flags & F_ASIDE_HEADING))
+                heading_open = !is_end;
             if (info)
                 visible_tag(v, info, is_end);
             if (cut) {
@@ -1154,11 +1227,31 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
         {"HIDDEN", F_HIDDEN}, {"STYLE_HIDDEN", F_STYLE_HIDDEN}, {"ROLE_NAV", F_ROLE_NAV},
         {"ROLE_MAIN", F_ROLE_MAIN}, {"ROLE_COMPLEMENTARY", F_ROLE_COMPLEMENTARY}, {"NAMED", F_NAMED},
         {"OWN_MARKS", F_OWN_MARKS}, {"SECONDARY", F_SECONDARY}, {"PRODUCT_DATA", F_PRODUCT_DATA},
+        {"JSON_LD", F_JSON_LD}, {"ASIDE_HEADING", F_ASIDE_HEADING},
     };
     for (size_t k = 0; k < sizeof(consts) / sizeof(consts[0]); k++)
         if (PyModule_AddIntConstant(m, consts[k].name, consts[k].value) < 0) {
             Py_DECREF(m);
             return NULL;
         }
+    PyObject *words = PyTuple_New((Py_ssize_t)NASIDE_WORDS);
+    if (!words) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (size_t k = 0; k < NASIDE_WORDS; k++) {
+        PyObject *w = PyUnicode_FromString(ASIDE_WORDS[k]);
+        if (!w) {
+            Py_DECREF(words);
+            Py_DECREF(m);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(words, (Py_ssize_t)k, w);
+    }
+    if (PyModule_AddObject(m, "ASIDE_WORDS", words) < 0) {
+        Py_DECREF(words);
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

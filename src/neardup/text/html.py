@@ -462,7 +462,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
     if USE_CLASSIFIER and html_blocks.classify_blocks(root):
         root_text = None
     text = _lines(root_text if root_text is not None else root.text_lexbor())
-    if text and drop_headed_asides(root, text):
+    if flags & _FLAGS["ASIDE_HEADING"] and text and drop_headed_asides(root):
         text = _lines(root.text_lexbor())
     if not text:
         return ""
@@ -504,7 +504,7 @@ def _main_text(html: str | bytes, url: str | None, scanned) -> str | None:
         alt = _fast(html, "main", scanned, noscript=True)
         if alt and len(alt) > 2 * len(out or "") and len(alt) - len(out or "") >= NOSCRIPT_GAIN_CHARS:
             out = alt
-    if len(out or "") < JSON_LD_CHARS:
+    if len(out or "") < JSON_LD_CHARS and scanned[1] & _FLAGS["JSON_LD"]:
         data = html if isinstance(html, bytes) else html.encode("utf-8", "replace")
         body = json_ld_body(data, _markup_text)
         if body and len(body) > 2 * len(out or ""):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from .html_scan import ASIDE_WORDS
 from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
@@ -33,14 +34,7 @@ _TAIL_HEADING = re.compile(
     r"|follow us|share (?:on|via))\b|author\s*:?\s*$", re.I)
 # A heading that names what is recommended beside the content (other products, other stories):
 # the block it heads goes, wherever it stands in the content, when it is not most of the content.
-_ASIDE_WORDS = (
-    r"(?:related|you may also like|you might also like|you may like|you might like|recommended|also viewed"
-    r"|also bought|also purchased|also like|similar (?:items|products|posts|articles|stories)|more from"
-    r"|more like this|more to (?:explore|consider)|customers also|people also|frequently bought"
-    r"|popular|trending|most read|most popular|read next|up next|don't miss|more stories|more articles"
-    r"|recently viewed|sponsored|more (?:topics|posts|threads|videos|news)|other (?:topics|posts|threads|articles"
-    r"|stories|products)|similar (?:threads|topics|questions)|suggested (?:topics|posts|threads|articles|products))\b")
-_ASIDE_HEADING = re.compile(_ASIDE_WORDS, re.I)
+_ASIDE_HEADING = re.compile("(?:" + "|".join(re.escape(w) for w in ASIDE_WORDS) + r")\b", re.I)
 HEADED_ASIDE_CHARS = 60
 HEADED_ASIDE_SHARE = 0.5
 HEADED_ASIDE_LINKS = 0.5
@@ -73,14 +67,11 @@ class Holder:
         return chars > MOST_TEXT * self.total
 
 
-def drop_headed_asides(root, text: str) -> bool:
+def drop_headed_asides(root) -> bool:
     """Drop the blocks headed (h2-h6 first in them) by a heading of what is recommended beside
     the content ("Related articles", "Customers also viewed"), wherever they stand in the root,
-    when they hold under HEADED_ASIDE_SHARE of its text: the highest such block goes. ``text`` is
-    the root's text as lines, which tells most pages (without such a heading) at once."""
-    match = _ASIDE_HEADING.match
-    if not any(match(line) for line in text.split("\n") if len(line) <= HEADED_ASIDE_CHARS):
-        return False
+    when they hold under HEADED_ASIDE_SHARE of its text: the highest such block goes. Called for
+    the pages whose scan saw such a heading (ASIDE_HEADING)."""
     found = []
     for h in root.css("h2, h3, h4, h5, h6"):
         t = h.text_lexbor()

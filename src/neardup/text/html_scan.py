@@ -45,7 +45,39 @@ _TAG_FLAGS = {"main": 1 << 0, "article": 1 << 1, "header": 1 << 2, "footer": 1 <
 FLAGS = {name.upper(): bit for name, bit in _TAG_FLAGS.items()}
 FLAGS.update({"HIDDEN": 1 << 20, "STYLE_HIDDEN": 1 << 21, "ROLE_NAV": 1 << 22, "ROLE_MAIN": 1 << 23,
               "ROLE_COMPLEMENTARY": 1 << 24, "NAMED": 1 << 25, "OWN_MARKS": 1 << 26,
-              "SECONDARY": 1 << 27, "PRODUCT_DATA": 1 << 28})
+              "SECONDARY": 1 << 27, "PRODUCT_DATA": 1 << 28, "JSON_LD": 1 << 29, "ASIDE_HEADING": 1 << 30})
+
+#: The words that open a heading of what a page recommends beside its content ("Related posts",
+#: "Customers also viewed"): ASIDE_HEADING when the text of an h2-h6 opens with one (the C scan's
+#: list, compared by a test).
+ASIDE_WORDS = (
+    "related", "you may also like", "you might also like", "you may like", "you might like", "recommended",
+    "also viewed", "also bought", "also purchased", "also like", "similar items", "similar products",
+    "similar posts", "similar articles", "similar stories", "similar threads", "similar topics",
+    "similar questions", "more from", "more like this", "more to explore", "more to consider",
+    "customers also", "people also", "frequently bought", "popular", "trending", "most read", "most popular",
+    "read next", "up next", "don't miss", "more stories", "more articles", "more topics", "more posts",
+    "more threads", "more videos", "more news", "other topics", "other posts", "other threads",
+    "other articles", "other stories", "other products", "recently viewed", "sponsored", "suggested topics",
+    "suggested posts", "suggested threads", "suggested articles", "suggested products",
+)
+_ASIDE_WORDS = tuple(w.encode() for w in ASIDE_WORDS)
+_HEADINGS = frozenset({"h2", "h3", "h4", "h5", "h6"})
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _opens_aside(text: bytes) -> int:
+    """1 when ``text`` opens, after HTML white space, with one of ASIDE_WORDS (ASCII letters in
+    any case) ending it or followed by a byte other than an ASCII letter, digit or '_' and other
+    than a byte of a multi-byte character; 0 when not; -1 when it is all white space."""
+    text = text.lstrip(_SPACE)
+    if not text:
+        return -1
+    low = bytes(c + 32 if 65 <= c <= 90 else c for c in text[:24])
+    for w in _ASIDE_WORDS:
+        if low.startswith(w) and (len(text) == len(w) or (text[len(w)] not in _WORD_BYTES and text[len(w)] < 0x80)):
+            return 1
+    return 0
 
 _BLOCK = frozenset(
     """address article aside blockquote body br caption center dd details dialog dir div dl dt fieldset
@@ -388,6 +420,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
     region = _Region()
     visible = _Visible() if page else None
     in_noscript = False
+    heading_open = False  # after an h2-h6 start tag, before its first text
     i = 0
     while i < n:
         at = s.find(b"<", i)
@@ -396,6 +429,12 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
         _copy_text(out, s, i, at)
         if visible is not None:
             visible.add(s[i:at])
+        if heading_open and at > i:
+            r = _opens_aside(s[i:at])
+            if r >= 0:
+                if r:
+                    found["flags"] |= FLAGS["ASIDE_HEADING"]
+                heading_open = False
         if at >= n:
             break
         i = at
@@ -413,14 +452,18 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                     # never closed inside <noscript>: a browser running scripts reads a noscript's
                     # content as text up to </noscript>, where the element ends too
                     e = _find_end_tag(s, n, end, b"noscript")
-                if tag == "script" and b"ld+json" in s[at:end] and b'"Product"' in s[end:e]:
-                    found["flags"] |= FLAGS["PRODUCT_DATA"]
+                if tag == "script" and b"ld+json" in s[at:end].lower():
+                    found["flags"] |= FLAGS["JSON_LD"]
+                    if b"ld+json" in s[at:end] and b'"Product"' in s[end:e]:
+                        found["flags"] |= FLAGS["PRODUCT_DATA"]
                 if closed:
                     e = _read_tag(s, n, e, True, found).end
                 i = e
                 continue
             if tag == "noscript":
                 in_noscript = not is_end
+            if tag in _HEADINGS and not found["flags"] & FLAGS["ASIDE_HEADING"]:
+                heading_open = not is_end
             if tag is not None and visible is not None:
                 visible.tag(tag, is_end)
             if cut:
