@@ -51,6 +51,7 @@ import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
+from urllib.parse import quote
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -109,7 +110,7 @@ def write_inputs(pages: list[tuple[str, bytes]], out: Path) -> dict[str, str]:
             (folder / f"{name}.html").write_bytes(data)
             fj.write(orjson.dumps({"id": ident, "html": data.decode("utf-8", "replace")}) + b"\n")
             http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
-            w.write_record(w.create_warc_record(f"https://docs.example/{ident}.html", "response",
+            w.write_record(w.create_warc_record(f"https://docs.example/{quote(ident)}.html", "response",
                                                 payload=io.BytesIO(data), http_headers=http))
     return {"jsonl": str(jsonl), "folder": str(folder), "warc.gz": str(warc)}
 
