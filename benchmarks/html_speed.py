@@ -5,17 +5,18 @@ or a bigger set that amortises the command's start-up (~1 s: interpreter, import
 crawl does: the ``.html`` files of folders (``--pages DIR``, walked recursively, repeatable;
 ``--min-bytes`` leaves out stubs such as redirect pages, ``--max-pages`` takes that many spread
 evenly over the sorted paths) and the 2,008 real pages of WCXB (``--wcxb DIR``: its
-``dev/html/*.html.gz`` and ``test/html/*.html.gz``, decompressed), are written three ways: a JSONL of HTML (``{"id", "html"}``, read with ``--content html
---text-field html``), a folder of ``.html`` files and a ``.warc.gz`` (one gzip member per
-record, as crawlers write them). Then, in one run, taking turns:
+``dev/html/*.html.gz`` and ``test/html/*.html.gz``, decompressed), are written three ways: a
+JSONL of HTML (``{"id", "html"}``, read with ``--content html --text-field html``), a folder of
+``.html`` files and a ``.warc.gz`` (one gzip member per record, as crawlers write them). Then, in
+one run, taking turns:
 
 - ``neardup dedup`` of each, whole command (a child process, ``--jobs`` = all the cores this
   process may use, kept corpus written), with the extraction in worker processes (the default)
   and in threads (``NEARDUP_EXTRACT_WORKERS=threads``): wall time, CPU time of all its processes
   (this process is the subreaper of its descendants, so the forkserver, whose workers are not the
   command's children, is reaped here and its time and its workers' are counted), the pages/s that
-  CPU time gives on free cores (CPU time / cores), and where the time goes (``summary.json``'s
-  ``seconds``: read and sketch, cluster, write...);
+  CPU time gives on free cores (CPU time / cores), the pages per CPU-second, and where the time
+  goes (``summary.json``'s ``seconds``: read and sketch, cluster, write...);
 - resiliparse 2.0's ``extract_plain_text(HTMLTree.parse(html), main_content=True)`` alone on one
   core, over the same pages, decoded beforehand (the least it takes to get the text);
 - neardup's extraction alone on one core (``extract_text`` on the raw bytes, decoding included);
