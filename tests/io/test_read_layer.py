@@ -9,7 +9,7 @@ import pytest
 
 from neardup.config import DedupConfig
 from neardup.io.read import RecordReader, read_documents, record_fields, record_reader
-from neardup.io.read.compression import MAGIC_BYTES, compression_of, decompressor, open_decompressed
+from neardup.io.read.compression import MAGIC_BYTES, compression_of, decompressor, open_decompressed, read_whole
 
 
 def test_the_reader_of_a_run_keeps_the_fields_the_run_uses():
@@ -55,3 +55,7 @@ def test_compression_is_known_by_its_bytes_whatever_the_name(tmp_path, codec, co
             assert stream.read() == data
             assert raw.tell() == path.stat().st_size  # what the planner measures a sample by
     assert [r.text for r in read_documents([str(path)], format="jsonl")][-1] == "line 1999"
+    # unbuffered, whole or cut after the limit: the same bytes as through the buffered stream
+    for limit, want in ((None, data), (len(data), data), (len(data) - 1, data), (99, data[:100])):
+        with open_decompressed(str(path), buffering=0) as fh:
+            assert read_whole(fh, limit) == want

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...text.html import decode_html
 from ..documents import Skipped
-from .compression import open_decompressed
+from .compression import open_decompressed, read_whole
 from .extract import PendingPage
 from .rows import decode_text, finish_record, has_nul, with_claims
 from .sources import failure_reason, size_of
@@ -29,8 +29,8 @@ def file_record(reader, path: str, fmt: str, n: int):
             size = size_of(path)
             if size > reader.max_bytes:
                 return Skipped(path, n, path, "too_large", f"file of {size} bytes is over the {reader.max_bytes} byte limit")
-        with open_decompressed(path) as fh:  # a compressed text or page (.txt.gz) is decompressed
-            data = fh.read() if reader.max_bytes is None else fh.read(reader.max_bytes + 1)
+        with open_decompressed(path, buffering=0) as fh:  # a compressed text or page (.txt.gz) is decompressed
+            data = read_whole(fh, reader.max_bytes)
     except Exception as exc:  # noqa: BLE001 - I/O error, corrupt compressed stream
         return Skipped(path, n, path, "unreadable_file", f"cannot read the file: {failure_reason(exc)}")
     if reader.max_bytes is not None and len(data) > reader.max_bytes:

@@ -85,9 +85,9 @@ def looks_like_html(body: bytes) -> bool:
 def probe_file(path: str) -> tuple[str | None, str]:
     """``(why it cannot be read, or None; its format)`` of one file, from its first bytes."""
     try:
-        with open_decompressed(path) as fh:
+        with open_decompressed(path, buffering=0) as fh:  # unbuffered: a read buffer would read a MiB ahead
             compressed = isinstance(fh, Decompressed)
-            try:  # straight from the decompressor: the buffer would read a MiB ahead
+            try:  # straight from the decompressor, for the same reason
                 head = (fh.raw if compressed else fh).read(SNIFF_BYTES)
             except Exception:  # noqa: BLE001 - corrupt from the start: the reader reports where
                 head = b""
