@@ -44,6 +44,9 @@ CASES = [
     "<noscript><iframe src=t height=0 /></noscript><p>the page</p><noscript><script>x</noscript>y",
     "<noscript><iframe src=t /><p>never closed",
     "<iframe src=t />not in a noscript <p>swallowed</p>",
+    "<h2>Related posts</h2><H3 class=x>\n <a href=y>You may ALSO like</a></H3><h2>Relatedness</h2>",
+    "<h2> </h2><p>Related</p><h4>related\u00e9</h4><h5>up next_</h5><h6>Sponsored",
+    "<script type='Application/LD+JSON'>{}</script><script>ld+json</script>",
 ]
 
 
@@ -56,6 +59,22 @@ def _pages():
 def test_scan_matches_python(case, cut):
     assert _htmlscan.scan(case, cut) == html_scan.scan_python(case, cut)
     assert _htmlscan.scan(case.encode("utf-8"), cut) == html_scan.scan_python(case.encode("utf-8"), cut)
+
+
+def test_aside_heading_and_json_ld_flags():
+    assert _htmlscan.ASIDE_WORDS == html_scan.ASIDE_WORDS
+    aside, json_ld = html_scan.FLAGS["ASIDE_HEADING"], html_scan.FLAGS["JSON_LD"]
+    for scan in (_htmlscan.scan, html_scan.scan_python):
+        def flags(page):
+            return scan(page, True)[1]
+        assert flags("<h2><a href=x>\n Customers also viewed</a></h2>") & aside
+        assert flags("<h3>More from the author</h3>") & aside
+        # the words open the heading's own text, as whole words
+        assert not flags("<h2>Relatedness</h2>") & aside
+        assert not flags("<h2>Our story</h2><p>Related</p>") & aside
+        assert not flags("<p>Related</p><h1>Related</h1>") & aside
+        assert flags("<script type='application/LD+json'>{}</script>") & json_ld
+        assert not flags("<script>var t = 'json';</script><p>ld+json</p>") & json_ld
 
 
 def test_element_never_closed_in_a_noscript_ends_with_the_noscript():
