@@ -391,8 +391,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         root = articles[0]
         if small is None:
             root_text = root.text_lexbor()
-            chars = _stats(root_text)[0]
-            if chars < SMALL_MAIN_CHARS and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
+            # (a text's characters are at most its length: most articles are told by it)
+            if len(root_text) < SMALL_MAIN_CHARS and _stats(root_text)[0] < SMALL_MAIN * _stats(body.text_lexbor())[0]:
                 root = root_text = None  # a teaser or a widget marked as an article, not the page's content
     if root is None and len(articles) > 1 and _MARK_SECONDARY not in articles[0].attributes:
         # Posts of a thread (or cards) without a main landmark: the element that holds them all,
