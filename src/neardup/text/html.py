@@ -366,17 +366,16 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
     sized = []
     for m in mains:
         t = m.text_lexbor()
-        chars = _stats(t)[0]
+        chars, links = _stats(t)
         if chars:
-            sized.append((chars, t, m))
+            sized.append((chars, links, t, m))
     if sized:
         # The main landmark with the most text (a page may mark a small widget as main too).
-        chars, root_text, root = max(sized, key=lambda x: x[0])
+        chars, links, root_text, root = max(sized, key=lambda x: x[0])
         if chars < SMALL_MAIN_CHARS and chars < SMALL_MAIN * _stats(body.text_lexbor())[0]:
             if not small_main:
-                small, small_own, root, root_text = root, chars - _stats(root_text)[1], None, None
-        elif MAIN_OUTWEIGHED and not small_main and _card_grid_outweighed(root, chars - _stats(root_text)[1], articles,
-                                                                           body):
+                small, small_own, root, root_text = root, chars - links, None, None
+        elif MAIN_OUTWEIGHED and not small_main and _card_grid_outweighed(root, chars - links, articles, body):
             root, root_text = None, None
         elif ARTICLE_IN_MAIN and articles:
             inner = []

@@ -36,6 +36,7 @@ _TAIL_HEADING = re.compile(
 # the block it heads goes, wherever it stands in the content, when it is not most of the content.
 _ASIDE_HEADING = re.compile("(?:" + "|".join(re.escape(w) for w in ASIDE_WORDS) + r")\b", re.I)
 HEADED_ASIDE_CHARS = 60
+_BLANK_OR_MARK = " \t\n\r\x0c\x01\x02"
 HEADED_ASIDE_SHARE = 0.5
 HEADED_ASIDE_LINKS = 0.5
 # An element that would go as hidden or navigation holds "most of the page's text" above this share.
@@ -89,8 +90,10 @@ def drop_headed_asides(root) -> bool:
     for h, t in found:
         best, n = h, h.parent
         while n is not None and n.mem_id != root.mem_id:
-            text = n.text_lexbor().replace("\x01", "").replace("\x02", "").lstrip()
-            if not text.startswith(t) or _stats(n.text_lexbor())[0] >= HEADED_ASIDE_SHARE * total:
+            text = n.text_lexbor()
+            # its opening only, without the link marks (a few inside the heading's own text)
+            head = text.lstrip(_BLANK_OR_MARK)[:2 * len(t) + 16].replace("\x01", "").replace("\x02", "").lstrip()
+            if not head.startswith(t) or _stats(text)[0] >= HEADED_ASIDE_SHARE * total:
                 break
             best, n = n, n.parent
         if best is h:
