@@ -301,8 +301,6 @@ def _remove_all(root, selector: str, keep=None) -> None:
             node.remove()
 
 
-
-
 def _scanned(html: str | bytes, cut_navigation: bool = False, page: bool = False):
     """The scan of the markup; ``cut_navigation`` for "main" mode only, which drops every
     ``nav`` and ``dialog`` element: the scan replaces those it can prove self-contained by empty
