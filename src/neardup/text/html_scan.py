@@ -19,7 +19,7 @@ try:
 except ImportError:  # not built
     _htmlscan = None
 
-__all__ = ["scan", "lines", "stats", "is_utf8", "FLAGS", "compiled", "TextWithFingerprint",
+__all__ = ["scan", "lines", "stats", "is_utf8", "FLAGS", "ASIDE_WORDS", "compiled", "TextWithFingerprint",
            "PAGE_FINGERPRINT_VERSION"]
 
 #: The definition of the whole-page fingerprint (the sixth item of :func:`scan`), recorded by an
