@@ -499,6 +499,19 @@ static int contains(const unsigned char *s, size_t n, const char *needle) {
     return 0;
 }
 
+/* contains() with the ASCII letters of s in any case (needle: lower case). */
+static int contains_nocase(const unsigned char *s, size_t n, const char *needle) {
+    size_t l = strlen(needle);
+    for (size_t i = 0; i + l <= n; i++) {
+        size_t j = 0;
+        while (j < l && ascii_lower(s[i + j]) == (unsigned char)needle[j])
+            j++;
+        if (j == l)
+            return 1;
+    }
+    return 0;
+}
+
 typedef struct {
     int flags;
     spans classes, ids;
@@ -914,19 +927,6 @@ static int opens_aside(const unsigned char *s, size_t from, size_t to) {
     return 0;
 }
 
-/* Whether a script's start tag s[from, to) says "ld+json", in any case. */
-static int says_json_ld(const unsigned char *s, size_t from, size_t to) {
-    static const char w[] = "ld+json";
-    for (size_t i = from; i + 7 <= to; i++) {
-        size_t j = 0;
-        while (j < 7 && ascii_lower(s[i + j]) == (unsigned char)w[j])
-            j++;
-        if (j == 7)
-            return 1;
-    }
-    return 0;
-}
-
 static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, title_span *title, visible *v, int strip,
                       int cut) {
     size_t i = 0;
@@ -969,7 +969,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                     e = find_end_tag(s, n, t.end, "noscript");
                 /* schema.org data of a Product (the extraction reads its description): looked
                  * for in JSON-LD scripts only, which are small, rather than in the whole page */
-                if (info->name[1] == 'c' && says_json_ld(s, at, t.end)) {
+                if (info->name[1] == 'c' && contains_nocase(s + at, t.end - at, "ld+json")) {
                     f->flags |= F_JSON_LD;
                     if (contains(s + at, t.end - at, "ld+json") && contains(s + t.end, e - t.end, "\"Product\""))
                         f->flags |= F_PRODUCT_DATA;

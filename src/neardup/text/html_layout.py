@@ -24,13 +24,13 @@ ENDING_CHARS = 1000
 _HEADINGS = "h1, h2, h3, h4, h5, h6"
 # Under <body> (no main landmark), a top-level block this dense in links is navigation too.
 BODY_LINK_DENSITY = 0.6
+# ...unless its links are headlines (see headlines): 3 or more, of 35 characters on average.
+HEADLINE_CHARS = 35
+HEADLINE_LINKS = 3
 # Below <body>, a level whose blocks have a heading among them (h1-h6, its text not a link) is
 # a section of the content, not a layout of columns: a heading introduces the blocks after it
 # (a short list of links under "Namespaces" is that section's content, not a strip of the page).
 SECTION_HEADINGS = True
-# ...unless its links are headlines (see headlines): 3 or more, of 35 characters on average.
-HEADLINE_CHARS = 35
-HEADLINE_LINKS = 3
 
 
 def drop_dense_blocks(body) -> None:

@@ -36,10 +36,13 @@ _TAIL_HEADING = re.compile(
 # A heading that names what is recommended beside the content (other products, other stories):
 # the block it heads goes, wherever it stands in the content, when it is not most of the content.
 _ASIDE_HEADING = re.compile("(?:" + "|".join(re.escape(w) for w in ASIDE_WORDS) + r")\b", re.I)
+# Such a heading is short (a longer one is a title of the content that opens with "Popular...").
 HEADED_ASIDE_CHARS = 60
-_BLANK_OR_MARK = " \t\n\r\x0c\x01\x02"
+# The block goes when it holds under this share of the root's text (more is the content itself).
 HEADED_ASIDE_SHARE = 0.5
+# ...and only in a root under this share of links: on a listing, a "Most read" section is of it.
 HEADED_ASIDE_LINKS = 0.5
+_BLANK_OR_MARK = " \t\n\r\x0c\x01\x02"  # white space and the scan's link marks
 # An element that would go as hidden or navigation holds "most of the page's text" above this share.
 MOST_TEXT = 0.5
 

@@ -62,6 +62,7 @@ ASIDE_WORDS = (
     "suggested posts", "suggested threads", "suggested articles", "suggested products",
 )
 _ASIDE_WORDS = tuple(w.encode() for w in ASIDE_WORDS)
+_ASIDE_LONGEST = max(map(len, _ASIDE_WORDS))
 _HEADINGS = frozenset({"h2", "h3", "h4", "h5", "h6"})
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -73,11 +74,12 @@ def _opens_aside(text: bytes) -> int:
     text = text.lstrip(_SPACE)
     if not text:
         return -1
-    low = bytes(c + 32 if 65 <= c <= 90 else c for c in text[:24])
+    low = _lower(text[:_ASIDE_LONGEST])
     for w in _ASIDE_WORDS:
         if low.startswith(w) and (len(text) == len(w) or (text[len(w)] not in _WORD_BYTES and text[len(w)] < 0x80)):
             return 1
     return 0
+
 
 _BLOCK = frozenset(
     """address article aside blockquote body br caption center dd details dialog dir div dl dt fieldset
