@@ -55,7 +55,7 @@ from .html_scan import TextWithFingerprint
 from .html_scan import lines as _lines
 from .html_scan import scan as _scan
 from .html_scan import stats as _stats
-from .html_titles import has_heading, outer_heading, titled
+from .html_titles import has_heading, outer_heading, title_parts, with_title
 from .html_tree import get_ids, get_lexbor, in_section, is_under, link_density
 
 __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "detect_charset", "extractor_id",
@@ -96,8 +96,11 @@ HTML_MODES = ("main", "whole", "article")
 # a title's words in a dotted name (a file referred to) do not make the text titled, a line saying half of
 # them in order does; below <body>, a level with a heading among its blocks is the content's section; a column
 # of headlines before the content is a menu; <body>'s last block, named like navigation (under 1,000 characters,
-# no heading), is the page's footer whatever its length, and no content column
-RULES_VERSION = 10
+# no heading), is the page's footer whatever its length, and no content column;
+# 11: a block of links holding a heading that says the page's title (or a part of it) is the content,
+# a list of links kept whole (a part's table of contents beside a menu column); the title said before a text without a heading leaves out
+# the part its home link says (the site's name)
+RULES_VERSION = 11
 
 _trafilatura = None
 
@@ -359,7 +362,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
     for node in asides:
         if link_density(node) >= LINK_DENSITY:
             node.remove()
-    root = small = None
+    root = small = listed = None
     root_text = None  # the root's text while nothing in it is removed (one walk less)
     sized = []
     for m in mains:
@@ -405,7 +408,14 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         for node in page_parts:
             if not in_section(node, body):
                 node.remove()
-        drop_dense_blocks(body)
+        found = drop_dense_blocks(body, title_parts(title))
+        if found is not None:
+            # The block that holds the page's heading among blocks of links is the content; when
+            # it is made of links itself, the content is a list of links (a table of contents, an
+            # index), kept whole: the rules for named links below do not apply to it.
+            root, root_text = found, None
+            if link_density(found) >= BODY_LINK_DENSITY:
+                listed = found
         if small is not None and not is_under(small, body) and (
                 out_of_links(body) < SMALL_MAIN_OUTWEIGHED * small_own):
             # The body's passes dropped the small main with the block around it and kept little
@@ -435,7 +445,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         for node in root.css("figcaption"):
             node.remove()
             root_text = None
-    named = _named_selector(flags, classes, ids)
+    named = _named_selector(flags, classes, ids) if listed is None else ""
     if named:
         root_chars = None
         for node in root.css(named):
@@ -477,10 +487,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
     # or article) names the page better than the title, which carries the site's name.
     heading = outer_heading(root, body, heads) if OUTER_HEADING else ""
     if heading:
-        title = heading
-    if title and not titled(text, title):
-        text = f"{title}\n{text}"
-    return text
+        return with_title(text, heading)
+    return with_title(text, title, html)
 
 
 def _main(html: str | bytes, url: str | None, with_page: bool = False):
@@ -505,8 +513,7 @@ def _main_text(html: str | bytes, url: str | None, scanned) -> str | None:
         data = html if isinstance(html, bytes) else html.encode("utf-8", "replace")
         body = json_ld_body(data, _markup_text)
         if body and len(body) > 2 * len(out or ""):
-            title = _unescape(scanned[2] or "").strip()
-            out = f"{title}\n{body}" if title and not titled(body, title) else body
+            out = with_title(body, " ".join(_unescape(scanned[2] or "").split()), data)
     if out and PRODUCT_DESCRIPTION_CHARS:
         # A product page's text starts with the product's description, which its schema.org
         # data gives: what comes between the page's first line (the product's name) and it is

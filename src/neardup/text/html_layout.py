@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .html_scan import MARK_NAME
 from .html_scan import stats as _stats
-from .html_tree import BLOCK_DEPTH, get_ids
+from .html_tree import BLOCK_DEPTH, get_ids, is_under
 
 # A block under this many characters is short: a strip of a page, a menu item, a label (a boxed
 # note of the content is longer, and prose).
@@ -31,9 +31,15 @@ HEADLINE_LINKS = 3
 # a section of the content, not a layout of columns: a heading introduces the blocks after it
 # (a short list of links under "Namespaces" is that section's content, not a strip of the page).
 SECTION_HEADINGS = True
+# A block of links that holds a heading saying the page's title (or a part of it: "Part II. The
+# Parser" in "Part II. The Parser - Library mirror") is the content, not a menu: a part's table of
+# contents, a directory's index. A menu's headings name the menu ("In this manual"), never the page.
+TITLED_LINKS = True
+# (a heading longer than this says no title)
+TITLE_CHARS = 300
 
 
-def drop_dense_blocks(body) -> None:
+def drop_dense_blocks(body, title: tuple[str, ...] = ()):
     """Under <body>, drop the blocks that are mostly links (menus without names): the top-level
     blocks; then, level by level down to BLOCK_DEPTH, inside the block with the most text out of
     links when it is a layout container (a ``div``, ``section``, ``center`` or ``form``: a column),
@@ -41,9 +47,15 @@ def drop_dense_blocks(body) -> None:
     it the short blocks half made of links (a strip of links with a line of text). Inside the
     content (a paragraph holds the most text), a list of links stays: a table of contents; and
     the blocks of a level made mostly of one element repeated are cards, kept whole. The page's
-    footer, <body>'s last block, goes first whatever its length (see :func:`page_footer`)."""
+    footer, <body>'s last block, goes first whatever its length (see :func:`page_footer`).
+
+    ``title`` is the page's :func:`~neardup.text.html_titles.title_parts`: a block of links that
+    holds a heading saying it stays (TITLED_LINKS), and is the column when it is the block with
+    the most text out of links or when that block is short and says no title. Returns the content
+    block found that way (see :func:`titled_list`), else None (the body is the content)."""
     ids = get_ids()
     blocks, containers = ids.body_blocks, ids.containers
+    titled_block = TitledHeadings(body, title) if title and TITLED_LINKS else None
     parent, depth = body, 0
     while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
         # The element children, listed before any is removed (a removed node has no next sibling);
@@ -63,7 +75,16 @@ def drop_dense_blocks(body) -> None:
         if not depth and ENDING_CHARS and len(items) > 1 and page_footer(*items[-1][:2]):
             # the page's footer, before it could be taken for the column of a short page
             items.pop()[0].remove()
-        column = max(items, key=lambda x: x[1] - x[2])
+        column, listing = max(items, key=lambda x: x[1] - x[2]), None
+        if titled_block is not None:
+            if column[2] >= BODY_LINK_DENSITY * column[1]:
+                listing = column[0] if titled_block(column[0]) else None
+            elif column[1] < SHORT_CHARS and not titled_block(column[0]):
+                # a strip (a line of navigation, a copyright) outweighs a page's list of links
+                for item in items:
+                    if item[2] >= BODY_LINK_DENSITY * item[1] and titled_block(item[0]):
+                        column, listing = item, item[0]
+                        break
         if column[0].tag_id not in containers:
             column = None  # (a layout of menu and content columns is dense in links as a whole)
         if depth and column is None:
@@ -76,9 +97,12 @@ def drop_dense_blocks(body) -> None:
             # Headline links are a listing under <body> or where there is no column, and after the
             # column when they outweigh its own text; before it, they are a side column (a menu).
             as_listing = HEADLINE_CHARS and (not depth or column is None or after and links > column[1] - column[2])
-            if links >= BODY_LINK_DENSITY * chars and not (as_listing and headlines(node, links)) or (
+            if links >= BODY_LINK_DENSITY * chars and not (as_listing and headlines(node, links)) and not (
+                    titled_block is not None and titled_block(node)) or (
                     column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
                 node.remove()
+        if listing is not None:
+            return titled_list(listing, titled_block)
         if column is None:
             break
         parent = column[0]
@@ -101,6 +125,48 @@ def page_footer(node, chars: int) -> bool:
             return False
         sib = sib.next
     return True
+
+
+def titled_list(node, titled_block: TitledHeadings):
+    """The block of a page whose content holds its heading among links, from ``node``, a block
+    made of links that holds the heading: down the blocks that hold the heading while they are
+    made of links themselves (a layout's column of menus beside the content's goes), to the one
+    whose first block holds the heading (the heading's own block, the list after it), or to a
+    column of text after another column (the menus before the content's)."""
+    blocks = get_ids().body_blocks
+    while True:
+        inner, first = None, True
+        for child in node.iter():
+            if child.tag_id in blocks:
+                if titled_block(child):
+                    inner = child
+                    break
+                first = first and not _stats(child.text_lexbor())[0]
+        if inner is None or first:
+            return node
+        chars, links = _stats(inner.text_lexbor())
+        if links < BODY_LINK_DENSITY * chars:
+            return inner
+        node = inner
+
+
+class TitledHeadings:
+    """Whether a block holds an h1-h3, not only a link, that says the page's title or one of its
+    parts (``title`` as :func:`~neardup.text.html_titles.title_parts` gives it). The headings are
+    read once, when first asked (most pages never are)."""
+
+    def __init__(self, body, title: tuple[str, ...]):
+        self.body, self.title, self.found = body, title, None
+
+    def __call__(self, node) -> bool:
+        if self.found is None:
+            self.found = []
+            for h in self.body.css("h1, h2, h3"):
+                t = h.text_lexbor()
+                if len(t) <= TITLE_CHARS and out_of_links(h):
+                    if " ".join(t.replace("\x01", "").replace("\x02", "").split()).casefold() in self.title:
+                        self.found.append(h)
+        return any(is_under(h, node) for h in self.found)
 
 
 def out_of_links(node) -> int:
