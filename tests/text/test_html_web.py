@@ -356,6 +356,15 @@ def test_a_block_headed_as_recommendations_goes_wherever_it_stands():
     listing = (f"<html><body><main><h1>News</h1><ul>{stories}</ul>"
                f"<section><h2>Most read</h2><ul>{stories.replace('River', 'Lake')}</ul></section></main></body></html>")
     assert "Lake 7 floods" in main(listing)
+    # a product page whose two grids of recommendations, all links, are most of its links (each
+    # under half of its text): the page without them is the description, no listing, and they go
+    def grid(name):
+        return "".join(f"<div class=card><a href=/p{i}>{name} desk lamp number {i}</a></div>" for i in range(12))
+    product = (f"<html><body><main><h1>Desk lamp</h1><p>{ARTICLE[:400]}</p>"
+               f"<div><h2>Related items to explore</h2>{grid('Other')}</div>"
+               f"<div><h2>More like this</h2>{grid('Similar')}</div></main></body></html>")
+    text = main(product)
+    assert ARTICLE[:300] in text and "desk lamp number" not in text
 
 
 def test_a_main_holding_a_grid_of_cards_beside_a_longer_description_is_not_the_root():

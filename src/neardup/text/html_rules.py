@@ -40,7 +40,8 @@ _ASIDE_HEADING = re.compile("(?:" + "|".join(re.escape(w) for w in ASIDE_WORDS) 
 HEADED_ASIDE_CHARS = 60
 # The block goes when it holds under this share of the root's text (more is the content itself).
 HEADED_ASIDE_SHARE = 0.5
-# ...and only in a root under this share of links: on a listing, a "Most read" section is of it.
+# ...and only in a root under this share of links without such blocks: on a listing, a "Most read"
+# section is of it.
 HEADED_ASIDE_LINKS = 0.5
 _BLANK_OR_MARK = " \t\n\r\x0c\x01\x02"  # white space and the scan's link marks
 # An element that would go as hidden or navigation holds "most of the page's text" above this share.
@@ -88,9 +89,7 @@ def drop_headed_asides(root) -> bool:
     if not found:
         return False
     total, links = _stats(root.text_lexbor())
-    if links >= HEADED_ASIDE_LINKS * total:
-        return False  # a listing: its sections of headlines ("Most read") are of it
-    dropped = False
+    blocks = []
     for h, t in found:
         best, n = h, h.parent
         while n is not None and n.mem_id != root.mem_id:
@@ -100,8 +99,19 @@ def drop_headed_asides(root) -> bool:
             if not head.startswith(t) or _stats(text)[0] >= HEADED_ASIDE_SHARE * total:
                 break
             best, n = n, n.parent
-        if best is h:
-            continue  # the heading heads no block of its own
+        if best is not h and not (blocks and (best.mem_id == blocks[-1][1].mem_id or is_under(best, blocks[-1][1]))):
+            blocks.append((h, best))  # (a block inside the one before, or the same, goes with it)
+    if not blocks:
+        return False
+    # A listing's sections of headlines ("Most read") are of it: the rest of the root, without
+    # the blocks (themselves mostly links, which would make any root look like a listing), is
+    # made of links.
+    for _h, block in blocks:
+        chars, in_links = _stats(block.text_lexbor())
+        total, links = total - chars, links - in_links
+    if links >= HEADED_ASIDE_LINKS * total:
+        return False
+    for h, best in blocks:
         # The block goes but its heading stays: a heading of an article's tail still ends the
         # text there (without_tail), with what the page puts after the block.
         n = h
@@ -111,8 +121,7 @@ def drop_headed_asides(root) -> bool:
                 if sibling.mem_id != n.mem_id:
                     sibling.remove()
             n = parent
-        dropped = True
-    return dropped
+    return True
 
 
 def without_tail(text: str) -> str:
