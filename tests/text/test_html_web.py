@@ -50,6 +50,23 @@ def test_forum_thread_made_of_comments_is_kept():
     assert all(f"Post {i}:" in text for i in range(8))
 
 
+def test_readers_comments_with_reply_links_under_a_short_post_are_dropped():
+    # a post of 800 characters under a longer thread of comments: the thread outweighs it, but
+    # each comment ends with a "Reply" link (readers answering each other, not a forum's posts)
+    post = ARTICLE[:800]
+    comments = "".join(f"<li class='comment'><p>Reader {i} says: {ARTICLE[:300]}</p><a href='#r{i}'>Reply</a></li>"
+                       for i in range(8))
+    html = (f"<html><body><nav><ul>{MENU}</ul></nav><main><h1>Flood</h1><p>{post}</p>"
+            f"<ol class='comment-list'>{comments}</ol></main></body></html>")
+    text = main(html)
+    assert post[:700] in text and "Reader" not in text
+    # without the links it is a thread that may be the content: kept, as a forum's posts are
+    assert "Reader 7 says" in main(html.replace("<a href='#r", "<span data-x='").replace("Reply</a>", "</span>"))
+    # under a shorter post (a forum's question), the thread is the content
+    short = html.replace(f"<p>{post}</p>", "<p>How high did the river rise?</p>")
+    assert "Reader 7 says" in main(short)
+
+
 def test_newsletter_box_beside_the_article_is_dropped():
     html = (f"<body><main><h1>Flood</h1><p>{ARTICLE}</p><div class='newsletter-signup'><p>Get our daily "
             f"newsletter in your inbox</p></div></main></body>")

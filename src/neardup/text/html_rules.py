@@ -20,6 +20,13 @@ REPEATED_LINE_CHARS = 20
 # The secondary vocabulary (comments, newsletter, ads...) is dropped when the rest of the content
 # has this many characters, or more than the secondary blocks.
 SECONDARY_REST_CHARS = 3000
+# ...or, when they are a thread of comments whose items end with a "Reply" link (THREAD_REPLIES of
+# them or more: readers' comments under a post), when the rest has this many characters: a post
+# that long is the content, however long the thread under it.
+THREAD_REST_CHARS = 500
+THREAD_REPLIES = 3
+# A "Reply" link alone on its line (between the block separators of the text).
+_REPLY_LINK = re.compile(r"[\x0c\n][ \t]*\x01[ \t]*reply[ \t]*\x02[ \t]*(?=[\x0c\n])", re.I)
 # A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
 # heads what follows an article rather than the article (related stories, comments, sharing,
 # the author's box, the newsletter, the site's recent posts and categories): the text ends
@@ -176,7 +183,8 @@ def drop_secondary(root) -> bool:
             outer.append(n)
     inside = sum(_stats(n.text_lexbor())[0] for n in outer)
     rest = total - inside
-    if rest < SECONDARY_REST_CHARS and rest < inside:
+    if rest < SECONDARY_REST_CHARS and rest < inside and (
+            rest < THREAD_REST_CHARS or sum(len(_REPLY_LINK.findall(n.text_lexbor())) for n in outer) < THREAD_REPLIES):
         return False
     for n in outer:
         n.remove()
