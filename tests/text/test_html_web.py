@@ -12,6 +12,7 @@ pytest.importorskip("selectolax")
 from neardup.text import html as H  # noqa: E402
 from neardup.text import html_blocks, html_scan, html_tree  # noqa: E402
 from neardup.text.html import extract_text  # noqa: E402
+from neardup.text.html_rules import without_byline  # noqa: E402
 
 ARTICLE = " ".join(f"Paragraph sentence {i} tells how the river flooded the valley in spring." for i in range(40))
 MENU = "".join(f"<li><a href='/s{i}'>Section {i}</a></li>" for i in range(25))
@@ -413,3 +414,20 @@ def test_a_lone_small_article_is_a_teaser_not_the_root():
     story = html.replace("We won an award this year.", ARTICLE).replace(f"<p>{services}</p>", "<p>Short intro.</p>")
     text = main(story)
     assert "Paragraph sentence 39" in text and "Short intro" not in text
+
+
+def test_the_byline_and_dateline_above_a_story_go():
+    story = [f"Paragraph {i} of the story, long enough to be prose and not a line of furniture." for i in range(30)]
+    text = "\n".join(["Flood in the valley", "By Jane Doe", "March 10, 2026 at 9:00 am PDT", "4 min read"] + story)
+    assert without_byline(text) == "\n".join(["Flood in the valley"] + story)
+    # the same lines further down are the story's (a dated entry of a timeline, a quoted byline)
+    late = "\n".join(story[:10] + ["March 10, 2026", "By Jane Doe"] + story[10:])
+    assert without_byline(late) == late
+    # a longer line that opens like a byline is prose
+    prose = "\n".join(["By the time the river rose, the town had already moved its archives uphill."] + story)
+    assert without_byline(prose) == prose
+    # through the extraction
+    html = ("<html><body><main><h1>Flood</h1><p class=meta>By Jane Doe</p><time>2026-03-10</time>"
+            + "".join(f"<p>{s}</p>" for s in story) + "</main></body></html>")
+    text = main(html)
+    assert "Jane Doe" not in text and "2026-03-10" not in text and story[29] in text

@@ -45,7 +45,8 @@ from .html_charset import decode_html, declared_charset, detect_charset, utf8_pa
 from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
 from .html_jsonld import from_description, json_ld_body
 from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, out_of_links
-from .html_rules import REPEATED_LINE_CHARS, TAIL_START, Holder, drop_headed_asides, drop_secondary, once, without_tail
+from .html_rules import (REPEATED_LINE_CHARS, TAIL_START, Holder, drop_headed_asides, drop_secondary, once,
+                         without_byline, without_tail)
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
@@ -101,7 +102,8 @@ HTML_MODES = ("main", "whole", "article")
 # a list of links kept whole (a part's table of contents beside a menu column); the title said before a text without a heading leaves out
 # the part its home link says (the site's name); a root is a listing for its headed recommendations only
 # when its text without them is made of links; comments ending with "Reply" links go under a post of
-# 500 characters or more, however long the thread
+# 500 characters or more, however long the thread; the byline and dateline lines of the text's first
+# tenth go
 RULES_VERSION = 11
 
 _trafilatura = None
@@ -479,6 +481,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         text = once(text)
     if TAIL_START < 1:
         text = without_tail(text)
+    text = without_byline(text)
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make

@@ -5,6 +5,7 @@ elements kept whatever their marks say because they hold most of the page's text
 
 from __future__ import annotations
 
+import math
 import re
 
 from .html_scan import ASIDE_WORDS
@@ -12,7 +13,7 @@ from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
 
-__all__ = ["Holder", "drop_headed_asides", "drop_secondary", "once", "without_tail", "REPEATED_LINE_CHARS",
+__all__ = ["Holder", "drop_headed_asides", "drop_secondary", "once", "without_byline", "without_tail", "REPEATED_LINE_CHARS",
            "TAIL_START"]
 
 # A line this long met again in the main text is a copy (0: copies kept).
@@ -131,6 +132,45 @@ def drop_headed_asides(root) -> bool:
     return True
 
 
+# The first tenth of the text's lines is where a story's byline and dateline stand, above its
+# text: a line there of at most BYLINE_CHARS that is only a date (with its time, "Updated ..."),
+# "By <name>" (up to five words) or "N min read" goes. They tell nothing of the story, and the
+# same story on another site carries its own (another date format, another author line).
+BYLINE_HEAD = 0.1
+BYLINE_LINES = 10
+BYLINE_CHARS = 70
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_DATE = (rf"(?:{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?\s+\d{{4}}"
+         r"|\d{4}-\d{2}-\d{2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})")
+_BYLINE = re.compile(
+    rf"(?:(?:published|updated|posted|last updated|modified|date)\s*(?:on|:)?\s*)?{_DATE}"
+    r"(?:\s*(?:at\s+)?\d{1,2}:\d{2}(?:\s*[ap]\.?m\.?)?(?:\s+[A-Z]{2,4})?)?\s*"
+    r"|(?:written |reviewed |edited |posted |fact[- ]checked |words |story )?by\s*:?\s*\S+(?:\s+\S+){0,4}\s*"
+    r"|\d+\s*min(?:ute)?s?\s+read\s*", re.I)
+
+
+def replies(blocks) -> int:
+    """How many "Reply" links, each alone on its line, the blocks hold."""
+    count = 0
+    for n in blocks:
+        text = n.text_lexbor()
+        if "eply" in text or "EPLY" in text:  # (most threads have none: no regular expression)
+            count += len(_REPLY_LINK.findall(text))
+    return count
+
+
+def without_byline(text: str) -> str:
+    """The text without the byline and dateline lines of its first tenth (see BYLINE_HEAD)."""
+    # (the first line of any text; at most BYLINE_LINES: a long listing's head is no byline)
+    head = min(math.ceil(BYLINE_HEAD * (text.count("\n") + 1)), BYLINE_LINES)
+    lines = text.split("\n", head)
+    kept = [line for line in lines[:head] if len(line) > BYLINE_CHARS or not _BYLINE.fullmatch(line.strip())]
+    if len(kept) == head:
+        return text
+    return "\n".join(kept + lines[head:])
+
+
 def without_tail(text: str) -> str:
     """The text up to the first short line, past TAIL_START of it, that heads an article's tail."""
     start = int(TAIL_START * len(text))
@@ -184,7 +224,7 @@ def drop_secondary(root) -> bool:
     inside = sum(_stats(n.text_lexbor())[0] for n in outer)
     rest = total - inside
     if rest < SECONDARY_REST_CHARS and rest < inside and (
-            rest < THREAD_REST_CHARS or sum(len(_REPLY_LINK.findall(n.text_lexbor())) for n in outer) < THREAD_REPLIES):
+            rest < THREAD_REST_CHARS or replies(outer) < THREAD_REPLIES):
         return False
     for n in outer:
         n.remove()

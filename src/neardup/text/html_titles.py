@@ -48,6 +48,8 @@ _TAG = re.compile(rb"<[^>]*>")
 # part's places in the page are looked at.
 HOME_LINK_BYTES = 1000
 HOME_LINK_TRIES = 20
+# A part of the title longer than this is no site's name (not looked for).
+SITE_NAME_CHARS = 60
 
 
 def with_title(text: str, title: str, html: str | bytes | None = None) -> str:
@@ -71,7 +73,7 @@ def page_title(title: str, html: bytes) -> str:
     parts = [p for p in _TITLE_SEPARATOR.split(title) if p]
     if len(parts) < 2:
         return title
-    kept = [p for p in parts if not home_link_says(html, p)]
+    kept = [p for p in parts if len(p) > SITE_NAME_CHARS or not home_link_says(html, p)]
     if not kept or len(kept) == len(parts):
         return title
     return " - ".join(kept)
