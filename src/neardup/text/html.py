@@ -99,11 +99,11 @@ HTML_MODES = ("main", "whole", "article")
 # of headlines before the content is a menu; <body>'s last block, named like navigation (under 1,000 characters,
 # no heading), is the page's footer whatever its length, and no content column;
 # 11: a block of links holding a heading that says the page's title (or a part of it) is the content,
-# a list of links kept whole (a part's table of contents beside a menu column); the title said before a text without a heading leaves out
-# the part its home link says (the site's name); a root is a listing for its headed recommendations only
-# when its text without them is made of links; comments ending with "Reply" links go under a post of
-# 500 characters or more, however long the thread; the byline and dateline lines of the text's first
-# tenth go
+# a list of links kept whole (a part's table of contents beside a menu column); the title said before
+# a text without a heading leaves out the part its home link says (the site's name); a root is a
+# listing for its headed recommendations only when its text without them is made of links; comments
+# ending with "Reply" links go under a post of 500 characters or more, however long the thread; the
+# byline and dateline lines of the text's first tenth go
 RULES_VERSION = 11
 
 _trafilatura = None

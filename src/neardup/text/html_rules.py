@@ -13,8 +13,8 @@ from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
 
-__all__ = ["Holder", "drop_headed_asides", "drop_secondary", "once", "without_byline", "without_tail", "REPEATED_LINE_CHARS",
-           "TAIL_START"]
+__all__ = ["Holder", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline", "without_tail",
+           "REPEATED_LINE_CHARS", "TAIL_START"]
 
 # A line this long met again in the main text is a copy (0: copies kept).
 REPEATED_LINE_CHARS = 20
