@@ -5,7 +5,6 @@ Spark engine (local mode)."""
 
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest

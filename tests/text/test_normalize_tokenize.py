@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from neardup import NormalizeParams, ShingleParams, fingerprint, normalize, shingle_ids, shingles, tokenize
