@@ -8,9 +8,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
+
+from neardup.cli import settle_threads
 
 pytestmark = pytest.mark.slow
 
@@ -73,3 +76,19 @@ def test_sigterm_ends_the_extraction_workers_and_the_run_resumes(tmp_path):
     assert again.returncode == 0, again.stderr
     with open(tmp_path / "out" / "clusters.jsonl") as fh:
         assert sorted(int(json.loads(line)["id"]) for line in fh) == list(range(20000))
+
+
+def test_settle_threads_waits_for_the_others_and_no_longer_than_told():
+    go, never = threading.Event(), threading.Event()
+    ending = threading.Thread(target=go.wait)
+    stuck = threading.Thread(target=never.wait)
+    ending.start()
+    stuck.start()
+    try:
+        go.set()
+        settle_threads(seconds=0.5)
+        assert not ending.is_alive()  # joined: what it prints comes before the error line
+        assert stuck.is_alive()  # a thread that does not end does not hold the command
+    finally:
+        never.set()
+        stuck.join()

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 # numpy's OpenBLAS starts a thread per core at import that spins for a while; the command never
 # calls BLAS on a hot path, and that spinning competes with the kernel's threads on small
@@ -82,6 +83,23 @@ def stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _raise_terminated)
 
 
+# How long a run that ran out of memory waits for its other threads before it says so.
+SETTLE_SECONDS = 2.0
+
+
+def settle_threads(seconds: float = SETTLE_SECONDS) -> None:
+    """Wait, up to ``seconds`` in all, for the process's other threads to end. Out of memory, the
+    threads of a run unwind beside the main thread, and what the interpreter prints as they drop
+    their objects would otherwise land in the middle of the one line that says what happened."""
+    deadline = time.monotonic() + seconds
+    for t in threading.enumerate():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        if t is not threading.current_thread():
+            t.join(left)
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..errors import InputError, NeardupError, OutputError, RunMemoryError
     from ..exitcodes import INPUT_ERROR, OUTPUT_ERROR, USAGE
@@ -91,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     stop_on_sigterm()
     try:
         return int(args.handler(args) or 0)
-    except (OutputError, RunMemoryError) as exc:
+    except RunMemoryError as exc:
+        settle_threads()
+        print(f"neardup: error: {exc}", file=sys.stderr)
+        return OUTPUT_ERROR
+    except OutputError as exc:
         print(f"neardup: error: {exc}", file=sys.stderr)
         return OUTPUT_ERROR
     except InputError as exc:
