@@ -98,13 +98,18 @@ def jsonl(data: bytes) -> None:
     from neardup.text.nfkc import unsafe_table
 
     inp = Input(data)
-    idf, tf, uf = _FIELDS[inp.byte() % len(_FIELDS)]
+    sel = inp.byte()
+    idf, tf, uf = _FIELDS[sel % len(_FIELDS)]
     choice = inp.byte()
     max_line = -1 if choice < 192 else choice % 64
     table = unsafe_table() if inp.flag() else None
     block = inp.rest()
     jl = jsonl_reader._jsonl  # the scanner the reader uses (a test swaps it for a lying one)
-    kinds, ends, text, toffs, ids, ioffs, lengths, spans, urls, uoffs = jl.scan(block, idf, tf, table, max_line, uf)
+    # the texts into a caller's buffer (the HTML reader's), filled with junk and longer than needed
+    out = bytearray(b"\xaa" * (len(block) + sel % 7)) if sel >= 128 else None
+    kinds, ends, text, toffs, ids, ioffs, lengths, spans, urls, uoffs = jl.scan(block, idf, tf, table, max_line, uf, out)
+    if out is not None:
+        assert text is out and len(out) == len(block) + sel % 7
     kinds = bytes(kinds)
     ends = np.frombuffer(ends, dtype=np.int64).tolist()
     toffs = np.frombuffer(toffs, dtype=np.int64).tolist()

@@ -429,21 +429,37 @@ PyDoc_STRVAR(scan_doc,
 "code points), flag_spans (2n int64: for a line of kind flag 1, the bytes [lo, hi) of its text\n"
 "that hold every marked code point; 0, 0 otherwise), urls and url_offsets (the same for the\n"
 "string value of url_field, bytes distinct from id_field and text_field; kind flag 8 when the\n"
-"line has none, or no url_field is given: then urls is empty). The GIL is released while\n"
-"scanning.");
+"line has none, or no url_field is given: then urls is empty). out: None, or a bytearray at\n"
+"least as long as block, reused for the texts (returned as text, its length unchanged: the\n"
+"texts are out[:text_offsets[n]]), which spares a fresh buffer and its page faults per block.\n"
+"The GIL is released while scanning.");
 
 static PyObject *py_scan(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer block, idf, tf, table = {0}, uf = {0};
-    PyObject *table_obj, *url_obj = Py_None;
+    Py_buffer block, idf, tf, table = {0}, uf = {0}, outbuf = {0};
+    PyObject *table_obj, *url_obj = Py_None, *out_obj = Py_None;
     Py_ssize_t max_line;
-    if (!PyArg_ParseTuple(args, "y*y*y*On|O", &block, &idf, &tf, &table_obj, &max_line, &url_obj)) return NULL;
-    int have_table = 0, have_url = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*On|OO", &block, &idf, &tf, &table_obj, &max_line, &url_obj, &out_obj))
+        return NULL;
+    int have_table = 0, have_url = 0, have_out = 0;
     PyObject *kinds = NULL, *ends = NULL, *text = NULL, *toffs = NULL, *ids = NULL, *ioffs = NULL,
              *lengths = NULL, *spans = NULL, *urls = NULL, *uoffs = NULL, *result = NULL;
     if (url_obj != Py_None) {
         if (PyObject_GetBuffer(url_obj, &uf, PyBUF_SIMPLE) < 0) goto done;
         have_url = 1;
+    }
+    if (out_obj != Py_None) {
+        /* a caller's bytearray for the texts (exported while scanning: it cannot be resized) */
+        if (!PyByteArray_Check(out_obj)) {
+            PyErr_SetString(PyExc_TypeError, "out must be a bytearray");
+            goto done;
+        }
+        if (PyObject_GetBuffer(out_obj, &outbuf, PyBUF_WRITABLE) < 0) goto done;
+        have_out = 1;
+        if (outbuf.len < block.len) {
+            PyErr_SetString(PyExc_ValueError, "out must be at least as long as the block");
+            goto done;
+        }
     }
     if (table_obj != Py_None) {
         if (PyObject_GetBuffer(table_obj, &table, PyBUF_SIMPLE) < 0) goto done;
@@ -465,7 +481,12 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     lengths = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
     spans = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 16));
     /* decoded text is never longer than the JSON string it came from; ids are bounded likewise */
-    text = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
+    if (have_out) {
+        text = out_obj;
+        Py_INCREF(text);
+    } else {
+        text = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
+    }
     ids = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
     urls = PyByteArray_FromStringAndSize(NULL, have_url ? (Py_ssize_t)len : 0);
     uoffs = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * 8));
@@ -474,7 +495,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     int64_t *e = (int64_t *)PyByteArray_AS_STRING(ends), *to = (int64_t *)PyByteArray_AS_STRING(toffs),
             *io = (int64_t *)PyByteArray_AS_STRING(ioffs), *ln = (int64_t *)PyByteArray_AS_STRING(lengths),
             *sp = (int64_t *)PyByteArray_AS_STRING(spans), *uo = (int64_t *)PyByteArray_AS_STRING(uoffs);
-    uint8_t *tout = (uint8_t *)PyByteArray_AS_STRING(text), *iout = (uint8_t *)PyByteArray_AS_STRING(ids),
+    uint8_t *tout = have_out ? (uint8_t *)outbuf.buf : (uint8_t *)PyByteArray_AS_STRING(text), *iout = (uint8_t *)PyByteArray_AS_STRING(ids),
             *uout = (uint8_t *)PyByteArray_AS_STRING(urls);
     fields_t f = {(const uint8_t *)idf.buf, (const uint8_t *)tf.buf, have_url ? (const uint8_t *)uf.buf : NULL,
                   (size_t)idf.len, (size_t)tf.len, have_url ? (size_t)uf.len : 0,
@@ -511,7 +532,13 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         p = next;
     }
     Py_END_ALLOW_THREADS
-    if (PyByteArray_Resize(text, (Py_ssize_t)tpos) < 0 || PyByteArray_Resize(ids, (Py_ssize_t)ipos) < 0 ||
+    if (have_out) { /* the export ends before the caller gets its bytearray back */
+        PyBuffer_Release(&outbuf);
+        have_out = 0;
+    } else if (PyByteArray_Resize(text, (Py_ssize_t)tpos) < 0) {
+        goto done;
+    }
+    if (PyByteArray_Resize(ids, (Py_ssize_t)ipos) < 0 ||
         PyByteArray_Resize(urls, (Py_ssize_t)upos) < 0)
         goto done;
     result = PyTuple_Pack(10, kinds, ends, text, toffs, ids, ioffs, lengths, spans, urls, uoffs);
@@ -527,6 +554,7 @@ done:
     Py_XDECREF(urls);
     Py_XDECREF(uoffs);
     if (have_url) PyBuffer_Release(&uf);
+    if (have_out) PyBuffer_Release(&outbuf);
     if (have_table) PyBuffer_Release(&table);
     PyBuffer_Release(&tf);
     PyBuffer_Release(&idf);

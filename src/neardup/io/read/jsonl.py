@@ -180,6 +180,8 @@ def read_jsonl_encoded(reader, path: str, n: int, table):
     """
     max_bytes = reader.max_bytes
     lineno = 0
+    # pages are copied out of the scanner's texts block by block: one buffer serves every block
+    scratch = bytearray() if reader.content == "html" else None
     try:
         for item in jsonl_blocks(path, max_bytes, JSONL_BLOCK_BYTES):
             if type(item) is int:  # a line over max_bytes
@@ -189,7 +191,7 @@ def read_jsonl_encoded(reader, path: str, n: int, table):
                 continue
             buf, length = item
             with memoryview(buf) as whole, whole[:length] as block:
-                count = yield from jsonl_block_records(reader, block, n, path, lineno, table)
+                count = yield from jsonl_block_records(reader, block, n, path, lineno, table, scratch)
             lineno += count
             n += count
     except BrokenInput:
@@ -200,22 +202,27 @@ def read_jsonl_encoded(reader, path: str, n: int, table):
     return n
 
 
-def jsonl_block_records(reader, block, n: int, path: str, lineno: int, table):
+def jsonl_block_records(reader, block, n: int, path: str, lineno: int, table, scratch: bytearray | None = None):
     """The records of a block of whole lines (bytes or a memoryview; the last line may lack its
     ``\\n``), which are lines ``lineno + 1, ...`` of ``path`` with ordinals ``n, ...``: runs of
     ordinary records as EncodedDocuments (scanned by ``neardup._jsonl``; for a reader of HTML, the
     records of :func:`~neardup.io.read.rows.utf8_page_record` instead, ``table`` unused), the other
     lines through :func:`~neardup.io.read.rows.jsonl_record`. Returns the number of lines.
     Everything is copied out of ``block`` before the first record is given, so the caller may
-    reuse its buffer as soon as the generator is started (the local reader's blocks and the Spark engine's Arrow batches)."""
+    reuse its buffer as soon as the generator is started (the local reader's blocks and the Spark
+    engine's Arrow batches). ``scratch``: for a reader of HTML, a bytearray the scanner writes the
+    pages into (grown to the block's size), which the next block reuses once this one's records
+    are all given (a fresh buffer of a block's size per block costs its page faults)."""
     import numpy as np
 
     idf, tf = reader.id_field.encode("utf-8"), reader.text_field.encode("utf-8")
     max_bytes = reader.max_bytes
     max_line = -1 if max_bytes is None else max_bytes
     pages = reader.content == "html"
+    if pages and scratch is not None and len(scratch) < len(block):
+        scratch.extend(bytes(len(block) - len(scratch)))
     scanned = _jsonl.scan(block, idf, tf, None if pages else table, max_line,
-                          PAGE_URL_FIELD.encode("utf-8") if pages else None)
+                          PAGE_URL_FIELD.encode("utf-8") if pages else None, scratch if pages else None)
     kinds, ends, text, toffs, ids, ioffs, lengths, spans, urls, uoffs = scanned
     slow = np.flatnonzero(np.frombuffer(kinds, dtype=np.uint8) & _jsonl.FALLBACK).tolist()
     ends = np.frombuffer(ends, dtype=np.int64)
