@@ -77,6 +77,9 @@ def main() -> None:
         jsonl.append(bytes([rng.randrange(6), rng.randrange(192), 1]) + line)
     jsonl.append(bytes([0, 0, 0]) + b"\n".join(PAGE_LINES) + b"\n")
     jsonl.extend(bytes([0, 0, 0]) + line for line in PAGE_LINES)  # no draw: the other seeds stay as they were
+    # a "\r\n" line exactly at the limit: "\r" is not counted (the reader's measure)
+    at_limit = b'{"id": "crlf", "text": "at the limit"}'
+    jsonl.append(bytes([0, 192 + len(at_limit), 0]) + at_limit + b"\r\n")
     write("jsonl", jsonl)
     kernel = []
     for i, text in enumerate(KERNEL_TEXTS):
