@@ -107,7 +107,8 @@ def jsonl(data: bytes) -> None:
     jl = jsonl_reader._jsonl  # the scanner the reader uses (a test swaps it for a lying one)
     # the texts into a caller's buffer (the HTML reader's), filled with junk and longer than needed
     out = bytearray(b"\xaa" * (len(block) + sel % 7)) if sel >= 128 else None
-    kinds, ends, text, toffs, ids, ioffs, lengths, spans, urls, uoffs = jl.scan(block, idf, tf, table, max_line, uf, out)
+    scanned = jl.scan(block, idf, tf, table, max_line, uf, out)
+    kinds, ends, text, toffs, ids, ioffs, lengths, spans, urls, uoffs = scanned
     if out is not None:
         assert text is out and len(out) == len(block) + sel % 7
     kinds = bytes(kinds)

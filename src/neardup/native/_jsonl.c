@@ -495,8 +495,8 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     int64_t *e = (int64_t *)PyByteArray_AS_STRING(ends), *to = (int64_t *)PyByteArray_AS_STRING(toffs),
             *io = (int64_t *)PyByteArray_AS_STRING(ioffs), *ln = (int64_t *)PyByteArray_AS_STRING(lengths),
             *sp = (int64_t *)PyByteArray_AS_STRING(spans), *uo = (int64_t *)PyByteArray_AS_STRING(uoffs);
-    uint8_t *tout = have_out ? (uint8_t *)outbuf.buf : (uint8_t *)PyByteArray_AS_STRING(text), *iout = (uint8_t *)PyByteArray_AS_STRING(ids),
-            *uout = (uint8_t *)PyByteArray_AS_STRING(urls);
+    uint8_t *tout = have_out ? (uint8_t *)outbuf.buf : (uint8_t *)PyByteArray_AS_STRING(text),
+            *iout = (uint8_t *)PyByteArray_AS_STRING(ids), *uout = (uint8_t *)PyByteArray_AS_STRING(urls);
     fields_t f = {(const uint8_t *)idf.buf, (const uint8_t *)tf.buf, have_url ? (const uint8_t *)uf.buf : NULL,
                   (size_t)idf.len, (size_t)tf.len, have_url ? (size_t)uf.len : 0,
                   have_table ? (const uint8_t *)table.buf : NULL};
@@ -624,7 +624,8 @@ PyMODINIT_FUNC PyInit__jsonl(void) {
     for (size_t i = 0; i < sizeof(SPACES) / sizeof(SPACES[0]); i++)
         PyTuple_SET_ITEM(spaces, (Py_ssize_t)i, PyLong_FromUnsignedLong(SPACES[i]));
     if (PyModule_AddIntConstant(mod, "FLAGGED", K_FLAGGED) < 0 || PyModule_AddIntConstant(mod, "NO_ID", K_NO_ID) < 0 ||
-        PyModule_AddIntConstant(mod, "FALLBACK", K_FALLBACK) < 0 || PyModule_AddIntConstant(mod, "NO_URL", K_NO_URL) < 0 ||
+        PyModule_AddIntConstant(mod, "FALLBACK", K_FALLBACK) < 0 ||
+        PyModule_AddIntConstant(mod, "NO_URL", K_NO_URL) < 0 ||
         PyModule_AddObject(mod, "SPACES", spaces) < 0) {
         Py_XDECREF(spaces);
         Py_DECREF(mod);

@@ -245,7 +245,8 @@ def jsonl_block_records(reader, block, n: int, path: str, lineno: int, table, sc
             idents = [f"{path}:{lineno + i + 1}" if missing else id_text[id_cps[i] : id_cps[i + 1]]
                       for i, missing in zip(range(a, b), no_id)]
             if pages:
-                yield from _page_records(reader, idents, page_urls[a:b], text, toffs[a : b + 1], n + a, path, lineno + a)
+                yield from _page_records(reader, idents, page_urls[a:b], text, toffs[a : b + 1], n + a, path,
+                                         lineno + a)
             else:
                 yield EncodedDocuments(ids=idents, start=n + a, path=path, first_line=lineno + a + 1,
                                        data=text, offsets=toffs[a : b + 1], lengths=lengths[a:b],

@@ -24,9 +24,9 @@ from ...text.html_pages import FROM_STR, extract_page
 from ..documents import Document, Skipped
 from .extract import PendingPage, extracted_record
 
-__all__ = ["PAGE_URL_FIELD", "utf8_page_record", "id_string", "utf8_length", "describe_value", "line_or_size", "decode_text", "has_nul",
-           "with_claims", "finish_record", "missing_text", "bad_line", "jsonl_record", "json_line_record",
-           "column_value_record", "MAX_KEYS_SHOWN"]
+__all__ = ["PAGE_URL_FIELD", "utf8_page_record", "id_string", "utf8_length", "describe_value", "line_or_size",
+           "decode_text", "has_nul", "with_claims", "finish_record", "missing_text", "bad_line", "jsonl_record",
+           "json_line_record", "column_value_record", "MAX_KEYS_SHOWN"]
 
 #: Keys (columns) named in the detail of a record without its text field.
 MAX_KEYS_SHOWN = 12
