@@ -39,6 +39,17 @@ JSONL_LINES = [
     '{"id": "nfkc-escaped", "text": "escaped \\ufb01 ligature \\u00bd"}'.encode(),
 ]
 
+#: Records of HTML pages with their URL (read with the fields "id", "text" and "url").
+PAGE_LINES = [
+    b'{"id": "page", "url": "https://example.org/a?b=1", "text": "<p>a page</p>"}',
+    b'{"url": "https://ex\\u00e4mple.org/\\ud83d\\ude00", "text": "<p>escaped URL</p>", "id": 3}',
+    b'{"id": "url-null", "url": null, "text": "<p>no URL</p>"}',
+    b'{"id": "url-obj", "url": {"href": "x"}, "text": "<p>URL not a string</p>"}',
+    b'{"id": "url-empty", "url": "", "text": "<p>empty URL</p>"}',
+    b'{"id": "url-twice", "url": "a", "url": "b", "text": "<p>two URLs</p>"}',
+    b'{"id": "url-lone", "url": "\\udc00", "text": "<p>lone surrogate in the URL</p>"}',
+]
+
 KERNEL_TEXTS = [
     "Hello World, this is the splitter's ASCII path; and some café " * 3,
     "Ünïcödé Straße ǅemal ﬁne ＡＢＣ café cafe\u0301 Ⅻ ½ x²\r\n中文字符串，日本語のテキスト。",
@@ -64,6 +75,11 @@ def main() -> None:
     jsonl = [bytes([0, 0, 1]) + b"\n".join(JSONL_LINES) + b"\n", bytes([0, 200, 0]) + b"\n".join(JSONL_LINES)]
     for line in JSONL_LINES:
         jsonl.append(bytes([rng.randrange(6), rng.randrange(192), 1]) + line)
+    jsonl.append(bytes([0, 0, 0]) + b"\n".join(PAGE_LINES) + b"\n")
+    jsonl.extend(bytes([0, 0, 0]) + line for line in PAGE_LINES)  # no draw: the other seeds stay as they were
+    # a "\r\n" line exactly at the limit: "\r" is not counted (the reader's measure)
+    at_limit = b'{"id": "crlf", "text": "at the limit"}'
+    jsonl.append(bytes([0, 192 + len(at_limit), 0]) + at_limit + b"\r\n")
     write("jsonl", jsonl)
     kernel = []
     for i, text in enumerate(KERNEL_TEXTS):

@@ -83,7 +83,9 @@ class Input:
 
 # --- JSONL scanner against orjson --------------------------------------------------------
 
-_FIELDS = [(b"id", b"text"), (b"id", b"text"), (b"id", b"text"), (b"url", b"body"), (b"t", b"id"), (b"", b"x")]
+#: (id field, text field, URL field or None): the URL field is taken as the HTML reader takes it
+_FIELDS = [(b"id", b"text", b"url"), (b"id", b"text", None), (b"id", b"text", b"url"), (b"url", b"body", None),
+           (b"t", b"id", b"url"), (b"", b"x", b"id")]
 
 
 @target
@@ -96,17 +98,24 @@ def jsonl(data: bytes) -> None:
     from neardup.text.nfkc import unsafe_table
 
     inp = Input(data)
-    idf, tf = _FIELDS[inp.byte() % len(_FIELDS)]
+    sel = inp.byte()
+    idf, tf, uf = _FIELDS[sel % len(_FIELDS)]
     choice = inp.byte()
     max_line = -1 if choice < 192 else choice % 64
     table = unsafe_table() if inp.flag() else None
     block = inp.rest()
     jl = jsonl_reader._jsonl  # the scanner the reader uses (a test swaps it for a lying one)
-    kinds, ends, text, toffs, ids, ioffs, lengths, spans = jl.scan(block, idf, tf, table, max_line)
+    # the texts into a caller's buffer (the HTML reader's), filled with junk and longer than needed
+    out = bytearray(b"\xaa" * (len(block) + sel % 7)) if sel >= 128 else None
+    scanned = jl.scan(block, idf, tf, table, max_line, uf, out)
+    kinds, ends, text, toffs, ids, ioffs, lengths, spans, urls, uoffs = scanned
+    if out is not None:
+        assert text is out and len(out) == len(block) + sel % 7
     kinds = bytes(kinds)
     ends = np.frombuffer(ends, dtype=np.int64).tolist()
     toffs = np.frombuffer(toffs, dtype=np.int64).tolist()
     ioffs = np.frombuffer(ioffs, dtype=np.int64).tolist()
+    uoffs = np.frombuffer(uoffs, dtype=np.int64).tolist()
     lengths = np.frombuffer(lengths, dtype=np.int64).tolist()
     spans = np.frombuffer(spans, dtype=np.int64).tolist()
 
@@ -119,7 +128,9 @@ def jsonl(data: bytes) -> None:
     assert ends == want_ends, (ends, want_ends)
     n = len(ends)
     assert len(kinds) == n and len(lengths) == n and len(spans) == 2 * n
-    assert len(toffs) == n + 1 and len(ioffs) == n + 1
+    assert len(toffs) == n + 1 and len(ioffs) == n + 1 and len(uoffs) == n + 1
+    if uf is None:
+        assert len(urls) == 0 and all(kind & jl.NO_URL or kind & jl.FALLBACK for kind in kinds)
     id_field, text_field = idf.decode(), tf.decode()
     start = 0
     for i in range(n):
@@ -128,11 +139,12 @@ def jsonl(data: bytes) -> None:
         kind = kinds[i]
         if kind & jl.FALLBACK:
             assert kind == jl.FALLBACK, kind  # the only flag then
-            assert toffs[i] == toffs[i + 1] and ioffs[i] == ioffs[i + 1]
+            assert toffs[i] == toffs[i + 1] and ioffs[i] == ioffs[i + 1] and uoffs[i] == uoffs[i + 1]
             continue
         body = line[:-1] if line.endswith(b"\n") else line
-        if max_line >= 0:
-            assert len(body) <= max_line, (len(body), max_line)
+        if max_line >= 0:  # measured as the reader measures it: without "\r\n"
+            size = len(body) - (line.endswith(b"\r\n"))
+            assert size <= max_line, (size, max_line)
         obj = orjson.loads(body)  # the scanner took it: orjson must too
         assert type(obj) is dict, body
         t = obj.get(text_field)
@@ -146,6 +158,10 @@ def jsonl(data: bytes) -> None:
         got_id = ids[ioffs[i] : ioffs[i + 1]].decode("utf-8")
         if not no_id:
             assert got_id == id_string(ident, "?"), (body, got_id)
+        url = obj.get(uf.decode()) if uf is not None else None
+        assert bool(kind & jl.NO_URL) == (type(url) is not str), (body, kind)
+        got_url = urls[uoffs[i] : uoffs[i + 1]]
+        assert got_url == (url.encode("utf-8") if type(url) is str else b""), (body, got_url)
         if table is not None:
             flagged = [k for k, c in enumerate(t) if table[ord(c)]]
             assert bool(kind & jl.FLAGGED) == bool(flagged), body

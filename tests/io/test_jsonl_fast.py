@@ -216,3 +216,80 @@ def test_random_json_lines(tmp_path_factory, objects, ascii_only, seed):
     path = _write(tmp_path_factory.mktemp("j") / "r.jsonl", lines)
     fast, slow = _both([path])
     assert _records(fast) == slow
+
+
+PAGE_LINES = [
+    b'{"id": "p1", "url": "https://example.org/a", "text": "<html><body><p>A page of plain text</p></body></html>"}',
+    b'{"url": "https://ex\\u00e4mple.org/\\ud83d\\ude00", "text": "<p>escaped URL, \\"quoted\\" \\u00e9 \\ud83d\\ude00</p>"}',
+    '{"id": "p3", "url": "https://例え.jp/ページ", "text": "<p>日本語のページ ✓</p>"}'.encode(),
+    b'{"id": "p4", "url": null, "text": "<p>null URL</p>"}',
+    b'{"id": "p5", "url": {"href": "x"}, "text": "<p>URL not a string</p>"}',
+    b'{"id": "p6", "url": "", "text": "<p>empty URL</p>"}',
+    b'{"id": "p7", "url": "a", "url": "b", "text": "<p>two URLs: the last</p>"}',
+    b'{"id": "p8", "url": "\\udc00", "text": "<p>lone surrogate in the URL</p>"}',
+    b'{"id": "p9", "text": "<p>lone \\ud800 surrogate in the page</p>"}',
+    b'{"id": "p10", "text": "<p>bad \xff UTF-8</p>", "url": "u"}',
+    b'{"id": "p11", "text": "<p>NUL \\u0000 and line\\nbreaks\\r\\n\\t</p>"}',
+    b'{"id": "p12", "text": "\\u3000\\u00a0 "}',
+    b'{"id": "p13", "text": "   "}',
+    b'{"id": "p14", "text": ""}',
+    b'{"id": 15, "text": "<p>integer id</p>"}',
+    b'{"id": "p16"}',
+    b'{"id": "p17", "text": 17}',
+    b'{"id": "p18", "text": "<p>no body</p>" x',
+    '{"id": "p19", "text": "<title>ﬁ</title><p>\u3000text after a wide space ½</p>"}'.encode(),
+]
+
+
+def _pages_both(paths, monkeypatch, **kw):
+    """The records of the JSONL of HTML through the scanner and line by line (orjson, a str)."""
+    fast = list(read_documents(paths, content="html", **kw))
+    with monkeypatch.context() as m:
+        m.setattr(readers, "scans_jsonl_pages", lambda reader: False)
+        slow = list(read_documents(paths, content="html", **kw))
+    return fast, slow
+
+
+@pytest.mark.parametrize("block", [8 << 20, 64])
+def test_pages_from_the_scanner_are_the_orjson_readers_records(tmp_path, monkeypatch, block):
+    monkeypatch.setattr(readers, "JSONL_BLOCK_BYTES", block)
+    path = _write(tmp_path / "pages.jsonl", PAGE_LINES + LINES)
+    fast, slow = _pages_both([path], monkeypatch)
+    assert fast == slow
+    assert {r.id for r in fast if r.__class__.__name__ == "Document"} >= {"p1", "p3", "p6", "p11", "15", "p19"}
+    fast, slow = _pages_both([path], monkeypatch, max_bytes=60)
+    assert fast == slow
+
+
+def test_pages_go_to_the_workers_as_the_utf8_of_the_str(tmp_path, monkeypatch):
+    from neardup.io.read.extract import PendingPage
+    from neardup.io.read.reader import RecordReader
+
+    path = _write(tmp_path / "pages.jsonl", PAGE_LINES)
+    fast = list(RecordReader(content="html", jobs=2).read([path]))
+    with monkeypatch.context() as m:
+        m.setattr(readers, "scans_jsonl_pages", lambda reader: False)
+        slow = list(RecordReader(content="html", jobs=2).read([path]))
+    assert len(fast) == len(slow) == len(PAGE_LINES)
+    line_by_line = []
+    for f, s in zip(fast, slow):
+        assert type(f) is type(s)
+        if type(f) is not PendingPage:
+            assert f == s
+            continue
+        assert (f.ident, f.n, f.src, f.meta, f.url) == (s.ident, s.n, s.src, s.meta, s.url)
+        assert f.job(True) == s.job(True)  # what a worker process gets
+        if type(f.html) is not bytes:
+            line_by_line.append(f.ident)
+    # every page came from the scanner but the one with a repeated key (orjson takes the last);
+    # those with a lone surrogate are not JSON to orjson (bad_json)
+    assert line_by_line == ["p7"]
+
+
+def test_pages_read_line_by_line_when_the_options_need_it(tmp_path):
+    from neardup.io.read.reader import RecordReader
+
+    for kw in (dict(claims=True), dict(keep_fields=("url",)), dict(id_field="url"), dict(text_field="url")):
+        assert not readers.scans_jsonl_pages(RecordReader(content="html", **kw))
+    assert readers.scans_jsonl_pages(RecordReader(content="html"))
+    assert not readers.scans_jsonl_pages(RecordReader(content="text"))

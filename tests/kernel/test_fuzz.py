@@ -92,6 +92,8 @@ def jsonl_blocks(draw):
             rec["id"] = draw(st.one_of(st.text(max_size=6), st.integers(-10**20, 10**20), st.none(), JSON_VALUES))
         if draw(st.integers(0, 9)):
             rec["text"] = draw(st.one_of(TEXTS, JSON_VALUES))
+        if draw(st.booleans()):  # a page's URL (the target asks for it with most fields)
+            rec["url"] = draw(st.one_of(TEXTS, JSON_VALUES))
         for key in draw(st.lists(st.text(max_size=4), max_size=2)):
             rec[key] = draw(JSON_VALUES)
         # json, not orjson: integers past 64 bits, lone surrogates (escaped, or as invalid UTF-8)

@@ -3,7 +3,8 @@
  * off the GIL, and for each line that is an ordinary record (a JSON object whose text field is a
  * string) copies the text's UTF-8 (escapes decoded) and the id out of it, without building any
  * Python object. neardup dedup feeds those bytes straight to the kernel, so the text of such a
- * record never becomes a Python str.
+ * record never becomes a Python str. For HTML records the page's URL (a third field) comes out
+ * the same way, and the page's UTF-8 goes to the extraction as it is.
  *
  * Anything unusual sends the line to the Python reader (neardup.io.read, orjson), which
  * decides what the record is and reports the problems: the scanner never accepts a line that
@@ -33,7 +34,7 @@
 #define TABLE_SIZE 0x110000
 #define MAX_DEPTH 64
 
-enum { K_FLAGGED = 1, K_NO_ID = 2, K_FALLBACK = 4 };
+enum { K_FLAGGED = 1, K_NO_ID = 2, K_FALLBACK = 4, K_NO_URL = 8 };
 
 /* Where a decoded string goes (out == NULL: validate only). */
 typedef struct {
@@ -315,18 +316,20 @@ static const uint8_t *jvalue(const uint8_t *p, const uint8_t *end, int depth) {
 }
 
 typedef struct {
-    const uint8_t *id_key, *text_key;
-    size_t id_key_len, text_key_len;
+    const uint8_t *id_key, *text_key, *url_key; /* url_key: NULL when no URL is asked for */
+    size_t id_key_len, text_key_len, url_key_len;
     const uint8_t *table;
 } fields_t;
 
-/* One line (without its newline). Writes the text to text_out and the id to id_out; returns
- * the kind flags (K_FALLBACK alone when the Python reader must decide). */
+/* One line (without its newline). Writes the text to text_out, the id to id_out and the URL (a
+ * string value of the url field, escapes decoded) to url_out; returns the kind flags (K_FALLBACK
+ * alone when the Python reader must decide). */
 static int scan_line(const fields_t *f, const uint8_t *p, const uint8_t *end, uint8_t *text_out, size_t *text_len,
-                     size_t *ncp, size_t flag_span[2], uint8_t *id_out, size_t *id_len) {
-    int seen_text = 0, seen_id = 0, kind = 0;
-    sink_t text = {0}, idsink = {0};
-    *text_len = *id_len = 0;
+                     size_t *ncp, size_t flag_span[2], uint8_t *id_out, size_t *id_len, uint8_t *url_out,
+                     size_t *url_len) {
+    int seen_text = 0, seen_id = 0, seen_url = 0, url_is_string = 0, kind = 0;
+    sink_t text = {0}, idsink = {0}, urlsink = {0};
+    *text_len = *id_len = *url_len = 0;
     p = ws(p, end);
     if (p >= end || *p != '{') return K_FALLBACK;
     p = ws(p + 1, end);
@@ -341,6 +344,7 @@ static int scan_line(const fields_t *f, const uint8_t *p, const uint8_t *end, ui
         if (memchr(key, '\\', key_len)) return K_FALLBACK; /* compare keys only as written plainly */
         const int is_text = key_len == f->text_key_len && memcmp(key, f->text_key, key_len) == 0;
         const int is_id = key_len == f->id_key_len && memcmp(key, f->id_key, key_len) == 0;
+        const int is_url = f->url_key && key_len == f->url_key_len && memcmp(key, f->url_key, key_len) == 0;
         p = ws(after, end);
         if (p >= end || *p != ':') return K_FALLBACK;
         p = ws(p + 1, end);
@@ -373,6 +377,17 @@ static int scan_line(const fields_t *f, const uint8_t *p, const uint8_t *end, ui
             } else {
                 return K_FALLBACK;
             }
+        } else if (is_url) {
+            /* the reader takes a string URL, and none for any other value (orjson keeps the last
+             * of repeated keys: those lines fall back) */
+            if (seen_url++) return K_FALLBACK;
+            if (*p == '"') {
+                urlsink.out = url_out;
+                p = jstring(p, end, &urlsink);
+                url_is_string = 1;
+            } else {
+                p = jvalue(p, end, 1);
+            }
         } else {
             p = jvalue(p, end, 1);
         }
@@ -386,6 +401,7 @@ static int scan_line(const fields_t *f, const uint8_t *p, const uint8_t *end, ui
     if (ws(p + 1, end) != end) return K_FALLBACK; /* content after the object */
     if (!seen_text || !text.nonspace) return K_FALLBACK;
     if (!seen_id) kind |= K_NO_ID;
+    if (!url_is_string) kind |= K_NO_URL;
     if (text.flagged) {
         kind |= K_FLAGGED;
         flag_span[0] = text.flag_lo;
@@ -394,12 +410,13 @@ static int scan_line(const fields_t *f, const uint8_t *p, const uint8_t *end, ui
     *text_len = text.len;
     *ncp = text.ncp;
     *id_len = (kind & K_NO_ID) ? 0 : idsink.len;
+    *url_len = url_is_string ? urlsink.len : 0;
     return kind;
 }
 
 PyDoc_STRVAR(scan_doc,
-"scan(block, id_field, text_field, table, max_line) -> (kinds, line_ends, text, text_offsets,\n"
-"                                                      ids, id_offsets, lengths, flag_spans)\n\n"
+"scan(block, id_field, text_field, table, max_line, url_field=None) -> (kinds, line_ends, text,\n"
+"    text_offsets, ids, id_offsets, lengths, flag_spans, urls, url_offsets)\n\n"
 "Scans the lines of block (bytes-like: complete lines, the last one may lack its newline) for\n"
 "ordinary JSONL records. id_field, text_field: the keys, as UTF-8 bytes. table: None, or a\n"
 "uint8 buffer of 0x110000 entries; a record whose text holds a code point marked in it gets\n"
@@ -410,17 +427,40 @@ PyDoc_STRVAR(scan_doc,
 "UTF-8 is text[text_offsets[i]:text_offsets[i+1]], empty when it falls back), ids and\n"
 "id_offsets (the same for the id, as str() of it would print), lengths (n int64: the text's\n"
 "code points), flag_spans (2n int64: for a line of kind flag 1, the bytes [lo, hi) of its text\n"
-"that hold every marked code point; 0, 0 otherwise). The GIL is released while scanning.");
+"that hold every marked code point; 0, 0 otherwise), urls and url_offsets (the same for the\n"
+"string value of url_field, bytes distinct from id_field and text_field; kind flag 8 when the\n"
+"line has none, or no url_field is given: then urls is empty). out: None, or a bytearray at\n"
+"least as long as block, reused for the texts (returned as text, its length unchanged: the\n"
+"texts are out[:text_offsets[n]]), which spares a fresh buffer and its page faults per block.\n"
+"The GIL is released while scanning.");
 
 static PyObject *py_scan(PyObject *self, PyObject *args) {
     (void)self;
-    Py_buffer block, idf, tf, table = {0};
-    PyObject *table_obj;
+    Py_buffer block, idf, tf, table = {0}, uf = {0}, outbuf = {0};
+    PyObject *table_obj, *url_obj = Py_None, *out_obj = Py_None;
     Py_ssize_t max_line;
-    if (!PyArg_ParseTuple(args, "y*y*y*On", &block, &idf, &tf, &table_obj, &max_line)) return NULL;
-    int have_table = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*On|OO", &block, &idf, &tf, &table_obj, &max_line, &url_obj, &out_obj))
+        return NULL;
+    int have_table = 0, have_url = 0, have_out = 0;
     PyObject *kinds = NULL, *ends = NULL, *text = NULL, *toffs = NULL, *ids = NULL, *ioffs = NULL,
-             *lengths = NULL, *spans = NULL, *result = NULL;
+             *lengths = NULL, *spans = NULL, *urls = NULL, *uoffs = NULL, *result = NULL;
+    if (url_obj != Py_None) {
+        if (PyObject_GetBuffer(url_obj, &uf, PyBUF_SIMPLE) < 0) goto done;
+        have_url = 1;
+    }
+    if (out_obj != Py_None) {
+        /* a caller's bytearray for the texts (exported while scanning: it cannot be resized) */
+        if (!PyByteArray_Check(out_obj)) {
+            PyErr_SetString(PyExc_TypeError, "out must be a bytearray");
+            goto done;
+        }
+        if (PyObject_GetBuffer(out_obj, &outbuf, PyBUF_WRITABLE) < 0) goto done;
+        have_out = 1;
+        if (outbuf.len < block.len) {
+            PyErr_SetString(PyExc_ValueError, "out must be at least as long as the block");
+            goto done;
+        }
+    }
     if (table_obj != Py_None) {
         if (PyObject_GetBuffer(table_obj, &table, PyBUF_SIMPLE) < 0) goto done;
         have_table = 1;
@@ -441,33 +481,42 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     lengths = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
     spans = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 16));
     /* decoded text is never longer than the JSON string it came from; ids are bounded likewise */
-    text = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
+    if (have_out) {
+        text = out_obj;
+        Py_INCREF(text);
+    } else {
+        text = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
+    }
     ids = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
-    if (!kinds || !ends || !toffs || !ioffs || !lengths || !spans || !text || !ids) goto done;
+    urls = PyByteArray_FromStringAndSize(NULL, have_url ? (Py_ssize_t)len : 0);
+    uoffs = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * 8));
+    if (!kinds || !ends || !toffs || !ioffs || !lengths || !spans || !text || !ids || !urls || !uoffs) goto done;
     uint8_t *k = (uint8_t *)PyByteArray_AS_STRING(kinds);
     int64_t *e = (int64_t *)PyByteArray_AS_STRING(ends), *to = (int64_t *)PyByteArray_AS_STRING(toffs),
             *io = (int64_t *)PyByteArray_AS_STRING(ioffs), *ln = (int64_t *)PyByteArray_AS_STRING(lengths),
-            *sp = (int64_t *)PyByteArray_AS_STRING(spans);
-    uint8_t *tout = (uint8_t *)PyByteArray_AS_STRING(text), *iout = (uint8_t *)PyByteArray_AS_STRING(ids);
-    fields_t f = {(const uint8_t *)idf.buf, (const uint8_t *)tf.buf, (size_t)idf.len, (size_t)tf.len,
+            *sp = (int64_t *)PyByteArray_AS_STRING(spans), *uo = (int64_t *)PyByteArray_AS_STRING(uoffs);
+    uint8_t *tout = have_out ? (uint8_t *)outbuf.buf : (uint8_t *)PyByteArray_AS_STRING(text),
+            *iout = (uint8_t *)PyByteArray_AS_STRING(ids), *uout = (uint8_t *)PyByteArray_AS_STRING(urls);
+    fields_t f = {(const uint8_t *)idf.buf, (const uint8_t *)tf.buf, have_url ? (const uint8_t *)uf.buf : NULL,
+                  (size_t)idf.len, (size_t)tf.len, have_url ? (size_t)uf.len : 0,
                   have_table ? (const uint8_t *)table.buf : NULL};
-    size_t tpos = 0, ipos = 0;
+    size_t tpos = 0, ipos = 0, upos = 0;
     Py_BEGIN_ALLOW_THREADS
     const uint8_t *p = data, *end = data + len;
-    to[0] = io[0] = 0;
+    to[0] = io[0] = uo[0] = 0;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *nl = memchr(p, '\n', (size_t)(end - p));
         const uint8_t *line_end = nl ? nl : end, *next = nl ? nl + 1 : end;
-        size_t tl = 0, il = 0, ncp = 0, span[2] = {0, 0};
+        size_t tl = 0, il = 0, ul = 0, ncp = 0, span[2] = {0, 0};
         int kind;
         /* the Python reader's size: without "\n" or "\r\n" */
         if (max_line >= 0 && (size_t)(line_end - p) - (nl && line_end > p && line_end[-1] == '\r') > (size_t)max_line)
             kind = K_FALLBACK;
         else
-            kind = scan_line(&f, p, line_end, tout + tpos, &tl, &ncp, span, iout + ipos, &il);
+            kind = scan_line(&f, p, line_end, tout + tpos, &tl, &ncp, span, iout + ipos, &il, uout + upos, &ul);
         if (kind & K_FALLBACK) {
             kind = K_FALLBACK;
-            tl = il = ncp = span[0] = span[1] = 0;
+            tl = il = ul = ncp = span[0] = span[1] = 0;
         }
         sp[2 * i] = (int64_t)span[0];
         sp[2 * i + 1] = (int64_t)span[1];
@@ -475,14 +524,24 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         e[i] = (int64_t)(next - data);
         tpos += tl;
         ipos += il;
+        upos += ul;
         to[i + 1] = (int64_t)tpos;
         io[i + 1] = (int64_t)ipos;
+        uo[i + 1] = (int64_t)upos;
         ln[i] = (int64_t)ncp;
         p = next;
     }
     Py_END_ALLOW_THREADS
-    if (PyByteArray_Resize(text, (Py_ssize_t)tpos) < 0 || PyByteArray_Resize(ids, (Py_ssize_t)ipos) < 0) goto done;
-    result = PyTuple_Pack(8, kinds, ends, text, toffs, ids, ioffs, lengths, spans);
+    if (have_out) { /* the export ends before the caller gets its bytearray back */
+        PyBuffer_Release(&outbuf);
+        have_out = 0;
+    } else if (PyByteArray_Resize(text, (Py_ssize_t)tpos) < 0) {
+        goto done;
+    }
+    if (PyByteArray_Resize(ids, (Py_ssize_t)ipos) < 0 ||
+        PyByteArray_Resize(urls, (Py_ssize_t)upos) < 0)
+        goto done;
+    result = PyTuple_Pack(10, kinds, ends, text, toffs, ids, ioffs, lengths, spans, urls, uoffs);
 done:
     Py_XDECREF(kinds);
     Py_XDECREF(ends);
@@ -492,6 +551,10 @@ done:
     Py_XDECREF(ioffs);
     Py_XDECREF(lengths);
     Py_XDECREF(spans);
+    Py_XDECREF(urls);
+    Py_XDECREF(uoffs);
+    if (have_url) PyBuffer_Release(&uf);
+    if (have_out) PyBuffer_Release(&outbuf);
     if (have_table) PyBuffer_Release(&table);
     PyBuffer_Release(&tf);
     PyBuffer_Release(&idf);
@@ -561,7 +624,9 @@ PyMODINIT_FUNC PyInit__jsonl(void) {
     for (size_t i = 0; i < sizeof(SPACES) / sizeof(SPACES[0]); i++)
         PyTuple_SET_ITEM(spaces, (Py_ssize_t)i, PyLong_FromUnsignedLong(SPACES[i]));
     if (PyModule_AddIntConstant(mod, "FLAGGED", K_FLAGGED) < 0 || PyModule_AddIntConstant(mod, "NO_ID", K_NO_ID) < 0 ||
-        PyModule_AddIntConstant(mod, "FALLBACK", K_FALLBACK) < 0 || PyModule_AddObject(mod, "SPACES", spaces) < 0) {
+        PyModule_AddIntConstant(mod, "FALLBACK", K_FALLBACK) < 0 ||
+        PyModule_AddIntConstant(mod, "NO_URL", K_NO_URL) < 0 ||
+        PyModule_AddObject(mod, "SPACES", spaces) < 0) {
         Py_XDECREF(spaces);
         Py_DECREF(mod);
         return NULL;

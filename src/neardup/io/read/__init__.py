@@ -171,7 +171,9 @@ def read_encoded(paths: list[str], *, table=None, format: str = "auto",
     JSONL lines off the GIL, and the kernel reads the bytes. ``table`` (a uint8 array of 0x110000
     entries, or None) marks code points to flag (``EncodedDocuments.flagged``). Lines the scanner
     does not take, and every other format, come out as :func:`read_documents` gives them; with
-    ``content="html"``, ``keep_fields``, or without the compiled scanner, everything does.
+    ``content="html"``, ``keep_fields``, or without the compiled scanner, everything does (JSONL
+    of HTML is scanned all the same, by both: its pages reach the extraction as the scanner's
+    UTF-8, :func:`neardup.io.read.jsonl.scans_jsonl_pages`).
     """
     return read_plan(RecordReader(**options), plan_inputs(paths, format), table)
 

@@ -1,6 +1,6 @@
 """JSONL inputs: one JSON object per line, read line by line (:func:`read_jsonl`), or in blocks
 of whole lines scanned by the compiled ``neardup._jsonl`` off the GIL (:func:`read_jsonl_encoded`,
-which gives the same records)."""
+which gives the same records: a text's UTF-8 for the kernel, a page's UTF-8 for the extraction)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ..documents import EncodedDocuments
 from .compression import open_decompressed
-from .rows import jsonl_record, line_or_size
+from .rows import PAGE_URL_FIELD, jsonl_record, line_or_size, utf8_page_record
 from .sources import failure_reason
 
 try:
@@ -17,7 +17,7 @@ except ImportError:  # not built: every line goes through orjson
     _jsonl = None
 
 __all__ = ["JSONL_BLOCK_BYTES", "has_line_scanner", "jsonl_line_ends", "read_lines", "BrokenInput", "jsonl_blocks",
-           "read_jsonl", "scans_jsonl_blocks", "read_jsonl_encoded", "jsonl_block_records"]
+           "read_jsonl", "scans_jsonl_blocks", "scans_jsonl_pages", "read_jsonl_encoded", "jsonl_block_records"]
 
 #: Bytes read at a time by the JSONL fast path (tests make it small).
 JSONL_BLOCK_BYTES = 4 << 20
@@ -161,8 +161,17 @@ def scans_jsonl_blocks(reader) -> bool:
             and reader.id_field != reader.text_field)
 
 
+def scans_jsonl_pages(reader) -> bool:
+    """True when :func:`read_jsonl_encoded` gives the records of :func:`read_jsonl` for JSONL of HTML,
+    the ordinary pages handed to the extraction as the UTF-8 the scanner copies out of the line
+    (the page's claims need the str's parse, kept fields the whole object: those read line by line)."""
+    return (_jsonl is not None and reader.content == "html" and not reader.keep_fields and reader.want is None
+            and not reader.claims and len({reader.id_field, reader.text_field, PAGE_URL_FIELD}) == 3)
+
+
 def read_jsonl_encoded(reader, path: str, n: int, table):
-    """The records of :func:`read_jsonl`, with runs of ordinary records as EncodedDocuments.
+    """The records of :func:`read_jsonl`, with runs of ordinary records as EncodedDocuments (for
+    HTML, :func:`scans_jsonl_pages`: each ordinary page's record from its UTF-8).
 
     Blocks of whole lines are scanned by ``neardup._jsonl`` off the GIL; the lines it does
     not take (errors, anything unusual) go through :func:`~neardup.io.read.rows.jsonl_record`, line by line. If
@@ -171,6 +180,8 @@ def read_jsonl_encoded(reader, path: str, n: int, table):
     """
     max_bytes = reader.max_bytes
     lineno = 0
+    # pages are copied out of the scanner's texts block by block: one buffer serves every block
+    scratch = bytearray() if reader.content == "html" else None
     try:
         for item in jsonl_blocks(path, max_bytes, JSONL_BLOCK_BYTES):
             if type(item) is int:  # a line over max_bytes
@@ -180,7 +191,7 @@ def read_jsonl_encoded(reader, path: str, n: int, table):
                 continue
             buf, length = item
             with memoryview(buf) as whole, whole[:length] as block:
-                count = yield from jsonl_block_records(reader, block, n, path, lineno, table)
+                count = yield from jsonl_block_records(reader, block, n, path, lineno, table, scratch)
             lineno += count
             n += count
     except BrokenInput:
@@ -191,19 +202,28 @@ def read_jsonl_encoded(reader, path: str, n: int, table):
     return n
 
 
-def jsonl_block_records(reader, block, n: int, path: str, lineno: int, table):
+def jsonl_block_records(reader, block, n: int, path: str, lineno: int, table, scratch: bytearray | None = None):
     """The records of a block of whole lines (bytes or a memoryview; the last line may lack its
     ``\\n``), which are lines ``lineno + 1, ...`` of ``path`` with ordinals ``n, ...``: runs of
-    ordinary records as EncodedDocuments (scanned by ``neardup._jsonl``), the other lines through
-    :func:`~neardup.io.read.rows.jsonl_record`. Returns the number of lines. Everything is copied out of ``block``
-    before the first record is given, so the caller may reuse its buffer as soon as the
-    generator is started (the local reader's blocks and the Spark engine's Arrow batches)."""
+    ordinary records as EncodedDocuments (scanned by ``neardup._jsonl``; for a reader of HTML, the
+    records of :func:`~neardup.io.read.rows.utf8_page_record` instead, ``table`` unused), the other
+    lines through :func:`~neardup.io.read.rows.jsonl_record`. Returns the number of lines.
+    Everything is copied out of ``block`` before the first record is given, so the caller may
+    reuse its buffer as soon as the generator is started (the local reader's blocks and the Spark
+    engine's Arrow batches). ``scratch``: for a reader of HTML, a bytearray the scanner writes the
+    pages into (grown to the block's size), which the next block reuses once this one's records
+    are all given (a fresh buffer of a block's size per block costs its page faults)."""
     import numpy as np
 
     idf, tf = reader.id_field.encode("utf-8"), reader.text_field.encode("utf-8")
     max_bytes = reader.max_bytes
     max_line = -1 if max_bytes is None else max_bytes
-    kinds, ends, text, toffs, ids, ioffs, lengths, spans = _jsonl.scan(block, idf, tf, table, max_line)
+    pages = reader.content == "html"
+    if pages and scratch is not None and len(scratch) < len(block):
+        scratch.extend(bytes(len(block) - len(scratch)))
+    scanned = _jsonl.scan(block, idf, tf, None if pages else table, max_line,
+                          PAGE_URL_FIELD.encode("utf-8") if pages else None, scratch if pages else None)
+    kinds, ends, text, toffs, ids, ioffs, lengths, spans, urls, uoffs = scanned
     slow = np.flatnonzero(np.frombuffer(kinds, dtype=np.uint8) & _jsonl.FALLBACK).tolist()
     ends = np.frombuffer(ends, dtype=np.int64)
     # the lines that fall back, copied out before the buffer is reused
@@ -214,16 +234,35 @@ def jsonl_block_records(reader, block, n: int, path: str, lineno: int, table):
     spans = np.frombuffer(spans, dtype=np.int64).reshape(-1, 2)
     id_cps = _code_point_offsets(ids, np.frombuffer(ioffs, dtype=np.int64))
     id_text = ids.decode("utf-8")
+    if pages:  # each page's URL, None for a line without one
+        url_cps = _code_point_offsets(urls, np.frombuffer(uoffs, dtype=np.int64))
+        url_text = urls.decode("utf-8")
+        page_urls = [None if missing else url_text[url_cps[i] : url_cps[i + 1]]
+                     for i, missing in enumerate((kinds & _jsonl.NO_URL).astype(bool).tolist())]
     for a, b in zip([0, *(k + 1 for k in slow)], [*slow, kinds.size]):
         if b > a:  # lines a..b-1: ordinary records; without an id, the source is the id
             no_id = (kinds[a:b] & _jsonl.NO_ID).astype(bool).tolist()
             idents = [f"{path}:{lineno + i + 1}" if missing else id_text[id_cps[i] : id_cps[i + 1]]
                       for i, missing in zip(range(a, b), no_id)]
-            yield EncodedDocuments(ids=idents, start=n + a, path=path, first_line=lineno + a + 1,
-                                   data=text, offsets=toffs[a : b + 1], lengths=lengths[a:b],
-                                   flagged=(kinds[a:b] & _jsonl.FLAGGED).astype(bool),
-                                   flag_spans=spans[a:b])
+            if pages:
+                yield from _page_records(reader, idents, page_urls[a:b], text, toffs[a : b + 1], n + a, path,
+                                         lineno + a)
+            else:
+                yield EncodedDocuments(ids=idents, start=n + a, path=path, first_line=lineno + a + 1,
+                                       data=text, offsets=toffs[a : b + 1], lengths=lengths[a:b],
+                                       flagged=(kinds[a:b] & _jsonl.FLAGGED).astype(bool),
+                                       flag_spans=spans[a:b])
         if b < kinds.size:  # line b falls back
             yield jsonl_record(reader, line_or_size(fallback[b], max_bytes), n + b, f"{path}:{lineno + b + 1}")
     return int(kinds.size)
 
+
+def _page_records(reader, idents, urls, text, toffs, n: int, path: str, lineno: int):
+    """The records of a run of ordinary lines of HTML records, lines ``lineno + 1, ...`` with
+    ordinals ``n, ...``: each page copied out of the scanner's ``text`` (``toffs``: where each
+    starts, and the end of the last) as the bytes a worker process is sent."""
+    starts = toffs.tolist()
+    with memoryview(text) as pages:
+        for k, (ident, url) in enumerate(zip(idents, urls)):
+            page = bytes(pages[starts[k] : starts[k + 1]])
+            yield utf8_page_record(reader, ident, page, n + k, f"{path}:{lineno + k + 1}", url)

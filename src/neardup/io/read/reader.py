@@ -146,7 +146,8 @@ class RecordReader:
         """Every record of the plan. With ``encoded_table`` (None or a flag table, see
         :func:`neardup.io.read.read_encoded`), JSONL files yield their ordinary records as EncodedDocuments."""
         n = 0
-        fast = encoded_table is not False and self.scans_jsonl_blocks()
+        # JSONL of HTML is scanned whatever the caller takes: its records are those of read_jsonl
+        fast = jsonl.scans_jsonl_pages(self) or (encoded_table is not False and self.scans_jsonl_blocks())
         plan = plan_inputs(plan, "auto")
         if self.report is not None:
             self.report.ignored_files.extend(plan.ignored)
@@ -160,7 +161,8 @@ class RecordReader:
                     yield Skipped(path, n, path, "unreadable_file", why)
                 n += 1
             elif fast and fmt == "jsonl":
-                n = yield from self._checked(path, jsonl.read_jsonl_encoded(self, path, n, encoded_table))
+                table = None if encoded_table is False else encoded_table
+                n = yield from self._checked(path, jsonl.read_jsonl_encoded(self, path, n, table))
             else:
                 n = yield from self._checked(path, self.read_leaf(path, fmt, n))
             if spill is not None:

@@ -7,7 +7,8 @@ and DataFrame rows), the Ray shards and the in-memory API (:func:`neardup.dedup`
 - :func:`jsonl_record`: one JSONL line (its bytes, its size when over ``max_bytes``, or why the file
   cannot be read further); :func:`json_line_record`: the same for a line without its newline.
 - :func:`column_value_record`: the text value of one row of a column (Parquet, Arrow, a DataFrame).
-- :func:`finish_record`: a text that was found: extracted when it is HTML, ``empty`` when blank.
+- :func:`finish_record`: a text that was found: extracted when it is HTML, ``empty`` when blank;
+  :func:`utf8_page_record`: the same for a page given as its UTF-8 (the compiled JSONL scanner's).
 - :func:`id_string`: an id value as a string (the source when there is none).
 
 ``reader`` is the :class:`~neardup.io.read.reader.RecordReader` whose options apply (its
@@ -19,16 +20,18 @@ from __future__ import annotations
 
 import orjson
 
-from ...text.html_pages import extract_page
+from ...text.html_pages import FROM_STR, extract_page
 from ..documents import Document, Skipped
 from .extract import PendingPage, extracted_record
 
-__all__ = ["id_string", "utf8_length", "describe_value", "line_or_size", "decode_text", "has_nul",
-           "with_claims", "finish_record", "missing_text", "bad_line", "jsonl_record", "json_line_record",
-           "column_value_record", "MAX_KEYS_SHOWN"]
+__all__ = ["PAGE_URL_FIELD", "utf8_page_record", "id_string", "utf8_length", "describe_value", "line_or_size",
+           "decode_text", "has_nul", "with_claims", "finish_record", "missing_text", "bad_line", "jsonl_record",
+           "json_line_record", "column_value_record", "MAX_KEYS_SHOWN"]
 
 #: Keys (columns) named in the detail of a record without its text field.
 MAX_KEYS_SHOWN = 12
+#: The field of a JSONL record of HTML that holds the page's URL (a string; anything else is no URL).
+PAGE_URL_FIELD = "url"
 
 
 def id_string(value, fallback: str) -> str:
@@ -124,6 +127,16 @@ def finish_record(reader, ident, text, n, src, meta, *, is_html, url=None):
     return Document(ident, text, n, src, meta)
 
 
+def utf8_page_record(reader, ident, page: bytes, n, src, url):
+    """:func:`finish_record` of an HTML text given as the UTF-8 of its str, which must not be blank,
+    for a reader without ``keep_fields`` or ``claims``: the page goes to the extraction as these
+    bytes (as a worker process gets the str), so it is never decoded to a str in this process."""
+    pending = PendingPage(ident, n, src, {}, page, url, FROM_STR, reader.errors)
+    if reader.jobs > 1:
+        return pending
+    return pending.outcome(extract_page(reader.extraction, page, url, FROM_STR, reader.errors))
+
+
 def missing_text(reader, obj: dict, ident, n, src) -> Skipped:
     """The Skipped record of a JSON object (a CSV row) whose text field is absent, null or not a string."""
     tf = reader.text_field
@@ -174,7 +187,7 @@ def jsonl_record(reader, line: bytes | int | str, n: int, src: str):
         if v is not None:
             meta[f] = v
     if reader.content == "html":
-        url = obj.get("url")
+        url = obj.get(PAGE_URL_FIELD)
         return finish_record(reader, ident, text, n, src, meta, is_html=True, url=url if type(url) is str else None)
     if not text or text.isspace():
         return _blank(ident, n, src, text)
