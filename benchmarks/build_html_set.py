@@ -45,6 +45,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,9 +126,11 @@ UNSEEN_GENERATORS = {
                   "#content", "div.footer"),
 }
 
-#: The two sets: generator table, held-out generators, output folder name, and whether pages that
-#: are symbolic links are skipped (Apache's manual links every untranslated page of a language to
-#: the English file: the same bytes under a second name, an exact copy rather than a near-duplicate).
+#: The two sets: generator table, held-out generators, output folder name, and whether aliases are
+#: skipped: pages that are symbolic links (Apache's manual links every untranslated page of a
+#: language to the English file: the same bytes under a second name, an exact copy rather than a
+#: near-duplicate) and redirect stubs with a meta refresh (2,356 of octave-doc's 2,891 pages are
+#: stubs of one sentence that send an index entry on to its node; they would be most of the sample).
 SETS = {
     "seen": (GENERATORS, HELD_OUT, "html_set", False),
     "unseen": (UNSEEN_GENERATORS, tuple(UNSEEN_GENERATORS), "html_set_unseen", True),
@@ -202,21 +205,30 @@ def _rank(path: str) -> str:
     return hashlib.sha1(f"{SEED}:{path}".encode()).hexdigest()
 
 
-def candidates(patterns: list[str], skip_links: bool = False) -> list[str]:
+_REFRESH = re.compile(rb"<meta[^>]+http-equiv\s*=\s*[\"']?refresh", re.IGNORECASE)
+
+
+def is_alias(path: str) -> bool:
+    """A symbolic link, or a redirect stub (a meta refresh in the page's first 4 KB)."""
+    if os.path.islink(path):
+        return True
+    with open(path, "rb") as f:
+        return _REFRESH.search(f.read(4096)) is not None
+
+
+def candidates(patterns: list[str], skip_aliases: bool = False) -> list[str]:
     files: set[str] = set()
     for pattern in patterns:
         for p in glob.glob(os.path.join(DOC, pattern), recursive=True):
-            if skip_links and os.path.islink(p):
-                continue
-            if os.path.isfile(p) and os.path.getsize(p) <= 2_000_000:
+            if os.path.isfile(p) and os.path.getsize(p) <= 2_000_000 and not (skip_aliases and is_alias(p)):
                 files.add(os.path.relpath(p, DOC))
     return sorted(files)
 
 
-def sample(gen: str, n: int, patterns: list[str], skip_links: bool = False) -> list[str]:
+def sample(gen: str, n: int, patterns: list[str], skip_aliases: bool = False) -> list[str]:
     """A deterministic sample; rustdoc also takes std pages' core/alloc twins (re-exports), which
     are the set's natural main-content near-duplicates."""
-    files = candidates(patterns, skip_links)
+    files = candidates(patterns, skip_aliases)
     ranked = sorted(files, key=_rank)
     if gen != "rustdoc":
         return sorted(ranked[:n])
@@ -272,7 +284,7 @@ def main(argv=None) -> int:
     from neardup.shingle import shingle_ids
 
     sp5 = ShingleParams(k=5)
-    generators, held_out, folder, skip_links = SETS[args.generators]
+    generators, held_out, folder, skip_aliases = SETS[args.generators]
     out = Path(args.out or Path(__file__).parent / "data" / folder)
     if out.exists():
         shutil.rmtree(out)
@@ -280,7 +292,7 @@ def main(argv=None) -> int:
     labels = []
     mains, wholes = [], []
     for gen, (pkgs, patterns, select, drop) in generators.items():
-        paths = sample(gen, args.per_generator, patterns, skip_links)
+        paths = sample(gen, args.per_generator, patterns, skip_aliases)
         if not paths:
             print(f"build_html_set: no pages for {gen}: install {' '.join(pkgs)}", file=sys.stderr)
             continue
@@ -320,8 +332,8 @@ def main(argv=None) -> int:
     pkgs = sorted({p for g in generators.values() for p in g[0]})
     manifest = {"seed": SEED, "set": args.generators, "pages": n, "bytes": sum(r["bytes"] for r in labels),
                 "per_generator": {g: sum(r["generator"] == g for r in labels) for g in generators},
-                "candidates": {g: len(candidates(v[1], skip_links)) for g, v in generators.items()},
-                "symlinks_skipped": skip_links,
+                "candidates": {g: len(candidates(v[1], skip_aliases)) for g, v in generators.items()},
+                "aliases_skipped": skip_aliases,
                 "held_out": list(held_out), "packages": {p: _version(p) for p in pkgs},
                 "pairs_main_085": int((jm[iu, ju] >= 0.85).sum()),
                 "traps": int(((jw[iu, ju] >= 0.8) & (jm[iu, ju] < 0.5)).sum())}
