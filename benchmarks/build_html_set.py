@@ -5,8 +5,9 @@ gtk-doc, BoostBook, Doxygen, javadoc, AsciiDoc). ``--generators unseen`` builds 
 generators that are none of those ten and whose pages were never looked at while the extraction
 rules were written (makeinfo, texi2html, groff, Apache's manual, MkDocs, Haddock, Erlang's
 erl_docgen): every generator of it is held out, and its truth selectors were written from the
-markup of one or two pages each, not from any extractor's output. The truth of "main content" is that generator's
-own main-content markup: a CSS selector for the main element(s) and one for the furniture inside
+markup of one or two pages each, not from any extractor's output (symbolic links and redirect
+stubs are skipped in it, see ``SETS``). The truth of "main content" is that generator's own
+main-content markup: a CSS selector for the main element(s) and one for the furniture inside
 them to drop, recorded per page in ``labels.jsonl``. Those selectors are the truth only: the
 extractors under test never see them. The whole view is the text of ``<body>``.
 
