@@ -5,7 +5,6 @@ elements kept whatever their marks say because they hold most of the page's text
 
 from __future__ import annotations
 
-import math
 import re
 
 from .html_scan import ASIDE_WORDS
@@ -132,8 +131,8 @@ def drop_headed_asides(root) -> bool:
     return True
 
 
-# The first tenth of the text's lines is where a story's byline and dateline stand, above its
-# text: a line there of at most BYLINE_CHARS that is only a date (with its time, "Updated ..."),
+# The first tenth of the text is where a story's byline and dateline stand, above its text: a line
+# there of at most BYLINE_CHARS that is only a date (with its time, "Updated ..."),
 # "By <name>" (up to five words) or "N min read" goes. They tell nothing of the story, and the
 # same story on another site carries its own (another date format, another author line).
 BYLINE_HEAD = 0.1
@@ -161,14 +160,26 @@ def replies(blocks) -> int:
 
 
 def without_byline(text: str) -> str:
-    """The text without the byline and dateline lines of its first tenth (see BYLINE_HEAD)."""
-    # (the first line of any text; at most BYLINE_LINES: a long listing's head is no byline)
-    head = min(math.ceil(BYLINE_HEAD * (text.count("\n") + 1)), BYLINE_LINES)
-    lines = text.split("\n", head)
-    kept = [line for line in lines[:head] if len(line) > BYLINE_CHARS or not _BYLINE.fullmatch(line.strip())]
-    if len(kept) == head:
+    """The text without the byline and dateline lines of its head: the lines that start in its
+    first tenth (BYLINE_HEAD of its characters; the first line always), BYLINE_LINES at most."""
+    limit, size = int(BYLINE_HEAD * len(text)), len(text)
+    dropped, pos = [], 0  # (the spans of the lines that go, with their line break)
+    for _ in range(BYLINE_LINES):
+        end = text.find("\n", pos)
+        stop = size if end < 0 else end
+        if stop - pos <= BYLINE_CHARS and _BYLINE.fullmatch(text[pos:stop].strip()):
+            dropped.append((pos, stop + 1))
+        pos = stop + 1
+        if pos > limit:
+            break
+    if not dropped:
         return text
-    return "\n".join(kept + lines[head:])
+    parts, at = [], 0
+    for a, b in dropped:
+        parts.append(text[at:a])
+        at = b
+    parts.append(text[at:])
+    return "".join(parts).rstrip("\n")
 
 
 def without_tail(text: str) -> str:
