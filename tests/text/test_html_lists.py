@@ -76,6 +76,7 @@ def test_page_title_leaves_out_the_part_the_home_link_says():
     assert page_title("Global s8 - Library mirror", html) == "Global s8"
     absolute = b'<a class="logo"\n href="https://docs.example.org/"><span>Library mirror</span></a>'
     assert page_title("Library mirror | Global s8", absolute) == "Global s8"
+    assert page_title("Global s8 - Library mirror", b"<a href=/>Library mirror</a>") == "Global s8"  # unquoted
     # no home link, a home link saying something else, or a title all of the site's name: as it is
     assert page_title("Global s8 - Library mirror", b"<p>text</p>") == "Global s8 - Library mirror"
     assert page_title("Global s8 - Library mirror", b'<a href="/">Home</a>') == "Global s8 - Library mirror"

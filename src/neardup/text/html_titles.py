@@ -42,7 +42,7 @@ def title_parts(title: str) -> tuple[str, ...]:
 
 
 # A link to the site's home page: its href "/", or a scheme and host alone.
-_HOME_HREF = re.compile(rb"""\shref\s*=\s*["']?(?:/|https?://[^/"'\s>]+/?)(?:["'\s]|$)""", re.I)
+_HOME_HREF = re.compile(rb"""\shref\s*=\s*["']?(?:/|https?://[^/"'\s>]+/?)(?:["'\s>]|$)""", re.I)
 _TAG = re.compile(rb"<[^>]*>")
 # How far before a part of the title its link may open (a logo's markup), and how many of the
 # part's places in the page are looked at.
