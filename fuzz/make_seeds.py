@@ -110,6 +110,11 @@ def main() -> None:
         # unclosed noscript, entities, white space of every kind, a '<' that opens no tag
         b"<xmp>a <b> c</xmp><template>x<template>y</template>z</template>w<noembed>e</noembed>\t\f\r\n"
         b"<textarea>t</textarea>&amp;&#60; 1 < 2 <noscript>n<p>m<plaintext>p <q> r",
+        # the svg cut: cut, nested, self-closing, and given up (a breakout tag, CDATA, a style
+        # with a tag, an end tag of an element outside, an svg never closed)
+        b"<p>a<svg class=nav><svg><g/></svg><title>t</title><style>s{}</style><a>l</a></svg>b</p><svg/>"
+        b"<nav>n</nav><svg><div>d</div></svg><svg><![CDATA[</svg>]]></svg><svg><style>a<b></style></svg>"
+        b"<div><svg><g></div></svg><SVG><G></P></G></SVG><math><svg></svg></math><svg><text>never",
     ]
     htmlscan = [bytes([m]) + page for page in pages for m in range(3)]
     htmlscan.append(bytes([0]) + bytes(rng.randrange(256) for _ in range(300)))

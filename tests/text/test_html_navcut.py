@@ -32,7 +32,8 @@ TRICKY = [
     ("<table><tr><td><nav>in a cell</td><td>next cell</td></tr></table>" + BODY, False),
     ("<nav><table><tr><td>x</nav>still in the cell</td></tr></table>" + BODY, False),
     ("<svg><nav><p>breaks out</nav>after</svg>" + BODY, False),
-    ("<svg><nav>svg nav</nav></svg><p>after svg</p>" + BODY, False),
+    # (a script in the svg keeps the svg itself from being cut: see test_html_svgcut.py)
+    ("<svg><nav>svg nav</nav><script>s</script></svg><p>after svg</p>" + BODY, False),
     ("<template><nav>t</nav></template>" + BODY, False),
     ("<nav><template>t</template></nav>" + BODY, False),
     ("<a href=/><nav>nav in a link</nav>after</a>" + BODY, False),

@@ -253,6 +253,8 @@ static int index_words(void) {
         const word *list = lists[pass];
         size_t count = counts[pass];
         for (size_t k = 0; k < count; k++) {
+            if (list[k].len < 2)
+                return -1;  /* names_navigation compares the second letter first */
             if (list[k].len < min_word_len)
                 min_word_len = list[k].len;
             letter_words *l = &by_letter[list[k].w[0] - 'a'];
@@ -305,8 +307,8 @@ static int names_navigation(const unsigned char *s, size_t n) {
             continue;
         int start = (i == 0) || !is_alnum_lower(s[i - 1]);
         for (int k = 0; k < l->n; k++) {
-            size_t len = l->w[k]->len;
-            if (i + len > n || memcmp(s + i, l->w[k]->w, len) != 0)
+            size_t len = l->w[k]->len;  /* >= 2: the second letter tells most words apart */
+            if (i + len > n || s[i + 1] != (unsigned char)l->w[k]->w[1] || memcmp(s + i + 2, l->w[k]->w + 2, len - 2) != 0)
                 continue;
             int ends = i + len == n || !is_alnum_lower(s[i + len]);
             int match = l->exact[k] == 1 ? start && ends && exact_place(s, n, i, len)
@@ -323,7 +325,7 @@ static int names_navigation(const unsigned char *s, size_t n) {
 
 /* The answers for the names already met on this page (a page repeats its class names a lot):
  * an open-addressing table of (offset, length, answer) keyed by a hash of the raw bytes. */
-#define NAME_CACHE 512
+#define NAME_CACHE 2048
 typedef struct {
     size_t off[NAME_CACHE];
     uint32_t len[NAME_CACHE];  /* 0: empty slot */
@@ -463,7 +465,11 @@ static void copy_text(buf *out, const unsigned char *s, size_t from, size_t to, 
 static size_t find_end_tag(const unsigned char *s, size_t n, size_t from, const char *name) {
     size_t l = strlen(name);
     for (size_t i = from; i + 2 + l <= n; i++) {
-        if (s[i] != '<' || s[i + 1] != '/')
+        const unsigned char *lt = memchr(s + i, '<', n - 2 - l - i + 1);
+        if (!lt)
+            break;
+        i = (size_t)(lt - s);
+        if (s[i + 1] != '/')
             continue;
         size_t k = 0;
         while (k < l && ascii_lower(s[i + 2 + k]) == (unsigned char)name[k])
@@ -837,7 +843,7 @@ static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int i
         return;
     }
     if (info->flag & (F_SVG | F_MATH | F_TEMPLATE)) {
-        if (!is_end)
+        if (!is_end && !(t->self_closing && info->flag != F_TEMPLATE))  /* "<svg/>" is closed */
             c->foreign++;
         else if (c->foreign > 0)
             c->foreign--;
@@ -881,6 +887,90 @@ static int cut_inside(cut_region *c, const tag *t, int kind, int is_end) {
             return -1;  /* left open (a formatting element would be re-opened after it) */
     c->depth = k;
     return k == 0 ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* svg cut out before the parse (cut_navigation)                                              */
+
+/* An <svg> element (icons, logos, drawings: a tenth of the markup of many pages, and dropped by
+ * the extraction wherever it is) is cut out of the marked page, with its content, when its
+ * content provably stays inside it in the parser's tree: in foreign content every start tag
+ * opens an element (there are no void elements; "/>" closes one) and every end tag closes the
+ * nearest open element of its name, except the "breakout" tags of the HTML5 tree construction
+ * (b, div, p, table... and font), and </br> and </p>, which leave the svg: those give up. An end
+ * tag of no element opened inside it gives up too (it would close elements outside), and so do
+ * what the scan reads otherwise than the parser does in foreign content: a CDATA section, a
+ * script, textarea or iframe, and a style, title, xmp, noembed or noframes whose content holds
+ * a '<' (the parser reads tags there) or is not closed. Started only outside svg, math and
+ * template. The scan reads the element as it would otherwise (the same flags while in it, the
+ * same title and page fingerprint) and forgets what it wrote of it at its end tag; when a proof
+ * fails, the element stays as it was, so the cut never changes a text. */
+typedef struct {
+    int pending;       /* inside a candidate */
+    size_t out_at;     /* out->len at its start tag */
+    int flags_at;      /* f->flags before its start tag */
+    int depth;         /* names[0] is the svg itself */
+    unsigned char names[CUT_DEPTH][MAX_TAG];
+    unsigned char lens[CUT_DEPTH];
+} svg_cut;
+
+static const char *const BREAKOUT_NAMES[] = {
+    "b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em", "embed", "font",
+    "h1", "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing", "menu", "meta", "nobr", "ol",
+    "p", "pre", "ruby", "s", "small", "span", "strike", "strong", "sub", "sup", "table", "tt", "u", "ul", "var",
+};
+#define NBREAKOUT ((int)(sizeof(BREAKOUT_NAMES) / sizeof(BREAKOUT_NAMES[0])))
+static signed char breakout_by_name[26][MAX_TAG + 1][GROUP];
+
+static int index_breakout(void) {
+    memset(breakout_by_name, -1, sizeof(breakout_by_name));
+    for (int t = 0; t < NBREAKOUT; t++)
+        if (index_name(breakout_by_name, BREAKOUT_NAMES[t], t) < 0)
+            return -1;
+    return 0;
+}
+
+static int is_breakout(const unsigned char *name, size_t len) {
+    if (len == 0 || len > MAX_TAG || name[0] < 'a' || name[0] > 'z')
+        return 0;
+    const signed char *g = breakout_by_name[name[0] - 'a'][len];
+    for (int k = 0; k < GROUP && g[k] >= 0; k++)
+        if (memcmp(name, BREAKOUT_NAMES[g[k]], len) == 0)
+            return 1;
+    return 0;
+}
+
+/* A tag inside a candidate: 0 go on, 1 its end tag (cut it), -1 give up. */
+static int svg_inside(svg_cut *c, const tag *t, int is_end) {
+    if (!is_end) {
+        if (is_breakout(t->name, t->name_len))
+            return -1;
+        if (t->self_closing)
+            return 0;
+        if (t->name_len > MAX_TAG || c->depth == CUT_DEPTH)
+            return -1;
+        memcpy(c->names[c->depth], t->name, t->name_len);
+        c->lens[c->depth] = (unsigned char)t->name_len;
+        c->depth++;
+        return 0;
+    }
+    if ((t->name_len == 1 && t->name[0] == 'p') || (t->name_len == 2 && t->name[0] == 'b' && t->name[1] == 'r'))
+        return -1;
+    int k = c->depth - 1;
+    while (k >= 0 && !(c->lens[k] == t->name_len && memcmp(c->names[k], t->name, t->name_len) == 0))
+        k--;
+    if (k < 0)
+        return -1;
+    c->depth = k;
+    return k == 0 ? 1 : 0;
+}
+
+/* Whether a raw text element inside a candidate, its content s[from, to) (to == n: not
+ * closed), reads as the parser reads it in foreign content. */
+static int svg_raw_ok(const tag_info *info, const unsigned char *s, size_t n, size_t from, size_t to) {
+    if (to >= n || (info->raw == 1 && strcmp(info->name, "style") != 0))
+        return 0;  /* not closed; script, textarea, iframe */
+    return !memchr(s + from, '<', to - from);
 }
 
 /* The words that open a heading of what a page recommends beside its content ("Related posts",
@@ -932,6 +1022,8 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
     size_t i = 0;
     cut_region region;
     region.active = region.in_a = region.foreign = 0;
+    svg_cut svg;
+    svg.pending = 0;
     int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);
     int in_noscript = 0;
     int heading_open = 0;  /* after an h2-h6 start tag, before its first text */
@@ -956,6 +1048,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
         unsigned char c1 = at + 1 < n ? s[at + 1] : 0;
         if (is_alpha(c1) || (c1 == '/' && at + 2 < n && is_alpha(s[at + 2]))) {
             int is_end = c1 == '/';
+            int flags_before = f->flags;  /* (an svg cut forgets its start tag's attributes too) */
             tag t;
             read_tag(s, n, at, is_end, &t, f);
             const tag_info *info = t.name_len <= MAX_TAG ? find_tag(t.name, t.name_len) : NULL;
@@ -974,6 +1067,8 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                     if (contains(s + at, t.end - at, "ld+json") && contains(s + t.end, e - t.end, "\"Product\""))
                         f->flags |= F_PRODUCT_DATA;
                 }
+                if (svg.pending && !svg_raw_ok(info, s, n, t.end, e))
+                    svg.pending = 0;
                 if (closed) {
                     tag et;
                     read_tag(s, n, e, 1, &et, f);  /* an end tag: records nothing */
@@ -1014,6 +1109,25 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                 }
                 if (!region.active)
                     cut_outside(&region, &t, info, is_end, out->len, f->flags);
+                if (svg.pending) {
+                    int r = svg_inside(&svg, &t, is_end);
+                    if (r == 1) {  /* its end tag: the element goes */
+                        out->len = svg.out_at;
+                        f->flags = svg.flags_at;
+                        svg.pending = 0;
+                        i = t.end;
+                        continue;
+                    }
+                    if (r < 0)
+                        svg.pending = 0;
+                } else if (info && info->flag == F_SVG && !is_end && t.closed && !t.self_closing && region.foreign == 1) {
+                    svg.pending = 1;
+                    svg.out_at = out->len;
+                    svg.flags_at = flags_before;
+                    svg.depth = 1;
+                    memcpy(svg.names[0], "svg", 3);
+                    svg.lens[0] = 3;
+                }
             }
             if (info) {
                 if (!is_end)
@@ -1041,6 +1155,8 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                     }
                     if (info->name[0] == 'x' || info->name[0] == 'p')  /* xmp, plaintext: shown */
                         visible_add(v, s, i, e);
+                    if (svg.pending && !svg_raw_ok(info, s, n, i, e))
+                        svg.pending = 0;
                     buf_put(out, s + i, e - i);
                     i = e;
                 }
@@ -1049,6 +1165,8 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
         }
         if (c1 == '!' || c1 == '?') {
             size_t e;
+            if (svg.pending && c1 == '!' && at + 2 < n && s[at + 2] == '[')
+                svg.pending = 0;  /* a CDATA section: text in foreign content */
             if (c1 == '!' && at + 3 < n && s[at + 2] == '-' && s[at + 3] == '-') {
                 /* a comment: "<!-->", "<!--->", else up to "-->" or "--!>" (or the end) */
                 size_t k = at + 4;
@@ -1213,7 +1331,7 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
             Py_DECREF(m);
             return NULL;
         }
-    if (index_tags() < 0 || index_words() < 0 || index_cut() < 0) {
+    if (index_tags() < 0 || index_words() < 0 || index_cut() < 0 || index_breakout() < 0) {
         PyErr_SetString(PyExc_ImportError, "neardup._htmlscan: too many tags or words with one first letter and length");
         Py_DECREF(m);
         return NULL;

@@ -343,12 +343,13 @@ class _Region:
         self.out_at = self.flags_at = self.root_flag = 0
         self.names: list[bytes] = []
 
-    def outside(self, name: bytes, tag: str | None, is_end: bool, out_len: int, flags: int) -> None:
+    def outside(self, name: bytes, tag: str | None, is_end: bool, out_len: int, flags: int,
+                self_closing: bool = False) -> None:
         if name == b"a":
             self.in_a = not is_end
             return
         if name in _CUT_FOREIGN:
-            if not is_end:
+            if not is_end and not (self_closing and name != b"template"):  # "<svg/>" is closed
                 self.foreign += 1
             elif self.foreign > 0:
                 self.foreign -= 1
@@ -379,6 +380,48 @@ class _Region:
             return -1
         del self.names[k:]
         return 1 if k == 0 else 0
+
+
+# The svg cut (see svg_cut in _htmlscan.c): the start tags that leave foreign content.
+_BREAKOUT = frozenset(b"""b big blockquote body br center code dd div dl dt em embed font h1 h2 h3 h4 h5 h6 head hr i
+    img li listing menu meta nobr ol p pre ruby s small span strike strong sub sup table tt u ul var""".split())
+
+
+class _SvgCut:
+    __slots__ = ("pending", "out_at", "flags_at", "names")
+
+    def __init__(self):
+        self.pending = False
+        self.out_at = self.flags_at = 0
+        self.names: list[bytes] = []
+
+    def inside(self, t: "_Tag", is_end: bool) -> int:
+        """0 go on, 1 the svg's end tag, -1 give up."""
+        name = t.name
+        if not is_end:
+            if name in _BREAKOUT:
+                return -1
+            if t.self_closing:
+                return 0
+            if len(name) > _MAX_TAG or len(self.names) == _CUT_DEPTH:
+                return -1
+            self.names.append(name)
+            return 0
+        if name in (b"p", b"br"):
+            return -1
+        k = len(self.names) - 1
+        while k >= 0 and self.names[k] != name:
+            k -= 1
+        if k < 0:
+            return -1
+        del self.names[k:]
+        return 1 if k == 0 else 0
+
+
+def _svg_raw_ok(tag: str, s: bytes, n: int, a: int, b: int) -> bool:
+    if b >= n or tag in ("script", "textarea", "iframe"):
+        return False
+    return b"<" not in s[a:b]
 
 
 class _Visible:
@@ -420,6 +463,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
     found = {"flags": 0, "classes": [], "ids": []}
     title = None
     region = _Region()
+    svg = _SvgCut()
     visible = _Visible() if page else None
     in_noscript = False
     heading_open = False  # after an h2-h6 start tag, before its first text
@@ -443,6 +487,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
         c1 = s[at + 1] if at + 1 < n else 0
         if c1 in _ALPHA or (c1 == 0x2F and at + 2 < n and s[at + 2] in _ALPHA):
             is_end = c1 == 0x2F
+            flags_before = found["flags"]  # (an svg cut forgets its start tag's attributes too)
             t = _read_tag(s, n, at, is_end, found)
             name, end = t.name, t.end
             known = len(name) <= _MAX_TAG and name.decode("latin-1") in _KNOWN
@@ -458,6 +503,8 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                     found["flags"] |= FLAGS["JSON_LD"]
                     if b"ld+json" in s[at:end] and b'"Product"' in s[end:e]:
                         found["flags"] |= FLAGS["PRODUCT_DATA"]
+                if svg.pending and not _svg_raw_ok(tag, s, n, end, e):
+                    svg.pending = False
                 if closed:
                     e = _read_tag(s, n, e, True, found).end
                 i = e
@@ -483,7 +530,20 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                         if b"a" in region.names[1:]:
                             region.in_a = True
                 if not region.active:
-                    region.outside(name, tag, is_end, len(out), found["flags"])
+                    region.outside(name, tag, is_end, len(out), found["flags"], t.self_closing)
+                if svg.pending:
+                    r = svg.inside(t, is_end)
+                    if r == 1:  # its end tag: the element goes
+                        del out[svg.out_at:]
+                        found["flags"] = svg.flags_at
+                        svg.pending = False
+                        i = end
+                        continue
+                    if r < 0:
+                        svg.pending = False
+                elif tag == "svg" and not is_end and t.closed and not t.self_closing and region.foreign == 1:
+                    svg.pending = True
+                    svg.out_at, svg.flags_at, svg.names = len(out), flags_before, [b"svg"]
             if tag is not None:
                 if not is_end:
                     found["flags"] |= _TAG_FLAGS.get(tag, 0)
@@ -507,10 +567,14 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                         title = s[i:e].decode("utf-8", "replace")
                     if tag in ("xmp", "plaintext") and visible is not None:  # shown
                         visible.add(s[i:e])
+                    if svg.pending and not _svg_raw_ok(tag, s, n, i, e):
+                        svg.pending = False
                     out += s[i:e]
                     i = e
             continue
         if c1 in (0x21, 0x3F):
+            if svg.pending and c1 == 0x21 and at + 2 < n and s[at + 2] == 0x5B:
+                svg.pending = False  # a CDATA section: text in foreign content
             if c1 == 0x21 and s.startswith(b"--", at + 2) and at + 3 < n:
                 k = at + 4
                 if k < n and s[k] == 0x3E:
