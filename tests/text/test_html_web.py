@@ -68,6 +68,23 @@ def test_readers_comments_with_reply_links_under_a_short_post_are_dropped():
     assert "Reader 7 says" in main(short)
 
 
+def test_comments_inside_a_secondary_wrapper_of_the_post_are_dropped():
+    # The template wraps the post and its readers' thread in one block named as a widget (a
+    # secondary name): it holds the whole text, so the blocks inside it are weighed instead; the
+    # comments end with a line of actions that opens with "Reply".
+    post = ARTICLE[:800]
+    comments = "".join(f"<li class='comment'><p>Reader {i} says: {ARTICLE[:300]}</p>"
+                       f"<span><a href='#r{i}'>Reply</a><span><a href='#d{i}'>Delete</a></span></span></li>"
+                       for i in range(8))
+    html = (f"<html><body><div class='widget Blog'><h1>Flood</h1><div class='post-body'><p>{post}</p></div>"
+            f"<div class='comments'><h4>8 comments:</h4><ol>{comments}</ol></div></div></body></html>")
+    text = main(html)
+    assert post[:700] in text and "Reader" not in text
+    # no wrapper to look into when the secondary block beside the post is not most of the text
+    assert "Reader 7 says" in main(html.replace("class='widget Blog'", "class='blog'").replace(
+        "Reply</a>", "Answer</a>"))
+
+
 def test_newsletter_box_beside_the_article_is_dropped():
     html = (f"<body><main><h1>Flood</h1><p>{ARTICLE}</p><div class='newsletter-signup'><p>Get our daily "
             f"newsletter in your inbox</p></div></main></body>")

@@ -104,7 +104,11 @@ HTML_MODES = ("main", "whole", "article")
 # listing for its headed recommendations only when its text without them is made of links; comments
 # ending with "Reply" links go under a post of 500 characters or more, however long the thread; the
 # byline and dateline lines of the text's first tenth go
-RULES_VERSION = 11
+# 12: a secondary block that holds most of the root's text wraps the content: the secondary blocks
+# inside it are weighed instead (an author's box, a thread of comments inside a template's "widget");
+# a comment's "Reply" link may share its line with the thread's other actions (svg elements cut out
+# before the parse changed no text)
+RULES_VERSION = 12
 
 _trafilatura = None
 

@@ -25,8 +25,14 @@ SECONDARY_REST_CHARS = 3000
 # that long is the content, however long the thread under it.
 THREAD_REST_CHARS = 500
 THREAD_REPLIES = 3
-# A "Reply" link alone on its line (between the block separators of the text).
-_REPLY_LINK = re.compile(r"[\x0c\n][ \t]*\x01[ \t]*reply[ \t]*\x02[ \t]*(?=[\x0c\n])", re.I)
+# A line of links that opens with "Reply" (alone, or with the thread's other actions: "Reply
+# Delete", "Reply Report"), between the block separators of the text.
+_REPLY_LINK = re.compile(r"[\x0c\n][ \t]*\x01[ \t]*reply[ \t]*\x02(?:[ \t]*\x01[^\x01\x02\x0c\n]{0,24}\x02)*[ \t]*(?=[\x0c\n])",
+                         re.I)
+# A secondary block that holds this share of the root's text or more wraps the content (a
+# "widget" of the page's template around the post): the secondary blocks inside it are weighed
+# instead of it.
+SECONDARY_WRAPPER = 0.8
 # A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
 # heads what follows an article rather than the article (related stories, comments, sharing,
 # the author's box, the newsletter, the site's recent posts and categories): the text ends
@@ -216,6 +222,20 @@ def once(text: str) -> str:
     return "\n".join(out)
 
 
+_WRAPPER_DEPTH = 4  # wrappers inside wrappers looked into, at most
+
+
+def _outermost(nodes: list) -> list:
+    """The nodes not under another of them (``nodes`` in document order)."""
+    outer = []
+    for n in nodes:
+        # in document order a subtree is one run: an element under an earlier outer match is
+        # under the last one
+        if not outer or not is_under(n, outer[-1]):
+            outer.append(n)
+    return outer
+
+
 def drop_secondary(root) -> bool:
     """Drop what sits beside the content (comment threads, newsletter boxes, advertising,
     recommendations: the secondary vocabulary of class and id names) when the rest of the root
@@ -226,13 +246,20 @@ def drop_secondary(root) -> bool:
     if not found:
         return False
     total = _stats(root.text_lexbor())[0]
-    outer = []
-    for n in found:
-        # the matches come in document order, where a subtree is one run: an element under an
-        # earlier outer match is under the last one
-        if not outer or not is_under(n, outer[-1]):
-            outer.append(n)
-    inside = sum(_stats(n.text_lexbor())[0] for n in outer)
+    outer = _outermost(found)
+    sizes = [_stats(n.text_lexbor())[0] for n in outer]
+    for _ in range(_WRAPPER_DEPTH):
+        wrappers = [k for k, size in enumerate(sizes) if size >= SECONDARY_WRAPPER * total]
+        if not wrappers:
+            break
+        wrapper = outer[wrappers[0]]
+        inner = _outermost([n for n in found if n.mem_id != wrapper.mem_id and is_under(n, wrapper)])
+        del outer[wrappers[0]], sizes[wrappers[0]]
+        outer += inner
+        sizes += [_stats(n.text_lexbor())[0] for n in inner]
+    if not outer:
+        return False
+    inside = sum(sizes)
     rest = total - inside
     if rest < SECONDARY_REST_CHARS and rest < inside and (
             rest < THREAD_REST_CHARS or replies(outer) < THREAD_REPLIES):
