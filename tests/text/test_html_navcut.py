@@ -44,6 +44,18 @@ TRICKY = [
     ("<nav>a</nav><nav><b>b</nav>c" + BODY, None),  # the first cut, the second not
     ("<nav data-neardup-name>own marks</nav><div class=sidebar>s</div>" + BODY, True),
     ("<nav><a href=/>only navigation</a></nav>", True),  # main is empty: whole keeps the nav
+    # buttons (menu toggles) and icons inside the nav
+    ("<nav><button class=toggle>Menu</button><ul><li><a href=/>home</a></ul></nav>" + BODY, True),
+    ("<nav><button>open<p>p in a button</button><a>x</a></nav>" + BODY, True),
+    ("<nav><button>outer<button>inner closes the outer</button></button></nav>" + BODY, False),
+    ("<button><nav>a nav in a button</nav><button>closes it</button>after</button>" + BODY, False),
+    ("<nav><button>left open</nav>after the nav, in the button" + BODY, False),
+    ("<nav><a href=/><svg viewBox='0 0 1 1'><path d='M0 0'/></svg>home</a></nav>" + BODY, True),
+    ("<nav><svg><g><text>t</text></g></svg><svg/><a>x</a></nav>" + BODY, True),
+    ("<nav><svg><div>breaks out of the svg</div></svg><a>x</a></nav>" + BODY, False),
+    ("<nav><svg><style>a<b></style></svg></nav><p>after</p>" + BODY, False),
+    ("<nav><svg><g></nav>the nav's end tag inside the svg</g></svg>" + BODY, False),
+    ("<nav><svg><![CDATA[</svg>]]></svg></nav>" + BODY, False),
 ]
 
 

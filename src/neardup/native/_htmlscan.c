@@ -772,8 +772,10 @@ static void put_start_tag(buf *out, const unsigned char *s, size_t at, const tag
  * them (all above it being elements whose end tags are implied: li, p, dd, dt, option...), so
  * that no end tag closes an element opened outside (which would close the nav too), and no
  * element is left open at its end tag (a formatting element left open would be re-opened after
- * it); tags that change the insertion mode or scope (tables, forms, select, button, template,
- * foreign content, body...) give up. Not started inside an <a> or in svg/math/template (whose
+ * it); tags that change the insertion mode or scope (tables, forms, select, template, math,
+ * body...) give up, and so does a <button> inside a <button> (which closes the outer one); an
+ * <svg> inside is proven by the svg cut below, the candidate waiting for its end tag, and gives
+ * the candidate up with it. Not started inside an <a>, a <button> or in svg/math/template (whose
  * rules differ), nor for an element the page does not close. When a proof fails the element is
  * kept as it was, so the cut never changes a text; the flags met inside a cut element are
  * forgotten (the queries they would ask find nothing). */
@@ -788,12 +790,13 @@ typedef struct {
     unsigned char lens[CUT_DEPTH];
     unsigned char kinds[CUT_DEPTH];  /* K_* */
     int in_a;              /* outside candidates: an <a> is open */
+    int in_button;         /* outside candidates: a <button> is open */
     int foreign;           /* outside candidates: svg, math or template elements open */
 } cut_region;
 
 /* What a tag name is to the cut: one lookup by first letter and length (as find_tag), filled
  * once at import (index_cut), read only after. */
-enum { K_OTHER = 0, K_GIVE_UP, K_FOREIGN, K_VOID, K_IMPLIED, K_A };
+enum { K_OTHER = 0, K_GIVE_UP, K_FOREIGN, K_VOID, K_IMPLIED, K_A, K_BUTTON };
 typedef struct {
     const char *name;
     unsigned char kind;
@@ -802,7 +805,7 @@ static const cut_name CUT_NAMES[] = {
     {"table", K_GIVE_UP}, {"caption", K_GIVE_UP}, {"colgroup", K_GIVE_UP}, {"col", K_GIVE_UP},
     {"tbody", K_GIVE_UP}, {"thead", K_GIVE_UP}, {"tfoot", K_GIVE_UP}, {"tr", K_GIVE_UP}, {"td", K_GIVE_UP},
     {"th", K_GIVE_UP}, {"applet", K_GIVE_UP}, {"object", K_GIVE_UP}, {"marquee", K_GIVE_UP},
-    {"select", K_GIVE_UP}, {"button", K_GIVE_UP}, {"body", K_GIVE_UP}, {"html", K_GIVE_UP},
+    {"select", K_GIVE_UP}, {"button", K_BUTTON}, {"body", K_GIVE_UP}, {"html", K_GIVE_UP},
     {"head", K_GIVE_UP}, {"frameset", K_GIVE_UP}, {"frame", K_GIVE_UP}, {"plaintext", K_GIVE_UP},
     {"form", K_GIVE_UP}, {"template", K_FOREIGN}, {"svg", K_FOREIGN}, {"math", K_FOREIGN},
     {"area", K_VOID}, {"base", K_VOID}, {"basefont", K_VOID}, {"bgsound", K_VOID}, {"br", K_VOID},
@@ -842,6 +845,10 @@ static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int i
         c->in_a = !is_end;
         return;
     }
+    if (info->flag == F_BUTTON) {  /* (a button start tag closes an open button: one at most) */
+        c->in_button = !is_end;
+        return;
+    }
     if (info->flag & (F_SVG | F_MATH | F_TEMPLATE)) {
         if (!is_end && !(t->self_closing && info->flag != F_TEMPLATE))  /* "<svg/>" is closed */
             c->foreign++;
@@ -849,7 +856,7 @@ static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int i
             c->foreign--;
         return;
     }
-    if (is_end || !(info->flag & (F_NAV | F_DIALOG)) || c->in_a || c->foreign)
+    if (is_end || !(info->flag & (F_NAV | F_DIALOG)) || c->in_a || c->in_button || c->foreign)
         return;
     c->active = 1;
     c->out_at = out_len;
@@ -864,6 +871,8 @@ static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int i
 /* Inside a candidate: 0 go on, 1 its end tag (cut it), -1 give up (keep it; the tag is then
  * read as outside). */
 static int cut_inside(cut_region *c, const tag *t, int kind, int is_end) {
+    if (kind == K_FOREIGN && !is_end && t->self_closing && t->name[0] != 't')
+        return 0;  /* "<svg/>", "<math/>": closed (a template's "/>" is not) */
     if (t->name_len > MAX_TAG || kind == K_GIVE_UP || kind == K_FOREIGN)
         return -1;
     if (!is_end) {
@@ -871,6 +880,10 @@ static int cut_inside(cut_region *c, const tag *t, int kind, int is_end) {
             return 0;
         if (c->depth == CUT_DEPTH)
             return -1;
+        if (kind == K_BUTTON)  /* a button inside a button closes the outer one */
+            for (int x = 1; x < c->depth; x++)
+                if (c->kinds[x] == K_BUTTON)
+                    return -1;
         memcpy(c->names[c->depth], t->name, t->name_len);
         c->lens[c->depth] = (unsigned char)t->name_len;
         c->kinds[c->depth] = (unsigned char)kind;
@@ -912,6 +925,7 @@ typedef struct {
     int depth;         /* names[0] is the svg itself */
     unsigned char names[CUT_DEPTH][MAX_TAG];
     unsigned char lens[CUT_DEPTH];
+    int in_region;     /* inside a candidate of the navigation cut, which waits for its end */
 } svg_cut;
 
 static const char *const BREAKOUT_NAMES[] = {
@@ -973,6 +987,31 @@ static int svg_raw_ok(const tag_info *info, const unsigned char *s, size_t n, si
     return !memchr(s + from, '<', to - from);
 }
 
+/* A candidate given up: its tags are read as outside ones from the next on; an <a> or a
+ * <button> opened inside it is still open. */
+static void region_give_up(cut_region *c) {
+    c->active = 0;
+    for (int x = 1; x < c->depth; x++) {
+        if (c->kinds[x] == K_A)
+            c->in_a = 1;
+        else if (c->kinds[x] == K_BUTTON)
+            c->in_button = 1;
+    }
+}
+
+/* An svg given up; a candidate of the navigation cut around it, whose proof needed the svg's,
+ * is given up too, the svg and the foreign elements open in it counted as open outside. */
+static void svg_give_up(svg_cut *g, cut_region *c) {
+    g->pending = 0;
+    if (!g->in_region)
+        return;
+    region_give_up(c);
+    c->foreign = 0;
+    for (int x = 0; x < g->depth; x++)
+        if (cut_kind(g->names[x], g->lens[x]) == K_FOREIGN)
+            c->foreign++;
+}
+
 /* The words that open a heading of what a page recommends beside its content ("Related posts",
  * "Customers also viewed", "More from ..."): the extraction drops the block such a heading opens
  * (text/html_rules.py, drop_headed_asides), and looks for it only on a page where the scan saw
@@ -1021,7 +1060,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                       int cut) {
     size_t i = 0;
     cut_region region;
-    region.active = region.in_a = region.foreign = 0;
+    region.active = region.in_a = region.in_button = region.foreign = 0;
     svg_cut svg;
     svg.pending = 0;
     int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);
@@ -1068,7 +1107,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                         f->flags |= F_PRODUCT_DATA;
                 }
                 if (svg.pending && !svg_raw_ok(info, s, n, t.end, e))
-                    svg.pending = 0;
+                    svg_give_up(&svg, &region);
                 if (closed) {
                     tag et;
                     read_tag(s, n, e, 1, &et, f);  /* an end tag: records nothing */
@@ -1085,43 +1124,65 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
             if (info)
                 visible_tag(v, info, is_end);
             if (cut) {
-                if (region.active) {
-                    int r = cut_inside(&region, &t, cut_kind(t.name, t.name_len), is_end);
-                    if (r == 1) {  /* its end tag: the element goes, an empty one stays */
-                        out->len = region.out_at;
-                        f->flags = region.flags_at | region.root_flag;
-                        buf_byte(out, '\f');
-                        buf_put(out, "<", 1);
-                        buf_put(out, region.names[0], region.lens[0]);
-                        buf_put(out, "></", 3);
-                        buf_put(out, region.names[0], region.lens[0]);
-                        buf_put(out, ">", 1);
-                        region.active = 0;
-                        i = t.end;
-                        continue;
-                    }
-                    if (r < 0) {
-                        region.active = 0;
-                        for (int x = 1; x < region.depth; x++)  /* an <a> opened inside is still open */
-                            if (region.kinds[x] == K_A)
-                                region.in_a = 1;
-                    }
-                }
-                if (!region.active)
-                    cut_outside(&region, &t, info, is_end, out->len, f->flags);
-                if (svg.pending) {
+                int svg_start = info && info->flag == F_SVG && !is_end && t.closed && !t.self_closing;
+                int waits = 0;  /* a tag of an svg inside a candidate: the candidate waits */
+                int started = 0;  /* an svg candidate starts at this tag */
+                if (svg.pending && svg.in_region) {
                     int r = svg_inside(&svg, &t, is_end);
-                    if (r == 1) {  /* its end tag: the element goes */
+                    if (r == 1) {  /* its end tag: the svg goes, the candidate goes on */
                         out->len = svg.out_at;
                         f->flags = svg.flags_at;
                         svg.pending = 0;
                         i = t.end;
                         continue;
                     }
-                    if (r < 0)
-                        svg.pending = 0;
-                } else if (info && info->flag == F_SVG && !is_end && t.closed && !t.self_closing && region.foreign == 1) {
-                    svg.pending = 1;
+                    if (r == 0)
+                        waits = 1;
+                    else
+                        svg_give_up(&svg, &region);
+                }
+                if (!waits && region.active) {
+                    if (svg_start) {
+                        svg.pending = svg.in_region = waits = started = 1;
+                    } else {
+                        int r = cut_inside(&region, &t, cut_kind(t.name, t.name_len), is_end);
+                        if (r == 1) {  /* its end tag: the element goes, an empty one stays */
+                            out->len = region.out_at;
+                            f->flags = region.flags_at | region.root_flag;
+                            buf_byte(out, '\f');
+                            buf_put(out, "<", 1);
+                            buf_put(out, region.names[0], region.lens[0]);
+                            buf_put(out, "></", 3);
+                            buf_put(out, region.names[0], region.lens[0]);
+                            buf_put(out, ">", 1);
+                            region.active = 0;
+                            i = t.end;
+                            continue;
+                        }
+                        if (r < 0)
+                            region_give_up(&region);
+                    }
+                }
+                if (!waits) {
+                    if (!region.active)
+                        cut_outside(&region, &t, info, is_end, out->len, f->flags);
+                    if (svg.pending) {
+                        int r = svg_inside(&svg, &t, is_end);
+                        if (r == 1) {  /* its end tag: the element goes */
+                            out->len = svg.out_at;
+                            f->flags = svg.flags_at;
+                            svg.pending = 0;
+                            i = t.end;
+                            continue;
+                        }
+                        if (r < 0)
+                            svg.pending = 0;
+                    } else if (svg_start && region.foreign == 1) {
+                        svg.pending = started = 1;
+                        svg.in_region = 0;
+                    }
+                }
+                if (started) {
                     svg.out_at = out->len;
                     svg.flags_at = flags_before;
                     svg.depth = 1;
@@ -1156,7 +1217,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                     if (info->name[0] == 'x' || info->name[0] == 'p')  /* xmp, plaintext: shown */
                         visible_add(v, s, i, e);
                     if (svg.pending && !svg_raw_ok(info, s, n, i, e))
-                        svg.pending = 0;
+                        svg_give_up(&svg, &region);
                     buf_put(out, s + i, e - i);
                     i = e;
                 }
@@ -1166,7 +1227,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
         if (c1 == '!' || c1 == '?') {
             size_t e;
             if (svg.pending && c1 == '!' && at + 2 < n && s[at + 2] == '[')
-                svg.pending = 0;  /* a CDATA section: text in foreign content */
+                svg_give_up(&svg, &region);  /* a CDATA section: text in foreign content */
             if (c1 == '!' && at + 3 < n && s[at + 2] == '-' && s[at + 3] == '-') {
                 /* a comment: "<!-->", "<!--->", else up to "-->" or "--!>" (or the end) */
                 size_t k = at + 4;

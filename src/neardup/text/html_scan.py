@@ -328,7 +328,7 @@ def scan_python(html: str | bytes, cut_navigation: bool = False, page_fingerprin
 # The navigation cut (cut_navigation; see cut_region in _htmlscan.c): tags that give up a
 # candidate, void elements, elements whose end tags are implied, and where none starts.
 _CUT_GIVE_UP = frozenset(b"""table caption colgroup col tbody thead tfoot tr td th template svg math applet object
-    marquee select button body html head frameset frame plaintext form""".split())
+    marquee select body html head frameset frame plaintext form""".split())
 _CUT_VOID = frozenset(b"area base basefont bgsound br embed hr img image input keygen link meta param source track wbr".split())
 _CUT_IMPLIED = frozenset(b"li p dd dt option optgroup rb rp rt rtc".split())
 _CUT_FOREIGN = frozenset({b"svg", b"math", b"template"})
@@ -336,10 +336,10 @@ _CUT_DEPTH = 64
 
 
 class _Region:
-    __slots__ = ("active", "out_at", "flags_at", "root_flag", "names", "in_a", "foreign")
+    __slots__ = ("active", "out_at", "flags_at", "root_flag", "names", "in_a", "in_button", "foreign")
 
     def __init__(self):
-        self.active, self.in_a, self.foreign = False, False, 0
+        self.active, self.in_a, self.in_button, self.foreign = False, False, False, 0
         self.out_at = self.flags_at = self.root_flag = 0
         self.names: list[bytes] = []
 
@@ -348,20 +348,25 @@ class _Region:
         if name == b"a":
             self.in_a = not is_end
             return
+        if name == b"button":  # (a button start tag closes an open button: one at most)
+            self.in_button = not is_end
+            return
         if name in _CUT_FOREIGN:
             if not is_end and not (self_closing and name != b"template"):  # "<svg/>" is closed
                 self.foreign += 1
             elif self.foreign > 0:
                 self.foreign -= 1
             return
-        if is_end or tag not in ("nav", "dialog") or self.in_a or self.foreign:
+        if is_end or tag not in ("nav", "dialog") or self.in_a or self.in_button or self.foreign:
             return
         self.active = True
         self.out_at, self.flags_at, self.root_flag = out_len, flags, _TAG_FLAGS[tag]
         self.names = [name]
 
-    def inside(self, name: bytes, is_end: bool) -> int:
+    def inside(self, name: bytes, is_end: bool, self_closing: bool = False) -> int:
         """0 go on, 1 the candidate's end tag, -1 give up."""
+        if not is_end and self_closing and name in (b"svg", b"math"):
+            return 0  # closed (a template's "/>" is not)
         if len(name) > _MAX_TAG or name in _CUT_GIVE_UP:
             return -1
         if not is_end:
@@ -369,6 +374,8 @@ class _Region:
                 return 0
             if len(self.names) == _CUT_DEPTH:
                 return -1
+            if name == b"button" and b"button" in self.names[1:]:
+                return -1  # a button inside a button closes the outer one
             self.names.append(name)
             return 0
         k = len(self.names) - 1
@@ -388,10 +395,10 @@ _BREAKOUT = frozenset(b"""b big blockquote body br center code dd div dl dt em e
 
 
 class _SvgCut:
-    __slots__ = ("pending", "out_at", "flags_at", "names")
+    __slots__ = ("pending", "out_at", "flags_at", "names", "in_region")
 
     def __init__(self):
-        self.pending = False
+        self.pending = self.in_region = False
         self.out_at = self.flags_at = 0
         self.names: list[bytes] = []
 
@@ -422,6 +429,21 @@ def _svg_raw_ok(tag: str, s: bytes, n: int, a: int, b: int) -> bool:
     if b >= n or tag in ("script", "textarea", "iframe"):
         return False
     return b"<" not in s[a:b]
+
+
+def _region_give_up(region: _Region) -> None:
+    region.active = False
+    if b"a" in region.names[1:]:  # an <a> or a <button> opened inside is still open
+        region.in_a = True
+    if b"button" in region.names[1:]:
+        region.in_button = True
+
+
+def _svg_give_up(svg, region: _Region) -> None:
+    svg.pending = False
+    if svg.in_region:  # the candidate around it needed its proof
+        _region_give_up(region)
+        region.foreign = sum(x in _CUT_FOREIGN for x in svg.names)
 
 
 class _Visible:
@@ -504,7 +526,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                     if b"ld+json" in s[at:end] and b'"Product"' in s[end:e]:
                         found["flags"] |= FLAGS["PRODUCT_DATA"]
                 if svg.pending and not _svg_raw_ok(tag, s, n, end, e):
-                    svg.pending = False
+                    _svg_give_up(svg, region)
                 if closed:
                     e = _read_tag(s, n, e, True, found).end
                 i = e
@@ -516,33 +538,51 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
             if tag is not None and visible is not None:
                 visible.tag(tag, is_end)
             if cut:
-                if region.active:
-                    r = region.inside(name, is_end)
-                    if r == 1:  # its end tag: the element goes, an empty one stays
-                        del out[region.out_at:]
-                        found["flags"] = region.flags_at | region.root_flag
-                        out += b"\x0c<" + name + b"></" + name + b">"
-                        region.active = False
-                        i = end
-                        continue
-                    if r < 0:
-                        region.active = False
-                        if b"a" in region.names[1:]:
-                            region.in_a = True
-                if not region.active:
-                    region.outside(name, tag, is_end, len(out), found["flags"], t.self_closing)
-                if svg.pending:
+                svg_start = tag == "svg" and not is_end and t.closed and not t.self_closing
+                waits = started = False  # a tag of an svg inside a candidate: the candidate waits
+                if svg.pending and svg.in_region:
                     r = svg.inside(t, is_end)
-                    if r == 1:  # its end tag: the element goes
+                    if r == 1:  # its end tag: the svg goes, the candidate goes on
                         del out[svg.out_at:]
                         found["flags"] = svg.flags_at
                         svg.pending = False
                         i = end
                         continue
-                    if r < 0:
-                        svg.pending = False
-                elif tag == "svg" and not is_end and t.closed and not t.self_closing and region.foreign == 1:
-                    svg.pending = True
+                    if r == 0:
+                        waits = True
+                    else:
+                        _svg_give_up(svg, region)
+                if not waits and region.active:
+                    if svg_start:
+                        svg.pending = svg.in_region = waits = started = True
+                    else:
+                        r = region.inside(name, is_end, t.self_closing)
+                        if r == 1:  # its end tag: the element goes, an empty one stays
+                            del out[region.out_at:]
+                            found["flags"] = region.flags_at | region.root_flag
+                            out += b"\x0c<" + name + b"></" + name + b">"
+                            region.active = False
+                            i = end
+                            continue
+                        if r < 0:
+                            _region_give_up(region)
+                if not waits:
+                    if not region.active:
+                        region.outside(name, tag, is_end, len(out), found["flags"], t.self_closing)
+                    if svg.pending:
+                        r = svg.inside(t, is_end)
+                        if r == 1:  # its end tag: the element goes
+                            del out[svg.out_at:]
+                            found["flags"] = svg.flags_at
+                            svg.pending = False
+                            i = end
+                            continue
+                        if r < 0:
+                            svg.pending = False
+                    elif svg_start and region.foreign == 1:
+                        svg.pending = started = True
+                        svg.in_region = False
+                if started:
                     svg.out_at, svg.flags_at, svg.names = len(out), flags_before, [b"svg"]
             if tag is not None:
                 if not is_end:
@@ -568,13 +608,13 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                     if tag in ("xmp", "plaintext") and visible is not None:  # shown
                         visible.add(s[i:e])
                     if svg.pending and not _svg_raw_ok(tag, s, n, i, e):
-                        svg.pending = False
+                        _svg_give_up(svg, region)
                     out += s[i:e]
                     i = e
             continue
         if c1 in (0x21, 0x3F):
             if svg.pending and c1 == 0x21 and at + 2 < n and s[at + 2] == 0x5B:
-                svg.pending = False  # a CDATA section: text in foreign content
+                _svg_give_up(svg, region)  # a CDATA section: text in foreign content
             if c1 == 0x21 and s.startswith(b"--", at + 2) and at + 3 < n:
                 k = at + 4
                 if k < n and s[k] == 0x3E:
