@@ -115,6 +115,9 @@ def main() -> None:
         b"<p>a<svg class=nav><svg><g/></svg><title>t</title><style>s{}</style><a>l</a></svg>b</p><svg/>"
         b"<nav>n</nav><svg><div>d</div></svg><svg><![CDATA[</svg>]]></svg><svg><style>a<b></style></svg>"
         b"<div><svg><g></div></svg><SVG><G></P></G></SVG><math><svg></svg></math><svg><text>never",
+        # navigation with buttons and icons: cut, a button in a button, an svg that breaks out
+        b"<nav><button>m<p>x</button><a><svg><g/></svg>h</a><svg/></nav><nav><button>a<button>b</button></nav>"
+        b"<button><nav>n</nav></button><nav><svg><div>d</div></svg></nav><nav><svg><title>t</svg></nav>",
     ]
     htmlscan = [bytes([m]) + page for page in pages for m in range(3)]
     htmlscan.append(bytes([0]) + bytes(rng.randrange(256) for _ in range(300)))
