@@ -117,7 +117,8 @@ def main() -> None:
         b"<div><svg><g></div></svg><SVG><G></P></G></SVG><math><svg></svg></math><svg><text>never",
         # navigation with buttons and icons: cut, a button in a button, an svg that breaks out
         b"<nav><button>m<p>x</button><a><svg><g/></svg>h</a><svg/></nav><nav><button>a<button>b</button></nav>"
-        b"<button><nav>n</nav></button><nav><svg><div>d</div></svg></nav><nav><svg><title>t</svg></nav>",
+        b"<button><nav>n</nav></button><nav><svg><div>d</div></svg></nav><nav><svg><title>t</svg></nav>"
+        b"<nav><form><input></form></nav><form><nav><form>x</form></nav></form><nav><form><div></form></nav>",
     ]
     htmlscan = [bytes([m]) + page for page in pages for m in range(3)]
     htmlscan.append(bytes([0]) + bytes(rng.randrange(256) for _ in range(300)))

@@ -38,7 +38,7 @@ TRICKY = [
     ("<nav><template>t</template></nav>" + BODY, False),
     ("<a href=/><nav>nav in a link</nav>after</a>" + BODY, False),
     ("<nav><select><option>o</nav>in the select</select>" + BODY, False),
-    ("<nav><form><input></form></nav><form><p>second form</p></form>" + BODY, False),
+    ("<nav><form><input></form></nav><form><p>second form</p></form>" + BODY, True),
     ("<nav><body hidden>x</nav>" + BODY, False),
     ("<nav><title>T in nav</title></nav>" + BODY, True),
     ("<nav>a</nav><nav><b>b</nav>c" + BODY, None),  # the first cut, the second not
@@ -56,6 +56,13 @@ TRICKY = [
     ("<nav><svg><style>a<b></style></svg></nav><p>after</p>" + BODY, False),
     ("<nav><svg><g></nav>the nav's end tag inside the svg</g></svg>" + BODY, False),
     ("<nav><svg><![CDATA[</svg>]]></svg></nav>" + BODY, False),
+    # a search form inside the nav
+    ("<nav><form action=/s><input name=q><button>Go</button></form><a href=/>home</a></nav>" + BODY, True),
+    ("<form><nav><form>ignored: a form is open</form><a>x</a></nav></form>after" + BODY, False),
+    ("<nav><form><div>left open</form></div><a>x</a></nav>" + BODY, False),
+    ("<nav><form>a<form>b</form></form></nav>" + BODY, False),
+    ("<nav><form>never closed</nav><p>after the nav, in the form" + BODY, False),
+    ("<form>closed</form><nav><form>c</form></nav>" + BODY, True),
 ]
 
 

@@ -773,7 +773,8 @@ static void put_start_tag(buf *out, const unsigned char *s, size_t at, const tag
  * that no end tag closes an element opened outside (which would close the nav too), and no
  * element is left open at its end tag (a formatting element left open would be re-opened after
  * it); tags that change the insertion mode or scope (tables, forms, select, template, math,
- * body...) give up, and so does a <button> inside a <button> (which closes the outer one); an
+ * body...) give up, and so do a <button> inside a <button> (which closes the outer one) and a
+ * <form> inside a form or while one may be open outside (the parser ignores it); an
  * <svg> inside is proven by the svg cut below, the candidate waiting for its end tag, and gives
  * the candidate up with it. Not started inside an <a>, a <button> or in svg/math/template (whose
  * rules differ), nor for an element the page does not close. When a proof fails the element is
@@ -791,12 +792,13 @@ typedef struct {
     unsigned char kinds[CUT_DEPTH];  /* K_* */
     int in_a;              /* outside candidates: an <a> is open */
     int in_button;         /* outside candidates: a <button> is open */
+    int in_form;           /* outside candidates: a <form> may be open (the parser's form pointer) */
     int foreign;           /* outside candidates: svg, math or template elements open */
 } cut_region;
 
 /* What a tag name is to the cut: one lookup by first letter and length (as find_tag), filled
  * once at import (index_cut), read only after. */
-enum { K_OTHER = 0, K_GIVE_UP, K_FOREIGN, K_VOID, K_IMPLIED, K_A, K_BUTTON };
+enum { K_OTHER = 0, K_GIVE_UP, K_FOREIGN, K_VOID, K_IMPLIED, K_A, K_BUTTON, K_FORM };
 typedef struct {
     const char *name;
     unsigned char kind;
@@ -807,7 +809,7 @@ static const cut_name CUT_NAMES[] = {
     {"th", K_GIVE_UP}, {"applet", K_GIVE_UP}, {"object", K_GIVE_UP}, {"marquee", K_GIVE_UP},
     {"select", K_GIVE_UP}, {"button", K_BUTTON}, {"body", K_GIVE_UP}, {"html", K_GIVE_UP},
     {"head", K_GIVE_UP}, {"frameset", K_GIVE_UP}, {"frame", K_GIVE_UP}, {"plaintext", K_GIVE_UP},
-    {"form", K_GIVE_UP}, {"template", K_FOREIGN}, {"svg", K_FOREIGN}, {"math", K_FOREIGN},
+    {"form", K_FORM}, {"template", K_FOREIGN}, {"svg", K_FOREIGN}, {"math", K_FOREIGN},
     {"area", K_VOID}, {"base", K_VOID}, {"basefont", K_VOID}, {"bgsound", K_VOID}, {"br", K_VOID},
     {"embed", K_VOID}, {"hr", K_VOID}, {"img", K_VOID}, {"image", K_VOID}, {"input", K_VOID},
     {"keygen", K_VOID}, {"link", K_VOID}, {"meta", K_VOID}, {"param", K_VOID}, {"source", K_VOID},
@@ -849,6 +851,13 @@ static void cut_outside(cut_region *c, const tag *t, const tag_info *info, int i
         c->in_button = !is_end;
         return;
     }
+    if (strcmp(info->name, "form") == 0) {  /* (in a template an end tag leaves the pointer) */
+        if (!is_end)
+            c->in_form = 1;
+        else if (!c->foreign)
+            c->in_form = 0;
+        return;
+    }
     if (info->flag & (F_SVG | F_MATH | F_TEMPLATE)) {
         if (!is_end && !(t->self_closing && info->flag != F_TEMPLATE))  /* "<svg/>" is closed */
             c->foreign++;
@@ -880,10 +889,14 @@ static int cut_inside(cut_region *c, const tag *t, int kind, int is_end) {
             return 0;
         if (c->depth == CUT_DEPTH)
             return -1;
-        if (kind == K_BUTTON)  /* a button inside a button closes the outer one */
+        if (kind == K_BUTTON || kind == K_FORM) {
+            /* a button inside a button closes the outer one; a form inside a form is ignored */
+            if (kind == K_FORM && c->in_form)
+                return -1;
             for (int x = 1; x < c->depth; x++)
-                if (c->kinds[x] == K_BUTTON)
+                if (c->kinds[x] == kind)
                     return -1;
+        }
         memcpy(c->names[c->depth], t->name, t->name_len);
         c->lens[c->depth] = (unsigned char)t->name_len;
         c->kinds[c->depth] = (unsigned char)kind;
@@ -987,8 +1000,8 @@ static int svg_raw_ok(const tag_info *info, const unsigned char *s, size_t n, si
     return !memchr(s + from, '<', to - from);
 }
 
-/* A candidate given up: its tags are read as outside ones from the next on; an <a> or a
- * <button> opened inside it is still open. */
+/* A candidate given up: its tags are read as outside ones from the next on; an <a>, a <button>
+ * or a <form> opened inside it is still open. */
 static void region_give_up(cut_region *c) {
     c->active = 0;
     for (int x = 1; x < c->depth; x++) {
@@ -996,6 +1009,8 @@ static void region_give_up(cut_region *c) {
             c->in_a = 1;
         else if (c->kinds[x] == K_BUTTON)
             c->in_button = 1;
+        else if (c->kinds[x] == K_FORM)
+            c->in_form = 1;
     }
 }
 
@@ -1060,7 +1075,7 @@ static void scan_page(const unsigned char *s, size_t n, buf *out, found *f, titl
                       int cut) {
     size_t i = 0;
     cut_region region;
-    region.active = region.in_a = region.in_button = region.foreign = 0;
+    region.active = region.in_a = region.in_button = region.in_form = region.foreign = 0;
     svg_cut svg;
     svg.pending = 0;
     int clean = !memchr(s, '\f', n) && !memchr(s, 0x01, n) && !memchr(s, 0x02, n);

@@ -328,7 +328,7 @@ def scan_python(html: str | bytes, cut_navigation: bool = False, page_fingerprin
 # The navigation cut (cut_navigation; see cut_region in _htmlscan.c): tags that give up a
 # candidate, void elements, elements whose end tags are implied, and where none starts.
 _CUT_GIVE_UP = frozenset(b"""table caption colgroup col tbody thead tfoot tr td th template svg math applet object
-    marquee select body html head frameset frame plaintext form""".split())
+    marquee select body html head frameset frame plaintext""".split())
 _CUT_VOID = frozenset(b"area base basefont bgsound br embed hr img image input keygen link meta param source track wbr".split())
 _CUT_IMPLIED = frozenset(b"li p dd dt option optgroup rb rp rt rtc".split())
 _CUT_FOREIGN = frozenset({b"svg", b"math", b"template"})
@@ -336,10 +336,10 @@ _CUT_DEPTH = 64
 
 
 class _Region:
-    __slots__ = ("active", "out_at", "flags_at", "root_flag", "names", "in_a", "in_button", "foreign")
+    __slots__ = ("active", "out_at", "flags_at", "root_flag", "names", "in_a", "in_button", "in_form", "foreign")
 
     def __init__(self):
-        self.active, self.in_a, self.in_button, self.foreign = False, False, False, 0
+        self.active, self.in_a, self.in_button, self.in_form, self.foreign = False, False, False, False, 0
         self.out_at = self.flags_at = self.root_flag = 0
         self.names: list[bytes] = []
 
@@ -350,6 +350,12 @@ class _Region:
             return
         if name == b"button":  # (a button start tag closes an open button: one at most)
             self.in_button = not is_end
+            return
+        if name == b"form":  # (in a template an end tag leaves the parser's form pointer)
+            if not is_end:
+                self.in_form = True
+            elif not self.foreign:
+                self.in_form = False
             return
         if name in _CUT_FOREIGN:
             if not is_end and not (self_closing and name != b"template"):  # "<svg/>" is closed
@@ -374,8 +380,12 @@ class _Region:
                 return 0
             if len(self.names) == _CUT_DEPTH:
                 return -1
-            if name == b"button" and b"button" in self.names[1:]:
-                return -1  # a button inside a button closes the outer one
+            if name in (b"button", b"form"):
+                # a button inside a button closes the outer one; a form inside a form is ignored
+                if name == b"form" and self.in_form:
+                    return -1
+                if name in self.names[1:]:
+                    return -1
             self.names.append(name)
             return 0
         k = len(self.names) - 1
@@ -433,10 +443,12 @@ def _svg_raw_ok(tag: str, s: bytes, n: int, a: int, b: int) -> bool:
 
 def _region_give_up(region: _Region) -> None:
     region.active = False
-    if b"a" in region.names[1:]:  # an <a> or a <button> opened inside is still open
+    if b"a" in region.names[1:]:  # an <a>, a <button> or a <form> opened inside is still open
         region.in_a = True
     if b"button" in region.names[1:]:
         region.in_button = True
+    if b"form" in region.names[1:]:
+        region.in_form = True
 
 
 def _svg_give_up(svg, region: _Region) -> None:
