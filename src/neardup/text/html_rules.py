@@ -239,7 +239,9 @@ def _outermost(nodes: list) -> list:
 def drop_secondary(root) -> bool:
     """Drop what sits beside the content (comment threads, newsletter boxes, advertising,
     recommendations: the secondary vocabulary of class and id names) when the rest of the root
-    outweighs it; a forum thread or a page of reviews, where it is the content, keeps it."""
+    outweighs it; a forum thread or a page of reviews, where it is the content, keeps it. A
+    secondary block holding most of the root (SECONDARY_WRAPPER) is the template's wrapper of
+    the content, not beside it: the secondary blocks inside it are weighed instead."""
     # blocks only: a span named "comment" is a comment of highlighted code
     sections = get_ids().secondary_blocks
     found = [n for n in root.css(f"[{_MARK_SECONDARY}]") if n.mem_id != root.mem_id and n.tag_id in sections]
