@@ -12,7 +12,7 @@ pytest.importorskip("selectolax")
 from neardup.text import html as H  # noqa: E402
 from neardup.text import html_blocks, html_scan, html_tree  # noqa: E402
 from neardup.text.html import extract_text  # noqa: E402
-from neardup.text.html_rules import without_byline  # noqa: E402
+from neardup.text.html_rules import without_byline, without_thread_details  # noqa: E402
 
 ARTICLE = " ".join(f"Paragraph sentence {i} tells how the river flooded the valley in spring." for i in range(40))
 MENU = "".join(f"<li><a href='/s{i}'>Section {i}</a></li>" for i in range(25))
@@ -448,3 +448,26 @@ def test_the_byline_and_dateline_above_a_story_go():
             + "".join(f"<p>{s}</p>" for s in story) + "</main></body></html>")
     text = main(html)
     assert "Jane Doe" not in text and "2026-03-10" not in text and story[29] in text
+
+
+def test_the_details_around_each_post_of_a_thread_go():
+    posts = []
+    for i in range(4):
+        posts += [f"poster{i}", "Senior Member", f"Joined: Mar {i + 1}, 2021", f"Messages: 1,20{i}",
+                  f"Post {i}: how high did the river rise in the valley this spring, and where?", "Click to expand...",
+                  "Reply"]
+    text = "\n".join(posts)
+    kept = [line for line in posts if line.startswith(("poster", "Post "))]
+    assert without_thread_details(text) == "\n".join(kept)
+    # two such lines are no thread; a story's "Location: ..." and "#1" are no post details
+    few = "\n".join(["Member", "A story about a club and its newest member, long enough.", "Reply"])
+    assert without_thread_details(few) == few
+    listing = "\n".join(["#1", "Location: Paris", "Member", "Reply", "Online", "A river cruise in spring."])
+    assert without_thread_details(listing) == "\n".join(["#1", "Location: Paris", "A river cruise in spring."])
+    # through the extraction
+    html = ("<html><body><main><h1>River levels</h1>" + "".join(
+        f"<article><div class=user><a href=/u{i}>poster{i}</a><div>Senior Member</div><dl><dt>Messages:</dt>"
+        f"<dd>1,20{i}</dd></dl></div><p>Post {i}: {ARTICLE[:200]}</p><a href=#r{i}>Reply</a></article>"
+        for i in range(4)) + "</main></body></html>")
+    text = main(html)
+    assert "Post 3:" in text and "Senior Member" not in text and "Reply" not in text

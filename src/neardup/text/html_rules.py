@@ -13,7 +13,7 @@ from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
 
 __all__ = ["Holder", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline", "without_tail",
-           "REPEATED_LINE_CHARS", "TAIL_START"]
+           "without_thread_details", "REPEATED_LINE_CHARS", "TAIL_START"]
 
 # A line this long met again in the main text is a copy (0: copies kept).
 REPEATED_LINE_CHARS = 20
@@ -153,6 +153,53 @@ _BYLINE = re.compile(
     r"(?:\s*(?:at\s+)?\d{1,2}:\d{2}(?:\s*[ap]\.?m\.?)?(?:\s+[A-Z]{2,4})?)?\s*"
     r"|(?:written |reviewed |edited |posted |fact[- ]checked |words |story )?by\s*:?\s*\S+(?:\s+\S+){0,4}\s*"
     r"|\d+\s*min(?:ute)?s?\s+read\s*", re.I)
+
+# What forum software prints around each post, a line each: the poster's figures ("Joined: Mar
+# 2021", "Messages: 1,204", "Reaction score: 88"), rank ("Senior Member") and status ("Offline"),
+# the post's actions ("Reply", "Quote", "Permalink Embed Save Report") and the "Click to expand..."
+# of a long quote. Generic vocabulary of forum software, not of any site; dropped only from a text
+# with THREAD_DETAIL_LINES such lines or more (a thread), where each post repeats them.
+THREAD_DETAIL_LINES = 3
+
+
+def _capitalized_either(phrases: str) -> str:
+    """An alternation of the |-separated phrases, each word's first letter in either case ("Reply",
+    "reply"): a case-blind pattern costs three times as much, on every page."""
+    def word(w: str) -> str:
+        return f"[{w[0].upper()}{w[0]}]{re.escape(w[1:])}" if w[:1].isalpha() else re.escape(w)
+    return "|".join(" ".join(word(w) for w in phrase.split(" ")) for phrase in phrases.split("|"))
+
+
+_POST_ACTION = _capitalized_either("reply|reply with quote|quote|multi-quote|multiquote|permalink|embed|save|report|share"
+                                   "|parent|like|likes")
+_THREAD_DETAIL = re.compile(
+    r"\n(?:(?:" + _capitalized_either("joined|join date|messages|posts|reaction score|points|trophy points|likes received"
+                                     "|member since|registered|reputation|karma") + r")\s*:?\s*[\w ,.+-]{1,30}"
+    r"|" + _capitalized_either("click to expand") + r"\.*"
+    r"|(?:(?:" + _capitalized_either("senior|junior|new|established|active|registered|well-known|full|veteran") + r") )?"
+    r"(?:" + _capitalized_either("member|user") + r")"
+    r"|" + _capitalized_either("original poster|offline|online")
+    + rf"|(?:{_POST_ACTION})(?: (?:{_POST_ACTION}))*)[ \t]*(?=\n|\Z)")
+
+
+# Lines that are one of them as they stand: a page has one, or is read no further (the search
+# below costs as much as three per cent of the extraction; a set of the lines, a fraction of it).
+_THREAD_DETAIL_LINES = frozenset(
+    form for phrase in ("reply", "quote", "permalink", "report", "parent", "click to expand...", "member",
+                        "senior member", "junior member", "new member", "registered user", "offline", "online",
+                        "original poster", "reply with quote", "multi-quote", "multiquote")
+    for form in (phrase, phrase[0].upper() + phrase[1:], phrase.title()))
+
+
+def without_thread_details(text: str) -> str:
+    """The text without the lines forum software prints around each post (_THREAD_DETAIL), when
+    it has THREAD_DETAIL_LINES of them or more."""
+    if _THREAD_DETAIL_LINES.isdisjoint(text.split("\n")):
+        return text
+    lined = "\n" + text  # (every line after a line break: the search looks for those only)
+    if len(_THREAD_DETAIL.findall(lined)) < THREAD_DETAIL_LINES:
+        return text
+    return _THREAD_DETAIL.sub("", lined)[1:]
 
 
 def replies(blocks) -> int:
