@@ -12,7 +12,7 @@ pytest.importorskip("selectolax")
 from neardup.text import html as H  # noqa: E402
 from neardup.text import html_blocks, html_scan, html_tree  # noqa: E402
 from neardup.text.html import extract_text  # noqa: E402
-from neardup.text.html_rules import without_byline, without_thread_details  # noqa: E402
+from neardup.text.html_rules import without_byline, without_line_furniture  # noqa: E402
 
 ARTICLE = " ".join(f"Paragraph sentence {i} tells how the river flooded the valley in spring." for i in range(40))
 MENU = "".join(f"<li><a href='/s{i}'>Section {i}</a></li>" for i in range(25))
@@ -458,12 +458,12 @@ def test_the_details_around_each_post_of_a_thread_go():
                   "Reply"]
     text = "\n".join(posts)
     kept = [line for line in posts if line.startswith(("poster", "Post "))]
-    assert without_thread_details(text) == "\n".join(kept)
+    assert without_line_furniture(text) == "\n".join(kept)
     # two such lines are no thread; a story's "Location: ..." and "#1" are no post details
     few = "\n".join(["Member", "A story about a club and its newest member, long enough.", "Reply"])
-    assert without_thread_details(few) == few
+    assert without_line_furniture(few) == few
     listing = "\n".join(["#1", "Location: Paris", "Member", "Reply", "Online", "A river cruise in spring."])
-    assert without_thread_details(listing) == "\n".join(["#1", "Location: Paris", "A river cruise in spring."])
+    assert without_line_furniture(listing) == "\n".join(["#1", "Location: Paris", "A river cruise in spring."])
     # through the extraction
     html = ("<html><body><main><h1>River levels</h1>" + "".join(
         f"<article><div class=user><a href=/u{i}>poster{i}</a><div>Senior Member</div><dl><dt>Messages:</dt>"
@@ -471,3 +471,13 @@ def test_the_details_around_each_post_of_a_thread_go():
         for i in range(4)) + "</main></body></html>")
     text = main(html)
     assert "Post 3:" in text and "Senior Member" not in text and "Reply" not in text
+
+
+def test_invitations_to_read_on_alone_on_their_line_go():
+    text = "\n".join(["Flood in the valley", "The river rose two metres overnight.", "Read more", "Dams",
+                      "The dams held.", "Learn More →", "READ MORE"])
+    assert without_line_furniture(text) == "\n".join(["Flood in the valley", "The river rose two metres overnight.",
+                                                       "Dams", "The dams held."])
+    # in a sentence, it is prose
+    prose = "The river rose.\nRead more about the dams in our report on the spring floods."
+    assert without_line_furniture(prose) == prose

@@ -46,7 +46,7 @@ from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
 from .html_jsonld import from_description, json_ld_body
 from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, out_of_links
 from .html_rules import (REPEATED_LINE_CHARS, TAIL_START, Holder, drop_headed_asides, drop_secondary, once,
-                         without_byline, without_tail, without_thread_details)
+                         without_byline, without_line_furniture, without_tail)
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
@@ -108,7 +108,8 @@ HTML_MODES = ("main", "whole", "article")
 # inside it are weighed instead (an author's box, a thread of comments inside a template's "widget");
 # a comment's "Reply" link may share its line with the thread's other actions; the lines forum
 # software prints around each post (the poster's figures, rank and status, the post's actions) go
-# from a text with three or more (svg elements cut out before the parse changed no text)
+# from a text with three or more; so do lines that are only an invitation to read on ("Read more")
+# (svg elements cut out before the parse changed no text)
 RULES_VERSION = 12
 
 _trafilatura = None
@@ -486,7 +487,7 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         text = once(text)
     if TAIL_START < 1:
         text = without_tail(text)
-    text = without_thread_details(without_byline(text))
+    text = without_line_furniture(without_byline(text))
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
     # title is often the heading plus the site's name, which every page shares, and would make

@@ -13,7 +13,7 @@ from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
 
 __all__ = ["Holder", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline", "without_tail",
-           "without_thread_details", "REPEATED_LINE_CHARS", "TAIL_START"]
+           "without_line_furniture", "REPEATED_LINE_CHARS", "TAIL_START"]
 
 # A line this long met again in the main text is a copy (0: copies kept).
 REPEATED_LINE_CHARS = 20
@@ -182,8 +182,8 @@ _THREAD_DETAIL = re.compile(
     + rf"|(?:{_POST_ACTION})(?: (?:{_POST_ACTION}))*)[ \t]*(?=\n|\Z)")
 
 
-# Lines that are one of them as they stand: a page has one, or is read no further (the search
-# below costs as much as three per cent of the extraction; a set of the lines, a fraction of it).
+# Such details as they stand on their line: a text has one, or is searched no further (the search
+# of _THREAD_DETAIL costs three per cent of the extraction; a set of the lines, a fraction of it).
 _THREAD_DETAIL_LINES = frozenset(
     form for phrase in ("reply", "quote", "permalink", "report", "parent", "click to expand...", "member",
                         "senior member", "junior member", "new member", "registered user", "offline", "online",
@@ -191,10 +191,33 @@ _THREAD_DETAIL_LINES = frozenset(
     for form in (phrase, phrase[0].upper() + phrase[1:], phrase.title()))
 
 
-def without_thread_details(text: str) -> str:
-    """The text without the lines forum software prints around each post (_THREAD_DETAIL), when
-    it has THREAD_DETAIL_LINES of them or more."""
-    if _THREAD_DETAIL_LINES.isdisjoint(text.split("\n")):
+# A link that invites to read on, alone on its line ("Read more", "Learn more →"): a card's or a
+# teaser's furniture, the same under every one of them, no words of the content. Matched as the
+# line stands (lower case, capitalized, title case or upper case, with or without an arrow), by a
+# set: no search over the text.
+_CALLS_TO_ACTION = frozenset(
+    case(phrase) + arrow
+    for phrase in ("read more", "learn more", "continue reading", "know more", "find out more", "see more", "view more",
+                   "discover more", "explore more", "read the blog", "read the story", "read the case study",
+                   "read the report", "watch the video", "watch video", "watch the demo", "watch demo", "shop now",
+                   "book now", "order now", "check price")
+    for case in (str, str.capitalize, str.title, str.upper)
+    for arrow in ("", " →", "→", " ›", "›", " »", "»", " >", "...", "…"))
+_FURNITURE_LINES = _CALLS_TO_ACTION | _THREAD_DETAIL_LINES
+
+
+def without_line_furniture(text: str) -> str:
+    """The text without the lines that are only an invitation to read on (_CALLS_TO_ACTION), and
+    without the details forum software prints around each post (_THREAD_DETAIL) when it has
+    THREAD_DETAIL_LINES of them or more and one that is such a detail as it stands: one split and
+    one set lookup for a page that has neither (most)."""
+    lines = text.split("\n")
+    if _FURNITURE_LINES.isdisjoint(lines):
+        return text
+    if not _CALLS_TO_ACTION.isdisjoint(lines):
+        lines = [line for line in lines if line not in _CALLS_TO_ACTION]
+        text = "\n".join(lines)
+    if _THREAD_DETAIL_LINES.isdisjoint(lines):
         return text
     lined = "\n" + text  # (every line after a line break: the search looks for those only)
     if len(_THREAD_DETAIL.findall(lined)) < THREAD_DETAIL_LINES:
