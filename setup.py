@@ -72,11 +72,14 @@ setup(
                   sources=[f"src/neardup/native/kernel/{name}.c"
                            for name in ("module", "documents", "buffers", "tokenize", "hash", "rabin", "distinct",
                                         "minhash", "pairs", "postings")],
-                  depends=["src/neardup/native/kernel/kernel.h", "src/neardup/native/_vendor/xxhash/xxhash.h"]),
+                  depends=["src/neardup/native/kernel/kernel.h", "src/neardup/native/new_bytearray.h",
+                           "src/neardup/native/_vendor/xxhash/xxhash.h"]),
         # the SimhashIndex query probe (neardup.index.simhash); no external header
-        Extension("neardup._hamming", sources=["src/neardup/native/_hamming.c"]),
+        Extension("neardup._hamming", sources=["src/neardup/native/_hamming.c"],
+                  depends=["src/neardup/native/new_bytearray.h"]),
         # the JSONL reader's fast path (neardup.io.read.jsonl); no external header
-        Extension("neardup._jsonl", sources=["src/neardup/native/_jsonl.c"]),
+        Extension("neardup._jsonl", sources=["src/neardup/native/_jsonl.c"],
+                  depends=["src/neardup/native/new_bytearray.h"]),
         # the HTML extraction's scan of the markup (neardup.text.html); no external header
         Extension("neardup._htmlscan", sources=["src/neardup/native/_htmlscan.c", "src/neardup/native/_htmltext.c"],
                   depends=["src/neardup/native/_htmltext.h"]),

@@ -99,6 +99,7 @@ def test_sdist_and_wheel_install_into_an_empty_venv(tmp_path):
                                                   "minhash.c", "pairs.c")}
     assert kernel | {"src/neardup/native/_vendor/xxhash/xxhash.h", "src/neardup/native/_vendor/xxhash/LICENSE",
             "src/neardup/native/_htmlscan.c", "src/neardup/native/_htmltext.c", "src/neardup/native/_htmltext.h",
+            "src/neardup/native/new_bytearray.h",
             "src/neardup/text/casefold.bin", "setup.py", "pyproject.toml"} <= names
     with zipfile.ZipFile(wheel) as zf:
         inside = set(zf.namelist())

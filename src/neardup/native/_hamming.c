@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "new_bytearray.h"
+
 #if defined(__has_attribute)
 #if __has_attribute(target_clones) && defined(__x86_64__) && defined(__ELF__)
 /* popcnt where the CPU has it (chosen once by the loader), portable code elsewhere */
@@ -577,9 +579,9 @@ static PyObject *prober_query_many(Prober *self, PyObject *args) {
     } else if (bad) {
         bad_index();
     } else if (!lists) {
-        PyObject *a = PyByteArray_FromStringAndSize((const char *)f.qi, (Py_ssize_t)(f.n * sizeof(int64_t)));
-        PyObject *b = PyByteArray_FromStringAndSize((const char *)f.row, (Py_ssize_t)(f.n * sizeof(int32_t)));
-        PyObject *c = PyByteArray_FromStringAndSize((const char *)f.dist, (Py_ssize_t)f.n);
+        PyObject *a = nd_new_bytearray((const char *)f.qi, (Py_ssize_t)(f.n * sizeof(int64_t)));
+        PyObject *b = nd_new_bytearray((const char *)f.row, (Py_ssize_t)(f.n * sizeof(int32_t)));
+        PyObject *c = nd_new_bytearray((const char *)f.dist, (Py_ssize_t)f.n);
         if (a && b && c) res = PyTuple_Pack(3, a, b, c);
         Py_XDECREF(a);
         Py_XDECREF(b);

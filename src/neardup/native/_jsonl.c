@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "new_bytearray.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -474,22 +476,22 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
     size_t n = 0;
     for (const uint8_t *q = data; (q = memchr(q, '\n', (size_t)(data + len - q))) != NULL; q++) n++;
     if (len && data[len - 1] != '\n') n++;
-    kinds = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)n);
-    ends = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    toffs = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * 8));
-    ioffs = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * 8));
-    lengths = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    spans = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 16));
+    kinds = nd_new_bytearray(NULL, (Py_ssize_t)n);
+    ends = nd_new_bytearray(NULL, (Py_ssize_t)(n * 8));
+    toffs = nd_new_bytearray(NULL, (Py_ssize_t)((n + 1) * 8));
+    ioffs = nd_new_bytearray(NULL, (Py_ssize_t)((n + 1) * 8));
+    lengths = nd_new_bytearray(NULL, (Py_ssize_t)(n * 8));
+    spans = nd_new_bytearray(NULL, (Py_ssize_t)(n * 16));
     /* decoded text is never longer than the JSON string it came from; ids are bounded likewise */
     if (have_out) {
         text = out_obj;
         Py_INCREF(text);
     } else {
-        text = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
+        text = nd_new_bytearray(NULL, (Py_ssize_t)len);
     }
-    ids = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)len);
-    urls = PyByteArray_FromStringAndSize(NULL, have_url ? (Py_ssize_t)len : 0);
-    uoffs = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)((n + 1) * 8));
+    ids = nd_new_bytearray(NULL, (Py_ssize_t)len);
+    urls = nd_new_bytearray(NULL, have_url ? (Py_ssize_t)len : 0);
+    uoffs = nd_new_bytearray(NULL, (Py_ssize_t)((n + 1) * 8));
     if (!kinds || !ends || !toffs || !ioffs || !lengths || !spans || !text || !ids || !urls || !uoffs) goto done;
     uint8_t *k = (uint8_t *)PyByteArray_AS_STRING(kinds);
     int64_t *e = (int64_t *)PyByteArray_AS_STRING(ends), *to = (int64_t *)PyByteArray_AS_STRING(toffs),
@@ -596,7 +598,7 @@ static PyObject *py_line_ends(PyObject *self, PyObject *arg) {
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     PyObject *result = oom ? PyErr_NoMemory()
-                           : PyByteArray_FromStringAndSize((const char *)ends, (Py_ssize_t)(n * sizeof(int64_t)));
+                           : nd_new_bytearray((const char *)ends, (Py_ssize_t)(n * sizeof(int64_t)));
     free(ends);
     return result;
 }

@@ -114,7 +114,12 @@ def jsonl_blocks(path: str, max_bytes: int | None, size: int):
                 cut = buf.rfind(b"\n", have, end) + 1
                 if cut:
                     yield buf, cut
-                    buf[: end - cut] = buf[cut:end]  # the unfinished line to the front
+                    # the unfinished line to the front, copied out as bytes: a bytearray slice
+                    # that cannot be allocated may print a spurious "deallocated bytearray object
+                    # has exported buffers" (native/new_bytearray.h says why)
+                    with memoryview(buf) as view:
+                        rest = view[cut:end].tobytes()
+                    buf[: end - cut] = rest
                     have = end - cut
                 else:
                     have = end

@@ -98,7 +98,7 @@ static PyObject *py_shingle_ids(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    result = PyByteArray_FromStringAndSize(n ? (const char *)s.ids : NULL, (Py_ssize_t)(n * 8));
+    result = nd_new_bytearray(n ? (const char *)s.ids : NULL, (Py_ssize_t)(n * 8));
 done:
     free(fold);
     scratch_free(&s);
@@ -167,7 +167,7 @@ static PyObject *py_fingerprints(PyObject *self, PyObject *args) {
                         "offsets must be non-decreasing, within the data, and documents under 768 MiB");
         goto done;
     }
-    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    result = nd_new_bytearray(NULL, (Py_ssize_t)(n * 8));
     if (!result) goto done;
     uint64_t *fps = (uint64_t *)PyByteArray_AS_STRING(result);
     const uint8_t *text = (const uint8_t *)data.buf;
@@ -270,19 +270,19 @@ static PyObject *signatures_run(const docs_t *docs, PyObject *table_obj, int uni
         if (!bad) PyErr_NoMemory();
         goto done;
     }
-    values = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * m * 8));
-    counts = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    values = nd_new_bytearray(NULL, (Py_ssize_t)(n * m * 8));
+    counts = nd_new_bytearray(NULL, (Py_ssize_t)(n * 8));
     if (with_ids && values && counts) {
         /* a document of len bytes has at most len units, so shingles: allocate that bound (pages never
          * written are never touched) and shrink it afterwards, so the ids are written once */
         size_t bound = 0;
         for (size_t i = 0; i < n; i++) bound += docs->len[i];
         if (nfold) bound *= FOLD_POS_FACTOR; /* case folding can make more units than bytes */
-        ids_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(bound * 8));
+        ids_out = nd_new_bytearray(NULL, (Py_ssize_t)(bound * 8));
         if (ids_out) idbuf = (uint64_t *)PyByteArray_AS_STRING(ids_out);
     }
-    if (with_fps) fps_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-    if (with_sh) sh_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * 16));
+    if (with_fps) fps_out = nd_new_bytearray(NULL, (Py_ssize_t)(n * 8));
+    if (with_sh) sh_out = nd_new_bytearray(NULL, (Py_ssize_t)(n * 16));
     if (!values || !counts || (with_ids && !ids_out) || (with_fps && !fps_out) || (with_sh && !sh_out)) goto done;
     uint64_t *fps = with_fps ? (uint64_t *)PyByteArray_AS_STRING(fps_out) : NULL;
     uint64_t *shs = with_sh ? (uint64_t *)PyByteArray_AS_STRING(sh_out) : NULL;
@@ -554,7 +554,7 @@ static PyObject *py_minhash(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    values = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * m * 8));
+    values = nd_new_bytearray(NULL, (Py_ssize_t)(n * m * 8));
     if (!values) goto done;
     uint64_t *vals = (uint64_t *)PyByteArray_AS_STRING(values);
     const int simd = simd_enabled();

@@ -57,6 +57,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../new_bytearray.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ND_X86 1
 #include <cpuid.h>

@@ -227,7 +227,7 @@ static PyObject *py_intersections(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing within the ids, and pairs index runs");
         goto done;
     }
-    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(np * 8));
+    result = nd_new_bytearray(NULL, (Py_ssize_t)(np * 8));
     if (!result) goto done;
     int64_t *out = (int64_t *)PyByteArray_AS_STRING(result);
     int straddles = 0;
@@ -286,7 +286,7 @@ static PyObject *py_agreements(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "pairs must index rows of values");
         goto done;
     }
-    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(np * 8));
+    result = nd_new_bytearray(NULL, (Py_ssize_t)(np * 8));
     if (!result) goto done;
     int64_t *out = (int64_t *)PyByteArray_AS_STRING(result);
     int straddles = 0;
@@ -430,7 +430,7 @@ static PyObject *py_band_pairs(PyObject *self, PyObject *args) {
         PyBuffer_Release(&kb);
         return PyErr_NoMemory();
     }
-    PyObject *out = PyByteArray_FromStringAndSize((const char *)pairs.v, (Py_ssize_t)(pairs.n * sizeof(int64_t)));
+    PyObject *out = nd_new_bytearray((const char *)pairs.v, (Py_ssize_t)(pairs.n * sizeof(int64_t)));
     free(pairs.v);
     if (out) result = Py_BuildValue("(NLnL)", out, shared, (Py_ssize_t)largest, capped);
     PyBuffer_Release(&kb);
@@ -469,7 +469,7 @@ static PyObject *py_band_keys(PyObject *self, PyObject *args) {
         goto done;
     }
     const size_t n = (size_t)vb.len / 8 / (size_t)m;
-    result = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n * (size_t)bands * 8));
+    result = nd_new_bytearray(NULL, (Py_ssize_t)(n * (size_t)bands * 8));
     if (!result) goto done;
     const uint64_t *v = (const uint64_t *)vb.buf;
     uint64_t *out = (uint64_t *)PyByteArray_AS_STRING(result);

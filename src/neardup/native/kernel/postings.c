@@ -171,8 +171,8 @@ static PyObject *py_decode(PyObject *self, PyObject *args) {
         }
         total += (size_t)d[1] + 1;
     }
-    keys_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(total * 8));
-    block_out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(total * 8));
+    keys_out = nd_new_bytearray(NULL, (Py_ssize_t)(total * 8));
+    block_out = nd_new_bytearray(NULL, (Py_ssize_t)(total * 8));
     if (!keys_out || !block_out) goto done;
     int64_t *keys = (int64_t *)PyByteArray_AS_STRING(keys_out);
     int64_t *block_of = (int64_t *)PyByteArray_AS_STRING(block_out);
