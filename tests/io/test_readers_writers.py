@@ -710,3 +710,44 @@ def test_kept_lines_in_blocks_equal_line_by_line(tmp_path, monkeypatch, block_by
                 got = b"".join(written) + b"".join(x if x.endswith(b"\n") else x + b"\n" for x in got_items)
                 want = b"".join(x if x.endswith(b"\n") else x + b"\n" for x in want_items)
                 assert (got_n, got) == (want_n, want) and got_n == count
+
+
+def _grandchildren() -> set[int]:
+    """The live processes whose parent is a child of this one (a forkserver's workers)."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as fh:
+                    state, parent = fh.read().rsplit(")", 1)[1].split()[:2]
+            except OSError:
+                continue
+            if state != "Z":  # (an ended process its parent has not yet reaped)
+                parents[int(name)] = int(parent)
+    children = {pid for pid, parent in parents.items() if parent == os.getpid()}
+    return {pid for pid, parent in parents.items() if parent in children}
+
+
+@needs_html
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process tree from /proc")
+def test_a_reader_stopped_early_ends_its_extraction_workers(monkeypatch):
+    # A run stopped while the extraction workers have chunks queued (an error, SIGTERM) closes the
+    # reader: the chunks not started are cancelled and the workers have ended when close()
+    # returns, not when the pool's own thread gets to it (a process ended by SIGTERM does not
+    # wait for that thread, and its workers would wait for work forever, holding its pipes).
+    from neardup.io.read import extract
+    from neardup.io.read.extract import PendingPage, extract_pages
+
+    monkeypatch.setattr(extract, "EXTRACT_WORKERS", "processes")
+    before = _grandchildren()
+    pages = (PendingPage(str(i), i, "src", {}, f"<p>page {i} " + "word " * 50 + "</p>", None) for i in range(100000))
+    got = extract_pages(pages, "main", 2)
+    for k in range(3000):  # past the warm-up: the workers have chunks queued
+        assert next(got).text.startswith(f"page {k} ")
+    workers = _grandchildren() - before
+    assert workers
+    got.close()
+    assert not workers & _grandchildren()
+    # read to its end, every text comes back
+    pages = [PendingPage(str(i), i, "src", {}, f"<p>page {i}</p>", None) for i in range(50)]
+    assert [d.text for d in extract_pages(iter(pages), "main", 2)] == [f"page {i}" for i in range(50)]

@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+from ..termination import Terminated, stop_on_sigterm
+
 # numpy's OpenBLAS starts a thread per core at import that spins for a while; the command never
 # calls BLAS on a hot path, and that spinning competes with the kernel's threads on small
 # machines (about 0.08 s of CPU at every start). Set before numpy is imported; a user's setting wins.
@@ -60,27 +62,6 @@ def run() -> None:
         sys.stderr.flush()
         os._exit(code)
     sys.exit(code)
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated
-
-
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that the command unwinds like an interrupt."""
-
-
-def stop_on_sigterm() -> None:
-    """Make SIGTERM unwind the command as Ctrl-C does, then end it by that signal, when nothing
-    else has claimed it (the service's server has its own).
-
-    Python's default for SIGTERM ends the process at once, leaving its extraction workers
-    (forked by a forkserver, so not its children) alive, holding the caller's pipes open: a
-    crawler that stops ``neardup`` waits on them forever. Raised as an exception instead, the
-    process pools are shut down on the way out. A run stopped this way resumes like any other."""
-    if threading.current_thread() is threading.main_thread() and \
-            signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 # How long a run that ran out of memory waits for its other threads before it says so.

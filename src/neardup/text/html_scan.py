@@ -14,6 +14,8 @@ import re
 
 import xxhash
 
+from .html_scan_cuts import MAX_TAG, NavigationRegion, SvgCut, region_give_up, svg_give_up, svg_raw_ok
+
 try:
     from .. import _htmlscan
 except ImportError:  # not built
@@ -89,7 +91,6 @@ _CELL = frozenset({"td", "th"})
 _CUT = frozenset({"script", "style", "textarea", "iframe"})  # cut out with their content
 _RAW = frozenset({"noembed", "noframes", "plaintext", "title", "xmp"})  # raw text kept as it is
 _KNOWN = _BLOCK | _CELL | _CUT | _RAW | set(_TAG_FLAGS) | {"a"}
-_MAX_TAG = 16
 
 _AFFIX = (b"nav", b"navigation", b"menu", b"sidebar", b"breadcrumb", b"breadcrumbs", b"footer", b"banner",
           b"masthead", b"topbar", b"pager", b"pagination", b"related", b"skiplink", b"cookie", b"share", b"social",
@@ -299,7 +300,7 @@ def _put_start_tag(out: bytearray, s: bytes, at: int, t: _Tag, strip: bool, foun
     if t.bits & 9 == 8:
         out += b" " + MARK_SECONDARY.encode()
         found["flags"] |= FLAGS["SECONDARY"]
-    if not strip or t.kept is None or (len(t.name) <= _MAX_TAG and t.name in _ATTRIBUTES_MATTER):
+    if not strip or t.kept is None or (len(t.name) <= MAX_TAG and t.name in _ATTRIBUTES_MATTER):
         out += s[t.name_end:t.end]
         return
     for a, b in t.kept:
@@ -323,139 +324,6 @@ def scan_python(html: str | bytes, cut_navigation: bool = False, page_fingerprin
     if result[1] & FLAGS["OWN_MARKS"]:  # the page's own attributes are queried: all of them stay
         result = _scan(s, False, cut_navigation, page_fingerprint)
     return result
-
-
-# The navigation cut (cut_navigation; see cut_region in _htmlscan.c): tags that give up a
-# candidate, void elements, elements whose end tags are implied, and where none starts.
-_CUT_GIVE_UP = frozenset(b"""table caption colgroup col tbody thead tfoot tr td th template svg math applet object
-    marquee select body html head frameset frame plaintext""".split())
-_CUT_VOID = frozenset(b"area base basefont bgsound br embed hr img image input keygen link meta param source track wbr".split())
-_CUT_IMPLIED = frozenset(b"li p dd dt option optgroup rb rp rt rtc".split())
-_CUT_FOREIGN = frozenset({b"svg", b"math", b"template"})
-_CUT_DEPTH = 64
-
-
-class _Region:
-    __slots__ = ("active", "out_at", "flags_at", "root_flag", "names", "in_a", "in_button", "in_form", "foreign")
-
-    def __init__(self):
-        self.active, self.in_a, self.in_button, self.in_form, self.foreign = False, False, False, False, 0
-        self.out_at = self.flags_at = self.root_flag = 0
-        self.names: list[bytes] = []
-
-    def outside(self, name: bytes, tag: str | None, is_end: bool, out_len: int, flags: int,
-                self_closing: bool = False) -> None:
-        if name == b"a":
-            self.in_a = not is_end
-            return
-        if name == b"button":  # (a button start tag closes an open button: one at most)
-            self.in_button = not is_end
-            return
-        if name == b"form":  # (in a template an end tag leaves the parser's form pointer)
-            if not is_end:
-                self.in_form = True
-            elif not self.foreign:
-                self.in_form = False
-            return
-        if name in _CUT_FOREIGN:
-            if not is_end and not (self_closing and name != b"template"):  # "<svg/>" is closed
-                self.foreign += 1
-            elif self.foreign > 0:
-                self.foreign -= 1
-            return
-        if is_end or tag not in ("nav", "dialog") or self.in_a or self.in_button or self.foreign:
-            return
-        self.active = True
-        self.out_at, self.flags_at, self.root_flag = out_len, flags, _TAG_FLAGS[tag]
-        self.names = [name]
-
-    def inside(self, name: bytes, is_end: bool, self_closing: bool = False) -> int:
-        """0 go on, 1 the candidate's end tag, -1 give up."""
-        if not is_end and self_closing and name in (b"svg", b"math"):
-            return 0  # closed (a template's "/>" is not)
-        if len(name) > _MAX_TAG or name in _CUT_GIVE_UP:
-            return -1
-        if not is_end:
-            if name in _CUT_VOID:
-                return 0
-            if len(self.names) == _CUT_DEPTH:
-                return -1
-            if name in (b"button", b"form"):
-                # a button inside a button closes the outer one; a form inside a form is ignored
-                if name == b"form" and self.in_form:
-                    return -1
-                if name in self.names[1:]:
-                    return -1
-            self.names.append(name)
-            return 0
-        k = len(self.names) - 1
-        while k >= 0 and self.names[k] != name:
-            k -= 1
-        if k < 0:
-            return -1
-        if any(x not in _CUT_IMPLIED for x in self.names[k + 1:]):
-            return -1
-        del self.names[k:]
-        return 1 if k == 0 else 0
-
-
-# The svg cut (see svg_cut in _htmlscan.c): the start tags that leave foreign content.
-_BREAKOUT = frozenset(b"""b big blockquote body br center code dd div dl dt em embed font h1 h2 h3 h4 h5 h6 head hr i
-    img li listing menu meta nobr ol p pre ruby s small span strike strong sub sup table tt u ul var""".split())
-
-
-class _SvgCut:
-    __slots__ = ("pending", "out_at", "flags_at", "names", "in_region")
-
-    def __init__(self):
-        self.pending = self.in_region = False
-        self.out_at = self.flags_at = 0
-        self.names: list[bytes] = []
-
-    def inside(self, t: "_Tag", is_end: bool) -> int:
-        """0 go on, 1 the svg's end tag, -1 give up."""
-        name = t.name
-        if not is_end:
-            if name in _BREAKOUT:
-                return -1
-            if t.self_closing:
-                return 0
-            if len(name) > _MAX_TAG or len(self.names) == _CUT_DEPTH:
-                return -1
-            self.names.append(name)
-            return 0
-        if name in (b"p", b"br"):
-            return -1
-        k = len(self.names) - 1
-        while k >= 0 and self.names[k] != name:
-            k -= 1
-        if k < 0:
-            return -1
-        del self.names[k:]
-        return 1 if k == 0 else 0
-
-
-def _svg_raw_ok(tag: str, s: bytes, n: int, a: int, b: int) -> bool:
-    if b >= n or tag in ("script", "textarea", "iframe"):
-        return False
-    return b"<" not in s[a:b]
-
-
-def _region_give_up(region: _Region) -> None:
-    region.active = False
-    if b"a" in region.names[1:]:  # an <a>, a <button> or a <form> opened inside is still open
-        region.in_a = True
-    if b"button" in region.names[1:]:
-        region.in_button = True
-    if b"form" in region.names[1:]:
-        region.in_form = True
-
-
-def _svg_give_up(svg, region: _Region) -> None:
-    svg.pending = False
-    if svg.in_region:  # the candidate around it needed its proof
-        _region_give_up(region)
-        region.foreign = sum(x in _CUT_FOREIGN for x in svg.names)
 
 
 class _Visible:
@@ -496,8 +364,8 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
     out = bytearray()
     found = {"flags": 0, "classes": [], "ids": []}
     title = None
-    region = _Region()
-    svg = _SvgCut()
+    region = NavigationRegion()
+    svg = SvgCut()
     visible = _Visible() if page else None
     in_noscript = False
     heading_open = False  # after an h2-h6 start tag, before its first text
@@ -524,7 +392,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
             flags_before = found["flags"]  # (an svg cut forgets its start tag's attributes too)
             t = _read_tag(s, n, at, is_end, found)
             name, end = t.name, t.end
-            known = len(name) <= _MAX_TAG and name.decode("latin-1") in _KNOWN
+            known = len(name) <= MAX_TAG and name.decode("latin-1") in _KNOWN
             tag = name.decode("latin-1") if known else None
             if tag in _CUT and not is_end:
                 e = _find_end_tag(s, n, end, name)
@@ -537,8 +405,8 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                     found["flags"] |= FLAGS["JSON_LD"]
                     if b"ld+json" in s[at:end] and b'"Product"' in s[end:e]:
                         found["flags"] |= FLAGS["PRODUCT_DATA"]
-                if svg.pending and not _svg_raw_ok(tag, s, n, end, e):
-                    _svg_give_up(svg, region)
+                if svg.pending and not svg_raw_ok(tag, s, n, end, e):
+                    svg_give_up(svg, region)
                 if closed:
                     e = _read_tag(s, n, e, True, found).end
                 i = e
@@ -563,7 +431,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                     if r == 0:
                         waits = True
                     else:
-                        _svg_give_up(svg, region)
+                        svg_give_up(svg, region)
                 if not waits and region.active:
                     if svg_start:
                         svg.pending = svg.in_region = waits = started = True
@@ -577,10 +445,10 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                             i = end
                             continue
                         if r < 0:
-                            _region_give_up(region)
+                            region_give_up(region)
                 if not waits:
                     if not region.active:
-                        region.outside(name, tag, is_end, len(out), found["flags"], t.self_closing)
+                        region.outside(name, tag, is_end, len(out), found["flags"], t.self_closing, _TAG_FLAGS.get(tag, 0))
                     if svg.pending:
                         r = svg.inside(t, is_end)
                         if r == 1:  # its end tag: the element goes
@@ -619,14 +487,14 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                         title = s[i:e].decode("utf-8", "replace")
                     if tag in ("xmp", "plaintext") and visible is not None:  # shown
                         visible.add(s[i:e])
-                    if svg.pending and not _svg_raw_ok(tag, s, n, i, e):
-                        _svg_give_up(svg, region)
+                    if svg.pending and not svg_raw_ok(tag, s, n, i, e):
+                        svg_give_up(svg, region)
                     out += s[i:e]
                     i = e
             continue
         if c1 in (0x21, 0x3F):
             if svg.pending and c1 == 0x21 and at + 2 < n and s[at + 2] == 0x5B:
-                _svg_give_up(svg, region)  # a CDATA section: text in foreign content
+                svg_give_up(svg, region)  # a CDATA section: text in foreign content
             if c1 == 0x21 and s.startswith(b"--", at + 2) and at + 3 < n:
                 k = at + 4
                 if k < n and s[k] == 0x3E:

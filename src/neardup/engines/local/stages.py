@@ -45,7 +45,15 @@ class StageSequence:
         if stage("sketch"):
             got = self._load_sketch(run)
         else:
-            got = self._read_and_sketch(docs, run.stage_partial("sketch") if run else work)
+            try:
+                got = self._read_and_sketch(docs, run.stage_partial("sketch") if run else work)
+            finally:
+                # a read stopped early (an error, SIGTERM) lets its extraction workers go now: its
+                # generator, kept alive by the traceback, would otherwise be closed only after the
+                # process has gone, and the workers would wait for work, holding the caller's pipes
+                close = getattr(docs, "close", None)
+                if close is not None:
+                    close()
             self.seconds["read_and_sketch"] = time.perf_counter() - t0
             if got.local_of is not None:  # keep="source" moved holders: copies point at the final one
                 for o, first in got.exact_of.items():  # (before the stage is saved, which holds exact_of)

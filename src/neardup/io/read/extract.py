@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ...termination import uninterrupted
 from ...text.html_pages import FROM_STR, TextWithFingerprint, extract_many
 from ..documents import Document, Skipped
 
@@ -112,38 +113,51 @@ def extract_pages(items, mode: str, jobs: int):
         ctx.set_forkserver_preload(["neardup.text.html_pages", "selectolax.lexbor"])
         pool_cm = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
     with pool_cm as pool:
-        buf: list = []
-        pend: list = []
-        size = 0
-        warm = not pickled  # threads run at once; processes once one has returned a chunk
-        queued: list = []  # the chunks given to the processes before they were warm
-        for item in items:
-            buf.append(item)
-            if type(item) is PendingPage:
-                pend.append(item)
-                size += len(item.html)
-            if len(pend) >= _CHUNK_PAGES or size >= _CHUNK_BYTES or len(buf) >= _CHUNK_ITEMS:
-                # the pages stay until their texts are back (a bounded window), to be extracted
-                # here if a worker dies
-                if not pend:
-                    fut = None
-                elif warm or len(queued) <= jobs:
-                    fut = pool.submit(extract_many, mode, [p.job(pickled) for p in pend])
+        try:
+            buf: list = []
+            pend: list = []
+            size = 0
+            warm = not pickled  # threads run at once; processes once one has returned a chunk
+            queued: list = []  # the chunks given to the processes before they were warm
+            for item in items:
+                buf.append(item)
+                if type(item) is PendingPage:
+                    pend.append(item)
+                    size += len(item.html)
+                if len(pend) >= _CHUNK_PAGES or size >= _CHUNK_BYTES or len(buf) >= _CHUNK_ITEMS:
+                    # the pages stay until their texts are back (a bounded window), to be extracted
+                    # here if a worker dies
+                    if not pend:
+                        fut = None
+                    elif warm or len(queued) <= jobs:
+                        with uninterrupted():  # (a submit may start a worker process)
+                            fut = pool.submit(extract_many, mode, [p.job(pickled) for p in pend])
+                        if not warm:
+                            queued.append(fut)
+                    else:  # the processes are starting, with work queued: this chunk is done here
+                        fut = _Done(extract_many(mode, [p.job() for p in pend]))
+                    window.append((buf, pend, fut))
+                    buf, pend, size = [], [], 0
                     if not warm:
-                        queued.append(fut)
-                else:  # the processes are starting, with work queued: this chunk is done here
-                    fut = _Done(extract_many(mode, [p.job() for p in pend]))
+                        warm = any(f.done() for f in queued)
+                    while len(window) > (2 * jobs if warm else _WARMUP_CHUNKS):
+                        yield from resolve(*window.popleft())
+            if buf:
+                fut = None
+                if pend:
+                    with uninterrupted():
+                        fut = pool.submit(extract_many, mode, [p.job(pickled) for p in pend])
                 window.append((buf, pend, fut))
-                buf, pend, size = [], [], 0
-                if not warm:
-                    warm = any(f.done() for f in queued)
-                while len(window) > (2 * jobs if warm else _WARMUP_CHUNKS):
-                    yield from resolve(*window.popleft())
-        if buf:
-            fut = pool.submit(extract_many, mode, [p.job(pickled) for p in pend]) if pend else None
-            window.append((buf, pend, fut))
-        while window:
-            yield from resolve(*window.popleft())
+            while window:
+                yield from resolve(*window.popleft())
+
+        except BaseException:
+            # the reader stopped early (an error, SIGTERM, the generator closed): the chunks not
+            # started are cancelled and the workers end once their current chunk is done. (Waited
+            # for here: a shutdown that does not wait leaves it to the pool's own thread, which a
+            # process ending by SIGTERM does not wait for, and the workers wait for work forever.)
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
 def extract_in_parallel(reader, items):
