@@ -14,7 +14,7 @@ import re
 
 import xxhash
 
-from .html_scan_cuts import MAX_TAG, NavigationRegion, SvgCut, region_give_up, svg_give_up, svg_raw_ok
+from .html_scan_cuts import MAX_TAG, NavigationRegion, SvgCut, svg_raw_ok
 
 try:
     from .. import _htmlscan
@@ -406,7 +406,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                     if b"ld+json" in s[at:end] and b'"Product"' in s[end:e]:
                         found["flags"] |= FLAGS["PRODUCT_DATA"]
                 if svg.pending and not svg_raw_ok(tag, s, n, end, e):
-                    svg_give_up(svg, region)
+                    svg.give_up(region)
                 if closed:
                     e = _read_tag(s, n, e, True, found).end
                 i = e
@@ -431,7 +431,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                     if r == 0:
                         waits = True
                     else:
-                        svg_give_up(svg, region)
+                        svg.give_up(region)
                 if not waits and region.active:
                     if svg_start:
                         svg.pending = svg.in_region = waits = started = True
@@ -445,7 +445,7 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                             i = end
                             continue
                         if r < 0:
-                            region_give_up(region)
+                            region.give_up()
                 if not waits:
                     if not region.active:
                         region.outside(name, tag, is_end, len(out), found["flags"], t.self_closing, _TAG_FLAGS.get(tag, 0))
@@ -488,13 +488,13 @@ def _scan(s: bytes, strip: bool, cut: bool = False, page: bool = False):
                     if tag in ("xmp", "plaintext") and visible is not None:  # shown
                         visible.add(s[i:e])
                     if svg.pending and not svg_raw_ok(tag, s, n, i, e):
-                        svg_give_up(svg, region)
+                        svg.give_up(region)
                     out += s[i:e]
                     i = e
             continue
         if c1 in (0x21, 0x3F):
             if svg.pending and c1 == 0x21 and at + 2 < n and s[at + 2] == 0x5B:
-                svg_give_up(svg, region)  # a CDATA section: text in foreign content
+                svg.give_up(region)  # a CDATA section: text in foreign content
             if c1 == 0x21 and s.startswith(b"--", at + 2) and at + 3 < n:
                 k = at + 4
                 if k < n and s[k] == 0x3E:

@@ -9,7 +9,7 @@ whose effect on the HTML parser's tree it cannot prove from the tags alone.
 
 from __future__ import annotations
 
-__all__ = ["MAX_TAG", "NavigationRegion", "SvgCut", "svg_raw_ok", "region_give_up", "svg_give_up"]
+__all__ = ["MAX_TAG", "NavigationRegion", "SvgCut", "svg_raw_ok"]
 
 #: The longest tag name the scan looks up in its tables (a longer one is none of theirs).
 MAX_TAG = 16
@@ -88,6 +88,17 @@ class NavigationRegion:
         del self.names[k:]
         return 1 if k == 0 else 0
 
+    def give_up(self) -> None:
+        """The candidate is kept; an <a>, a <button> or a <form> opened inside it is still open."""
+        self.active = False
+        inner = self.names[1:]
+        if b"a" in inner:
+            self.in_a = True
+        if b"button" in inner:
+            self.in_button = True
+        if b"form" in inner:
+            self.in_form = True
+
 
 # The svg cut (see svg_cut in _htmlscan.c): the start tags that leave foreign content.
 _BREAKOUT = frozenset(b"""b big blockquote body br center code dd div dl dt em embed font h1 h2 h3 h4 h5 h6 head hr i
@@ -124,25 +135,17 @@ class SvgCut:
         del self.names[k:]
         return 1 if k == 0 else 0
 
+    def give_up(self, region: NavigationRegion) -> None:
+        """The svg is kept, and so is the navigation candidate around it, which needed its proof."""
+        self.pending = False
+        if self.in_region:
+            region.give_up()
+            region.foreign = sum(x in _CUT_FOREIGN for x in self.names)
+
 
 def svg_raw_ok(tag: str, s: bytes, n: int, a: int, b: int) -> bool:
+    """Whether the raw text s[a:b] of a ``tag`` inside an svg, closed before the end n, is text
+    in foreign content too (no script-like element, no ``<`` the parser would read as markup)."""
     if b >= n or tag in ("script", "textarea", "iframe"):
         return False
     return b"<" not in s[a:b]
-
-
-def region_give_up(region: NavigationRegion) -> None:
-    region.active = False
-    if b"a" in region.names[1:]:  # an <a>, a <button> or a <form> opened inside is still open
-        region.in_a = True
-    if b"button" in region.names[1:]:
-        region.in_button = True
-    if b"form" in region.names[1:]:
-        region.in_form = True
-
-
-def svg_give_up(svg: SvgCut, region: NavigationRegion) -> None:
-    svg.pending = False
-    if svg.in_region:  # the candidate around it needed its proof
-        region_give_up(region)
-        region.foreign = sum(x in _CUT_FOREIGN for x in svg.names)

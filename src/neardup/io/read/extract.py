@@ -113,6 +113,10 @@ def extract_pages(items, mode: str, jobs: int):
         ctx.set_forkserver_preload(["neardup.text.html_pages", "selectolax.lexbor"])
         pool_cm = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
     with pool_cm as pool:
+        def submit(pages: list):
+            with uninterrupted():  # (a submit may start a worker process)
+                return pool.submit(extract_many, mode, [p.job(pickled) for p in pages])
+
         try:
             buf: list = []
             pend: list = []
@@ -130,8 +134,7 @@ def extract_pages(items, mode: str, jobs: int):
                     if not pend:
                         fut = None
                     elif warm or len(queued) <= jobs:
-                        with uninterrupted():  # (a submit may start a worker process)
-                            fut = pool.submit(extract_many, mode, [p.job(pickled) for p in pend])
+                        fut = submit(pend)
                         if not warm:
                             queued.append(fut)
                     else:  # the processes are starting, with work queued: this chunk is done here
@@ -143,11 +146,7 @@ def extract_pages(items, mode: str, jobs: int):
                     while len(window) > (2 * jobs if warm else _WARMUP_CHUNKS):
                         yield from resolve(*window.popleft())
             if buf:
-                fut = None
-                if pend:
-                    with uninterrupted():
-                        fut = pool.submit(extract_many, mode, [p.job(pickled) for p in pend])
-                window.append((buf, pend, fut))
+                window.append((buf, pend, submit(pend) if pend else None))
             while window:
                 yield from resolve(*window.popleft())
 
