@@ -113,3 +113,53 @@ def test_the_footer_of_a_short_page_is_not_taken_for_its_column():
             f"<table><tr><td><div class=site-copyright>{NOTICE}</div></td></tr></table></body></html>")
     text = main(html)
     assert "A constant that closes a stream." in text and "Permission is granted" not in text
+
+
+def _stub(chapter: str, label: str = "In this manual") -> str:
+    """A chapter page whose content is its heading alone, in a layout with a column of long titles
+    under a label, between a strip of links above and a notice with links below, none named."""
+    titles = "".join(f"<li><a href=/p{i}>Next: Chapter {i + 1}, Previous: Chapter {i - 1}, Up: Reading streams</a></li>"
+                     for i in range(30))
+    return (f"<html><head><title>{chapter} (Stream manual) - Mirror</title></head><body>"
+            "<div class=upper><a href=/>Mirror</a> <a href=/about>About</a> <span>Browse the manuals</span></div>"
+            f"<div class=layout><div class=left><div class=label>{label}</div><ul>{titles}</ul></div>"
+            f"<div class=body><div class=chapter><h2>{chapter}</h2></div></div></div>"
+            "<div class=lower><p>This page is a copy kept by the mirror; the original remains with its authors.</p>"
+            "<a href=/terms>Terms</a> <a href=/privacy>Privacy</a></div></body></html>")
+
+
+def test_a_chapter_whose_content_is_its_heading_is_not_the_notice_or_the_menu():
+    text = main(_stub("13 Error Handling"))
+    assert "13 Error Handling" in text
+    assert "copy kept by the mirror" not in text and "Chapter 7" not in text
+    # two such chapters share none of the frame: they are not near-duplicates of each other
+    other = main(_stub("14 Installation"))
+    assert "14 Installation" in other and set(text.split("\n")) & set(other.split("\n")) == set()
+
+
+def test_a_menu_label_does_not_make_its_column_the_content():
+    # the label has about as much text out of links as the chapter's heading (either may win)
+    text = main(_stub("9 Optimization", label="In this manual:"))
+    assert "9 Optimization" in text and "Chapter 7" not in text
+
+
+def test_a_short_content_after_its_heading_block_stays_the_column():
+    # the page's heading in a block of its own, then a short content with links: the content
+    html = ("<html><body><div id=header><h1>Git API Documents</h1></div><div id=content>"
+            "<p>Git has grown a set of internal API over time. This collection documents them.</p><ul>"
+            + "".join(f"<li><a href=/api{i}>API number {i}</a></li>" for i in range(5))
+            + "</ul></div></body></html>")
+    text = main(html)
+    assert "Git API Documents" in text and "This collection documents them." in text and "API number 3" in text
+
+
+def test_a_line_of_links_above_a_sections_heading_is_the_pages():
+    nav = ("<div class=header><p>Next: <a href=/n>Installation</a>, Previous: <a href=/p>Differential Equations</a> "
+           "[<a href=/c>Contents</a>][<a href=/i>Index</a>]</p></div>")
+    html = f"<html><body><div class=chapter>{nav}<hr><h2>13 Error Handling</h2><p>{PROSE}</p></div></body></html>"
+    text = main(html)
+    assert "13 Error Handling" in text and "Sentence 11" in text and "Installation" not in text
+    # a single link above the heading is the content's own ("Go to the source code of this file.")
+    one = "<div class=intro><p><a href=/src>Go to the source code of this file.</a></p></div>"
+    html = f"<html><body><div class=chapter>{one}<h2>Reference</h2><p>{PROSE}</p></div></body></html>"
+    assert "Go to the source code" in main(html)

@@ -110,7 +110,11 @@ HTML_MODES = ("main", "whole", "article")
 # software prints around each post (the poster's figures, rank and status, the post's actions) go
 # from a text with three or more; so do lines that are only an invitation to read on ("Read more")
 # (svg elements cut out before the parse changed no text)
-RULES_VERSION = 12
+# 13: a page whose content is short and without a heading beside a larger block that holds one (a
+# chapter's heading alone, between a column of titles and a notice): that block is the column, and
+# the short blocks beside it strips of the page; a menu's label does not make its block of links the
+# column; a short line of two or more links above a section's first heading goes ("Next: ... Up:")
+RULES_VERSION = 13
 
 _trafilatura = None
 

@@ -31,10 +31,19 @@ HEADLINE_LINKS = 3
 # a section of the content, not a layout of columns: a heading introduces the blocks after it
 # (a short list of links under "Namespaces" is that section's content, not a strip of the page).
 SECTION_HEADINGS = True
+# ...but a short block made of links before its first heading is a strip of the page above the
+# section (a breadcrumb, a line of "Next: ... Previous: ... Up: ..." links).
+LEADING_STRIPS = True
 # A block of links that holds a heading saying the page's title (or a part of it: "Part II. The
 # Parser" in "Part II. The Parser - Library mirror") is the content, not a menu: a part's table of
 # contents, a directory's index. A menu's headings name the menu ("In this manual"), never the page.
 TITLED_LINKS = True
+# Beside a short column (under SHORT_CHARS out of links) without a heading, a block that holds a
+# heading (not a link) is the column: a page whose content is a heading and a line.
+HEADED_COLUMN = True
+# ...and a block of links whose text out of links is under this many characters (a menu's label,
+# "In this manual") is not the column when a block beside it is no menu.
+LABEL_CHARS = 50
 # (a heading longer than this says no title)
 TITLE_CHARS = 300
 
@@ -60,15 +69,21 @@ def drop_dense_blocks(body, title: tuple[str, ...] = ()):
     while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
         # The element children, listed before any is removed (a removed node has no next sibling);
         # iter() skips the text nodes in C (the form feeds between blocks make one per block).
-        items, headed = [], False
+        items, headed, strips = [], False, []
         for node in list(parent.iter()):
             if node.tag_id in blocks:
                 chars, links = _stats(node.text_lexbor())
                 if chars:
                     items.append((node, chars, links))
+                    if not headed and chars < SHORT_CHARS and links >= BODY_LINK_DENSITY * chars:
+                        strips.append(node)  # (a line of links, when it holds two or more)
             elif node.tag_id in ids.headings and SECTION_HEADINGS:
                 headed = headed or out_of_links(node) > 0
         if not items or depth and headed:
+            if depth and headed and LEADING_STRIPS:
+                for node in strips:  # a line of links above the section's heading ("Next: ... Up: ...")
+                    if node.text_lexbor().count("\x01") >= 2 and node.css_first(_HEADINGS) is None:
+                        node.remove()
             break  # (a heading of its own among the blocks: a section of the content, see SECTION_HEADINGS)
         if depth and repeated(items):
             break  # cards of a listing (or posts of a thread): kept whole
@@ -85,6 +100,23 @@ def drop_dense_blocks(body, title: tuple[str, ...] = ()):
                     if item[2] >= BODY_LINK_DENSITY * item[1] and titled_block(item[0]):
                         column, listing = item, item[0]
                         break
+        if HEADED_COLUMN and listing is None and column[1] - column[2] < LABEL_CHARS and (
+                column[2] >= BODY_LINK_DENSITY * column[1]):
+            # the label of a menu ("In this manual") outweighs a short content, a heading alone
+            plain = [item for item in items if item[2] < BODY_LINK_DENSITY * item[1]]
+            if plain:
+                column = max(plain, key=lambda x: x[1] - x[2])
+        outweighed = None  # the short column a block with a heading took the place of
+        if HEADED_COLUMN and not depth and listing is None and column[1] - column[2] < SHORT_CHARS and (
+                not holds_heading(column[0])):
+            # A strip (a line of links, a notice) outweighs a short content, a chapter's heading
+            # alone, by its text out of links: the larger block that holds a heading is the column,
+            # and the short blocks without one beside it are strips of the page.
+            for item in items:
+                if item is not column and item[1] > column[1] and item[0].tag_id in containers and (
+                        holds_heading(item[0])):
+                    column, outweighed = item, column
+                    break
         if column[0].tag_id not in containers:
             column = None  # (a layout of menu and content columns is dense in links as a whole)
         if depth and column is None:
@@ -99,7 +131,8 @@ def drop_dense_blocks(body, title: tuple[str, ...] = ()):
             as_listing = HEADLINE_CHARS and (not depth or column is None or after and links > column[1] - column[2])
             if links >= BODY_LINK_DENSITY * chars and not (as_listing and headlines(node, links)) and not (
                     titled_block is not None and titled_block(node)) or (
-                    column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars):
+                    column is not None and chars < SHORT_CHARS and links >= STRIP_LINK_DENSITY * chars) or (
+                    outweighed is not None and chars < SHORT_CHARS and not holds_heading(node)):
                 node.remove()
         if listing is not None:
             return titled_list(listing, titled_block)
@@ -167,6 +200,11 @@ class TitledHeadings:
                     if " ".join(t.replace("\x01", "").replace("\x02", "").split()).casefold() in self.title:
                         self.found.append(h)
         return any(is_under(h, node) for h in self.found)
+
+
+def holds_heading(node) -> bool:
+    """Whether the node holds an h1-h6 with text out of links."""
+    return any(out_of_links(h) for h in node.css(_HEADINGS))
 
 
 def out_of_links(node) -> int:
