@@ -199,6 +199,8 @@ def test_scan_marks():
     # layout utility classes say how an element is drawn, not what it holds
     ("margin-bottom-small", 0), ("overflow-hidden", 0), ("top-0", 0), ("border-top", 0), ("md:hidden", 0),
     ("a-search-b", 0), ("header-ad", 2), ("ad-slot", 2),
+    # "top" names a region only as the whole name: a documentation block "top-doc" is content
+    ("top", 1), ("top-doc", 0), ("page-top", 0), ("top-nav", 1),
 ])
 def test_exact_words_name_only_in_their_places(name, kind):
     page = f"<div class='{name}'>x</div>"

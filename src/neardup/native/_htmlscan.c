@@ -281,6 +281,8 @@ static const word UTILITY[] = {
  * name is mostly a responsive variant ("md:hidden": hidden at one screen size, shown at others). */
 static int exact_place(const unsigned char *s, size_t n, size_t i, size_t len) {
     size_t e = i + len;
+    if (len == 3 && memcmp(s + i, "top", 3) == 0)
+        return i == 0 && e == n;  /* "top" names a region only whole: "top-doc" is a place in the content */
     if (i == 0)
         return e == n || (e + 1 < n && s[e + 1] >= 'a' && s[e + 1] <= 'z');
     if (e != n || (len == 6 && memcmp(s + i, "hidden", 6) == 0))

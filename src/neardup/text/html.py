@@ -113,7 +113,8 @@ HTML_MODES = ("main", "whole", "article")
 # 13: a page whose content is short and without a heading beside a larger block that holds one (a
 # chapter's heading alone, between a column of titles and a notice): that block is the column, and
 # the short blocks beside it strips of the page; a menu's label does not make its block of links the
-# column; a short line of two or more links above a section's first heading goes ("Next: ... Up:")
+# column; a short line of two or more links above a section's first heading goes ("Next: ... Up:");
+# "top" names navigation only as a whole class or id ("top-doc" is a block of the content)
 RULES_VERSION = 13
 
 _trafilatura = None

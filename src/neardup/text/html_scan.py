@@ -139,6 +139,8 @@ def _exact_place(s: bytes, i: int, e: int) -> bool:
     """exact_place() of _htmlscan.c: the exact navigation word s[i:e] opens the name (not
     followed by a number) or ends it after a token that is no layout property."""
     n = len(s)
+    if s[i:e] == b"top":
+        return i == 0 and e == n  # "top" names a region only whole: "top-doc" is a place in the content
     if i == 0:
         return e == n or (e + 1 < n and 97 <= s[e + 1] <= 122)
     if e != n or s[i:e] == b"hidden":
