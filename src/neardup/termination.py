@@ -17,7 +17,7 @@ import contextlib
 import signal
 import threading
 
-__all__ = ["Terminated", "stop_on_sigterm", "uninterrupted"]
+__all__ = ["Terminated", "received", "stop_on_sigterm", "uninterrupted"]
 
 
 class Terminated(BaseException):
@@ -28,14 +28,23 @@ class Terminated(BaseException):
 # it must wait for)
 _held = 0
 _arrived = False
+_received = False
 
 
 def _raise_terminated(signum, frame):
-    global _arrived
+    global _arrived, _received
+    _received = True
     if _held:
         _arrived = True  # raised at the end of the step
         return
     raise Terminated
+
+
+def received() -> bool:
+    """Whether a SIGTERM has come since :func:`stop_on_sigterm`. Code outside neardup may catch
+    :class:`Terminated` as it catches anything (a library's ``except BaseException`` that carries
+    on); the command asks this when it has ended, and ends by the signal all the same."""
+    return _received
 
 
 def stop_on_sigterm() -> None:

@@ -68,7 +68,8 @@ def test_sigterm_ends_the_extraction_workers_and_the_run_resumes(tmp_path):
             pytest.fail("after SIGTERM the extraction workers still hold the command's pipes")
         err_file.seek(0)
         err = err_file.read()
-    assert proc.returncode == -signal.SIGTERM, err
+    # (a run that ended with 0 says whether it went to its end: its summary is written last)
+    assert proc.returncode == -signal.SIGTERM, (err, (tmp_path / "out" / "summary.json").exists())
     assert b"neardup: terminated" in err
     assert not (tmp_path / "out" / "summary.json").exists()
 
@@ -92,3 +93,31 @@ def test_settle_threads_waits_for_the_others_and_no_longer_than_told():
     finally:
         never.set()
         stuck.join()
+
+
+SWALLOWING_COMMAND = """
+import argparse, os, signal, sys
+from neardup import cli
+
+def swallowing_handler(args):
+    try:  # code that catches anything and carries on, as some libraries do, while a SIGTERM comes
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100000):
+            pass
+    except BaseException:
+        pass
+    return 0
+
+class Parser:
+    def parse_args(self, argv):
+        return argparse.Namespace(handler=swallowing_handler)
+
+cli.build_parser = Parser
+sys.exit(cli.main([]))
+"""
+
+
+def test_a_sigterm_caught_on_its_way_still_ends_the_command_by_the_signal():
+    done = subprocess.run([sys.executable, "-c", SWALLOWING_COMMAND], capture_output=True, timeout=120)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert b"neardup: terminated" in done.stderr

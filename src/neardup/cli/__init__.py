@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from ..termination import Terminated, stop_on_sigterm
+from ..termination import Terminated, received, stop_on_sigterm
 
 # numpy's OpenBLAS starts a thread per core at import that spins for a while; the command never
 # calls BLAS on a hot path, and that spinning competes with the kernel's threads on small
@@ -89,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stop_on_sigterm()
     try:
-        return int(args.handler(args) or 0)
+        status = int(args.handler(args) or 0)
+        if received():
+            raise Terminated  # a SIGTERM that some code caught on its way: the command still ends by it
+        return status
     except RunMemoryError as exc:
         settle_threads()
         print(f"neardup: error: {exc}", file=sys.stderr)

@@ -56,7 +56,10 @@ def drop_dense_blocks(body, title: tuple[str, ...] = ()):
     it the short blocks half made of links (a strip of links with a line of text). Inside the
     content (a paragraph holds the most text), a list of links stays: a table of contents; and
     the blocks of a level made mostly of one element repeated are cards, kept whole. The page's
-    footer, <body>'s last block, goes first whatever its length (see :func:`page_footer`).
+    footer, <body>'s last block, goes first whatever its length (see :func:`page_footer`). A short
+    column without a heading gives way to a larger block holding one, and a menu's label to a
+    block that is no menu (HEADED_COLUMN, LABEL_CHARS); a level that stops the walk at its
+    heading loses the lines of links before it (LEADING_STRIPS).
 
     ``title`` is the page's :func:`~neardup.text.html_titles.title_parts`: a block of links that
     holds a heading saying it stays (TITLED_LINKS), and is the column when it is the block with
