@@ -72,20 +72,21 @@ def drop_dense_blocks(body, title: tuple[str, ...] = ()):
     while parent is not None and depth <= (BLOCK_DEPTH if DEEP_DENSE_BLOCKS else 0):
         # The element children, listed before any is removed (a removed node has no next sibling);
         # iter() skips the text nodes in C (the form feeds between blocks make one per block).
-        items, headed, strips = [], False, []
+        items, headed, before_heading = [], False, 0
         for node in list(parent.iter()):
             if node.tag_id in blocks:
                 chars, links = _stats(node.text_lexbor())
                 if chars:
                     items.append((node, chars, links))
-                    if not headed and chars < SHORT_CHARS and links >= BODY_LINK_DENSITY * chars:
-                        strips.append(node)  # (a line of links, when it holds two or more)
-            elif node.tag_id in ids.headings and SECTION_HEADINGS:
-                headed = headed or out_of_links(node) > 0
+            elif node.tag_id in ids.headings and SECTION_HEADINGS and not headed:
+                headed = out_of_links(node) > 0
+                before_heading = len(items)
         if not items or depth and headed:
             if depth and headed and LEADING_STRIPS:
-                for node in strips:  # a line of links above the section's heading ("Next: ... Up: ...")
-                    if node.text_lexbor().count("\x01") >= 2 and node.css_first(_HEADINGS) is None:
+                # a line of links above the section's heading ("Next: ... Up: ...", a breadcrumb)
+                for node, chars, links in items[:before_heading]:
+                    if chars < SHORT_CHARS and links >= BODY_LINK_DENSITY * chars and (
+                            node.text_lexbor().count("\x01") >= 2 and node.css_first(_HEADINGS) is None):
                         node.remove()
             break  # (a heading of its own among the blocks: a section of the content, see SECTION_HEADINGS)
         if depth and repeated(items):
@@ -93,7 +94,7 @@ def drop_dense_blocks(body, title: tuple[str, ...] = ()):
         if not depth and ENDING_CHARS and len(items) > 1 and page_footer(*items[-1][:2]):
             # the page's footer, before it could be taken for the column of a short page
             items.pop()[0].remove()
-        column, listing = max(items, key=lambda x: x[1] - x[2]), None
+        column, listing = max(items, key=own_text), None
         if titled_block is not None:
             if column[2] >= BODY_LINK_DENSITY * column[1]:
                 listing = column[0] if titled_block(column[0]) else None
@@ -108,7 +109,7 @@ def drop_dense_blocks(body, title: tuple[str, ...] = ()):
             # the label of a menu ("In this manual") outweighs a short content, a heading alone
             plain = [item for item in items if item[2] < BODY_LINK_DENSITY * item[1]]
             if plain:
-                column = max(plain, key=lambda x: x[1] - x[2])
+                column = max(plain, key=own_text)
         outweighed = None  # the short column a block with a heading took the place of
         if HEADED_COLUMN and not depth and listing is None and column[1] - column[2] < SHORT_CHARS and (
                 not holds_heading(column[0])):
@@ -203,6 +204,11 @@ class TitledHeadings:
                     if " ".join(t.replace("\x01", "").replace("\x02", "").split()).casefold() in self.title:
                         self.found.append(h)
         return any(is_under(h, node) for h in self.found)
+
+
+def own_text(item) -> int:
+    """An item's (node, chars, links) characters out of links."""
+    return item[1] - item[2]
 
 
 def holds_heading(node) -> bool:
