@@ -121,3 +121,32 @@ def test_a_sigterm_caught_on_its_way_still_ends_the_command_by_the_signal():
     done = subprocess.run([sys.executable, "-c", SWALLOWING_COMMAND], capture_output=True, timeout=120)
     assert done.returncode == -signal.SIGTERM, done.stderr
     assert b"neardup: terminated" in done.stderr
+
+
+BROKEN_PIPE_ON_THE_WAY_OUT = """
+import argparse, os, signal, sys
+from neardup import cli
+
+def handler(args):
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100000):
+            pass
+    finally:  # unwinding from the signal, a pool writes to a worker that has already gone
+        raise BrokenPipeError(32, "Broken pipe")
+
+class Parser:
+    def parse_args(self, argv):
+        return argparse.Namespace(handler=handler)
+
+cli.build_parser = Parser
+sys.exit(cli.main([]))
+"""
+
+
+def test_an_error_raised_while_unwinding_from_a_sigterm_does_not_hide_it():
+    # A broken pipe is how a closed standard output ends a command quietly (exit 0); one raised
+    # while the run unwinds from a SIGTERM must not turn the signal into a clean exit.
+    done = subprocess.run([sys.executable, "-c", BROKEN_PIPE_ON_THE_WAY_OUT], capture_output=True, timeout=120)
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert b"neardup: terminated" in done.stderr

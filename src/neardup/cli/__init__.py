@@ -89,7 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stop_on_sigterm()
     try:
-        status = int(args.handler(args) or 0)
+        try:
+            status = int(args.handler(args) or 0)
+        except Exception:
+            # An error raised while the run unwinds from a SIGTERM (a pool writing to a worker that
+            # has gone: a broken pipe, which alone would end the command quietly with 0) replaces
+            # the Terminated it interrupted; the signal is still what ended the run.
+            if received():
+                raise Terminated from None
+            raise
         if received():
             raise Terminated  # a SIGTERM that some code caught on its way: the command still ends by it
         return status
