@@ -481,3 +481,31 @@ def test_invitations_to_read_on_alone_on_their_line_go():
     # in a sentence, it is prose
     prose = "The river rose.\nRead more about the dams in our report on the spring floods."
     assert without_line_furniture(prose) == prose
+
+
+def test_short_forms_beside_the_content_go():
+    login = ("<form action='/login'><label>E-mail address</label><input type='email' name='u'>"
+             "<label>Password</label><input type='password' name='p'><input type='hidden' name='t' value='x'>"
+             "<button>Log in</button></form>")
+    basket = "<form><label>Quantity</label><input name='qty' value='1'><button>Add to basket</button></form>"
+    html = (f"<html><body><div class='page'><div><h1>Flood</h1><p>{ARTICLE}</p></div>"
+            f"<div>{login}</div><div>{basket}</div></div></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text
+    assert "Password" not in text and "E-mail address" not in text and "Quantity" not in text
+    # a form whose fields are not filled in (a button, a hidden value) is not a box of fields
+    share = "<form><input type='hidden' name='id' value='7'><p>The river authority drew the flood map below.</p></form>"
+    text = main(f"<html><body><main><h1>Flood</h1><p>{ARTICLE}</p>{share}</main></body></html>")
+    assert "The river authority drew the flood map below." in text
+
+
+def test_a_page_that_is_its_form_or_is_wrapped_in_one_keeps_it():
+    # a template that wraps the whole page in one form (the content is in it)
+    html = (f"<html><body><form action='/page.aspx'><input type='hidden' name='state' value='x'>"
+            f"<input type='text' name='q'><main><h1>Flood</h1><p>{ARTICLE}</p></main></form></body></html>")
+    assert "Paragraph sentence 39" in main(html)
+    # a contact page: the form is most of what the page says
+    fields = "".join(f"<p><label>Question {i} about your visit to the valley</label><input name='f{i}'></p>"
+                     for i in range(8))
+    html = f"<html><body><main><h1>Contact us</h1><p>Write to us.</p><form>{fields}</form></main></body></html>"
+    assert "Question 7 about your visit to the valley" in main(html)

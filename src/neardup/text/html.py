@@ -45,8 +45,8 @@ from .html_charset import decode_html, declared_charset, detect_charset, utf8_pa
 from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
 from .html_jsonld import from_description, json_ld_body
 from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, out_of_links
-from .html_rules import (REPEATED_LINE_CHARS, TAIL_START, Holder, drop_headed_asides, drop_secondary, once,
-                         without_byline, without_line_furniture, without_tail)
+from .html_rules import (FORM_FIELDS, REPEATED_LINE_CHARS, TAIL_START, Holder, drop_forms, drop_headed_asides,
+                         drop_secondary, once, without_byline, without_line_furniture, without_tail)
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
@@ -115,7 +115,8 @@ HTML_MODES = ("main", "whole", "article")
 # the short blocks beside it strips of the page; a menu's label does not make its block of links the
 # column; a short line of two or more links above a section's first heading goes ("Next: ... Up:");
 # "top" names navigation only as a whole class or id ("top-doc" is a block of the content)
-RULES_VERSION = 13
+# 14: a short form beside the content goes (log in, newsletter, contact, comment, add to basket)
+RULES_VERSION = 14
 
 _trafilatura = None
 
@@ -481,6 +482,8 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
     if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:
         if drop_secondary(root):
             root_text = None
+    if FORM_FIELDS and flags & _FLAGS["FORM"] and drop_forms(root):
+        root_text = None
     if USE_CLASSIFIER and html_blocks.classify_blocks(root):
         root_text = None
     text = _lines(root_text if root_text is not None else root.text_lexbor())

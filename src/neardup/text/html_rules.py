@@ -12,7 +12,7 @@ from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
 
-__all__ = ["Holder", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline", "without_tail",
+__all__ = ["Holder", "drop_forms", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline", "without_tail",
            "without_line_furniture", "REPEATED_LINE_CHARS", "TAIL_START"]
 
 # A line this long met again in the main text is a copy (0: copies kept).
@@ -33,6 +33,15 @@ _REPLY_LINK = re.compile(r"[\x0c\n][ \t]*\x01[ \t]*reply[ \t]*\x02(?:[ \t]*\x01[
 # "widget" of the page's template around the post): the secondary blocks inside it are weighed
 # instead of it.
 SECONDARY_WRAPPER = 0.8
+# A form with at least FORM_FIELDS fields a reader fills in (text, e-mail, password, a choice
+# from a list: not hidden values, buttons or tick boxes) and less than FORM_CHARS characters of
+# labels is a box beside the content (log in, sign up for the newsletter, contact us, leave a
+# comment, add to the basket) when it holds less than FORM_SHARE of the root's text; a page that
+# is its form, or a template that wraps the whole page in one, keeps it (0: forms kept).
+FORM_FIELDS = 1
+FORM_CHARS = 1500
+FORM_SHARE = 0.5
+_NOT_FILLED_IN = frozenset(("hidden", "submit", "button", "image", "reset", "checkbox", "radio"))
 # A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
 # heads what follows an article rather than the article (related stories, comments, sharing,
 # the author's box, the newsletter, the site's recent posts and categories): the text ends
@@ -304,6 +313,30 @@ def _outermost(nodes: list) -> list:
         if not outer or not is_under(n, outer[-1]):
             outer.append(n)
     return outer
+
+
+def drop_forms(root) -> bool:
+    """Drop the short forms beside the content (see FORM_FIELDS); whether any went."""
+    forms = root.css("form")
+    if not forms:
+        return False
+    total = _stats(root.text_lexbor())[0]
+    dropped = False
+    for form in forms:
+        if form.mem_id == root.mem_id:
+            continue
+        fields = 0
+        for field in form.css("input, select"):
+            kind = field.attributes.get("type") if field.tag == "input" else "select"
+            if (kind or "text").lower() not in _NOT_FILLED_IN:
+                fields += 1
+        if fields < FORM_FIELDS:
+            continue
+        chars = _stats(form.text_lexbor())[0]
+        if chars < FORM_CHARS and chars < FORM_SHARE * total:
+            form.remove()
+            dropped = True
+    return dropped
 
 
 def drop_secondary(root) -> bool:
