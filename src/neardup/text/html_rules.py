@@ -317,12 +317,8 @@ def _outermost(nodes: list) -> list:
 
 def drop_forms(root) -> bool:
     """Drop the short forms beside the content (see FORM_FIELDS); whether any went."""
-    forms = root.css("form")
-    if not forms:
-        return False
-    total = _stats(root.text_lexbor())[0]
-    dropped = False
-    for form in forms:
+    short = []
+    for form in root.css("form"):
         if form.mem_id == root.mem_id:
             continue
         fields = 0
@@ -330,10 +326,16 @@ def drop_forms(root) -> bool:
             kind = field.attributes.get("type") if field.tag == "input" else "select"
             if (kind or "text").lower() not in _NOT_FILLED_IN:
                 fields += 1
-        if fields < FORM_FIELDS:
-            continue
-        chars = _stats(form.text_lexbor())[0]
-        if chars < FORM_CHARS and chars < FORM_SHARE * total:
+        if fields >= FORM_FIELDS:
+            chars = _stats(form.text_lexbor())[0]
+            if chars < FORM_CHARS:
+                short.append((form, chars))
+    if not short:
+        return False
+    total = _stats(root.text_lexbor())[0]  # (only for a page with a short form: most have none)
+    dropped = False
+    for form, chars in short:
+        if chars < FORM_SHARE * total:
             form.remove()
             dropped = True
     return dropped
