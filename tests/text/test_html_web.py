@@ -483,6 +483,14 @@ def test_invitations_to_read_on_alone_on_their_line_go():
     assert without_line_furniture(prose) == prose
 
 
+def test_a_shops_controls_and_states_on_its_cards_go():
+    cards = ["Canvas tote", "$30.00", "Add to cart", "Quick view", "Linen scarf", "$45.00", "Sold out",
+             "Wishlist", "Loading...", "ADD TO BAG"]
+    assert without_line_furniture("\n".join(cards)) == "\n".join(["Canvas tote", "$30.00", "Linen scarf", "$45.00"])
+    # in a sentence, they are prose
+    prose = "Linen scarf\nAdd to cart the scarf and the tote together for a discount."
+    assert without_line_furniture(prose) == prose
+
 def test_short_forms_beside_the_content_go():
     login = ("<form action='/login'><label>E-mail address</label><input type='email' name='u'>"
              "<label>Password</label><input type='password' name='p'><input type='hidden' name='t' value='x'>"

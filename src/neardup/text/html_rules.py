@@ -201,15 +201,19 @@ _THREAD_DETAIL_LINES = frozenset(
 
 
 # A link that invites to read on, alone on its line ("Read more", "Learn more →"): a card's or a
-# teaser's furniture, the same under every one of them, no words of the content. Matched as the
-# line stands (lower case, capitalized, title case or upper case, with or without an arrow), by a
-# set: no search over the text.
+# teaser's furniture, the same under every one of them, no words of the content. So are a shop's
+# controls and states printed on each of its cards ("Add to cart", "Quick view", "Sold out",
+# "Loading..."). Matched as the line stands (lower case, capitalized, title case or upper case,
+# with or without an arrow or an ellipsis), by a set: no search over the text.
 _CALLS_TO_ACTION = frozenset(
     case(phrase) + arrow
     for phrase in ("read more", "learn more", "continue reading", "know more", "find out more", "see more", "view more",
                    "discover more", "explore more", "read the blog", "read the story", "read the case study",
                    "read the report", "watch the video", "watch video", "watch the demo", "watch demo", "shop now",
-                   "book now", "order now", "check price")
+                   "book now", "order now", "check price",
+                   "add to cart", "add to basket", "add to bag", "add to wishlist", "add to list", "add to compare",
+                   "buy now", "quick view", "quick shop", "compare", "wishlist", "sold out", "out of stock", "in stock",
+                   "loading")
     for case in (str, str.capitalize, str.title, str.upper)
     for arrow in ("", " →", "→", " ›", "›", " »", "»", " >", "...", "…"))
 _FURNITURE_LINES = _CALLS_TO_ACTION | _THREAD_DETAIL_LINES
