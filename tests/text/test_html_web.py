@@ -517,3 +517,17 @@ def test_a_page_that_is_its_form_or_is_wrapped_in_one_keeps_it():
                      for i in range(8))
     html = f"<html><body><main><h1>Contact us</h1><p>Write to us.</p><form>{fields}</form></main></body></html>"
     assert "Question 7 about your visit to the valley" in main(html)
+
+
+def test_a_main_landmark_the_rules_empty_is_the_content_rather_than_the_whole_page():
+    # a grid of cards named like a menu inside <main>: the rules leave nothing, and the text is the
+    # main landmark's, not the whole page's with its header's categories and banner
+    cards = "".join(f"<div class='product-tile'><a href='/p{i}'><span>Walnut chair {i}</span> <span>$120</span></a></div>"
+                    for i in range(12))
+    categories = "".join(f"<li><a href='/c{i}'>Category {i}</a></li>" for i in range(8))
+    html = (f"<html><head><title>Chairs</title></head><body><header><ul>{categories}</ul></header>"
+            f"<div><p>Free delivery on orders over fifty pounds, every day of the week, to every town.</p></div>"
+            f"<main><div class='menu'>{cards}</div></main><footer>Shop Ltd</footer></body></html>")
+    text = main(html)
+    assert "Walnut chair 11 $120" in text
+    assert "Category" not in text and "Free delivery" not in text

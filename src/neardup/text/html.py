@@ -115,7 +115,9 @@ HTML_MODES = ("main", "whole", "article")
 # the short blocks beside it strips of the page; a menu's label does not make its block of links the
 # column; a short line of two or more links above a section's first heading goes ("Next: ... Up:");
 # "top" names navigation only as a whole class or id ("top-doc" is a block of the content)
-# 14: a short form beside the content goes (log in, newsletter, contact, comment, add to basket)
+# 14: a short form beside the content goes (log in, newsletter, contact, comment, add to basket); so
+# do a shop's controls and states alone on their line ("Add to cart", "Sold out"); when the rules
+# leave nothing, the main landmark's text is the content rather than the whole page
 RULES_VERSION = 14
 
 _trafilatura = None
@@ -247,6 +249,9 @@ ROOT_FOOTERS = True
 ASIDE_CHARS = 1000
 # The captions of figures (figcaption) are dropped.
 DROP_CAPTIONS = True
+# When the rules leave nothing, the main landmark's text rather than the whole page's (False:
+# the whole page).
+LANDMARK_FALLBACK = True
 # A main landmark holding a grid of cards (MAIN_CARDS articles or more) and under this share of
 # the body's text out of links is the listing part of the page; its description (a category's
 # text, a blog's introduction) stands outside it: the body is the root.
@@ -544,9 +549,36 @@ def _main_text(html: str | bytes, url: str | None, scanned) -> str | None:
                 out = from_description(out, desc)
     if out:
         return out
+    if LANDMARK_FALLBACK and scanned[1] & (_FLAGS["MAIN"] | _FLAGS["ARTICLE"] | _FLAGS["ROLE_MAIN"]):
+        # The rules took everything from the page (a main landmark made of links, all teaser
+        # cards): the landmark's text as it stands says the content better than the whole page
+        # with its menus and banners.
+        out = _landmark_text(scanned)
+        if out:
+            return out
     if not scanned[1] & (_FLAGS["NAV"] | _FLAGS["DIALOG"]):
         return _fast(html, "whole", scanned)  # no navigation was cut: the same markup
     return _fast(html, "whole")  # scanned again, navigation kept
+
+
+def _landmark_text(scanned) -> str:
+    """The text of the page's main landmark (``main``, role=main or ``article``) with the most
+    text, without what the main mode drops unconditionally (navigation, hidden elements,
+    controls); "" when none has text."""
+    marked, flags = scanned[0], scanned[1]
+    body = get_lexbor()(marked).body
+    if body is None:
+        return ""
+    drop = _drop_selector(flags, True)
+    if drop:
+        _remove_all(body, drop)
+    best, best_chars = "", 0
+    for node in body.css('main, [role="main"], article'):
+        text = node.text_lexbor()
+        chars = _stats(text)[0]
+        if chars > best_chars:
+            best, best_chars = text, chars
+    return _lines(best) if best_chars else ""
 
 
 def _markup_text(markup: str) -> str:
