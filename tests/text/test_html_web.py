@@ -531,3 +531,17 @@ def test_a_main_landmark_the_rules_empty_is_the_content_rather_than_the_whole_pa
     text = main(html)
     assert "Walnut chair 11 $120" in text
     assert "Category" not in text and "Free delivery" not in text
+
+
+def test_a_papers_discussion_and_a_storys_read_more_links_are_not_its_tail():
+    results = "".join(f"<p>Result {i} shows the flood plain held water for {i} days after the rain.</p>" for i in range(8))
+    html = (f"<html><body><main><h1>Floods and soils</h1><p>{ARTICLE}</p><h2>Results</h2>{results}"
+            f"<h2>Discussion</h2><p>The soils of the valley drain slowly, which explains the long floods.</p>"
+            f"<p><a href='/dams'>Read more</a> about the dams that held.</p>"
+            f"<p>Also read: the river authority's map of the flood plain, drawn in spring.</p>"
+            f"<p>The valley will flood again unless the drains are cleared.</p>"
+            f"<h2>Comments</h2><p>Reader one says the drains were cleared last year.</p></main></body></html>")
+    text = main(html)
+    assert "The soils of the valley drain slowly" in text
+    assert "The valley will flood again unless the drains are cleared." in text
+    assert "Reader one" not in text  # the comments are the tail

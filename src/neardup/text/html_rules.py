@@ -46,13 +46,15 @@ _NOT_FILLED_IN = frozenset(("hidden", "submit", "button", "image", "reset", "che
 # heads what follows an article rather than the article (related stories, comments, sharing,
 # the author's box, the newsletter, the site's recent posts and categories): the text ends
 # before it. Generic English vocabulary of page furniture, not of any site; a page in another
-# language keeps its tail.
+# language keeps its tail. Not in it (rules 14): "Discussion", a section of a paper; "Read more"
+# and "Also read", links set in the middle of a story as well as under it; "Popular", which opens
+# titles of the content too ("Popular white wines").
 TAIL_START = 0.7
 TAIL_LINE_CHARS = 60
 _TAIL_HEADING = re.compile(
     r"(?:related|more from|more stories|more articles|you may also like|you might also like|recommended"
-    r"|read next|read more|keep reading|popular|trending|latest|comments?|discussion|leave a (?:reply|comment)"
-    r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|also read|most read"
+    r"|read next|keep reading|trending|latest|comments?|leave a (?:reply|comment)"
+    r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|most read"
     r"|further reading|other articles|similar|recent (?:posts|articles|stories)|written by|categories"
     r"|follow us|share (?:on|via))\b|author\s*:?\s*$", re.I)
 # A heading that names what is recommended beside the content (other products, other stories):
