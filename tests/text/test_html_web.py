@@ -545,3 +545,21 @@ def test_a_papers_discussion_and_a_storys_read_more_links_are_not_its_tail():
     assert "The soils of the valley drain slowly" in text
     assert "The valley will flood again unless the drains are cleared." in text
     assert "Reader one" not in text  # the comments are the tail
+
+
+def test_a_series_of_widgets_that_hold_the_review_is_its_content():
+    specs = " ".join(f"Battery lasts {i} hours and the screen is bright in the sun." for i in range(8))
+    widgets = "".join(f"<div class='product-widget'><h3>Laptop {i}</h3><p>{specs}</p></div>" for i in range(5))
+    html = (f"<html><body><main><h1>The best laptops</h1><p>We tested twenty laptops for a month.</p>{widgets}"
+            f"<div class='newsletter-signup'><p>Get our daily newsletter in your inbox</p></div></main></body></html>")
+    text = main(html)
+    assert "Laptop 4" in text and "Battery lasts 7 hours" in text
+    assert "newsletter" not in text
+    # readers' comments, one block each with its "Reply" link, are a thread: they go
+    # (as long as widgets: the "Reply" links tell them apart)
+    said = " ".join(f"Reader says this laptop is too heavy for a bag, reason {j}." for j in range(6))
+    comments = "".join(f"<div class='comment'><p>Reader {i}: {said}</p><p><a href='#r{i}'>Reply</a></p></div>"
+                       for i in range(8))
+    html = f"<html><body><main><h1>The best laptops</h1><p>{ARTICLE}</p><div>{comments}</div></main></body></html>"
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "Reader" not in text

@@ -33,6 +33,11 @@ _REPLY_LINK = re.compile(r"[\x0c\n][ \t]*\x01[ \t]*reply[ \t]*\x02(?:[ \t]*\x01[
 # "widget" of the page's template around the post): the secondary blocks inside it are weighed
 # instead of it.
 SECONDARY_WRAPPER = 0.8
+# SECONDARY_SERIES sibling blocks or more with secondary names, holding SECONDARY_SERIES_SHARE of the
+# root's text together, with fewer than THREAD_REPLIES "Reply" links, are the content's items (a
+# review's product "widgets", one per product), not boxes beside it: they stay (0: no such rule).
+SECONDARY_SERIES = 3
+SECONDARY_SERIES_SHARE = 0.4
 # A form with at least FORM_FIELDS fields a reader fills in (text, e-mail, password, a choice
 # from a list: not hidden values, buttons or tick boxes) and less than FORM_CHARS characters of
 # labels is a box beside the content (log in, sign up for the newsletter, contact us, leave a
@@ -347,12 +352,37 @@ def drop_forms(root) -> bool:
     return dropped
 
 
+def _without_series(outer: list, sizes: list, total: int) -> tuple[list, list]:
+    """The secondary blocks without the series among them: SECONDARY_SERIES siblings or more that
+    together hold SECONDARY_SERIES_SHARE of the root's text and are no thread of replies."""
+    siblings: dict = {}
+    for k, node in enumerate(outer):
+        parent = node.parent
+        if parent is not None:
+            siblings.setdefault(parent.mem_id, []).append(k)
+    items = set()
+    for ks in siblings.values():
+        if len(ks) < SECONDARY_SERIES:
+            continue
+        # items of a series are alike in size: a short box among them (a newsletter's) is not one
+        typical = sorted(sizes[k] for k in ks)[len(ks) // 2]
+        ks = [k for k in ks if 2 * sizes[k] >= typical]
+        if (len(ks) >= SECONDARY_SERIES and sum(sizes[k] for k in ks) >= SECONDARY_SERIES_SHARE * total
+                and replies([outer[k] for k in ks]) < THREAD_REPLIES):
+            items.update(ks)
+    if not items:
+        return outer, sizes
+    return ([n for k, n in enumerate(outer) if k not in items],
+            [size for k, size in enumerate(sizes) if k not in items])
+
+
 def drop_secondary(root) -> bool:
     """Drop what sits beside the content (comment threads, newsletter boxes, advertising,
     recommendations: the secondary vocabulary of class and id names) when the rest of the root
     outweighs it; a forum thread or a page of reviews, where it is the content, keeps it. A
     secondary block holding most of the root (SECONDARY_WRAPPER) is the template's wrapper of
-    the content, not beside it: the secondary blocks inside it are weighed instead."""
+    the content, not beside it: the secondary blocks inside it are weighed instead; a series of
+    them holding much of the root (SECONDARY_SERIES) is the content's items."""
     # blocks only: a span named "comment" is a comment of highlighted code
     sections = get_ids().secondary_blocks
     found = [n for n in root.css(f"[{_MARK_SECONDARY}]") if n.mem_id != root.mem_id and n.tag_id in sections]
@@ -370,6 +400,8 @@ def drop_secondary(root) -> bool:
         del outer[wrappers[0]], sizes[wrappers[0]]
         outer += inner
         sizes += [_stats(n.text_lexbor())[0] for n in inner]
+    if SECONDARY_SERIES:
+        outer, sizes = _without_series(outer, sizes, total)
     if not outer:
         return False
     inside = sum(sizes)
