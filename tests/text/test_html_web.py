@@ -228,6 +228,22 @@ def test_page_hidden_until_its_scripts_run_keeps_its_content():
     assert "Paragraph sentence 39" in text and "Section 3" not in text
 
 
+def test_a_page_shown_by_its_scripts_in_hidden_parts_keeps_them():
+    # the content streamed in parts, each hidden until a script moves it into place: none holds
+    # most of the page alone, together they do; the hidden menu (links) and the visible header stay out
+    parts = "".join(f"<div hidden id='part{k}'><h2>Part {k}</h2><p>{ARTICLE[:700]} End of part {k}.</p></div>"
+                    for k in range(4))
+    html = (f"<html><body><header><p>The valley news, read in every town of the county since 1901.</p></header>"
+            f"<div hidden><ul>{MENU}</ul></div><main><h1>Flood</h1></main>{parts}</body></html>")
+    text = main(html)
+    assert "End of part 0." in text and "End of part 3." in text
+    assert "Section 3" not in text
+    # a few hidden boxes that hold little of the page still go
+    html = (f"<html><body><main><h1>Flood</h1><p>{ARTICLE}</p></main><div hidden><p>Sign in to comment.</p></div>"
+            f"<div hidden><p>Your basket is empty.</p></div></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "basket" not in text and "Sign in" not in text
+
 def test_tab_list_around_the_panels_keeps_them():
     html = (f"<html><body><main><p>Tabs of the report, with one short line of their own.</p><div role=tablist><div>"
             f"<p>{ARTICLE}</p></div></div></main></body></html>")

@@ -117,7 +117,10 @@ HTML_MODES = ("main", "whole", "article")
 # "top" names navigation only as a whole class or id ("top-doc" is a block of the content)
 # 14: a short form beside the content goes (log in, newsletter, contact, comment, add to basket); so
 # do a shop's controls and states alone on their line ("Add to cart", "Sold out"); when the rules
-# leave nothing, the main landmark's text is the content rather than the whole page
+# leave nothing, the main landmark's text is the content rather than the whole page; a series of
+# secondary blocks that holds much of the root is its items; the hidden blocks that together hold
+# most of the page, none alone, are its content (shown in parts by scripts); "Discussion", "Read
+# more", "Also read" and "Popular" no longer head an article's tail
 RULES_VERSION = 14
 
 _trafilatura = None

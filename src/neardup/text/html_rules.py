@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from .html_scan import ASIDE_WORDS
+from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
@@ -75,19 +76,25 @@ HEADED_ASIDE_LINKS = 0.5
 _BLANK_OR_MARK = " \t\n\r\x0c\x01\x02"  # white space and the scan's link marks
 # An element that would go as hidden or navigation holds "most of the page's text" above this share.
 MOST_TEXT = 0.5
+# ...or, hidden, with the other hidden blocks together (see Holder; False: each alone).
+HIDDEN_TOGETHER = True
 
 
 class Holder:
     """Whether an element marked as furniture (hidden, a navigation role) is the content all the
     same: the main element, or a block that holds most of the page's text and is not made of
     links (under ``link_density`` of its text: a page hidden until its scripts run, a grid of
-    products whose names are links, a tab list around its panels)."""
+    products whose names are links, a tab list around its panels). Since rules 14 the hidden
+    blocks are also weighed together (HIDDEN_TOGETHER): a page whose scripts show its content in
+    parts (a segment per section, each hidden until it is moved into place) holds most of its
+    text in several of them, none of which holds most alone."""
 
     def __init__(self, body, main_id, short_chars: int, link_density: float):
         self.body, self.main_id, self.total = body, main_id, None
         self.short_chars, self.link_density = short_chars, link_density
         # the elements that may hold the page: the others are never kept
         self.tags = get_ids().containers | {main_id}
+        self.hidden_hold = None  # whether the hidden blocks together hold the page (asked once)
 
     def __call__(self, node) -> bool:
         if node.tag_id == self.main_id:
@@ -95,11 +102,29 @@ class Holder:
         if not MOST_TEXT or node.tag_id not in self.tags:
             return False
         chars, links = _stats(node.text_lexbor())
-        if chars < self.short_chars or links >= self.link_density * chars:
+        if links >= self.link_density * chars:
             return False
+        if chars >= self.short_chars and chars > MOST_TEXT * self._total():
+            return True
+        # (a part of the content hidden with the others may be short: a heading's segment)
+        return HIDDEN_TOGETHER and _MARK_HIDDEN in node.attributes and self._hidden_together()
+
+    def _total(self) -> int:
         if self.total is None:
             self.total = _stats(self.body.text_lexbor())[0]
-        return chars > MOST_TEXT * self.total
+        return self.total
+
+    def _hidden_together(self) -> bool:
+        if self.hidden_hold is None:
+            hidden = _outermost(self.body.css(f"[{_MARK_HIDDEN}]"))
+            chars = links = 0
+            for n in hidden:
+                c, l = _stats(n.text_lexbor())
+                chars += c
+                links += l
+            self.hidden_hold = (len(hidden) > 1 and chars > MOST_TEXT * self._total()
+                                and links < self.link_density * chars)
+        return self.hidden_hold
 
 
 def drop_headed_asides(root) -> bool:
