@@ -129,6 +129,18 @@ def test_json_ld_article_body_when_the_page_shows_little():
     assert text.count("The council approved the new bridge on Monday.") == 20
 
 
+def test_json_ld_of_a_readers_review_is_not_the_pages_body():
+    body = "The council approved the new bridge on Monday. " * 20
+    review = "I crossed the old bridge every day for ten years and never liked it. " * 30
+    data = json.dumps({"@context": "https://schema.org", "@graph": [
+        {"@type": "NewsArticle", "headline": "Bridge", "articleBody": body},
+        {"@type": "Review", "reviewBody": "short", "description": review},
+        {"@type": "SiteNavigationElement", "description": review}]})
+    html = (f"<html><head><title>Evening edition</title><script type='application/ld+json'>{data}</script></head>"
+            f"<body><div id='app'>Loading</div></body></html>")
+    text = main(html)
+    assert "The council approved the new bridge on Monday." in text and "old bridge" not in text
+
 def test_json_ld_is_not_used_when_the_page_shows_the_content():
     data = json.dumps({"@type": "Article", "description": "A short teaser."})
     html = (f"<html><head><script type='application/ld+json'>{data}</script></head>"

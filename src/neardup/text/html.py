@@ -120,7 +120,8 @@ HTML_MODES = ("main", "whole", "article")
 # leave nothing, the main landmark's text is the content rather than the whole page; a series of
 # secondary blocks that holds much of the root is its items; the hidden blocks that together hold
 # most of the page, none alone, are its content (shown in parts by scripts); "Discussion", "Read
-# more", "Also read" and "Popular" no longer head an article's tail
+# more", "Also read" and "Popular" no longer head an article's tail; the texts of JSON-LD's reviews,
+# comments, answers and menus are not the page's body
 RULES_VERSION = 14
 
 _trafilatura = None

@@ -13,6 +13,18 @@ _RE_JSON_LD = re.compile(rb"""<script[^>]{0,200}?application/ld\+json[^>]{0,200}
 _BODY_KEYS = ("articleBody", "text", "description")
 
 
+# Objects whose text is not the page's own: one reader's review, comment or answer (the longest
+# "description" of a shop's page is often a review), the site's menu.
+_OTHERS = frozenset(("Review", "Comment", "Answer", "SiteNavigationElement"))
+
+
+def _of_others(v: dict) -> bool:
+    t = v.get("@type")
+    if isinstance(t, str):
+        return t in _OTHERS
+    return isinstance(t, list) and any(isinstance(x, str) and x in _OTHERS for x in t)
+
+
 def _is_product(v: dict) -> bool:
     t = v.get("@type")
     return t == "Product" or (isinstance(t, list) and "Product" in t)
@@ -34,6 +46,8 @@ def json_ld_body(data: bytes, markup_text, product: bool = False) -> str:
             if isinstance(v, list):
                 stack.extend(v)
             elif isinstance(v, dict):
+                if _of_others(v):
+                    continue  # a reader's review or answer, a menu: not the page's text
                 wanted = not product or _is_product(v)
                 for k, x in v.items():
                     if isinstance(x, str):
