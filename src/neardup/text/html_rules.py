@@ -76,8 +76,10 @@ HEADED_ASIDE_LINKS = 0.5
 _BLANK_OR_MARK = " \t\n\r\x0c\x01\x02"  # white space and the scan's link marks
 # An element that would go as hidden or navigation holds "most of the page's text" above this share.
 MOST_TEXT = 0.5
-# ...or, hidden, with the other hidden blocks together (see Holder; False: each alone).
+# ...or, hidden, with the other hidden blocks together (see Holder; False: each alone), when they
+# hold this many characters or more (the content of a page; not a few hidden labels and boxes).
 HIDDEN_TOGETHER = True
+HIDDEN_TOGETHER_CHARS = 500
 
 
 class Holder:
@@ -122,8 +124,10 @@ class Holder:
                 c, l = _stats(n.text_lexbor())
                 chars += c
                 links += l
-            self.hidden_hold = (len(hidden) > 1 and chars > MOST_TEXT * self._total()
-                                and links < self.link_density * chars)
+            # (the body's text is weighed last: most pages' hidden blocks are a few labels and
+            # boxes, or menus, told without it)
+            self.hidden_hold = (len(hidden) > 1 and chars >= HIDDEN_TOGETHER_CHARS
+                                and links < self.link_density * chars and chars > MOST_TEXT * self._total())
         return self.hidden_hold
 
 
