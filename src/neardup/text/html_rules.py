@@ -13,8 +13,8 @@ from .html_scan import MARK_SECONDARY as _MARK_SECONDARY
 from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
 
-__all__ = ["Holder", "drop_forms", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline", "without_tail",
-           "without_line_furniture", "REPEATED_LINE_CHARS", "TAIL_START"]
+__all__ = ["Holder", "drop_forms", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline",
+           "without_tail", "without_line_furniture", "REPEATED_LINE_CHARS", "TAIL_START"]
 
 # A line this long met again in the main text is a copy (0: copies kept).
 REPEATED_LINE_CHARS = 20
@@ -39,8 +39,8 @@ SECONDARY_WRAPPER = 0.8
 # review's product "widgets", one per product), not boxes beside it: they stay (0: no such rule).
 SECONDARY_SERIES = 3
 SECONDARY_SERIES_SHARE = 0.4
-# A form with at least FORM_FIELDS fields a reader fills in (text, e-mail, password, a choice
-# from a list: not hidden values, buttons or tick boxes) and less than FORM_CHARS characters of
+# A form with at least FORM_FIELDS fields a reader fills in (inputs of text, e-mail, password,
+# quantity: not hidden values, buttons or tick boxes) and less than FORM_CHARS characters of
 # labels is a box beside the content (log in, sign up for the newsletter, contact us, leave a
 # comment, add to the basket) when it holds less than FORM_SHARE of the root's text; a page that
 # is its form, or a template that wraps the whole page in one, keeps it (0: forms kept).
@@ -362,9 +362,8 @@ def drop_forms(root) -> bool:
         if form.mem_id == root.mem_id:
             continue
         fields = 0
-        for field in form.css("input, select"):
-            kind = field.attributes.get("type") if field.tag == "input" else "select"
-            if (kind or "text").lower() not in _NOT_FILLED_IN:
+        for field in form.css("input"):  # (select and textarea elements are gone by now)
+            if (field.attributes.get("type") or "text").lower() not in _NOT_FILLED_IN:
                 fields += 1
         if fields >= FORM_FIELDS:
             chars = _stats(form.text_lexbor())[0]
