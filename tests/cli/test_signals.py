@@ -95,45 +95,13 @@ def test_settle_threads_waits_for_the_others_and_no_longer_than_told():
         stuck.join()
 
 
-SWALLOWING_COMMAND = """
+def command_with(handler: str) -> str:
+    """A neardup command whose work is ``handler`` (Python source defining ``handler(args)``)."""
+    return f"""
 import argparse, os, signal, sys
 from neardup import cli
 
-def swallowing_handler(args):
-    try:  # code that catches anything and carries on, as some libraries do, while a SIGTERM comes
-        os.kill(os.getpid(), signal.SIGTERM)
-        for _ in range(100000):
-            pass
-    except BaseException:
-        pass
-    return 0
-
-class Parser:
-    def parse_args(self, argv):
-        return argparse.Namespace(handler=swallowing_handler)
-
-cli.build_parser = Parser
-sys.exit(cli.main([]))
-"""
-
-
-def test_a_sigterm_caught_on_its_way_still_ends_the_command_by_the_signal():
-    done = subprocess.run([sys.executable, "-c", SWALLOWING_COMMAND], capture_output=True, timeout=120)
-    assert done.returncode == -signal.SIGTERM, done.stderr
-    assert b"neardup: terminated" in done.stderr
-
-
-BROKEN_PIPE_ON_THE_WAY_OUT = """
-import argparse, os, signal, sys
-from neardup import cli
-
-def handler(args):
-    try:
-        os.kill(os.getpid(), signal.SIGTERM)
-        for _ in range(100000):
-            pass
-    finally:  # unwinding from the signal, a pool writes to a worker that has already gone
-        raise BrokenPipeError(32, "Broken pipe")
+{handler}
 
 class Parser:
     def parse_args(self, argv):
@@ -144,9 +112,35 @@ sys.exit(cli.main([]))
 """
 
 
-def test_an_error_raised_while_unwinding_from_a_sigterm_does_not_hide_it():
-    # A broken pipe is how a closed standard output ends a command quietly (exit 0); one raised
-    # while the run unwinds from a SIGTERM must not turn the signal into a clean exit.
-    done = subprocess.run([sys.executable, "-c", BROKEN_PIPE_ON_THE_WAY_OUT], capture_output=True, timeout=120)
+# Code that catches anything and carries on, as some libraries do, while a SIGTERM comes.
+SWALLOWED_ON_ITS_WAY = """
+def handler(args):
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100000):
+            pass
+    except BaseException:
+        pass
+    return 0
+"""
+
+# An error raised while the run unwinds from the signal: a pool writes to a worker that has
+# already gone. A broken pipe is how a closed standard output ends a command quietly (exit 0);
+# this one must not turn the signal into a clean exit.
+BROKEN_PIPE_ON_THE_WAY_OUT = """
+def handler(args):
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100000):
+            pass
+    finally:
+        raise BrokenPipeError(32, "Broken pipe")
+"""
+
+
+@pytest.mark.parametrize("handler", [SWALLOWED_ON_ITS_WAY, BROKEN_PIPE_ON_THE_WAY_OUT],
+                         ids=["caught-on-its-way", "broken-pipe-while-unwinding"])
+def test_a_sigterm_during_the_command_ends_it_by_the_signal(handler):
+    done = subprocess.run([sys.executable, "-c", command_with(handler)], capture_output=True, timeout=120)
     assert done.returncode == -signal.SIGTERM, done.stderr
     assert b"neardup: terminated" in done.stderr
