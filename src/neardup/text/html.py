@@ -63,65 +63,8 @@ __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "d
            "utf8_page", "HTML_MODES", "RULES_VERSION"]
 
 HTML_MODES = ("main", "whole", "article")
-#: The version of the main-content rules below; bumped whenever a rule changes an output.
-# 2: the markup scan in C (link density from marks, scripts and comments cut); 3: the attributes
-# the rules do not read are cut before the parse (the same texts on the labelled set; a tree may
-# differ in the parser's few attribute-sensitive corners, such as its limit of three identical
-# formatting elements); 4: the web as it is: <noscript> content when scripts write the page,
-# JSON-LD article bodies, the secondary vocabulary (comments, newsletters, ads) dropped when
-# outweighed, repeated lines once, link-dense blocks inside layout wrappers, the heading above a
-# landmark; 5: the text ends at a heading of what follows an article (related stories, comments,
-# the author) in its last part, and the secondary vocabulary is dropped only beside 3,000
-# characters of other content; 6: an element marked hidden or with a navigation role that holds
-# most of the page's text, and is not made of links, stays (a page its scripts reveal, a tab list
-# around its panels); a main landmark with under a tenth of the page's text is no root; the exact
-# words of the navigation vocabulary name an element only in their places (not as values of
-# layout utility classes), and facets and filters are navigation; one article holding half of a main
-# landmark's text is the root; a product's text starts at its schema.org description; a block of
-# links under <body> whose links are headlines (35 characters on average) is a listing, not a menu;
-# without a main landmark, the element holding several articles (posts) and half of the page's
-# text is the root; the tail's headings include recent posts, categories, "written by", "author",
-# "follow us" and "share on"; 7: "reviews", "consent", "gdpr", "byline", "authorbox", "bio(s)" are
-# of the secondary vocabulary (a product's reviews beside its description, a consent box, an
-# author's box); the footer elements, and the aside elements with links under 1,000
-# characters, inside a root that is not the body are dropped; figure captions are dropped; 8: a link
-# of 200 characters or more (a teaser card wrapped in <a>) is not navigation whatever its class says;
-# a hidden or navigation-role block with most of the page's text goes only when 60 % links; a block
-# named like navigation with 70 % of the root's text and under 60 % links is a layout wrapper, kept;
-# 9: a small main landmark stays the root when the body's passes drop it; headings are never named navigation;
-# 10: a block headed as recommendations ("Customers also viewed", "Related posts") goes wherever it
-# stands in a root not made of links; a main landmark holding a grid of cards and under half of the
-# body's text out of links gives the root up to the body (a category's description outside it); an
-# element never closed inside a noscript ends with it (as a browser running scripts reads it); a lone
-# article under a tenth of the body's text (a teaser) is no root;
-# a title's words in a dotted name (a file referred to) do not make the text titled, a line saying half of
-# them in order does; below <body>, a level with a heading among its blocks is the content's section; a column
-# of headlines before the content is a menu; <body>'s last block, named like navigation (under 1,000 characters,
-# no heading), is the page's footer whatever its length, and no content column;
-# 11: a block of links holding a heading that says the page's title (or a part of it) is the content,
-# a list of links kept whole (a part's table of contents beside a menu column); the title said before
-# a text without a heading leaves out the part its home link says (the site's name); a root is a
-# listing for its headed recommendations only when its text without them is made of links; comments
-# ending with "Reply" links go under a post of 500 characters or more, however long the thread; the
-# byline and dateline lines of the text's first tenth go
-# 12: a secondary block that holds most of the root's text wraps the content: the secondary blocks
-# inside it are weighed instead (an author's box, a thread of comments inside a template's "widget");
-# a comment's "Reply" link may share its line with the thread's other actions; the lines forum
-# software prints around each post (the poster's figures, rank and status, the post's actions) go
-# from a text with three or more; so do lines that are only an invitation to read on ("Read more")
-# (svg elements cut out before the parse changed no text)
-# 13: a page whose content is short and without a heading beside a larger block that holds one (a
-# chapter's heading alone, between a column of titles and a notice): that block is the column, and
-# the short blocks beside it strips of the page; a menu's label does not make its block of links the
-# column; a short line of two or more links above a section's first heading goes ("Next: ... Up:");
-# "top" names navigation only as a whole class or id ("top-doc" is a block of the content)
-# 14: a short form beside the content goes (log in, newsletter, contact, comment, add to basket); so
-# do a shop's controls and states alone on their line ("Add to cart", "Sold out"); when the rules
-# leave nothing, the main landmark's text is the content rather than the whole page; a series of
-# secondary blocks that holds much of the root is its items; the hidden blocks that together hold
-# most of the page, none alone, are its content (shown in parts by scripts); "Discussion", "Read
-# more", "Also read" and "Popular" no longer head an article's tail; the texts of JSON-LD's reviews,
-# comments, answers and menus are not the page's body
+#: The version of the main-content rules below; bumped whenever a rule changes an output (what
+#: each version changed: docs/html.md, "What each rules version changed").
 RULES_VERSION = 14
 
 _trafilatura = None
