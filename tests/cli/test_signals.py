@@ -112,30 +112,26 @@ sys.exit(cli.main([]))
 """
 
 
-# Code that catches anything and carries on, as some libraries do, while a SIGTERM comes.
-SWALLOWED_ON_ITS_WAY = """
+def signalled_then(ending: str) -> str:
+    """A handler that sends itself SIGTERM and works on, then ``ending`` (the clause of its try)."""
+    return f"""
 def handler(args):
     try:
         os.kill(os.getpid(), signal.SIGTERM)
         for _ in range(100000):
             pass
-    except BaseException:
-        pass
+{ending}
     return 0
 """
+
+
+# Code that catches anything and carries on, as some libraries do, while a SIGTERM comes.
+SWALLOWED_ON_ITS_WAY = signalled_then("    except BaseException:\n        pass")
 
 # An error raised while the run unwinds from the signal: a pool writes to a worker that has
 # already gone. A broken pipe is how a closed standard output ends a command quietly (exit 0);
 # this one must not turn the signal into a clean exit.
-BROKEN_PIPE_ON_THE_WAY_OUT = """
-def handler(args):
-    try:
-        os.kill(os.getpid(), signal.SIGTERM)
-        for _ in range(100000):
-            pass
-    finally:
-        raise BrokenPipeError(32, "Broken pipe")
-"""
+BROKEN_PIPE_ON_THE_WAY_OUT = signalled_then("    finally:\n        raise BrokenPipeError(32, \"Broken pipe\")")
 
 
 @pytest.mark.parametrize("handler", [SWALLOWED_ON_ITS_WAY, BROKEN_PIPE_ON_THE_WAY_OUT],

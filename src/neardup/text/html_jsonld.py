@@ -18,16 +18,12 @@ _BODY_KEYS = ("articleBody", "text", "description")
 _OTHERS = frozenset(("Review", "Comment", "Answer", "SiteNavigationElement"))
 
 
-def _of_others(v: dict) -> bool:
+def _types(v: dict) -> frozenset:
+    """The schema.org types an object names ("@type": a name or a list of them)."""
     t = v.get("@type")
     if isinstance(t, str):
-        return t in _OTHERS
-    return isinstance(t, list) and any(isinstance(x, str) and x in _OTHERS for x in t)
-
-
-def _is_product(v: dict) -> bool:
-    t = v.get("@type")
-    return t == "Product" or (isinstance(t, list) and "Product" in t)
+        return frozenset((t,))
+    return frozenset(x for x in t if isinstance(x, str)) if isinstance(t, list) else frozenset()
 
 
 def json_ld_body(data: bytes, markup_text, product: bool = False) -> str:
@@ -46,9 +42,10 @@ def json_ld_body(data: bytes, markup_text, product: bool = False) -> str:
             if isinstance(v, list):
                 stack.extend(v)
             elif isinstance(v, dict):
-                if _of_others(v):
+                types = _types(v)
+                if not _OTHERS.isdisjoint(types):
                     continue  # a reader's review or answer, a menu: not the page's text
-                wanted = not product or _is_product(v)
+                wanted = not product or "Product" in types
                 for k, x in v.items():
                     if isinstance(x, str):
                         if wanted and (k == "description" if product else k in _BODY_KEYS) and len(x) > len(best):
