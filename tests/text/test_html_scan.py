@@ -73,6 +73,10 @@ def test_aside_heading_and_json_ld_flags():
         assert not flags("<h2>Relatedness</h2>") & aside
         assert not flags("<h2>Our story</h2><p>Related</p>") & aside
         assert not flags("<p>Related</p><h1>Related</h1>") & aside
+        # the web's other main languages, a capital of Latin-1 folded as an ASCII one is
+        assert flags("<h2>Ähnliche Artikel</h2>") & aside and flags("<h2>ÄHNLICHE ARTIKEL</h2>") & aside
+        assert flags("<h3>Noticias relacionadas</h3>") & aside
+        assert not flags("<h2>Ähnlichkeit</h2>") & aside
         assert flags("<script type='application/LD+json'>{}</script>") & json_ld
         assert not flags("<script>var t = 'json';</script><p>ld+json</p>") & json_ld
 

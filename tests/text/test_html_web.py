@@ -591,3 +591,58 @@ def test_a_series_of_widgets_that_hold_the_review_is_its_content():
     html = f"<html><body><main><h1>The best laptops</h1><p>{ARTICLE}</p><div>{comments}</div></main></body></html>"
     text = main(html)
     assert "Paragraph sentence 39" in text and "Reader" not in text
+
+
+def test_a_label_and_a_link_between_a_storys_paragraphs_go():
+    # "Read also: <a>another story</a>" set between paragraphs, in any language: a link to
+    # another page, not the story
+    paragraphs = [f"<p>{ARTICLE[i * 200:(i + 1) * 200]}</p>" for i in range(6)]
+    inserts = ["<p>Lea también: <a href='/a'>Impiden el ingreso de dos reporteros al país</a></p>",
+               "<p><strong>READ MORE:</strong> <a href='/b'>The dams that held the river in spring</a></p>"]
+    body = paragraphs[0] + inserts[0] + "".join(paragraphs[1:4]) + inserts[1] + "".join(paragraphs[4:])
+    text = main(f"<html><body><main><h1>Flood</h1>{body}</main></body></html>")
+    assert ARTICLE[1000:1100] in text
+    assert "Impiden" not in text and "dams that held" not in text and "Lea también" not in text
+    # a label with a file or a name as its link, and an index of "name : class" lines, stay
+    docs = (f"<html><body><main><h1>urllib.error</h1><p>Source code: <a href='/e'>Lib/urllib/error.py</a></p>"
+            f"<p>{ARTICLE[:300]}</p><p>Definition: <a href='/v'>bits/stl_vector.h:96</a></p></main></body></html>")
+    text = main(docs)
+    assert "Lib/urllib/error.py" in text and "bits/stl_vector.h:96" in text
+    # more than LINK_INSERTS of them: the content's own list of references
+    refs = "".join(f"<p>{ARTICLE[i * 100:(i + 1) * 100]}</p><p>See: <a href='/r{i}'>How the dams of the valley {i} held</a></p>"
+                   for i in range(6))
+    text = main(f"<html><body><main><h1>Dams</h1>{refs}</main></body></html>")
+    assert all(f"How the dams of the valley {i} held" in text for i in range(6))
+
+
+def test_an_articles_tail_is_told_in_the_webs_main_languages():
+    tail = "".join(f"<p><a href=/s{i}>Hochwasser im Tal {i}</a></p>" for i in range(5))
+    html = (f"<html><body><main><h1>Hochwasser</h1><p>{ARTICLE}</p>"
+            f"<h2>Das könnte Sie auch interessieren</h2>{tail}</main></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "Hochwasser im Tal" not in text
+    for heading in ("Noticias relacionadas", "Sur le même sujet", "Articoli correlati", "Kommentare"):
+        assert "Hochwasser im Tal" not in main(html.replace("Das könnte Sie auch interessieren", heading)), heading
+    # an inline "read also" is a link set in the story as well as under it: not a tail
+    inline = html.replace("Das könnte Sie auch interessieren", "Lesen Sie auch")
+    assert "Hochwasser im Tal 4" in main(inline)
+
+
+def test_a_block_headed_as_recommendations_goes_in_the_webs_main_languages():
+    cards = "".join(f"<div class=card><a href=/p{i}>Andere Lampe {i}</a><span>{i}9,00 €</span></div>" for i in range(6))
+    # (in the middle of the text: under it, the heading would end the text as its tail's)
+    html = (f"<html><body><main><h1>Schreibtischlampe</h1><p>{ARTICLE[:1200]}</p>"
+            f"<section><h2>Ähnliche Artikel</h2>{cards}</section>"
+            f"<div><h2>Details</h2><p>Der Arm der Lampe ist aus Stahl, der Schirm aus Leinen.</p><p>{ARTICLE[1200:]}</p></div>"
+            "</main></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "der Schirm aus Leinen" in text
+    assert "Andere Lampe" not in text
+
+
+def test_the_pages_controls_alone_on_their_line_go():
+    text = "\n".join(["Hochwasser im Tal", "Der Fluss stieg über Nacht zwei Meter.", "Drucken", "Zurück zur Übersicht",
+                      "Back to top ↑", "« Zurück", "Imprimer"])
+    assert without_line_furniture(text) == "\n".join(["Hochwasser im Tal", "Der Fluss stieg über Nacht zwei Meter."])
+    prose = "Der Fluss stieg.\nZurück zur Übersicht der Pegel geht es über die Karte."
+    assert without_line_furniture(prose) == prose

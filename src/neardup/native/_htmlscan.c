@@ -1043,11 +1043,22 @@ static const char *const ASIDE_WORDS[] = {
     "more threads", "more videos", "more news", "other topics", "other posts", "other threads",
     "other articles", "other stories", "other products", "recently viewed", "sponsored", "suggested topics",
     "suggested posts", "suggested threads", "suggested articles", "suggested products",
+    "mehr zum thema", "das könnte sie auch interessieren", "das könnte dich auch interessieren", "weitere artikel", "weitere beiträge", "weitere nachrichten", "ähnliche artikel", "ähnliche beiträge", "verwandte artikel", "verwandte beiträge", "empfohlene artikel", "empfohlene beiträge", "meistgelesen", "meist gelesen", "beliebte beiträge", "auch interessant", "zum weiterlesen", "sur le même sujet", "articles similaires", "articles liés", "les plus lus", "vous aimerez aussi", "vous aimerez peut-être", "noticias relacionadas", "artículos relacionados", "notas relacionadas", "temas relacionados", "te puede interesar", "le puede interesar", "también te puede interesar", "lo más leído", "más noticias", "articoli correlati", "potrebbe interessarti", "i più letti", "notícias relacionadas", "mais lidas", "gerelateerde artikelen", "meest gelezen", "podobne artykuły", "najczęściej czytane",
 };
 #define NASIDE_WORDS (sizeof(ASIDE_WORDS) / sizeof(ASIDE_WORDS[0]))
 
+/* The byte s[from + j] in lower case: an ASCII letter, or the second byte of a capital letter of
+ * Latin-1 (U+00C0..U+00DE but U+00D7, UTF-8 0xC3 0x80..0x9E: "Ä" -> "ä" is 0x84 -> 0xA4) when the
+ * byte before it, from the same word, is 0xC3. */
+static inline unsigned char latin_lower(const unsigned char *s, size_t from, size_t j) {
+    unsigned char c = s[from + j];
+    if (j > 0 && s[from + j - 1] == 0xC3 && c >= 0x80 && c <= 0x9E && c != 0x97)
+        return (unsigned char)(c + 0x20);
+    return ascii_lower(c);
+}
+
 /* 1 when the text s[from, to) opens, after HTML white space, with one of ASIDE_WORDS (ASCII
- * letters in any case) that ends the text or is followed by a byte other than an ASCII letter,
+ * letters and Latin-1 capitals in any case) that ends the text or is followed by a byte other than an ASCII letter,
  * digit or '_' and other than a byte of a multi-byte character; 0 when not; -1 when the text
  * is all white space (the heading's text is still to come, after a tag). */
 static int opens_aside(const unsigned char *s, size_t from, size_t to) {
@@ -1060,7 +1071,7 @@ static int opens_aside(const unsigned char *s, size_t from, size_t to) {
         size_t l = strlen(w), j = 0;
         if (to - from < l)
             continue;
-        while (j < l && ascii_lower(s[from + j]) == (unsigned char)w[j])
+        while (j < l && latin_lower(s, from, j) == (unsigned char)w[j])
             j++;
         if (j < l)
             continue;

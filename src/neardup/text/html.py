@@ -46,7 +46,8 @@ from .html_fallback import finish_lines, get_lxml, whole_lxml, whole_stdlib
 from .html_jsonld import from_description, json_ld_body
 from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, out_of_links
 from .html_rules import (FORM_FIELDS, REPEATED_LINE_CHARS, TAIL_START, Holder, drop_forms, drop_headed_asides,
-                         drop_secondary, once, without_byline, without_line_furniture, without_tail)
+                         drop_secondary, once, without_byline, without_line_furniture, without_link_inserts,
+                         without_tail)
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
@@ -65,7 +66,7 @@ __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "d
 HTML_MODES = ("main", "whole", "article")
 #: The version of the main-content rules below; bumped whenever a rule changes an output (what
 #: each version changed: docs/html.md, "What each rules version changed").
-RULES_VERSION = 14
+RULES_VERSION = 15
 
 _trafilatura = None
 
@@ -438,9 +439,9 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         root_text = None
     if USE_CLASSIFIER and html_blocks.classify_blocks(root):
         root_text = None
-    text = _lines(root_text if root_text is not None else root.text_lexbor())
+    text = _lines(without_link_inserts(root_text if root_text is not None else root.text_lexbor()))
     if flags & _FLAGS["ASIDE_HEADING"] and text and drop_headed_asides(root):
-        text = _lines(root.text_lexbor())
+        text = _lines(without_link_inserts(root.text_lexbor()))
     if not text:
         return ""
     if REPEATED_LINE_CHARS:

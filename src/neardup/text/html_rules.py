@@ -14,7 +14,7 @@ from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
 
 __all__ = ["Holder", "drop_forms", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline",
-           "without_tail", "without_line_furniture", "REPEATED_LINE_CHARS", "TAIL_START"]
+           "without_link_inserts", "without_tail", "without_line_furniture", "REPEATED_LINE_CHARS", "TAIL_START"]
 
 # A line this long met again in the main text is a copy (0: copies kept).
 REPEATED_LINE_CHARS = 20
@@ -51,10 +51,11 @@ _NOT_FILLED_IN = frozenset(("hidden", "submit", "button", "image", "reset", "che
 # A short line in the last (1 - TAIL_START) of the main text that opens with one of these words
 # heads what follows an article rather than the article (related stories, comments, sharing,
 # the author's box, the newsletter, the site's recent posts and categories): the text ends
-# before it. Generic English vocabulary of page furniture, not of any site; a page in another
-# language keeps its tail. Not in it (rules 14): "Discussion", a section of a paper; "Read more"
-# and "Also read", links set in the middle of a story as well as under it; "Popular", which opens
-# titles of the content too ("Popular white wines").
+# before it. Generic vocabulary of page furniture in English and (since rules 15) the web's other
+# main European languages (German, French, Spanish, Italian, Portuguese, Dutch, Polish), not of
+# any site. Not in it (rules 14): "Discussion", a section of a paper; "Read more" and "Also read"
+# (nor "Lesen Sie auch", "Lire aussi", "Lea también"...), links set in the middle of a story as
+# well as under it; "Popular", which opens titles of the content too ("Popular white wines").
 TAIL_START = 0.7
 TAIL_LINE_CHARS = 60
 _TAIL_HEADING = re.compile(
@@ -62,7 +63,25 @@ _TAIL_HEADING = re.compile(
     r"|read next|keep reading|trending|latest|comments?|leave a (?:reply|comment)"
     r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|most read"
     r"|further reading|other articles|similar|recent (?:posts|articles|stories)|written by|categories"
-    r"|follow us|share (?:on|via))\b|author\s*:?\s*$", re.I)
+    r"|follow us|share (?:on|via)"
+    # German
+    r"|mehr zum thema|mehr zu (?:diesem|dem) thema|das könnte (?:sie|dich) (?:auch )?interessieren"
+    r"|weitere (?:artikel|beiträge|nachrichten|meldungen|themen)|(?:ähnliche|verwandte) (?:artikel|beiträge|themen)"
+    r"|kommentare|kommentar (?:schreiben|verfassen)|(?:schreibe|hinterlasse) einen kommentar"
+    r"|(?:diesen )?(?:artikel|beitrag) teilen|(?:empfohlene|beliebte|neueste) (?:artikel|beiträge)"
+    r"|meist ?gelesen|schlagw(?:örter|orte)|über den autor|zum thema|auch interessant"
+    # French
+    r"|sur le même sujet|articles (?:similaires|liés|connexes)|dans la même rubrique|commentaires"
+    r"|laisser un commentaire|les plus lus|vous aimerez (?:peut-être )?aussi|à propos de l'auteur"
+    r"|partager (?:cet|l')article"
+    # Spanish, Italian, Portuguese, Dutch, Polish
+    r"|(?:también )?(?:te|le) puede interesar|(?:noticias|artículos|notas|temas) relacionad[oa]s|más noticias"
+    r"|lo más leído|comentarios|deja un comentario|sobre el autor|etiquetas"
+    r"|articoli correlati|potrebbe interessarti|commenti|lascia un commento|i più letti"
+    r"|notícias relacionadas|comentários|deixe um comentário|mais lidas"
+    r"|gerelateerde artikelen|reacties|meer over|meest gelezen"
+    r"|komentarze|podobne artykuły|najczęściej czytane"
+    r")\b|author\s*:?\s*$", re.I)
 # A heading that names what is recommended beside the content (other products, other stories):
 # the block it heads goes, wherever it stands in the content, when it is not most of the content.
 _ASIDE_HEADING = re.compile("(?:" + "|".join(re.escape(w) for w in ASIDE_WORDS) + r")\b", re.I)
@@ -252,19 +271,39 @@ _CALLS_TO_ACTION = frozenset(
                    "loading")
     for case in (str, str.capitalize, str.title, str.upper)
     for arrow in ("", " →", "→", " ›", "›", " »", "»", " >", "...", "…"))
-_FURNITURE_LINES = _CALLS_TO_ACTION | _THREAD_DETAIL_LINES
+
+
+def _first_up(phrase: str) -> str:
+    """The phrase with its first letter in upper case, the others as they are (German nouns)."""
+    return phrase[:1].upper() + phrase[1:]
+
+
+# So are the page's own controls, alone on their line under the text (since rules 15): back (to the
+# top, to the overview), print, comment, in the web's main European languages.
+_PAGE_CONTROLS = frozenset(
+    case(phrase) + arrow
+    for phrase in ("back", "back to top", "back to overview", "print", "print this page",
+                   "zurück", "zurück zur Übersicht", "nach oben", "drucken", "Seite drucken", "kommentieren",
+                   "retour", "retour en haut", "haut de page", "imprimer", "volver", "volver arriba", "imprimir",
+                   "torna su", "stampa")
+    for case in (str, _first_up, str.capitalize, str.title, str.upper)
+    for arrow in ("", " →", "→", " ›", "›", " »", "»", " >", "...", "…", " ↑", "↑")
+) | frozenset(arrow + case(phrase) for phrase in ("back", "zurück", "zurück zur Übersicht")
+              for case in (str, _first_up) for arrow in ("« ", "‹ ", "< ", "← ", "«", "‹", "<", "←"))
+_DROPPED_LINES = _CALLS_TO_ACTION | _PAGE_CONTROLS
+_FURNITURE_LINES = _DROPPED_LINES | _THREAD_DETAIL_LINES
 
 
 def without_line_furniture(text: str) -> str:
-    """The text without the lines that are only an invitation to read on (_CALLS_TO_ACTION), and
-    without the details forum software prints around each post (_THREAD_DETAIL) when it has
-    THREAD_DETAIL_LINES of them or more and one that is such a detail as it stands: one split and
-    one set lookup for a page that has neither (most)."""
+    """The text without the lines that are only an invitation to read on (_CALLS_TO_ACTION) or a
+    control of the page (_PAGE_CONTROLS), and without the details forum software prints around
+    each post (_THREAD_DETAIL) when it has THREAD_DETAIL_LINES of them or more and one that is
+    such a detail as it stands: one split and one set lookup for a page that has neither (most)."""
     lines = text.split("\n")
     if _FURNITURE_LINES.isdisjoint(lines):
         return text
-    if not _CALLS_TO_ACTION.isdisjoint(lines):
-        lines = [line for line in lines if line not in _CALLS_TO_ACTION]
+    if not _DROPPED_LINES.isdisjoint(lines):
+        lines = [line for line in lines if line not in _DROPPED_LINES]
         text = "\n".join(lines)
     if _THREAD_DETAIL_LINES.isdisjoint(lines):
         return text
@@ -272,6 +311,54 @@ def without_line_furniture(text: str) -> str:
     if len(_THREAD_DETAIL.findall(lined)) < THREAD_DETAIL_LINES:
         return text
     return _THREAD_DETAIL.sub("", lined)[1:]
+
+
+# A block of the content that is a short label, a colon and a link ("Read also: <a>another
+# story</a>", "Lea también: ...", "MIRA: ...") is a link to another page set between the
+# paragraphs of a story, in any language: it goes (since rules 15) when the text has at most
+# LINK_INSERTS of them; more are the content's own list (references, "See: ..." after each
+# point, a guide's recommendations). The link is a title: three words or more, INSERT_LINK_CHARS
+# characters or more ("Source code: <a>Lib/json.py</a>", "Definition: <a>vector.h:96</a>" stay). Read on the text as lexbor gives it, where a form feed
+# separates blocks and the scan's marks enclose the text of links.
+LINK_INSERTS = 4
+INSERT_LABEL_CHARS = 30
+INSERT_LINK_CHARS = 15
+INSERT_AFTER_CHARS = 80
+_LINK_INSERT = re.compile(
+    rf"\f[^\f\x01\x02]{{1,{INSERT_LABEL_CHARS}}}:[^\S\f]*"  # the label, in the block (no form feed)
+    r"\x01(?=(?:[^\x01\x02\f ]* ){2})"  # a link of three words or more: a title, not a file or a name
+    rf"[^\x01\x02\f]{{{INSERT_LINK_CHARS},}}\x02[^\S\f]*(?=\f)")
+_LABEL_BEFORE_LINK = re.compile(r":[^\S\f]*\x01")
+
+
+def without_link_inserts(raw: str) -> str:
+    """``raw`` (a subtree's text with the scan's marks) without its link inserts (LINK_INSERTS)."""
+    if not _LABEL_BEFORE_LINK.search(raw):
+        return raw  # (most pages: one search for a colon before a link)
+    found = [m for m in _LINK_INSERT.finditer(raw) if _after_paragraph(raw, m.start())]
+    if not found or len(found) > LINK_INSERTS:
+        return raw
+    parts, at = [], 0
+    for m in found:
+        parts.append(raw[at:m.start()])
+        at = m.end()
+    parts.append(raw[at:])
+    return "\f".join(parts)
+
+
+def _after_paragraph(raw: str, at: int) -> bool:
+    """Whether the last block with text before ``raw[at]`` is a paragraph (INSERT_AFTER_CHARS or
+    more out of links): an insert interrupts prose; a line of an index ("name : <a>class</a>")
+    follows others."""
+    end = at
+    while end > 0:
+        start = raw.rfind("\f", 0, end) + 1
+        block = raw[start:end].strip(_BLANK_OR_MARK)
+        if block:
+            chars, links = _stats(block)
+            return chars - links >= INSERT_AFTER_CHARS
+        end = start - 1
+    return False
 
 
 def replies(blocks) -> int:

@@ -63,6 +63,7 @@ ASIDE_WORDS = (
     "more threads", "more videos", "more news", "other topics", "other posts", "other threads",
     "other articles", "other stories", "other products", "recently viewed", "sponsored", "suggested topics",
     "suggested posts", "suggested threads", "suggested articles", "suggested products",
+    "mehr zum thema", "das könnte sie auch interessieren", "das könnte dich auch interessieren", "weitere artikel", "weitere beiträge", "weitere nachrichten", "ähnliche artikel", "ähnliche beiträge", "verwandte artikel", "verwandte beiträge", "empfohlene artikel", "empfohlene beiträge", "meistgelesen", "meist gelesen", "beliebte beiträge", "auch interessant", "zum weiterlesen", "sur le même sujet", "articles similaires", "articles liés", "les plus lus", "vous aimerez aussi", "vous aimerez peut-être", "noticias relacionadas", "artículos relacionados", "notas relacionadas", "temas relacionados", "te puede interesar", "le puede interesar", "también te puede interesar", "lo más leído", "más noticias", "articoli correlati", "potrebbe interessarti", "i più letti", "notícias relacionadas", "mais lidas", "gerelateerde artikelen", "meest gelezen", "podobne artykuły", "najczęściej czytane",
 )
 _ASIDE_WORDS = tuple(w.encode() for w in ASIDE_WORDS)
 _ASIDE_LONGEST = max(map(len, _ASIDE_WORDS))
@@ -70,14 +71,22 @@ _HEADINGS = frozenset({"h2", "h3", "h4", "h5", "h6"})
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
+# A capital letter of Latin-1 in UTF-8 (U+00C0..U+00DE but U+00D7): its lower case is 0x20 on.
+_LATIN_CAPITAL = re.compile(rb"\xc3([\x80-\x96\x98-\x9e])")
+
+
+def _latin_lower(m: re.Match) -> bytes:
+    return b"\xc3" + bytes((m.group(1)[0] + 0x20,))
+
+
 def _opens_aside(text: bytes) -> int:
-    """1 when ``text`` opens, after HTML white space, with one of ASIDE_WORDS (ASCII letters in
-    any case) ending it or followed by a byte other than an ASCII letter, digit or '_' and other
+    """1 when ``text`` opens, after HTML white space, with one of ASIDE_WORDS (ASCII letters and
+    Latin-1 capitals in any case) ending it or followed by a byte other than an ASCII letter, digit or '_' and other
     than a byte of a multi-byte character; 0 when not; -1 when it is all white space."""
     text = text.lstrip(_SPACE)
     if not text:
         return -1
-    low = _lower(text[:_ASIDE_LONGEST])
+    low = _LATIN_CAPITAL.sub(_latin_lower, _lower(text[:_ASIDE_LONGEST]))
     for w in _ASIDE_WORDS:
         if low.startswith(w) and (len(text) == len(w) or (text[len(w)] not in _WORD_BYTES and text[len(w)] < 0x80)):
             return 1
