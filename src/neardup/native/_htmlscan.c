@@ -242,10 +242,21 @@ typedef struct {
 } letter_words;
 static letter_words by_letter[26];
 
+/* The vocabulary's words that may end a name's run of letters and digits without starting it
+ * (AFFIX and SECONDARY_AFFIX: "mainnav", "post-comments"), by last letter; filled once at import
+ * with the words by first letter (index_words). */
+typedef struct {
+    const word *w[MAX_WORDS_PER_LETTER];
+    unsigned char secondary[MAX_WORDS_PER_LETTER];
+    int n;
+} ending_words;
+static ending_words by_last_letter[26];
+
 static size_t min_word_len;  /* the shortest word of the vocabulary */
 
 static int index_words(void) {
     memset(by_letter, 0, sizeof(by_letter));
+    memset(by_last_letter, 0, sizeof(by_last_letter));
     min_word_len = SIZE_MAX;
     for (int pass = 0; pass < 4; pass++) {
         static const word *const lists[4] = {AFFIX, EXACT, SECONDARY_AFFIX, SECONDARY_EXACT};
@@ -263,6 +274,17 @@ static int index_words(void) {
             l->w[l->n] = &list[k];
             l->exact[l->n] = (unsigned char)pass;
             l->n++;
+            if (pass == 0 || pass == 2) {  /* the affix words: by last letter too */
+                unsigned char last = (unsigned char)list[k].w[list[k].len - 1];
+                if (last < 'a' || last > 'z')
+                    return -1;
+                ending_words *e = &by_last_letter[last - 'a'];
+                if (e->n == MAX_WORDS_PER_LETTER)
+                    return -1;
+                e->w[e->n] = &list[k];
+                e->secondary[e->n] = pass == 2;
+                e->n++;
+            }
         }
     }
     return 0;
@@ -297,30 +319,52 @@ static int exact_place(const unsigned char *s, size_t n, size_t i, size_t len) {
     return 1;
 }
 
-/* 1: a navigation word; else 2: a secondary word; else 0. */
+
+/* 1: a navigation word; else 2: a secondary word; else 0. A word matches where it starts a run
+ * of [a-z0-9] (any word: the whole-token ones must also end at a run's end, and may span a '-':
+ * "sr-only") or ends one (the affix words). So each run is looked at twice, at its first and at its
+ * last letter, not at each of its letters. */
 static int names_navigation(const unsigned char *s, size_t n) {
     int secondary = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c < 'a' || c > 'z')
-            continue;  /* every word starts with a letter */
-        const letter_words *l = &by_letter[c - 'a'];
-        if (!l->n)
+    size_t i = 0;
+    while (i < n) {
+        if (!is_alnum_lower(s[i])) {
+            i++;
             continue;
-        int start = (i == 0) || !is_alnum_lower(s[i - 1]);
-        for (int k = 0; k < l->n; k++) {
-            size_t len = l->w[k]->len;  /* >= 2: the second letter tells most words apart */
-            if (i + len > n || s[i + 1] != (unsigned char)l->w[k]->w[1] || memcmp(s + i + 2, l->w[k]->w + 2, len - 2) != 0)
-                continue;
-            int ends = i + len == n || !is_alnum_lower(s[i + len]);
-            int match = l->exact[k] == 1 ? start && ends && exact_place(s, n, i, len)
-                      : (l->exact[k] & 1) ? start && ends : start || ends;
-            if (match) {
-                if (!(l->exact[k] & 2))
+        }
+        size_t a = i, b = i;  /* the run s[a, b) */
+        while (b < n && is_alnum_lower(s[b]))
+            b++;
+        unsigned char c = s[a];
+        if (c >= 'a' && c <= 'z') {  /* every word starts with a letter */
+            const letter_words *l = &by_letter[c - 'a'];
+            for (int k = 0; k < l->n; k++) {
+                size_t len = l->w[k]->len;  /* >= 2: the second letter tells most words apart */
+                if (a + len > n || s[a + 1] != (unsigned char)l->w[k]->w[1] ||
+                    memcmp(s + a + 2, l->w[k]->w + 2, len - 2) != 0)
+                    continue;
+                int ends = a + len == n || !is_alnum_lower(s[a + len]);
+                int match = l->exact[k] == 1 ? ends && exact_place(s, n, a, len) : (l->exact[k] & 1) ? ends : 1;
+                if (match) {
+                    if (!(l->exact[k] & 2))
+                        return 1;
+                    secondary = 2;
+                }
+            }
+        }
+        c = s[b - 1];
+        if (c >= 'a' && c <= 'z') {
+            const ending_words *e = &by_last_letter[c - 'a'];
+            for (int k = 0; k < e->n; k++) {
+                size_t len = e->w[k]->len;  /* a word that starts the run was met above */
+                if (len >= b - a || memcmp(s + b - len, e->w[k]->w, len) != 0)
+                    continue;
+                if (!e->secondary[k])
                     return 1;
                 secondary = 2;
             }
         }
+        i = b;
     }
     return secondary;
 }
@@ -335,13 +379,21 @@ typedef struct {
     size_t used;
 } name_cache;
 
+/* A hash of a name for the cache: its first and last eight bytes (all of most names), multiplied
+ * apart, and its length; names that share both ends and length only share a probe sequence. */
+static inline size_t name_hash(const unsigned char *p, size_t n) {
+    uint64_t head = 0, tail = 0;
+    size_t m = n < 8 ? n : 8;
+    memcpy(&head, p, m);
+    memcpy(&tail, p + n - m, m);
+    uint64_t h = (head * 0x9E3779B97F4A7C15ULL) ^ (tail * 0xC2B2AE3D27D4EB4FULL) ^ (uint64_t)n;
+    return (size_t)(h ^ (h >> 32) ^ (h >> 47));
+}
+
 static int name_is_navigation(name_cache *cache, const unsigned char *base, size_t off, size_t n) {
     if (n < min_word_len)
         return 0;  /* holds no word (most of a page's class names: "k", "nf", "s1" of highlighted code) */
-    uint32_t h = 2166136261u;
-    for (size_t k = 0; k < n; k++)
-        h = (h ^ base[off + k]) * 16777619u;
-    size_t slot = h & (NAME_CACHE - 1);
+    size_t slot = name_hash(base + off, n) & (NAME_CACHE - 1);
     int cacheable = n < UINT32_MAX && cache->used < NAME_CACHE / 2;
     for (size_t probe = 0; probe < NAME_CACHE; probe++, slot = (slot + 1) & (NAME_CACHE - 1)) {
         if (cache->len[slot] == 0)
