@@ -646,3 +646,12 @@ def test_the_pages_controls_alone_on_their_line_go():
     assert without_line_furniture(text) == "\n".join(["Hochwasser im Tal", "Der Fluss stieg über Nacht zwei Meter."])
     prose = "Der Fluss stieg.\nZurück zur Übersicht der Pegel geht es über die Karte."
     assert without_line_furniture(prose) == prose
+
+
+def test_a_rubys_annotations_are_not_words_of_the_text():
+    # furigana: the reading of each character, shown above it (rt), in parentheses for a browser
+    # without ruby (rp); the text is the characters
+    html = ("<html><body><main><h1>法律</h1><p><ruby>子<rp>(</rp><rt>こ</rt><rp>)</rp></ruby>どもへの"
+            "<ruby>体罰<rt>たいばつ</rt></ruby>を禁止する法律ができる。</p></main></body></html>")
+    for mode in ("main", "whole"):
+        assert "子どもへの体罰を禁止する法律ができる。" in extract_text(html, mode)

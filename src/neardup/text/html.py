@@ -130,7 +130,9 @@ def _article(html: str, url: str | None) -> str | None:
 
 # Dropped wherever they are, when the page has them (script, style, textarea and iframe are cut
 # out by the scan already).
-_DROP_FLAGS = ("noscript", "template", "svg", "object", "embed", "canvas", "math", "select", "button")
+# (rt and rp: a ruby's annotations, the reading of its characters shown above them, and the
+# parentheses around it for browsers without ruby: not words of the text.)
+_DROP_FLAGS = ("noscript", "template", "svg", "object", "embed", "canvas", "math", "select", "button", "rt", "rp")
 _STYLE_HIDDEN = '[style*="display:none"], [style*="display: none"], [style*="visibility:hidden"]'
 # Landmarks that are navigation by definition (HTML and ARIA): dropped wherever they are.
 _NAV_FLAGS = ("nav", "dialog")

@@ -43,7 +43,7 @@ _TAG_FLAGS = {"main": 1 << 0, "article": 1 << 1, "header": 1 << 2, "footer": 1 <
               "aside": 1 << 5, "nav": 1 << 6, "dialog": 1 << 7, "noscript": 1 << 8, "template": 1 << 9,
               "svg": 1 << 10, "object": 1 << 11, "embed": 1 << 12, "canvas": 1 << 13, "math": 1 << 14,
               "select": 1 << 15, "button": 1 << 16, "figcaption": 1 << 17,
-              "form": 1 << 18}
+              "form": 1 << 18, "rt": 1 << 19, "rp": 1 << 19}
 #: Bit of each flag of scan(): elements (upper-cased tag names) and attributes.
 FLAGS = {name.upper(): bit for name, bit in _TAG_FLAGS.items()}
 FLAGS.update({"HIDDEN": 1 << 20, "STYLE_HIDDEN": 1 << 21, "ROLE_NAV": 1 << 22, "ROLE_MAIN": 1 << 23,
