@@ -270,3 +270,15 @@ def test_extraction_same_without_the_compiled_scan(monkeypatch):
     monkeypatch.setattr(H, "_stats", html_scan.stats_python)
     monkeypatch.setattr(html_layout, "_stats", html_scan.stats_python)
     assert [H.extract_text(p) for p in pages] == fast
+
+
+def test_white_space_runs_with_a_line_feed_are_one_line_feed_in_the_marked_page():
+    # a page's indentation: a line feed and the next line's spaces, one line feed for lexbor to
+    # parse; a run without a line feed, a single line feed and raw text stay as they are
+    page = "<div>\n    <p>One  two\nthree \r\n\t four</p>\n\n  </div><xmp>\n   kept</xmp>"
+    for scan in (_htmlscan.scan, html_scan.scan_python):
+        marked = scan(page, False)[0]
+        assert b"One  two\nthree\nfour" in marked
+        assert b"\n   kept" in marked and b"    " not in marked.replace(b"\n   kept", b"")
+    from neardup.text.html import extract_text
+    assert extract_text(page, "whole") == extract_text(page.replace("\n    ", " ").replace("\n\n  ", " "), "whole")

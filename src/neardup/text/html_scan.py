@@ -183,8 +183,18 @@ def _names_navigation(s: bytes) -> int:
     return 2 if _names_in(s, _SECONDARY_AFFIX, _SECONDARY_EXACT, False) else 0
 
 
+# A run of HTML white space that holds a line feed (copy_text in _htmlscan.c).
+_LINE_RUN = re.compile(rb"[ \t\r\x0c]*\n[ \t\n\r\x0c]*")
+
+
+def _one_line(m: re.Match) -> bytes:
+    return b"\n" if len(m.group()) > 1 else m.group()
+
+
 def _copy_text(out: bytearray, s: bytes, a: int, b: int) -> None:
-    out += s[a:b].replace(b"\x0c", b" ").replace(b"\x01", b" ").replace(b"\x02", b" ")
+    """(copy_text in _htmlscan.c: a run of white space with a line feed made one line feed, the
+    page's own form feeds and marks made spaces)"""
+    out += _LINE_RUN.sub(_one_line, s[a:b]).replace(b"\x0c", b" ").replace(b"\x01", b" ").replace(b"\x02", b" ")
 
 
 def _find_end_tag(s: bytes, n: int, start: int, name: bytes) -> int:
