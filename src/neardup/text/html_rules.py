@@ -318,30 +318,39 @@ def without_line_furniture(text: str) -> str:
 # paragraphs of a story, in any language: it goes (since rules 15) when the text has at most
 # LINK_INSERTS of them; more are the content's own list (references, "See: ..." after each
 # point, a guide's recommendations). The link is a title: three words or more, INSERT_LINK_CHARS
-# characters or more ("Source code: <a>Lib/json.py</a>", "Definition: <a>vector.h:96</a>" stay). Read on the text as lexbor gives it, where a form feed
-# separates blocks and the scan's marks enclose the text of links.
+# characters or more ("Source code: <a>Lib/json.py</a>", "Definition: <a>vector.h:96</a>"
+# stay); the label has INSERT_LABEL_CHARS at most. Read on the text as lexbor gives it, where a
+# form feed separates blocks and the scan's marks enclose the text of links.
 LINK_INSERTS = 4
 INSERT_LABEL_CHARS = 30
 INSERT_LINK_CHARS = 15
 INSERT_AFTER_CHARS = 80
-_LINK_INSERT = re.compile(
-    rf"\f[^\f\x01\x02]{{1,{INSERT_LABEL_CHARS}}}:[^\S\f]*"  # the label, in the block (no form feed)
-    r"\x01(?=(?:[^\x01\x02\f ]* ){2})"  # a link of three words or more: a title, not a file or a name
-    rf"[^\x01\x02\f]{{{INSERT_LINK_CHARS},}}\x02[^\S\f]*(?=\f)")
-_LABEL_BEFORE_LINK = re.compile(r":[^\S\f]*\x01")
+_LABEL_BEFORE_LINK = re.compile(r":[^\S\f]*\x01")  # a label's colon, and the link it opens
+_INSERT_LINK = re.compile(  # the link: three words or more (a title, not a file or a name), its block's end
+    rf"\x01(?=(?:[^\x01\x02\f ]* ){{2}})[^\x01\x02\f]{{{INSERT_LINK_CHARS},}}\x02[^\S\f]*(?=\f)")
 
 
 def without_link_inserts(raw: str) -> str:
     """``raw`` (a subtree's text with the scan's marks) without its link inserts (LINK_INSERTS)."""
-    if not _LABEL_BEFORE_LINK.search(raw):
-        return raw  # (most pages: one search for a colon before a link)
-    found = [m for m in _LINK_INSERT.finditer(raw) if _after_paragraph(raw, m.start())]
+    found = []
+    # (from each colon before a link, of which most pages have none or a few: no search of
+    # every block)
+    for colon in _LABEL_BEFORE_LINK.finditer(raw):
+        start = raw.rfind("\f", max(0, colon.start() - INSERT_LABEL_CHARS - 1), colon.start())
+        if start < 0 or start + 1 == colon.start():
+            continue  # no block's opening in reach: a longer label; or no label
+        label = raw[start + 1:colon.start()]
+        if "\x01" in label or "\x02" in label:
+            continue
+        link = _INSERT_LINK.match(raw, colon.end() - 1)
+        if link is not None and _after_paragraph(raw, start):
+            found.append((start, link.end()))
     if not found or len(found) > LINK_INSERTS:
         return raw
     parts, at = [], 0
-    for m in found:
-        parts.append(raw[at:m.start()])
-        at = m.end()
+    for start, end in found:
+        parts.append(raw[at:start])
+        at = end
     parts.append(raw[at:])
     return "\f".join(parts)
 
@@ -414,6 +423,8 @@ def once(text: str) -> str:
     characters: carousels, tabs and the mobile and desktop copies of one block repeat it, which a
     reader sees once."""
     lines = text.split("\n")
+    if len(set(lines)) == len(lines):
+        return text  # no line twice (one set of the lines, in C)
     long = [line for line in lines if len(line) >= REPEATED_LINE_CHARS]
     if len(set(long)) == len(long):
         return text  # most pages: no copy, and no second walk over the lines
