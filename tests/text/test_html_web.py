@@ -655,3 +655,21 @@ def test_a_rubys_annotations_are_not_words_of_the_text():
             "<ruby>体罰<rt>たいばつ</rt></ruby>を禁止する法律ができる。</p></main></body></html>")
     for mode in ("main", "whole"):
         assert "子どもへの体罰を禁止する法律ができる。" in extract_text(html, mode)
+
+
+def test_a_box_asking_to_accept_cookies_goes_however_long():
+    notice = ("We use cookies and similar technologies to personalise content, tailor and measure ads, and "
+              "provide a better experience. By clicking accept you agree to this, as outlined in our cookie "
+              "policy. You can change your choices at any time in the settings of your browser. ") * 2
+    html = (f"<html><body class='single cookies-not-set'><div class='cookie-notice-container'><p>{notice}</p>"
+            f"<button>Accept</button></div><div class=wrap><h1>Flood</h1><p>{ARTICLE}</p></div></body></html>")
+    text = main(html)
+    assert "Paragraph sentence 39" in text and "We use cookies" not in text
+    # the body's class says the page's state, not a box: the page stays; and a manual's section on
+    # cookies, named by its id after its heading, is content
+    manual = (f"<html><body><main><h1>Quickstart</h1><p>{ARTICLE[:600]}</p><section id='cookies'><h2>Cookies</h2>"
+              f"<p>{notice}</p></section></main></body></html>")
+    assert "We use cookies" in main(manual)
+    for scan in (html_scan.scan_python, H._scan):
+        marked = scan(html, True)[0]
+        assert marked.count(html_scan.MARK_CONSENT.encode()) == 1

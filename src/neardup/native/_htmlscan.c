@@ -100,9 +100,10 @@ enum {
 };
 
 /* per start tag */
-enum { T_NAME = 1, T_HIDDEN = 2, T_ROLE = 4, T_SECONDARY = 8 };
+enum { T_NAME = 1, T_HIDDEN = 2, T_ROLE = 4, T_SECONDARY = 8, T_CONSENT = 16 };
 static const char MARK_NAME[] = " data-neardup-name";
 static const char MARK_SECONDARY[] = " data-neardup-secondary";
+static const char MARK_CONSENT[] = " data-neardup-consent";
 static const char MARK_HIDDEN[] = " data-neardup-hidden";
 static const char MARK_ROLE[] = " data-neardup-role";
 
@@ -220,6 +221,15 @@ static const word SECONDARY_AFFIX[] = {
 static const word SECONDARY_EXACT[] = {
     W("ad"), W("ads"), W("bio"), W("bios"),
 };
+/* The consent vocabulary: a box asking to accept cookies, shown over the page by its scripts as
+ * a dialog. A class with one of these words (matched as AFFIX words are; "cookie" also names
+ * navigation, "consent" and "gdpr" the secondary) names navigation and marks the element as
+ * such a box (data-neardup-consent), which the extraction drops whatever its length; not on
+ * body, html, main and article, whose classes say the state of the page ("cookies-not-set"),
+ * nor by an id, often a heading's title made a name (<section id="cookies">). */
+static const word CONSENT_AFFIX[] = {
+    W("cookie"), W("cookies"), W("consent"), W("gdpr"),
+};
 
 static inline int is_alnum_lower(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 static inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c <= 'Z') ? (unsigned char)(c + 32) : c; }
@@ -228,6 +238,7 @@ static inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c
 #define NEXACT (sizeof(EXACT) / sizeof(EXACT[0]))
 #define NSECONDARY_AFFIX (sizeof(SECONDARY_AFFIX) / sizeof(SECONDARY_AFFIX[0]))
 #define NSECONDARY_EXACT (sizeof(SECONDARY_EXACT) / sizeof(SECONDARY_EXACT[0]))
+#define NCONSENT_AFFIX (sizeof(CONSENT_AFFIX) / sizeof(CONSENT_AFFIX[0]))
 
 /* Whether a (lower-cased) name has a token of the vocabulary: the same answer as the regular
  * expression (^|[^a-z0-9])AFFIX | AFFIX($|[^a-z0-9]) | EXACT in the places exact_place() allows for
@@ -238,7 +249,7 @@ static inline unsigned char ascii_lower(unsigned char c) { return (c >= 'A' && c
 #define MAX_WORDS_PER_LETTER 16
 typedef struct {
     const word *w[MAX_WORDS_PER_LETTER];
-    unsigned char exact[MAX_WORDS_PER_LETTER];   /* bit 0: the whole token; bit 1: secondary */
+    unsigned char exact[MAX_WORDS_PER_LETTER];   /* bit 0: the whole token; bit 1: secondary; bit 2: consent */
     int n;
 } letter_words;
 static letter_words by_letter[26];
@@ -248,7 +259,7 @@ static letter_words by_letter[26];
  * with the words by first letter (index_words). */
 typedef struct {
     const word *w[MAX_WORDS_PER_LETTER];
-    unsigned char secondary[MAX_WORDS_PER_LETTER];
+    unsigned char kind[MAX_WORDS_PER_LETTER];  /* 1 navigation, 2 secondary, 3 consent */
     int n;
 } ending_words;
 static ending_words by_last_letter[26];
@@ -259,9 +270,9 @@ static int index_words(void) {
     memset(by_letter, 0, sizeof(by_letter));
     memset(by_last_letter, 0, sizeof(by_last_letter));
     min_word_len = SIZE_MAX;
-    for (int pass = 0; pass < 4; pass++) {
-        static const word *const lists[4] = {AFFIX, EXACT, SECONDARY_AFFIX, SECONDARY_EXACT};
-        static const size_t counts[4] = {NAFFIX, NEXACT, NSECONDARY_AFFIX, NSECONDARY_EXACT};
+    for (int pass = 0; pass < 5; pass++) {
+        static const word *const lists[5] = {AFFIX, EXACT, SECONDARY_AFFIX, SECONDARY_EXACT, CONSENT_AFFIX};
+        static const size_t counts[5] = {NAFFIX, NEXACT, NSECONDARY_AFFIX, NSECONDARY_EXACT, NCONSENT_AFFIX};
         const word *list = lists[pass];
         size_t count = counts[pass];
         for (size_t k = 0; k < count; k++) {
@@ -273,9 +284,9 @@ static int index_words(void) {
             if (l->n == MAX_WORDS_PER_LETTER)
                 return -1;
             l->w[l->n] = &list[k];
-            l->exact[l->n] = (unsigned char)pass;
+            l->exact[l->n] = (unsigned char)(pass == 4 ? 4 : pass);
             l->n++;
-            if (pass == 0 || pass == 2) {  /* the affix words: by last letter too */
+            if (pass == 0 || pass == 2 || pass == 4) {  /* the affix words: by last letter too */
                 unsigned char last = (unsigned char)list[k].w[list[k].len - 1];
                 if (last < 'a' || last > 'z')
                     return -1;
@@ -283,7 +294,7 @@ static int index_words(void) {
                 if (e->n == MAX_WORDS_PER_LETTER)
                     return -1;
                 e->w[e->n] = &list[k];
-                e->secondary[e->n] = pass == 2;
+                e->kind[e->n] = (unsigned char)(pass == 0 ? 1 : pass == 2 ? 2 : 3);
                 e->n++;
             }
         }
@@ -321,12 +332,13 @@ static int exact_place(const unsigned char *s, size_t n, size_t i, size_t len) {
 }
 
 
-/* 1: a navigation word; else 2: a secondary word; else 0. A word matches where it starts a run
- * of [a-z0-9] (any word: the whole-token ones must also end at a run's end, and may span a '-':
- * "sr-only") or ends one (the affix words). So each run is looked at twice, at its first and at its
- * last letter, not at each of its letters. */
+/* 1: a navigation word; else 2: a secondary word; else 0; plus CONSENT_WORD when a consent word
+ * is there too. A word matches where it starts a run of [a-z0-9] (any word: the whole-token ones
+ * must also end at a run's end, and may span a '-': "sr-only") or ends one (the affix words). So
+ * each run is looked at twice, at its first and at its last letter, not at each of its letters. */
+#define CONSENT_WORD 4
 static int names_navigation(const unsigned char *s, size_t n) {
-    int secondary = 0;
+    int found = 0;  /* 1 navigation, 2 secondary, 4 consent (bits) */
     size_t i = 0;
     while (i < n) {
         if (!is_alnum_lower(s[i])) {
@@ -346,11 +358,8 @@ static int names_navigation(const unsigned char *s, size_t n) {
                     continue;
                 int ends = a + len == n || !is_alnum_lower(s[a + len]);
                 int match = l->exact[k] == 1 ? ends && exact_place(s, n, a, len) : (l->exact[k] & 1) ? ends : 1;
-                if (match) {
-                    if (!(l->exact[k] & 2))
-                        return 1;
-                    secondary = 2;
-                }
+                if (match)
+                    found |= (l->exact[k] & 4) ? CONSENT_WORD : (l->exact[k] & 2) ? 2 : 1;
             }
         }
         c = s[b - 1];
@@ -358,16 +367,13 @@ static int names_navigation(const unsigned char *s, size_t n) {
             const ending_words *e = &by_last_letter[c - 'a'];
             for (int k = 0; k < e->n; k++) {
                 size_t len = e->w[k]->len;  /* a word that starts the run was met above */
-                if (len >= b - a || memcmp(s + b - len, e->w[k]->w, len) != 0)
-                    continue;
-                if (!e->secondary[k])
-                    return 1;
-                secondary = 2;
+                if (len < b - a && memcmp(s + b - len, e->w[k]->w, len) == 0)
+                    found |= e->kind[k] == 3 ? CONSENT_WORD : e->kind[k];
             }
         }
         i = b;
     }
-    return secondary;
+    return (found & CONSENT_WORD) | ((found & 1) ? 1 : found & 2);
 }
 
 /* The answers for the names already met on this page (a page repeats its class names a lot):
@@ -610,6 +616,15 @@ typedef struct {
 
 /* Reads a tag from s[i] == '<' (start tag: s[i+1] a letter; end tag: "</" and a letter), its
  * attributes (recorded in ``f`` and ``t->bits`` for start tags) and where it ends. */
+/* Whether a start tag's classes say the state of the whole page rather than of a box in it
+ * (body, html, main, article: "cookies-not-set"), so that a consent word does not hide it. */
+static int names_page_state(const tag *t) {
+    size_t l = t->name_len;
+    return (l == 4 && (memcmp(t->name, "body", 4) == 0 || memcmp(t->name, "html", 4) == 0 ||
+                       memcmp(t->name, "main", 4) == 0)) ||
+           (l == 7 && memcmp(t->name, "article", 7) == 0);
+}
+
 static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag *t, found *f) {
     size_t j = i + 1 + (size_t)is_end;
     size_t start = j;
@@ -683,6 +698,12 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
                 while (x < e && !is_html_space(s[x]))
                     x++;
                 int kind = x > ts ? name_is_navigation(f->names, s, ts, x - ts) : 0;
+                if ((kind & CONSENT_WORD) && !names_page_state(t)) {  /* a consent box */
+                    spans_add(&f->classes, s, ts, x - ts);
+                    t->bits |= T_NAME | T_CONSENT;
+                    continue;
+                }
+                kind &= ~CONSENT_WORD;
                 if (kind == 1) {
                     spans_add(&f->classes, s, ts, x - ts);
                     t->bits |= T_NAME;
@@ -691,7 +712,7 @@ static void read_tag(const unsigned char *s, size_t n, size_t i, int is_end, tag
                 }
             }
         } else if (an_len == 2 && a[0] == 'i' && a[1] == 'd' && has_value && v_len) {
-            int kind = name_is_navigation(f->names, s, v, v_len);
+            int kind = name_is_navigation(f->names, s, v, v_len) & ~CONSENT_WORD;
             if (kind == 1) {
                 spans_add(&f->ids, s, v, v_len);
                 t->bits |= T_NAME;
@@ -828,6 +849,8 @@ static void put_start_tag(buf *out, const unsigned char *s, size_t at, const tag
         buf_put(out, MARK_HIDDEN, sizeof(MARK_HIDDEN) - 1);
     if (t->bits & T_ROLE)
         buf_put(out, MARK_ROLE, sizeof(MARK_ROLE) - 1);
+    if (t->bits & T_CONSENT)
+        buf_put(out, MARK_CONSENT, sizeof(MARK_CONSENT) - 1);
     if ((t->bits & (T_SECONDARY | T_NAME)) == T_SECONDARY) {
         buf_put(out, MARK_SECONDARY, sizeof(MARK_SECONDARY) - 1);
         f->flags |= F_SECONDARY;

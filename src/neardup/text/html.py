@@ -49,6 +49,7 @@ from .html_rules import (FORM_FIELDS, REPEATED_LINE_CHARS, TAIL_START, Holder, d
                          drop_secondary, once, without_byline, without_line_furniture, without_link_inserts,
                          without_tail)
 from .html_scan import FLAGS as _FLAGS
+from .html_scan import MARK_CONSENT as _MARK_CONSENT
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
 from .html_scan import MARK_NAME as _MARK_NAME
 from .html_scan import MARK_ROLE as _MARK_ROLE
@@ -433,6 +434,9 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
                     if chars > NAMED_WRAPPER_SHARE * root_chars:
                         continue
                 node.remove()
+                root_text = None
+            elif _MARK_CONSENT in node.attributes:
+                node.remove()  # a box asking to accept cookies, however long its text
                 root_text = None
     if flags & _FLAGS["SECONDARY"] and not flags & _FLAGS["OWN_MARKS"]:
         if drop_secondary(root):

@@ -38,6 +38,7 @@ MARK_NAME = "data-neardup-name"
 MARK_HIDDEN = "data-neardup-hidden"
 MARK_ROLE = "data-neardup-role"
 MARK_SECONDARY = "data-neardup-secondary"
+MARK_CONSENT = "data-neardup-consent"
 
 _TAG_FLAGS = {"main": 1 << 0, "article": 1 << 1, "header": 1 << 2, "footer": 1 << 3, "h1": 1 << 4,
               "aside": 1 << 5, "nav": 1 << 6, "dialog": 1 << 7, "noscript": 1 << 8, "template": 1 << 9,
@@ -114,6 +115,10 @@ _SECONDARY_AFFIX = (b"comment", b"comments", b"newsletter", b"subscribe", b"subs
                     b"trending", b"popular", b"widget", b"respond", b"reviews", b"consent", b"gdpr", b"byline",
                     b"authorbox")
 _SECONDARY_EXACT = (b"ad", b"ads", b"bio", b"bios")
+# A box asking to accept cookies (see CONSENT_AFFIX in _htmlscan.c), said by a class.
+_CONSENT_AFFIX = (b"cookie", b"cookies", b"consent", b"gdpr")
+# Elements whose classes say the state of the whole page ("cookies-not-set"), not of a box in it.
+_PAGE_STATE = frozenset((b"body", b"html", b"main", b"article"))
 _UTILITY = frozenset((b"overflow", b"margin", b"padding", b"border", b"rounded", b"text", b"align", b"scroll", b"inset"))
 _NAV_ROLES = frozenset({b"navigation", b"banner", b"contentinfo", b"search", b"menu", b"menubar", b"toolbar",
                         b"tablist"})
@@ -176,11 +181,16 @@ def _names_in(s: bytes, affix, exact, placed: bool) -> bool:
     return False
 
 
+_CONSENT_WORD = 4
+
+
 def _names_navigation(s: bytes) -> int:
-    """1: the name has a navigation word; else 2: a secondary word; else 0."""
+    """1: the name has a navigation word; else 2: a secondary word; else 0; plus _CONSENT_WORD when
+    it has a consent word too."""
+    consent = _CONSENT_WORD if _names_in(s, _CONSENT_AFFIX, (), False) else 0
     if _names_in(s, _AFFIX, _EXACT, True):
-        return 1
-    return 2 if _names_in(s, _SECONDARY_AFFIX, _SECONDARY_EXACT, False) else 0
+        return 1 | consent
+    return (2 if _names_in(s, _SECONDARY_AFFIX, _SECONDARY_EXACT, False) else 0) | consent
 
 
 # A run of HTML white space that holds a line feed (copy_text in _htmlscan.c).
@@ -274,13 +284,18 @@ def _read_tag(s: bytes, n: int, i: int, is_end: bool, found: dict) -> _Tag:
         if attr == b"class" and value is not None:
             for tok in _RE_HTML_SPACE.split(value):
                 kind = _names_navigation(_lower(tok[:256])) if tok else 0
+                if kind & _CONSENT_WORD and name not in _PAGE_STATE:  # a consent box
+                    found["classes"].append(tok)
+                    bits |= 1 | 16
+                    continue
+                kind &= ~_CONSENT_WORD
                 if kind == 1:
                     found["classes"].append(tok)
                     bits |= 1
                 elif kind == 2:
                     bits |= 8
         elif attr == b"id" and value:
-            kind = _names_navigation(_lower(value[:256]))
+            kind = _names_navigation(_lower(value[:256])) & ~_CONSENT_WORD
             if kind == 1:
                 found["ids"].append(value)
                 bits |= 1
@@ -319,6 +334,8 @@ def _put_start_tag(out: bytearray, s: bytes, at: int, t: _Tag, strip: bool, foun
         out += b" " + MARK_HIDDEN.encode()
     if t.bits & 4:
         out += b" " + MARK_ROLE.encode()
+    if t.bits & 16:
+        out += b" " + MARK_CONSENT.encode()
     if t.bits & 9 == 8:
         out += b" " + MARK_SECONDARY.encode()
         found["flags"] |= FLAGS["SECONDARY"]
