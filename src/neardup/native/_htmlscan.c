@@ -20,13 +20,16 @@
  *           navigation, data-neardup-hidden in those that are hidden (the hidden attribute, a
  *           style that hides) and data-neardup-role in those with a navigation role, so that
  *           each is one cheap query ([data-neardup-name]) instead of a list of attribute
- *           selectors (unless the page has such attributes of its own: flag OWN_MARKS);
+ *           selectors (unless the page has such attributes of its own: flag OWN_MARKS); and
+ *           data-neardup-consent beside data-neardup-name when a class names a box asking to
+ *           accept cookies (CONSENT_AFFIX);
  *         - of the other attributes of start tags only role (the extraction reads role="main"),
  *           but on the elements whose attributes change the parse (attributes_matter); all of
  *           them when the page has attributes like the marks (OWN_MARKS: it is scanned again);
  *         - <script>, <style>, <textarea> and <iframe> elements, comments and processing
  *           instructions cut out (the extraction drops them anyway; lexbor has less to parse);
- *         - form feeds, \x01 and \x02 of the page itself replaced by spaces;
+ *         - form feeds, \x01 and \x02 of the page itself replaced by spaces, and each run of
+ *           white space in text that holds a line feed made one line feed (copy_text);
  *         - (cut_navigation: for "main" mode, which drops <nav> and <dialog> wherever they
  *           are) every <nav> and <dialog> element whose content provably stays inside it in
  *           the parser's tree replaced by an empty one (see cut_region): a seventh of the
