@@ -673,3 +673,30 @@ def test_a_box_asking_to_accept_cookies_goes_however_long():
     for scan in (html_scan.scan_python, H._scan):
         marked = scan(html, True)[0]
         assert marked.count(html_scan.MARK_CONSENT.encode()) == 1
+
+
+def test_a_tails_heading_is_looked_up_by_its_first_word_with_the_same_answers():
+    from neardup.text import html_rules as R
+    headings = ("Related posts", "More from the author", "You may also like", "Recommended", "Read next",
+                "Keep reading", "Trending", "Latest", "Comments (3)", "Comment", "Leave a reply", "Share this:",
+                "Subscribe", "Sign up", "Newsletter", "About the author", "Tags:", "Tag", "More in Sport",
+                "Most read", "Further reading", "Other articles", "Similar", "Recent posts", "Written by Ann",
+                "Categories", "Follow us", "Share on X", "Author:", "Mehr zum Thema", "Das könnte Sie auch interessieren",
+                "Weitere Artikel", "Ähnliche Beiträge", "Verwandte Themen", "Kommentare", "Kommentar schreiben",
+                "Schreibe einen Kommentar", "Hinterlasse einen Kommentar", "Diesen Artikel teilen", "Beitrag teilen",
+                "Empfohlene Artikel", "Beliebte Beiträge", "Neueste Beiträge", "Meistgelesen", "Meist gelesen",
+                "Schlagwörter", "Schlagworte", "Über den Autor", "Zum Thema", "Auch interessant", "Sur le même sujet",
+                "Articles similaires", "Dans la même rubrique", "Commentaires", "Laisser un commentaire", "Les plus lus",
+                "Vous aimerez aussi", "À propos de l'auteur", "Partager cet article", "También te puede interesar",
+                "Te puede interesar", "Le puede interesar", "Noticias relacionadas", "Artículos relacionados",
+                "Notas relacionadas", "Temas relacionados", "Más noticias", "Lo más leído", "Comentarios",
+                "Deja un comentario", "Sobre el autor", "Etiquetas", "Articoli correlati", "Potrebbe interessarti",
+                "Commenti", "Lascia un commento", "I più letti", "Notícias relacionadas", "Comentários",
+                "Deixe um comentário", "Mais lidas", "Gerelateerde artikelen", "Reacties", "Meer over", "Meest gelezen",
+                "Komentarze", "Podobne artykuły", "Najczęściej czytane", "RELATED—STORIES")
+    story = "\n".join(f"Paragraph {i} of the story, long enough to be prose and not a heading of anything." for i in range(8))
+    for h in headings:
+        assert R._TAIL_HEADING.match(h), h
+        assert R.without_tail(f"{story}\n{h}\nOther story") == story, h
+    for line in ("Relatedness of species", "Discussion", "Read more", "Lesen Sie auch", "The related posts", "» Related"):
+        assert not R._TAIL_HEADING.match(line) and R.without_tail(f"{story}\n{line}\nOther") == f"{story}\n{line}\nOther"

@@ -1167,15 +1167,24 @@ static inline unsigned char latin_lower(const unsigned char *s, size_t from, siz
  * letters and Latin-1 capitals in any case) that ends the text or is followed by a byte other than an ASCII letter,
  * digit or '_' and other than a byte of a multi-byte character; 0 when not; -1 when the text
  * is all white space (the heading's text is still to come, after a tag). */
+static size_t aside_len[NASIDE_WORDS];  /* the words' lengths, filled once at import (index_aside) */
+
+static int index_aside(void) {
+    for (size_t k = 0; k < NASIDE_WORDS; k++)
+        aside_len[k] = strlen(ASIDE_WORDS[k]);
+    return 0;
+}
+
 static int opens_aside(const unsigned char *s, size_t from, size_t to) {
     while (from < to && is_html_space(s[from]))
         from++;
     if (from == to)
         return -1;
+    unsigned char first = ascii_lower(s[from]);  /* (a Latin-1 capital's first byte is its small one's) */
     for (size_t k = 0; k < NASIDE_WORDS; k++) {
         const char *w = ASIDE_WORDS[k];
-        size_t l = strlen(w), j = 0;
-        if (to - from < l)
+        size_t l = aside_len[k], j = 1;
+        if ((unsigned char)w[0] != first || to - from < l)
             continue;
         while (j < l && latin_lower(s, from, j) == (unsigned char)w[j])
             j++;
@@ -1526,7 +1535,7 @@ PyMODINIT_FUNC PyInit__htmlscan(void) {
             Py_DECREF(m);
             return NULL;
         }
-    if (index_tags() < 0 || index_words() < 0 || index_cut() < 0 || index_breakout() < 0) {
+    if (index_tags() < 0 || index_words() < 0 || index_cut() < 0 || index_breakout() < 0 || index_aside() < 0) {
         PyErr_SetString(PyExc_ImportError, "neardup._htmlscan: too many tags or words with one first letter and length");
         Py_DECREF(m);
         return NULL;

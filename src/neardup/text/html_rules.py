@@ -73,7 +73,7 @@ _TAIL_HEADING = re.compile(
     # French
     r"|sur le même sujet|articles (?:similaires|liés|connexes)|dans la même rubrique|commentaires"
     r"|laisser un commentaire|les plus lus|vous aimerez (?:peut-être )?aussi|à propos de l'auteur"
-    r"|partager (?:cet|l')article"
+    r"|partager (?:cet |l')article"
     # Spanish, Italian, Portuguese, Dutch, Polish
     r"|(?:también )?(?:te|le) puede interesar|(?:noticias|artículos|notas|temas) relacionad[oa]s|más noticias"
     r"|lo más leído|comentarios|deja un comentario|sobre el autor|etiquetas"
@@ -82,6 +82,18 @@ _TAIL_HEADING = re.compile(
     r"|gerelateerde artikelen|reacties|meer over|meest gelezen"
     r"|komentarze|podobne artykuły|najczęściej czytane"
     r")\b|author\s*:?\s*$", re.I)
+# The first word of each of them (lower case): a line whose first word is none of these is no
+# heading of a tail without the expression's hundred alternatives tried on it (most lines).
+_TAIL_FIRST_WORDS = frozenset("""
+    related more you recommended read keep trending latest comment comments leave share subscribe sign
+    newsletter about tag tags most further other similar recent written categories follow author
+    mehr das weitere ähnliche verwandte kommentare kommentar schreibe hinterlasse diesen artikel beitrag
+    empfohlene beliebte neueste meistgelesen meist schlagwörter schlagworte über zum auch
+    sur articles dans commentaires laisser les vous à partager
+    también te le noticias artículos notas temas más lo comentarios deja sobre etiquetas
+    articoli potrebbe commenti lascia i notícias comentários deixe mais
+    gerelateerde reacties meer meest komentarze podobne najczęściej""".split())
+_FIRST_WORD = re.compile(r"\w+")
 # A heading that names what is recommended beside the content (other products, other stories):
 # the block it heads goes, wherever it stands in the content, when it is not most of the content.
 _ASIDE_HEADING = re.compile("(?:" + "|".join(re.escape(w) for w in ASIDE_WORDS) + r")\b", re.I)
@@ -345,7 +357,9 @@ def without_link_inserts(raw: str) -> str:
         link = _INSERT_LINK.match(raw, colon.end() - 1)
         if link is not None and _after_paragraph(raw, start):
             found.append((start, link.end()))
-    if not found or len(found) > LINK_INSERTS:
+            if len(found) > LINK_INSERTS:
+                return raw  # the content's own list
+    if not found:
         return raw
     parts, at = [], 0
     for start, end in found:
@@ -412,8 +426,11 @@ def without_tail(text: str) -> str:
     if not pos:
         return text
     for line in text[pos:].split("\n"):
-        if len(line) < TAIL_LINE_CHARS and _TAIL_HEADING.match(line):
-            return text[:pos].rstrip("\n")
+        if len(line) < TAIL_LINE_CHARS:
+            # (its first word looked up first: most lines are not tried against the expression)
+            first = _FIRST_WORD.match(line)
+            if first is not None and first.group().lower() in _TAIL_FIRST_WORDS and _TAIL_HEADING.match(line):
+                return text[:pos].rstrip("\n")
         pos += len(line) + 1
     return text
 
