@@ -359,14 +359,7 @@ def without_link_inserts(raw: str) -> str:
             found.append((start, link.end()))
             if len(found) > LINK_INSERTS:
                 return raw  # the content's own list
-    if not found:
-        return raw
-    parts, at = [], 0
-    for start, end in found:
-        parts.append(raw[at:start])
-        at = end
-    parts.append(raw[at:])
-    return "\f".join(parts)
+    return _without_spans(raw, found, "\f") if found else raw
 
 
 def _after_paragraph(raw: str, at: int) -> bool:
@@ -407,14 +400,17 @@ def without_byline(text: str) -> str:
         pos = stop + 1
         if pos > limit:
             break
-    if not dropped:
-        return text
+    return _without_spans(text, dropped).rstrip("\n") if dropped else text
+
+
+def _without_spans(text: str, spans: list, between: str = "") -> str:
+    """``text`` without its ``spans`` ((start, end), in order, apart), ``between`` in each one's place."""
     parts, at = [], 0
-    for a, b in dropped:
-        parts.append(text[at:a])
-        at = b
+    for start, end in spans:
+        parts.append(text[at:start])
+        at = end
     parts.append(text[at:])
-    return "".join(parts).rstrip("\n")
+    return between.join(parts)
 
 
 def without_tail(text: str) -> str:
