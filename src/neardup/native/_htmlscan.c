@@ -230,6 +230,7 @@ static const word SECONDARY_EXACT[] = {
  * such a box (data-neardup-consent), which the extraction drops whatever its length; not on
  * body, html, main and article, whose classes say the state of the page ("cookies-not-set"),
  * nor by an id, often a heading's title made a name (<section id="cookies">). */
+#define CONSENT_WORD 4  /* what names_navigation adds to its answer for a consent word */
 static const word CONSENT_AFFIX[] = {
     W("cookie"), W("cookies"), W("consent"), W("gdpr"),
 };
@@ -262,7 +263,7 @@ static letter_words by_letter[26];
  * with the words by first letter (index_words). */
 typedef struct {
     const word *w[MAX_WORDS_PER_LETTER];
-    unsigned char kind[MAX_WORDS_PER_LETTER];  /* 1 navigation, 2 secondary, 3 consent */
+    unsigned char kind[MAX_WORDS_PER_LETTER];  /* 1 navigation, 2 secondary, 4 consent (CONSENT_WORD) */
     int n;
 } ending_words;
 static ending_words by_last_letter[26];
@@ -287,7 +288,7 @@ static int index_words(void) {
             if (l->n == MAX_WORDS_PER_LETTER)
                 return -1;
             l->w[l->n] = &list[k];
-            l->exact[l->n] = (unsigned char)(pass == 4 ? 4 : pass);
+            l->exact[l->n] = (unsigned char)pass;  /* (CONSENT_AFFIX, pass 4: bit 2) */
             l->n++;
             if (pass == 0 || pass == 2 || pass == 4) {  /* the affix words: by last letter too */
                 unsigned char last = (unsigned char)list[k].w[list[k].len - 1];
@@ -297,7 +298,7 @@ static int index_words(void) {
                 if (e->n == MAX_WORDS_PER_LETTER)
                     return -1;
                 e->w[e->n] = &list[k];
-                e->kind[e->n] = (unsigned char)(pass == 0 ? 1 : pass == 2 ? 2 : 3);
+                e->kind[e->n] = (unsigned char)(pass == 0 ? 1 : pass == 2 ? 2 : CONSENT_WORD);
                 e->n++;
             }
         }
@@ -339,7 +340,6 @@ static int exact_place(const unsigned char *s, size_t n, size_t i, size_t len) {
  * is there too. A word matches where it starts a run of [a-z0-9] (any word: the whole-token ones
  * must also end at a run's end, and may span a '-': "sr-only") or ends one (the affix words). So
  * each run is looked at twice, at its first and at its last letter, not at each of its letters. */
-#define CONSENT_WORD 4
 static int names_navigation(const unsigned char *s, size_t n) {
     int found = 0;  /* 1 navigation, 2 secondary, 4 consent (bits) */
     size_t i = 0;
@@ -371,7 +371,7 @@ static int names_navigation(const unsigned char *s, size_t n) {
             for (int k = 0; k < e->n; k++) {
                 size_t len = e->w[k]->len;  /* a word that starts the run was met above */
                 if (len < b - a && memcmp(s + b - len, e->w[k]->w, len) == 0)
-                    found |= e->kind[k] == 3 ? CONSENT_WORD : e->kind[k];
+                    found |= e->kind[k];
             }
         }
         i = b;
@@ -1149,7 +1149,16 @@ static const char *const ASIDE_WORDS[] = {
     "more threads", "more videos", "more news", "other topics", "other posts", "other threads",
     "other articles", "other stories", "other products", "recently viewed", "sponsored", "suggested topics",
     "suggested posts", "suggested threads", "suggested articles", "suggested products",
-    "mehr zum thema", "das könnte sie auch interessieren", "das könnte dich auch interessieren", "weitere artikel", "weitere beiträge", "weitere nachrichten", "ähnliche artikel", "ähnliche beiträge", "verwandte artikel", "verwandte beiträge", "empfohlene artikel", "empfohlene beiträge", "meistgelesen", "meist gelesen", "beliebte beiträge", "auch interessant", "zum weiterlesen", "sur le même sujet", "articles similaires", "articles liés", "les plus lus", "vous aimerez aussi", "vous aimerez peut-être", "noticias relacionadas", "artículos relacionados", "notas relacionadas", "temas relacionados", "te puede interesar", "le puede interesar", "también te puede interesar", "lo más leído", "más noticias", "articoli correlati", "potrebbe interessarti", "i più letti", "notícias relacionadas", "mais lidas", "gerelateerde artikelen", "meest gelezen", "podobne artykuły", "najczęściej czytane",
+    /* German, French, Spanish, Italian, Portuguese, Dutch, Polish */
+    "mehr zum thema", "das könnte sie auch interessieren", "das könnte dich auch interessieren",
+    "weitere artikel", "weitere beiträge", "weitere nachrichten", "ähnliche artikel", "ähnliche beiträge",
+    "verwandte artikel", "verwandte beiträge", "empfohlene artikel", "empfohlene beiträge", "meistgelesen",
+    "meist gelesen", "beliebte beiträge", "auch interessant", "zum weiterlesen", "sur le même sujet",
+    "articles similaires", "articles liés", "les plus lus", "vous aimerez aussi", "vous aimerez peut-être",
+    "noticias relacionadas", "artículos relacionados", "notas relacionadas", "temas relacionados",
+    "te puede interesar", "le puede interesar", "también te puede interesar", "lo más leído", "más noticias",
+    "articoli correlati", "potrebbe interessarti", "i più letti", "notícias relacionadas", "mais lidas",
+    "gerelateerde artikelen", "meest gelezen", "podobne artykuły", "najczęściej czytane",
 };
 #define NASIDE_WORDS (sizeof(ASIDE_WORDS) / sizeof(ASIDE_WORDS[0]))
 

@@ -64,7 +64,16 @@ ASIDE_WORDS = (
     "more threads", "more videos", "more news", "other topics", "other posts", "other threads",
     "other articles", "other stories", "other products", "recently viewed", "sponsored", "suggested topics",
     "suggested posts", "suggested threads", "suggested articles", "suggested products",
-    "mehr zum thema", "das könnte sie auch interessieren", "das könnte dich auch interessieren", "weitere artikel", "weitere beiträge", "weitere nachrichten", "ähnliche artikel", "ähnliche beiträge", "verwandte artikel", "verwandte beiträge", "empfohlene artikel", "empfohlene beiträge", "meistgelesen", "meist gelesen", "beliebte beiträge", "auch interessant", "zum weiterlesen", "sur le même sujet", "articles similaires", "articles liés", "les plus lus", "vous aimerez aussi", "vous aimerez peut-être", "noticias relacionadas", "artículos relacionados", "notas relacionadas", "temas relacionados", "te puede interesar", "le puede interesar", "también te puede interesar", "lo más leído", "más noticias", "articoli correlati", "potrebbe interessarti", "i più letti", "notícias relacionadas", "mais lidas", "gerelateerde artikelen", "meest gelezen", "podobne artykuły", "najczęściej czytane",
+    # German, French, Spanish, Italian, Portuguese, Dutch, Polish
+    "mehr zum thema", "das könnte sie auch interessieren", "das könnte dich auch interessieren",
+    "weitere artikel", "weitere beiträge", "weitere nachrichten", "ähnliche artikel", "ähnliche beiträge",
+    "verwandte artikel", "verwandte beiträge", "empfohlene artikel", "empfohlene beiträge", "meistgelesen",
+    "meist gelesen", "beliebte beiträge", "auch interessant", "zum weiterlesen", "sur le même sujet",
+    "articles similaires", "articles liés", "les plus lus", "vous aimerez aussi", "vous aimerez peut-être",
+    "noticias relacionadas", "artículos relacionados", "notas relacionadas", "temas relacionados",
+    "te puede interesar", "le puede interesar", "también te puede interesar", "lo más leído", "más noticias",
+    "articoli correlati", "potrebbe interessarti", "i più letti", "notícias relacionadas", "mais lidas",
+    "gerelateerde artikelen", "meest gelezen", "podobne artykuły", "najczęściej czytane",
 )
 _ASIDE_WORDS = tuple(w.encode() for w in ASIDE_WORDS)
 _ASIDE_LONGEST = max(map(len, _ASIDE_WORDS))
@@ -82,8 +91,9 @@ def _latin_lower(m: re.Match) -> bytes:
 
 def _opens_aside(text: bytes) -> int:
     """1 when ``text`` opens, after HTML white space, with one of ASIDE_WORDS (ASCII letters and
-    Latin-1 capitals in any case) ending it or followed by a byte other than an ASCII letter, digit or '_' and other
-    than a byte of a multi-byte character; 0 when not; -1 when it is all white space."""
+    Latin-1 capitals in any case) ending it or followed by a byte other than an ASCII letter,
+    digit or '_' and other than a byte of a multi-byte character; 0 when not; -1 when it is all
+    white space."""
     text = text.lstrip(_SPACE)
     if not text:
         return -1
