@@ -468,6 +468,10 @@ def test_the_byline_and_dateline_above_a_story_go():
     # the same lines further down are the story's (a dated entry of a timeline, a quoted byline)
     late = "\n".join(story[:10] + ["March 10, 2026", "By Jane Doe"] + story[10:])
     assert without_byline(late) == late
+    # in other languages, with the time after a comma
+    for line in ("Aktualisiert am 17.01.2021.", "12.12.2022, 08:30 Uhr", "Publié le 03/04/2022 à 17h45",
+                 "Publicado el 2022-05-06"):
+        assert without_byline("\n".join(["Hochwasser im Tal", line] + story)) == "\n".join(["Hochwasser im Tal"] + story), line
     # a longer line that opens like a byline is prose
     prose = "\n".join(["By the time the river rose, the town had already moved its archives uphill."] + story)
     assert without_byline(prose) == prose
@@ -616,7 +620,9 @@ def test_a_label_and_a_link_between_a_storys_paragraphs_go():
 
 
 def test_an_articles_tail_is_told_in_the_webs_main_languages():
-    tail = "".join(f"<p><a href=/s{i}>Hochwasser im Tal {i}</a></p>" for i in range(5))
+    # (two titles: three or more under a short heading go whatever it says, see the test of the
+    # titles that end the text)
+    tail = "".join(f"<p><a href=/s{i}>Hochwasser im Tal {i}</a></p>" for i in range(2))
     html = (f"<html><body><main><h1>Hochwasser</h1><p>{ARTICLE}</p>"
             f"<h2>Das könnte Sie auch interessieren</h2>{tail}</main></body></html>")
     text = main(html)
@@ -625,7 +631,7 @@ def test_an_articles_tail_is_told_in_the_webs_main_languages():
         assert "Hochwasser im Tal" not in main(html.replace("Das könnte Sie auch interessieren", heading)), heading
     # an inline "read also" is a link set in the story as well as under it: not a tail
     inline = html.replace("Das könnte Sie auch interessieren", "Lesen Sie auch")
-    assert "Hochwasser im Tal 4" in main(inline)
+    assert "Hochwasser im Tal 1" in main(inline)
 
 
 def test_a_block_headed_as_recommendations_goes_in_the_webs_main_languages():
@@ -693,10 +699,39 @@ def test_a_tails_heading_is_looked_up_by_its_first_word_with_the_same_answers():
                 "Deja un comentario", "Sobre el autor", "Etiquetas", "Articoli correlati", "Potrebbe interessarti",
                 "Commenti", "Lascia un commento", "I più letti", "Notícias relacionadas", "Comentários",
                 "Deixe um comentário", "Mais lidas", "Gerelateerde artikelen", "Reacties", "Meer over", "Meest gelezen",
-                "Komentarze", "Podobne artykuły", "Najczęściej czytane", "RELATED—STORIES")
+                "Komentarze", "Podobne artykuły", "Najczęściej czytane", "RELATED—STORIES", "Filed under politics",
+                "Explore further", "Ähnliche Nachrichten", "Verwandte Meldungen", "Weitere aktuelle Themen",
+                "Abgelegt unter: Archiv", "Am meisten gelesen", "Die meistgelesenen Artikel", "Zum Weiterlesen:",
+                "Diese Seite teilen", "Artikel bewerten", "Sur le sujet", "Contenido relacionado",
+                "Temas:", "Inne artykuły autora", "Czytaj także")
     story = "\n".join(f"Paragraph {i} of the story, long enough to be prose and not a heading of anything." for i in range(8))
     for h in headings:
         assert R._TAIL_HEADING.match(h), h
         assert R.without_tail(f"{story}\n{h}\nOther story") == story, h
     for line in ("Relatedness of species", "Discussion", "Read more", "Lesen Sie auch", "The related posts", "» Related"):
         assert not R._TAIL_HEADING.match(line) and R.without_tail(f"{story}\n{line}\nOther") == f"{story}\n{line}\nOther"
+
+
+def test_the_titles_of_other_stories_that_end_the_text_go_with_their_heading():
+    story = "".join(f"<p>{ARTICLE[i * 200:(i + 1) * 200]}</p>" for i in range(5))
+    titles = "".join(f"<li><a href='/s{i}'>Another story of the region, number {i}</a></li>" for i in range(4))
+    page = f"<html><body><main><h1>Flood</h1>{story}<h3>Aus der Region</h3><ul>{titles}</ul></main></body></html>"
+    text = main(page)
+    assert ARTICLE[800:1000].strip() in text and "Aus der Region" not in text and "Another story" not in text
+    # a date or a section's name between the titles is of them
+    dated = titles.replace("</a></li>", "</a><div class=date>May 3</div></li>")
+    assert "Another story" not in main(page.replace(titles, dated))
+    # without a heading (a listing's last titles, a manual's links at the end of a page), or with
+    # fewer than three, or when they are most of the text, they stay
+    assert "Another story of the region, number 3" in main(page.replace("<h3>Aus der Region</h3>", ""))
+    two = "".join(f"<li><a href='/s{i}'>Another story of the region, number {i}</a></li>" for i in range(2))
+    assert "Another story of the region, number 1" in main(page.replace(titles, two))
+    short = page.replace(story, f"<p>{ARTICLE[:120]}</p>")
+    assert "Another story of the region, number 3" in main(short)
+    # the tail is read on the text as the page has it: the titles cut from its end are counted in
+    # its length, and a "Related" box in the middle of the story does not become its tail
+    from neardup.text import html_rules as R
+    lines = [f"Line {i} of the story, long enough to be prose and not a heading of anything." for i in range(10)]
+    text = "\n".join(lines[:8] + ["Related"] + lines[8:])
+    assert R.without_tail(text) == "\n".join(lines[:8])
+    assert R.without_tail(text, cut=len(text)) == text

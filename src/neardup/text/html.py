@@ -47,7 +47,7 @@ from .html_jsonld import from_description, json_ld_body
 from .html_layout import BODY_LINK_DENSITY, SHORT_CHARS, common_ancestor, drop_dense_blocks, out_of_links
 from .html_rules import (FORM_FIELDS, REPEATED_LINE_CHARS, TAIL_START, Holder, drop_forms, drop_headed_asides,
                          drop_secondary, once, without_byline, without_line_furniture, without_link_inserts,
-                         without_tail)
+                         without_tail, without_tail_titles)
 from .html_scan import FLAGS as _FLAGS
 from .html_scan import MARK_CONSENT as _MARK_CONSENT
 from .html_scan import MARK_HIDDEN as _MARK_HIDDEN
@@ -445,15 +445,15 @@ def _fast(html: str | bytes, mode: str, scanned=None, noscript: bool = False, sm
         root_text = None
     if USE_CLASSIFIER and html_blocks.classify_blocks(root):
         root_text = None
-    text = _lines(without_link_inserts(root_text if root_text is not None else root.text_lexbor()))
+    text, cut = _root_lines(root_text if root_text is not None else root.text_lexbor())
     if flags & _FLAGS["ASIDE_HEADING"] and text and drop_headed_asides(root):
-        text = _lines(without_link_inserts(root.text_lexbor()))
+        text, cut = _root_lines(root.text_lexbor())
     if not text:
         return ""
     if REPEATED_LINE_CHARS:
         text = once(text)
     if TAIL_START < 1:
-        text = without_tail(text)
+        text = without_tail(text, cut)
     text = without_line_furniture(without_byline(text))
     # The page's title tells apart pages whose main text is short or shared (index pages, stubs),
     # unless the content has a heading of its own (<h1>), or opens with the title already: the
@@ -477,6 +477,15 @@ def _main(html: str | bytes, url: str | None, with_page: bool = False):
     scanned = _scanned(html, cut_navigation=True, page=with_page)
     text = _main_text(html, url, scanned)
     return TextWithFingerprint(text, scanned[5]) if with_page else text
+
+
+def _root_lines(raw: str) -> tuple[str, int]:
+    """The root's text (``raw``, with the scan's marks) as lines, without its link inserts and the
+    titles of other pages that end it; and the characters of lines those titles took."""
+    kept = without_tail_titles(raw)
+    if len(kept) == len(raw):
+        return _lines(without_link_inserts(raw)), 0
+    return _lines(without_link_inserts(kept)), len(_lines(raw[len(kept):])) + 1
 
 
 def _main_text(html: str | bytes, url: str | None, scanned) -> str | None:

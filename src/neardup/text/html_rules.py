@@ -14,7 +14,7 @@ from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
 
 __all__ = ["Holder", "drop_forms", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline",
-           "without_link_inserts", "without_tail", "without_line_furniture", "REPEATED_LINE_CHARS", "TAIL_START"]
+           "without_link_inserts", "without_tail", "without_tail_titles", "without_line_furniture", "REPEATED_LINE_CHARS", "TAIL_START"]
 
 # A line this long met again in the main text is a copy (0: copies kept).
 REPEATED_LINE_CHARS = 20
@@ -63,36 +63,39 @@ _TAIL_HEADING = re.compile(
     r"|read next|keep reading|trending|latest|comments?|leave a (?:reply|comment)"
     r"|share this|subscribe|sign up|newsletter|about the author|tags?|more in|most read"
     r"|further reading|other articles|similar|recent (?:posts|articles|stories)|written by|categories"
-    r"|follow us|share (?:on|via)"
+    r"|follow us|share (?:on|via)|filed under|explore further"
     # German
     r"|mehr zum thema|mehr zu (?:diesem|dem) thema|das könnte (?:sie|dich) (?:auch )?interessieren"
-    r"|weitere (?:artikel|beiträge|nachrichten|meldungen|themen)|(?:ähnliche|verwandte) (?:artikel|beiträge|themen)"
+    r"|weitere (?:aktuelle )?(?:artikel|beiträge|nachrichten|meldungen|themen)"
+    r"|(?:ähnliche|verwandte) (?:artikel|beiträge|themen|nachrichten|meldungen|news)|abgelegt unter"
+    r"|am meisten gelesen|die meistgelesenen|das thema könnte|zum weiterlesen|(?:diese )?seite teilen|artikel bewerten"
     r"|kommentare|kommentar (?:schreiben|verfassen)|(?:schreibe|hinterlasse) einen kommentar"
     r"|(?:diesen )?(?:artikel|beitrag) teilen|(?:empfohlene|beliebte|neueste) (?:artikel|beiträge)"
     r"|meist ?gelesen|schlagw(?:örter|orte)|über den autor|zum thema|auch interessant"
     # French
     r"|sur le même sujet|articles (?:similaires|liés|connexes)|dans la même rubrique|commentaires"
     r"|laisser un commentaire|les plus lus|vous aimerez (?:peut-être )?aussi|à propos de l'auteur"
-    r"|partager (?:cet |l')article"
+    r"|partager (?:cet |l')article|sur le sujet"
     # Spanish, Italian, Portuguese, Dutch, Polish
     r"|(?:también )?(?:te|le) puede interesar|(?:noticias|artículos|notas|temas) relacionad[oa]s|más noticias"
-    r"|lo más leído|comentarios|deja un comentario|sobre el autor|etiquetas"
+    r"|lo más leído|comentarios|deja un comentario|sobre el autor|etiquetas|contenido relacionado|temas(?=\s*:?\s*$)"
     r"|articoli correlati|potrebbe interessarti|commenti|lascia un commento|i più letti"
     r"|notícias relacionadas|comentários|deixe um comentário|mais lidas"
     r"|gerelateerde artikelen|reacties|meer over|meest gelezen"
-    r"|komentarze|podobne artykuły|najczęściej czytane"
+    r"|komentarze|podobne artykuły|najczęściej czytane|inne artykuły|czytaj (?:także|również)"
     r")\b|author\s*:?\s*$", re.I)
 # The first word of each of them (lower case): a line whose first word is none of these is no
 # heading of a tail without the expression's hundred alternatives tried on it (most lines).
 _TAIL_FIRST_WORDS = frozenset("""
     related more you recommended read keep trending latest comment comments leave share subscribe sign
-    newsletter about tag tags most further other similar recent written categories follow author
+    newsletter about tag tags most further other similar recent written categories follow author filed explore
     mehr das weitere ähnliche verwandte kommentare kommentar schreibe hinterlasse diesen artikel beitrag
-    empfohlene beliebte neueste meistgelesen meist schlagwörter schlagworte über zum auch
+    empfohlene beliebte neueste meistgelesen meist schlagwörter schlagworte über zum auch abgelegt am die
+    diese seite
     sur articles dans commentaires laisser les vous à partager
-    también te le noticias artículos notas temas más lo comentarios deja sobre etiquetas
+    también te le noticias artículos notas temas más lo comentarios deja sobre etiquetas contenido
     articoli potrebbe commenti lascia i notícias comentários deixe mais
-    gerelateerde reacties meer meest komentarze podobne najczęściej""".split())
+    gerelateerde reacties meer meest komentarze podobne najczęściej inne czytaj""".split())
 _FIRST_WORD = re.compile(r"\w+")
 # A heading that names what is recommended beside the content (other products, other stories):
 # the block it heads goes, wherever it stands in the content, when it is not most of the content.
@@ -224,9 +227,14 @@ _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|
           r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
 _DATE = (rf"(?:{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH},?\s+\d{{4}}"
          r"|\d{4}-\d{2}-\d{2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})")
+# (the words before a date in other languages too: "Aktualisiert am", "Publié le", "Publicado el"; its
+# time after a comma or a dash, "12.12.2022, 08:30 Uhr", "17:45h")
+_DATED = (r"published|updated|posted|last updated|modified|date|aktualisiert(?: am)?|veröffentlicht(?: am)?"
+          r"|erstellt(?: am)?|stand|publié le|mis à jour le|publicado(?: el)?|actualizado(?: el)?|pubblicato(?: il)?"
+          r"|aggiornato(?: il)?|opublikowano")
 _BYLINE = re.compile(
-    rf"(?:(?:published|updated|posted|last updated|modified|date)\s*(?:on|:)?\s*)?{_DATE}"
-    r"(?:\s*(?:at\s+)?\d{1,2}:\d{2}(?:\s*[ap]\.?m\.?)?(?:\s+[A-Z]{2,4})?)?\s*"
+    rf"(?:(?:{_DATED})\s*(?:on|:)?\s*)?{_DATE}\.?"
+    r"(?:,?\s*(?:at\s+|um\s+|à\s+|a las\s+|-\s*)?\d{1,2}[:.h]\d{2}(?:\s*(?:[ap]\.?m\.?|uhr|h))?(?:\s+[A-Z]{2,4})?)?\s*"
     r"|(?:written |reviewed |edited |posted |fact[- ]checked |words |story )?by\s*:?\s*\S+(?:\s+\S+){0,4}\s*"
     r"|\d+\s*min(?:ute)?s?\s+read\s*", re.I)
 
@@ -413,9 +421,11 @@ def _without_spans(text: str, spans: list, between: str = "") -> str:
     return between.join(parts)
 
 
-def without_tail(text: str) -> str:
-    """The text up to the first short line, past TAIL_START of it, that heads an article's tail."""
-    start = int(TAIL_START * len(text))
+def without_tail(text: str, cut: int = 0) -> str:
+    """The text up to the first short line, past TAIL_START of it, that heads an article's tail;
+    ``cut``: the characters of lines already cut from its end (without_tail_titles), counted in
+    its length: the tail is read on the text as the page has it."""
+    start = int(TAIL_START * (len(text) + cut))
     # only the lines that start past `start` are read: the first of them starts after the first
     # line break at or past it
     pos = text.find("\n", start) + 1
@@ -429,6 +439,52 @@ def without_tail(text: str) -> str:
                 return text[:pos].rstrip("\n")
         pos += len(line) + 1
     return text
+
+
+# A story's page often ends with the titles of other stories under a short heading of its own, a
+# heading the tail vocabulary may not know, in any language ("Mehr aus der Region", "Hacemos
+# periodismo..."): since rules 16 the last blocks of the text, when TAIL_TITLES or more of them are
+# each one link of TAIL_TITLE_WORDS words or more alone in its block (a title; blocks of under
+# TAIL_BETWEEN_CHARS without links between and after them: a date, a section's name), go with the short
+# block that is no link before them (their heading, under TAIL_LINE_CHARS), when the text before
+# holds TAIL_TITLES_REST of the text or more. Without such a heading (a listing's last titles, a
+# manual's list of links at the end of a page) they stay.
+TAIL_TITLES = 3
+TAIL_TITLE_WORDS = 3
+TAIL_BETWEEN_CHARS = 40
+TAIL_TITLES_REST = 0.5
+
+
+def without_tail_titles(raw: str) -> str:
+    """``raw`` (a subtree's text with the scan's marks) without the titles that end it and their
+    heading (TAIL_TITLES)."""
+    titles, first, end = 0, -1, len(raw)
+    # (from the end, block by block: most texts end with a block that is no title, and cost one)
+    while end > 0:
+        start = raw.rfind("\f", 0, end) + 1
+        block = raw[start:end].strip()
+        end = start - 1
+        if not block:
+            continue
+        if (block[0] == "\x01" and block[-1] == "\x02" and block.count("\x01") == 1
+                and len(block.split(None, TAIL_TITLE_WORDS - 1)) >= TAIL_TITLE_WORDS):
+            titles, first = titles + 1, start
+        elif len(block) >= TAIL_BETWEEN_CHARS or "\x01" in block:
+            break
+    if titles < TAIL_TITLES:
+        return raw
+    end = first - 1
+    while end > 0:  # the heading: the block with text before the first title
+        start = raw.rfind("\f", 0, end) + 1
+        block = raw[start:end].strip()
+        if block:
+            if len(block) >= TAIL_LINE_CHARS or "\x01" in block:
+                return raw
+            if _stats(raw[:start])[0] < TAIL_TITLES_REST * _stats(raw)[0]:
+                return raw
+            return raw[:start]
+        end = start - 1
+    return raw
 
 
 def once(text: str) -> str:
