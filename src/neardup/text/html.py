@@ -67,7 +67,7 @@ __all__ = ["extract_text", "extract_utf8", "decode_html", "declared_charset", "d
 HTML_MODES = ("main", "whole", "article")
 #: The version of the main-content rules below; bumped whenever a rule changes an output (what
 #: each version changed: docs/html.md, "What each rules version changed").
-RULES_VERSION = 15
+RULES_VERSION = 16
 
 _trafilatura = None
 
