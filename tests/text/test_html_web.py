@@ -735,3 +735,17 @@ def test_the_titles_of_other_stories_that_end_the_text_go_with_their_heading():
     text = "\n".join(lines[:8] + ["Related"] + lines[8:])
     assert R.without_tail(text) == "\n".join(lines[:8])
     assert R.without_tail(text, cut=len(text)) == text
+
+
+def test_a_tail_heading_printed_on_each_post_is_a_label_not_the_tail():
+    from neardup.text import html_rules as R
+    posts = [f"Post {i}: the thread's question about the river, answered at length by its readers." for i in range(9)]
+    # "Author" beside each of the thread's author's posts (three times): the thread goes on after it
+    badged = []
+    for i, post in enumerate(posts):
+        badged += (["Author", post] if i % 3 == 2 else [post])
+    text = "\n".join(badged)
+    assert R.without_tail(text) == text
+    # once, under the story, it heads the author's box: the text ends before it
+    story = "\n".join(posts + ["Author", "Jane Doe writes about rivers."])
+    assert R.without_tail(story) == "\n".join(posts)

@@ -58,6 +58,10 @@ _NOT_FILLED_IN = frozenset(("hidden", "submit", "button", "image", "reset", "che
 # well as under it; "Popular", which opens titles of the content too ("Popular white wines").
 TAIL_START = 0.7
 TAIL_LINE_CHARS = 60
+# ...unless the text has that line this many times or more (since rules 16): a label printed on
+# each post or card ("Author" beside each of the thread's author's posts, "Comments" under each
+# teaser), not the heading of the page's tail.
+TAIL_HEADING_REPEATS = 3
 _TAIL_HEADING = re.compile(
     r"(?:related|more from|more stories|more articles|you may also like|you might also like|recommended"
     r"|read next|keep reading|trending|latest|comments?|leave a (?:reply|comment)"
@@ -435,7 +439,8 @@ def without_tail(text: str, cut: int = 0) -> str:
         if len(line) < TAIL_LINE_CHARS:
             # (its first word looked up first: most lines are not tried against the expression)
             first = _FIRST_WORD.match(line)
-            if first is not None and first.group().lower() in _TAIL_FIRST_WORDS and _TAIL_HEADING.match(line):
+            if (first is not None and first.group().lower() in _TAIL_FIRST_WORDS and _TAIL_HEADING.match(line)
+                    and f"\n{text}\n".count(f"\n{line}\n") < TAIL_HEADING_REPEATS):
                 return text[:pos].rstrip("\n")
         pos += len(line) + 1
     return text
