@@ -749,3 +749,19 @@ def test_a_tail_heading_printed_on_each_post_is_a_label_not_the_tail():
     # once, under the story, it heads the author's box: the text ends before it
     story = "\n".join(posts + ["Author", "Jane Doe writes about rivers."])
     assert R.without_tail(story) == "\n".join(posts)
+
+
+def test_the_json_ld_scripts_are_found_as_written_in_any_case():
+    from neardup.text.html_jsonld import _RE_JSON_LD, _json_ld_texts
+    pages = [
+        b'<script type="application/ld+json">{"a": 1}</script><p>x</p><script type=application/ld+json>[2]</script>',
+        b"<script async id='s' type='application/ld+json' nonce=x>{\"b\": 2}</SCRIPT>",
+        b'<script type="application/LD+JSON">{"c": 3}</script>',
+        b'<p>application/ld+json is a type</p><script type="application/ld+json">{"d": 4}</script>',
+        b'<meta content="application/ld+json"><script>var x = 1;</script>',
+        b'<script type="application/ld+json">{"e": 5}',
+    ]
+    for page in pages:
+        # the same contents as the case-blind expression over the whole page
+        assert list(_json_ld_texts(page)) == [m.group(1) for m in _RE_JSON_LD.finditer(page)], page
+    assert list(_json_ld_texts(pages[0])) == [b'{"a": 1}', b"[2]"]

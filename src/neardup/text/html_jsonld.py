@@ -10,6 +10,31 @@ from html import unescape
 __all__ = ["from_description", "json_ld_body"]
 
 _RE_JSON_LD = re.compile(rb"""<script[^>]{0,200}?application/ld\+json[^>]{0,200}>(.*?)</script""", re.S | re.I)
+_TYPE = b"application/ld+json"
+_SCRIPT_OPEN = re.compile(rb"<script\b[^<>]*\Z", re.I)
+
+
+def _json_ld_texts(data: bytes):
+    """The contents of the page's JSON-LD scripts. A case-blind expression over the whole page
+    costs a third of a millisecond (no fast search for its literal start): the type's name is
+    looked for as authors write it (lower case), and the expression read where it is not found."""
+    at = data.find(_TYPE)
+    if at < 0:
+        yield from (m.group(1) for m in _RE_JSON_LD.finditer(data))
+        return
+    while at >= 0:
+        tag = data.rfind(b"<", max(0, at - 200), at)
+        close = data.find(b">", at, at + 200 + len(_TYPE))
+        if tag >= 0 and close >= 0 and _SCRIPT_OPEN.match(data, tag, at):
+            end = data.find(b"</script", close)
+            if end < 0:
+                end = data.lower().find(b"</script", close)  # (an upper-case closing tag: rare)
+            if end < 0:
+                return
+            yield data[close + 1:end]
+            at = data.find(_TYPE, end)
+        else:
+            at = data.find(_TYPE, at + len(_TYPE))
 _BODY_KEYS = ("articleBody", "text", "description")
 
 
@@ -31,9 +56,9 @@ def json_ld_body(data: bytes, markup_text, product: bool = False) -> str:
     the longest description of a Product), as lines; "" when none. ``markup_text`` turns a
     value that holds markup into text."""
     best = ""
-    for m in _RE_JSON_LD.finditer(data):
+    for script in _json_ld_texts(data):
         try:
-            value = json.loads(m.group(1).decode("utf-8", "replace"))
+            value = json.loads(script.decode("utf-8", "replace"))
         except ValueError:
             continue
         stack = [value]
