@@ -463,8 +463,10 @@ TAIL_TITLES_REST = 0.5
 def without_tail_titles(raw: str) -> str:
     """``raw`` (a subtree's text with the scan's marks) without the titles that end it and their
     heading (TAIL_TITLES)."""
-    titles, first, end = 0, -1, len(raw)
-    # (from the end, block by block: most texts end with a block that is no title, and cost one)
+    titles, between, first, end = 0, 0, -1, len(raw.rstrip())  # (the empty blocks that end it skipped at once)
+    # (from the end, block by block: most texts end with a block that is no title, and cost one;
+    # short blocks are read between the titles, up to two for each and one more, not in a run of
+    # short lines, a table's or a footer's)
     while end > 0:
         start = raw.rfind("\f", 0, end) + 1
         block = raw[start:end].strip()
@@ -474,8 +476,10 @@ def without_tail_titles(raw: str) -> str:
         if (block[0] == "\x01" and block[-1] == "\x02" and block.count("\x01") == 1
                 and len(block.split(None, TAIL_TITLE_WORDS - 1)) >= TAIL_TITLE_WORDS):
             titles, first = titles + 1, start
-        elif len(block) >= TAIL_BETWEEN_CHARS or "\x01" in block:
+        elif len(block) >= TAIL_BETWEEN_CHARS or "\x01" in block or between > 2 * titles + 1:
             break
+        else:
+            between += 1
     if titles < TAIL_TITLES:
         return raw
     end = first - 1
