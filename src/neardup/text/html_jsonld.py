@@ -35,6 +35,8 @@ def _json_ld_texts(data: bytes):
             at = data.find(_TYPE, end)
         else:
             at = data.find(_TYPE, at + len(_TYPE))
+
+
 _BODY_KEYS = ("articleBody", "text", "description")
 
 

@@ -14,7 +14,8 @@ from .html_scan import stats as _stats
 from .html_tree import get_ids, is_under
 
 __all__ = ["Holder", "drop_forms", "drop_headed_asides", "drop_secondary", "once", "replies", "without_byline",
-           "without_link_inserts", "without_tail", "without_tail_titles", "without_line_furniture", "REPEATED_LINE_CHARS", "TAIL_START"]
+           "without_link_inserts", "without_tail", "without_tail_titles", "without_line_furniture",
+           "REPEATED_LINE_CHARS", "TAIL_START"]
 
 # A line this long met again in the main text is a copy (0: copies kept).
 REPEATED_LINE_CHARS = 20
@@ -450,9 +451,9 @@ def without_tail(text: str, cut: int = 0) -> str:
 # heading the tail vocabulary may not know, in any language ("Mehr aus der Region", "Hacemos
 # periodismo..."): since rules 16 the last blocks of the text, when TAIL_TITLES or more of them are
 # each one link of TAIL_TITLE_WORDS words or more alone in its block (a title; blocks of under
-# TAIL_BETWEEN_CHARS without links between and after them: a date, a section's name), go with the short
-# block that is no link before them (their heading, under TAIL_LINE_CHARS), when the text before
-# holds TAIL_TITLES_REST of the text or more. Without such a heading (a listing's last titles, a
+# TAIL_BETWEEN_CHARS without links between and after them: a date, a section's name), go with
+# the short block that is no link before them (their heading, under TAIL_LINE_CHARS), when the
+# text before holds TAIL_TITLES_REST of the text or more. Without such a heading (a listing's last titles, a
 # manual's list of links at the end of a page) they stay.
 TAIL_TITLES = 3
 TAIL_TITLE_WORDS = 3
@@ -463,7 +464,7 @@ TAIL_TITLES_REST = 0.5
 def without_tail_titles(raw: str) -> str:
     """``raw`` (a subtree's text with the scan's marks) without the titles that end it and their
     heading (TAIL_TITLES)."""
-    titles, between, first, end = 0, 0, -1, len(raw.rstrip())  # (the empty blocks that end it skipped at once)
+    titles, between, first, end = 0, 0, -1, len(raw.rstrip())  # (its empty last blocks skipped at once)
     # (from the end, block by block: most texts end with a block that is no title, and cost one;
     # short blocks are read between the titles, up to two for each and one more, not in a run of
     # short lines, a table's or a footer's)
