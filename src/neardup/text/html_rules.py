@@ -379,15 +379,23 @@ def _after_paragraph(raw: str, at: int) -> bool:
     """Whether the last block with text before ``raw[at]`` is a paragraph (INSERT_AFTER_CHARS or
     more out of links): an insert interrupts prose; a line of an index ("name : <a>class</a>")
     follows others."""
-    end = at
+    block = _block_before(raw, at, _BLANK_OR_MARK)[1]
+    if not block:
+        return False
+    chars, links = _stats(block)
+    return chars - links >= INSERT_AFTER_CHARS
+
+
+def _block_before(raw: str, end: int, blank: str | None = None) -> tuple[int, str]:
+    """Where the last block with text that ends at or before ``raw[end]`` starts, and its text
+    without the ``blank`` characters around it (white space by default); (-1, "") when none."""
     while end > 0:
         start = raw.rfind("\f", 0, end) + 1
-        block = raw[start:end].strip(_BLANK_OR_MARK)
+        block = raw[start:end].strip(blank)
         if block:
-            chars, links = _stats(block)
-            return chars - links >= INSERT_AFTER_CHARS
+            return start, block
         end = start - 1
-    return False
+    return -1, ""
 
 
 def replies(blocks) -> int:
@@ -468,12 +476,11 @@ def without_tail_titles(raw: str) -> str:
     # (from the end, block by block: most texts end with a block that is no title, and cost one;
     # short blocks are read between the titles, up to two for each and one more, not in a run of
     # short lines, a table's or a footer's)
-    while end > 0:
-        start = raw.rfind("\f", 0, end) + 1
-        block = raw[start:end].strip()
-        end = start - 1
+    while True:
+        start, block = _block_before(raw, end)
         if not block:
-            continue
+            break
+        end = start - 1
         if (block[0] == "\x01" and block[-1] == "\x02" and block.count("\x01") == 1
                 and len(block.split(None, TAIL_TITLE_WORDS - 1)) >= TAIL_TITLE_WORDS):
             titles, first = titles + 1, start
@@ -483,18 +490,12 @@ def without_tail_titles(raw: str) -> str:
             between += 1
     if titles < TAIL_TITLES:
         return raw
-    end = first - 1
-    while end > 0:  # the heading: the block with text before the first title
-        start = raw.rfind("\f", 0, end) + 1
-        block = raw[start:end].strip()
-        if block:
-            if len(block) >= TAIL_LINE_CHARS or "\x01" in block:
-                return raw
-            if _stats(raw[:start])[0] < TAIL_TITLES_REST * _stats(raw)[0]:
-                return raw
-            return raw[:start]
-        end = start - 1
-    return raw
+    start, heading = _block_before(raw, first - 1)  # the block with text before the first title
+    if not heading or len(heading) >= TAIL_LINE_CHARS or "\x01" in heading:
+        return raw
+    if _stats(raw[:start])[0] < TAIL_TITLES_REST * _stats(raw)[0]:
+        return raw
+    return raw[:start]
 
 
 def once(text: str) -> str:
